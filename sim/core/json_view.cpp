@@ -1,0 +1,210 @@
+#include "core/json_view.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace collsim {
+namespace {
+
+std::string child_path(const std::string& parent, std::string_view key) {
+  if (parent.empty() || parent.back() == ':') return parent + std::string(key);
+  return parent + "." + std::string(key);
+}
+
+std::string describe(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::optional<std::string> nearest_word(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_d = std::max<std::size_t>(3, word.size() / 2) + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d && d < word.size()) {  // replacing every letter is no suggestion
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+bool JsonView::has(std::string_view key) const {
+  return value_->is_object() && value_->contains(key);
+}
+
+JsonView JsonView::operator[](std::string_view key) const {
+  if (!value_->is_object()) fail("an object");
+  auto it = value_->find(key);
+  if (it == value_->end())
+    throw InputError(path_, fmt::format("missing required field \"{}\"", key));
+  return JsonView(*it, child_path(path_, key));
+}
+
+std::optional<JsonView> JsonView::find(std::string_view key) const {
+  if (!value_->is_object()) fail("an object");
+  auto it = value_->find(key);
+  if (it == value_->end()) return std::nullopt;
+  return JsonView(*it, child_path(path_, key));
+}
+
+std::size_t JsonView::size() const {
+  if (!value_->is_array()) fail("an array");
+  return value_->size();
+}
+
+JsonView JsonView::operator[](std::size_t index) const {
+  return JsonView((*value_)[index], fmt::format("{}[{}]", path_, index));
+}
+
+void JsonView::allow_only(std::initializer_list<std::string_view> known) const {
+  if (!value_->is_object()) fail("an object");
+  std::vector<std::string> names(known.begin(), known.end());
+  for (const auto& [key, _] : value_->items()) {
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    const std::string where = child_path(path_, key);
+    if (auto near = nearest_word(key, names))
+      throw InputError(where, fmt::format("unknown field; did you mean \"{}\"?", *near));
+    throw InputError(where, fmt::format("unknown field; known fields: {}", join(names)));
+  }
+}
+
+std::string JsonView::as_string() const {
+  if (!value_->is_string()) fail("a string");
+  return value_->get<std::string>();
+}
+
+std::string JsonView::as_choice(const std::vector<std::string>& choices) const {
+  if (!value_->is_string()) fail(fmt::format("one of {}", join(choices)));
+  std::string s = value_->get<std::string>();
+  if (std::find(choices.begin(), choices.end(), s) != choices.end()) return s;
+  if (auto near = nearest_word(s, choices))
+    fail_message(fmt::format("unknown value \"{}\"; did you mean \"{}\"? (one of {})", s, *near,
+                             join(choices)));
+  fail(fmt::format("one of {}", join(choices)));
+}
+
+std::int64_t JsonView::as_int(std::int64_t min, std::int64_t max) const {
+  if (!value_->is_number_integer()) fail(fmt::format("an integer in {}..{}", min, max));
+  const std::int64_t v = value_->get<std::int64_t>();
+  if (v < min || v > max) fail(fmt::format("an integer in {}..{}", min, max));
+  return v;
+}
+
+double JsonView::as_number() const {
+  if (!value_->is_number()) fail("a number");
+  return value_->get<double>();
+}
+
+bool JsonView::as_bool() const {
+  if (!value_->is_boolean()) fail("true or false");
+  return value_->get<bool>();
+}
+
+std::int64_t JsonView::as_size() const {
+  constexpr std::string_view kWhat = "a size like \"64MiB\", \"1GB\" or a byte count";
+  if (value_->is_number_integer() && value_->get<std::int64_t>() >= 0)
+    return value_->get<std::int64_t>();
+  if (value_->is_string())
+    if (auto v = parse_size(value_->get<std::string>())) return *v;
+  fail(kWhat);
+}
+
+double JsonView::as_bandwidth() const {
+  if (value_->is_string())
+    if (auto v = parse_bandwidth(value_->get<std::string>())) return *v;
+  fail("a positive bandwidth like \"450GB/s\" or \"400Gbps\"");
+}
+
+double JsonView::as_duration() const {
+  if (value_->is_number() && value_->get<double>() >= 0) return value_->get<double>();
+  if (value_->is_string())
+    if (auto v = parse_duration(value_->get<std::string>())) return *v;
+  fail("a duration like \"5us\", \"1.5ms\" or \"100ns\"");
+}
+
+std::vector<int> JsonView::as_int_list(std::int64_t min, std::int64_t max) const {
+  if (!value_->is_array()) fail("an array of integers");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < value_->size(); ++i)
+    out.push_back(static_cast<int>((*this)[i].as_int(min, max)));
+  return out;
+}
+
+std::vector<std::string> JsonView::as_string_list() const {
+  if (!value_->is_array()) fail("an array of strings");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < value_->size(); ++i) out.push_back((*this)[i].as_string());
+  return out;
+}
+
+void JsonView::fail(std::string_view expectation) const {
+  throw InputError(path_, fmt::format("expected {}, got {}", expectation, describe(*value_)));
+}
+
+void JsonView::fail_message(std::string_view message) const {
+  throw InputError(path_, std::string(message));
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& source_name) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann reports a byte offset; people want line and column.
+    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    if (auto p = what.find("syntax error while parsing"); p != std::string::npos) what = what.substr(p);
+    throw InputError(source_name, fmt::format("malformed JSON at line {}, column {}: {}", line, col, what));
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path, const std::string& where) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(where, fmt::format("cannot open file \"{}\"", path));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_json_text(buf.str(), path);
+}
+
+}  // namespace collsim

@@ -1,0 +1,124 @@
+#include "core/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace collsim {
+namespace {
+
+struct NumberAndUnit {
+  double value;
+  std::string_view unit;
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<NumberAndUnit> split_number(std::string_view text) {
+  text = trim(text);
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || !std::isfinite(value)) return std::nullopt;
+  return NumberAndUnit{value, trim(std::string_view(end, text.data() + text.size() - end))};
+}
+
+// Decimal (k, M, G, T) and binary (Ki, Mi, Gi, Ti) prefixes; consumes the prefix.
+std::optional<double> take_prefix(std::string_view& unit) {
+  static constexpr struct {
+    std::string_view prefix;
+    double factor;
+  } kPrefixes[] = {{"Ki", 1024.0},
+                   {"Mi", 1024.0 * 1024},
+                   {"Gi", 1024.0 * 1024 * 1024},
+                   {"Ti", 1024.0 * 1024 * 1024 * 1024},
+                   {"k", 1e3},
+                   {"K", 1e3},
+                   {"M", 1e6},
+                   {"G", 1e9},
+                   {"T", 1e12}};
+  for (const auto& p : kPrefixes) {
+    if (unit.starts_with(p.prefix) && unit.size() > p.prefix.size()) {
+      unit.remove_prefix(p.prefix.size());
+      return p.factor;
+    }
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_size(std::string_view text) {
+  auto nu = split_number(text);
+  if (!nu || nu->value < 0) return std::nullopt;
+  std::string_view unit = nu->unit;
+  double factor = 1;
+  if (!unit.empty()) {
+    factor = *take_prefix(unit);
+    if (unit != "B") return std::nullopt;
+  }
+  const double bytes = nu->value * factor;
+  if (bytes > 9.0e18 || std::floor(bytes) != bytes) return std::nullopt;
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::optional<double> parse_bandwidth(std::string_view text) {
+  auto nu = split_number(text);
+  if (!nu || nu->value <= 0) return std::nullopt;
+  std::string_view unit = nu->unit;
+  const double factor = *take_prefix(unit);
+  double bits_or_bytes;
+  if (unit == "B/s" || unit == "Bps")
+    bits_or_bytes = 1;
+  else if (unit == "b/s" || unit == "bps")
+    bits_or_bytes = 1.0 / 8;
+  else
+    return std::nullopt;
+  return nu->value * factor * bits_or_bytes;
+}
+
+std::optional<double> parse_duration(std::string_view text) {
+  auto nu = split_number(text);
+  if (!nu || nu->value < 0) return std::nullopt;
+  static constexpr struct {
+    std::string_view unit;
+    double seconds;
+  } kUnits[] = {{"s", 1},     {"ms", 1e-3},  {"us", 1e-6}, {"\xC2\xB5s", 1e-6},
+                {"ns", 1e-9}, {"ps", 1e-12}, {"min", 60}};
+  for (const auto& u : kUnits) {
+    if (nu->unit == u.unit) return nu->value * u.seconds;
+  }
+  return std::nullopt;
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return fmt::format("{} B", bytes);
+  if (v == std::floor(v)) return fmt::format("{:.0f} {}", v, kUnits[u]);
+  return fmt::format("{:.3g} {}", v, kUnits[u]);
+}
+
+std::string format_duration(double seconds) {
+  const double a = std::fabs(seconds);
+  if (a == 0) return "0 s";
+  if (a < 1e-6) return fmt::format("{:.3g} ns", seconds * 1e9);
+  if (a < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
+  if (a < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+  return fmt::format("{:.3g} s", seconds);
+}
+
+std::string format_bandwidth(double bytes_per_second) {
+  return fmt::format("{:.3g} GB/s", bytes_per_second / 1e9);
+}
+
+}  // namespace collsim

@@ -1,0 +1,15 @@
+#include "network/network_model.h"
+
+#include <stdexcept>
+
+#include "network/ideal_model.h"
+
+namespace collsim {
+
+std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, const Topology&,
+                                                 Router& router) {
+  if (params.model == "ideal") return std::make_unique<IdealModel>(params, router);
+  throw std::invalid_argument("unknown network model \"" + params.model + "\"");
+}
+
+}  // namespace collsim

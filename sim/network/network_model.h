@@ -1,0 +1,47 @@
+#pragma once
+// How long transfers take on the network. A model sees transfers (bytes over a
+// path of links) and never the collective or schedule they belong to.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/time.h"
+#include "network/link_counters.h"
+#include "topology/routing.h"
+
+namespace collsim {
+
+using TransferId = std::uint64_t;
+
+// What a model may ask of whoever drives it (the simulator).
+class NetworkHost {
+ public:
+  virtual Time now() const = 0;
+  // Calls the model's wakeup(cookie) at time `at`.
+  virtual void schedule_wakeup(Time at, std::uint64_t cookie) = 0;
+  // The transfer's last byte has arrived, now.
+  virtual void transfer_finished(TransferId id) = 0;
+  virtual LinkCounters& link_counters() = 0;
+
+ protected:
+  ~NetworkHost() = default;
+};
+
+struct NetworkParams {
+  std::string model = "ideal";
+  Time alpha = 0;  // per-message software/start-up cost, paid once per transfer
+};
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  virtual std::string_view name() const = 0;
+  virtual void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) = 0;
+  virtual void wakeup(NetworkHost& host, std::uint64_t cookie) = 0;
+};
+
+std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, const Topology& topology,
+                                                 Router& router);
+
+}  // namespace collsim

@@ -1,0 +1,39 @@
+#pragma once
+// A scenario: the cluster, the network model and the collectives to run on it,
+// as the user wrote them in JSON, checked and resolved.
+#include <filesystem>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "network/network_model.h"
+#include "schedule/algorithms.h"
+#include "topology/topology.h"
+
+namespace collsim {
+
+struct CollectiveSpec {
+  std::string name;
+  std::string json_path;  // "collectives[2]", for errors found later
+  CollectiveShape shape;
+  std::string algorithm;
+  AlgorithmOptions options;
+  std::int64_t bytes = 0;      // nccl-tests' "size"
+  std::vector<int> ranks;      // topology ranks taking part, in the algorithm's rank order
+  std::vector<int> after;      // indices of collectives that must finish first
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  Topology topology;
+  NetworkParams network;
+  std::vector<CollectiveSpec> collectives;
+};
+
+Scenario load_scenario(const std::filesystem::path& file);
+// `base_dir` resolves relative topology files.
+Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& base_dir,
+                        std::string default_name = "scenario");
+
+}  // namespace collsim

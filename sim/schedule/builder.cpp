@@ -1,0 +1,88 @@
+#include "schedule/builder.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace collsim {
+
+ScheduleBuilder::ScheduleBuilder(CollectiveShape shape, std::string algorithm, int num_buffers,
+                                 std::vector<std::int64_t> buffer_counts, int channels)
+    : ranks_(shape.ranks), channels_(channels) {
+  schedule_.shape = shape;
+  schedule_.algorithm = std::move(algorithm);
+  schedule_.num_buffers = num_buffers;
+  schedule_.buffer_counts = std::move(buffer_counts);
+  schedule_.dep_begin.push_back(0);
+  done_.resize(static_cast<std::size_t>(channels) * ranks_);
+  open_.resize(done_.size());
+}
+
+ScheduleBuilder ScheduleBuilder::uniform(CollectiveShape shape, std::string algorithm,
+                                         std::vector<std::int64_t> counts_per_buffer,
+                                         int channels) {
+  const int nb = static_cast<int>(counts_per_buffer.size());
+  std::vector<std::int64_t> counts;
+  counts.reserve(static_cast<std::size_t>(shape.ranks) * nb);
+  for (int r = 0; r < shape.ranks; ++r)
+    counts.insert(counts.end(), counts_per_buffer.begin(), counts_per_buffer.end());
+  return ScheduleBuilder(shape, std::move(algorithm), nb, std::move(counts), channels);
+}
+
+void ScheduleBuilder::reserve(std::size_t ops, std::size_t deps) {
+  schedule_.ops.reserve(ops);
+  schedule_.dep_begin.reserve(ops + 1);
+  schedule_.deps.reserve(deps);
+}
+
+void ScheduleBuilder::next_step() {
+  if (!step_has_ops_) return;
+  for (int slot : touched_) {
+    std::swap(done_[slot], open_[slot]);
+    open_[slot].clear();
+  }
+  touched_.clear();
+  ++step_;
+  step_has_ops_ = false;
+}
+
+void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
+                          int channel) {
+  if (count <= 0) return;  // empty chunks (count < ranks) move nothing
+  if (channel < 0 || channel >= channels_) throw std::logic_error("schedule channel out of range");
+  if (schedule_.ops.size() >= std::numeric_limits<OpId>::max())
+    throw std::length_error("schedule has more than 2^32 ops");
+  const OpId id = static_cast<OpId>(schedule_.ops.size());
+
+  scratch_deps_.clear();
+  const auto& from_src = done_list(channel, src.rank);
+  const auto& from_dst = done_list(channel, dst.rank);
+  scratch_deps_.insert(scratch_deps_.end(), from_src.begin(), from_src.end());
+  if (dst.rank != src.rank) scratch_deps_.insert(scratch_deps_.end(), from_dst.begin(), from_dst.end());
+  std::sort(scratch_deps_.begin(), scratch_deps_.end());
+  scratch_deps_.erase(std::unique(scratch_deps_.begin(), scratch_deps_.end()), scratch_deps_.end());
+  schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());
+  schedule_.dep_begin.push_back(static_cast<std::uint32_t>(schedule_.deps.size()));
+
+  schedule_.ops.push_back(Op{src.offset, dst.offset, count, src.rank, dst.rank, step_, kind,
+                             static_cast<std::uint8_t>(src.buffer),
+                             static_cast<std::uint8_t>(dst.buffer),
+                             static_cast<std::uint8_t>(channel)});
+  for (int rank : {src.rank, dst.rank}) {
+    const int slot = channel * ranks_ + rank;
+    if (open_[slot].empty()) touched_.push_back(slot);
+    if (open_[slot].empty() || open_[slot].back() != id) open_[slot].push_back(id);
+  }
+  step_has_ops_ = true;
+}
+
+Schedule ScheduleBuilder::finish() {
+  schedule_.num_steps = step_has_ops_ ? step_ + 1 : step_;
+  // Generators that reserved exactly pay nothing here; others give back the slack.
+  schedule_.ops.shrink_to_fit();
+  schedule_.deps.shrink_to_fit();
+  schedule_.dep_begin.shrink_to_fit();
+  return std::move(schedule_);
+}
+
+}  // namespace collsim

@@ -1,0 +1,62 @@
+#pragma once
+// Builds a Schedule step by step and derives its dependencies.
+//
+// Generators say *what* moves in each step; the builder says *when*: an op of
+// step s on channel c depends on every op of the most recent earlier step (on
+// channel c) in which its source or destination rank took part. Each rank thus
+// walks its steps in order, which orders every pair of ops that touch the same
+// rank on one channel. Ops of the same step must not conflict (check_schedule
+// verifies it); channels are independent, so generators give them disjoint data.
+#include <vector>
+
+#include "schedule/schedule.h"
+
+namespace collsim {
+
+struct BufferRef {
+  int rank;
+  int buffer;
+  std::int64_t offset;  // elements
+};
+
+class ScheduleBuilder {
+ public:
+  // `buffer_counts` gives each rank's buffers: [rank * num_buffers + b].
+  ScheduleBuilder(CollectiveShape shape, std::string algorithm, int num_buffers,
+                  std::vector<std::int64_t> buffer_counts, int channels = 1);
+  // Same buffer sizes on every rank.
+  static ScheduleBuilder uniform(CollectiveShape shape, std::string algorithm,
+                                 std::vector<std::int64_t> counts_per_buffer, int channels = 1);
+
+  // Ends the current step (if it has ops); later ops belong to the next one.
+  void next_step();
+  void copy(BufferRef src, BufferRef dst, std::int64_t count, int channel = 0) {
+    add(OpKind::Copy, src, dst, count, channel);
+  }
+  void reduce(BufferRef src, BufferRef dst, std::int64_t count, int channel = 0) {
+    add(OpKind::Reduce, src, dst, count, channel);
+  }
+  void add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
+
+  // Optional: room for `ops` ops and `deps` dependencies, to avoid regrowing.
+  void reserve(std::size_t ops, std::size_t deps);
+  const CollectiveShape& shape() const { return schedule_.shape; }
+  Schedule finish();
+
+ private:
+  std::vector<OpId>& done_list(int channel, int rank) { return done_[channel * ranks_ + rank]; }
+  std::vector<OpId>& open_list(int channel, int rank) { return open_[channel * ranks_ + rank]; }
+
+  Schedule schedule_;
+  int ranks_;
+  int channels_;
+  int step_ = 0;
+  bool step_has_ops_ = false;
+  // Per (channel, rank): ops of the rank's latest finished step, and of the open step.
+  std::vector<std::vector<OpId>> done_;
+  std::vector<std::vector<OpId>> open_;
+  std::vector<int> touched_;  // (channel, rank) slots with ops in the open step
+  std::vector<OpId> scratch_deps_;
+};
+
+}  // namespace collsim

@@ -1,0 +1,128 @@
+#include "schedule/schedule.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+#include <tuple>
+
+namespace collsim {
+
+std::size_t Schedule::memory_bytes() const {
+  return ops.capacity() * sizeof(Op) + dep_begin.capacity() * sizeof(std::uint32_t) +
+         deps.capacity() * sizeof(OpId) + buffer_counts.capacity() * sizeof(std::int64_t);
+}
+
+ScheduleGraph::ScheduleGraph(const Schedule& s) {
+  const std::size_t n = s.size();
+  succ_begin.assign(n + 1, 0);
+  indegree.assign(n, 0);
+  for (OpId id = 0; id < n; ++id) {
+    for (OpId d : s.deps_of(id)) ++succ_begin[d + 1];
+    indegree[id] = static_cast<std::uint32_t>(s.deps_of(id).size());
+  }
+  std::partial_sum(succ_begin.begin(), succ_begin.end(), succ_begin.begin());
+  succ.resize(s.deps.size());
+  std::vector<std::uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
+  for (OpId id = 0; id < n; ++id)
+    for (OpId d : s.deps_of(id)) succ[fill[d]++] = id;
+}
+
+namespace {
+
+struct Access {
+  std::int32_t rank;
+  std::uint8_t buffer;
+  std::int64_t begin, end;
+  OpId op;
+
+  auto key() const { return std::tie(rank, buffer, begin); }
+};
+
+bool overlaps(const Access& a, const Access& b) {
+  return a.rank == b.rank && a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
+}
+
+// Within one step, writes must be disjoint and no read may overlap a write.
+std::string check_step_conflicts(const Schedule& s, std::span<const OpId> step_ops) {
+  std::vector<Access> writes, reads;
+  for (OpId id : step_ops) {
+    const Op& op = s.ops[id];
+    writes.push_back({op.dst_rank, op.dst_buffer, op.dst_offset, op.dst_offset + op.count, id});
+    reads.push_back({op.src_rank, op.src_buffer, op.src_offset, op.src_offset + op.count, id});
+  }
+  auto by_key = [](const Access& a, const Access& b) { return a.key() < b.key(); };
+  std::sort(writes.begin(), writes.end(), by_key);
+  for (std::size_t i = 1; i < writes.size(); ++i) {
+    if (overlaps(writes[i - 1], writes[i]))
+      return fmt::format("ops {} and {} of step {} write overlapping elements of rank {}",
+                         writes[i - 1].op, writes[i].op, s.ops[writes[i].op].step, writes[i].rank);
+  }
+  for (const Access& r : reads) {
+    auto it = std::lower_bound(writes.begin(), writes.end(), r, by_key);
+    for (auto cand : {it, it == writes.begin() ? it : it - 1}) {
+      if (cand != writes.end() && cand->op != r.op && overlaps(*cand, r))
+        return fmt::format("op {} of step {} reads elements of rank {} that op {} writes", r.op,
+                           s.ops[r.op].step, r.rank, cand->op);
+    }
+  }
+  return {};
+}
+
+std::string check_acyclic(const Schedule& s) {
+  ScheduleGraph g(s);
+  std::vector<OpId> ready;
+  for (OpId id = 0; id < s.size(); ++id)
+    if (g.indegree[id] == 0) ready.push_back(id);
+  std::size_t visited = 0;
+  while (!ready.empty()) {
+    OpId id = ready.back();
+    ready.pop_back();
+    ++visited;
+    for (OpId next : g.successors(id))
+      if (--g.indegree[next] == 0) ready.push_back(next);
+  }
+  if (visited != s.size())
+    return fmt::format("dependencies form a cycle ({} ops never become ready)", s.size() - visited);
+  return {};
+}
+
+}  // namespace
+
+std::string check_schedule(const Schedule& s) {
+  const int K = s.shape.ranks;
+  if (s.dep_begin.size() != s.ops.size() + 1) return "dependency index has the wrong size";
+  if (s.buffer_counts.size() != static_cast<std::size_t>(K) * s.num_buffers)
+    return "buffer sizes do not cover every rank";
+  for (OpId id = 0; id < s.size(); ++id) {
+    const Op& op = s.ops[id];
+    if (op.src_rank < 0 || op.src_rank >= K || op.dst_rank < 0 || op.dst_rank >= K)
+      return fmt::format("op {}: rank out of range 0..{}", id, K - 1);
+    if (op.src_buffer >= s.num_buffers || op.dst_buffer >= s.num_buffers)
+      return fmt::format("op {}: buffer out of range", id);
+    if (op.count <= 0) return fmt::format("op {}: empty transfer", id);
+    if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(op.src_rank, op.src_buffer))
+      return fmt::format("op {}: source range outside rank {}'s buffer {}", id, op.src_rank,
+                         op.src_buffer);
+    if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(op.dst_rank, op.dst_buffer))
+      return fmt::format("op {}: destination range outside rank {}'s buffer {}", id, op.dst_rank,
+                         op.dst_buffer);
+    if (op.step < 0 || op.step >= s.num_steps) return fmt::format("op {}: step out of range", id);
+    for (OpId d : s.deps_of(id))
+      if (d >= s.size()) return fmt::format("op {}: dependency {} does not exist", id, d);
+  }
+  if (auto e = check_acyclic(s); !e.empty()) return e;
+
+  std::vector<OpId> order(s.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; });
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j < order.size() && s.ops[order[j]].step == s.ops[order[i]].step) ++j;
+    if (auto e = check_step_conflicts(s, std::span(order).subspan(i, j - i)); !e.empty()) return e;
+    i = j;
+  }
+  return {};
+}
+
+}  // namespace collsim

@@ -1,0 +1,93 @@
+#pragma once
+// The Schedule IR: a collective algorithm as data.
+//
+// A schedule is a DAG of ops over per-rank buffers. An op moves `count` elements
+// from (src_rank, src_buffer, src_offset) to (dst_rank, dst_buffer, dst_offset),
+// either copying or reducing into the destination. Ops and dependencies live in
+// flat arrays (dependencies in CSR form), so a schedule of tens of millions of
+// transfers is a handful of allocations. A schedule knows nothing of time.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "schedule/collective.h"
+
+namespace collsim {
+
+using OpId = std::uint32_t;
+
+enum class OpKind : std::uint8_t {
+  Copy,    // dst = src
+  Reduce,  // dst = dst (op) src
+};
+
+struct Op {
+  std::int64_t src_offset;  // elements
+  std::int64_t dst_offset;  // elements
+  std::int64_t count;       // elements
+  std::int32_t src_rank;
+  std::int32_t dst_rank;
+  std::int32_t step;  // logical step, for reports and the replayer's trace
+  OpKind kind;
+  std::uint8_t src_buffer;
+  std::uint8_t dst_buffer;
+  std::uint8_t channel;  // independent dependency chains (e.g. the two trees of a double binary tree)
+
+  bool is_local() const { return src_rank == dst_rank; }
+};
+
+// What a schedule claims to compute; the replayer checks the claim.
+struct CollectiveShape {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  DType dtype = DType::F32;
+  int ranks = 1;
+  std::int64_t count = 0;  // elements of the nccl-tests "size" (whole buffer)
+  int root = 0;
+};
+
+class Schedule {
+ public:
+  CollectiveShape shape;
+  std::string algorithm;
+  int num_buffers = 1;
+  std::vector<std::int64_t> buffer_counts;  // [rank * num_buffers + buffer], in elements
+  std::vector<Op> ops;
+  std::vector<std::uint32_t> dep_begin;  // size ops.size() + 1
+  std::vector<OpId> deps;
+  int num_steps = 0;
+
+  std::size_t size() const { return ops.size(); }
+  std::span<const OpId> deps_of(OpId id) const {
+    return {deps.data() + dep_begin[id], deps.data() + dep_begin[id + 1]};
+  }
+  std::int64_t element_bytes() const { return element_size(shape.dtype); }
+  std::int64_t bytes(const Op& op) const { return op.count * element_bytes(); }
+  std::int64_t buffer_count(int rank, int buffer) const {
+    return buffer_counts[static_cast<std::size_t>(rank) * num_buffers + buffer];
+  }
+  // Bytes of memory the schedule occupies (for the benchmark's bytes-per-transfer figure).
+  std::size_t memory_bytes() const;
+};
+
+// Successor lists and in-degrees, derived once from a schedule's dependencies:
+// what the simulator, the replayer and the validity check all walk.
+struct ScheduleGraph {
+  std::vector<std::uint32_t> succ_begin;
+  std::vector<OpId> succ;
+  std::vector<std::uint32_t> indegree;
+
+  explicit ScheduleGraph(const Schedule& s);
+  std::span<const OpId> successors(OpId id) const {
+    return {succ.data() + succ_begin[id], succ.data() + succ_begin[id + 1]};
+  }
+};
+
+// Structural check: dependencies acyclic and pointing backwards-or-anywhere valid,
+// ranks in range, byte ranges inside their buffers, no two ops of one step
+// writing overlapping elements of a rank, nor one reading what another writes.
+// Returns an empty string when valid, else a description of the first problem.
+std::string check_schedule(const Schedule& s);
+
+}  // namespace collsim

@@ -1,0 +1,26 @@
+#pragma once
+// A scenario, end to end: schedules generated, checked, routed and simulated.
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "simulate/simulator.h"
+
+namespace collsim {
+
+struct CollectiveOutcome {
+  double start_s = 0;
+  double end_s = 0;
+  double time_s = 0;
+  double algbw_Bps = 0;  // bytes / time; 0 when the collective takes no time
+  double busbw_Bps = 0;
+};
+
+struct ScenarioResult {
+  std::vector<Schedule> schedules;  // one per collective, in scenario order
+  std::vector<CollectiveOutcome> outcomes;
+  SimulationResult sim;
+};
+
+ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options = {});
+
+}  // namespace collsim

@@ -1,0 +1,150 @@
+#include "simulate/simulator.h"
+
+#include <stdexcept>
+
+namespace collsim {
+namespace {
+
+enum EventTag : std::uint32_t { kTaskStart, kNetworkWakeup, kLocalOpDone };
+
+// A transfer id carries its task in the high bits, so no lookup is needed.
+constexpr int kOpBits = 40;
+TransferId transfer_id(std::size_t task, OpId op) {
+  return (static_cast<TransferId>(task) << kOpBits) | op;
+}
+std::size_t task_of(TransferId id) { return static_cast<std::size_t>(id >> kOpBits); }
+OpId op_of(TransferId id) { return static_cast<OpId>(id & ((TransferId{1} << kOpBits) - 1)); }
+
+}  // namespace
+
+struct Simulator::TaskState {
+  ScheduleGraph graph;
+  std::vector<PathId> path;        // per op
+  std::vector<std::uint32_t> waiting;  // per op: dependencies not yet done
+  std::size_t ops_left = 0;
+  std::size_t prerequisites_left = 0;
+  std::vector<std::size_t> dependents;  // tasks waiting on this one
+
+  explicit TaskState(const Schedule& s) : graph(s) {}
+};
+
+Simulator::Simulator(const Topology& topology, Router& router, NetworkModel& model,
+                     SimulationOptions options)
+    : topology_(topology), router_(router), model_(model), options_(options) {}
+
+Simulator::~Simulator() = default;
+
+void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
+  engine_.schedule(at, kNetworkWakeup, cookie);
+}
+
+void Simulator::transfer_finished(TransferId id) { finish_op(task_of(id), op_of(id)); }
+
+void Simulator::prepare_task(std::size_t index) {
+  const CollectiveTask& task = (*tasks_)[index];
+  const Schedule& s = *task.schedule;
+  if (static_cast<int>(task.rank_gpu.size()) != s.shape.ranks)
+    throw std::invalid_argument("task \"" + task.name + "\": rank placement does not match the schedule");
+  TaskState& st = state_.emplace_back(s);
+  // Most ops reuse a route; only the new pairs are searched, grouped by source.
+  st.path.resize(s.size(), -1);
+  std::vector<std::pair<NodeId, NodeId>> missing;
+  for (OpId id = 0; id < s.size(); ++id) {
+    const Op& op = s.ops[id];
+    if (op.is_local()) continue;
+    st.path[id] = router_.cached(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    if (st.path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+  }
+  if (!missing.empty()) {
+    router_.prepare(missing);
+    for (OpId id = 0; id < s.size(); ++id) {
+      const Op& op = s.ops[id];
+      if (!op.is_local() && st.path[id] < 0)
+        st.path[id] = router_.route(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    }
+  }
+  st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
+  st.ops_left = s.size();
+  if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
+}
+
+SimulationResult Simulator::run(const std::vector<CollectiveTask>& tasks) {
+  tasks_ = &tasks;
+  result_ = SimulationResult{};
+  result_.tasks.resize(tasks.size());
+  result_.links.resize(topology_.links().size());
+  result_.node_sent.assign(topology_.nodes().size(), 0);
+  result_.node_received.assign(topology_.nodes().size(), 0);
+  state_.clear();
+  state_.reserve(tasks.size());
+  for (std::size_t i = 0; i < tasks.size(); ++i) prepare_task(i);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    for (int before : tasks[i].after) {
+      if (before < 0 || static_cast<std::size_t>(before) >= i)
+        throw std::invalid_argument("task \"" + tasks[i].name + "\" may only wait on earlier tasks");
+      state_[before].dependents.push_back(i);
+    }
+    state_[i].prerequisites_left = tasks[i].after.size();
+    if (tasks[i].after.empty()) engine_.schedule(0, kTaskStart, i);
+  }
+  engine_.run([this](const Event& e) {
+    switch (e.tag) {
+      case kTaskStart:
+        start_task(static_cast<std::size_t>(e.id));
+        break;
+      case kNetworkWakeup:
+        model_.wakeup(*this, e.id);
+        break;
+      case kLocalOpDone:
+        finish_op(task_of(e.id), op_of(e.id));
+        break;
+    }
+  });
+  result_.events = engine_.events_processed();
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (result_.tasks[i].end < 0)
+      throw std::logic_error("task \"" + tasks[i].name + "\" never finished (dependency cycle?)");
+  tasks_ = nullptr;
+  return std::move(result_);
+}
+
+void Simulator::start_task(std::size_t index) {
+  result_.tasks[index].start = engine_.now();
+  TaskState& st = state_[index];
+  if (st.ops_left == 0) return finish_task(index);
+  for (OpId id = 0; id < st.waiting.size(); ++id)
+    if (st.waiting[id] == 0) start_op(index, id);
+}
+
+void Simulator::start_op(std::size_t task, OpId id) {
+  const CollectiveTask& t = (*tasks_)[task];
+  const Op& op = t.schedule->ops[id];
+  if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
+  if (op.is_local()) {
+    engine_.schedule(engine_.now(), kLocalOpDone, transfer_id(task, id));
+    return;
+  }
+  const std::int64_t bytes = t.schedule->bytes(op);
+  result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
+  ++result_.transfers;
+  model_.start_transfer(*this, transfer_id(task, id), state_[task].path[id], bytes);
+}
+
+void Simulator::finish_op(std::size_t task, OpId id) {
+  const CollectiveTask& t = (*tasks_)[task];
+  const Op& op = t.schedule->ops[id];
+  if (options_.record_ops) result_.tasks[task].ops[id].end = engine_.now();
+  if (!op.is_local()) result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
+  TaskState& st = state_[task];
+  for (OpId next : st.graph.successors(id))
+    if (--st.waiting[next] == 0) start_op(task, next);
+  if (--st.ops_left == 0) finish_task(task);
+}
+
+void Simulator::finish_task(std::size_t index) {
+  result_.tasks[index].end = engine_.now();
+  for (std::size_t dep : state_[index].dependents)
+    if (--state_[dep].prerequisites_left == 0) engine_.schedule(engine_.now(), kTaskStart, dep);
+}
+
+}  // namespace collsim

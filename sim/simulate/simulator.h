@@ -1,0 +1,79 @@
+#pragma once
+// Plays schedules over a network model: an op starts when its dependencies are
+// done, the model says when its bytes have arrived, and the recorder keeps what
+// happened. Several collectives can run at once ("after" relations decide when
+// each starts), so independent collectives share — and contend for — the network.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "network/network_model.h"
+#include "schedule/schedule.h"
+
+namespace collsim {
+
+struct CollectiveTask {
+  std::string name;
+  const Schedule* schedule = nullptr;
+  std::vector<NodeId> rank_gpu;  // the schedule's rank r runs on GPU node rank_gpu[r]
+  std::vector<int> after;        // tasks that must finish before this one starts
+};
+
+struct OpTiming {
+  Time start;
+  Time end;
+};
+
+struct TaskTiming {
+  Time start = -1;
+  Time end = -1;
+  std::vector<OpTiming> ops;  // filled when SimulationOptions::record_ops
+};
+
+struct SimulationOptions {
+  bool record_ops = true;  // per-op start/end: the timeline; costs 16 bytes per op
+};
+
+struct SimulationResult {
+  std::vector<TaskTiming> tasks;
+  LinkCounters links;
+  std::vector<std::int64_t> node_sent;      // per topology node
+  std::vector<std::int64_t> node_received;  // per topology node
+  std::uint64_t events = 0;
+  std::uint64_t transfers = 0;
+};
+
+class Simulator final : private NetworkHost {
+ public:
+  Simulator(const Topology& topology, Router& router, NetworkModel& model,
+            SimulationOptions options = {});
+  ~Simulator();
+  // Routes every transfer first, so an unreachable pair fails before any time passes.
+  SimulationResult run(const std::vector<CollectiveTask>& tasks);
+
+ private:
+  struct TaskState;
+
+  Time now() const override { return engine_.now(); }
+  void schedule_wakeup(Time at, std::uint64_t cookie) override;
+  void transfer_finished(TransferId id) override;
+  LinkCounters& link_counters() override { return result_.links; }
+
+  void prepare_task(std::size_t index);
+  void start_task(std::size_t index);
+  void start_op(std::size_t task, OpId op);
+  void finish_op(std::size_t task, OpId op);
+  void finish_task(std::size_t index);
+
+  const Topology& topology_;
+  Router& router_;
+  NetworkModel& model_;
+  SimulationOptions options_;
+  Engine engine_;
+  const std::vector<CollectiveTask>* tasks_ = nullptr;
+  std::vector<TaskState> state_;
+  SimulationResult result_;
+};
+
+}  // namespace collsim

@@ -1,0 +1,58 @@
+#pragma once
+// Shortest-path routing (fewest hops) over a Topology, with paths cached.
+// Ties between equal-length paths are broken deterministically by link order.
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "topology/topology.h"
+
+namespace collsim {
+
+using PathId = std::int32_t;
+
+struct PathInfo {
+  std::uint32_t first = 0;   // into the router's flat link array
+  std::uint32_t length = 0;  // number of links; 0 for a node to itself
+  Time latency = 0;          // sum of the links' latencies
+  double bottleneck = 0;     // slowest link's bandwidth (bytes/s); +inf when empty
+};
+
+class Router {
+ public:
+  explicit Router(const Topology& topology);
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  // Computes many routes at once, one graph search per distinct source.
+  void prepare(std::span<const std::pair<NodeId, NodeId>> pairs);
+  // The path from src to dst; throws std::runtime_error when dst is unreachable.
+  PathId route(NodeId src, NodeId dst);
+  // The path if it was routed already, else -1 (no search).
+  PathId cached(NodeId src, NodeId dst) const;
+  const PathInfo& info(PathId id) const { return paths_[id]; }
+  std::span<const LinkId> links(PathId id) const {
+    return {links_.data() + paths_[id].first, paths_[id].length};
+  }
+
+  // A pair of the given nodes that cannot reach each other, if any.
+  std::optional<std::pair<NodeId, NodeId>> find_unreachable(std::span<const NodeId> nodes) const;
+
+ private:
+  struct Graph;
+  PathId add_path_from_tree(NodeId src, NodeId dst);
+  void search_from(NodeId src);
+
+  const Topology& topology_;
+  std::unique_ptr<Graph> graph_;
+  std::vector<PathInfo> paths_;
+  std::vector<LinkId> links_;
+  std::unordered_map<std::uint64_t, PathId> cache_;
+  NodeId tree_source_ = -1;
+  std::vector<LinkId> tree_parent_link_;  // BFS tree of tree_source_: link into each node
+};
+
+}  // namespace collsim

@@ -1,0 +1,105 @@
+#include "topology/topology.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace collsim {
+namespace {
+
+constexpr std::array<std::pair<NodeKind, std::string_view>, 9> kNodeKinds{{
+    {NodeKind::Gpu, "gpu"},
+    {NodeKind::NvSwitch, "nvswitch"},
+    {NodeKind::PcieSwitch, "pcie_switch"},
+    {NodeKind::Nic, "nic"},
+    {NodeKind::Switch, "switch"},
+    {NodeKind::Leaf, "leaf"},
+    {NodeKind::Spine, "spine"},
+    {NodeKind::Core, "core"},
+    {NodeKind::Cpu, "cpu"},
+}};
+constexpr std::array<std::pair<LinkKind, std::string_view>, 6> kLinkKinds{{
+    {LinkKind::NvLink, "nvlink"},
+    {LinkKind::NvSwitch, "nvswitch"},
+    {LinkKind::Pcie, "pcie"},
+    {LinkKind::Ib, "ib"},
+    {LinkKind::Roce, "roce"},
+    {LinkKind::Ethernet, "ethernet"},
+}};
+
+template <class Table, class Key>
+std::string_view find_name(const Table& t, Key k) {
+  for (const auto& [key, name] : t)
+    if (key == k) return name;
+  return "?";
+}
+template <class Table>
+auto find_key(const Table& t, std::string_view n) -> std::optional<typename Table::value_type::first_type> {
+  for (const auto& [key, name] : t)
+    if (name == n) return key;
+  return std::nullopt;
+}
+template <class Table>
+std::vector<std::string> all_names(const Table& t) {
+  std::vector<std::string> out;
+  for (const auto& e : t) out.emplace_back(e.second);
+  return out;
+}
+
+}  // namespace
+
+std::string_view name_of(NodeKind k) { return find_name(kNodeKinds, k); }
+std::string_view name_of(LinkKind k) { return find_name(kLinkKinds, k); }
+std::optional<NodeKind> node_kind_from_name(std::string_view n) { return find_key(kNodeKinds, n); }
+std::optional<LinkKind> link_kind_from_name(std::string_view n) { return find_key(kLinkKinds, n); }
+std::vector<std::string> all_node_kind_names() { return all_names(kNodeKinds); }
+std::vector<std::string> all_link_kind_names() { return all_names(kLinkKinds); }
+
+NodeId Topology::add_node(Node node) {
+  const NodeId id = static_cast<NodeId>(nodes_.size());
+  if (!by_name_.emplace(node.name, id).second)
+    throw std::invalid_argument("duplicate node name \"" + node.name + "\"");
+  nodes_.push_back(std::move(node));
+  return id;
+}
+
+LinkId Topology::add_link(Link link) {
+  links_.push_back(link);
+  return static_cast<LinkId>(links_.size() - 1);
+}
+
+void Topology::add_duplex(NodeId a, NodeId b, double bandwidth, Time latency, LinkKind kind) {
+  add_link({a, b, bandwidth, latency, kind});
+  add_link({b, a, bandwidth, latency, kind});
+}
+
+void Topology::assign_ranks() {
+  std::vector<NodeId> gpus;
+  for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id)
+    if (nodes_[id].kind == NodeKind::Gpu) gpus.push_back(id);
+  const bool explicit_ranks = std::any_of(gpus.begin(), gpus.end(), [&](NodeId g) { return nodes_[g].rank >= 0; });
+  if (!explicit_ranks) {
+    for (std::size_t r = 0; r < gpus.size(); ++r) nodes_[gpus[r]].rank = static_cast<int>(r);
+  }
+  gpu_of_rank_.assign(gpus.size(), -1);
+  for (NodeId g : gpus) {
+    const int r = nodes_[g].rank;
+    if (r < 0 || r >= static_cast<int>(gpus.size()) || gpu_of_rank_[r] != -1)
+      throw std::invalid_argument("GPU ranks must be a permutation of 0..number of GPUs - 1 (node \"" +
+                                  nodes_[g].name + "\")");
+    gpu_of_rank_[r] = g;
+  }
+}
+
+std::optional<NodeId> Topology::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Topology::link_label(LinkId id) const {
+  const Link& l = links_[id];
+  return nodes_[l.src].name + "->" + nodes_[l.dst].name;
+}
+
+}  // namespace collsim

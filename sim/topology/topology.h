@@ -1,0 +1,71 @@
+#pragma once
+// The cluster as a directed graph of nodes (GPUs, switches, NICs) and links.
+// This header is light on purpose: the Boost.Graph view lives in routing.cpp and
+// graphviz.cpp only, so widely included code does not pay for it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/time.h"
+
+namespace collsim {
+
+using NodeId = std::int32_t;
+using LinkId = std::int32_t;
+
+enum class NodeKind : std::uint8_t { Gpu, NvSwitch, PcieSwitch, Nic, Switch, Leaf, Spine, Core, Cpu };
+enum class LinkKind : std::uint8_t { NvLink, NvSwitch, Pcie, Ib, Roce, Ethernet };
+
+std::string_view name_of(NodeKind k);
+std::string_view name_of(LinkKind k);
+std::optional<NodeKind> node_kind_from_name(std::string_view name);
+std::optional<LinkKind> link_kind_from_name(std::string_view name);
+std::vector<std::string> all_node_kind_names();
+std::vector<std::string> all_link_kind_names();
+
+struct Node {
+  std::string name;
+  NodeKind kind = NodeKind::Gpu;
+  int rank = -1;  // GPUs only: the global rank it hosts
+  int host = -1;  // which server (node) it sits in, when known
+};
+
+struct Link {
+  NodeId src;
+  NodeId dst;
+  double bandwidth;  // bytes per second, one direction
+  Time latency;
+  LinkKind kind;
+};
+
+class Topology {
+ public:
+  std::string name;
+
+  NodeId add_node(Node node);  // throws std::invalid_argument on a duplicate name
+  LinkId add_link(Link link);
+  // Two directed links, one each way.
+  void add_duplex(NodeId a, NodeId b, double bandwidth, Time latency, LinkKind kind);
+  // Ranks default to the order GPUs were added; call once all nodes exist.
+  void assign_ranks();
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Link>& links() const { return links_; }
+  const Node& node(NodeId id) const { return nodes_[id]; }
+  const Link& link(LinkId id) const { return links_[id]; }
+  std::optional<NodeId> find(std::string_view name) const;
+  int num_ranks() const { return static_cast<int>(gpu_of_rank_.size()); }
+  NodeId gpu_of_rank(int rank) const { return gpu_of_rank_[rank]; }
+  std::string link_label(LinkId id) const;  // "gpu0->nvswitch"
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<Link> links_;
+  std::vector<NodeId> gpu_of_rank_;
+  std::unordered_map<std::string, NodeId> by_name_;
+};
+
+}  // namespace collsim

@@ -1,0 +1,176 @@
+#include "topology/topology_json.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "topology/presets.h"
+
+#ifndef COLLSIM_SOURCE_TOPOLOGIES
+#define COLLSIM_SOURCE_TOPOLOGIES ""
+#endif
+
+namespace collsim {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kMaxGpus = 1 << 20;
+
+LinkKind link_kind_of(const JsonView& v) { return *link_kind_from_name(v.as_choice(all_link_kind_names())); }
+
+Topology preset_from_json(const JsonView& spec) {
+  const std::string preset = spec["preset"].as_choice({"switch", "ring"});
+  if (preset == "switch") {
+    spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind"});
+    const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
+    const double bw = spec["bandwidth"].as_bandwidth();
+    const double lat = spec.has("latency") ? spec["latency"].as_duration() : 0.0;
+    const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
+    return make_switch_topology(gpus, bw, from_seconds(lat), kind);
+  }
+  spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind", "bidirectional"});
+  const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
+  const double bw = spec["bandwidth"].as_bandwidth();
+  const double lat = spec.has("latency") ? spec["latency"].as_duration() : 0.0;
+  const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
+  const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
+  return make_ring_topology(gpus, bw, from_seconds(lat), bidir, kind);
+}
+
+NodeId node_ref(const Topology& t, const JsonView& v) {
+  const std::string name = v.as_string();
+  if (auto id = t.find(name)) return *id;
+  std::vector<std::string> names;
+  for (const auto& n : t.nodes()) names.push_back(n.name);
+  if (auto near = nearest_word(name, names))
+    v.fail_message(fmt::format("no node named \"{}\"; did you mean \"{}\"?", name, *near));
+  v.fail_message(fmt::format("no node named \"{}\"", name));
+}
+
+Topology graph_from_json(const JsonView& spec) {
+  spec.allow_only({"name", "description", "nodes", "links"});
+  Topology t;
+  t.name = spec.has("name") ? spec["name"].as_string() : "custom";
+  const JsonView nodes = spec["nodes"];
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const JsonView n = nodes[i];
+    n.allow_only({"name", "kind", "rank", "host"});
+    Node node;
+    node.name = n["name"].as_string();
+    node.kind = *node_kind_from_name(n["kind"].as_choice(all_node_kind_names()));
+    if (n.has("rank")) {
+      if (node.kind != NodeKind::Gpu) n["rank"].fail_message("only GPU nodes have a rank");
+      node.rank = static_cast<int>(n["rank"].as_int(0, kMaxGpus));
+    }
+    if (n.has("host")) node.host = static_cast<int>(n["host"].as_int(0, kMaxGpus));
+    if (t.find(node.name)) n["name"].fail_message(fmt::format("duplicate node name \"{}\"", node.name));
+    t.add_node(std::move(node));
+  }
+  const JsonView links = spec["links"];
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const JsonView l = links[i];
+    l.allow_only({"src", "dst", "bandwidth", "latency", "kind", "duplex"});
+    const NodeId src = node_ref(t, l["src"]);
+    const NodeId dst = node_ref(t, l["dst"]);
+    if (src == dst) l["dst"].fail_message("a link must join two different nodes");
+    const double bw = l["bandwidth"].as_bandwidth();
+    const Time lat = from_seconds(l.has("latency") ? l["latency"].as_duration() : 0.0);
+    const LinkKind kind = link_kind_of(l["kind"]);
+    const bool duplex = l.has("duplex") ? l["duplex"].as_bool() : true;
+    if (duplex)
+      t.add_duplex(src, dst, bw, lat, kind);
+    else
+      t.add_link({src, dst, bw, lat, kind});
+  }
+  try {
+    t.assign_ranks();
+  } catch (const std::invalid_argument& e) {
+    nodes.fail_message(e.what());
+  }
+  if (t.num_ranks() == 0) nodes.fail_message("a topology needs at least one node of kind \"gpu\"");
+  return t;
+}
+
+Topology topology_from_object(const JsonView& spec) {
+  if (spec.has("preset")) return preset_from_json(spec);
+  if (spec.has("nodes")) return graph_from_json(spec);
+  spec.fail_message("expected {\"preset\": ...}, {\"nodes\": [...], \"links\": [...]}, or a file name");
+}
+
+fs::path resolve_topology_file(const JsonView& v, const fs::path& base_dir) {
+  const std::string name = v.as_string();
+  const fs::path as_path = base_dir / name;
+  if (fs::is_regular_file(as_path)) return as_path;
+  for (const auto& dir : topology_search_path()) {
+    for (const fs::path& candidate : {dir / name, dir / (name + ".json")})
+      if (fs::is_regular_file(candidate)) return candidate;
+  }
+  const auto names = bundled_topology_names();
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  v.fail_message(fmt::format("no topology file \"{}\" (relative to {}) and no bundled topology of that name; "
+                             "bundled: {}",
+                             name, base_dir.empty() ? "." : base_dir.string(), known.empty() ? "none found" : known));
+}
+
+}  // namespace
+
+std::vector<fs::path> topology_search_path() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("COLLSIM_TOPOLOGY_PATH")) {
+    std::string s = env;
+    for (std::size_t start = 0; start <= s.size();) {
+      std::size_t end = s.find(':', start);
+      if (end == std::string::npos) end = s.size();
+      if (end > start) dirs.emplace_back(s.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (*COLLSIM_SOURCE_TOPOLOGIES) dirs.emplace_back(COLLSIM_SOURCE_TOPOLOGIES);
+  return dirs;
+}
+
+std::vector<std::string> bundled_topology_names() {
+  std::vector<std::string> names;
+  for (const auto& dir : topology_search_path()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Topology load_topology(const JsonView& spec, const fs::path& base_dir) {
+  if (spec.is_object()) return topology_from_object(spec);
+  if (!spec.is_string()) spec.fail("a topology object, a file name or a bundled topology name");
+  const fs::path file = resolve_topology_file(spec, base_dir);
+  const nlohmann::json doc = read_json_file(file.string(), spec.path());
+  // Errors inside the file name the file, so the user knows where to look.
+  return topology_from_object(JsonView(doc, file.filename().string() + ":"));
+}
+
+nlohmann::json topology_to_json(const Topology& t) {
+  nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
+  for (const auto& n : t.nodes()) {
+    nlohmann::json j = {{"name", n.name}, {"kind", name_of(n.kind)}};
+    if (n.kind == NodeKind::Gpu) j["rank"] = n.rank;
+    if (n.host >= 0) j["host"] = n.host;
+    nodes.push_back(std::move(j));
+  }
+  for (const auto& l : t.links()) {
+    links.push_back({{"src", t.node(l.src).name},
+                     {"dst", t.node(l.dst).name},
+                     {"bandwidth", fmt::format("{}B/s", l.bandwidth)},
+                     {"latency", fmt::format("{}ps", l.latency)},
+                     {"kind", name_of(l.kind)},
+                     {"duplex", false}});
+  }
+  return {{"name", t.name}, {"nodes", nodes}, {"links", links}};
+}
+
+}  // namespace collsim

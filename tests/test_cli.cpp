@@ -1,0 +1,137 @@
+// The collsim command as a user runs it.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path temp_dir(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / ("collsim-test-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+Outcome collsim(const std::string& args) {
+  const fs::path err_file = temp_dir("stderr") / "err.txt";
+  const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " 2>" + err_file.string();
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, slurp(err_file)};
+}
+
+const std::string kScenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
+
+std::string write_file(const fs::path& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name) << text;
+  return (dir / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("collsim run prints the table for the bundled scenario") {
+  const Outcome o = collsim("run " + kScenario);
+  CHECK(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("grads") && Catch::Contains("all_reduce") && Catch::Contains("ring") &&
+                        Catch::Contains("1073741824") && Catch::Contains("busbw"));
+  CHECK(o.err.empty());
+}
+
+TEST_CASE("same scenario, same output, byte for byte") {
+  const fs::path a = temp_dir("det-a"), b = temp_dir("det-b");
+  const Outcome first = collsim("run " + kScenario + " --out " + a.string());
+  const Outcome second = collsim("run " + kScenario + " --out " + b.string());
+  REQUIRE(first.status == 0);
+  CHECK(first.out == second.out);
+  for (const char* f : {"result.json", "links.csv", "timeline.json"}) {
+    INFO(f);
+    REQUIRE(fs::exists(a / f));
+    CHECK(slurp(a / f) == slurp(b / f));
+  }
+  CHECK(collsim("run " + kScenario + " --format json").out == collsim("run " + kScenario + " --format json").out);
+}
+
+TEST_CASE("run in json format carries the contract fields") {
+  const Outcome o = collsim("run " + kScenario + " --format json");
+  REQUIRE(o.status == 0);
+  const auto j = nlohmann::json::parse(o.out);
+  const auto& c = j["collectives"][0];
+  for (const char* key : {"name", "op", "algorithm", "ranks", "bytes", "start_s", "end_s", "time_s", "algbw_GBps", "busbw_GBps"})
+    CHECK(c.contains(key));
+  CHECK(c["time_s"].get<double>() == Approx(c["end_s"].get<double>() - c["start_s"].get<double>()));
+  CHECK(c["busbw_GBps"].get<double>() == Approx(c["algbw_GBps"].get<double>() * 2 * 7 / 8));
+  CHECK(j["links"].size() == 16);
+  for (const auto& l : j["links"])
+    for (const char* key : {"src", "dst", "kind", "bytes", "busy_s"}) CHECK(l.contains(key));
+}
+
+TEST_CASE("run with an output folder writes a Chrome trace with one track per rank") {
+  const fs::path d = temp_dir("trace");
+  REQUIRE(collsim("run " + kScenario + " --out " + d.string()).status == 0);
+  const auto trace = nlohmann::json::parse(slurp(d / "timeline.json"));
+  int slices = 0, tracks = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++slices;
+      CHECK(e["dur"].get<double>() > 0);
+      CHECK(e["ts"].get<double>() >= 0);
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++tracks;
+  }
+  CHECK(slices == 2 * 7 * 8);
+  CHECK(tracks == 8);
+  const std::string csv = slurp(d / "links.csv");
+  CHECK(csv.starts_with("src,dst,kind,bandwidth_Bps,bytes,busy_s\n"));
+}
+
+TEST_CASE("errors: one line, exit status 2, nothing written") {
+  const fs::path dir = temp_dir("errors");
+  const fs::path out = dir / "out";
+  const std::string bad_cases[] = {
+      write_file(dir, "malformed.json", "{\"topology\": \"dgx-h100\", \"collectives\": [}"),
+      write_file(dir, "unknown.json", R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "byte": 64}]})"),
+      write_file(dir, "range.json", R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "bytes": 64, "ranks": [9]}]})"),
+      (dir / "missing.json").string(),
+  };
+  for (const auto& file : bad_cases) {
+    INFO(file);
+    const Outcome o = collsim("run " + file + " --out " + out.string());
+    CHECK(o.status == 2);
+    CHECK(o.out.empty());
+    CHECK(o.err.starts_with("collsim: error: "));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK((!fs::exists(out) || fs::is_empty(out)));
+  }
+}
+
+TEST_CASE("version and help flags") {
+  CHECK_THAT(collsim("--version").out, Catch::StartsWith("collsim "));
+  const Outcome help = collsim("run --help");
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("--out") && Catch::Contains("--format"));
+}

@@ -1,0 +1,66 @@
+#include <catch2/catch.hpp>
+
+#include "core/time.h"
+#include "core/units.h"
+
+using namespace collsim;
+
+TEST_CASE("sizes: decimal and binary prefixes differ") {
+  CHECK(parse_size("1GB") == 1'000'000'000);
+  CHECK(parse_size("1GiB") == 1073741824);
+  CHECK(parse_size("64MiB") == 64 * 1048576);
+  CHECK(parse_size("64MB") == 64'000'000);
+  CHECK(parse_size("1KiB") == 1024);
+  CHECK(parse_size("1kB") == 1000);
+  CHECK(parse_size("512") == 512);
+  CHECK(parse_size("512B") == 512);
+  CHECK(parse_size(" 1.5 KiB ") == 1536);
+}
+
+TEST_CASE("sizes: malformed or negative text is rejected") {
+  CHECK_FALSE(parse_size("-5"));
+  CHECK_FALSE(parse_size("1Gb"));  // bits are not a size
+  CHECK_FALSE(parse_size("abc"));
+  CHECK_FALSE(parse_size("1.3B"));  // not a whole byte
+  CHECK_FALSE(parse_size("10 parsecs"));
+  CHECK_FALSE(parse_size(""));
+}
+
+TEST_CASE("bandwidth: bits and bytes per second") {
+  CHECK(*parse_bandwidth("25GB/s") == Approx(25e9));
+  CHECK(*parse_bandwidth("400Gbps") == Approx(50e9));
+  CHECK(*parse_bandwidth("400Gb/s") == Approx(50e9));
+  CHECK(*parse_bandwidth("450GBps") == Approx(450e9));
+  CHECK(*parse_bandwidth("1GiB/s") == Approx(1073741824.0));
+  CHECK(*parse_bandwidth("100Mbps") == Approx(12.5e6));
+  CHECK_FALSE(parse_bandwidth("0GB/s"));
+  CHECK_FALSE(parse_bandwidth("-1GB/s"));
+  CHECK_FALSE(parse_bandwidth("25GB"));
+  CHECK_FALSE(parse_bandwidth("fast"));
+}
+
+TEST_CASE("durations: s, ms, us, ns, ps") {
+  CHECK(*parse_duration("5us") == Approx(5e-6));
+  CHECK(*parse_duration("5\xC2\xB5s") == Approx(5e-6));
+  CHECK(*parse_duration("1.5ms") == Approx(1.5e-3));
+  CHECK(*parse_duration("100ns") == Approx(100e-9));
+  CHECK(*parse_duration("2s") == Approx(2.0));
+  CHECK(*parse_duration("7ps") == Approx(7e-12));
+  CHECK_FALSE(parse_duration("5"));  // a string needs its unit
+  CHECK_FALSE(parse_duration("5 hours"));
+  CHECK_FALSE(parse_duration("-1us"));
+}
+
+TEST_CASE("time: picoseconds round-trip and transfer time rounding") {
+  CHECK(from_seconds(5e-6) == 5'000'000);
+  CHECK(to_seconds(from_seconds(85.9e-6)) == Approx(85.9e-6));
+  // 1 MiB at 450 GB/s = 2330.168... ns
+  CHECK(transfer_time(1 << 20, 450e9) == 2'330'169);
+}
+
+TEST_CASE("formatting names its units") {
+  CHECK(format_bytes(16 * 1048576) == "16 MiB");
+  CHECK(format_bytes(1000) == "1000 B");
+  CHECK(format_duration(85.9e-6) == "85.9 us");
+  CHECK(format_duration(2.4e-3) == "2.4 ms");
+}

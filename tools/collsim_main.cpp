@@ -1,0 +1,74 @@
+// The collsim command line.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "report/output_dir.h"
+#include "report/reports.h"
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
+
+namespace {
+
+using namespace collsim;
+
+struct RunArgs {
+  std::string scenario;
+  std::string format = "text";
+  std::string out_dir;
+};
+
+int run_command(const RunArgs& args) {
+  const Scenario scenario = load_scenario(args.scenario);
+  SimulationOptions options;
+  options.record_ops = !args.out_dir.empty();  // the timeline is the only per-op output
+  const ScenarioResult result = run_scenario(scenario, options);
+
+  // Files first: if they cannot be written, nothing is printed as if all went well.
+  if (!args.out_dir.empty()) {
+    OutputDir out(args.out_dir);
+    out.open("result.json") << result_json(scenario, result).dump(2) << "\n";
+    write_links_csv(out.open("links.csv"), scenario, result);
+    write_chrome_trace(out.open("timeline.json"), scenario, result);
+    out.commit();
+  }
+  if (args.format == "json")
+    std::cout << result_json(scenario, result).dump(2) << "\n";
+  else
+    std::cout << summary_table(scenario, result);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"collsim: a discrete-event simulator of collective communication on GPU clusters"};
+  app.set_version_flag("--version", std::string("collsim ") + COLLSIM_VERSION);
+  app.require_subcommand(1);
+
+  RunArgs run_args;
+  auto* run = app.add_subcommand("run", "Simulate a scenario and print one row per collective");
+  run->add_option("scenario", run_args.scenario, "Scenario JSON file")->required();
+  run->add_option("--format", run_args.format, "Output on stdout")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  run->add_option("--out", run_args.out_dir, "Also write result.json, links.csv and timeline.json here");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*run) return run_command(run_args);
+  } catch (const InputError& e) {
+    std::cerr << "collsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "collsim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

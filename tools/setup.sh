@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs every Debian package collsim needs to build and test. Idempotent:
+# packages already present are not touched, and apt is only called when needed.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
+  catch2 libbenchmark-dev
+)
+if [[ "${1:-}" == "--with-browser" ]]; then packages+=(chromium); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then exit 0; fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
