@@ -14,17 +14,20 @@ std::size_t Schedule::memory_bytes() const {
 
 ScheduleGraph::ScheduleGraph(const Schedule& s) {
   const std::size_t n = s.size();
+  const std::size_t edges = s.deps.size();
+  const std::uint32_t* dep_begin = s.dep_begin.data();
+  const OpId* deps = s.deps.data();
   succ_begin.assign(n + 1, 0);
-  indegree.assign(n, 0);
-  for (OpId id = 0; id < n; ++id) {
-    for (OpId d : s.deps_of(id)) ++succ_begin[d + 1];
-    indegree[id] = static_cast<std::uint32_t>(s.deps_of(id).size());
-  }
+  for (std::size_t e = 0; e < edges; ++e) ++succ_begin[deps[e] + 1];
   std::partial_sum(succ_begin.begin(), succ_begin.end(), succ_begin.begin());
-  succ.resize(s.deps.size());
-  std::vector<std::uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
-  for (OpId id = 0; id < n; ++id)
-    for (OpId d : s.deps_of(id)) succ[fill[d]++] = id;
+  // Walking ops in id order appends each op's successors in increasing id order.
+  succ.resize(edges);
+  std::vector<std::uint32_t> cursor(succ_begin.begin(), succ_begin.end() - 1);
+  indegree.resize(n);
+  for (OpId id = 0; id < n; ++id) {
+    indegree[id] = dep_begin[id + 1] - dep_begin[id];
+    for (std::uint32_t e = dep_begin[id]; e < dep_begin[id + 1]; ++e) succ[cursor[deps[e]]++] = id;
+  }
 }
 
 namespace {

@@ -46,22 +46,32 @@ void Simulator::prepare_task(std::size_t index) {
   if (static_cast<int>(task.rank_gpu.size()) != s.shape.ranks)
     throw std::invalid_argument("task \"" + task.name + "\": rank placement does not match the schedule");
   TaskState& st = state_.emplace_back(s);
-  // Most ops reuse a route; only the new pairs are searched, grouped by source.
-  st.path.resize(s.size(), -1);
+  // Most ops reuse a route, and a rank mostly talks to the peer it talked to last:
+  // a one-entry memo per source rank answers those without hashing. New pairs are
+  // searched together, grouped by source.
+  st.path.assign(s.size(), -1);
+  std::vector<int> memo_dst(s.shape.ranks, -1);
+  std::vector<PathId> memo_path(s.shape.ranks, -1);
   std::vector<std::pair<NodeId, NodeId>> missing;
+  auto lookup = [&](const Op& op) {
+    if (memo_dst[op.src_rank] == op.dst_rank) return memo_path[op.src_rank];
+    const PathId p = router_.cached(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    if (p >= 0) {
+      memo_dst[op.src_rank] = op.dst_rank;
+      memo_path[op.src_rank] = p;
+    }
+    return p;
+  };
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
     if (op.is_local()) continue;
-    st.path[id] = router_.cached(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    st.path[id] = lookup(op);
     if (st.path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
   }
   if (!missing.empty()) {
     router_.prepare(missing);
-    for (OpId id = 0; id < s.size(); ++id) {
-      const Op& op = s.ops[id];
-      if (!op.is_local() && st.path[id] < 0)
-        st.path[id] = router_.route(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
-    }
+    for (OpId id = 0; id < s.size(); ++id)
+      if (!s.ops[id].is_local() && st.path[id] < 0) st.path[id] = lookup(s.ops[id]);
   }
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
@@ -69,6 +79,11 @@ void Simulator::prepare_task(std::size_t index) {
 }
 
 SimulationResult Simulator::run(const std::vector<CollectiveTask>& tasks) {
+  load(tasks);
+  return run_loaded();
+}
+
+void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   tasks_ = &tasks;
   result_ = SimulationResult{};
   result_.tasks.resize(tasks.size());
@@ -87,6 +102,10 @@ SimulationResult Simulator::run(const std::vector<CollectiveTask>& tasks) {
     state_[i].prerequisites_left = tasks[i].after.size();
     if (tasks[i].after.empty()) engine_.schedule(0, kTaskStart, i);
   }
+}
+
+SimulationResult Simulator::run_loaded() {
+  const auto& tasks = *tasks_;
   engine_.run([this](const Event& e) {
     switch (e.tag) {
       case kTaskStart:
