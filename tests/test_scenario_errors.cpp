@@ -59,8 +59,8 @@ TEST_CASE("bad units and values name the path and the expectation") {
         "collectives[0].bytes: 6 bytes is not a whole number of float32 elements (4 bytes each)");
   CHECK(error_of(with_collective(R"({"op": "all_reduse", "bytes": 64})")).starts_with(
       "collectives[0].op: unknown value \"all_reduse\"; did you mean \"all_reduce\"?"));
-  CHECK(error_of(with_collective(R"({"op": "scatter", "bytes": 64})")) ==
-        "collectives[0].op: no algorithm \"ring\" for scatter; available: none yet");
+  CHECK(error_of(with_collective(R"({"op": "scatter", "algorithm": "ring", "bytes": 64})")) ==
+        "collectives[0].algorithm: no algorithm \"ring\" for scatter; available: binomial_tree, direct");
 }
 
 TEST_CASE("zero or negative bandwidth") {

@@ -129,11 +129,11 @@ TEST_CASE("validity check rejects broken schedules") {
     s.ops[1].dst_offset = 5;
     CHECK_THAT(check_schedule(s), Catch::Contains("destination range outside"));
   }
-  SECTION("a cycle") {
+  SECTION("a cycle, or any dependency on a later step") {
     Schedule s = two_rank_copy();
     s.deps = {1, 0};
     s.dep_begin = {0, 1, 2};
-    CHECK_THAT(check_schedule(s), Catch::Contains("cycle"));
+    CHECK(check_schedule(s) == "op 0 of step 0 depends on op 1 of step 1");
   }
   SECTION("two writers of one range in one step") {
     auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 3, 8), "test", {8});

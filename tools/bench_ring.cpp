@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
-#include "schedule/generators/ring.h"
+#include "schedule/algorithms.h"
 #include "simulate/simulator.h"
 #include "topology/presets.h"
 
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   shape.count = (std::int64_t{1} << 30) / 4;
 
   const auto t_gen = Clock::now();
-  const Schedule schedule = ring_all_reduce(shape, {});
+  const Schedule schedule = find_algorithm(CollectiveOp::AllReduce, "ring")->generate(shape, {});
   const double gen_s = seconds_since(t_gen);
 
   std::vector<NodeId> gpus;

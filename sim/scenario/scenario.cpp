@@ -77,7 +77,8 @@ CollectiveSpec parse_collective(const JsonView& v, std::size_t index, const Topo
   c.shape.count = c.bytes / esize;
 
   const auto algorithms = algorithms_for(c.shape.op);
-  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string() : "ring";
+  // Without "algorithm", the catalogue's first entry for the collective.
+  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string() : (algorithms.empty() ? "" : algorithms.front());
   if (!find_algorithm(c.shape.op, c.algorithm)) {
     std::string list;
     for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;

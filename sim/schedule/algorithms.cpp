@@ -1,15 +1,26 @@
 #include "schedule/algorithms.h"
 
+#include "schedule/generators/direct.h"
+#include "schedule/generators/halving_doubling.h"
+#include "schedule/generators/hierarchical.h"
 #include "schedule/generators/ring.h"
+#include "schedule/generators/star.h"
+#include "schedule/generators/tree.h"
 
 namespace collsim {
 
+// The first entry for a collective is its default algorithm.
 const std::vector<AlgorithmEntry>& algorithm_catalogue() {
-  static const std::vector<AlgorithmEntry> catalogue = {
-      {CollectiveOp::AllReduce, "ring", ring_all_reduce},
-      {CollectiveOp::ReduceScatter, "ring", ring_reduce_scatter},
-      {CollectiveOp::AllGather, "ring", ring_all_gather},
-  };
+  static const std::vector<AlgorithmEntry> catalogue = [] {
+    std::vector<AlgorithmEntry> c;
+    register_ring(c);
+    register_trees(c);
+    register_halving_doubling(c);
+    register_star(c);
+    register_direct(c);
+    register_hierarchical(c);
+    return c;
+  }();
   return catalogue;
 }
 

@@ -11,7 +11,12 @@ namespace collsim {
 
 // Knobs an algorithm may read; each ignores those that do not concern it.
 struct AlgorithmOptions {
-  int segments = 1;  // pipelined algorithms: how many pieces the buffer is cut into
+  int segments = 1;          // pipelined algorithms: how many pieces the buffer is cut into
+  std::vector<int> servers;  // parameter server: the server ranks (default: the root)
+  // Hierarchical: sizes of the nested groups, innermost first (e.g. {8, 4}: 4 nodes
+  // of 8 GPUs), and the algorithm used at each level.
+  std::vector<int> level_sizes;
+  std::vector<std::string> level_algorithms;
 };
 
 using Generator = std::function<Schedule(const CollectiveShape&, const AlgorithmOptions&)>;

@@ -46,6 +46,22 @@ void ScheduleBuilder::next_step() {
   step_has_ops_ = false;
 }
 
+void ScheduleBuilder::join_channels() {
+  next_step();
+  if (channels_ == 1) return;
+  std::vector<OpId> merged;
+  for (int rank = 0; rank < ranks_; ++rank) {
+    merged.clear();
+    for (int c = 0; c < channels_; ++c) {
+      const auto& done = done_list(c, rank);
+      merged.insert(merged.end(), done.begin(), done.end());
+    }
+    std::sort(merged.begin(), merged.end());
+    merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+    for (int c = 0; c < channels_; ++c) done_list(c, rank) = merged;
+  }
+}
+
 void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
                           int channel) {
   if (count <= 0) return;  // empty chunks (count < ranks) move nothing

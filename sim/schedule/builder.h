@@ -30,6 +30,10 @@ class ScheduleBuilder {
 
   // Ends the current step (if it has ops); later ops belong to the next one.
   void next_step();
+  // Ends the current step and makes every channel wait for all of them: later ops
+  // of a rank, on any channel, depend on that rank's latest step on every channel.
+  // Algorithms that fan out over channels call it before and after.
+  void join_channels();
   void copy(BufferRef src, BufferRef dst, std::int64_t count, int channel = 0) {
     add(OpKind::Copy, src, dst, count, channel);
   }

@@ -1,6 +1,7 @@
 #pragma once
 // What a collective computes, independent of how (the algorithm) or how fast.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>

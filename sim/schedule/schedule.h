@@ -45,6 +45,8 @@ struct CollectiveShape {
   int ranks = 1;
   std::int64_t count = 0;  // elements of the nccl-tests "size" (whole buffer)
   int root = 0;
+  // All-to-allv: elements rank s sends rank d at [s * ranks + d]. Empty means uniform.
+  std::shared_ptr<const std::vector<std::int64_t>> matrix;
 };
 
 class Schedule {
@@ -84,9 +86,10 @@ struct ScheduleGraph {
   }
 };
 
-// Structural check: dependencies acyclic and pointing backwards-or-anywhere valid,
-// ranks in range, byte ranges inside their buffers, no two ops of one step
-// writing overlapping elements of a rank, nor one reading what another writes.
+// Structural check: every dependency points to an op of an earlier step (so the
+// graph is acyclic and steps are a valid execution order), ranks in range, element
+// ranges inside their buffers, no two ops of one step writing overlapping elements
+// of a rank, nor one reading what another writes.
 // Returns an empty string when valid, else a description of the first problem.
 std::string check_schedule(const Schedule& s);
 

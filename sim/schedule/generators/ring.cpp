@@ -1,11 +1,11 @@
 #include "schedule/generators/ring.h"
 
+#include <algorithm>
+
 namespace collsim {
 namespace {
 
-int mod(int a, int k) { return ((a % k) + k) % k; }
-
-// Room for `passes` ring passes; each op waits on at most three others.
+// Room for `passes` passes over groups of `ranks`; each op waits on at most three others.
 ScheduleBuilder ring_builder(const CollectiveShape& shape, int passes) {
   auto b = ScheduleBuilder::uniform(shape, "ring", {shape.count});
   const std::size_t ops = static_cast<std::size_t>(shape.ranks) * (shape.ranks - 1) * passes;
@@ -13,43 +13,50 @@ ScheduleBuilder ring_builder(const CollectiveShape& shape, int passes) {
   return b;
 }
 
+template <class Body>
+Schedule whole_ring(const CollectiveShape& shape, int passes, Body&& body) {
+  auto b = ring_builder(shape, passes);
+  const Group g = whole_group(shape);
+  body(b, std::span<const Group>(&g, 1));
+  return b.finish();
+}
+
 }  // namespace
 
-void ring_pass(ScheduleBuilder& b, OpKind kind, int shift) {
-  const int K = b.shape().ranks;
-
-  const Partition chunks{b.shape().count, K};
-  for (int i = 0; i < K - 1; ++i) {
+void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, int shift) {
+  int steps = 0;
+  for (const Group& g : groups) steps = std::max(steps, g.size() - 1);
+  for (int i = 0; i < steps; ++i) {
     b.next_step();
-    for (int r = 0; r < K; ++r) {
-      const int c = mod(r + shift - i, K);
-      const std::int64_t at = chunks.begin(c);
-      b.add(kind, {r, 0, at}, {(r + 1) % K, 0, at}, chunks.size(c), 0);
+    for (const Group& g : groups) {
+      const int K = g.size();
+      if (i >= K - 1) continue;
+      const Partition chunks = g.chunks(K);
+      for (int m = 0; m < K; ++m) {
+        const int c = rotate(m + shift - i, 0, K);
+        b.add(kind, g.at(m, chunks.begin(c)), g.at((m + 1) % K, chunks.begin(c)), chunks.size(c), g.channel);
+      }
     }
   }
 }
 
-// Reduce-scatter leaves rank r with chunk r (shift -1), as nccl-tests expects.
-Schedule ring_reduce_scatter(const CollectiveShape& shape, const AlgorithmOptions&) {
-  auto b = ring_builder(shape, 1);
-  ring_pass(b, OpKind::Reduce, -1);
-  return b.finish();
-}
-
-// All-gather starts with rank r holding chunk r.
-Schedule ring_all_gather(const CollectiveShape& shape, const AlgorithmOptions&) {
-  auto b = ring_builder(shape, 1);
-  ring_pass(b, OpKind::Copy, 0);
-  return b.finish();
-}
-
-// Reduce-scatter leaving rank r with chunk r+1, then all-gather from there:
+// Reduce-scatter leaving member m with chunk m+1, then all-gather from there:
 // the textbook order that REFERENCE.md's step-by-step trace shows.
-Schedule ring_all_reduce(const CollectiveShape& shape, const AlgorithmOptions&) {
-  auto b = ring_builder(shape, 2);
-  ring_pass(b, OpKind::Reduce, 0);
-  ring_pass(b, OpKind::Copy, 1);
-  return b.finish();
+void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
+  ring_pass(b, groups, OpKind::Reduce, 0);
+  ring_pass(b, groups, OpKind::Copy, 1);
+}
+
+void register_ring(std::vector<AlgorithmEntry>& c) {
+  c.push_back({CollectiveOp::AllReduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return whole_ring(s, 2, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_reduce(b, g); });
+               }});
+  c.push_back({CollectiveOp::ReduceScatter, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return whole_ring(s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_reduce_scatter(b, g); });
+               }});
+  c.push_back({CollectiveOp::AllGather, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return whole_ring(s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_gather(b, g); });
+               }});
 }
 
 }  // namespace collsim

@@ -1,18 +1,24 @@
 #pragma once
-// Ring algorithms (Patarasuk & Yuan): K-1 steps per pass, each rank sending one
-// chunk of N/K to its successor per step, so every link carries the same load.
+// Ring algorithms (Patarasuk & Yuan): K-1 steps per pass, each member sending
+// one chunk of N/K to its successor per step, so every link carries the same load.
+#include <span>
+
 #include "schedule/algorithms.h"
-#include "schedule/builder.h"
+#include "schedule/group.h"
 
 namespace collsim {
 
-// One pass around the ring over the K chunks of buffer 0: in step i, rank r sends
-// chunk (r + shift - i) mod K to rank r + 1, which copies or reduces it in.
-// After a reducing pass rank r owns the full reduction of chunk (r + 1 + shift).
-void ring_pass(ScheduleBuilder& b, OpKind kind, int shift);
+// One pass around each group's ring, all groups in lock-step: in step i member m
+// sends chunk (m + shift - i) mod K of the group's region to member m + 1, which
+// copies or reduces it in. After a reducing pass member m owns the full
+// reduction of chunk (m + 1 + shift); a copying pass spreads chunk (m + shift).
+void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, int shift);
 
-Schedule ring_reduce_scatter(const CollectiveShape& shape, const AlgorithmOptions& opt);
-Schedule ring_all_gather(const CollectiveShape& shape, const AlgorithmOptions& opt);
-Schedule ring_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& opt);
+// The collective-level building blocks, on any group.
+inline void ring_reduce_scatter(ScheduleBuilder& b, std::span<const Group> g) { ring_pass(b, g, OpKind::Reduce, -1); }
+inline void ring_all_gather(ScheduleBuilder& b, std::span<const Group> g) { ring_pass(b, g, OpKind::Copy, 0); }
+void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups);
+
+void register_ring(std::vector<AlgorithmEntry>& catalogue);
 
 }  // namespace collsim

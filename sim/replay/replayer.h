@@ -1,0 +1,115 @@
+#pragma once
+// Executes a Schedule on real buffers, to prove it computes the collective it
+// claims before anything is timed.
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "replay/values.h"
+#include "schedule/layout.h"
+#include "schedule/schedule.h"
+
+namespace collsim {
+
+template <class T>
+class Buffers {
+ public:
+  explicit Buffers(const Schedule& s) : ranks_(s.shape.ranks), per_rank_(s.num_buffers) {
+    data_.resize(s.buffer_counts.size());
+    for (std::size_t i = 0; i < data_.size(); ++i) data_[i].resize(static_cast<std::size_t>(s.buffer_counts[i]));
+  }
+  std::vector<T>& at(int rank, int buffer) { return data_[static_cast<std::size_t>(rank) * per_rank_ + buffer]; }
+  const std::vector<T>& at(int rank, int buffer) const {
+    return data_[static_cast<std::size_t>(rank) * per_rank_ + buffer];
+  }
+  int ranks() const { return ranks_; }
+
+ private:
+  int ranks_;
+  int per_rank_;
+  std::vector<std::vector<T>> data_;
+};
+
+template <class T>
+void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs) {
+  const auto& src = bufs.at(op.src_rank, op.src_buffer);
+  auto& dst = bufs.at(op.dst_rank, op.dst_buffer);
+  for (std::int64_t i = 0; i < op.count; ++i) {
+    const T& from = src[op.src_offset + i];
+    T& to = dst[op.dst_offset + i];
+    to = op.kind == OpKind::Copy ? from : combine(reduce, to, from);
+  }
+}
+
+// Ops in step order (a valid dependency order for every builder-made schedule,
+// which check_schedule enforces); `after_step(step)` runs once each step is done.
+template <class T>
+void replay_by_step(const Schedule& s, Buffers<T>& bufs, const std::function<void(int)>& after_step = {}) {
+  std::vector<OpId> order(s.size());
+  for (OpId i = 0; i < s.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; });
+  std::size_t i = 0;
+  for (int step = 0; step < s.num_steps; ++step) {
+    for (; i < order.size() && s.ops[order[i]].step == step; ++i) apply_op(s.ops[order[i]], s.shape.reduce_op, bufs);
+    if (after_step) after_step(step);
+  }
+}
+
+// Any order that respects the dependencies; with a different seed each time a
+// missing dependency (a race) shows up as a different result.
+std::vector<OpId> random_dependency_order(const Schedule& s, std::uint64_t seed);
+
+template <class T>
+void replay_in_order(const Schedule& s, Buffers<T>& bufs, const std::vector<OpId>& order) {
+  for (OpId id : order) apply_op(s.ops[id], s.shape.reduce_op, bufs);
+}
+
+// Inputs: `value(rank, element)` for every element of each rank's input regions.
+template <class T, class Fn>
+void fill_inputs(const Schedule& s, Buffers<T>& bufs, Fn&& value) {
+  for (int r = 0; r < s.shape.ranks; ++r)
+    for (const Region& reg : input_regions(s.shape, r))
+      for (std::int64_t i = 0; i < reg.count; ++i) bufs.at(r, reg.buffer)[reg.offset + i] = value(r, reg.offset + i);
+}
+
+// What rank `rank`'s output element `index` of `region` must equal, by the
+// collective's definition, given the inputs: reductions fold ranks 0..K-1 in order.
+template <class T>
+T expected_element(const CollectiveShape& s, const Buffers<T>& inputs, int rank, const Region& region,
+                   std::int64_t index) {
+  const std::int64_t at = region.offset + index;
+  auto reduce_all = [&](std::int64_t element) {
+    T acc = inputs.at(0, 0)[element];
+    for (int r = 1; r < s.ranks; ++r) acc = combine(s.reduce_op, acc, inputs.at(r, 0)[element]);
+    return acc;
+  };
+  switch (s.op) {
+    case CollectiveOp::AllReduce:
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::Reduce:
+      return reduce_all(at);
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Scatter:
+      return inputs.at(s.root, 0)[at];
+    case CollectiveOp::AllGather:
+    case CollectiveOp::Gather: {
+      const Partition p{s.count, s.ranks};
+      int owner = 0;
+      while (owner + 1 < s.ranks && p.begin(owner + 1) <= at) ++owner;
+      return inputs.at(owner, 0)[at];
+    }
+    case CollectiveOp::AllToAll: {
+      int src = 0;
+      while (src + 1 < s.ranks && a2a_recv_offset(s, src + 1, rank) <= at) ++src;
+      return inputs.at(src, 0)[a2a_send_offset(s, src, rank) + (at - a2a_recv_offset(s, src, rank))];
+    }
+    case CollectiveOp::SendRecv:
+      return inputs.at((rank + s.ranks - 1) % s.ranks, 0)[at];
+    case CollectiveOp::Barrier:
+      break;
+  }
+  return T{};
+}
+
+}  // namespace collsim

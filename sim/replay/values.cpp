@@ -1,0 +1,22 @@
+#include "replay/values.h"
+
+#include <fmt/format.h>
+
+namespace collsim {
+
+std::string Symbol::to_string(int ranks) const {
+  if (terms.empty()) return "_";
+  std::string out;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const int rank = static_cast<int>(terms[i] >> 40);
+    const auto index = static_cast<std::int64_t>(terms[i] & ((std::uint64_t{1} << 40) - 1));
+    if (i) out += '+';
+    if (ranks <= 26)
+      out += fmt::format("{}{}", static_cast<char>('a' + rank), index);
+    else
+      out += fmt::format("r{}[{}]", rank, index);
+  }
+  return out;
+}
+
+}  // namespace collsim

@@ -1,0 +1,13 @@
+#pragma once
+// Hierarchical all-reduce over nested groups (GPUs of a node, nodes of a pod,
+// ...): reduce-scatter inside each innermost group, then the next level works on
+// the 1/g of the data each member now owns, and so on up to the outermost level,
+// which all-reduces; then all-gathers back down. Each level's algorithm is chosen
+// separately (ring below; ring, trees or halving-doubling at the top).
+#include "schedule/algorithms.h"
+
+namespace collsim {
+
+void register_hierarchical(std::vector<AlgorithmEntry>& catalogue);
+
+}  // namespace collsim

@@ -1,0 +1,41 @@
+#pragma once
+// Tree-shaped algorithms as phases: a phase is a set of member-to-member
+// transfers that can run in one step (a level of a tree, a hop of a chain).
+// Cutting the region into S segments and running phase j on segment t - j in
+// step t pipelines any such plan: the chain broadcast becomes the pipelined ring
+// broadcast, K - 2 + S steps of N/S each.
+#include <span>
+#include <vector>
+
+#include "schedule/group.h"
+
+namespace collsim {
+
+struct Edge {
+  int src;  // members of the group
+  int dst;
+  OpKind kind;
+};
+using Phase = std::vector<Edge>;
+
+struct PhasedPlan {
+  Group group;
+  std::vector<Phase> phases;
+};
+
+// All plans run in lock-step (a double binary tree's two trees share the steps).
+void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments);
+
+enum class Direction { Broadcast, Reduce };
+
+// Chain root -> root+1 -> ... (broadcast) or ... -> root+1 -> root (reduce).
+std::vector<Phase> chain_phases(int size, int root, Direction d);
+// Binomial tree rooted at `root`: ceil(log2 K) phases.
+std::vector<Phase> binomial_phases(int size, int root, Direction d);
+// An in-order binary tree over members; `shift` rotates it by that many members,
+// so that shift 1 turns the leaves of shift 0 into inner nodes (NCCL's second tree).
+// Reduce to the root (children of a level in two phases, left then right, as a
+// parent cannot take two reductions into the same elements at once), then broadcast.
+std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift);
+
+}  // namespace collsim

@@ -1,0 +1,106 @@
+#include "schedule/generators/tree.h"
+
+namespace collsim {
+namespace {
+
+Schedule single_plan(const CollectiveShape& s, const char* name, std::vector<Phase> phases, int segments) {
+  auto b = make_builder(s, name);
+  const PhasedPlan plan{whole_group(s), std::move(phases)};
+  run_pipelined(b, std::span<const PhasedPlan>(&plan, 1), segments);
+  return b.finish();
+}
+
+// Binomial scatter: at distance d (halving from the top), member v with v % 2d == 0
+// hands members [v + d, v + 2d) their chunks. Gather runs the same rounds backwards.
+Schedule binomial_scatter_gather(const CollectiveShape& s, Direction d) {
+  auto b = make_builder(s, "binomial_tree");
+  const Group g = whole_group(s);
+  const int K = g.size();
+  const Partition chunks = g.chunks(K);
+  int top = 1;
+  while (top < K) top *= 2;
+  std::vector<int> distances;
+  for (int dist = top / 2; dist >= 1; dist /= 2) distances.push_back(dist);
+  if (d == Direction::Reduce) std::reverse(distances.begin(), distances.end());
+  for (int dist : distances) {
+    b.next_step();
+    for (int v = 0; v + dist < K; v += 2 * dist) {
+      const int near = (v + s.root) % K, far = (v + dist + s.root) % K;
+      // Positions [v + dist, v + 2 dist) own chunks (position + root) mod K: at most
+      // two contiguous runs of chunks once the root rotates them.
+      const int first = v + dist, last = std::min(v + 2 * dist, K);
+      for (int c = first; c < last;) {
+        const int owner = (c + s.root) % K;
+        const int run = std::min(last - c, K - owner);
+        const std::int64_t off = chunks.begin(owner), n = chunks.begin(owner + run) - off;
+        if (d == Direction::Broadcast)
+          b.copy(g.at(near, off), g.at(far, off), n);
+        else
+          b.copy(g.at(far, off), g.at(near, off), n);
+        c += run;
+      }
+    }
+  }
+  return b.finish();
+}
+
+}  // namespace
+
+void binomial_all_reduce(ScheduleBuilder& b, const Group& g, int segments) {
+  auto phases = binomial_phases(g.size(), 0, Direction::Reduce);
+  auto down = binomial_phases(g.size(), 0, Direction::Broadcast);
+  phases.insert(phases.end(), down.begin(), down.end());
+  const PhasedPlan plan{g, std::move(phases)};
+  run_pipelined(b, std::span<const PhasedPlan>(&plan, 1), segments);
+}
+
+void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segments) {
+  // Each tree carries half the data on its own channel; the second tree is the
+  // first shifted by one member, so most leaves of one are inner nodes of the other.
+  const std::int64_t half = g.count / 2;
+  Group first = g.slice(0, half), second = g.slice(half, g.count - half);
+  first.channel = g.channel;
+  second.channel = g.channel + 1;
+  const PhasedPlan plans[] = {{first, binary_tree_all_reduce_phases(g.size(), 0)},
+                              {second, binary_tree_all_reduce_phases(g.size(), g.size() > 1 ? 1 : 0)}};
+  b.join_channels();
+  run_pipelined(b, plans, segments);
+  b.join_channels();
+}
+
+void register_trees(std::vector<AlgorithmEntry>& c) {
+  // "ring" broadcast and reduce are the pipelined chain around the ring.
+  c.push_back({CollectiveOp::Broadcast, "ring", [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Broadcast), o.segments);
+               }});
+  c.push_back({CollectiveOp::Reduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Reduce), o.segments);
+               }});
+  c.push_back({CollectiveOp::Broadcast, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "binomial_tree", binomial_phases(s.ranks, s.root, Direction::Broadcast),
+                                    o.segments);
+               }});
+  c.push_back({CollectiveOp::Reduce, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "binomial_tree", binomial_phases(s.ranks, s.root, Direction::Reduce),
+                                    o.segments);
+               }});
+  c.push_back({CollectiveOp::AllReduce, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 auto b = make_builder(s, "binomial_tree");
+                 binomial_all_reduce(b, whole_group(s), o.segments);
+                 return b.finish();
+               }});
+  c.push_back({CollectiveOp::AllReduce, "double_binary_tree",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 auto b = make_builder(s, "double_binary_tree", {}, 2);
+                 double_binary_tree_all_reduce(b, whole_group(s), o.segments);
+                 return b.finish();
+               }});
+  c.push_back({CollectiveOp::Scatter, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return binomial_scatter_gather(s, Direction::Broadcast);
+               }});
+  c.push_back({CollectiveOp::Gather, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return binomial_scatter_gather(s, Direction::Reduce);
+               }});
+}
+
+}  // namespace collsim
