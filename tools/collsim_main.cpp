@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "report/output_dir.h"
+#include "replay/trace.h"
 #include "report/reports.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -41,6 +42,37 @@ int run_command(const RunArgs& args) {
   return 0;
 }
 
+struct TraceArgs {
+  std::string scenario;
+  std::string collective;
+  std::string values = "powers";
+};
+
+int trace_command(const TraceArgs& args) {
+  const Scenario scenario = load_scenario(args.scenario);
+  const CollectiveSpec* chosen = &scenario.collectives.front();
+  if (!args.collective.empty()) {
+    chosen = nullptr;
+    for (const auto& c : scenario.collectives)
+      if (c.name == args.collective) chosen = &c;
+    if (!chosen) throw InputError("--collective", "no collective named \"" + args.collective + "\" in the scenario");
+  }
+  const Schedule schedule = generate_schedule(*chosen);
+  std::string text;
+  try {
+    text = format_trace(schedule, args.values == "symbolic" ? TraceValues::Symbolic : TraceValues::Powers);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(chosen->json_path, e.what());
+  }
+  std::cout << fmt::format("# {}: {} {} on {} ranks, {} elements of {} per rank, {} steps\n", chosen->name,
+                           chosen->algorithm, name_of(chosen->shape.op), chosen->shape.ranks, chosen->shape.count,
+                           name_of(chosen->shape.dtype), schedule.num_steps);
+  std::cout << (args.values == "symbolic" ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
+                                          : "# inputs: every element of rank r is 10^r\n");
+  std::cout << text << "\n" << format_verification(schedule);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +88,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--out", run_args.out_dir, "Also write result.json, links.csv and timeline.json here");
 
+  TraceArgs trace_args;
+  auto* trace = app.add_subcommand("trace", "Replay a collective on real buffers and print every rank after every step");
+  trace->add_option("scenario", trace_args.scenario, "Scenario JSON file")->required();
+  trace->add_option("--collective", trace_args.collective, "Which collective (default: the first)");
+  trace->add_option("--values", trace_args.values, "Inputs: 10^rank (powers) or a0, b0, ... (symbolic)")
+      ->check(CLI::IsMember({"powers", "symbolic"}))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -63,6 +103,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run) return run_command(run_args);
+    if (*trace) return trace_command(trace_args);
   } catch (const InputError& e) {
     std::cerr << "collsim: error: " << e.what() << "\n";
     return 2;

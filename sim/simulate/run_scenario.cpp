@@ -26,10 +26,17 @@ void check_reachable(const Scenario& s, const CollectiveSpec& c, Router& router)
   }
 }
 
-Schedule generate(const CollectiveSpec& c) {
+}  // namespace
+
+Schedule generate_schedule(const CollectiveSpec& c) {
   const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
   if (!entry) throw InputError(c.json_path + ".algorithm", "no such algorithm for this collective");
-  Schedule s = entry->generate(c.shape, c.options);
+  Schedule s;
+  try {
+    s = entry->generate(c.shape, c.options);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(c.json_path, e.what());
+  }
   // A generator bug must never be timed as if it were a result.
   if (auto problem = check_schedule(s); !problem.empty())
     throw std::logic_error(fmt::format("{} {} generated an invalid schedule: {}", c.algorithm,
@@ -37,14 +44,12 @@ Schedule generate(const CollectiveSpec& c) {
   return s;
 }
 
-}  // namespace
-
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {
   ScenarioResult out;
   Router router(scenario.topology);
   for (const auto& c : scenario.collectives) check_reachable(scenario, c, router);
   out.schedules.reserve(scenario.collectives.size());
-  for (const auto& c : scenario.collectives) out.schedules.push_back(generate(c));
+  for (const auto& c : scenario.collectives) out.schedules.push_back(generate_schedule(c));
 
   std::vector<CollectiveTask> tasks;
   for (std::size_t i = 0; i < scenario.collectives.size(); ++i) {

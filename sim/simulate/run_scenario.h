@@ -23,4 +23,8 @@ struct ScenarioResult {
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options = {});
 
+// The collective's schedule, checked; a generator's refusal becomes an InputError
+// naming the collective, a structurally broken schedule a std::logic_error.
+Schedule generate_schedule(const CollectiveSpec& c);
+
 }  // namespace collsim

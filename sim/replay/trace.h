@@ -1,0 +1,24 @@
+#pragma once
+// The step-by-step trace: every rank's data buffers after every step, computed
+// by the replayer on inputs whose values show who contributed what.
+#include <string>
+
+#include "schedule/schedule.h"
+
+namespace collsim {
+
+enum class TraceValues {
+  Powers,    // rank r's elements all start at 10^r: a sum's digits show its contributors
+  Symbolic,  // element i of rank r is a letter and an index: a0, b3, ...
+};
+
+inline constexpr std::int64_t kMaxTracedElements = 256;
+
+// Throws std::invalid_argument when the buffers are too large to print, or when
+// 10^r would not fit (more than 18 ranks with Powers).
+std::string format_trace(const Schedule& s, TraceValues values);
+
+// A closing summary: symbolic and exact checks, and float32 numerics.
+std::string format_verification(const Schedule& s);
+
+}  // namespace collsim
