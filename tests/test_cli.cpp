@@ -135,3 +135,23 @@ TEST_CASE("version and help flags") {
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Catch::Contains("--out") && Catch::Contains("--format"));
 }
+
+TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
+  const Outcome o = collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("after step 1:\nrank 0:    1     1     1  1001\n"));
+  CHECK_THAT(o.out, Catch::Contains("after step 3:\n"
+                                    "rank 0:    1  1111  1101  1001\n"
+                                    "rank 1:   11    10  1111  1011\n"
+                                    "rank 2:  111   110   100  1111\n"
+                                    "rank 3: 1111  1110  1100  1000\n"));
+  CHECK_THAT(o.out, Catch::Contains("after step 6:\n"
+                                    "rank 0: 1111  1111  1111  1111\n"
+                                    "rank 1: 1111  1111  1111  1111\n"
+                                    "rank 2: 1111  1111  1111  1111\n"
+                                    "rank 3: 1111  1111  1111  1111\n"));
+  CHECK_THAT(o.out, Catch::Contains("symbolic (each contribution exactly once): OK"));
+  const Outcome sym = collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json --values symbolic");
+  // REFERENCE.md: rank 0 ends reduce-scatter with a0 | a1+b1+c1+d1 | a2+c2+d2 | a3+d3.
+  CHECK_THAT(sym.out, Catch::Contains("after step 3:\nrank 0:          a0  a1+b1+c1+d1     a2+c2+d2        a3+d3\n"));
+}

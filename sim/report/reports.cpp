@@ -1,5 +1,6 @@
 #include "report/reports.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <nlohmann/json.hpp>
@@ -32,30 +33,46 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r) {
   std::string out = fmt::format("# collsim {}: topology {} ({} GPUs, {} links), {}\n", s.name, s.topology.name,
                                 s.topology.num_ranks(), s.topology.links().size(), network_line(s));
   out += "# size in bytes; time in microseconds; algbw = size/time and busbw in GB/s (1 GB = 1e9 bytes)\n";
-  out += fmt::format("# {:<14} {:<15} {:<14} {:>6} {:>13} {:>12} {:<9} {:>12} {:>10} {:>10}\n", "name", "op",
-                     "algorithm", "ranks", "size", "count", "type", "time", "algbw", "busbw");
-  for (std::size_t i = 0; i < s.collectives.size(); ++i) {
-    const auto& c = s.collectives[i];
+  // Columns as wide as their widest entry, so long names do not push rows out of line.
+  std::size_t wn = 4, wa = 9;
+  for (const auto& c : r.resolved) {
+    wn = std::max(wn, c.name.size());
+    wa = std::max(wa, c.algorithm.size());
+  }
+  out += fmt::format("# {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12} {:>10} {:>10}\n", "name", wn, "op",
+                     "algorithm", wa, "ranks", "size", "count", "type", "time", "algbw", "busbw");
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
     const bool timed = o.time_s > 0;
-    out += fmt::format("  {:<14} {:<15} {:<14} {:>6} {:>13} {:>12} {:<9} {:>12.2f} {:>10} {:>10}\n", c.name,
-                       name_of(c.shape.op), c.algorithm, rank_list(c.ranks), c.bytes, c.shape.count,
+    out += fmt::format("  {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12.2f} {:>10} {:>10}\n", c.name, wn,
+                       name_of(c.shape.op), c.algorithm, wa, rank_list(c.ranks), c.bytes, c.shape.count,
                        name_of(c.shape.dtype), o.time_s * 1e6,
                        timed ? fmt::format("{:.2f}", o.algbw_Bps / 1e9) : "-",
                        timed ? fmt::format("{:.2f}", o.busbw_Bps / 1e9) : "-");
   }
-  if (s.collectives.size() > 1) {
+  if (r.resolved.size() > 1) {
     double end = 0;
     for (const auto& o : r.outcomes) end = std::max(end, o.end_s);
     out += fmt::format("# all collectives done at {:.2f} us\n", end * 1e6);
+  }
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    if (!r.choices[i]) continue;
+    const AutoChoice& a = *r.choices[i];
+    out += fmt::format("# {}: auto chose {} (segments {}, {:.2f} us) of {} candidates", r.resolved[i].name,
+                       a.chosen.algorithm, a.chosen.segments, a.chosen.time_s * 1e6, a.candidates_tried);
+    if (a.runner_up)
+      out += fmt::format("; runner-up {} (segments {}, {:.2f} us)", a.runner_up->algorithm, a.runner_up->segments,
+                         a.runner_up->time_s * 1e6);
+    out += "\n";
   }
   return out;
 }
 
 nlohmann::json result_json(const Scenario& s, const ScenarioResult& r) {
   nlohmann::json collectives = nlohmann::json::array();
-  for (std::size_t i = 0; i < s.collectives.size(); ++i) {
-    const auto& c = s.collectives[i];
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
     collectives.push_back({{"name", c.name},
                            {"op", name_of(c.shape.op)},
@@ -69,8 +86,18 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r) {
                            {"time_s", o.time_s},
                            {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
                            {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
+                           {"segments", c.options.segments},
                            {"transfers", r.schedules[i].size()},
                            {"steps", r.schedules[i].num_steps}});
+    if (r.choices[i]) {
+      auto candidate = [](const Candidate& x) {
+        return nlohmann::json{{"algorithm", x.algorithm}, {"segments", x.segments}, {"time_s", x.time_s}};
+      };
+      collectives.back()["auto"] = {{"chosen", candidate(r.choices[i]->chosen)},
+                                    {"runner_up", r.choices[i]->runner_up ? candidate(*r.choices[i]->runner_up)
+                                                                          : nlohmann::json(nullptr)},
+                                    {"candidates", r.choices[i]->candidates_tried}};
+    }
   }
   nlohmann::json links = nlohmann::json::array();
   const auto& t = s.topology;
@@ -115,8 +142,8 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
                    "({1})\"}}}}",
                    rank, s.topology.node(s.topology.gpu_of_rank(rank)).name);
   }
-  for (std::size_t i = 0; i < s.collectives.size(); ++i) {
-    const auto& c = s.collectives[i];
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    const auto& c = r.resolved[i];
     const Schedule& sched = r.schedules[i];
     const auto& timing = r.sim.tasks[i].ops;
     const std::string quoted_name = nlohmann::json(c.name).dump();  // escaped for JSON

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "topology/topology_json.h"
+#include "workload/moe.h"
 
 namespace collsim {
 namespace fs = std::filesystem;
@@ -35,7 +36,10 @@ std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec
   std::vector<int> out;
   const auto names = v.as_string_list();
   for (std::size_t i = 0; i < names.size(); ++i) {
-    auto it = std::find_if(earlier.begin(), earlier.end(), [&](const CollectiveSpec& c) { return c.name == names[i]; });
+    // A routed all-to-all is known by its own name too, meaning its combine (its end).
+    auto it = std::find_if(earlier.begin(), earlier.end(), [&](const CollectiveSpec& c) {
+      return c.name == names[i] || c.name == names[i] + ".combine";
+    });
     if (it == earlier.end()) {
       std::vector<std::string> known;
       for (const auto& c : earlier) known.push_back(c.name);
@@ -48,16 +52,127 @@ std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec
   return out;
 }
 
-CollectiveSpec parse_collective(const JsonView& v, std::size_t index, const Topology& topology,
-                                const std::vector<CollectiveSpec>& earlier) {
-  v.allow_only({"name", "op", "algorithm", "bytes", "dtype", "redop", "root", "ranks", "after", "segments"});
+void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
+  if (auto d = v.find("dtype")) c.shape.dtype = *dtype_from_name(d->as_choice(all_dtype_names()));
+  if (auto r = v.find("redop")) c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
+  if (auto r = v.find("root")) c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
+  if (v.has("routing")) return;  // sizes come from the routing
+  c.bytes = v["bytes"].as_size();
+  const int esize = element_size(c.shape.dtype);
+  if (c.bytes % esize != 0)
+    v["bytes"].fail_message(fmt::format("{} bytes is not a whole number of {} elements ({} bytes each)", c.bytes,
+                                        name_of(c.shape.dtype), esize));
+  c.shape.count = c.bytes / esize;
+}
+
+void parse_algorithm(const JsonView& v, CollectiveSpec& c) {
+  const auto algorithms = algorithms_for(c.shape.op);
+  // Without "algorithm", the catalogue's first entry for the collective.
+  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string() : (algorithms.empty() ? "" : algorithms.front());
+  if (c.algorithm != "auto" && !find_algorithm(c.shape.op, c.algorithm)) {
+    std::string list;
+    for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
+    const JsonView where = v.has("algorithm") ? v["algorithm"] : v["op"];
+    where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto", c.algorithm,
+                                   name_of(c.shape.op), list));
+  }
+  if (auto s = v.find("segments")) {
+    if (s->is_string() && s->as_string() == "auto")
+      c.auto_segments = true;
+    else
+      c.options.segments = static_cast<int>(s->as_int(1, 1 << 20));
+  }
+  if (auto s = v.find("servers")) {
+    c.options.servers = parse_ranks(*s, c.shape.ranks);
+    if (c.algorithm != "parameter_server") s->fail_message("only the parameter_server algorithm has servers");
+  }
+  if (auto l = v.find("levels")) {
+    for (std::size_t i = 0; i < l->size(); ++i) {
+      const JsonView level = (*l)[i];
+      level.allow_only({"size", "algorithm"});
+      c.options.level_sizes.push_back(static_cast<int>(level["size"].as_int(1, 1 << 20)));
+      c.options.level_algorithms.push_back(level.has("algorithm") ? level["algorithm"].as_string() : "ring");
+    }
+    long long product = 1;
+    for (int n : c.options.level_sizes) product *= n;
+    if (product != c.shape.ranks)
+      l->fail_message(fmt::format("level sizes multiply to {}, but the collective has {} ranks", product,
+                                  c.shape.ranks));
+  } else if (c.algorithm == "hierarchical" || c.algorithm == "auto") {
+    c.levels_from_topology = true;
+  }
+}
+
+// MoE routing: the collective becomes a dispatch all-to-allv and a combine, the
+// combine sending every token back.
+std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
+  v.allow_only({"tokens_per_rank", "bytes_per_token", "experts", "top_k", "expert_load", "matrix"});
+  if (auto m = v.find("matrix")) {
+    if (m->size() != static_cast<std::size_t>(ranks))
+      m->fail(fmt::format("a {0} x {0} matrix of token counts (one row per sending rank)", ranks));
+    std::vector<std::int64_t> tokens;
+    for (std::size_t s = 0; s < m->size(); ++s) {
+      const JsonView row = (*m)[s];
+      if (row.size() != static_cast<std::size_t>(ranks)) row.fail(fmt::format("a row of {} token counts", ranks));
+      for (std::size_t d = 0; d < row.size(); ++d) tokens.push_back(row[d].as_int(0, std::int64_t{1} << 40));
+    }
+    return tokens;
+  }
+  MoeRouting r;
+  r.tokens_per_rank = v["tokens_per_rank"].as_int(0, std::int64_t{1} << 40);
+  r.experts = static_cast<int>(v["experts"].as_int(1, 1 << 20));
+  r.top_k = v.has("top_k") ? static_cast<int>(v["top_k"].as_int(1, r.experts)) : 1;
+  if (auto load = v.find("expert_load")) {
+    if (load->size() != static_cast<std::size_t>(r.experts)) load->fail(fmt::format("{} shares, one per expert", r.experts));
+    double total = 0;
+    for (std::size_t e = 0; e < load->size(); ++e) {
+      const double x = (*load)[e].as_number();
+      if (x < 0) (*load)[e].fail("a share of at least 0");
+      r.expert_load.push_back(x);
+      total += x;
+    }
+    if (total <= 0) load->fail_message("the shares must not all be zero");
+  }
+  return moe_dispatch_tokens(r, ranks);
+}
+
+std::vector<CollectiveSpec> expand_routing(const JsonView& v, CollectiveSpec c) {
+  const JsonView routing = v["routing"];
+  if (c.shape.op != CollectiveOp::AllToAll) routing.fail_message("only all_to_all collectives take a routing");
+  const std::int64_t token_bytes = routing["bytes_per_token"].as_size();
+  const int esize = element_size(c.shape.dtype);
+  if (token_bytes <= 0 || token_bytes % esize != 0)
+    routing["bytes_per_token"].fail(fmt::format("a positive multiple of {} bytes ({})", esize, name_of(c.shape.dtype)));
+  const int K = c.shape.ranks;
+  auto tokens = parse_routing(routing, K);
+  auto elements = std::make_shared<std::vector<std::int64_t>>(tokens.size());
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    (*elements)[i] = tokens[i] * (token_bytes / esize);
+    total += (*elements)[i];
+  }
+  // nccl-tests' all-to-all size is per rank: report the mean over ranks.
+  c.bytes = total * esize / K;
+  c.shape.count = total / K;
+  CollectiveSpec dispatch = c, combine = c;
+  dispatch.name = c.name + ".dispatch";
+  dispatch.shape.matrix = elements;
+  combine.name = c.name + ".combine";
+  combine.shape.matrix = std::make_shared<std::vector<std::int64_t>>(transpose(*elements, K));
+  return {dispatch, combine};
+}
+
+std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t index, const Topology& topology,
+                                             const std::vector<CollectiveSpec>& earlier) {
+  v.allow_only({"name", "op", "algorithm", "bytes", "dtype", "redop", "root", "ranks", "after", "segments",
+                "servers", "levels", "routing"});
   CollectiveSpec c;
   c.json_path = v.path();
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
   c.name = v.has("name") ? v["name"].as_string() : fmt::format("{}#{}", name_of(c.shape.op), index);
   for (const auto& e : earlier)
-    if (e.name == c.name) v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
-
+    if (e.name == c.name || e.name.starts_with(c.name + "."))
+      v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
   if (v.has("ranks")) {
     c.ranks = parse_ranks(v["ranks"], topology.num_ranks());
   } else {
@@ -65,35 +180,17 @@ CollectiveSpec parse_collective(const JsonView& v, std::size_t index, const Topo
     std::iota(c.ranks.begin(), c.ranks.end(), 0);
   }
   c.shape.ranks = static_cast<int>(c.ranks.size());
-  if (auto d = v.find("dtype")) c.shape.dtype = *dtype_from_name(d->as_choice(all_dtype_names()));
-  if (auto r = v.find("redop")) c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
-  if (auto r = v.find("root")) c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
-
-  c.bytes = v["bytes"].as_size();
-  const int esize = element_size(c.shape.dtype);
-  if (c.bytes % esize != 0)
-    v["bytes"].fail_message(fmt::format("{} bytes is not a whole number of {} elements ({} bytes each)", c.bytes,
-                                        name_of(c.shape.dtype), esize));
-  c.shape.count = c.bytes / esize;
-
-  const auto algorithms = algorithms_for(c.shape.op);
-  // Without "algorithm", the catalogue's first entry for the collective.
-  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string() : (algorithms.empty() ? "" : algorithms.front());
-  if (!find_algorithm(c.shape.op, c.algorithm)) {
-    std::string list;
-    for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
-    const JsonView where = v.has("algorithm") ? v["algorithm"] : v["op"];
-    where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}", c.algorithm, name_of(c.shape.op),
-                                   list.empty() ? "none yet" : list));
-  }
-  if (auto s = v.find("segments")) c.options.segments = static_cast<int>(s->as_int(1, 1 << 20));
-
+  parse_size_and_type(v, c);
+  parse_algorithm(v, c);
   if (auto a = v.find("after")) {
     c.after = parse_after(*a, earlier);
-  } else if (index > 0) {
-    c.after = {static_cast<int>(index - 1)};
+  } else if (!earlier.empty()) {
+    c.after = {static_cast<int>(earlier.size() - 1)};
   }
-  return c;
+  if (!v.has("routing")) return {c};
+  auto pair = expand_routing(v, c);
+  pair[1].after = {static_cast<int>(earlier.size())};  // the combine waits for the dispatch
+  return pair;
 }
 
 }  // namespace
@@ -110,8 +207,33 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir, std
   const JsonView list = root["collectives"];
   if (list.size() == 0) list.fail("at least one collective");
   for (std::size_t i = 0; i < list.size(); ++i)
-    s.collectives.push_back(parse_collective(list[i], i, s.topology, s.collectives));
+    for (auto& c : parse_collective(list[i], i, s.topology, s.collectives)) s.collectives.push_back(std::move(c));
   return s;
+}
+
+std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpec& c) {
+  std::vector<int> per_host_run;  // lengths of runs of equal hosts along the rank order
+  int last_host = -2;
+  std::vector<int> seen_hosts;
+  for (int r : c.ranks) {
+    const int host = topology.node(topology.gpu_of_rank(r)).host;
+    if (host != last_host) {
+      if (std::find(seen_hosts.begin(), seen_hosts.end(), host) != seen_hosts.end())
+        throw InputError(c.json_path + ".ranks", fmt::format("hierarchical needs each host's ranks next to each other; "
+                                                             "host {} appears twice along the rank order", host));
+      seen_hosts.push_back(host);
+      per_host_run.push_back(0);
+      last_host = host;
+    }
+    ++per_host_run.back();
+  }
+  for (int n : per_host_run)
+    if (n != per_host_run.front())
+      throw InputError(c.json_path, fmt::format("hierarchical needs the same number of ranks on every host "
+                                                "(found {} and {}); or give \"levels\"",
+                                                per_host_run.front(), n));
+  if (per_host_run.size() == 1) return {per_host_run.front()};
+  return {per_host_run.front(), static_cast<int>(per_host_run.size())};
 }
 
 Scenario load_scenario(const fs::path& file) {

@@ -16,8 +16,10 @@ struct CollectiveSpec {
   std::string name;
   std::string json_path;  // "collectives[2]", for errors found later
   CollectiveShape shape;
-  std::string algorithm;
+  std::string algorithm;   // "auto": the fastest under the scenario's network, chosen when run
   AlgorithmOptions options;
+  bool auto_segments = false;  // "segments": "auto": the fastest S, chosen when run
+  bool levels_from_topology = false;  // hierarchical without "levels": group ranks by host
   std::int64_t bytes = 0;      // nccl-tests' "size"
   std::vector<int> ranks;      // topology ranks taking part, in the algorithm's rank order
   std::vector<int> after;      // indices of collectives that must finish first
@@ -32,6 +34,11 @@ struct Scenario {
 };
 
 Scenario load_scenario(const std::filesystem::path& file);
+// Hierarchical levels from the topology: the collective's ranks grouped by the
+// host of their GPU ({GPUs per host, hosts}); throws InputError when the hosts
+// hold different numbers of them or their ranks are not contiguous per host.
+std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpec& c);
+
 // `base_dir` resolves relative topology files.
 Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& base_dir,
                         std::string default_name = "scenario");

@@ -25,6 +25,7 @@ struct AlgorithmEntry {
   CollectiveOp op;
   std::string_view algorithm;
   Generator generate;
+  bool uses_segments = false;  // reads AlgorithmOptions::segments (pipelined)
 };
 
 const std::vector<AlgorithmEntry>& algorithm_catalogue();

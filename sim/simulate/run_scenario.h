@@ -1,5 +1,8 @@
 #pragma once
-// A scenario, end to end: schedules generated, checked, routed and simulated.
+// A scenario, end to end: choices resolved ("auto"), schedules generated and
+// checked, routed and simulated.
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "scenario/scenario.h"
@@ -15,7 +18,22 @@ struct CollectiveOutcome {
   double busbw_Bps = 0;
 };
 
+// What an "auto" algorithm or segment count settled on, by simulating each
+// candidate alone on the scenario's network.
+struct Candidate {
+  std::string algorithm;
+  int segments = 1;
+  double time_s = 0;
+};
+struct AutoChoice {
+  Candidate chosen;
+  std::optional<Candidate> runner_up;
+  int candidates_tried = 0;
+};
+
 struct ScenarioResult {
+  std::vector<CollectiveSpec> resolved;  // the scenario's collectives with every "auto" settled
+  std::vector<std::optional<AutoChoice>> choices;
   std::vector<Schedule> schedules;  // one per collective, in scenario order
   std::vector<CollectiveOutcome> outcomes;
   SimulationResult sim;

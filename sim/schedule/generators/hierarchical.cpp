@@ -89,7 +89,7 @@ Schedule hierarchical_all_reduce(const CollectiveShape& s, const AlgorithmOption
 }  // namespace
 
 void register_hierarchical(std::vector<AlgorithmEntry>& c) {
-  c.push_back({CollectiveOp::AllReduce, "hierarchical", hierarchical_all_reduce});
+  c.push_back({CollectiveOp::AllReduce, "hierarchical", hierarchical_all_reduce, true});
 }
 
 }  // namespace collsim

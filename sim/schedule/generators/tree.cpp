@@ -72,29 +72,29 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   // "ring" broadcast and reduce are the pipelined chain around the ring.
   c.push_back({CollectiveOp::Broadcast, "ring", [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Broadcast), o.segments);
-               }});
+               }, true});
   c.push_back({CollectiveOp::Reduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Reduce), o.segments);
-               }});
+               }, true});
   c.push_back({CollectiveOp::Broadcast, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  return single_plan(s, "binomial_tree", binomial_phases(s.ranks, s.root, Direction::Broadcast),
                                     o.segments);
-               }});
+               }, true});
   c.push_back({CollectiveOp::Reduce, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  return single_plan(s, "binomial_tree", binomial_phases(s.ranks, s.root, Direction::Reduce),
                                     o.segments);
-               }});
+               }, true});
   c.push_back({CollectiveOp::AllReduce, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  auto b = make_builder(s, "binomial_tree");
                  binomial_all_reduce(b, whole_group(s), o.segments);
                  return b.finish();
-               }});
+               }, true});
   c.push_back({CollectiveOp::AllReduce, "double_binary_tree",
                [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  auto b = make_builder(s, "double_binary_tree", {}, 2);
                  double_binary_tree_all_reduce(b, whole_group(s), o.segments);
                  return b.finish();
-               }});
+               }, true});
   c.push_back({CollectiveOp::Scatter, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Broadcast);
                }});
