@@ -2,13 +2,15 @@
 
 #include <stdexcept>
 
+#include "network/flow_model.h"
 #include "network/ideal_model.h"
 
 namespace collsim {
 
-std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, const Topology&,
+std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, const Topology& topology,
                                                  Router& router) {
   if (params.model == "ideal") return std::make_unique<IdealModel>(params, router);
+  if (params.model == "flow") return std::make_unique<FlowModel>(params, topology, router);
   throw std::invalid_argument("unknown network model \"" + params.model + "\"");
 }
 

@@ -18,7 +18,7 @@ namespace {
 NetworkParams parse_network(const JsonView& v) {
   v.allow_only({"model", "alpha"});
   NetworkParams p;
-  if (auto m = v.find("model")) p.model = m->as_choice({"ideal"});
+  if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow"});
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
   return p;
 }

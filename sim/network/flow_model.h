@@ -1,0 +1,78 @@
+#pragma once
+// The fluid model: every in-flight transfer is a flow whose rate is its max-min
+// fair share of the links on its path. A transfer first pays its latency (α plus
+// the path's link latencies), then joins the network; rates are recomputed when
+// flows join or leave, only for the flows and links connected to the change,
+// and once per instant however many changes that instant brings.
+#include <cstdint>
+#include <vector>
+
+#include "network/maxmin.h"
+#include "network/network_model.h"
+
+namespace collsim {
+
+class FlowModel final : public NetworkModel {
+ public:
+  FlowModel(const NetworkParams& params, const Topology& topology, Router& router);
+  std::string_view name() const override { return "flow"; }
+  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) override;
+  void wakeup(NetworkHost& host, std::uint64_t cookie) override;
+
+  std::uint64_t resolves() const { return resolves_; }
+
+ private:
+  using Slot = std::int32_t;
+  struct Flow {
+    TransferId id = 0;
+    PathId path = -1;
+    double remaining = 0;  // bytes still to move
+    double rate = 0;       // bytes/s; 0 until first solved
+    Time last_update = 0;  // when `remaining` was last brought up to date
+    Time finish = kTimeNever;
+    std::uint32_t version = 0;  // bumps when `finish` changes: stale heap entries are skipped
+    bool active = false;
+  };
+  struct Due {
+    Time finish;
+    Slot slot;
+    std::uint32_t version;
+  };
+
+  Slot allocate(TransferId id, PathId path, std::int64_t bytes);
+  void activate(NetworkHost& host, Slot s);
+  void leave_links(Slot s);
+  void mark_dirty(Slot s);
+  void request_resolve(NetworkHost& host);
+  void resolve(NetworkHost& host);
+  void complete_due(NetworkHost& host);
+  void arm_completion_timer(NetworkHost& host);
+
+  Time alpha_;
+  const Topology& topology_;
+  Router& router_;
+  std::vector<double> capacity_;
+  std::vector<Flow> flows_;
+  std::vector<Slot> free_slots_;
+  std::vector<std::vector<Slot>> on_link_;  // active flows per link
+  std::vector<LinkId> dirty_links_;
+  bool resolve_pending_ = false;
+  std::vector<Due> due_;  // min-heap by finish time
+  Time armed_at_ = kTimeNever;
+  std::uint64_t resolves_ = 0;
+
+  // Scratch for resolve(), kept to avoid allocating per instant.
+  std::vector<std::uint32_t> link_seen_, flow_seen_;
+  std::uint32_t epoch_ = 0;
+  std::vector<LinkId> comp_links_;
+  std::vector<Slot> comp_flows_;
+  std::vector<std::int32_t> local_index_;
+  std::vector<double> local_capacity_;
+  std::vector<std::int32_t> local_paths_;
+  std::vector<std::size_t> starts_;
+  std::vector<std::span<const std::int32_t>> local_flows_;
+  std::vector<double> rates_;
+  MaxMinSolver solver_;
+};
+
+}  // namespace collsim

@@ -1,0 +1,58 @@
+#include "network/maxmin.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace collsim {
+namespace {
+
+// Smallest share first; equal shares by link index, so results never depend on heap order.
+bool after(const auto& a, const auto& b) { return a.share != b.share ? a.share > b.share : a.link > b.link; }
+
+}  // namespace
+
+void MaxMinSolver::solve(std::span<const double> capacity, std::span<const std::span<const std::int32_t>> flows,
+                         std::vector<double>& rates) {
+  const std::size_t L = capacity.size();
+  remaining_.assign(capacity.begin(), capacity.end());
+  unfrozen_.assign(L, 0);
+  version_.assign(L, 0);
+  if (flows_on_link_.size() < L) flows_on_link_.resize(L);
+  for (std::size_t l = 0; l < L; ++l) flows_on_link_[l].clear();
+  rates.assign(flows.size(), -1.0);
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    if (flows[f].empty()) rates[f] = std::numeric_limits<double>::infinity();
+    for (std::int32_t l : flows[f]) {
+      ++unfrozen_[l];
+      flows_on_link_[l].push_back(static_cast<std::int32_t>(f));
+    }
+  }
+  heap_.clear();
+  for (std::size_t l = 0; l < L; ++l)
+    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<std::int32_t>(l), 0});
+  std::make_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return after(a, b); });
+
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return after(a, b); });
+    const Entry top = heap_.back();
+    heap_.pop_back();
+    if (top.version != version_[top.link] || unfrozen_[top.link] == 0) continue;
+    // This link is the tightest: every unfrozen flow on it gets its fair share.
+    const double share = std::max(0.0, top.share);
+    for (std::int32_t f : flows_on_link_[top.link]) {
+      if (rates[f] >= 0) continue;
+      rates[f] = share;
+      for (std::int32_t l : flows[f]) {
+        remaining_[l] -= share;
+        --unfrozen_[l];
+        ++version_[l];
+        if (unfrozen_[l] > 0 && l != top.link) {
+          heap_.push_back({remaining_[l] / unfrozen_[l], l, version_[l]});
+          std::push_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return after(a, b); });
+        }
+      }
+    }
+  }
+}
+
+}  // namespace collsim

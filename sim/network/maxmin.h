@@ -1,0 +1,37 @@
+#pragma once
+// Max-min fair bandwidth sharing (progressive filling). Links are capacity
+// constraints, flows are variables; the solver raises every unfrozen flow's rate
+// together until some link is full, freezes the flows crossing it at that link's
+// fair share, and repeats. Each flow ends up limited by its most contended link,
+// and no flow can go faster without slowing one that is no faster than it.
+//
+// It lives on its own, apart from the network model, so it can be tested against
+// textbook systems whose answers are known.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace collsim {
+
+class MaxMinSolver {
+ public:
+  // Rates for `flows` (each a list of indices into `capacity`): rates[f].
+  // Flows with no links get +infinity. Work is O((F·P + L) log L) for the links
+  // and flows given; `scratch` state is kept between calls to avoid allocation.
+  void solve(std::span<const double> capacity, std::span<const std::span<const std::int32_t>> flows,
+             std::vector<double>& rates);
+
+ private:
+  struct Entry {
+    double share;
+    std::int32_t link;
+    std::uint32_t version;
+  };
+  std::vector<double> remaining_;
+  std::vector<std::int32_t> unfrozen_;
+  std::vector<std::uint32_t> version_;
+  std::vector<std::vector<std::int32_t>> flows_on_link_;
+  std::vector<Entry> heap_;
+};
+
+}  // namespace collsim

@@ -1,0 +1,83 @@
+// The flow model: agreement with the ideal model where nothing contends, and
+// contention where it should show.
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+
+using namespace collsim;
+using namespace collsim::test;
+
+TEST_CASE("flow equals ideal exactly on uncontended schedules") {
+  struct Case {
+    CollectiveOp op;
+    const char* algorithm;
+    int segments;
+  };
+  const Case cases[] = {{CollectiveOp::AllReduce, "ring", 1},          {CollectiveOp::ReduceScatter, "ring", 1},
+                        {CollectiveOp::AllGather, "ring", 1},          {CollectiveOp::AllReduce, "binomial_tree", 1},
+                        {CollectiveOp::AllReduce, "halving_doubling", 1}, {CollectiveOp::Broadcast, "ring", 5}};
+  for (const auto& c : cases) {
+    for (int K : {2, 3, 5, 8, 16}) {
+      // On a ring of links only neighbour traffic is free of contention: trees and
+      // halving-doubling send over several hops that overlap there.
+      std::vector<Topology> topologies{make_switch_topology(K, 100e9, from_seconds(3e-7))};
+      if (std::string(c.algorithm) == "ring") topologies.push_back(make_ring_topology(K, 50e9, 0));
+      for (const Topology& topo : topologies) {
+        AlgorithmOptions opt;
+        opt.segments = c.segments;
+        const Schedule s = generate(c.op, c.algorithm, shape_of(c.op, K, 10007), opt);
+        const auto ideal = simulate(s, topo, 2e-6, "ideal");
+        const auto flow = simulate(s, topo, 2e-6, "flow");
+        INFO(c.algorithm << " " << name_of(c.op) << " K=" << K << " on " << topo.name);
+        CHECK(flow.tasks[0].end == ideal.tasks[0].end);
+        CHECK(flow.links.bytes == ideal.links.bytes);
+        CHECK(flow.links.busy == ideal.links.busy);
+      }
+    }
+  }
+}
+
+TEST_CASE("REFERENCE.md: naive all-reduce under flow takes 2 (alpha + (K-1) N / beta)") {
+  for (int K : {2, 4, 8, 16}) {
+    const std::int64_t bytes = 1'000'000;
+    const Schedule s = generate(CollectiveOp::AllReduce, "naive", shape_of(CollectiveOp::AllReduce, K, bytes / 4));
+    const double t = simulated_seconds(s, make_switch_topology(K, 25e9, 0), 5e-6, "flow");
+    INFO("K=" << K);
+    CHECK(t == Approx(2 * (5e-6 + (K - 1) * bytes / 25e9)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("REFERENCE.md ranking at K=8, 5 us, 25 GB/s under flow: naive at 1-10 KB, tree at 100 KB, ring from 1 MB") {
+  const Topology topo = make_switch_topology(8, 25e9, 0);
+  auto fastest = [&](std::int64_t bytes) {
+    std::string best;
+    double best_t = 1e9;
+    for (const char* a : {"ring", "binomial_tree", "naive"}) {
+      const double t = simulated_seconds(generate(CollectiveOp::AllReduce, a, shape_of(CollectiveOp::AllReduce, 8, bytes / 4)),
+                                         topo, 5e-6, "flow");
+      if (t < best_t) {
+        best_t = t;
+        best = a;
+      }
+    }
+    return best;
+  };
+  CHECK(fastest(1000) == "naive");
+  CHECK(fastest(10'000) == "naive");
+  CHECK(fastest(100'000) == "binomial_tree");
+  CHECK(fastest(1'000'000) == "ring");
+  CHECK(fastest(10'000'000) == "ring");
+}
+
+TEST_CASE("flows sharing a link split it, and speed up when one leaves") {
+  // Two transfers from gpu0: 1 MB to gpu1 and 3 MB to gpu2, through gpu0's one 10 GB/s link.
+  Topology topo = make_switch_topology(3, 10e9, 0);
+  CollectiveShape shape = shape_of(CollectiveOp::AllToAll, 3, 0);
+  shape.matrix = std::make_shared<std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 250'000, 750'000, 0, 0, 0, 0, 0, 0});
+  const Schedule s = generate(CollectiveOp::AllToAll, "direct", shape);
+  const auto r = simulate(s, topo, 0, "flow");
+  // Both at 5 GB/s until the 1 MB one ends at 0.2 ms (1 MB moved of the 3 MB too), then 2 MB at 10 GB/s.
+  CHECK(to_seconds(r.tasks[0].end) == Approx(0.2e-3 + 0.2e-3).epsilon(1e-9));
+  CHECK(r.links.peak_in_flight[0] == 2);
+  CHECK(to_seconds(r.links.busy[0]) == Approx(0.4e-3).epsilon(1e-9));
+}
