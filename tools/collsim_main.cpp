@@ -10,6 +10,9 @@
 #include "report/reports.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
+#include "core/json_view.h"
+#include "topology/summary.h"
+#include "topology/topology_json.h"
 
 namespace {
 
@@ -73,6 +76,26 @@ int trace_command(const TraceArgs& args) {
   return 0;
 }
 
+struct TopoArgs {
+  std::string topology;
+  bool dot = false;
+  bool json = false;
+};
+
+// A topology by bundled name, file, or inline JSON ({"preset": "cluster", ...}).
+int topo_command(const TopoArgs& args) {
+  nlohmann::json spec = args.topology;
+  if (!args.topology.empty() && args.topology.front() == '{') spec = parse_json_text(args.topology, "topology");
+  const Topology t = load_topology(JsonView(spec, "topology"), std::filesystem::current_path());
+  if (args.dot)
+    write_graphviz(std::cout, t);
+  else if (args.json)
+    std::cout << topology_to_json(t).dump(2) << "\n";
+  else
+    std::cout << topology_summary(t);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +119,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"powers", "symbolic"}))
       ->capture_default_str();
 
+  TopoArgs topo_args;
+  auto* topo = app.add_subcommand("topo", "Summarise a topology (counts, injection and bisection bandwidth), or draw it");
+  topo->add_option("topology", topo_args.topology,
+                   "Bundled name (dgx-h100), file, or inline JSON like '{\"preset\": \"cluster\", \"nodes\": 4}'")
+      ->required();
+  topo->add_flag("--dot", topo_args.dot, "Print Graphviz (render with: dot -Tsvg)");
+  topo->add_flag("--json", topo_args.json, "Print the topology as an explicit node/link JSON file");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -104,6 +135,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) return run_command(run_args);
     if (*trace) return trace_command(trace_args);
+    if (*topo) return topo_command(topo_args);
   } catch (const InputError& e) {
     std::cerr << "collsim: error: " << e.what() << "\n";
     return 2;

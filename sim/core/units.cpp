@@ -118,7 +118,7 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_bandwidth(double bytes_per_second) {
-  return fmt::format("{:.3g} GB/s", bytes_per_second / 1e9);
+  return fmt::format("{:.4g} GB/s", bytes_per_second / 1e9);
 }
 
 }  // namespace collsim

@@ -4,6 +4,7 @@
 
 #include "network/flow_model.h"
 #include "network/ideal_model.h"
+#include "network/packet_model.h"
 
 namespace collsim {
 
@@ -11,6 +12,7 @@ std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, co
                                                  Router& router) {
   if (params.model == "ideal") return std::make_unique<IdealModel>(params, router);
   if (params.model == "flow") return std::make_unique<FlowModel>(params, topology, router);
+  if (params.model == "packet") return std::make_unique<PacketModel>(params, topology, router);
   throw std::invalid_argument("unknown network model \"" + params.model + "\"");
 }
 

@@ -31,6 +31,9 @@ class NetworkHost {
 struct NetworkParams {
   std::string model = "ideal";
   Time alpha = 0;  // per-message software/start-up cost, paid once per transfer
+  RoutingPolicy routing = RoutingPolicy::Ecmp;
+  std::int64_t packet_bytes = 64 * 1024;  // packet model
+  bool cut_through = false;               // packet model: forward once the head arrives
 };
 
 class NetworkModel {

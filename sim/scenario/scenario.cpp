@@ -16,11 +16,35 @@ namespace fs = std::filesystem;
 namespace {
 
 NetworkParams parse_network(const JsonView& v) {
-  v.allow_only({"model", "alpha"});
+  v.allow_only({"model", "alpha", "routing", "packet", "switching"});
   NetworkParams p;
-  if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow"});
+  if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow", "packet"});
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
+  if (auto r = v.find("routing"))
+    p.routing = r->as_choice({"ecmp", "single"}) == "ecmp" ? RoutingPolicy::Ecmp : RoutingPolicy::Single;
+  if (auto pk = v.find("packet")) {
+    p.packet_bytes = pk->as_size();
+    if (p.packet_bytes <= 0) pk->fail("a packet size of at least 1 byte");
+  }
+  if (auto sw = v.find("switching"))
+    p.cut_through = sw->as_choice({"store_and_forward", "cut_through"}) == "cut_through";
   return p;
+}
+
+// "placement": GPU node names in rank order (rank r runs on placement[r]).
+void parse_placement(const JsonView& v, Topology& t) {
+  std::vector<NodeId> gpus;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string name = v[i].as_string();
+    auto id = t.find(name);
+    if (!id || t.node(*id).kind != NodeKind::Gpu) v[i].fail_message(fmt::format("no GPU named \"{}\"", name));
+    gpus.push_back(*id);
+  }
+  try {
+    t.place_ranks(gpus);
+  } catch (const std::invalid_argument& e) {
+    v.fail_message(fmt::format("{} ({} GPUs)", e.what(), t.num_ranks()));
+  }
 }
 
 std::vector<int> parse_ranks(const JsonView& v, int topology_ranks) {
@@ -198,11 +222,12 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
 Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir, std::string default_name) {
   const JsonView root(doc, "");
   if (!root.is_object()) root.fail("a JSON object with \"topology\", \"network\" and \"collectives\"");
-  root.allow_only({"name", "description", "topology", "network", "collectives"});
+  root.allow_only({"name", "description", "topology", "placement", "network", "collectives"});
   Scenario s;
   s.name = root.has("name") ? root["name"].as_string() : std::move(default_name);
   if (root.has("description")) s.description = root["description"].as_string();
   s.topology = load_topology(root["topology"], base_dir);
+  if (auto p = root.find("placement")) parse_placement(*p, s.topology);
   if (auto n = root.find("network")) s.network = parse_network(*n);
   const JsonView list = root["collectives"];
   if (list.size() == 0) list.fail("at least one collective");

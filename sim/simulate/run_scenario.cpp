@@ -123,7 +123,7 @@ std::optional<AutoChoice> resolve(const Scenario& scenario, Router& router, Coll
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {
   ScenarioResult out;
-  Router router(scenario.topology);
+  Router router(scenario.topology, scenario.network.routing);
   for (const auto& c : scenario.collectives) check_reachable(scenario, c, router);
   out.resolved = scenario.collectives;
   for (auto& c : out.resolved) out.choices.push_back(resolve(scenario, router, c));

@@ -1,14 +1,30 @@
 #include "topology/presets.h"
 
+#include <cmath>
 #include <fmt/format.h>
 
 namespace collsim {
 namespace {
 
-std::vector<NodeId> add_gpus(Topology& t, int gpus) {
+std::vector<NodeId> add_gpus(Topology& t, int gpus, int host = 0) {
   std::vector<NodeId> ids;
-  for (int r = 0; r < gpus; ++r) ids.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, 0}));
+  for (int r = 0; r < gpus; ++r) ids.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, host}));
   return ids;
+}
+
+// A server's GPUs on their NVSwitch, each with a NIC on PCIe; returns the NICs.
+std::vector<NodeId> add_server(Topology& t, const ServerParams& p, int host, int first_rank, bool named_by_host) {
+  const std::string prefix = named_by_host ? fmt::format("n{}.", host) : "";
+  const NodeId sw = t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host});
+  std::vector<NodeId> nics;
+  for (int i = 0; i < p.gpus; ++i) {
+    const NodeId gpu = t.add_node({fmt::format("{}gpu{}", prefix, i), NodeKind::Gpu, first_rank + i, host});
+    const NodeId nic = t.add_node({fmt::format("{}nic{}", prefix, i), NodeKind::Nic, -1, host});
+    t.add_duplex(gpu, sw, p.nvlink, p.nvlink_latency, LinkKind::NvLink);
+    t.add_duplex(gpu, nic, p.pcie, 0, LinkKind::Pcie);
+    nics.push_back(nic);
+  }
+  return nics;
 }
 
 }  // namespace
@@ -27,16 +43,93 @@ Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidir
   Topology t;
   t.name = fmt::format("ring-{}", gpus);
   const auto ids = add_gpus(t, gpus);
-  if (gpus > 1) {
-    for (int r = 0; r < gpus; ++r) {
-      const NodeId a = ids[r], b = ids[(r + 1) % gpus];
-      if (gpus == 2 && r == 1) break;  // two GPUs share one cable, not two
-      if (bidirectional)
-        t.add_duplex(a, b, bandwidth, latency, kind);
-      else
-        t.add_link({a, b, bandwidth, latency, kind});
+  for (int r = 0; r < gpus && gpus > 1; ++r) {
+    const NodeId a = ids[r], b = ids[(r + 1) % gpus];
+    if (gpus == 2 && r == 1) {  // two GPUs share one cable, not two
+      if (!bidirectional) t.add_link({b, a, bandwidth, latency, kind});
+      break;
     }
-    if (gpus == 2 && !bidirectional) t.add_link({ids[1], ids[0], bandwidth, latency, kind});
+    if (bidirectional)
+      t.add_duplex(a, b, bandwidth, latency, kind);
+    else
+      t.add_link({a, b, bandwidth, latency, kind});
+  }
+  t.assign_ranks();
+  return t;
+}
+
+Topology make_dgx_topology(const ServerParams& p) {
+  Topology t;
+  t.name = "dgx-h100";
+  add_server(t, p, 0, 0, false);
+  t.assign_ranks();
+  return t;
+}
+
+Topology make_cluster_topology(const ClusterParams& p) {
+  Topology t;
+  t.name = fmt::format("cluster-{}x{}", p.nodes, p.server.gpus);
+  std::vector<std::vector<NodeId>> nics;  // [node][rail]
+  for (int n = 0; n < p.nodes; ++n) nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));
+  const int per_leaf = std::max(1, static_cast<int>(std::floor(p.radix * p.oversubscription / (p.oversubscription + 1))));
+  const int leaves_per_rail = (p.nodes + per_leaf - 1) / per_leaf;
+  std::vector<NodeId> spines;
+  for (int s = 0; s < p.spines; ++s) spines.push_back(t.add_node({fmt::format("spine{}", s), NodeKind::Spine}));
+  for (int rail = 0; rail < p.server.gpus; ++rail) {
+    for (int j = 0; j < leaves_per_rail; ++j) {
+      const NodeId leaf = t.add_node({fmt::format("leaf{}.{}", rail, j), NodeKind::Leaf});
+      const int first = j * per_leaf, last = std::min(p.nodes, first + per_leaf);
+      for (int n = first; n < last; ++n) t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
+      // Uplinks carry 1/o of what the leaf's servers can send, split over the spines.
+      const double up = (last - first) * p.server.nic / p.oversubscription / p.spines;
+      if (p.nodes > 1 && p.server.gpus > 1)
+        for (NodeId spine : spines) t.add_duplex(leaf, spine, up, p.server.nic_latency, p.fabric);
+    }
+  }
+  t.assign_ranks();
+  return t;
+}
+
+Topology make_nvl72_topology(int gpus, double bandwidth, Time latency) {
+  Topology t = make_switch_topology(gpus, bandwidth, latency, LinkKind::NvLink);
+  t.name = fmt::format("nvl{}", gpus);
+  return t;
+}
+
+Topology make_multidim_topology(const std::vector<Dimension>& dims, const std::string& name) {
+  Topology t;
+  t.name = name;
+  int total = 1;
+  for (const auto& d : dims) total *= d.size;
+  std::vector<int> stride;
+  for (int s = 1; const auto& d : dims) {
+    stride.push_back(s);
+    s *= d.size;
+  }
+  // A GPU's host is its position beyond the first dimension (the first is the server).
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < total; ++r)
+    gpus.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, dims.empty() ? 0 : r / dims[0].size}));
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const Dimension& d = dims[k];
+    for (int r = 0; r < total; ++r) {
+      const int coord = (r / stride[k]) % d.size;
+      if (coord != 0) continue;  // r leads its line along dimension k
+      std::vector<NodeId> line;
+      for (int i = 0; i < d.size; ++i) line.push_back(gpus[r + i * stride[k]]);
+      if (d.shape == Dimension::Shape::Switch) {
+        const NodeId sw = t.add_node({fmt::format("sw{}.{}", k, r), NodeKind::Switch});
+        for (NodeId g : line) t.add_duplex(g, sw, d.bandwidth, d.latency, d.kind);
+      } else if (d.shape == Dimension::Shape::Ring) {
+        for (int i = 0; i < d.size && d.size > 1; ++i) {
+          if (d.size == 2 && i == 1) break;
+          t.add_duplex(line[i], line[(i + 1) % d.size], d.bandwidth, d.latency, d.kind);
+        }
+      } else {
+        for (int i = 0; i < d.size; ++i)
+          for (int j = i + 1; j < d.size; ++j) t.add_duplex(line[i], line[j], d.bandwidth, d.latency, d.kind);
+      }
+    }
   }
   t.assign_ranks();
   return t;

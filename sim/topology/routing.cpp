@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/reverse_graph.hpp>
 #include <limits>
 #include <stdexcept>
@@ -23,33 +24,69 @@ std::uint64_t pair_key(NodeId a, NodeId b) {
          static_cast<std::uint32_t>(b);
 }
 
-// Records, for every node the search reaches, the link it was first reached by.
+// Records every node's distance from the source and each link that reaches it
+// on a shortest path (tree edges and equal-length alternatives): the ECMP choices.
 template <class G>
-class ParentRecorder : public boost::default_bfs_visitor {
+class ShortestPathRecorder : public boost::default_bfs_visitor {
  public:
-  explicit ParentRecorder(std::vector<LinkId>& parent) : parent_(&parent) {}
+  ShortestPathRecorder(std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds) : dist_(&dist), preds_(&preds) {}
   template <class Edge>
   void tree_edge(Edge e, const G& g) const {
-    (*parent_)[boost::target(e, g)] = boost::get(boost::edge_index, g, e);
+    const auto u = boost::source(e, g), v = boost::target(e, g);
+    (*dist_)[v] = (*dist_)[u] + 1;
+    (*preds_)[v].push_back(boost::get(boost::edge_index, g, e));
+  }
+  template <class Edge>
+  void non_tree_edge(Edge e, const G& g) const {
+    const auto u = boost::source(e, g), v = boost::target(e, g);
+    if ((*dist_)[v] == (*dist_)[u] + 1) (*preds_)[v].push_back(boost::get(boost::edge_index, g, e));
   }
 
  private:
-  std::vector<LinkId>* parent_;
+  std::vector<int>* dist_;
+  std::vector<std::vector<LinkId>>* preds_;
 };
 
 template <class G>
-std::vector<bool> reached_from(const G& g, NodeId source, std::size_t n) {
-  std::vector<LinkId> parent(n, -1);
+void shortest_paths(const G& g, NodeId source, std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds) {
+  dist.assign(dist.size(), -1);
+  for (auto& p : preds) p.clear();
+  dist[source] = 0;
   boost::breadth_first_search(g, static_cast<typename boost::graph_traits<G>::vertex_descriptor>(source),
-                              boost::visitor(ParentRecorder<G>(parent)));
+                              boost::visitor(ShortestPathRecorder<G>(dist, preds)));
+}
+
+template <class G>
+std::vector<bool> reached_from(const G& g, NodeId source, std::size_t n) {
+  std::vector<int> dist(n, -1);
+  std::vector<std::vector<LinkId>> preds(n);
+  shortest_paths(g, source, dist, preds);
   std::vector<bool> reached(n);
-  for (std::size_t v = 0; v < n; ++v) reached[v] = parent[v] != -1 || v == static_cast<std::size_t>(source);
+  for (std::size_t v = 0; v < n; ++v) reached[v] = dist[v] >= 0;
   return reached;
+}
+
+// GPUs do not forward traffic between other GPUs while any path avoids them:
+// only links leaving the source GPU, or leaving a non-GPU node, are kept.
+struct NotThroughOtherGpus {
+  const Topology* topology = nullptr;
+  const Router::Graph* graph = nullptr;
+  NodeId source = -1;
+  template <class Edge>
+  bool operator()(const Edge& e) const;
+};
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64: a fixed, well-spread hash
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 }  // namespace
 
-Router::Router(const Topology& topology) : topology_(topology), graph_(std::make_unique<Graph>()) {
+Router::Router(const Topology& topology, RoutingPolicy policy)
+    : topology_(topology), policy_(policy), graph_(std::make_unique<Graph>()) {
   graph_->g = Graph::Type(topology.nodes().size());
   for (LinkId id = 0; id < static_cast<LinkId>(topology.links().size()); ++id) {
     const Link& l = topology.link(id);
@@ -59,24 +96,39 @@ Router::Router(const Topology& topology) : topology_(topology), graph_(std::make
 
 Router::~Router() = default;
 
+template <class Edge>
+bool NotThroughOtherGpus::operator()(const Edge& e) const {
+  const auto from = static_cast<NodeId>(boost::source(e, graph->g));
+  return from == source || topology->node(from).kind != NodeKind::Gpu;
+}
+
 void Router::search_from(NodeId src) {
   if (tree_source_ == src) return;
-  tree_parent_link_.assign(topology_.nodes().size(), -1);
-  boost::breadth_first_search(graph_->g, static_cast<std::size_t>(src),
-                              boost::visitor(ParentRecorder<Graph::Type>(tree_parent_link_)));
+  const std::size_t n = topology_.nodes().size();
+  dist_.resize(n);
+  preds_.resize(n);
+  const NotThroughOtherGpus keep{&topology_, graph_.get(), src};
+  shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_);
+  direct_only_ = true;
   tree_source_ = src;
 }
 
 PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
+  if (dist_[dst] < 0 && direct_only_) {
+    // No path avoids forwarding through other GPUs (a ring of GPUs, say): allow it.
+    shortest_paths(graph_->g, src, dist_, preds_);
+    direct_only_ = false;
+  }
+  if (dist_[dst] < 0) throw std::runtime_error(topology_.node(src).name + " cannot reach " + topology_.node(dst).name);
   PathInfo info;
   info.first = static_cast<std::uint32_t>(links_.size());
   info.bottleneck = std::numeric_limits<double>::infinity();
+  const std::uint64_t pair_hash = mix(pair_key(src, dst));
   for (NodeId at = dst; at != src;) {
-    const LinkId l = tree_parent_link_[at];
-    if (l < 0) {
-      links_.resize(info.first);
-      throw std::runtime_error(topology_.node(src).name + " cannot reach " + topology_.node(dst).name);
-    }
+    const auto& choices = preds_[at];
+    // ECMP: a hash of (source, destination, hop) picks among equal-cost links.
+    const std::size_t k = policy_ == RoutingPolicy::Ecmp ? mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size() : 0;
+    const LinkId l = policy_ == RoutingPolicy::Ecmp ? choices[k] : *std::min_element(choices.begin(), choices.end());
     links_.push_back(l);
     info.latency += topology_.link(l).latency;
     info.bottleneck = std::min(info.bottleneck, topology_.link(l).bandwidth);
@@ -85,6 +137,7 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   std::reverse(links_.begin() + info.first, links_.end());
   info.length = static_cast<std::uint32_t>(links_.size() - info.first);
   paths_.push_back(info);
+  if (!direct_only_) tree_source_ = -1;  // the unfiltered search is not the cached one
   return static_cast<PathId>(paths_.size() - 1);
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Shortest-path routing (fewest hops) over a Topology, with paths cached.
-// Ties between equal-length paths are broken deterministically by link order.
+// GPUs do not forward other GPUs' traffic unless no other path exists. Among
+// equal-length paths, ECMP picks by a fixed hash of (source, destination, hop),
+// "single" always takes the lowest-numbered link: both are deterministic.
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,9 +22,12 @@ struct PathInfo {
   double bottleneck = 0;     // slowest link's bandwidth (bytes/s); +inf when empty
 };
 
+enum class RoutingPolicy { Ecmp, Single };
+
 class Router {
  public:
-  explicit Router(const Topology& topology);
+  struct Graph;
+  explicit Router(const Topology& topology, RoutingPolicy policy = RoutingPolicy::Ecmp);
   ~Router();
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
@@ -42,17 +47,19 @@ class Router {
   std::optional<std::pair<NodeId, NodeId>> find_unreachable(std::span<const NodeId> nodes) const;
 
  private:
-  struct Graph;
   PathId add_path_from_tree(NodeId src, NodeId dst);
   void search_from(NodeId src);
 
   const Topology& topology_;
+  RoutingPolicy policy_;
   std::unique_ptr<Graph> graph_;
   std::vector<PathInfo> paths_;
   std::vector<LinkId> links_;
   std::unordered_map<std::uint64_t, PathId> cache_;
-  NodeId tree_source_ = -1;
-  std::vector<LinkId> tree_parent_link_;  // BFS tree of tree_source_: link into each node
+  NodeId tree_source_ = -1;  // whose shortest paths dist_/preds_ hold
+  bool direct_only_ = true;  // whether they avoid forwarding through other GPUs
+  std::vector<int> dist_;
+  std::vector<std::vector<LinkId>> preds_;  // per node: links into it on a shortest path
 };
 
 }  // namespace collsim

@@ -91,6 +91,18 @@ void Topology::assign_ranks() {
   }
 }
 
+void Topology::place_ranks(const std::vector<NodeId>& gpus) {
+  if (gpus.size() != gpu_of_rank_.size()) throw std::invalid_argument("a placement must list every GPU once");
+  std::vector<bool> seen(nodes_.size());
+  for (NodeId g : gpus) {
+    if (g < 0 || g >= static_cast<NodeId>(nodes_.size()) || nodes_[g].kind != NodeKind::Gpu || seen[g])
+      throw std::invalid_argument("a placement must list every GPU once");
+    seen[g] = true;
+  }
+  gpu_of_rank_ = gpus;
+  for (std::size_t r = 0; r < gpus.size(); ++r) nodes_[gpus[r]].rank = static_cast<int>(r);
+}
+
 std::optional<NodeId> Topology::find(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return std::nullopt;

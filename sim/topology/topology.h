@@ -51,6 +51,8 @@ class Topology {
   void add_duplex(NodeId a, NodeId b, double bandwidth, Time latency, LinkKind kind);
   // Ranks default to the order GPUs were added; call once all nodes exist.
   void assign_ranks();
+  // Rank r runs on GPU gpus[r]; `gpus` must list every GPU once.
+  void place_ranks(const std::vector<NodeId>& gpus);
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Link>& links() const { return links_; }

@@ -21,23 +21,103 @@ constexpr int kMaxGpus = 1 << 20;
 
 LinkKind link_kind_of(const JsonView& v) { return *link_kind_from_name(v.as_choice(all_link_kind_names())); }
 
+double bandwidth_or(const JsonView& spec, const char* key, double fallback) {
+  return spec.has(key) ? spec[key].as_bandwidth() : fallback;
+}
+Time latency_or(const JsonView& spec, const char* key, Time fallback = 0) {
+  return spec.has(key) ? from_seconds(spec[key].as_duration()) : fallback;
+}
+
+ServerParams server_from_json(const JsonView& spec) {
+  ServerParams s;
+  if (spec.has("gpus_per_node")) s.gpus = static_cast<int>(spec["gpus_per_node"].as_int(1, 1024));
+  s.nvlink = bandwidth_or(spec, "nvlink", s.nvlink);
+  s.nvlink_latency = latency_or(spec, "nvlink_latency");
+  s.pcie = bandwidth_or(spec, "pcie", s.pcie);
+  s.nic = bandwidth_or(spec, "nic", s.nic);
+  s.nic_latency = latency_or(spec, "nic_latency");
+  return s;
+}
+
+Dimension dimension_from_json(const JsonView& v) {
+  v.allow_only({"shape", "size", "bandwidth", "latency", "kind"});
+  Dimension d;
+  const std::string shape = v["shape"].as_choice({"ring", "switch", "fully_connected"});
+  d.shape = shape == "ring" ? Dimension::Shape::Ring
+            : shape == "switch" ? Dimension::Shape::Switch : Dimension::Shape::FullyConnected;
+  d.size = static_cast<int>(v["size"].as_int(1, 1 << 16));
+  d.bandwidth = v["bandwidth"].as_bandwidth();
+  d.latency = latency_or(v, "latency");
+  if (v.has("kind")) d.kind = link_kind_of(v["kind"]);
+  return d;
+}
+
+void check_gpu_count(const JsonView& spec, long long gpus) {
+  if (gpus > kMaxGpus) spec.fail_message(fmt::format("{} GPUs is more than the {} supported", gpus, kMaxGpus));
+}
+
 Topology preset_from_json(const JsonView& spec) {
-  const std::string preset = spec["preset"].as_choice({"switch", "ring"});
-  if (preset == "switch") {
+  const std::string preset =
+      spec["preset"].as_choice({"switch", "ring", "dgx-h100", "cluster", "nvl72", "torus", "multidim"});
+  if (preset == "switch" || preset == "nvl72") {
     spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind"});
-    const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
-    const double bw = spec["bandwidth"].as_bandwidth();
-    const double lat = spec.has("latency") ? spec["latency"].as_duration() : 0.0;
+    const int gpus = spec.has("gpus") || preset == "switch" ? static_cast<int>(spec["gpus"].as_int(1, kMaxGpus)) : 72;
+    if (preset == "nvl72") return make_nvl72_topology(gpus, bandwidth_or(spec, "bandwidth", 900e9), latency_or(spec, "latency"));
     const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
-    return make_switch_topology(gpus, bw, from_seconds(lat), kind);
+    return make_switch_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"), kind);
   }
-  spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind", "bidirectional"});
-  const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
-  const double bw = spec["bandwidth"].as_bandwidth();
-  const double lat = spec.has("latency") ? spec["latency"].as_duration() : 0.0;
-  const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
-  const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
-  return make_ring_topology(gpus, bw, from_seconds(lat), bidir, kind);
+  if (preset == "ring") {
+    spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind", "bidirectional"});
+    const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
+    const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
+    const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
+    return make_ring_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"), bidir, kind);
+  }
+  if (preset == "dgx-h100") {
+    spec.allow_only({"preset", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency"});
+    return make_dgx_topology(server_from_json(spec));
+  }
+  if (preset == "cluster") {
+    spec.allow_only({"preset", "nodes", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency",
+                     "radix", "oversubscription", "spines", "fabric"});
+    ClusterParams p;
+    p.nodes = static_cast<int>(spec["nodes"].as_int(1, kMaxGpus));
+    p.server = server_from_json(spec);
+    check_gpu_count(spec, static_cast<long long>(p.nodes) * p.server.gpus);
+    if (spec.has("radix")) p.radix = static_cast<int>(spec["radix"].as_int(2, 1 << 16));
+    if (spec.has("oversubscription")) {
+      p.oversubscription = spec["oversubscription"].as_number();
+      if (p.oversubscription < 1) spec["oversubscription"].fail("a ratio of at least 1 (2 means 2:1)");
+    }
+    if (spec.has("spines")) p.spines = static_cast<int>(spec["spines"].as_int(1, 1 << 16));
+    if (spec.has("fabric")) p.fabric = link_kind_of(spec["fabric"]);
+    return make_cluster_topology(p);
+  }
+  if (preset == "torus") {
+    spec.allow_only({"preset", "dims", "bandwidth", "latency", "kind"});
+    const std::vector<int> sizes = spec["dims"].as_int_list(1, 1 << 16);
+    if (sizes.empty() || sizes.size() > 3) spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
+    std::vector<Dimension> dims;
+    long long total = 1;
+    for (int n : sizes) {
+      dims.push_back({Dimension::Shape::Ring, n, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
+                      spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink});
+      total *= n;
+    }
+    check_gpu_count(spec, total);
+    return make_multidim_topology(dims, "torus");
+  }
+  spec.allow_only({"preset", "dims"});
+  std::vector<Dimension> dims;
+  long long total = 1;
+  const JsonView list = spec["dims"];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    dims.push_back(dimension_from_json(list[i]));
+    total *= dims.back().size;
+  }
+  if (dims.empty()) list.fail("at least one dimension");
+  check_gpu_count(spec, total);
+  return make_multidim_topology(dims);
 }
 
 NodeId node_ref(const Topology& t, const JsonView& v) {

@@ -1,0 +1,101 @@
+#include "network/packet_model.h"
+
+#include <algorithm>
+
+namespace collsim {
+namespace {
+
+enum : std::uint64_t { kLinkDone = 0, kLinkReady = 1, kDeliver = 2 };
+std::uint64_t cookie(std::uint64_t what, std::uint64_t index) { return (index << 2) | what; }
+
+}  // namespace
+
+PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, Router& router)
+    : alpha_(params.alpha),
+      packet_bytes_(params.packet_bytes),
+      cut_through_(params.cut_through),
+      topology_(topology),
+      router_(router),
+      links_(topology.links().size()) {}
+
+void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) {
+  Slot s;
+  if (!free_.empty()) {
+    s = free_.back();
+    free_.pop_back();
+  } else {
+    s = static_cast<Slot>(transfers_.size());
+    transfers_.emplace_back();
+  }
+  const std::int64_t packets = (bytes + packet_bytes_ - 1) / packet_bytes_;
+  transfers_[s] = {id, path, packets};
+  const auto path_links = router_.links(path);
+  for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
+  const LinkId first = path_links.front();
+  const Time ready = host.now() + alpha_;  // the software start-up comes before the first byte
+  for (std::int64_t p = 0; p < packets; ++p)
+    links_[first].queue.push_back({s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
+  serve(host, first);
+}
+
+void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
+  const std::uint64_t index = c >> 2;
+  switch (c & 3) {
+    case kLinkDone:
+      finish_packet(host, static_cast<LinkId>(index));
+      break;
+    case kLinkReady:
+      links_[index].waiting = false;
+      serve(host, static_cast<LinkId>(index));
+      break;
+    case kDeliver: {
+      const Transfer& t = transfers_[index];
+      for (LinkId l : router_.links(t.path)) host.link_counters().leave(l, host.now());
+      free_.push_back(static_cast<Slot>(index));
+      host.transfer_finished(t.id);
+      break;
+    }
+  }
+}
+
+// Starts the head packet if the link is free and the packet has arrived.
+void PacketModel::serve(NetworkHost& host, LinkId link) {
+  LinkState& ls = links_[link];
+  if (ls.sending || ls.waiting || ls.queue.empty()) return;
+  const Packet& head = ls.queue.front();
+  if (head.ready > host.now()) {
+    ls.waiting = true;
+    host.schedule_wakeup(head.ready, cookie(kLinkReady, link));
+    return;
+  }
+  ls.sending = true;
+  const Time end = std::max(host.now() + transfer_time(head.bytes, topology_.link(link).bandwidth), head.not_before_finish);
+  host.schedule_wakeup(end, cookie(kLinkDone, link));
+}
+
+void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
+  LinkState& ls = links_[link];
+  Packet p = ls.queue.front();
+  ls.queue.pop_front();
+  ls.sending = false;
+  ++packet_hops_;
+  const Time now = host.now();
+  const Time latency = topology_.link(link).latency;
+  Transfer& t = transfers_[p.transfer];
+  const auto path = router_.links(t.path);
+  if (p.hop + 1 < path.size()) {
+    const LinkId next = path[p.hop + 1];
+    const Time serialization = transfer_time(p.bytes, topology_.link(link).bandwidth);
+    // Cut-through: the head left `serialization` ago and is already at the next link.
+    p.ready = cut_through_ ? now - serialization + latency : now + latency;
+    p.not_before_finish = cut_through_ ? now + latency : 0;
+    ++p.hop;
+    links_[next].queue.push_back(p);
+    serve(host, next);
+  } else if (--t.packets_left == 0) {
+    host.schedule_wakeup(now + latency, cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
+  }
+  serve(host, link);
+}
+
+}  // namespace collsim

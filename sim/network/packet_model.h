@@ -1,0 +1,60 @@
+#pragma once
+// The packet model: transfers are cut into packets that queue, first come first
+// served, at every link of their path. A link sends one packet at a time at its
+// bandwidth; the packet then crosses the link's latency to the next queue
+// (store-and-forward), or may start on the next link once its head arrives
+// (cut-through). Queueing delay and head-of-line blocking show up here, where the
+// fluid model smooths them away. A link holds one pending event — its current
+// packet's end — not one per queued packet.
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "network/network_model.h"
+
+namespace collsim {
+
+class PacketModel final : public NetworkModel {
+ public:
+  PacketModel(const NetworkParams& params, const Topology& topology, Router& router);
+  std::string_view name() const override { return "packet"; }
+  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) override;
+  void wakeup(NetworkHost& host, std::uint64_t cookie) override;
+
+  std::uint64_t packet_hops() const { return packet_hops_; }
+
+ private:
+  using Slot = std::int32_t;
+  struct Packet {
+    Slot transfer;
+    std::uint32_t hop;        // index into the transfer's path
+    std::int64_t bytes;
+    Time ready;               // may start on this link from then on
+    Time not_before_finish;   // cut-through: cannot end before it ended upstream + latency
+  };
+  struct LinkState {
+    std::deque<Packet> queue;
+    bool sending = false;  // the head is on the wire
+    bool waiting = false;  // a wakeup is set for when the head becomes ready
+  };
+  struct Transfer {
+    TransferId id = 0;
+    PathId path = -1;
+    std::int64_t packets_left = 0;
+  };
+
+  void serve(NetworkHost& host, LinkId link);
+  void finish_packet(NetworkHost& host, LinkId link);
+
+  Time alpha_;
+  std::int64_t packet_bytes_;
+  bool cut_through_;
+  const Topology& topology_;
+  Router& router_;
+  std::vector<LinkState> links_;
+  std::vector<Transfer> transfers_;
+  std::vector<Slot> free_;
+  std::uint64_t packet_hops_ = 0;
+};
+
+}  // namespace collsim
