@@ -1,12 +1,18 @@
-// Benchmark: ring all-reduce on K GPUs behind one switch, ideal α-β model.
-// Prints schedule generation and simulation rates, wall time and peak memory.
-// One K per process, so peak memory belongs to that K alone:
-//   collsim-bench --ranks 1024 ; collsim-bench --ranks 4096
+// Benchmark: one collective on K GPUs under a chosen network model. Prints
+// schedule generation, routing/indexing and event-loop rates, wall time and peak
+// memory. One run per process, so peak memory belongs to that run alone:
+//   collsim-bench --ranks 1024                                  (ring, switch, ideal)
+//   collsim-bench --ranks 1024 --model flow --topology cluster  (128 nodes x 8, rail-optimized)
+//   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct --bytes 64MiB
+//   collsim-bench --ranks 64 --model packet --bytes 256MiB
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include "core/units.h"
+#include "network/flow_model.h"
+#include "network/packet_model.h"
 #include "schedule/algorithms.h"
 #include "simulate/simulator.h"
 #include "topology/presets.h"
@@ -16,9 +22,7 @@ namespace {
 using namespace collsim;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 double peak_rss_mib() {
   rusage u{};
@@ -29,30 +33,49 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"collsim-bench: ring all-reduce on the ideal model"};
+  CLI::App app{"collsim-bench: simulate one collective and report how fast the simulator ran"};
   int ranks = 1024;
-  std::string size = "1GiB";
+  std::string size = "1GiB", model_name = "ideal", topology = "switch", op_name = "all_reduce", algorithm = "ring";
+  std::string packet = "64KiB";
   app.add_option("--ranks", ranks, "Number of GPUs")->capture_default_str();
+  app.add_option("--bytes", size, "Collective size (nccl-tests meaning)")->capture_default_str();
+  app.add_option("--model", model_name, "ideal, flow or packet")->capture_default_str();
+  app.add_option("--topology", topology, "switch (450 GB/s) or cluster (8 GPUs per node, rail-optimized)")
+      ->capture_default_str();
+  app.add_option("--op", op_name, "Collective")->capture_default_str();
+  app.add_option("--algorithm", algorithm, "Algorithm")->capture_default_str();
+  app.add_option("--packet", packet, "Packet size for the packet model")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const double baseline_mib = peak_rss_mib();
-  const Topology topo = make_switch_topology(ranks, 450e9, 0);
+  Topology topo;
+  if (topology == "cluster") {
+    ClusterParams p;
+    p.nodes = ranks / 8;
+    p.spines = 4;
+    topo = make_cluster_topology(p);
+  } else {
+    topo = make_switch_topology(ranks, 450e9, 0);
+  }
   Router router(topo);
   NetworkParams params;
+  params.model = model_name;
   params.alpha = from_seconds(5e-6);
+  params.packet_bytes = *parse_size(packet);
   auto model = make_network_model(params, topo, router);
 
   CollectiveShape shape;
+  shape.op = *collective_from_name(op_name);
   shape.ranks = ranks;
-  shape.count = (std::int64_t{1} << 30) / 4;
+  shape.count = *parse_size(size) / 4;
 
   const auto t_gen = Clock::now();
-  const Schedule schedule = find_algorithm(CollectiveOp::AllReduce, "ring")->generate(shape, {});
+  const Schedule schedule = find_algorithm(shape.op, algorithm)->generate(shape, {});
   const double gen_s = seconds_since(t_gen);
 
   std::vector<NodeId> gpus;
   for (int r = 0; r < ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
-  std::vector<CollectiveTask> tasks{{"ring", &schedule, gpus, {}}};
+  std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus, {}}};
   Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
   const auto t_load = Clock::now();
   sim.load(tasks);
@@ -64,13 +87,18 @@ int main(int argc, char** argv) {
 
   const double transfers = static_cast<double>(result.transfers);
   const double peak = peak_rss_mib();
-  fmt::print("ring all-reduce 1 GiB float32, K={} ({} transfers, {} steps), ideal model\n", ranks,
-             result.transfers, schedule.num_steps);
+  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", algorithm, op_name, size, ranks,
+             topo.name, result.transfers, schedule.num_steps, model_name);
   fmt::print("  simulated time    {:.6f} ms\n", to_seconds(result.tasks[0].end) * 1e3);
   fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", gen_s, transfers / gen_s / 1e6);
   fmt::print("  route + index     {:.3f} s  ({:.2f} M transfers/s)\n", load_s, transfers / load_s / 1e6);
   fmt::print("  event loop        {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n", loop_s,
              transfers / loop_s / 1e6, static_cast<double>(result.events) / loop_s / 1e6);
+  if (auto* flow = dynamic_cast<FlowModel*>(model.get()))
+    fmt::print("  rate solves       {}\n", flow->resolves());
+  if (auto* pm = dynamic_cast<PacketModel*>(model.get()))
+    fmt::print("  packet-hops       {} ({:.2f} M/s in the event loop)\n", pm->packet_hops(),
+               static_cast<double>(pm->packet_hops()) / loop_s / 1e6);
   fmt::print("  simulate (both)   {:.3f} s  ({:.2f} M transfers/s)\n", sim_s, transfers / sim_s / 1e6);
   fmt::print("  wall (gen + sim)  {:.3f} s\n", gen_s + sim_s);
   fmt::print("  schedule memory   {:.1f} bytes/transfer\n", static_cast<double>(schedule.memory_bytes()) / transfers);

@@ -60,6 +60,7 @@ void FlowModel::wakeup(NetworkHost& host, std::uint64_t c) {
       arm_completion_timer(host);
       break;
     case kComplete:
+      if ((c >> 2) != timer_generation_) break;  // superseded by an earlier timer
       armed_at_ = kTimeNever;
       complete_due(host);
       arm_completion_timer(host);
@@ -183,8 +184,9 @@ void FlowModel::arm_completion_timer(NetworkHost& host) {
     due_.pop_back();
   }
   if (due_.empty() || due_.front().finish >= armed_at_) return;
+  // One live timer: a new, earlier one retires the one before (its wakeup is ignored).
   armed_at_ = due_.front().finish;
-  host.schedule_wakeup(armed_at_, cookie(kComplete));
+  host.schedule_wakeup(armed_at_, cookie(kComplete, ++timer_generation_));
 }
 
 }  // namespace collsim

@@ -59,6 +59,7 @@ class FlowModel final : public NetworkModel {
   bool resolve_pending_ = false;
   std::vector<Due> due_;  // min-heap by finish time
   Time armed_at_ = kTimeNever;
+  std::uint64_t timer_generation_ = 0;
   std::uint64_t resolves_ = 0;
 
   // Scratch for resolve(), kept to avoid allocating per instant.
