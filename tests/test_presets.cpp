@@ -1,0 +1,131 @@
+// The cluster presets: structure, routing through them, and the topo command.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "topology/presets.h"
+#include "topology/routing.h"
+#include "topology/summary.h"
+#include "topology/topology_json.h"
+
+using namespace collsim;
+
+namespace {
+
+Topology load(const char* text) {
+  const auto doc = nlohmann::json::parse(text);
+  return load_topology(JsonView(doc, "topology"), ".");
+}
+
+std::vector<LinkKind> kinds_on_path(const Topology& t, Router& r, int a, int b) {
+  std::vector<LinkKind> out;
+  for (LinkId l : r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b)))) out.push_back(t.link(l).kind);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("dgx-h100 preset: NVSwitch between GPUs, a NIC per GPU on PCIe") {
+  const Topology t = load(R"({"preset": "dgx-h100"})");
+  CHECK(t.num_ranks() == 8);
+  Router r(t);
+  CHECK(kinds_on_path(t, r, 0, 5) == std::vector<LinkKind>{LinkKind::NvLink, LinkKind::NvLink});
+  CHECK(bisection_bandwidth(t) == Approx(4 * 450e9));
+}
+
+TEST_CASE("cluster preset: same rail crosses one leaf, other rails a spine, same node NVSwitch") {
+  const Topology t = load(R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 8, "nic": "400Gbps"})");
+  CHECK(t.num_ranks() == 32);
+  Router r(t);
+  using K = LinkKind;
+  CHECK(kinds_on_path(t, r, 0, 7) == std::vector<K>{K::NvLink, K::NvLink});
+  CHECK(kinds_on_path(t, r, 3, 11) == std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Pcie});                 // rail 3
+  CHECK(kinds_on_path(t, r, 3, 12) == std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Ib, K::Ib, K::Pcie});  // rail 3 -> 4
+  CHECK(t.node(t.gpu_of_rank(11)).host == 1);
+  // 1:1: the first half of the ranks (2 nodes) can push all their NICs across.
+  CHECK(bisection_bandwidth(t) == Approx(16 * 50e9));
+  // Rail-optimized: that split never needs a spine. The spine uplinks are what 2:1 halves.
+  auto uplinks = [](const Topology& x) {
+    double total = 0;
+    for (const auto& l : x.links())
+      if (x.node(l.dst).kind == NodeKind::Spine) total += l.bandwidth;
+    return total;
+  };
+  const Topology over = load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 2})");
+  CHECK(uplinks(t) == Approx(32 * 50e9));
+  CHECK(uplinks(over) == Approx(16 * 50e9));
+}
+
+TEST_CASE("cluster preset: a leaf takes radix/2 servers at 1:1, more leaves per rail beyond") {
+  const Topology t = load(R"({"preset": "cluster", "nodes": 5, "gpus_per_node": 2, "radix": 4})");
+  int leaves = 0;
+  for (const auto& n : t.nodes()) leaves += n.kind == NodeKind::Leaf;
+  CHECK(leaves == 2 * 3);  // 2 rails x ceil(5 / 2)
+}
+
+TEST_CASE("torus and multidim: wrap-around neighbours, dimensions as given") {
+  const Topology torus = load(R"({"preset": "torus", "dims": [4, 4], "bandwidth": "100GB/s"})");
+  CHECK(torus.num_ranks() == 16);
+  CHECK(torus.links().size() == 16 * 4);  // every GPU: 4 neighbours, one directed link to each
+  Router r(torus);
+  CHECK(r.links(r.route(torus.gpu_of_rank(0), torus.gpu_of_rank(3))).size() == 1);   // wraps around
+  CHECK(r.links(r.route(torus.gpu_of_rank(0), torus.gpu_of_rank(10))).size() == 4);  // (2, 2) away
+  const Topology md = load(R"({"preset": "multidim", "dims": [{"shape": "ring", "size": 2, "bandwidth": "200GB/s"},
+                                                             {"shape": "switch", "size": 8, "bandwidth": "50GB/s"}]})");
+  CHECK(md.num_ranks() == 16);
+  Router m(md);
+  CHECK(m.info(m.route(md.gpu_of_rank(0), md.gpu_of_rank(1))).bottleneck == Approx(200e9));
+  CHECK(m.info(m.route(md.gpu_of_rank(0), md.gpu_of_rank(2))).bottleneck == Approx(50e9));
+  const Topology nvl = load(R"({"preset": "nvl72"})");
+  CHECK(nvl.num_ranks() == 72);
+}
+
+TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically; single takes one") {
+  const Topology t = load(R"({"preset": "cluster", "nodes": 2, "gpus_per_node": 8, "spines": 4})");
+  auto spines_used = [&](RoutingPolicy policy) {
+    Router r(t, policy);
+    std::set<NodeId> used;
+    for (int a = 0; a < 8; ++a)
+      for (int b = 8; b < 16; ++b)
+        for (LinkId l : r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b))))
+          if (t.node(t.link(l).dst).kind == NodeKind::Spine) used.insert(t.link(l).dst);
+    return used.size();
+  };
+  CHECK(spines_used(RoutingPolicy::Ecmp) == 4);
+  CHECK(spines_used(RoutingPolicy::Single) == 1);
+  Router a(t), b(t);
+  for (int x = 8; x < 16; ++x) {
+    const auto pa = a.links(a.route(t.gpu_of_rank(1), t.gpu_of_rank(x)));
+    const auto pb = b.links(b.route(t.gpu_of_rank(1), t.gpu_of_rank(x)));
+    CHECK(std::vector<LinkId>(pa.begin(), pa.end()) == std::vector<LinkId>(pb.begin(), pb.end()));
+  }
+}
+
+TEST_CASE("GPUs forward only when nothing else connects them") {
+  // A ring of GPUs has no switch: two hops through a neighbour GPU.
+  const Topology ring = make_ring_topology(4, 1e9, 0);
+  Router r(ring);
+  CHECK(r.links(r.route(ring.gpu_of_rank(0), ring.gpu_of_rank(2))).size() == 2);
+}
+
+TEST_CASE("Graphviz output draws every cable once") {
+  const Topology t = load(R"({"preset": "dgx-h100"})");
+  std::ostringstream dot;
+  write_graphviz(dot, t);
+  const std::string s = dot.str();
+  CHECK(s.starts_with("digraph G {"));
+  CHECK(std::count(s.begin(), s.end(), '>') == 16);  // 16 cables, 32 directed links
+  CHECK_THAT(s, Catch::Contains("label=\"gpu3\" shape=box") && Catch::Contains("nvlink 450 GB/s"));
+}
+
+TEST_CASE("preset errors name the path") {
+  CHECK_THROWS_WITH(load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 0.5})"),
+                    "topology.oversubscription: expected a ratio of at least 1 (2 means 2:1), got 0.5");
+  CHECK_THROWS_WITH(load(R"({"preset": "torus", "dims": [], "bandwidth": "1GB/s"})"),
+                    "topology.dims: expected 2 or 3 sizes, like [4, 4] or [4, 4, 4], got []");
+  CHECK_THROWS_WITH(load(R"({"preset": "multidim", "dims": [{"shape": "hypercube", "size": 2, "bandwidth": "1GB/s"}]})"),
+                    "topology.dims[0].shape: expected one of ring, switch, fully_connected, got \"hypercube\"");
+}
