@@ -14,6 +14,12 @@ bool after(const auto& a, const auto& b) { return a.share != b.share ? a.share >
 void MaxMinSolver::solve(std::span<const double> capacity, std::span<const std::span<const std::int32_t>> flows,
                          std::vector<double>& rates) {
   const std::size_t L = capacity.size();
+  if (flows.size() == 1) {  // the common case between steps: a flow alone gets its slowest link
+    double rate = std::numeric_limits<double>::infinity();
+    for (std::int32_t l : flows[0]) rate = std::min(rate, capacity[l]);
+    rates.assign(1, rate);
+    return;
+  }
   remaining_.assign(capacity.begin(), capacity.end());
   unfrozen_.assign(L, 0);
   version_.assign(L, 0);
