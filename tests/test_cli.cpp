@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -90,23 +91,34 @@ TEST_CASE("run in json format carries the contract fields") {
     for (const char* key : {"src", "dst", "kind", "bytes", "busy_s"}) CHECK(l.contains(key));
 }
 
-TEST_CASE("run with an output folder writes a Chrome trace with one track per rank") {
+TEST_CASE("run with an output folder writes a Chrome trace: send and receive tracks, arrows, link counters") {
   const fs::path d = temp_dir("trace");
   REQUIRE(collsim("run " + kScenario + " --out " + d.string()).status == 0);
   const auto trace = nlohmann::json::parse(slurp(d / "timeline.json"));
-  int slices = 0, tracks = 0;
+  int slices = 0, tracks = 0, starts = 0, finishes = 0, counters = 0;
+  std::map<std::pair<int, int>, double> last_end;  // per (pid, tid): slices on one track must not overlap
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "X") {
+    const std::string ph = e["ph"];
+    if (ph == "X") {
       ++slices;
       CHECK(e["dur"].get<double>() > 0);
-      CHECK(e["ts"].get<double>() >= 0);
+      const auto key = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
+      CHECK(e["ts"].get<double>() >= last_end[key] - 1e-9);
+      last_end[key] = e["ts"].get<double>() + e["dur"].get<double>();
     }
-    if (e["ph"] == "M" && e["name"] == "thread_name") ++tracks;
+    if (ph == "M" && e["name"] == "thread_name") ++tracks;
+    starts += ph == "s";
+    finishes += ph == "f";
+    counters += ph == "C";
   }
-  CHECK(slices == 2 * 7 * 8);
-  CHECK(tracks == 8);
-  const std::string csv = slurp(d / "links.csv");
-  CHECK(csv.starts_with("src,dst,kind,bandwidth_Bps,bytes,busy_s\n"));
+  const int transfers = 2 * 7 * 8;
+  CHECK(slices == 2 * transfers);  // at the sender and at the receiver
+  CHECK(tracks == 16);             // per rank: one send and one receive track (a ring never overlaps)
+  CHECK(starts == transfers);
+  CHECK(finishes == transfers);
+  CHECK(counters == 16 * 101);  // 16 busy links, 100 bins and a closing zero
+  CHECK(slurp(d / "links.csv").starts_with("src,dst,kind,bandwidth_Bps,bytes,busy_s,utilisation,peak_transfers\n"));
+  for (const char* f : {"ranks.csv", "steps.csv", "utilisation.csv", "report.html", "result.json"}) CHECK(fs::exists(d / f));
 }
 
 TEST_CASE("errors: one line, exit status 2, nothing written") {

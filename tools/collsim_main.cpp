@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "report/output_dir.h"
 #include "replay/trace.h"
+#include "report/html_report.h"
 #include "report/reports.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -29,19 +30,24 @@ int run_command(const RunArgs& args) {
   SimulationOptions options;
   options.record_ops = !args.out_dir.empty();  // the timeline is the only per-op output
   const ScenarioResult result = run_scenario(scenario, options);
+  const TrafficReport traffic = analyse_traffic(scenario, result);
 
   // Files first: if they cannot be written, nothing is printed as if all went well.
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
-    out.open("result.json") << result_json(scenario, result).dump(2) << "\n";
-    write_links_csv(out.open("links.csv"), scenario, result);
-    write_chrome_trace(out.open("timeline.json"), scenario, result);
+    out.open("result.json") << result_json(scenario, result, traffic).dump(2) << "\n";
+    write_links_csv(out.open("links.csv"), scenario, traffic);
+    write_ranks_csv(out.open("ranks.csv"), traffic);
+    write_steps_csv(out.open("steps.csv"), scenario, result, traffic);
+    write_utilisation_csv(out.open("utilisation.csv"), scenario, traffic);
+    write_chrome_trace(out.open("timeline.json"), scenario, result, traffic);
+    write_html_report(out.open("report.html"), scenario, result, traffic);
     out.commit();
   }
   if (args.format == "json")
-    std::cout << result_json(scenario, result).dump(2) << "\n";
+    std::cout << result_json(scenario, result, traffic).dump(2) << "\n";
   else
-    std::cout << summary_table(scenario, result);
+    std::cout << summary_table(scenario, result, traffic);
   return 0;
 }
 

@@ -29,7 +29,7 @@ std::string network_line(const Scenario& s) {
 
 }  // namespace
 
-std::string summary_table(const Scenario& s, const ScenarioResult& r) {
+std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic, int hottest) {
   std::string out = fmt::format("# collsim {}: topology {} ({} GPUs, {} links), {}\n", s.name, s.topology.name,
                                 s.topology.num_ranks(), s.topology.links().size(), network_line(s));
   out += "# size in bytes; time in microseconds; algbw = size/time and busbw in GB/s (1 GB = 1e9 bytes)\n";
@@ -66,10 +66,33 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r) {
                          a.runner_up->time_s * 1e6);
     out += "\n";
   }
+  // The links that worked hardest, by bytes over capacity x makespan.
+  std::vector<LinkId> order(s.topology.links().size());
+  for (LinkId l = 0; l < static_cast<LinkId>(order.size()); ++l) order[l] = l;
+  std::stable_sort(order.begin(), order.end(), [&](LinkId a, LinkId b) {
+    return traffic.links[a].utilisation > traffic.links[b].utilisation;
+  });
+  if (!order.empty() && traffic.links[order[0]].bytes > 0) out += "# hottest links (bytes / (capacity x makespan)):\n";
+  for (int i = 0; i < hottest && i < static_cast<int>(order.size()); ++i) {
+    const LinkId l = order[i];
+    const LinkTraffic& lt = traffic.links[l];
+    if (lt.bytes == 0) break;
+    const Link& link = s.topology.link(l);
+    out += fmt::format("#   {:<28} {:<8} {:>9}  {:5.1f}% utilised  {:>10} carried", s.topology.link_label(l),
+                       name_of(link.kind), format_bandwidth(link.bandwidth), lt.utilisation * 100,
+                       format_bytes(lt.bytes));
+    if (traffic.timed) out += fmt::format("  up to {} at once", lt.peak_transfers);
+    out += "\n";
+  }
+  for (const auto& b : traffic.per_collective) {
+    if (b.link < 0 || r.resolved.size() < 2) continue;
+    out += fmt::format("# {}: bottleneck {} ({} in {:.2f} us at full rate)\n", r.resolved[b.collective].name,
+                       s.topology.link_label(b.link), format_bytes(b.bytes), b.seconds * 1e6);
+  }
   return out;
 }
 
-nlohmann::json result_json(const Scenario& s, const ScenarioResult& r) {
+nlohmann::json result_json(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
   nlohmann::json collectives = nlohmann::json::array();
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
@@ -102,65 +125,195 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r) {
   nlohmann::json links = nlohmann::json::array();
   const auto& t = s.topology;
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
+    const LinkTraffic& lt = traffic.links[l];
     links.push_back({{"src", t.node(t.link(l).src).name},
                      {"dst", t.node(t.link(l).dst).name},
                      {"kind", name_of(t.link(l).kind)},
                      {"bandwidth_GBps", t.link(l).bandwidth / 1e9},
-                     {"bytes", r.sim.links.bytes[l]},
-                     {"busy_s", to_seconds(r.sim.links.busy[l])}});
+                     {"bytes", lt.bytes},
+                     {"busy_s", lt.busy_s},
+                     {"utilisation", lt.utilisation}});
+    if (traffic.timed) links.back()["peak_transfers"] = lt.peak_transfers;
+  }
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t rank = 0; rank < traffic.ranks.size(); ++rank) {
+    const RankTraffic& rt = traffic.ranks[rank];
+    ranks.push_back({{"rank", rank}, {"gpu", t.node(t.gpu_of_rank(static_cast<int>(rank))).name},
+                     {"sent_bytes", rt.sent}, {"received_bytes", rt.received}});
+    if (traffic.timed) {
+      ranks.back()["busy_s"] = rt.busy_s;
+      ranks.back()["idle_s"] = rt.idle_s;
+    }
+  }
+  for (const auto& b : traffic.per_collective) {
+    if (b.link < 0) continue;
+    collectives[b.collective]["bottleneck"] = {{"link", t.link_label(b.link)}, {"bytes", b.bytes},
+                                               {"seconds_at_full_rate", b.seconds}};
   }
   return {{"scenario", s.name},
           {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
           {"network", {{"model", s.network.model}, {"alpha_s", to_seconds(s.network.alpha)}}},
+          {"makespan_s", traffic.makespan_s},
           {"collectives", std::move(collectives)},
-          {"links", std::move(links)}};
+          {"links", std::move(links)},
+          {"ranks", std::move(ranks)}};
 }
 
-void write_links_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r) {
+void write_links_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
   const auto& t = s.topology;
-  out << "src,dst,kind,bandwidth_Bps,bytes,busy_s\n";
+  out << "src,dst,kind,bandwidth_Bps,bytes,busy_s,utilisation,peak_transfers\n";
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
     const Link& link = t.link(l);
-    fmt::print(out, "{},{},{},{},{},{:.12g}\n", t.node(link.src).name, t.node(link.dst).name, name_of(link.kind),
-               link.bandwidth, r.sim.links.bytes[l], to_seconds(r.sim.links.busy[l]));
+    const LinkTraffic& lt = traffic.links[l];
+    fmt::print(out, "{},{},{},{},{},{:.12g},{:.6g},{}\n", t.node(link.src).name, t.node(link.dst).name,
+               name_of(link.kind), link.bandwidth, lt.bytes, lt.busy_s, lt.utilisation, lt.peak_transfers);
   }
 }
 
-void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r) {
+void write_ranks_csv(std::ostream& out, const TrafficReport& traffic) {
+  out << "rank,sent_bytes,received_bytes,busy_s,idle_s\n";
+  for (std::size_t r = 0; r < traffic.ranks.size(); ++r) {
+    const RankTraffic& rt = traffic.ranks[r];
+    fmt::print(out, "{},{},{},{:.12g},{:.12g}\n", r, rt.sent, rt.received, rt.busy_s, rt.idle_s);
+  }
+}
+
+void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
+  out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate\n";
+  for (const auto& b : traffic.per_step)
+    fmt::print(out, "{},{},{},{},{},{:.12g}\n", r.resolved[b.collective].name, b.step, s.topology.link_label(b.link),
+               name_of(s.topology.link(b.link).kind), b.bytes, b.seconds);
+}
+
+void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
+  out << "link";
+  for (int k = 0; k < traffic.bins; ++k) fmt::print(out, ",{:.9g}", k * traffic.bin_s);
+  out << "\n";
+  for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
+    out << s.topology.link_label(l);
+    for (float u : traffic.links[l].bins) fmt::print(out, ",{:.4g}", u);
+    out << "\n";
+  }
+}
+
+namespace {
+
+// Slices on one Chrome-trace thread must nest, but a rank's transfers overlap:
+// each rank gets as many lanes (threads) as it has transfers in flight at once,
+// and each transfer the first lane free when it starts.
+class Lanes {
+ public:
+  explicit Lanes(int ranks) : free_at_(ranks) {}
+  // The lane index for an interval [start, end) of `rank`; intervals must come in start order.
+  int place(int rank, Time start, Time end) {
+    auto& lanes = free_at_[rank];
+    for (std::size_t i = 0; i < lanes.size(); ++i)
+      if (lanes[i] <= start) {
+        lanes[i] = end;
+        return static_cast<int>(i);
+      }
+    lanes.push_back(end);
+    return static_cast<int>(lanes.size() - 1);
+  }
+  int count(int rank) const { return static_cast<int>(free_at_[rank].size()); }
+
+ private:
+  std::vector<std::vector<Time>> free_at_;
+};
+
+struct TraceTransfer {
+  Time start, end;
+  int src, dst, step;
+  std::int64_t bytes;
+  bool reduce;
+  std::size_t collective;
+  std::uint64_t id;
+};
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
   // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
+  const int K = s.topology.num_ranks();
+  std::vector<TraceTransfer> transfers;
+  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
+    const auto& timing = r.sim.tasks[c].ops;
+    for (OpId id = 0; id < timing.size(); ++id) {
+      const Op& op = r.schedules[c].ops[id];
+      transfers.push_back({timing[id].start, timing[id].end, r.resolved[c].ranks[op.src_rank],
+                           r.resolved[c].ranks[op.dst_rank], op.step, r.schedules[c].bytes(op),
+                           op.kind == OpKind::Reduce, c, transfers.size()});
+    }
+  }
+  std::stable_sort(transfers.begin(), transfers.end(),
+                   [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
+  Lanes send_lanes(K), recv_lanes(K);
+  std::vector<std::pair<int, int>> lane_of(transfers.size());  // (send lane, receive lane)
+  for (std::size_t i = 0; i < transfers.size(); ++i)
+    lane_of[i] = {send_lanes.place(transfers[i].src, transfers[i].start, transfers[i].end),
+                  recv_lanes.place(transfers[i].dst, transfers[i].start, transfers[i].end)};
+  // Thread ids: per rank, its send lanes then its receive lanes, ranks in order.
+  std::vector<int> first_tid(K + 1, 0);
+  for (int rank = 0; rank < K; ++rank)
+    first_tid[rank + 1] = first_tid[rank] + std::max(1, send_lanes.count(rank)) + recv_lanes.count(rank);
+
   fmt::memory_buffer buf;
   auto flush = [&] {
     out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
     buf.clear();
   };
-  fmt::format_to(std::back_inserter(buf), "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-  fmt::format_to(std::back_inserter(buf),
-                 "{{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"ranks\"}}}}");
-  for (int rank = 0; rank < s.topology.num_ranks(); ++rank) {
-    fmt::format_to(std::back_inserter(buf),
-                   ",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{0},\"name\":\"thread_name\",\"args\":{{\"name\":\"rank {0} "
-                   "({1})\"}}}}",
-                   rank, s.topology.node(s.topology.gpu_of_rank(rank)).name);
-  }
-  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
-    const auto& c = r.resolved[i];
-    const Schedule& sched = r.schedules[i];
-    const auto& timing = r.sim.tasks[i].ops;
-    const std::string quoted_name = nlohmann::json(c.name).dump();  // escaped for JSON
-    for (OpId id = 0; id < timing.size(); ++id) {
-      const Op& op = sched.ops[id];
-      const int src = c.ranks[op.src_rank], dst = c.ranks[op.dst_rank];
-      fmt::format_to(std::back_inserter(buf),
-                     ",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},"
-                     "\"name\":\"{} {}\\u2192{}\",\"args\":{{\"collective\":{},\"step\":{},\"bytes\":{},"
-                     "\"src_rank\":{},\"dst_rank\":{}}}}}",
-                     src, timing[id].start / 1e6, (timing[id].end - timing[id].start) / 1e6, quoted_name,
-                     op.kind == OpKind::Reduce ? "reduce" : "copy", src, dst, quoted_name, op.step, sched.bytes(op), src,
-                     dst);
-      if (buf.size() > (1 << 20)) flush();
+  auto emit = [&]<class... Args>(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(buf), format, std::forward<Args>(args)...);
+    if (buf.size() > (1 << 20)) flush();
+  };
+  emit("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  emit("{{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"ranks\"}}}}");
+  emit(",\n{{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"link utilisation\"}}}}");
+  for (int rank = 0; rank < K; ++rank) {
+    const std::string gpu = s.topology.node(s.topology.gpu_of_rank(rank)).name;
+    const int sends = std::max(1, send_lanes.count(rank));
+    for (int lane = 0; lane < sends + recv_lanes.count(rank); ++lane) {
+      const bool recv = lane >= sends;
+      const int n = recv ? lane - sends : lane;
+      emit(",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"rank {} ({}) "
+           "{}{}\"}}}}",
+           first_tid[rank] + lane, rank, gpu, recv ? "recv" : "send", n ? fmt::format(" {}", n + 1) : "");
+      emit(",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{}}}}}",
+           first_tid[rank] + lane, first_tid[rank] + lane);
     }
   }
-  fmt::format_to(std::back_inserter(buf), "\n]}}\n");
+  std::vector<std::string> quoted;
+  for (const auto& c : r.resolved) quoted.push_back(nlohmann::json(c.name).dump());  // escaped for JSON
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const TraceTransfer& x = transfers[i];
+    const double ts = x.start / 1e6, dur = (x.end - x.start) / 1e6;
+    const int send_tid = first_tid[x.src] + lane_of[i].first;
+    const int recv_tid = first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
+    const char* what = x.reduce ? "reduce" : "copy";
+    for (int side = 0; side < 2; ++side) {
+      emit(",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},\"name\":\"{} {}\\u2192{}\","
+           "\"args\":{{\"collective\":{},\"step\":{},\"bytes\":{},\"src_rank\":{},\"dst_rank\":{}}}}}",
+           side ? recv_tid : send_tid, ts, dur, quoted[x.collective], what, x.src, x.dst, quoted[x.collective], x.step,
+           x.bytes, x.src, x.dst);
+    }
+    if (x.src != x.dst && x.end > x.start) {  // an arrow from the send to the receive
+      emit(",\n{{\"ph\":\"s\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":\"transfer\",\"name\":\"transfer\"}}",
+           send_tid, ts, x.id);
+      emit(",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":\"transfer\","
+           "\"name\":\"transfer\"}}",
+           recv_tid, (x.end - 1) / 1e6, x.id);
+    }
+  }
+  // Counter tracks: each busy link's utilisation per time bin.
+  for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
+    const LinkTraffic& lt = traffic.links[l];
+    if (lt.bytes == 0 || lt.bins.empty()) continue;
+    const std::string name = nlohmann::json("link " + s.topology.link_label(l)).dump();
+    for (int k = 0; k <= traffic.bins; ++k)
+      emit(",\n{{\"ph\":\"C\",\"pid\":1,\"ts\":{:.6f},\"name\":{},\"args\":{{\"utilisation\":{:.4g}}}}}",
+           k * traffic.bin_s * 1e6, name, k < traffic.bins ? lt.bins[k] : 0.0f);
+  }
+  emit("\n]}}\n");
   flush();
 }
 

@@ -1,0 +1,125 @@
+#include "report/traffic.h"
+
+#include <algorithm>
+#include <map>
+
+namespace collsim {
+namespace {
+
+// Total length of the union of intervals.
+double union_length(std::vector<std::pair<Time, Time>>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  Time total = 0, start = 0, end = -1;
+  for (auto [a, b] : intervals) {
+    if (a > end) {
+      if (end > start) total += end - start;
+      start = a;
+      end = b;
+    } else {
+      end = std::max(end, b);
+    }
+  }
+  if (end > start) total += end - start;
+  return to_seconds(total);
+}
+
+int peak_overlap(std::vector<std::pair<Time, int>>& edges) {
+  // Ends sort before starts at the same instant: back-to-back transfers do not overlap.
+  std::sort(edges.begin(), edges.end());
+  int now = 0, peak = 0;
+  for (auto [t, d] : edges) peak = std::max(peak, now += d);
+  return peak;
+}
+
+}  // namespace
+
+TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
+  const Topology& t = s.topology;
+  TrafficReport rep;
+  for (const auto& o : r.outcomes) rep.makespan_s = std::max(rep.makespan_s, o.end_s);
+  rep.timed = !r.sim.tasks.empty() && r.sim.tasks[0].ops.size() == r.schedules[0].size();
+  rep.bins = rep.timed ? bins : 0;
+  rep.bin_s = rep.makespan_s > 0 && bins > 0 ? rep.makespan_s / bins : 0;
+  const std::size_t L = t.links().size();
+  rep.links.resize(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    auto& lt = rep.links[l];
+    lt.bytes = r.sim.links.bytes[l];
+    lt.busy_s = to_seconds(r.sim.links.busy[l]);
+    if (rep.makespan_s > 0) lt.utilisation = static_cast<double>(lt.bytes) / (t.link(l).bandwidth * rep.makespan_s);
+    if (rep.timed) lt.bins.assign(bins, 0.0f);
+  }
+  rep.ranks.resize(t.num_ranks());
+  for (int rank = 0; rank < t.num_ranks(); ++rank) {
+    rep.ranks[rank].sent = r.sim.node_sent[t.gpu_of_rank(rank)];
+    rep.ranks[rank].received = r.sim.node_received[t.gpu_of_rank(rank)];
+  }
+
+  Router router(t, s.network.routing);
+  std::vector<std::vector<std::pair<Time, Time>>> rank_busy(t.num_ranks());
+  std::vector<std::vector<std::pair<Time, int>>> link_edges(rep.timed ? L : 0);
+  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
+    const auto& spec = r.resolved[c];
+    const Schedule& sched = r.schedules[c];
+    std::map<std::pair<int, LinkId>, std::int64_t> step_bytes;  // (step, link) -> bytes
+    std::vector<std::int64_t> coll_bytes(L, 0);
+    for (OpId id = 0; id < sched.size(); ++id) {
+      const Op& op = sched.ops[id];
+      if (op.is_local()) continue;
+      const int src = spec.ranks[op.src_rank], dst = spec.ranks[op.dst_rank];
+      const std::int64_t bytes = sched.bytes(op);
+      const auto path = router.links(router.route(t.gpu_of_rank(src), t.gpu_of_rank(dst)));
+      for (LinkId l : path) {
+        step_bytes[{op.step, l}] += bytes;
+        coll_bytes[l] += bytes;
+      }
+      if (!rep.timed) continue;
+      const OpTiming& ot = r.sim.tasks[c].ops[id];
+      rank_busy[src].emplace_back(ot.start, ot.end);
+      rank_busy[dst].emplace_back(ot.start, ot.end);
+      const double a = to_seconds(ot.start), b = to_seconds(ot.end);
+      for (LinkId l : path) {
+        link_edges[l].emplace_back(ot.start, 1);
+        link_edges[l].emplace_back(ot.end, -1);
+        // Spread the bytes evenly over [a, b] into the bins they cover.
+        const double rate = b > a ? bytes / (b - a) : 0;
+        const int first = std::min(bins - 1, static_cast<int>(a / rep.bin_s));
+        const int last = std::min(bins - 1, static_cast<int>(b / rep.bin_s));
+        for (int k = first; k <= last && rate > 0; ++k) {
+          const double lo = std::max(a, k * rep.bin_s), hi = std::min(b, (k + 1) * rep.bin_s);
+          if (hi > lo) rep.links[l].bins[k] += static_cast<float>(rate * (hi - lo) / (t.link(l).bandwidth * rep.bin_s));
+        }
+      }
+    }
+    Bottleneck whole{c, -1};
+    for (std::size_t l = 0; l < L; ++l) {
+      const double secs = coll_bytes[l] / t.link(l).bandwidth;
+      if (secs > whole.seconds) whole = {c, -1, static_cast<LinkId>(l), secs, coll_bytes[l]};
+    }
+    rep.per_collective.push_back(whole);
+    Bottleneck current{c, -2};
+    for (const auto& [key, bytes] : step_bytes) {  // ordered by step, then link
+      if (key.first != current.step) {
+        if (current.step >= 0) rep.per_step.push_back(current);
+        current = {c, key.first};
+      }
+      const double secs = bytes / t.link(key.second).bandwidth;
+      if (secs > current.seconds) {
+        current.link = key.second;
+        current.seconds = secs;
+        current.bytes = bytes;
+      }
+    }
+    if (current.step >= 0) rep.per_step.push_back(current);
+  }
+  if (rep.timed) {
+    for (std::size_t l = 0; l < L; ++l) rep.links[l].peak_transfers = peak_overlap(link_edges[l]);
+    for (int rank = 0; rank < t.num_ranks(); ++rank) {
+      rep.ranks[rank].busy_s = union_length(rank_busy[rank]);
+      rep.ranks[rank].idle_s = rep.makespan_s - rep.ranks[rank].busy_s;
+    }
+  }
+  return rep;
+}
+
+}  // namespace collsim

@@ -1,0 +1,51 @@
+#pragma once
+// Where the bytes went: per link, per rank, and which link held each step back.
+#include <cstdint>
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
+
+namespace collsim {
+
+struct LinkTraffic {
+  std::int64_t bytes = 0;
+  double busy_s = 0;         // at least one transfer in flight on it
+  double utilisation = 0;    // bytes / (capacity x makespan)
+  int peak_transfers = 0;    // most transfers in flight on it at once
+  std::vector<float> bins;   // utilisation per time bin (needs per-op timing)
+};
+
+struct RankTraffic {
+  std::int64_t sent = 0;
+  std::int64_t received = 0;
+  double busy_s = 0;  // some transfer of it (either end) in flight
+  double idle_s = 0;  // the rest of the makespan
+};
+
+// The link that needed the longest to carry its bytes (bytes / capacity).
+struct Bottleneck {
+  std::size_t collective = 0;
+  int step = -1;  // -1: the whole collective
+  LinkId link = -1;
+  double seconds = 0;  // bytes on it / its capacity
+  std::int64_t bytes = 0;
+};
+
+struct TrafficReport {
+  double makespan_s = 0;
+  int bins = 0;
+  double bin_s = 0;
+  std::vector<LinkTraffic> links;
+  std::vector<RankTraffic> ranks;           // by topology rank
+  std::vector<Bottleneck> per_collective;   // one per collective
+  std::vector<Bottleneck> per_step;         // every step of every collective
+  bool timed = false;                       // whether per-op timing was there (bins, busy, peaks)
+};
+
+// `bins` time bins over the makespan. Per-op timing (SimulationOptions::record_ops)
+// gives bins, rank busy time and peak concurrency; without it, totals only.
+// A transfer's bytes are spread evenly over its lifetime when binned.
+TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins = 100);
+
+}  // namespace collsim
