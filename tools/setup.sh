@@ -7,8 +7,8 @@ packages=(
   g++ cmake ninja-build pkg-config
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   catch2 libbenchmark-dev
+  chromium  # the report test opens report.html in headless Chromium
 )
-if [[ "${1:-}" == "--with-browser" ]]; then packages+=(chromium); fi
 
 missing=()
 for p in "${packages[@]}"; do

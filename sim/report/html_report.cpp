@@ -35,7 +35,7 @@ std::string load_colour(double u) {
   return fmt::format("rgb({},{},{})", 255, static_cast<int>(240 - 200 * u), static_cast<int>(230 - 210 * u));
 }
 
-void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult& r) {
+void summary_section(std::ostream& out, const ScenarioResult& r) {
   out << "<h2>Collectives</h2>\n<table id=\"summary\"><tr><th>name</th><th>op</th><th>algorithm</th><th>ranks</th>"
          "<th>size (B)</th><th>time (us)</th><th>algbw (GB/s)</th><th>busbw (GB/s)</th></tr>\n";
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
@@ -88,12 +88,13 @@ void heatmap_section(std::ostream& out, const Scenario& s, const TrafficReport& 
   std::vector<LinkId> busiest;
   for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l)
     if (traffic.links[l].bytes > 0) busiest.push_back(l);
-  std::stable_sort(busiest.begin(), busiest.end(),
-                   [&](LinkId a, LinkId b) { return traffic.links[a].bytes > traffic.links[b].bytes; });
+  std::stable_sort(busiest.begin(), busiest.end(), [&](LinkId a, LinkId b) {
+    return traffic.links[a].utilisation > traffic.links[b].utilisation;
+  });
   if (busiest.size() > kMaxHeatmapLinks) busiest.resize(kMaxHeatmapLinks);
   const int left = 220, cell_h = 12, width = 800;
-  out << "<h2>Link utilisation over time</h2>\n<p>The busiest links (rows) across time bins; darker is closer to "
-         "full capacity.</p>\n";
+  out << "<h2>Link utilisation over time</h2>\n<p>The most utilised links (rows) across time bins; darker is "
+         "closer to full capacity.</p>\n";
   out << fmt::format("<svg id=\"heatmap\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
                      left + width + 10, busiest.size() * cell_h + 20);
   const double cell_w = traffic.bins > 0 ? static_cast<double>(width) / traffic.bins : width;
@@ -210,7 +211,7 @@ void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResul
                      escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(), s.network.model,
                      format_duration(to_seconds(s.network.alpha)), format_duration(traffic.makespan_s));
   out << "<div id=\"hover\">hover over a bar, cell or link</div>\n";
-  summary_section(out, s, r);
+  summary_section(out, r);
   if (traffic.timed) {
     timeline_section(out, s, r, traffic.makespan_s);
     heatmap_section(out, s, traffic);
