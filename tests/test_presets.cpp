@@ -83,7 +83,7 @@ TEST_CASE("torus and multidim: wrap-around neighbours, dimensions as given") {
   CHECK(nvl.num_ranks() == 72);
 }
 
-TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically; single takes one") {
+TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically, single takes one") {
   const Topology t = load(R"({"preset": "cluster", "nodes": 2, "gpus_per_node": 8, "spines": 4})");
   auto spines_used = [&](RoutingPolicy policy) {
     Router r(t, policy);

@@ -42,13 +42,18 @@ double bisection_bandwidth(const Topology& t) {
   const std::size_t n = t.nodes().size();
   FlowGraph g(n + 2);
   const std::size_t source = n, sink = n + 1;
-  constexpr long long kUnbounded = 1LL << 60;
-  for (const Link& l : t.links()) add_flow_edge(g, l.src, l.dst, static_cast<long long>(l.bandwidth / 1e3));  // kB/s
+  // Capacities in kB/s; "unbounded" is more than all links together, and no more (sums must not overflow).
+  long long unbounded = 1;
+  for (const Link& l : t.links()) {
+    const auto cap = static_cast<long long>(l.bandwidth / 1e3);
+    add_flow_edge(g, l.src, l.dst, cap);
+    unbounded += cap;
+  }
   for (int r = 0; r < K; ++r) {
     if (r < K / 2)
-      add_flow_edge(g, source, t.gpu_of_rank(r), kUnbounded);
+      add_flow_edge(g, source, t.gpu_of_rank(r), unbounded);
     else
-      add_flow_edge(g, t.gpu_of_rank(r), sink, kUnbounded);
+      add_flow_edge(g, t.gpu_of_rank(r), sink, unbounded);
   }
   return static_cast<double>(boost::push_relabel_max_flow(g, source, sink)) * 1e3;
 }
