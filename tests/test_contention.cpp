@@ -34,7 +34,7 @@ TEST_CASE("hierarchical beats the flat ring by about 4.8x on 8 nodes x 8 GPUs (1
   CHECK(r.outcomes[1].time_s == Approx(2 * 7 * (a + N / (8 * 450e9)) + 2 * 7 * (a + N / 8 / (8 * 50e9))).epsilon(1e-6));
 }
 
-TEST_CASE("a 2:1 oversubscribed spine halves cross-rail throughput; 1:1 does not") {
+TEST_CASE("a 2:1 oversubscribed spine halves cross-rail throughput, 1:1 does not") {
   const auto one = run_bundled("oversubscribed-spine-1to1");
   const auto two = run_bundled("oversubscribed-spine-2to1");
   // All-spine traffic: NIC-bound at 1:1 (the full 50 GB/s), uplink-bound at 2:1.
@@ -51,7 +51,7 @@ TEST_CASE("MoE: one expert taking 25% instead of 12.5% of the tokens about doubl
   CHECK(r.outcomes[2].time_s / r.outcomes[0].time_s == Approx(2.0).epsilon(0.05));
 }
 
-TEST_CASE("parameter server: the server's link time grows linearly with K; the ring's does not") {
+TEST_CASE("parameter server: the server's link time grows linearly with K, the ring's does not") {
   const auto r = run_bundled("parameter-server-scaling");
   // Rows: ps K=4, ring K=4, ps K=8, ring K=8, ps K=16, ring K=16. The server moves (K-1) N each way.
   const double N = 64 << 20;

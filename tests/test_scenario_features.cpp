@@ -137,7 +137,7 @@ TEST_CASE("scenario errors for the algorithm options") {
   CHECK(error_of(R"({"op": "all_reduce", "algorithm": "parameter_server", "bytes": 64, "servers": [1, 5]})") == "no error");
 }
 
-TEST_CASE("independent collectives overlap; chained ones follow each other") {
+TEST_CASE("independent collectives overlap, chained ones follow each other") {
   const auto r = run_text(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "10GB/s"},
     "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MB"},
                     {"name": "b", "op": "all_gather", "bytes": "1MB"},
