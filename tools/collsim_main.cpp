@@ -1,6 +1,8 @@
 // The collsim command line.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <unistd.h>
 #include <fmt/format.h>
 #include <iostream>
@@ -12,11 +14,19 @@
 #include "report/html_report.h"
 #include "report/reports.h"
 #include "sweep/sweep.h"
+#include "validate/calibrate.h"
+#include "validate/compare.h"
+#include "validate/measure.h"
+#include "validate/validation_error.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 #include "core/json_view.h"
 #include "topology/summary.h"
 #include "topology/topology_json.h"
+
+#ifdef COLLSIM_HAVE_CUDA
+extern "C" int collsim_cuda_device_count();
+#endif
 
 namespace {
 
@@ -169,9 +179,114 @@ int sweep_command(const SweepArgs& args) {
   return 0;
 }
 
+std::string self_executable() {
+  return std::filesystem::read_symlink("/proc/self/exe").string();
+}
+
+int cuda_ipc_refusal() {
+#ifdef COLLSIM_HAVE_CUDA
+  if (collsim_cuda_device_count() == 0) throw ValidationError("--backend cuda-ipc: no CUDA device");
+  throw ValidationError("--backend cuda-ipc: the CUDA IPC transport is not built yet; use --backend shm");
+#else
+  throw ValidationError("--backend cuda-ipc: this collsim was built without a CUDA toolkit; no CUDA device usable");
+#endif
+}
+
+struct ValidateArgs {
+  std::string scenario;
+  std::string backend = "shm";
+  int iters = 5, warmup = 1;
+  double timeout = 60;
+  std::string out_dir;
+};
+
+int validate_command(const ValidateArgs& args) {
+  const Scenario scenario = load_scenario(args.scenario);
+  if (args.backend == "cuda-ipc") return cuda_ipc_refusal();
+  ShmOptions opt;
+  opt.iterations = args.iters;
+  opt.warmup = args.warmup;
+  opt.timeout_s = args.timeout;
+  opt.executable = self_executable();
+  if (const char* k = std::getenv("COLLSIM_VALIDATE_KILL_RANK")) opt.kill_rank = std::atoi(k);  // fault tests
+  const MeasuredScenario m = measure_scenario(scenario, args.backend, opt);
+  if (!args.out_dir.empty()) {
+    OutputDir out(args.out_dir);
+    out.open("measured.json") << measured_json(scenario, m).dump(2) << "\n";
+    write_measured_trace(out.open("timeline.json"), scenario, m);
+    out.commit();
+  }
+  std::cout << measured_table(m);
+  for (const auto& c : m.collectives)
+    if (c.m.wrong) return 1;  // a wrong result is a failure, not a footnote
+  return 0;
+}
+
+struct CalibrateArgs {
+  std::string backend = "shm";
+  std::string sizes = "8B..64MiB";
+  std::string step = "x4";
+  int iters = 20, warmup = 3;
+  std::string out = "calibration.json";
+};
+
+int calibrate_command(const CalibrateArgs& args) {
+  if (args.backend == "cuda-ipc") return cuda_ipc_refusal();
+  ShmOptions opt;
+  opt.iterations = args.iters;
+  opt.warmup = args.warmup;
+  opt.executable = self_executable();
+  const Calibration c = calibrate_shm(parse_sizes(args.sizes, args.step), opt);
+  {
+    OutputDir dir(std::filesystem::absolute(args.out).parent_path());
+    dir.open(std::filesystem::path(args.out).filename().string()) << calibration_json(c).dump(2) << "\n";
+    dir.commit();
+  }
+  std::cout << fmt::format("# {} on {}: ping-pong between 2 ranks, median of {} after {} warm-up\n", c.backend, c.device,
+                           args.iters, args.warmup);
+  std::cout << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "bytes", "median us", "p10 us", "p90 us",
+                           "fit us", "residual");
+  for (const auto& s : c.samples)
+    std::cout << fmt::format("  {:>12} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.1f}%\n", s.bytes, s.median_s * 1e6,
+                             s.p10_s * 1e6, s.p90_s * 1e6, s.fit_s * 1e6, (s.median_s - s.fit_s) / s.median_s * 100);
+  std::cout << fmt::format("# fit: alpha = {:.3f} us, beta = {:.3f} GB/s, R^2 = {:.4f} (weighted by 1/t^2); wrote {}\n",
+                           c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2, args.out);
+  return 0;
+}
+
+struct CompareArgs {
+  std::string scenario;
+  std::string measured;
+  std::string calibration;
+  std::string out_dir;
+};
+
+int compare_command(const CompareArgs& args) {
+  Scenario scenario = load_scenario(args.scenario);
+  if (!args.calibration.empty())
+    apply_calibration(scenario, read_json_file(args.calibration, "--calibration"), args.calibration);
+  const nlohmann::json measured = read_json_file(args.measured, "--measured");
+  // The measured collectives ran one at a time: simulate them the same way.
+  for (std::size_t i = 0; i < scenario.collectives.size(); ++i)
+    scenario.collectives[i].after = i ? std::vector<int>{static_cast<int>(i - 1)} : std::vector<int>{};
+  const ScenarioResult sim = run_scenario(scenario);
+  const Comparison c = compare_runs(scenario, sim, measured);
+  if (!args.out_dir.empty()) {
+    OutputDir out(args.out_dir);
+    write_comparison_csv(out.open("compare.csv"), c);
+    write_comparison_trace(out.open("compare_timeline.json"), scenario, sim, measured);
+    out.commit();
+  }
+  std::cout << comparison_table(c);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A rank process of the shm transport, started by `collsim validate`/`calibrate`.
+  if (argc == 4 && std::string(argv[1]) == "__rank") return collsim::shm_rank_main(argv[2], std::atoi(argv[3]));
+
   CLI::App app{"collsim: a discrete-event simulator of collective communication on GPU clusters"};
   app.set_version_flag("--version", std::string("collsim ") + COLLSIM_VERSION);
   app.require_subcommand(1);
@@ -205,6 +320,35 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   sweep->add_option("--out", sweep_args.out_dir, "Also write sweep.csv, sweep.json and sweep.html here");
 
+  ValidateArgs validate_args;
+  auto* validate = app.add_subcommand("validate", "Run the scenario's collectives for real and check their results");
+  validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
+  validate->add_option("--backend", validate_args.backend, "shm (processes over shared memory) or cuda-ipc")
+      ->check(CLI::IsMember({"shm", "cuda-ipc"}))
+      ->capture_default_str();
+  validate->add_option("--iters", validate_args.iters, "Measured iterations")->check(CLI::Range(1, 100000))->capture_default_str();
+  validate->add_option("--warmup", validate_args.warmup, "Warm-up iterations")->check(CLI::Range(0, 100000))->capture_default_str();
+  validate->add_option("--timeout", validate_args.timeout, "Seconds an iteration may take")->capture_default_str();
+  validate->add_option("--out", validate_args.out_dir, "Write measured.json and timeline.json here");
+
+  CalibrateArgs calibrate_args;
+  auto* calibrate = app.add_subcommand("calibrate", "Fit alpha and beta from a point-to-point sweep");
+  calibrate->add_option("--backend", calibrate_args.backend, "shm or cuda-ipc")
+      ->check(CLI::IsMember({"shm", "cuda-ipc"}))
+      ->capture_default_str();
+  calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")->capture_default_str();
+  calibrate->add_option("--step", calibrate_args.step, "Factor between sizes")->capture_default_str();
+  calibrate->add_option("--iters", calibrate_args.iters, "Repetitions per size")->check(CLI::Range(1, 100000))->capture_default_str();
+  calibrate->add_option("--warmup", calibrate_args.warmup, "Warm-up repetitions")->check(CLI::Range(0, 100000))->capture_default_str();
+  calibrate->add_option("--out", calibrate_args.out, "Calibration JSON to write")->capture_default_str();
+
+  CompareArgs compare_args;
+  auto* compare = app.add_subcommand("compare", "Simulated against measured, per collective and per step");
+  compare->add_option("scenario", compare_args.scenario, "Scenario JSON file")->required();
+  compare->add_option("--measured", compare_args.measured, "measured.json from collsim validate")->required();
+  compare->add_option("--calibration", compare_args.calibration, "Calibration JSON to simulate with");
+  compare->add_option("--out", compare_args.out_dir, "Write compare.csv and compare_timeline.json here");
+
   TopoArgs topo_args;
   auto* topo = app.add_subcommand("topo", "Summarise a topology (counts, injection and bisection bandwidth), or draw it");
   topo->add_option("topology", topo_args.topology,
@@ -223,9 +367,15 @@ int main(int argc, char** argv) {
     if (*trace) return trace_command(trace_args);
     if (*topo) return topo_command(topo_args);
     if (*sweep) return sweep_command(sweep_args);
+    if (*validate) return validate_command(validate_args);
+    if (*calibrate) return calibrate_command(calibrate_args);
+    if (*compare) return compare_command(compare_args);
   } catch (const InputError& e) {
     std::cerr << "collsim: error: " << e.what() << "\n";
     return 2;
+  } catch (const ValidationError& e) {
+    std::cerr << "collsim: validation failed: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "collsim: internal error: " << e.what() << "\n";
     return 3;

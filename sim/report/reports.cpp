@@ -296,12 +296,15 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
            side ? recv_tid : send_tid, ts, dur, quoted[x.collective], what, x.src, x.dst, quoted[x.collective], x.step,
            x.bytes, x.src, x.dst);
     }
-    if (x.src != x.dst && x.end > x.start) {  // an arrow from the send to the receive
-      emit(",\n{{\"ph\":\"s\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":\"transfer\",\"name\":\"transfer\"}}",
-           send_tid, ts, x.id);
-      emit(",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":\"transfer\","
+    if (x.src != x.dst && x.end > x.start) {
+      // An arrow from the send slice to the receive slice. Flow events bind to the
+      // slice with the same pid, tid, ts and cat (Chrome's rule), or to the slice
+      // enclosing them ("bp": "e", the Trace Event Format's): both hold here.
+      emit(",\n{{\"ph\":\"s\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},\"name\":\"transfer\"}}",
+           send_tid, ts, x.id, quoted[x.collective]);
+      emit(",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},"
            "\"name\":\"transfer\"}}",
-           recv_tid, (x.end - 1) / 1e6, x.id);
+           recv_tid, ts, x.id, quoted[x.collective]);
     }
   }
   // Counter tracks: each busy link's utilisation per time bin.

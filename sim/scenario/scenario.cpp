@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 NetworkParams parse_network(const JsonView& v) {
-  v.allow_only({"model", "alpha", "routing", "packet", "switching"});
+  v.allow_only({"model", "alpha", "routing", "packet", "switching", "calibration"});
   NetworkParams p;
   if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow", "packet"});
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
@@ -228,12 +228,38 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir, std
   if (root.has("description")) s.description = root["description"].as_string();
   s.topology = load_topology(root["topology"], base_dir);
   if (auto p = root.find("placement")) parse_placement(*p, s.topology);
-  if (auto n = root.find("network")) s.network = parse_network(*n);
+  if (auto n = root.find("network")) {
+    s.network = parse_network(*n);
+    if (auto c = n->find("calibration")) {
+      const auto file = base_dir / c->as_string();
+      apply_calibration(s, read_json_file(file.string(), c->path()), c->path());
+    }
+  }
   const JsonView list = root["collectives"];
   if (list.size() == 0) list.fail("at least one collective");
   for (std::size_t i = 0; i < list.size(); ++i)
     for (auto& c : parse_collective(list[i], i, s.topology, s.collectives)) s.collectives.push_back(std::move(c));
   return s;
+}
+
+void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std::string& where) {
+  const JsonView c(calibration, where + ":");
+  if (auto a = c.find("alpha_s")) s.network.alpha = from_seconds(a->as_number());
+  if (auto b = c.find("bandwidth_Bps")) {
+    const double bw = b->as_number();
+    if (bw <= 0) b->fail("a positive bandwidth");
+    for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l) s.topology.set_bandwidth(l, bw);
+  }
+  if (auto kinds = c.find("links")) {
+    for (const auto& [kind, entry] : kinds->raw().items()) {
+      const JsonView e((*kinds)[kind]);
+      const auto k = link_kind_from_name(kind);
+      if (!k) (*kinds)[kind].fail_message("not a link kind");
+      const double bw = e["bandwidth_Bps"].as_number();
+      for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
+        if (s.topology.link(l).kind == *k) s.topology.set_bandwidth(l, bw);
+    }
+  }
 }
 
 std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpec& c) {

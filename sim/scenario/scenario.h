@@ -34,6 +34,11 @@ struct Scenario {
 };
 
 Scenario load_scenario(const std::filesystem::path& file);
+
+// A calibration file (`collsim calibrate`): its α replaces the network's, its
+// bandwidth every link's ({"alpha_s", "bandwidth_Bps"}), or per link kind
+// ({"links": {"nvlink": {"bandwidth_Bps": ...}}}). `where` names it in errors.
+void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std::string& where);
 // Hierarchical levels from the topology: the collective's ranks grouped by the
 // host of their GPU ({GPUs per host, hosts}); throws InputError when the hosts
 // hold different numbers of them or their ranks are not contiguous per host.

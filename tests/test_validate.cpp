@@ -1,0 +1,143 @@
+// Validation on this machine: schedules run for real over shared memory between
+// processes, checked against the replayer; faults cleaned up; α-β fitting.
+#include <dirent.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "validate/calibrate.h"
+#include "validate/shm_runner.h"
+#include "validate/validation_error.h"
+
+namespace fs = std::filesystem;
+using namespace collsim;
+using namespace collsim::test;
+
+namespace {
+
+ShmOptions options() {
+  ShmOptions o;
+  o.iterations = 2;
+  o.warmup = 1;
+  o.timeout_s = 30;
+  o.executable = COLLSIM_EXE;
+  return o;
+}
+
+std::string run(const std::string& cmd, int* status) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int s = pclose(pipe);
+  *status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return out;
+}
+
+// Processes whose command line names our rank entry point: none may outlive a run.
+int rank_processes() {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string s;
+    std::getline(cmd, s, '\0');
+    std::string arg1;
+    std::getline(cmd, arg1, '\0');
+    n += arg1 == "__rank";
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("shm: every algorithm runs for real and matches the replayer bitwise") {
+  struct Case {
+    CollectiveOp op;
+    const char* algorithm;
+    int K;
+    DType dtype;
+  };
+  const Case cases[] = {{CollectiveOp::AllReduce, "ring", 4, DType::F32},
+                        {CollectiveOp::AllReduce, "ring", 3, DType::BF16},
+                        {CollectiveOp::AllReduce, "double_binary_tree", 5, DType::F64},
+                        {CollectiveOp::AllReduce, "halving_doubling", 6, DType::I32},
+                        {CollectiveOp::AllReduce, "naive", 4, DType::I64},
+                        {CollectiveOp::ReduceScatter, "ring", 4, DType::F32},
+                        {CollectiveOp::AllGather, "ring", 2, DType::F32},
+                        {CollectiveOp::Broadcast, "binomial_tree", 5, DType::F32},
+                        {CollectiveOp::AllToAll, "pairwise", 4, DType::F32}};
+  for (const auto& c : cases) {
+    const Schedule s = generate(c.op, c.algorithm, shape_of(c.op, c.K, 10'003, c.dtype));
+    INFO(c.algorithm << " " << name_of(c.op) << " K=" << c.K << " " << name_of(c.dtype));
+    const ShmMeasurement m = run_on_shm(s, options());
+    CHECK(m.wrong == 0);
+    CHECK(m.checked > 0);
+    CHECK(m.iteration_s.size() == 2);
+    CHECK(m.median_s > 0);
+    CHECK(m.ops.size() == s.size());
+  }
+  CHECK(leftover_segments().empty());
+}
+
+TEST_CASE("shm: a rank killed mid-collective stops the run, names it, and leaves nothing behind") {
+  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 4000));
+  ShmOptions o = options();
+  o.kill_rank = 2;
+  try {
+    run_on_shm(s, o);
+    FAIL("the run did not fail");
+  } catch (const ValidationError& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("rank 2 was killed by signal 9 during iteration 1, at op"));
+  }
+  CHECK(leftover_segments().empty());
+  CHECK(rank_processes() == 0);
+}
+
+TEST_CASE("validate command: table with #wrong, measured files, fault exit status") {
+  const fs::path out = fs::temp_directory_path() / ("collsim-validate-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const std::string scenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/validate-shm.json";
+  int status = -1;
+  const std::string table = run(std::string(COLLSIM_EXE) + " validate " + scenario + " --iters 2 --out " + out.string(), &status);
+  CHECK(status == 0);
+  CHECK_THAT(table, Catch::Contains("#wrong"));
+  const auto measured = nlohmann::json::parse(std::ifstream(out / "measured.json"));
+  for (const auto& c : measured["collectives"]) CHECK(c["wrong"] == 0);
+  // compare against the simulator
+  const std::string cmp = run(std::string(COLLSIM_EXE) + " compare " + scenario + " --measured " +
+                                  (out / "measured.json").string() + " --out " + (out / "cmp").string(),
+                              &status);
+  CHECK(status == 0);
+  CHECK_THAT(cmp, Catch::Contains("mean absolute percentage error"));
+  CHECK(fs::exists(out / "cmp" / "compare_timeline.json"));
+  const std::string fault = run("COLLSIM_VALIDATE_KILL_RANK=1 " + std::string(COLLSIM_EXE) + " validate " + scenario, &status);
+  CHECK(status == 1);
+  CHECK_THAT(fault, Catch::Contains("validation failed: rank 1 was killed"));
+  CHECK(leftover_segments().empty());
+  CHECK(rank_processes() == 0);
+  const std::string cuda = run(std::string(COLLSIM_EXE) + " validate " + scenario + " --backend cuda-ipc", &status);
+  CHECK(status == 1);
+  CHECK_THAT(cuda, Catch::Contains("cuda-ipc"));
+}
+
+TEST_CASE("alpha-beta fit recovers known parameters from exact samples, weighting by relative error") {
+  Calibration c;
+  for (std::int64_t n = 8; n <= (64 << 20); n *= 4) {
+    const double t = 2e-6 + n / 8e9;
+    c.samples.push_back({n, t, t, t});
+  }
+  fit_alpha_beta(c);
+  CHECK(c.alpha_s == Approx(2e-6).epsilon(1e-6));
+  CHECK(c.bandwidth_Bps == Approx(8e9).epsilon(1e-6));
+  CHECK(c.r2 == Approx(1.0));
+  // A large-message outlier does not drag alpha away: relative error weighting.
+  c.samples.back().median_s *= 1.5;
+  fit_alpha_beta(c);
+  CHECK(c.alpha_s == Approx(2e-6).epsilon(0.05));
+}

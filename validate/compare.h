@@ -1,0 +1,37 @@
+#pragma once
+// Simulated against measured: per collective, per step, and overall mean absolute
+// percentage error; and one Chrome trace with both timelines side by side.
+#include <nlohmann/json_fwd.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
+
+namespace collsim {
+
+struct CompareRow {
+  std::string collective;
+  int step = -1;  // -1: the whole collective
+  double measured_s = 0;
+  double simulated_s = 0;
+  double error_pct = 0;  // (simulated - measured) / measured
+};
+
+struct Comparison {
+  std::vector<CompareRow> collectives;
+  std::vector<CompareRow> steps;
+  double mape_pct = 0;       // over collectives
+  double step_mape_pct = 0;  // over steps
+};
+
+// `sim` must have per-op timing; `measured` is `collsim validate`'s measured.json.
+Comparison compare_runs(const Scenario& s, const ScenarioResult& sim, const nlohmann::json& measured);
+std::string comparison_table(const Comparison& c);
+void write_comparison_csv(std::ostream& out, const Comparison& c);
+// pid 0: simulated, pid 1: measured; one track per rank each, collectives back to back.
+void write_comparison_trace(std::ostream& out, const Scenario& s, const ScenarioResult& sim,
+                            const nlohmann::json& measured);
+
+}  // namespace collsim

@@ -1,0 +1,107 @@
+#include "validate/measure.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "report/reports.h"
+#include "simulate/run_scenario.h"
+#include "validate/validation_error.h"
+
+namespace collsim {
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("model name")) {
+      auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown cpu";
+}
+
+MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend, const ShmOptions& options) {
+  if (backend != "shm") throw ValidationError("unknown backend \"" + backend + "\"");
+  MeasuredScenario out;
+  out.backend = backend;
+  out.device = cpu_name();
+  out.iterations = options.iterations;
+  out.warmup = options.warmup;
+  const ScenarioResult resolved = run_scenario(s, SimulationOptions{.record_ops = false});  // settles "auto"
+  for (const auto& spec : resolved.resolved) {
+    MeasuredCollective mc{spec, generate_schedule(spec), {}};
+    mc.m = run_on_shm(mc.schedule, options);
+    out.collectives.push_back(std::move(mc));
+  }
+  return out;
+}
+
+std::string measured_table(const MeasuredScenario& m) {
+  std::string out = fmt::format("# measured on {} ({}), median of {} iterations after {} warm-up\n", m.backend,
+                                m.device, m.iterations, m.warmup);
+  out += "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); #wrong: elements differing from the replayer\n";
+  out += fmt::format("# {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12} {:>9} {:>9} {:>7}\n", "name", "size", "count",
+                     "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
+  for (const auto& c : m.collectives) {
+    const double t = c.m.median_s;
+    const double algbw = t > 0 ? c.spec.bytes / t : 0;
+    out += fmt::format("  {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {:>7}\n", c.spec.name,
+                       c.spec.bytes, c.spec.shape.count, name_of(c.spec.shape.dtype),
+                       is_reducing(c.spec.shape.op) ? std::string(name_of(c.spec.shape.reduce_op)) : "none",
+                       is_rooted(c.spec.shape.op) ? c.spec.shape.root : -1, t * 1e6, algbw / 1e9,
+                       algbw * busbw_factor(c.spec.shape.op, c.spec.shape.ranks) / 1e9, c.m.wrong);
+  }
+  return out;
+}
+
+nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
+  nlohmann::json cols = nlohmann::json::array();
+  double at = 0;
+  for (const auto& c : m.collectives) {
+    const double t = c.m.median_s;
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& o : c.m.ops) ops.push_back({to_seconds(o.start), to_seconds(o.end)});
+    cols.push_back({{"name", c.spec.name},
+                    {"op", name_of(c.spec.shape.op)},
+                    {"algorithm", c.spec.algorithm},
+                    {"ranks", c.spec.ranks},
+                    {"bytes", c.spec.bytes},
+                    {"count", c.spec.shape.count},
+                    {"dtype", name_of(c.spec.shape.dtype)},
+                    {"start_s", at},
+                    {"end_s", at + t},
+                    {"time_s", t},
+                    {"algbw_GBps", t > 0 ? nlohmann::json(c.spec.bytes / t / 1e9) : nlohmann::json(nullptr)},
+                    {"busbw_GBps", t > 0 ? nlohmann::json(c.spec.bytes / t / 1e9 *
+                                                          busbw_factor(c.spec.shape.op, c.spec.shape.ranks))
+                                         : nlohmann::json(nullptr)},
+                    {"wrong", c.m.wrong},
+                    {"checked", c.m.checked},
+                    {"iterations_s", c.m.iteration_s},
+                    {"ops", ops}});
+    at += t;
+  }
+  return {{"scenario", s.name}, {"backend", m.backend}, {"device", m.device}, {"iterations", m.iterations},
+          {"warmup", m.warmup},  {"collectives", cols}};
+}
+
+void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m) {
+  // The simulator's trace writer, fed the measured timings in place of simulated ones.
+  ScenarioResult r;
+  Time at = 0;
+  for (const auto& c : m.collectives) {
+    r.resolved.push_back(c.spec);
+    r.schedules.push_back(c.schedule);
+    TaskTiming t;
+    t.start = at;
+    for (const auto& o : c.m.ops) t.ops.push_back({at + o.start, at + o.end});
+    at += from_seconds(c.m.median_s);
+    t.end = at;
+    r.sim.tasks.push_back(std::move(t));
+  }
+  TrafficReport none;
+  none.links.resize(s.topology.links().size());
+  write_chrome_trace(out, s, r, none);
+}
+
+}  // namespace collsim

@@ -1,0 +1,39 @@
+#pragma once
+// A scenario run for real, collective by collective, and what came out: the same
+// table and the same JSON shape as the simulator's, plus #wrong.
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "validate/shm_runner.h"
+
+namespace collsim {
+
+struct MeasuredCollective {
+  CollectiveSpec spec;
+  Schedule schedule;
+  ShmMeasurement m;
+};
+
+struct MeasuredScenario {
+  std::string backend;
+  std::string device;
+  int iterations = 0, warmup = 0;
+  std::vector<MeasuredCollective> collectives;
+};
+
+// Runs each collective alone (one after the other), checks its result.
+MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend, const ShmOptions& options);
+
+std::string measured_table(const MeasuredScenario& m);
+// {scenario, backend, device, collectives[i] = {name, op, ..., time_s, algbw_GBps, busbw_GBps, wrong,
+//  iterations_s[], ops[][2]}}; ops are [start_s, end_s] of the median iteration.
+nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m);
+// A Chrome trace of the median iterations, laid one after the other.
+void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m);
+
+// This machine's processor, from /proc/cpuinfo.
+std::string cpu_name();
+
+}  // namespace collsim
