@@ -1,5 +1,7 @@
 #include "schedule/collective.h"
 
+#include "core/name_table.h"
+
 #include <array>
 #include <utility>
 
@@ -41,42 +43,20 @@ constexpr std::array<DTypeInfo, 8> kDTypes{{
     {DType::I64, "int64", 8},
 }};
 
-template <class Table, class Key>
-std::string_view lookup_name(const Table& table, Key key) {
-  for (const auto& [k, name] : table)
-    if (k == key) return name;
-  return "?";
-}
-
-template <class Table>
-auto lookup_key(const Table& table, std::string_view name)
-    -> std::optional<typename Table::value_type::first_type> {
-  for (const auto& [k, n] : table)
-    if (n == name) return k;
-  return std::nullopt;
-}
-
-template <class Table>
-std::vector<std::string> names_of(const Table& table) {
-  std::vector<std::string> out;
-  for (const auto& entry : table) out.emplace_back(entry.second);
-  return out;
-}
-
 }  // namespace
 
-std::string_view name_of(CollectiveOp op) { return lookup_name(kCollectives, op); }
-std::string_view name_of(ReduceOp op) { return lookup_name(kReduceOps, op); }
+std::string_view name_of(CollectiveOp op) { return name_in(kCollectives, op); }
+std::string_view name_of(ReduceOp op) { return name_in(kReduceOps, op); }
 std::string_view name_of(DType t) {
   for (const auto& d : kDTypes)
     if (d.type == t) return d.name;
   return "?";
 }
 std::optional<CollectiveOp> collective_from_name(std::string_view name) {
-  return lookup_key(kCollectives, name);
+  return key_in(kCollectives, name);
 }
 std::optional<ReduceOp> reduce_op_from_name(std::string_view name) {
-  return lookup_key(kReduceOps, name);
+  return key_in(kReduceOps, name);
 }
 std::optional<DType> dtype_from_name(std::string_view name) {
   // Short aliases people type out of habit.
@@ -88,8 +68,8 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     if (d.name == name) return d.type;
   return std::nullopt;
 }
-std::vector<std::string> all_collective_names() { return names_of(kCollectives); }
-std::vector<std::string> all_reduce_op_names() { return names_of(kReduceOps); }
+std::vector<std::string> all_collective_names() { return names_in(kCollectives); }
+std::vector<std::string> all_reduce_op_names() { return names_in(kReduceOps); }
 std::vector<std::string> all_dtype_names() {
   std::vector<std::string> out;
   for (const auto& d : kDTypes) out.emplace_back(d.name);

@@ -1,5 +1,7 @@
 #include "topology/topology.h"
 
+#include "core/name_table.h"
+
 #include <algorithm>
 #include <array>
 #include <stdexcept>
@@ -27,33 +29,14 @@ constexpr std::array<std::pair<LinkKind, std::string_view>, 6> kLinkKinds{{
     {LinkKind::Ethernet, "ethernet"},
 }};
 
-template <class Table, class Key>
-std::string_view find_name(const Table& t, Key k) {
-  for (const auto& [key, name] : t)
-    if (key == k) return name;
-  return "?";
-}
-template <class Table>
-auto find_key(const Table& t, std::string_view n) -> std::optional<typename Table::value_type::first_type> {
-  for (const auto& [key, name] : t)
-    if (name == n) return key;
-  return std::nullopt;
-}
-template <class Table>
-std::vector<std::string> all_names(const Table& t) {
-  std::vector<std::string> out;
-  for (const auto& e : t) out.emplace_back(e.second);
-  return out;
-}
-
 }  // namespace
 
-std::string_view name_of(NodeKind k) { return find_name(kNodeKinds, k); }
-std::string_view name_of(LinkKind k) { return find_name(kLinkKinds, k); }
-std::optional<NodeKind> node_kind_from_name(std::string_view n) { return find_key(kNodeKinds, n); }
-std::optional<LinkKind> link_kind_from_name(std::string_view n) { return find_key(kLinkKinds, n); }
-std::vector<std::string> all_node_kind_names() { return all_names(kNodeKinds); }
-std::vector<std::string> all_link_kind_names() { return all_names(kLinkKinds); }
+std::string_view name_of(NodeKind k) { return name_in(kNodeKinds, k); }
+std::string_view name_of(LinkKind k) { return name_in(kLinkKinds, k); }
+std::optional<NodeKind> node_kind_from_name(std::string_view n) { return key_in(kNodeKinds, n); }
+std::optional<LinkKind> link_kind_from_name(std::string_view n) { return key_in(kLinkKinds, n); }
+std::vector<std::string> all_node_kind_names() { return names_in(kNodeKinds); }
+std::vector<std::string> all_link_kind_names() { return names_in(kLinkKinds); }
 
 NodeId Topology::add_node(Node node) {
   const NodeId id = static_cast<NodeId>(nodes_.size());
