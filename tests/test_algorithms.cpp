@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "replay/replayer.h"
 #include "replay/verify.h"
 
 using namespace collsim;
@@ -69,7 +70,7 @@ TEST_CASE("every generator computes its collective for K in {1..128} and uneven 
 }
 
 TEST_CASE("reduction ops other than sum, and other element types") {
-  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod}) {
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod, ReduceOp::Avg}) {
     for (const char* algorithm : {"ring", "binomial_tree", "double_binary_tree", "halving_doubling", "naive"}) {
       CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 7, 50);
       shape.reduce_op = op;
@@ -132,4 +133,15 @@ TEST_CASE("a wrong schedule is caught by the replayer") {
   bool caught = false;
   for (int seed = 0; seed < 5 && !caught; ++seed) caught = !verify_exact(racy, seed, 3).ok();
   CHECK(caught);
+}
+
+TEST_CASE("avg: the sum divided by K once, exactly what a sequential average gives for integers") {
+  CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 4, 8, DType::I64);
+  shape.reduce_op = ReduceOp::Avg;
+  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape);
+  Buffers<std::int64_t> b(s);
+  fill_inputs(s, b, [](int rank, std::int64_t i) { return std::int64_t{10} * (rank + 1) + i; });
+  replay_by_step(s, b);
+  for (int r = 0; r < 4; ++r)
+    for (std::int64_t i = 0; i < 8; ++i) CHECK(b.at(r, 0)[i] == (100 + 4 * i) / 4);  // (10+20+30+40 + 4i) / 4
 }

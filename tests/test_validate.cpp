@@ -82,6 +82,9 @@ TEST_CASE("shm: every algorithm runs for real and matches the replayer bitwise")
     CHECK(m.median_s > 0);
     CHECK(m.ops.size() == s.size());
   }
+  CollectiveShape avg = shape_of(CollectiveOp::AllReduce, 3, 1001, DType::F32);
+  avg.reduce_op = ReduceOp::Avg;
+  CHECK(run_on_shm(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);
   CHECK(leftover_segments().empty());
 }
 

@@ -312,6 +312,14 @@ ShmMeasurement run_on_shm(const Schedule& s, const ShmOptions& options) {
       }
     }
     run.wait_exit();
+    if (s.shape.reduce_op == ReduceOp::Avg && is_reducing(s.shape.op)) {
+      // The division by K after the last reduction, as ncclAvg does: done here, once.
+      for (int r = 0; r < K; ++r)
+        for (const Region& reg : output_regions(s.shape, r)) {
+          T* v = reinterpret_cast<T*>(seg.buffer(r, reg.buffer)) + reg.offset;
+          for (std::int64_t i = 0; i < reg.count; ++i) v[i] = divide_by(v[i], K);
+        }
+    }
 
     // Results: bitwise against the replayer (same schedule, same order of reduction).
     for (int r = 0; r < K; ++r)

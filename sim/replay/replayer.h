@@ -54,15 +54,37 @@ void replay_by_step(const Schedule& s, Buffers<T>& bufs, const std::function<voi
     for (; i < order.size() && s.ops[order[i]].step == step; ++i) apply_op(s.ops[order[i]], s.shape.reduce_op, bufs);
     if (after_step) after_step(step);
   }
+  finish_average(s, bufs);
 }
 
 // Any order that respects the dependencies; with a different seed each time a
 // missing dependency (a race) shows up as a different result.
 std::vector<OpId> random_dependency_order(const Schedule& s, std::uint64_t seed);
 
+// Averages are sums on the way; each result is divided by K once it is complete
+// (what NCCL's ncclAvg does after the last reduction).
+template <class T>
+T divide_by(const T& v, int k) {
+  if constexpr (std::is_same_v<T, Symbol>) return v;  // symbolically an average has the same terms
+  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16::from_float(v.to_float() / static_cast<float>(k));
+  else return static_cast<T>(v / static_cast<T>(k));
+}
+
+template <class T>
+void finish_average(const Schedule& s, Buffers<T>& bufs) {
+  if (s.shape.reduce_op != ReduceOp::Avg || !is_reducing(s.shape.op)) return;
+  for (int r = 0; r < s.shape.ranks; ++r)
+    for (const Region& reg : output_regions(s.shape, r))
+      for (std::int64_t i = 0; i < reg.count; ++i) {
+        T& v = bufs.at(r, reg.buffer)[reg.offset + i];
+        v = divide_by(v, s.shape.ranks);
+      }
+}
+
 template <class T>
 void replay_in_order(const Schedule& s, Buffers<T>& bufs, const std::vector<OpId>& order) {
   for (OpId id : order) apply_op(s.ops[id], s.shape.reduce_op, bufs);
+  finish_average(s, bufs);
 }
 
 // Inputs: `value(rank, element)` for every element of each rank's input regions.
@@ -88,7 +110,7 @@ T expected_element(const CollectiveShape& s, const Buffers<T>& inputs, int rank,
     case CollectiveOp::AllReduce:
     case CollectiveOp::ReduceScatter:
     case CollectiveOp::Reduce:
-      return reduce_all(at);
+      return s.reduce_op == ReduceOp::Avg ? divide_by(reduce_all(at), s.ranks) : reduce_all(at);
     case CollectiveOp::Broadcast:
     case CollectiveOp::Scatter:
       return inputs.at(s.root, 0)[at];
