@@ -1,7 +1,6 @@
 #include "report/traffic.h"
 
 #include <algorithm>
-#include <map>
 
 namespace collsim {
 namespace {
@@ -61,16 +60,34 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
   for (std::size_t c = 0; c < r.resolved.size(); ++c) {
     const auto& spec = r.resolved[c];
     const Schedule& sched = r.schedules[c];
-    std::map<std::pair<int, LinkId>, std::int64_t> step_bytes;  // (step, link) -> bytes
-    std::vector<std::int64_t> coll_bytes(L, 0);
+    // Ops come in step order: bytes per link for the current step, and which links they touched.
+    std::vector<std::int64_t> step_bytes(L, 0), coll_bytes(L, 0);
+    std::vector<LinkId> touched;
+    int step = -1;
+    auto close_step = [&] {
+      if (step < 0) return;
+      Bottleneck b{c, step};
+      for (LinkId l : touched) {
+        const double secs = step_bytes[l] / t.link(l).bandwidth;
+        if (secs > b.seconds || (secs == b.seconds && l < b.link)) b = {c, step, l, secs, step_bytes[l]};
+        step_bytes[l] = 0;
+      }
+      touched.clear();
+      rep.per_step.push_back(b);
+    };
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
       if (op.is_local()) continue;
       const int src = spec.ranks[op.src_rank], dst = spec.ranks[op.dst_rank];
       const std::int64_t bytes = sched.bytes(op);
       const auto path = router.links(router.route(t.gpu_of_rank(src), t.gpu_of_rank(dst)));
+      if (op.step != step) {
+        close_step();
+        step = op.step;
+      }
       for (LinkId l : path) {
-        step_bytes[{op.step, l}] += bytes;
+        if (step_bytes[l] == 0) touched.push_back(l);
+        step_bytes[l] += bytes;
         coll_bytes[l] += bytes;
       }
       if (!rep.timed) continue;
@@ -97,20 +114,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       if (secs > whole.seconds) whole = {c, -1, static_cast<LinkId>(l), secs, coll_bytes[l]};
     }
     rep.per_collective.push_back(whole);
-    Bottleneck current{c, -2};
-    for (const auto& [key, bytes] : step_bytes) {  // ordered by step, then link
-      if (key.first != current.step) {
-        if (current.step >= 0) rep.per_step.push_back(current);
-        current = {c, key.first};
-      }
-      const double secs = bytes / t.link(key.second).bandwidth;
-      if (secs > current.seconds) {
-        current.link = key.second;
-        current.seconds = secs;
-        current.bytes = bytes;
-      }
-    }
-    if (current.step >= 0) rep.per_step.push_back(current);
+    close_step();
   }
   if (rep.timed) {
     for (std::size_t l = 0; l < L; ++l) rep.links[l].peak_transfers = peak_overlap(link_edges[l]);
