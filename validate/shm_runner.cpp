@@ -110,8 +110,21 @@ void execute(const Segment& seg, const Op& op) {
     std::memcpy(dst, src, static_cast<std::size_t>(op.count) * sizeof(T));
     return;
   }
-  const ReduceOp r = seg.header().reduce_op;
-  for (std::int64_t i = 0; i < op.count; ++i) dst[i] = combine(r, dst[i], src[i]);
+  // One loop per reduction, the choice made once: the compiler vectorises each.
+  auto fold = [&](auto f) {
+    for (std::int64_t i = 0; i < op.count; ++i) dst[i] = f(dst[i], src[i]);
+  };
+  switch (seg.header().reduce_op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
+      return fold([](const T& a, const T& b) { return combine(ReduceOp::Sum, a, b); });
+    case ReduceOp::Prod:
+      return fold([](const T& a, const T& b) { return combine(ReduceOp::Prod, a, b); });
+    case ReduceOp::Max:
+      return fold([](const T& a, const T& b) { return combine(ReduceOp::Max, a, b); });
+    case ReduceOp::Min:
+      return fold([](const T& a, const T& b) { return combine(ReduceOp::Min, a, b); });
+  }
 }
 
 // Waits for `word` to reach `target`; false if the runner called the run off.
