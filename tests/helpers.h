@@ -10,7 +10,8 @@
 
 namespace collsim::test {
 
-inline CollectiveShape shape_of(CollectiveOp op, int ranks, std::int64_t count, DType dtype = DType::F32) {
+inline CollectiveShape shape_of(CollectiveOp op, int ranks, std::int64_t count,
+                                DType dtype = DType::F32) {
   CollectiveShape s;
   s.op = op;
   s.ranks = ranks;

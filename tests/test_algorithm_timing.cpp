@@ -52,11 +52,13 @@ TEST_CASE("binomial tree all-reduce: 2 ceil(log2 K) (alpha + N/beta)") {
     const std::int64_t bytes = 1 << 20;
     const double expected = 2.0 * ceil_log2(K) * (kAlpha + bytes / 25e9);
     INFO("K=" << K);
-    CHECK(std::fabs(time_of("binomial_tree", CollectiveOp::AllReduce, K, bytes, 25e9) - expected) < kSlack);
+    CHECK(std::fabs(time_of("binomial_tree", CollectiveOp::AllReduce, K, bytes, 25e9) - expected) <
+          kSlack);
   }
 }
 
-TEST_CASE("REFERENCE.md: pipelined ring broadcast, K=8, 64 MB, 25 GB/s: S=1 17.96 ms, S=64 3.15 ms") {
+TEST_CASE(
+    "REFERENCE.md: pipelined ring broadcast, K=8, 64 MB, 25 GB/s: S=1 17.96 ms, S=64 3.15 ms") {
   const std::int64_t bytes = 64'000'000;
   for (int S : {1, 2, 7, 64, 100}) {
     AlgorithmOptions opt;
@@ -91,7 +93,8 @@ TEST_CASE("halving-doubling on a power of two: 2 log2 K alpha + 2 (K-1)/K N/beta
     const std::int64_t bytes = std::int64_t{K} * 4096;
     const double expected = 2 * ceil_log2(K) * kAlpha + 2.0 * (K - 1) / K * bytes / 100e9;
     INFO("K=" << K);
-    CHECK(std::fabs(time_of("halving_doubling", CollectiveOp::AllReduce, K, bytes, 100e9) - expected) < kSlack);
+    CHECK(std::fabs(time_of("halving_doubling", CollectiveOp::AllReduce, K, bytes, 100e9) -
+                    expected) < kSlack);
   }
 }
 
@@ -102,20 +105,25 @@ TEST_CASE("hierarchical all-reduce equals the sum of its levels") {
     const std::int64_t bytes = std::int64_t{K} * 4 * 1024;
     AlgorithmOptions opt;
     opt.level_sizes = {g, nodes};
-    const Schedule s = generate(CollectiveOp::AllReduce, "hierarchical", shape_of(CollectiveOp::AllReduce, K, bytes / 4), opt);
+    const Schedule s = generate(CollectiveOp::AllReduce, "hierarchical",
+                                shape_of(CollectiveOp::AllReduce, K, bytes / 4), opt);
     const double N = static_cast<double>(bytes);
-    const double expected =
-        2 * (g - 1) * (kAlpha + N / (g * beta_in)) + 2 * (nodes - 1) * (kAlpha + (N / g) / (nodes * beta_out));
+    const double expected = 2 * (g - 1) * (kAlpha + N / (g * beta_in)) +
+                            2 * (nodes - 1) * (kAlpha + (N / g) / (nodes * beta_out));
     INFO(nodes << " nodes x " << g);
-    CHECK(std::fabs(simulated_seconds(s, two_tier(nodes, g, beta_in, beta_out), kAlpha) - expected) < kSlack);
+    CHECK(std::fabs(simulated_seconds(s, two_tier(nodes, g, beta_in, beta_out), kAlpha) -
+                    expected) < kSlack);
   }
 }
 
-TEST_CASE("traffic: naive root moves (K-1)N each way, parameter server 2KN at the server and 2N per worker") {
+TEST_CASE(
+    "traffic: naive root moves (K-1)N each way, parameter server 2KN at the server and 2N per "
+    "worker") {
   for (int K : {2, 5, 8}) {
     const std::int64_t count = 1000, N = count * 4;
     for (const char* algorithm : {"naive", "parameter_server"}) {
-      const Schedule s = generate(CollectiveOp::AllReduce, algorithm, shape_of(CollectiveOp::AllReduce, K, count));
+      const Schedule s =
+          generate(CollectiveOp::AllReduce, algorithm, shape_of(CollectiveOp::AllReduce, K, count));
       std::vector<std::int64_t> sent(K), received(K);
       for (const Op& op : s.ops) {
         if (op.is_local()) continue;
@@ -125,20 +133,25 @@ TEST_CASE("traffic: naive root moves (K-1)N each way, parameter server 2KN at th
       INFO(algorithm << " K=" << K);
       CHECK(sent[0] == (K - 1) * N);
       CHECK(received[0] == (K - 1) * N);
-      CHECK(sent[0] + received[0] == 2 * (K - 1) * N);  // the server serves K-1 workers: 2KN for K workers
+      CHECK(sent[0] + received[0] ==
+            2 * (K - 1) * N);  // the server serves K-1 workers: 2KN for K workers
       for (int w = 1; w < K; ++w) CHECK(sent[w] + received[w] == 2 * N);
     }
   }
 }
 
-TEST_CASE("REFERENCE.md numerics: ring all-reduce of 8 x 4096 float32 differs from a sequential sum in about half "
-          "the elements, and every rank agrees bitwise") {
-  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 8, 4096));
+TEST_CASE(
+    "REFERENCE.md numerics: ring all-reduce of 8 x 4096 float32 differs from a sequential sum in "
+    "about half "
+    "the elements, and every rank agrees bitwise") {
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 8, 4096));
   const FloatNumerics n = float_numerics(s, 42);
   CHECK(n.elements == 4096);
   CHECK(n.replicas_identical);
   CHECK(n.differ_from_sequential > 4096 * 0.3);
   CHECK(n.differ_from_sequential < 4096 * 0.7);
   // A tree reduces in a different order again, and also agrees across ranks.
-  CHECK(float_numerics(generate(CollectiveOp::AllReduce, "binomial_tree", s.shape), 42).replicas_identical);
+  CHECK(float_numerics(generate(CollectiveOp::AllReduce, "binomial_tree", s.shape), 42)
+            .replicas_identical);
 }

@@ -71,7 +71,8 @@ TEST_CASE("every generator computes its collective for K in {1..128} and uneven 
 
 TEST_CASE("reduction ops other than sum, and other element types") {
   for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod, ReduceOp::Avg}) {
-    for (const char* algorithm : {"ring", "binomial_tree", "double_binary_tree", "halving_doubling", "naive"}) {
+    for (const char* algorithm :
+         {"ring", "binomial_tree", "double_binary_tree", "halving_doubling", "naive"}) {
       CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 7, 50);
       shape.reduce_op = op;
       const Schedule s = generate(CollectiveOp::AllReduce, algorithm, shape);
@@ -86,7 +87,8 @@ TEST_CASE("hierarchical with three levels and a tree at the top") {
     AlgorithmOptions opt;
     opt.level_sizes = {4, 2, 3};
     opt.level_algorithms = {"ring", "ring", top};
-    const Schedule s = generate(CollectiveOp::AllReduce, "hierarchical", shape_of(CollectiveOp::AllReduce, 24, 1001), opt);
+    const Schedule s = generate(CollectiveOp::AllReduce, "hierarchical",
+                                shape_of(CollectiveOp::AllReduce, 24, 1001), opt);
     INFO(top);
     REQUIRE(check_schedule(s) == "");
     CHECK(verify_exact(s, 5).ok());
@@ -95,10 +97,12 @@ TEST_CASE("hierarchical with three levels and a tree at the top") {
 }
 
 TEST_CASE("parameter server with sharded servers") {
-  for (std::vector<int> servers : {std::vector<int>{0}, std::vector<int>{1, 4}, std::vector<int>{0, 2, 5, 6}}) {
+  for (std::vector<int> servers :
+       {std::vector<int>{0}, std::vector<int>{1, 4}, std::vector<int>{0, 2, 5, 6}}) {
     AlgorithmOptions opt;
     opt.servers = servers;
-    const Schedule s = generate(CollectiveOp::AllReduce, "parameter_server", shape_of(CollectiveOp::AllReduce, 7, 103), opt);
+    const Schedule s = generate(CollectiveOp::AllReduce, "parameter_server",
+                                shape_of(CollectiveOp::AllReduce, 7, 103), opt);
     REQUIRE(check_schedule(s) == "");
     CHECK(verify_exact(s, 3).ok());
     CHECK(verify_symbolic(s).ok());
@@ -109,7 +113,8 @@ TEST_CASE("all-to-allv with a skewed byte matrix, including empty pairs") {
   const int K = 5;
   auto matrix = std::make_shared<std::vector<std::int64_t>>(K * K);
   for (int s = 0; s < K; ++s)
-    for (int d = 0; d < K; ++d) (*matrix)[s * K + d] = (d == 2 ? 40 : (s + d) % 3) + (s == d ? 1 : 0);
+    for (int d = 0; d < K; ++d)
+      (*matrix)[s * K + d] = (d == 2 ? 40 : (s + d) % 3) + (s == d ? 1 : 0);
   CollectiveShape shape = shape_of(CollectiveOp::AllToAll, K, 0);
   shape.matrix = matrix;
   for (const char* algorithm : {"direct", "pairwise"}) {
@@ -128,7 +133,8 @@ TEST_CASE("a wrong schedule is caught by the replayer") {
   CHECK_FALSE(verify_exact(s, 1).ok());
   CHECK_FALSE(verify_symbolic(s).ok());
   // A missing dependency: the step-order replay is still right, a random order is not.
-  Schedule racy = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 8, 64));
+  Schedule racy =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 8, 64));
   std::fill(racy.deps.begin(), racy.deps.end(), 0);  // everything waits on op 0 only
   bool caught = false;
   for (int seed = 0; seed < 5 && !caught; ++seed) caught = !verify_exact(racy, seed, 3).ok();
@@ -143,5 +149,6 @@ TEST_CASE("avg: the sum divided by K once, exactly what a sequential average giv
   fill_inputs(s, b, [](int rank, std::int64_t i) { return std::int64_t{10} * (rank + 1) + i; });
   replay_by_step(s, b);
   for (int r = 0; r < 4; ++r)
-    for (std::int64_t i = 0; i < 8; ++i) CHECK(b.at(r, 0)[i] == (100 + 4 * i) / 4);  // (10+20+30+40 + 4i) / 4
+    for (std::int64_t i = 0; i < 8; ++i)
+      CHECK(b.at(r, 0)[i] == (100 + 4 * i) / 4);  // (10+20+30+40 + 4i) / 4
 }

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -28,7 +28,8 @@ std::string slurp(const fs::path& p) {
 }
 
 fs::path temp_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / ("collsim-test-" + tag + "-" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("collsim-test-" + tag + "-" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -46,7 +47,8 @@ Outcome collsim(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, slurp(err_file)};
 }
 
-const std::string kScenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
+const std::string kScenario =
+    std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
 
 std::string write_file(const fs::path& dir, const std::string& name, const std::string& text) {
   std::ofstream(dir / name) << text;
@@ -58,8 +60,9 @@ std::string write_file(const fs::path& dir, const std::string& name, const std::
 TEST_CASE("collsim run prints the table for the bundled scenario") {
   const Outcome o = collsim("run " + kScenario);
   CHECK(o.status == 0);
-  CHECK_THAT(o.out, Catch::Contains("grads") && Catch::Contains("all_reduce") && Catch::Contains("ring") &&
-                        Catch::Contains("1073741824") && Catch::Contains("busbw"));
+  CHECK_THAT(o.out, Catch::Contains("grads") && Catch::Contains("all_reduce") &&
+                        Catch::Contains("ring") && Catch::Contains("1073741824") &&
+                        Catch::Contains("busbw"));
   CHECK(o.err.empty());
 }
 
@@ -74,7 +77,8 @@ TEST_CASE("same scenario, same output, byte for byte") {
     REQUIRE(fs::exists(a / f));
     CHECK(slurp(a / f) == slurp(b / f));
   }
-  CHECK(collsim("run " + kScenario + " --format json").out == collsim("run " + kScenario + " --format json").out);
+  CHECK(collsim("run " + kScenario + " --format json").out ==
+        collsim("run " + kScenario + " --format json").out);
 }
 
 TEST_CASE("run in json format carries the contract fields") {
@@ -82,7 +86,8 @@ TEST_CASE("run in json format carries the contract fields") {
   REQUIRE(o.status == 0);
   const auto j = nlohmann::json::parse(o.out);
   const auto& c = j["collectives"][0];
-  for (const char* key : {"name", "op", "algorithm", "ranks", "bytes", "start_s", "end_s", "time_s", "algbw_GBps", "busbw_GBps"})
+  for (const char* key : {"name", "op", "algorithm", "ranks", "bytes", "start_s", "end_s", "time_s",
+                          "algbw_GBps", "busbw_GBps"})
     CHECK(c.contains(key));
   CHECK(c["time_s"].get<double>() == Approx(c["end_s"].get<double>() - c["start_s"].get<double>()));
   CHECK(c["busbw_GBps"].get<double>() == Approx(c["algbw_GBps"].get<double>() * 2 * 7 / 8));
@@ -91,12 +96,15 @@ TEST_CASE("run in json format carries the contract fields") {
     for (const char* key : {"src", "dst", "kind", "bytes", "busy_s"}) CHECK(l.contains(key));
 }
 
-TEST_CASE("run with an output folder writes a Chrome trace: send and receive tracks, arrows, link counters") {
+TEST_CASE(
+    "run with an output folder writes a Chrome trace: send and receive tracks, arrows, link "
+    "counters") {
   const fs::path d = temp_dir("trace");
   REQUIRE(collsim("run " + kScenario + " --out " + d.string()).status == 0);
   const auto trace = nlohmann::json::parse(slurp(d / "timeline.json"));
   int slices = 0, tracks = 0, starts = 0, finishes = 0, counters = 0;
-  std::map<std::pair<int, int>, double> last_end;  // per (pid, tid): slices on one track must not overlap
+  std::map<std::pair<int, int>, double>
+      last_end;  // per (pid, tid): slices on one track must not overlap
   for (const auto& e : trace["traceEvents"]) {
     const std::string ph = e["ph"];
     if (ph == "X") {
@@ -113,12 +121,14 @@ TEST_CASE("run with an output folder writes a Chrome trace: send and receive tra
   }
   const int transfers = 2 * 7 * 8;
   CHECK(slices == 2 * transfers);  // at the sender and at the receiver
-  CHECK(tracks == 16);             // per rank: one send and one receive track (a ring never overlaps)
+  CHECK(tracks == 16);  // per rank: one send and one receive track (a ring never overlaps)
   CHECK(starts == transfers);
   CHECK(finishes == transfers);
   CHECK(counters == 16 * 101);  // 16 busy links, 100 bins and a closing zero
-  CHECK(slurp(d / "links.csv").starts_with("src,dst,kind,bandwidth_Bps,bytes,busy_s,utilisation,peak_transfers\n"));
-  for (const char* f : {"ranks.csv", "steps.csv", "utilisation.csv", "report.html", "result.json"}) CHECK(fs::exists(d / f));
+  CHECK(slurp(d / "links.csv")
+            .starts_with("src,dst,kind,bandwidth_Bps,bytes,busy_s,utilisation,peak_transfers\n"));
+  for (const char* f : {"ranks.csv", "steps.csv", "utilisation.csv", "report.html", "result.json"})
+    CHECK(fs::exists(d / f));
 }
 
 TEST_CASE("errors: one line, exit status 2, nothing written") {
@@ -126,8 +136,11 @@ TEST_CASE("errors: one line, exit status 2, nothing written") {
   const fs::path out = dir / "out";
   const std::string bad_cases[] = {
       write_file(dir, "malformed.json", "{\"topology\": \"dgx-h100\", \"collectives\": [}"),
-      write_file(dir, "unknown.json", R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "byte": 64}]})"),
-      write_file(dir, "range.json", R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "bytes": 64, "ranks": [9]}]})"),
+      write_file(dir, "unknown.json",
+                 R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "byte": 64}]})"),
+      write_file(
+          dir, "range.json",
+          R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "bytes": 64, "ranks": [9]}]})"),
       (dir / "missing.json").string(),
   };
   for (const auto& file : bad_cases) {
@@ -149,7 +162,8 @@ TEST_CASE("version and help flags") {
 }
 
 TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
-  const Outcome o = collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json");
+  const Outcome o =
+      collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json");
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("after step 1:\nrank 0:    1     1     1  1001\n"));
   CHECK_THAT(o.out, Catch::Contains("after step 3:\n"
@@ -163,7 +177,10 @@ TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
                                     "rank 2: 1111  1111  1111  1111\n"
                                     "rank 3: 1111  1111  1111  1111\n"));
   CHECK_THAT(o.out, Catch::Contains("symbolic (each contribution exactly once): OK"));
-  const Outcome sym = collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json --values symbolic");
+  const Outcome sym = collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
+                              "/scenarios/ring-allreduce-trace.json --values symbolic");
   // REFERENCE.md: rank 0 ends reduce-scatter with a0 | a1+b1+c1+d1 | a2+c2+d2 | a3+d3.
-  CHECK_THAT(sym.out, Catch::Contains("after step 3:\nrank 0:          a0  a1+b1+c1+d1     a2+c2+d2        a3+d3\n"));
+  CHECK_THAT(sym.out,
+             Catch::Contains(
+                 "after step 3:\nrank 0:          a0  a1+b1+c1+d1     a2+c2+d2        a3+d3\n"));
 }

@@ -1,7 +1,7 @@
 // Issue figures that need contention and real cluster topologies, from the
 // bundled scenarios, under the flow model; and the packet model.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "helpers.h"
 #include "scenario/scenario.h"
@@ -26,14 +26,17 @@ std::int64_t bytes_on(const Scenario& s, const ScenarioResult& r, LinkKind kind)
 
 }  // namespace
 
-TEST_CASE("hierarchical beats the flat ring by about 4.8x on 8 nodes x 8 GPUs (1 GiB, NVLink 450, NIC 50 GB/s)") {
+TEST_CASE(
+    "hierarchical beats the flat ring by about 4.8x on 8 nodes x 8 GPUs (1 GiB, NVLink 450, NIC 50 "
+    "GB/s)") {
   const auto r = run_bundled("hierarchical-vs-flat");
   const double ratio = r.outcomes[0].time_s / r.outcomes[1].time_s;
   CHECK(ratio == Approx(4.8).epsilon(0.02));
   // The closed form: flat crosses a NIC every step; hierarchical is the sum of its levels.
   const double N = 1 << 30, a = 5e-6;
   CHECK(r.outcomes[0].time_s == Approx(2 * 63 * (a + N / 64 / 50e9)).epsilon(1e-6));
-  CHECK(r.outcomes[1].time_s == Approx(2 * 7 * (a + N / (8 * 450e9)) + 2 * 7 * (a + N / 8 / (8 * 50e9))).epsilon(1e-6));
+  CHECK(r.outcomes[1].time_s ==
+        Approx(2 * 7 * (a + N / (8 * 450e9)) + 2 * 7 * (a + N / 8 / (8 * 50e9))).epsilon(1e-6));
 }
 
 TEST_CASE("a 2:1 oversubscribed spine halves cross-rail throughput, 1:1 does not") {
@@ -55,12 +58,13 @@ TEST_CASE("MoE: one expert taking 25% instead of 12.5% of the tokens about doubl
 
 TEST_CASE("parameter server: the server's link time grows linearly with K, the ring's does not") {
   const auto r = run_bundled("parameter-server-scaling");
-  // Rows: ps K=4, ring K=4, ps K=8, ring K=8, ps K=16, ring K=16. The server moves (K-1) N each way.
+  // Rows: ps K=4, ring K=4, ps K=8, ring K=8, ps K=16, ring K=16. The server moves (K-1) N each
+  // way.
   const double N = 64 << 20;
   for (int i = 0, K = 4; i < 3; ++i, K *= 2)
     CHECK(r.outcomes[2 * i].time_s == Approx(2 * (5e-6 + (K - 1) * N / 25e9)).epsilon(1e-6));
   CHECK(r.outcomes[4].time_s / r.outcomes[0].time_s == Approx(5.0).epsilon(0.01));  // (16-1)/(4-1)
-  CHECK(r.outcomes[5].time_s / r.outcomes[1].time_s < 1.35);                        // ring: 2(K-1)/K
+  CHECK(r.outcomes[5].time_s / r.outcomes[1].time_s < 1.35);  // ring: 2(K-1)/K
 }
 
 TEST_CASE("placement: the scattered ring takes as long but moves 8x the bytes over NICs") {
@@ -76,11 +80,13 @@ TEST_CASE("placement: the scattered ring takes as long but moves 8x the bytes ov
   CHECK(bytes_on(scattered, rs, LinkKind::NvLink) == 0);
 }
 
-TEST_CASE("packet model: within one packet time per hop of the ideal model where nothing contends") {
+TEST_CASE(
+    "packet model: within one packet time per hop of the ideal model where nothing contends") {
   for (std::int64_t packet : {4096, 65536}) {
     for (int K : {2, 4, 8}) {
       const Topology topo = make_switch_topology(K, 100e9, from_seconds(2e-7));
-      const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 1 << 20));
+      const Schedule s =
+          generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 1 << 20));
       Router router(topo);
       NetworkParams p;
       p.model = "packet";
@@ -102,10 +108,13 @@ TEST_CASE("packet model: within one packet time per hop of the ideal model where
   }
 }
 
-TEST_CASE("packet model: two transfers through one link queue behind each other, cut-through saves the hop") {
+TEST_CASE(
+    "packet model: two transfers through one link queue behind each other, cut-through saves the "
+    "hop") {
   Topology topo = make_switch_topology(3, 10e9, from_seconds(1e-6));
   CollectiveShape shape = shape_of(CollectiveOp::AllToAll, 3, 0);
-  shape.matrix = std::make_shared<std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 250'000, 250'000, 0, 0, 0, 0, 0, 0});
+  shape.matrix = std::make_shared<std::vector<std::int64_t>>(
+      std::vector<std::int64_t>{0, 250'000, 250'000, 0, 0, 0, 0, 0, 0});
   const Schedule s = generate(CollectiveOp::AllToAll, "direct", shape);
   auto run = [&](bool cut_through) {
     Router router(topo);

@@ -13,9 +13,12 @@ TEST_CASE("flow equals ideal exactly on uncontended schedules") {
     const char* algorithm;
     int segments;
   };
-  const Case cases[] = {{CollectiveOp::AllReduce, "ring", 1},          {CollectiveOp::ReduceScatter, "ring", 1},
-                        {CollectiveOp::AllGather, "ring", 1},          {CollectiveOp::AllReduce, "binomial_tree", 1},
-                        {CollectiveOp::AllReduce, "halving_doubling", 1}, {CollectiveOp::Broadcast, "ring", 5}};
+  const Case cases[] = {{CollectiveOp::AllReduce, "ring", 1},
+                        {CollectiveOp::ReduceScatter, "ring", 1},
+                        {CollectiveOp::AllGather, "ring", 1},
+                        {CollectiveOp::AllReduce, "binomial_tree", 1},
+                        {CollectiveOp::AllReduce, "halving_doubling", 1},
+                        {CollectiveOp::Broadcast, "ring", 5}};
   for (const auto& c : cases) {
     for (int K : {2, 3, 5, 8, 16}) {
       // On a ring of links only neighbour traffic is free of contention: trees and
@@ -40,21 +43,25 @@ TEST_CASE("flow equals ideal exactly on uncontended schedules") {
 TEST_CASE("REFERENCE.md: naive all-reduce under flow takes 2 (alpha + (K-1) N / beta)") {
   for (int K : {2, 4, 8, 16}) {
     const std::int64_t bytes = 1'000'000;
-    const Schedule s = generate(CollectiveOp::AllReduce, "naive", shape_of(CollectiveOp::AllReduce, K, bytes / 4));
+    const Schedule s =
+        generate(CollectiveOp::AllReduce, "naive", shape_of(CollectiveOp::AllReduce, K, bytes / 4));
     const double t = simulated_seconds(s, make_switch_topology(K, 25e9, 0), 5e-6, "flow");
     INFO("K=" << K);
     CHECK(t == Approx(2 * (5e-6 + (K - 1) * bytes / 25e9)).epsilon(1e-9));
   }
 }
 
-TEST_CASE("REFERENCE.md ranking at K=8, 5 us, 25 GB/s under flow: naive at 1-10 KB, tree at 100 KB, ring from 1 MB") {
+TEST_CASE(
+    "REFERENCE.md ranking at K=8, 5 us, 25 GB/s under flow: naive at 1-10 KB, tree at 100 KB, ring "
+    "from 1 MB") {
   const Topology topo = make_switch_topology(8, 25e9, 0);
   auto fastest = [&](std::int64_t bytes) {
     std::string best;
     double best_t = 1e9;
     for (const char* a : {"ring", "binomial_tree", "naive"}) {
-      const double t = simulated_seconds(generate(CollectiveOp::AllReduce, a, shape_of(CollectiveOp::AllReduce, 8, bytes / 4)),
-                                         topo, 5e-6, "flow");
+      const double t = simulated_seconds(
+          generate(CollectiveOp::AllReduce, a, shape_of(CollectiveOp::AllReduce, 8, bytes / 4)),
+          topo, 5e-6, "flow");
       if (t < best_t) {
         best_t = t;
         best = a;
@@ -73,10 +80,12 @@ TEST_CASE("flows sharing a link split it, and speed up when one leaves") {
   // Two transfers from gpu0: 1 MB to gpu1 and 3 MB to gpu2, through gpu0's one 10 GB/s link.
   Topology topo = make_switch_topology(3, 10e9, 0);
   CollectiveShape shape = shape_of(CollectiveOp::AllToAll, 3, 0);
-  shape.matrix = std::make_shared<std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 250'000, 750'000, 0, 0, 0, 0, 0, 0});
+  shape.matrix = std::make_shared<std::vector<std::int64_t>>(
+      std::vector<std::int64_t>{0, 250'000, 750'000, 0, 0, 0, 0, 0, 0});
   const Schedule s = generate(CollectiveOp::AllToAll, "direct", shape);
   const auto r = simulate(s, topo, 0, "flow");
-  // Both at 5 GB/s until the 1 MB one ends at 0.2 ms (1 MB moved of the 3 MB too), then 2 MB at 10 GB/s.
+  // Both at 5 GB/s until the 1 MB one ends at 0.2 ms (1 MB moved of the 3 MB too), then 2 MB at 10
+  // GB/s.
   CHECK(to_seconds(r.tasks[0].end) == Approx(0.2e-3 + 0.2e-3).epsilon(1e-9));
   CHECK(r.links.peak_in_flight[0] == 2);
   CHECK(to_seconds(r.links.busy[0]) == Approx(0.4e-3).epsilon(1e-9));

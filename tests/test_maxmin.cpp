@@ -9,7 +9,8 @@ using namespace collsim;
 
 namespace {
 
-std::vector<double> solve(const std::vector<double>& capacity, const std::vector<std::vector<std::int32_t>>& flows) {
+std::vector<double> solve(const std::vector<double>& capacity,
+                          const std::vector<std::vector<std::int32_t>>& flows) {
   std::vector<std::span<const std::int32_t>> spans;
   for (const auto& f : flows) spans.emplace_back(f);
   std::vector<double> rates;
@@ -72,7 +73,8 @@ TEST_CASE("max-min: random systems are feasible and every flow has a bottleneck"
         if (load[l] < cap[l] * (1 - 1e-9)) continue;
         bool fastest = true;
         for (int g = 0; g < F; ++g)
-          if (std::find(flows[g].begin(), flows[g].end(), l) != flows[g].end() && r[g] > r[f] * (1 + 1e-9))
+          if (std::find(flows[g].begin(), flows[g].end(), l) != flows[g].end() &&
+              r[g] > r[f] * (1 + 1e-9))
             fastest = false;
         has_bottleneck |= fastest;
       }

@@ -22,7 +22,8 @@ Topology load(const char* text) {
 
 std::vector<LinkKind> kinds_on_path(const Topology& t, Router& r, int a, int b) {
   std::vector<LinkKind> out;
-  for (LinkId l : r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b)))) out.push_back(t.link(l).kind);
+  for (LinkId l : r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b))))
+    out.push_back(t.link(l).kind);
   return out;
 }
 
@@ -37,13 +38,15 @@ TEST_CASE("dgx-h100 preset: NVSwitch between GPUs, a NIC per GPU on PCIe") {
 }
 
 TEST_CASE("cluster preset: same rail crosses one leaf, other rails a spine, same node NVSwitch") {
-  const Topology t = load(R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 8, "nic": "400Gbps"})");
+  const Topology t =
+      load(R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 8, "nic": "400Gbps"})");
   CHECK(t.num_ranks() == 32);
   Router r(t);
   using K = LinkKind;
   CHECK(kinds_on_path(t, r, 0, 7) == std::vector<K>{K::NvLink, K::NvLink});
-  CHECK(kinds_on_path(t, r, 3, 11) == std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Pcie});                 // rail 3
-  CHECK(kinds_on_path(t, r, 3, 12) == std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Ib, K::Ib, K::Pcie});  // rail 3 -> 4
+  CHECK(kinds_on_path(t, r, 3, 11) == std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Pcie});  // rail 3
+  CHECK(kinds_on_path(t, r, 3, 12) ==
+        std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Ib, K::Ib, K::Pcie});  // rail 3 -> 4
   CHECK(t.node(t.gpu_of_rank(11)).host == 1);
   // 1:1: the first half of the ranks (2 nodes) can push all their NICs across.
   CHECK(bisection_bandwidth(t) == Approx(16 * 50e9));
@@ -73,7 +76,8 @@ TEST_CASE("torus and multidim: wrap-around neighbours, dimensions as given") {
   Router r(torus);
   CHECK(r.links(r.route(torus.gpu_of_rank(0), torus.gpu_of_rank(3))).size() == 1);   // wraps around
   CHECK(r.links(r.route(torus.gpu_of_rank(0), torus.gpu_of_rank(10))).size() == 4);  // (2, 2) away
-  const Topology md = load(R"({"preset": "multidim", "dims": [{"shape": "ring", "size": 2, "bandwidth": "200GB/s"},
+  const Topology md =
+      load(R"({"preset": "multidim", "dims": [{"shape": "ring", "size": 2, "bandwidth": "200GB/s"},
                                                              {"shape": "switch", "size": 8, "bandwidth": "50GB/s"}]})");
   CHECK(md.num_ranks() == 16);
   Router m(md);
@@ -122,10 +126,13 @@ TEST_CASE("Graphviz output draws every cable once") {
 }
 
 TEST_CASE("preset errors name the path") {
-  CHECK_THROWS_WITH(load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 0.5})"),
-                    "topology.oversubscription: expected a ratio of at least 1 (2 means 2:1), got 0.5");
+  CHECK_THROWS_WITH(
+      load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 0.5})"),
+      "topology.oversubscription: expected a ratio of at least 1 (2 means 2:1), got 0.5");
   CHECK_THROWS_WITH(load(R"({"preset": "torus", "dims": [], "bandwidth": "1GB/s"})"),
                     "topology.dims: expected 2 or 3 sizes, like [4, 4] or [4, 4, 4], got []");
-  CHECK_THROWS_WITH(load(R"({"preset": "multidim", "dims": [{"shape": "hypercube", "size": 2, "bandwidth": "1GB/s"}]})"),
-                    "topology.dims[0].shape: expected one of ring, switch, fully_connected, got \"hypercube\"");
+  CHECK_THROWS_WITH(
+      load(
+          R"({"preset": "multidim", "dims": [{"shape": "hypercube", "size": 2, "bandwidth": "1GB/s"}]})"),
+      "topology.dims[0].shape: expected one of ring, switch, fully_connected, got \"hypercube\"");
 }

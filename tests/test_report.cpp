@@ -45,11 +45,14 @@ TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up") {
   const TrafficReport t = analyse_traffic(s, r, 50);
   REQUIRE(t.timed);
   CHECK(t.makespan_s == Approx(r.outcomes[1].end_s));
-  // The flat ring's bottleneck is a 50 GB/s fabric link; the hierarchical one's too, with 1/8 the bytes... per link.
+  // The flat ring's bottleneck is a 50 GB/s fabric link; the hierarchical one's too, with 1/8 the
+  // bytes... per link.
   CHECK(s.topology.link(t.per_collective[0].link).bandwidth == Approx(50e9));
   CHECK(t.per_collective[1].bytes < t.per_collective[0].bytes);
-  // Every step has a bottleneck, and per-step bottleneck seconds never exceed the step's simulated length.
-  CHECK(t.per_step.size() == static_cast<std::size_t>(r.schedules[0].num_steps + r.schedules[1].num_steps));
+  // Every step has a bottleneck, and per-step bottleneck seconds never exceed the step's simulated
+  // length.
+  CHECK(t.per_step.size() ==
+        static_cast<std::size_t>(r.schedules[0].num_steps + r.schedules[1].num_steps));
   for (std::size_t l = 0; l < t.links.size(); ++l) {
     double binned = 0;
     for (float u : t.links[l].bins) binned += u * t.bin_s * s.topology.link(l).bandwidth;
@@ -66,7 +69,8 @@ TEST_CASE("report.html renders in headless Chromium without console errors") {
   const fs::path dir = fs::temp_directory_path() / ("collsim-report-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   int status = -1;
-  run_command(std::string(COLLSIM_EXE) + " run " + kScenarios + "oversubscribed-spine-2to1.json --out " + dir.string(),
+  run_command(std::string(COLLSIM_EXE) + " run " + kScenarios +
+                  "oversubscribed-spine-2to1.json --out " + dir.string(),
               &status);
   REQUIRE(status == 0);
   const std::string chromium = fs::exists("/usr/bin/chromium") ? "/usr/bin/chromium" : "";
@@ -74,28 +78,30 @@ TEST_CASE("report.html renders in headless Chromium without console errors") {
   const std::string flags = " --headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0 ";
   const std::string url = "file://" + (dir / "report.html").string();
   const fs::path log = dir / "chromium.log";
-  const std::string dom =
-      run_command("timeout 120 " + chromium + flags + "--dump-dom " + url + " 2>" + log.string(), &status);
+  const std::string dom = run_command(
+      "timeout 120 " + chromium + flags + "--dump-dom " + url + " 2>" + log.string(), &status);
   REQUIRE(status == 0);
-  for (const char* id : {"id=\"summary\"", "id=\"timeline\"", "id=\"heatmap\"", "id=\"kind-bars\"", "id=\"topology\"",
-                         "class=\"op\""})
+  for (const char* id : {"id=\"summary\"", "id=\"timeline\"", "id=\"heatmap\"", "id=\"kind-bars\"",
+                         "id=\"topology\"", "class=\"op\""})
     CHECK_THAT(dom, Catch::Contains(id));
   // Console messages land in the log as CONSOLE lines; an uncaught error would be one.
   std::istringstream lines(read(log));
   for (std::string line; std::getline(lines, line);) {
     INFO(line);
-    CHECK_FALSE((line.find("CONSOLE") != std::string::npos &&
-                 (line.find("Uncaught") != std::string::npos || line.find("Error") != std::string::npos)));
+    CHECK_FALSE(
+        (line.find("CONSOLE") != std::string::npos &&
+         (line.find("Uncaught") != std::string::npos || line.find("Error") != std::string::npos)));
   }
   const fs::path shot = fs::path(COLLSIM_BINARY_DIR) / "report-screenshot.png";
-  run_command("timeout 120 " + chromium + flags + "--window-size=1280,2000 --screenshot=" + shot.string() + " " + url +
-                  " 2>/dev/null",
+  run_command("timeout 120 " + chromium + flags + "--window-size=1280,2000 --screenshot=" +
+                  shot.string() + " " + url + " 2>/dev/null",
               &status);
   CHECK(status == 0);
   CHECK(fs::file_size(shot) > 10000);
 }
 
-TEST_CASE("sweep: nccl-tests table per algorithm, winners, and the ring/tree crossover near 235 KB") {
+TEST_CASE(
+    "sweep: nccl-tests table per algorithm, winners, and the ring/tree crossover near 235 KB") {
   Scenario s = load_scenario(kScenarios + "ring-vs-tree-vs-naive.json");
   s.network.model = "ideal";
   SweepRequest req;
@@ -108,7 +114,8 @@ TEST_CASE("sweep: nccl-tests table per algorithm, winners, and the ring/tree cro
   CHECK(r.crossovers[0].to == "ring");
   CHECK(r.crossovers[0].estimate == Approx(235'294).epsilon(0.01));  // REFERENCE.md: about 235 KB
   const std::string table = sweep_table(s, r);
-  CHECK_THAT(table, Catch::Contains("# ranks 8, algorithm ring") && Catch::Contains("binomial_tree -> ring at"));
+  CHECK_THAT(table, Catch::Contains("# ranks 8, algorithm ring") &&
+                        Catch::Contains("binomial_tree -> ring at"));
   for (std::size_t k = 0; k < req.sizes.size(); ++k)  // exactly one winner per size
     CHECK(r.rows[k].winner + r.rows[req.sizes.size() + k].winner == 1);
 }
@@ -124,5 +131,6 @@ TEST_CASE("sweep over rank counts and sizes by list") {
   CHECK(r.rows[0].ranks == 4);
   CHECK(r.rows.back().ranks == 16);
   CHECK_THROWS_WITH(parse_sizes("1KiB..1MiB", "2"), "--step: expected a factor like \"x2\"");
-  CHECK_THROWS_WITH(parse_sizes("1KiB..lots", "x2"), "--sizes: expected a size like \"1KiB\", got \"lots\"");
+  CHECK_THROWS_WITH(parse_sizes("1KiB..lots", "x2"),
+                    "--sizes: expected a size like \"1KiB\", got \"lots\"");
 }

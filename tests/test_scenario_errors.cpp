@@ -24,8 +24,8 @@ std::string error_of(const std::string& text) {
 }
 
 std::string with_collective(const std::string& collective) {
-  return R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s"}, "collectives": [)" + collective +
-         "]}";
+  return R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s"}, "collectives": [)" +
+         collective + "]}";
 }
 
 }  // namespace
@@ -52,23 +52,32 @@ TEST_CASE("bad units and values name the path and the expectation") {
   CHECK(error_of(with_collective(R"({"op": "all_reduce", "bytes": -5})")) ==
         "collectives[0].bytes: expected a size like \"64MiB\", \"1GB\" or a byte count, got -5");
   CHECK(error_of(with_collective(R"({"op": "all_reduce", "bytes": "12 parsecs"})")) ==
-        "collectives[0].bytes: expected a size like \"64MiB\", \"1GB\" or a byte count, got \"12 parsecs\"");
-  CHECK(error_of(R"({"topology": "dgx-h100", "network": {"alpha": "5 furlongs"}, "collectives": [{"op": "all_reduce", "bytes": 64}]})") ==
-        "network.alpha: expected a duration like \"5us\", \"1.5ms\" or \"100ns\", got \"5 furlongs\"");
+        "collectives[0].bytes: expected a size like \"64MiB\", \"1GB\" or a byte count, got \"12 "
+        "parsecs\"");
+  CHECK(
+      error_of(
+          R"({"topology": "dgx-h100", "network": {"alpha": "5 furlongs"}, "collectives": [{"op": "all_reduce", "bytes": 64}]})") ==
+      "network.alpha: expected a duration like \"5us\", \"1.5ms\" or \"100ns\", got \"5 "
+      "furlongs\"");
   CHECK(error_of(with_collective(R"({"op": "all_reduce", "bytes": 6})")) ==
         "collectives[0].bytes: 6 bytes is not a whole number of float32 elements (4 bytes each)");
-  CHECK(error_of(with_collective(R"({"op": "all_reduse", "bytes": 64})")).starts_with(
-      "collectives[0].op: unknown value \"all_reduse\"; did you mean \"all_reduce\"?"));
+  CHECK(error_of(with_collective(R"({"op": "all_reduse", "bytes": 64})"))
+            .starts_with(
+                "collectives[0].op: unknown value \"all_reduse\"; did you mean \"all_reduce\"?"));
   CHECK(error_of(with_collective(R"({"op": "scatter", "algorithm": "ring", "bytes": 64})")) ==
-        "collectives[0].algorithm: no algorithm \"ring\" for scatter; available: binomial_tree, direct, auto");
+        "collectives[0].algorithm: no algorithm \"ring\" for scatter; available: binomial_tree, "
+        "direct, auto");
 }
 
 TEST_CASE("zero or negative bandwidth") {
   for (const char* bw : {"0GB/s", "-3GB/s"}) {
-    const std::string text = std::string(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": ")") + bw +
-                             R"("}, "collectives": [{"op": "all_reduce", "bytes": 64}]})";
-    CHECK(error_of(text) == std::string("topology.bandwidth: expected a positive bandwidth like \"450GB/s\" or "
-                                        "\"400Gbps\", got \"") + bw + "\"");
+    const std::string text =
+        std::string(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": ")") + bw +
+        R"("}, "collectives": [{"op": "all_reduce", "bytes": 64}]})";
+    CHECK(error_of(text) ==
+          std::string("topology.bandwidth: expected a positive bandwidth like \"450GB/s\" or "
+                      "\"400Gbps\", got \"") +
+              bw + "\"");
   }
 }
 
@@ -77,8 +86,10 @@ TEST_CASE("ranks out of range, repeated, and unknown 'after'") {
         "collectives[0].ranks[1]: expected an integer in 0..3, got 4");
   CHECK(error_of(with_collective(R"({"op": "all_reduce", "bytes": 64, "ranks": [1, 1]})")) ==
         "collectives[0].ranks[1]: rank 1 is listed twice");
-  CHECK(error_of(with_collective(R"({"name": "grads", "op": "all_reduce", "bytes": 64}, {"op": "all_reduce", "bytes": 64, "after": ["grad"]})")) ==
-        "collectives[1].after[0]: no earlier collective named \"grad\"; did you mean \"grads\"?");
+  CHECK(
+      error_of(with_collective(
+          R"({"name": "grads", "op": "all_reduce", "bytes": 64}, {"op": "all_reduce", "bytes": 64, "after": ["grad"]})")) ==
+      "collectives[1].after[0]: no earlier collective named \"grad\"; did you mean \"grads\"?");
 }
 
 TEST_CASE("a topology where two ranks cannot reach each other") {
@@ -87,7 +98,8 @@ TEST_CASE("a topology where two ranks cannot reach each other") {
                  "links": [{"src": "g0", "dst": "g1", "bandwidth": "1GB/s", "kind": "nvlink"}]},
     "collectives": [{"op": "all_reduce", "bytes": 64}]})";
   CHECK(error_of(text) ==
-        "topology: rank 0 (g0) cannot reach rank 2 (g2), which collectives[0] needs; every pair of ranks needs a "
+        "topology: rank 0 (g0) cannot reach rank 2 (g2), which collectives[0] needs; every pair of "
+        "ranks needs a "
         "directed path");
   // A subset that is connected is fine.
   const std::string subset = R"({
@@ -104,6 +116,9 @@ TEST_CASE("missing scenario and topology files") {
   } catch (const InputError& e) {
     CHECK(std::string(e.what()) == "/nonexistent/scenario.json: no such scenario file");
   }
-  CHECK_THAT(error_of(R"({"topology": "no-such-cluster", "collectives": [{"op": "all_reduce", "bytes": 64}]})"),
-             Catch::StartsWith("topology: no topology file \"no-such-cluster\"") && Catch::Contains("dgx-h100"));
+  CHECK_THAT(
+      error_of(
+          R"({"topology": "no-such-cluster", "collectives": [{"op": "all_reduce", "bytes": 64}]})"),
+      Catch::StartsWith("topology: no topology file \"no-such-cluster\"") &&
+          Catch::Contains("dgx-h100"));
 }

@@ -15,7 +15,8 @@ using namespace collsim;
 namespace {
 
 ScenarioResult run_text(const std::string& text) {
-  return run_scenario(parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios"));
+  return run_scenario(
+      parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios"));
 }
 
 }  // namespace
@@ -63,7 +64,8 @@ TEST_CASE("MoE routing: rows sum to tokens x top_k, skew moves tokens to the hot
     CHECK(u[s * 8 + 3] == 250);
   }
   MoeRouting skewed{1000, 16, 1, std::vector<double>(16, 1.0)};
-  skewed.expert_load[0] = 30.0 / 15.0 * 2;  // expert 0 takes a quarter of all tokens, 2x its fair share pair
+  skewed.expert_load[0] =
+      30.0 / 15.0 * 2;  // expert 0 takes a quarter of all tokens, 2x its fair share pair
   const auto k = moe_dispatch_tokens(skewed, 8);
   std::int64_t row = 0;
   for (int d = 0; d < 8; ++d) row += k[d];
@@ -72,13 +74,15 @@ TEST_CASE("MoE routing: rows sum to tokens x top_k, skew moves tokens to the hot
   CHECK(transpose(k, 8)[1 * 8 + 0] == k[0 * 8 + 1]);
 }
 
-TEST_CASE("MoE scenario: dispatch and combine are proven all-to-allv, skewed takes about twice as long") {
+TEST_CASE(
+    "MoE scenario: dispatch and combine are proven all-to-allv, skewed takes about twice as long") {
   const auto r = run_scenario(load_scenario(COLLSIM_SOURCE_DIR "/scenarios/moe-all-to-all.json"));
   REQUIRE(r.resolved.size() == 4);
   CHECK(r.resolved[0].name == "balanced.dispatch");
   CHECK(r.resolved[1].after == std::vector<int>{0});
   // The same routing, with 2-element tokens, proven on real buffers.
-  const auto small = run_text(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"},
+  const auto small =
+      run_text(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"},
     "collectives": [{"name": "m", "op": "all_to_all", "routing": {"tokens_per_rank": 40, "bytes_per_token": 8,
                      "experts": 8, "top_k": 2, "expert_load": [4, 1, 1, 1, 1, 1, 1, 1]}}]})");
   for (const auto& s : small.schedules) {
@@ -98,43 +102,62 @@ TEST_CASE("hierarchical takes its levels from the topology's hosts, or from \"le
       {"name": "sw", "kind": "switch"}],
     "links": [{"src": "g0", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"}, {"src": "g1", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"},
               {"src": "g2", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"}, {"src": "g3", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"}]})";
-  const auto r = run_text(R"({"topology": )" + topology +
-                          R"(, "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000},
+  const auto r = run_text(
+      R"({"topology": )" + topology +
+      R"(, "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000},
       {"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000, "levels": [{"size": 4, "algorithm": "halving_doubling"}]}]})");
   CHECK(r.resolved[0].options.level_sizes == std::vector<int>{2, 2});
   CHECK(r.resolved[1].options.level_sizes == std::vector<int>{4});
   for (const auto& s : r.schedules) CHECK(verify_exact(s, 1).ok());
   try {
-    run_text(R"({"topology": )" + topology +
-             R"(, "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000, "ranks": [0, 2, 1, 3]}]})");
+    run_text(
+        R"({"topology": )" + topology +
+        R"(, "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000, "ranks": [0, 2, 1, 3]}]})");
     FAIL("no error");
   } catch (const InputError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("collectives[0].ranks: hierarchical needs each host's ranks next to each other"));
+    CHECK_THAT(
+        e.what(),
+        Catch::Contains(
+            "collectives[0].ranks: hierarchical needs each host's ranks next to each other"));
   }
 }
 
 TEST_CASE("scenario errors for the algorithm options") {
   auto error_of = [](const std::string& collective) {
     try {
-      run_text(R"({"topology": {"preset": "switch", "gpus": 6, "bandwidth": "10GB/s"}, "collectives": [)" + collective + "]}");
+      run_text(
+          R"({"topology": {"preset": "switch", "gpus": 6, "bandwidth": "10GB/s"}, "collectives": [)" +
+          collective + "]}");
     } catch (const InputError& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 4}, {"size": 2}]})") ==
-        "collectives[0].levels: level sizes multiply to 8, but the collective has 6 ranks");
+  CHECK(
+      error_of(
+          R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 4}, {"size": 2}]})") ==
+      "collectives[0].levels: level sizes multiply to 8, but the collective has 6 ranks");
   CHECK(error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "servers": [1]})") ==
         "collectives[0].servers: only the parameter_server algorithm has servers");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 3, "algorithm": "binomial_tree"}, {"size": 2}]})") ==
-        "collectives[0]: inner levels reduce-scatter and all-gather with \"ring\"; level 0 asks for \"binomial_tree\"");
+  CHECK(
+      error_of(
+          R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 3, "algorithm": "binomial_tree"}, {"size": 2}]})") ==
+      "collectives[0]: inner levels reduce-scatter and all-gather with \"ring\"; level 0 asks for "
+      "\"binomial_tree\"");
   CHECK(error_of(R"({"op": "all_reduce", "bytes": 64, "segments": "many"})") ==
         "collectives[0].segments: expected an integer in 1..1048576, got \"many\"");
-  CHECK(error_of(R"({"op": "all_reduce", "bytes": 64, "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2}})") ==
-        "collectives[0].routing: only all_to_all collectives take a routing");
-  CHECK(error_of(R"({"op": "all_to_all", "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2, "expert_load": [1]}})") ==
-        "collectives[0].routing.expert_load: expected 2 shares, one per expert, got [1]");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "parameter_server", "bytes": 64, "servers": [1, 5]})") == "no error");
+  CHECK(
+      error_of(
+          R"({"op": "all_reduce", "bytes": 64, "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2}})") ==
+      "collectives[0].routing: only all_to_all collectives take a routing");
+  CHECK(
+      error_of(
+          R"({"op": "all_to_all", "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2, "expert_load": [1]}})") ==
+      "collectives[0].routing.expert_load: expected 2 shares, one per expert, got [1]");
+  CHECK(
+      error_of(
+          R"({"op": "all_reduce", "algorithm": "parameter_server", "bytes": 64, "servers": [1, 5]})") ==
+      "no error");
 }
 
 TEST_CASE("independent collectives overlap, chained ones follow each other") {

@@ -46,8 +46,10 @@ TEST_CASE("partition: exact split, chunk sizes differ by at most one") {
 
 TEST_CASE("ring schedules pass the validity check for many K and sizes") {
   for (int K : {1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 64}) {
-    for (std::int64_t count : {std::int64_t{1}, std::int64_t{K - 1 > 0 ? K - 1 : 1}, std::int64_t{K} * 3 + 1, std::int64_t{1000}}) {
-      for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather}) {
+    for (std::int64_t count : {std::int64_t{1}, std::int64_t{K - 1 > 0 ? K - 1 : 1},
+                               std::int64_t{K} * 3 + 1, std::int64_t{1000}}) {
+      for (CollectiveOp op :
+           {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather}) {
         const Schedule s = generate(op, "ring", shape_of(op, K, count));
         INFO("K=" << K << " count=" << count << " op=" << name_of(op));
         CHECK(check_schedule(s).empty());
@@ -60,7 +62,8 @@ TEST_CASE("ring schedules pass the validity check for many K and sizes") {
 
 TEST_CASE("ring dependencies: each op waits on the op that delivered its chunk") {
   const int K = 5;
-  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 50));
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 50));
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
     if (op.step == 0) {
@@ -71,8 +74,8 @@ TEST_CASE("ring dependencies: each op waits on the op that delivered its chunk")
     bool found = false;
     for (OpId d : s.deps_of(id)) {
       const Op& dep = s.ops[d];
-      found |= dep.dst_rank == op.src_rank && dep.dst_offset == op.src_offset && dep.count == op.count &&
-               dep.step == op.step - 1;
+      found |= dep.dst_rank == op.src_rank && dep.dst_offset == op.src_offset &&
+               dep.count == op.count && dep.step == op.step - 1;
     }
     CHECK(found);
     CHECK(s.deps_of(id).size() <= 3);
@@ -81,16 +84,21 @@ TEST_CASE("ring dependencies: each op waits on the op that delivered its chunk")
 
 TEST_CASE("ring traffic per rank is exact, even with uneven chunks") {
   for (int K : {2, 3, 7, 8, 13}) {
-    for (std::int64_t count : {std::int64_t{K} * 100, std::int64_t{K} * 100 + 3, std::int64_t{K} * 100 + K - 1}) {
+    for (std::int64_t count :
+         {std::int64_t{K} * 100, std::int64_t{K} * 100 + 3, std::int64_t{K} * 100 + K - 1}) {
       const Partition c{count, K};
       const std::int64_t N = count * 4;
-      const auto ar = bytes_sent_per_rank(generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, count)));
-      const auto rs = bytes_sent_per_rank(generate(CollectiveOp::ReduceScatter, "ring", shape_of(CollectiveOp::ReduceScatter, K, count)));
-      const auto ag = bytes_sent_per_rank(generate(CollectiveOp::AllGather, "ring", shape_of(CollectiveOp::AllGather, K, count)));
+      const auto ar = bytes_sent_per_rank(
+          generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, count)));
+      const auto rs = bytes_sent_per_rank(generate(
+          CollectiveOp::ReduceScatter, "ring", shape_of(CollectiveOp::ReduceScatter, K, count)));
+      const auto ag = bytes_sent_per_rank(
+          generate(CollectiveOp::AllGather, "ring", shape_of(CollectiveOp::AllGather, K, count)));
       std::int64_t total = 0;
       for (int r = 0; r < K; ++r) {
         INFO("K=" << K << " count=" << count << " rank=" << r);
-        // All-reduce sends every chunk but (r+1) in reduce-scatter and every chunk but (r+2) in all-gather.
+        // All-reduce sends every chunk but (r+1) in reduce-scatter and every chunk but (r+2) in
+        // all-gather.
         CHECK(ar[r] == 2 * N - 4 * (c.size((r + 1) % K) + c.size((r + 2) % K)));
         CHECK(rs[r] == N - 4 * c.size(r));
         CHECK(ag[r] == N - 4 * c.size((r + 1) % K));
@@ -105,7 +113,8 @@ TEST_CASE("ring traffic per rank is exact, even with uneven chunks") {
 
 TEST_CASE("simulator counts the same traffic the schedule describes") {
   const int K = 6;
-  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 6007));
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 6007));
   const Topology topo = make_switch_topology(K, 100e9, 0);
   const auto r = simulate(s, topo, 1e-6);
   const auto sent = bytes_sent_per_rank(s);

@@ -111,14 +111,20 @@ TEST_CASE("topology JSON errors name the path") {
     return std::string("no error");
   };
   CHECK(error_of(R"({"preset": "switch", "gpus": 4, "bandwidth": "0GB/s"})") ==
-        "topology.bandwidth: expected a positive bandwidth like \"450GB/s\" or \"400Gbps\", got \"0GB/s\"");
+        "topology.bandwidth: expected a positive bandwidth like \"450GB/s\" or \"400Gbps\", got "
+        "\"0GB/s\"");
   CHECK(error_of(R"({"preset": "switch", "gpus": 4, "bandwith": "1GB/s"})") ==
         "topology.bandwith: unknown field; did you mean \"bandwidth\"?");
-  CHECK(error_of(R"({"preset": "swich", "gpus": 4})").starts_with("topology.preset: unknown value \"swich\"; did you mean \"switch\"?"));
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}], "links": [{"src": "a", "dst": "b", "bandwidth": "1GB/s", "kind": "nvlink"}]})") ==
-        "topology.links[0].dst: no node named \"b\"");
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "a", "kind": "gpu"}], "links": []})") ==
-        "topology.nodes[1].name: duplicate node name \"a\"");
+  CHECK(error_of(R"({"preset": "swich", "gpus": 4})")
+            .starts_with("topology.preset: unknown value \"swich\"; did you mean \"switch\"?"));
+  CHECK(
+      error_of(
+          R"({"nodes": [{"name": "a", "kind": "gpu"}], "links": [{"src": "a", "dst": "b", "bandwidth": "1GB/s", "kind": "nvlink"}]})") ==
+      "topology.links[0].dst: no node named \"b\"");
+  CHECK(
+      error_of(
+          R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "a", "kind": "gpu"}], "links": []})") ==
+      "topology.nodes[1].name: duplicate node name \"a\"");
   CHECK(error_of(R"({"preset": "switch", "gpus": 0, "bandwidth": "1GB/s"})") ==
         "topology.gpus: expected an integer in 1..1048576, got 0");
 }

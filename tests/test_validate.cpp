@@ -3,12 +3,16 @@
 #include <dirent.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "helpers.h"
 #include "validate/calibrate.h"
@@ -56,80 +60,125 @@ int rank_processes() {
 
 }  // namespace
 
-TEST_CASE("shm: every algorithm runs for real and matches the replayer bitwise") {
-  struct Case {
-    CollectiveOp op;
-    const char* algorithm;
-    int K;
-    DType dtype;
-  };
-  const Case cases[] = {{CollectiveOp::AllReduce, "ring", 4, DType::F32},
-                        {CollectiveOp::AllReduce, "ring", 3, DType::BF16},
-                        {CollectiveOp::AllReduce, "double_binary_tree", 5, DType::F64},
-                        {CollectiveOp::AllReduce, "halving_doubling", 6, DType::I32},
-                        {CollectiveOp::AllReduce, "naive", 4, DType::I64},
-                        {CollectiveOp::ReduceScatter, "ring", 4, DType::F32},
-                        {CollectiveOp::AllGather, "ring", 2, DType::F32},
-                        {CollectiveOp::Broadcast, "binomial_tree", 5, DType::F32},
-                        {CollectiveOp::AllToAll, "pairwise", 4, DType::F32}};
-  for (const auto& c : cases) {
-    const Schedule s = generate(c.op, c.algorithm, shape_of(c.op, c.K, 10'003, c.dtype));
-    INFO(c.algorithm << " " << name_of(c.op) << " K=" << c.K << " " << name_of(c.dtype));
-    const ShmMeasurement m = run_on_shm(s, options());
-    CHECK(m.wrong == 0);
-    CHECK(m.checked > 0);
-    CHECK(m.iteration_s.size() == 2);
-    CHECK(m.median_s > 0);
-    CHECK(m.ops.size() == s.size());
+// Segments that appeared during a test and are still there (others' may exist before).
+std::vector<std::string> new_segments(const std::vector<std::string>& before) {
+  std::vector<std::string> out;
+  for (const auto& s : leftover_segments())
+    if (std::find(before.begin(), before.end(), s) == before.end()) out.push_back(s);
+  return out;
+}
+
+// Everything that starts rank processes is one test case (sections), so that a parallel
+// ctest never runs two of them at once: the checks count rank processes system-wide.
+TEST_CASE("shm transport: real runs, faults, the validate and compare commands") {
+  SECTION("every algorithm runs for real and matches the replayer bitwise") {
+    const auto before = leftover_segments();
+    struct Case {
+      CollectiveOp op;
+      const char* algorithm;
+      int K;
+      DType dtype;
+    };
+    const Case cases[] = {{CollectiveOp::AllReduce, "ring", 4, DType::F32},
+                          {CollectiveOp::AllReduce, "ring", 3, DType::BF16},
+                          {CollectiveOp::AllReduce, "double_binary_tree", 5, DType::F64},
+                          {CollectiveOp::AllReduce, "halving_doubling", 6, DType::I32},
+                          {CollectiveOp::AllReduce, "naive", 4, DType::I64},
+                          {CollectiveOp::ReduceScatter, "ring", 4, DType::F32},
+                          {CollectiveOp::AllGather, "ring", 2, DType::F32},
+                          {CollectiveOp::Broadcast, "binomial_tree", 5, DType::F32},
+                          {CollectiveOp::AllToAll, "pairwise", 4, DType::F32}};
+    for (const auto& c : cases) {
+      const Schedule s = generate(c.op, c.algorithm, shape_of(c.op, c.K, 10'003, c.dtype));
+      INFO(c.algorithm << " " << name_of(c.op) << " K=" << c.K << " " << name_of(c.dtype));
+      const ShmMeasurement m = run_on_shm(s, options());
+      CHECK(m.wrong == 0);
+      CHECK(m.checked > 0);
+      CHECK(m.iteration_s.size() == 2);
+      CHECK(m.median_s > 0);
+      CHECK(m.ops.size() == s.size());
+    }
+    CollectiveShape avg = shape_of(CollectiveOp::AllReduce, 3, 1001, DType::F32);
+    avg.reduce_op = ReduceOp::Avg;
+    CHECK(run_on_shm(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);
+    CHECK(new_segments(before).empty());
   }
-  CollectiveShape avg = shape_of(CollectiveOp::AllReduce, 3, 1001, DType::F32);
-  avg.reduce_op = ReduceOp::Avg;
-  CHECK(run_on_shm(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);
-  CHECK(leftover_segments().empty());
-}
 
-TEST_CASE("shm: a rank killed mid-collective stops the run, names it, and leaves nothing behind") {
-  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 4000));
-  ShmOptions o = options();
-  o.kill_rank = 2;
-  try {
-    run_on_shm(s, o);
-    FAIL("the run did not fail");
-  } catch (const ValidationError& e) {
-    CHECK_THAT(e.what(), Catch::StartsWith("rank 2 was killed by signal 9 during iteration 1, at op"));
+  SECTION("a rank killed mid-collective stops the run, names it, and leaves nothing behind") {
+    const auto before = leftover_segments();
+    const Schedule s =
+        generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 4000));
+    ShmOptions o = options();
+    o.kill_rank = 2;
+    try {
+      run_on_shm(s, o);
+      FAIL("the run did not fail");
+    } catch (const ValidationError& e) {
+      CHECK_THAT(e.what(),
+                 Catch::StartsWith("rank 2 was killed by signal 9 during iteration 1, at op"));
+    }
+    CHECK(new_segments(before).empty());
+    CHECK(rank_processes() == 0);
   }
-  CHECK(leftover_segments().empty());
-  CHECK(rank_processes() == 0);
+
+  SECTION("validate command: table with #wrong, measured files, fault exit status") {
+    const fs::path out =
+        fs::temp_directory_path() / ("collsim-validate-" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    const std::string scenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/validate-shm.json";
+    const auto before = leftover_segments();
+    int status = -1;
+    const std::string table =
+        run(std::string(COLLSIM_EXE) + " validate " + scenario + " --iters 2 --out " + out.string(),
+            &status);
+    CHECK(status == 0);
+    CHECK_THAT(table, Catch::Contains("#wrong"));
+    const auto measured = nlohmann::json::parse(std::ifstream(out / "measured.json"));
+    for (const auto& c : measured["collectives"]) CHECK(c["wrong"] == 0);
+    // compare against the simulator
+    const std::string cmp =
+        run(std::string(COLLSIM_EXE) + " compare " + scenario + " --measured " +
+                (out / "measured.json").string() + " --out " + (out / "cmp").string(),
+            &status);
+    CHECK(status == 0);
+    CHECK_THAT(cmp, Catch::Contains("mean absolute percentage error"));
+    CHECK(fs::exists(out / "cmp" / "compare_timeline.json"));
+    const std::string fault =
+        run("COLLSIM_VALIDATE_KILL_RANK=1 " + std::string(COLLSIM_EXE) + " validate " + scenario,
+            &status);
+    CHECK(status == 1);
+    CHECK_THAT(fault, Catch::Contains("validation failed: rank 1 was killed"));
+    CHECK(new_segments(before).empty());
+    CHECK(rank_processes() == 0);
+    const std::string cuda =
+        run(std::string(COLLSIM_EXE) + " validate " + scenario + " --backend cuda-ipc", &status);
+    CHECK(status == 1);
+    CHECK_THAT(cuda, Catch::Contains("cuda-ipc"));
+  }
+
+  SECTION("when the runner itself is killed, its ranks die with it and no segment stays") {
+    const auto before = leftover_segments();
+    const fs::path pidfile =
+        fs::temp_directory_path() / ("collsim-runner-" + std::to_string(::getpid()));
+    const std::string cmd =
+        std::string(COLLSIM_EXE) + " validate " + COLLSIM_SOURCE_DIR +
+        "/scenarios/validate-ring.json --iters 100 >/dev/null 2>&1 & echo $! > " + pidfile.string();
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::ifstream in(pidfile);
+    pid_t runner = 0;
+    in >> runner;
+    REQUIRE(runner > 0);
+    CHECK(kill(runner, SIGKILL) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(rank_processes() == 0);
+    CHECK(new_segments(before).empty());
+    fs::remove(pidfile);
+  }
 }
 
-TEST_CASE("validate command: table with #wrong, measured files, fault exit status") {
-  const fs::path out = fs::temp_directory_path() / ("collsim-validate-" + std::to_string(::getpid()));
-  fs::remove_all(out);
-  const std::string scenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/validate-shm.json";
-  int status = -1;
-  const std::string table = run(std::string(COLLSIM_EXE) + " validate " + scenario + " --iters 2 --out " + out.string(), &status);
-  CHECK(status == 0);
-  CHECK_THAT(table, Catch::Contains("#wrong"));
-  const auto measured = nlohmann::json::parse(std::ifstream(out / "measured.json"));
-  for (const auto& c : measured["collectives"]) CHECK(c["wrong"] == 0);
-  // compare against the simulator
-  const std::string cmp = run(std::string(COLLSIM_EXE) + " compare " + scenario + " --measured " +
-                                  (out / "measured.json").string() + " --out " + (out / "cmp").string(),
-                              &status);
-  CHECK(status == 0);
-  CHECK_THAT(cmp, Catch::Contains("mean absolute percentage error"));
-  CHECK(fs::exists(out / "cmp" / "compare_timeline.json"));
-  const std::string fault = run("COLLSIM_VALIDATE_KILL_RANK=1 " + std::string(COLLSIM_EXE) + " validate " + scenario, &status);
-  CHECK(status == 1);
-  CHECK_THAT(fault, Catch::Contains("validation failed: rank 1 was killed"));
-  CHECK(leftover_segments().empty());
-  CHECK(rank_processes() == 0);
-  const std::string cuda = run(std::string(COLLSIM_EXE) + " validate " + scenario + " --backend cuda-ipc", &status);
-  CHECK(status == 1);
-  CHECK_THAT(cuda, Catch::Contains("cuda-ipc"));
-}
-
-TEST_CASE("alpha-beta fit recovers known parameters from exact samples, weighting by relative error") {
+TEST_CASE(
+    "alpha-beta fit recovers known parameters from exact samples, weighting by relative error") {
   Calibration c;
   for (std::int64_t n = 8; n <= (64 << 20); n *= 4) {
     const double t = 2e-6 + n / 8e9;

@@ -3,12 +3,12 @@
 // memory. One run per process, so peak memory belongs to that run alone:
 //   collsim-bench --ranks 1024                                  (ring, switch, ideal)
 //   collsim-bench --ranks 1024 --model flow --topology cluster  (128 nodes x 8, rail-optimized)
-//   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct --bytes 64MiB
-//   collsim-bench --ranks 64 --model packet --bytes 256MiB
-#include <CLI/CLI.hpp>
-#include <chrono>
+//   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct
+//   --bytes 64MiB collsim-bench --ranks 64 --model packet --bytes 256MiB
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <CLI/CLI.hpp>
+#include <chrono>
 
 #include "core/units.h"
 #include "network/flow_model.h"
@@ -22,7 +22,9 @@ namespace {
 using namespace collsim;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double peak_rss_mib() {
   rusage u{};
@@ -35,12 +37,14 @@ double peak_rss_mib() {
 int main(int argc, char** argv) {
   CLI::App app{"collsim-bench: simulate one collective and report how fast the simulator ran"};
   int ranks = 1024;
-  std::string size = "1GiB", model_name = "ideal", topology = "switch", op_name = "all_reduce", algorithm = "ring";
+  std::string size = "1GiB", model_name = "ideal", topology = "switch", op_name = "all_reduce",
+              algorithm = "ring";
   std::string packet = "64KiB";
   app.add_option("--ranks", ranks, "Number of GPUs")->capture_default_str();
   app.add_option("--bytes", size, "Collective size (nccl-tests meaning)")->capture_default_str();
   app.add_option("--model", model_name, "ideal, flow or packet")->capture_default_str();
-  app.add_option("--topology", topology, "switch (450 GB/s) or cluster (8 GPUs per node, rail-optimized)")
+  app.add_option("--topology", topology,
+                 "switch (450 GB/s) or cluster (8 GPUs per node, rail-optimized)")
       ->capture_default_str();
   app.add_option("--op", op_name, "Collective")->capture_default_str();
   app.add_option("--algorithm", algorithm, "Algorithm")->capture_default_str();
@@ -87,11 +91,13 @@ int main(int argc, char** argv) {
 
   const double transfers = static_cast<double>(result.transfers);
   const double peak = peak_rss_mib();
-  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", algorithm, op_name, size, ranks,
-             topo.name, result.transfers, schedule.num_steps, model_name);
+  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", algorithm,
+             op_name, size, ranks, topo.name, result.transfers, schedule.num_steps, model_name);
   fmt::print("  simulated time    {:.6f} ms\n", to_seconds(result.tasks[0].end) * 1e3);
-  fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", gen_s, transfers / gen_s / 1e6);
-  fmt::print("  route + index     {:.3f} s  ({:.2f} M transfers/s)\n", load_s, transfers / load_s / 1e6);
+  fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", gen_s,
+             transfers / gen_s / 1e6);
+  fmt::print("  route + index     {:.3f} s  ({:.2f} M transfers/s)\n", load_s,
+             transfers / load_s / 1e6);
   fmt::print("  event loop        {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n", loop_s,
              transfers / loop_s / 1e6, static_cast<double>(result.events) / loop_s / 1e6);
   if (auto* flow = dynamic_cast<FlowModel*>(model.get()))
@@ -99,9 +105,11 @@ int main(int argc, char** argv) {
   if (auto* pm = dynamic_cast<PacketModel*>(model.get()))
     fmt::print("  packet-hops       {} ({:.2f} M/s in the event loop)\n", pm->packet_hops(),
                static_cast<double>(pm->packet_hops()) / loop_s / 1e6);
-  fmt::print("  simulate (both)   {:.3f} s  ({:.2f} M transfers/s)\n", sim_s, transfers / sim_s / 1e6);
+  fmt::print("  simulate (both)   {:.3f} s  ({:.2f} M transfers/s)\n", sim_s,
+             transfers / sim_s / 1e6);
   fmt::print("  wall (gen + sim)  {:.3f} s\n", gen_s + sim_s);
-  fmt::print("  schedule memory   {:.1f} bytes/transfer\n", static_cast<double>(schedule.memory_bytes()) / transfers);
+  fmt::print("  schedule memory   {:.1f} bytes/transfer\n",
+             static_cast<double>(schedule.memory_bytes()) / transfers);
   fmt::print("  peak RSS          {:.1f} MiB ({:.1f} bytes/transfer above start)\n", peak,
              (peak - baseline_mib) * 1024 * 1024 / transfers);
   return 0;

@@ -1,28 +1,28 @@
 // The collsim command line.
+#include <fmt/format.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <unistd.h>
-#include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "report/output_dir.h"
+#include "core/json_view.h"
 #include "replay/trace.h"
 #include "report/html_report.h"
+#include "report/output_dir.h"
 #include "report/reports.h"
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
 #include "sweep/sweep.h"
+#include "topology/summary.h"
+#include "topology/topology_json.h"
 #include "validate/calibrate.h"
 #include "validate/compare.h"
 #include "validate/measure.h"
 #include "validate/validation_error.h"
-#include "scenario/scenario.h"
-#include "simulate/run_scenario.h"
-#include "core/json_view.h"
-#include "topology/summary.h"
-#include "topology/topology_json.h"
 
 #ifdef COLLSIM_HAVE_CUDA
 extern "C" int collsim_cuda_device_count();
@@ -77,20 +77,25 @@ int trace_command(const TraceArgs& args) {
     chosen = nullptr;
     for (const auto& c : scenario.collectives)
       if (c.name == args.collective) chosen = &c;
-    if (!chosen) throw InputError("--collective", "no collective named \"" + args.collective + "\" in the scenario");
+    if (!chosen)
+      throw InputError("--collective",
+                       "no collective named \"" + args.collective + "\" in the scenario");
   }
   const Schedule schedule = generate_schedule(*chosen);
   std::string text;
   try {
-    text = format_trace(schedule, args.values == "symbolic" ? TraceValues::Symbolic : TraceValues::Powers);
+    text = format_trace(schedule,
+                        args.values == "symbolic" ? TraceValues::Symbolic : TraceValues::Powers);
   } catch (const std::invalid_argument& e) {
     throw InputError(chosen->json_path, e.what());
   }
-  std::cout << fmt::format("# {}: {} {} on {} ranks, {} elements of {} per rank, {} steps\n", chosen->name,
-                           chosen->algorithm, name_of(chosen->shape.op), chosen->shape.ranks, chosen->shape.count,
-                           name_of(chosen->shape.dtype), schedule.num_steps);
-  std::cout << (args.values == "symbolic" ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
-                                          : "# inputs: every element of rank r is 10^r\n");
+  std::cout << fmt::format("# {}: {} {} on {} ranks, {} elements of {} per rank, {} steps\n",
+                           chosen->name, chosen->algorithm, name_of(chosen->shape.op),
+                           chosen->shape.ranks, chosen->shape.count, name_of(chosen->shape.dtype),
+                           schedule.num_steps);
+  std::cout << (args.values == "symbolic"
+                    ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
+                    : "# inputs: every element of rank r is 10^r\n");
   std::cout << text << "\n" << format_verification(schedule);
   return 0;
 }
@@ -104,7 +109,8 @@ struct TopoArgs {
 // A topology by bundled name, file, or inline JSON ({"preset": "cluster", ...}).
 int topo_command(const TopoArgs& args) {
   nlohmann::json spec = args.topology;
-  if (!args.topology.empty() && args.topology.front() == '{') spec = parse_json_text(args.topology, "topology");
+  if (!args.topology.empty() && args.topology.front() == '{')
+    spec = parse_json_text(args.topology, "topology");
   const Topology t = load_topology(JsonView(spec, "topology"), std::filesystem::current_path());
   if (args.dot)
     write_graphviz(std::cout, t);
@@ -157,7 +163,8 @@ int sweep_command(const SweepArgs& args) {
   auto progress = [&](std::size_t done, std::size_t total) {
     if (!tty || std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) return;
     const int width = 40, filled = static_cast<int>(width * done / total);
-    std::cerr << fmt::format("\r[{}{}] {}/{}", std::string(filled, '#'), std::string(width - filled, ' '), done, total)
+    std::cerr << fmt::format("\r[{}{}] {}/{}", std::string(filled, '#'),
+                             std::string(width - filled, ' '), done, total)
               << std::flush;
     drew = true;
   };
@@ -186,9 +193,11 @@ std::string self_executable() {
 int cuda_ipc_refusal() {
 #ifdef COLLSIM_HAVE_CUDA
   if (collsim_cuda_device_count() == 0) throw ValidationError("--backend cuda-ipc: no CUDA device");
-  throw ValidationError("--backend cuda-ipc: the CUDA IPC transport is not built yet; use --backend shm");
+  throw ValidationError(
+      "--backend cuda-ipc: the CUDA IPC transport is not built yet; use --backend shm");
 #else
-  throw ValidationError("--backend cuda-ipc: this collsim was built without a CUDA toolkit; no CUDA device usable");
+  throw ValidationError(
+      "--backend cuda-ipc: this collsim was built without a CUDA toolkit; no CUDA device usable");
 #endif
 }
 
@@ -208,7 +217,8 @@ int validate_command(const ValidateArgs& args) {
   opt.warmup = args.warmup;
   opt.timeout_s = args.timeout;
   opt.executable = self_executable();
-  if (const char* k = std::getenv("COLLSIM_VALIDATE_KILL_RANK")) opt.kill_rank = std::atoi(k);  // fault tests
+  if (const char* k = std::getenv("COLLSIM_VALIDATE_KILL_RANK"))
+    opt.kill_rank = std::atoi(k);  // fault tests
   const MeasuredScenario m = measure_scenario(scenario, args.backend, opt);
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
@@ -239,18 +249,21 @@ int calibrate_command(const CalibrateArgs& args) {
   const Calibration c = calibrate_shm(parse_sizes(args.sizes, args.step), opt);
   {
     OutputDir dir(std::filesystem::absolute(args.out).parent_path());
-    dir.open(std::filesystem::path(args.out).filename().string()) << calibration_json(c).dump(2) << "\n";
+    dir.open(std::filesystem::path(args.out).filename().string())
+        << calibration_json(c).dump(2) << "\n";
     dir.commit();
   }
-  std::cout << fmt::format("# {} on {}: ping-pong between 2 ranks, median of {} after {} warm-up\n", c.backend, c.device,
-                           args.iters, args.warmup);
-  std::cout << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "bytes", "median us", "p10 us", "p90 us",
-                           "fit us", "residual");
+  std::cout << fmt::format("# {} on {}: ping-pong between 2 ranks, median of {} after {} warm-up\n",
+                           c.backend, c.device, args.iters, args.warmup);
+  std::cout << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "bytes", "median us",
+                           "p10 us", "p90 us", "fit us", "residual");
   for (const auto& s : c.samples)
-    std::cout << fmt::format("  {:>12} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.1f}%\n", s.bytes, s.median_s * 1e6,
-                             s.p10_s * 1e6, s.p90_s * 1e6, s.fit_s * 1e6, (s.median_s - s.fit_s) / s.median_s * 100);
-  std::cout << fmt::format("# fit: alpha = {:.3f} us, beta = {:.3f} GB/s, R^2 = {:.4f} (weighted by 1/t^2); wrote {}\n",
-                           c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2, args.out);
+    std::cout << fmt::format("  {:>12} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.1f}%\n",
+                             s.bytes, s.median_s * 1e6, s.p10_s * 1e6, s.p90_s * 1e6, s.fit_s * 1e6,
+                             (s.median_s - s.fit_s) / s.median_s * 100);
+  std::cout << fmt::format(
+      "# fit: alpha = {:.3f} us, beta = {:.3f} GB/s, R^2 = {:.4f} (weighted by 1/t^2); wrote {}\n",
+      c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2, args.out);
   return 0;
 }
 
@@ -264,11 +277,13 @@ struct CompareArgs {
 int compare_command(const CompareArgs& args) {
   Scenario scenario = load_scenario(args.scenario);
   if (!args.calibration.empty())
-    apply_calibration(scenario, read_json_file(args.calibration, "--calibration"), args.calibration);
+    apply_calibration(scenario, read_json_file(args.calibration, "--calibration"),
+                      args.calibration);
   const nlohmann::json measured = read_json_file(args.measured, "--measured");
   // The measured collectives ran one at a time: simulate them the same way.
   for (std::size_t i = 0; i < scenario.collectives.size(); ++i)
-    scenario.collectives[i].after = i ? std::vector<int>{static_cast<int>(i - 1)} : std::vector<int>{};
+    scenario.collectives[i].after =
+        i ? std::vector<int>{static_cast<int>(i - 1)} : std::vector<int>{};
   const ScenarioResult sim = run_scenario(scenario);
   const Comparison c = compare_runs(scenario, sim, measured);
   if (!args.out_dir.empty()) {
@@ -285,7 +300,8 @@ int compare_command(const CompareArgs& args) {
 
 int main(int argc, char** argv) {
   // A rank process of the shm transport, started by `collsim validate`/`calibrate`.
-  if (argc == 4 && std::string(argv[1]) == "__rank") return collsim::shm_rank_main(argv[2], std::atoi(argv[3]));
+  if (argc == 4 && std::string(argv[1]) == "__rank")
+    return collsim::shm_rank_main(argv[2], std::atoi(argv[3]));
 
   CLI::App app{"collsim: a discrete-event simulator of collective communication on GPU clusters"};
   app.set_version_flag("--version", std::string("collsim ") + COLLSIM_VERSION);
@@ -297,62 +313,95 @@ int main(int argc, char** argv) {
   run->add_option("--format", run_args.format, "Output on stdout")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  run->add_option("--out", run_args.out_dir, "Also write result.json, links.csv and timeline.json here");
+  run->add_option("--out", run_args.out_dir,
+                  "Also write result.json, links.csv and timeline.json here");
 
   TraceArgs trace_args;
-  auto* trace = app.add_subcommand("trace", "Replay a collective on real buffers and print every rank after every step");
+  auto* trace = app.add_subcommand(
+      "trace", "Replay a collective on real buffers and print every rank after every step");
   trace->add_option("scenario", trace_args.scenario, "Scenario JSON file")->required();
   trace->add_option("--collective", trace_args.collective, "Which collective (default: the first)");
-  trace->add_option("--values", trace_args.values, "Inputs: 10^rank (powers) or a0, b0, ... (symbolic)")
+  trace
+      ->add_option("--values", trace_args.values,
+                   "Inputs: 10^rank (powers) or a0, b0, ... (symbolic)")
       ->check(CLI::IsMember({"powers", "symbolic"}))
       ->capture_default_str();
 
   SweepArgs sweep_args;
-  auto* sweep = app.add_subcommand("sweep", "Run a scenario's collective across sizes, algorithms and rank counts");
+  auto* sweep = app.add_subcommand(
+      "sweep", "Run a scenario's collective across sizes, algorithms and rank counts");
   sweep->add_option("scenario", sweep_args.scenario, "Scenario JSON file")->required();
   sweep->add_option("--collective", sweep_args.collective, "Which collective (default: the first)");
-  sweep->add_option("--sizes", sweep_args.sizes, "A..B range or a comma list of sizes")->capture_default_str();
-  sweep->add_option("--step", sweep_args.step, "Factor between sizes in a range")->capture_default_str();
-  sweep->add_option("--algorithms", sweep_args.algorithms, "Comma list (default: every applicable one)");
-  sweep->add_option("--ranks", sweep_args.ranks, "Comma list of rank counts (default: the collective's)");
+  sweep->add_option("--sizes", sweep_args.sizes, "A..B range or a comma list of sizes")
+      ->capture_default_str();
+  sweep->add_option("--step", sweep_args.step, "Factor between sizes in a range")
+      ->capture_default_str();
+  sweep->add_option("--algorithms", sweep_args.algorithms,
+                    "Comma list (default: every applicable one)");
+  sweep->add_option("--ranks", sweep_args.ranks,
+                    "Comma list of rank counts (default: the collective's)");
   sweep->add_option("--format", sweep_args.format, "Output on stdout")
       ->check(CLI::IsMember({"text", "csv", "json"}))
       ->capture_default_str();
-  sweep->add_option("--out", sweep_args.out_dir, "Also write sweep.csv, sweep.json and sweep.html here");
+  sweep->add_option("--out", sweep_args.out_dir,
+                    "Also write sweep.csv, sweep.json and sweep.html here");
 
   ValidateArgs validate_args;
-  auto* validate = app.add_subcommand("validate", "Run the scenario's collectives for real and check their results");
+  auto* validate = app.add_subcommand(
+      "validate", "Run the scenario's collectives for real and check their results");
   validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
-  validate->add_option("--backend", validate_args.backend, "shm (processes over shared memory) or cuda-ipc")
+  validate
+      ->add_option("--backend", validate_args.backend,
+                   "shm (processes over shared memory) or cuda-ipc")
       ->check(CLI::IsMember({"shm", "cuda-ipc"}))
       ->capture_default_str();
-  validate->add_option("--iters", validate_args.iters, "Measured iterations")->check(CLI::Range(1, 100000))->capture_default_str();
-  validate->add_option("--warmup", validate_args.warmup, "Warm-up iterations")->check(CLI::Range(0, 100000))->capture_default_str();
-  validate->add_option("--timeout", validate_args.timeout, "Seconds an iteration may take")->capture_default_str();
-  validate->add_option("--out", validate_args.out_dir, "Write measured.json and timeline.json here");
+  validate->add_option("--iters", validate_args.iters, "Measured iterations")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  validate->add_option("--warmup", validate_args.warmup, "Warm-up iterations")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  validate->add_option("--timeout", validate_args.timeout, "Seconds an iteration may take")
+      ->capture_default_str();
+  validate->add_option("--out", validate_args.out_dir,
+                       "Write measured.json and timeline.json here");
 
   CalibrateArgs calibrate_args;
-  auto* calibrate = app.add_subcommand("calibrate", "Fit alpha and beta from a point-to-point sweep");
+  auto* calibrate =
+      app.add_subcommand("calibrate", "Fit alpha and beta from a point-to-point sweep");
   calibrate->add_option("--backend", calibrate_args.backend, "shm or cuda-ipc")
       ->check(CLI::IsMember({"shm", "cuda-ipc"}))
       ->capture_default_str();
-  calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")->capture_default_str();
-  calibrate->add_option("--step", calibrate_args.step, "Factor between sizes")->capture_default_str();
-  calibrate->add_option("--iters", calibrate_args.iters, "Repetitions per size")->check(CLI::Range(1, 100000))->capture_default_str();
-  calibrate->add_option("--warmup", calibrate_args.warmup, "Warm-up repetitions")->check(CLI::Range(0, 100000))->capture_default_str();
-  calibrate->add_option("--out", calibrate_args.out, "Calibration JSON to write")->capture_default_str();
+  calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")
+      ->capture_default_str();
+  calibrate->add_option("--step", calibrate_args.step, "Factor between sizes")
+      ->capture_default_str();
+  calibrate->add_option("--iters", calibrate_args.iters, "Repetitions per size")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  calibrate->add_option("--warmup", calibrate_args.warmup, "Warm-up repetitions")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  calibrate->add_option("--out", calibrate_args.out, "Calibration JSON to write")
+      ->capture_default_str();
 
   CompareArgs compare_args;
-  auto* compare = app.add_subcommand("compare", "Simulated against measured, per collective and per step");
+  auto* compare =
+      app.add_subcommand("compare", "Simulated against measured, per collective and per step");
   compare->add_option("scenario", compare_args.scenario, "Scenario JSON file")->required();
-  compare->add_option("--measured", compare_args.measured, "measured.json from collsim validate")->required();
-  compare->add_option("--calibration", compare_args.calibration, "Calibration JSON to simulate with");
-  compare->add_option("--out", compare_args.out_dir, "Write compare.csv and compare_timeline.json here");
+  compare->add_option("--measured", compare_args.measured, "measured.json from collsim validate")
+      ->required();
+  compare->add_option("--calibration", compare_args.calibration,
+                      "Calibration JSON to simulate with");
+  compare->add_option("--out", compare_args.out_dir,
+                      "Write compare.csv and compare_timeline.json here");
 
   TopoArgs topo_args;
-  auto* topo = app.add_subcommand("topo", "Summarise a topology (counts, injection and bisection bandwidth), or draw it");
+  auto* topo = app.add_subcommand(
+      "topo", "Summarise a topology (counts, injection and bisection bandwidth), or draw it");
   topo->add_option("topology", topo_args.topology,
-                   "Bundled name (dgx-h100), file, or inline JSON like '{\"preset\": \"cluster\", \"nodes\": 4}'")
+                   "Bundled name (dgx-h100), file, or inline JSON like '{\"preset\": \"cluster\", "
+                   "\"nodes\": 4}'")
       ->required();
   topo->add_flag("--dot", topo_args.dot, "Print Graphviz (render with: dot -Tsvg)");
   topo->add_flag("--json", topo_args.json, "Print the topology as an explicit node/link JSON file");

@@ -1,8 +1,8 @@
 #include "validate/calibrate.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <ctime>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "schedule/builder.h"
@@ -71,8 +71,8 @@ Calibration calibrate_shm(const std::vector<std::int64_t>& sizes, const ShmOptio
     const ShmMeasurement m = run_on_shm(ping_pong(bytes), options);
     std::vector<double> one_way;
     for (double t : m.iteration_s) one_way.push_back(t / 2);
-    c.samples.push_back({std::max<std::int64_t>(4, bytes / 4 * 4), m.median_s / 2, percentile(one_way, 0.1),
-                         percentile(one_way, 0.9)});
+    c.samples.push_back({std::max<std::int64_t>(4, bytes / 4 * 4), m.median_s / 2,
+                         percentile(one_way, 0.1), percentile(one_way, 0.9)});
   }
   fit_alpha_beta(c);
   return c;
@@ -87,8 +87,10 @@ nlohmann::json calibration_json(const Calibration& c) {
                        {"p90_s", s.p90_s},
                        {"fit_s", s.fit_s},
                        {"residual_pct", (s.median_s - s.fit_s) / s.median_s * 100}});
-  return {{"alpha_s", c.alpha_s}, {"bandwidth_Bps", c.bandwidth_Bps}, {"r2", c.r2},  {"samples", samples},
-          {"backend", c.backend}, {"device", c.device},              {"date", c.date}};
+  return {{"alpha_s", c.alpha_s}, {"bandwidth_Bps", c.bandwidth_Bps},
+          {"r2", c.r2},           {"samples", samples},
+          {"backend", c.backend}, {"device", c.device},
+          {"date", c.date}};
 }
 
 }  // namespace collsim

@@ -1,8 +1,8 @@
 #include "validate/compare.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -14,11 +14,13 @@ namespace {
 const nlohmann::json& measured_collective(const nlohmann::json& measured, const std::string& name) {
   for (const auto& c : measured.at("collectives"))
     if (c.at("name") == name) return c;
-  throw InputError("--measured", fmt::format("no collective named \"{}\" in the measurements", name));
+  throw InputError("--measured",
+                   fmt::format("no collective named \"{}\" in the measurements", name));
 }
 
 // Duration of each step: its last op's end minus its first op's start.
-std::map<int, double> step_lengths(const Schedule& s, const std::vector<std::pair<double, double>>& ops) {
+std::map<int, double> step_lengths(const Schedule& s,
+                                   const std::vector<std::pair<double, double>>& ops) {
   std::map<int, std::pair<double, double>> span;
   for (OpId id = 0; id < s.size(); ++id) {
     auto [it, fresh] = span.try_emplace(s.ops[id].step, ops[id]);
@@ -32,11 +34,14 @@ std::map<int, double> step_lengths(const Schedule& s, const std::vector<std::pai
   return out;
 }
 
-double error_pct(double sim, double meas) { return meas > 0 ? (sim - meas) / meas * 100 : 0; }
+double error_pct(double sim, double meas) {
+  return meas > 0 ? (sim - meas) / meas * 100 : 0;
+}
 
 }  // namespace
 
-Comparison compare_runs(const Scenario&, const ScenarioResult& sim, const nlohmann::json& measured) {
+Comparison compare_runs(const Scenario&, const ScenarioResult& sim,
+                        const nlohmann::json& measured) {
   Comparison out;
   double abs_sum = 0, step_abs_sum = 0;
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
@@ -44,19 +49,23 @@ Comparison compare_runs(const Scenario&, const ScenarioResult& sim, const nlohma
     const nlohmann::json& m = measured_collective(measured, name);
     const Schedule& sched = sim.schedules[i];
     if (m.at("ops").size() != sched.size())
-      throw InputError("--measured", fmt::format("{}: {} measured ops, but the schedule has {} (another algorithm or "
-                                                 "size?)",
-                                                 name, m.at("ops").size(), sched.size()));
+      throw InputError(
+          "--measured",
+          fmt::format("{}: {} measured ops, but the schedule has {} (another algorithm or "
+                      "size?)",
+                      name, m.at("ops").size(), sched.size()));
     const double meas = m.at("time_s").get<double>(), simt = sim.outcomes[i].time_s;
     out.collectives.push_back({name, -1, meas, simt, error_pct(simt, meas)});
     abs_sum += std::fabs(out.collectives.back().error_pct);
     std::vector<std::pair<double, double>> sim_ops, meas_ops;
     const Time t0 = sim.sim.tasks[i].start;
-    for (const auto& o : sim.sim.tasks[i].ops) sim_ops.emplace_back(to_seconds(o.start - t0), to_seconds(o.end - t0));
+    for (const auto& o : sim.sim.tasks[i].ops)
+      sim_ops.emplace_back(to_seconds(o.start - t0), to_seconds(o.end - t0));
     for (const auto& o : m.at("ops")) meas_ops.emplace_back(o[0].get<double>(), o[1].get<double>());
     const auto sim_steps = step_lengths(sched, sim_ops), meas_steps = step_lengths(sched, meas_ops);
     for (const auto& [step, len] : meas_steps) {
-      out.steps.push_back({name, step, len, sim_steps.at(step), error_pct(sim_steps.at(step), len)});
+      out.steps.push_back(
+          {name, step, len, sim_steps.at(step), error_pct(sim_steps.at(step), len)});
       step_abs_sum += std::fabs(out.steps.back().error_pct);
     }
   }
@@ -66,8 +75,10 @@ Comparison compare_runs(const Scenario&, const ScenarioResult& sim, const nlohma
 }
 
 std::string comparison_table(const Comparison& c) {
-  std::string out = "# simulated vs measured; times in microseconds; error = (simulated - measured) / measured\n";
-  out += fmt::format("# {:<20} {:>12} {:>12} {:>9} {:>16}\n", "collective", "measured", "simulated", "error", "step MAPE");
+  std::string out =
+      "# simulated vs measured; times in microseconds; error = (simulated - measured) / measured\n";
+  out += fmt::format("# {:<20} {:>12} {:>12} {:>9} {:>16}\n", "collective", "measured", "simulated",
+                     "error", "step MAPE");
   for (const auto& row : c.collectives) {
     double sum = 0;
     int n = 0;
@@ -76,11 +87,13 @@ std::string comparison_table(const Comparison& c) {
         sum += std::fabs(s.error_pct);
         ++n;
       }
-    out += fmt::format("  {:<20} {:>12.2f} {:>12.2f} {:>8.1f}% {:>15.1f}%\n", row.collective, row.measured_s * 1e6,
-                       row.simulated_s * 1e6, row.error_pct, n ? sum / n : 0.0);
+    out +=
+        fmt::format("  {:<20} {:>12.2f} {:>12.2f} {:>8.1f}% {:>15.1f}%\n", row.collective,
+                    row.measured_s * 1e6, row.simulated_s * 1e6, row.error_pct, n ? sum / n : 0.0);
   }
-  out += fmt::format("# mean absolute percentage error: {:.1f}% over collectives, {:.1f}% over steps\n", c.mape_pct,
-                     c.step_mape_pct);
+  out += fmt::format(
+      "# mean absolute percentage error: {:.1f}% over collectives, {:.1f}% over steps\n",
+      c.mape_pct, c.step_mape_pct);
   return out;
 }
 
@@ -88,8 +101,8 @@ void write_comparison_csv(std::ostream& out, const Comparison& c) {
   out << "collective,step,measured_s,simulated_s,error_pct\n";
   for (const auto* rows : {&c.collectives, &c.steps})
     for (const auto& r : *rows)
-      out << fmt::format("{},{},{:.9g},{:.9g},{:.4f}\n", r.collective, r.step, r.measured_s, r.simulated_s,
-                         r.error_pct);
+      out << fmt::format("{},{},{:.9g},{:.9g},{:.4f}\n", r.collective, r.step, r.measured_s,
+                         r.simulated_s, r.error_pct);
 }
 
 void write_comparison_trace(std::ostream& out, const Scenario& s, const ScenarioResult& sim,
@@ -99,8 +112,10 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
   out << "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"measured\"}}";
   for (int pid = 0; pid < 2; ++pid)
     for (int rank = 0; rank < s.topology.num_ranks(); ++rank)
-      out << fmt::format(",\n{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"rank {}\"}}}}",
-                         pid, rank, rank);
+      out << fmt::format(
+          ",\n{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":"
+          "\"rank {}\"}}}}",
+          pid, rank, rank);
   double sim_at = 0, meas_at = 0;  // both laid back to back, collective after collective
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& spec = sim.resolved[i];
@@ -113,12 +128,15 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
       const Op& op = sched.ops[id];
       const auto& so = sim.sim.tasks[i].ops[id];
       const double ss = sim_at + to_seconds(so.start - t0), se = sim_at + to_seconds(so.end - t0);
-      const double ms = meas_at + m["ops"][id][0].get<double>(), me = meas_at + m["ops"][id][1].get<double>();
+      const double ms = meas_at + m["ops"][id][0].get<double>(),
+                   me = meas_at + m["ops"][id][1].get<double>();
       for (auto [pid, a, b] : {std::tuple{0, ss, se}, std::tuple{1, ms, me}})
-        out << fmt::format(",\n{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},\"name\":\"step {} "
-                           "{}\\u2192{}\"}}",
-                           pid, spec.ranks[op.dst_rank], a * 1e6, (b - a) * 1e6, name, op.step,
-                           spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
+        out << fmt::format(
+            ",\n{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},"
+            "\"name\":\"step {} "
+            "{}\\u2192{}\"}}",
+            pid, spec.ranks[op.dst_rank], a * 1e6, (b - a) * 1e6, name, op.step,
+            spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
     }
     sim_at += sim.outcomes[i].time_s;
     meas_at += m.at("time_s").get<double>();

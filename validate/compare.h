@@ -27,7 +27,8 @@ struct Comparison {
 };
 
 // `sim` must have per-op timing; `measured` is `collsim validate`'s measured.json.
-Comparison compare_runs(const Scenario& s, const ScenarioResult& sim, const nlohmann::json& measured);
+Comparison compare_runs(const Scenario& s, const ScenarioResult& sim,
+                        const nlohmann::json& measured);
 std::string comparison_table(const Comparison& c);
 void write_comparison_csv(std::ostream& out, const Comparison& c);
 // pid 0: simulated, pid 1: measured; one track per rank each, collectives back to back.

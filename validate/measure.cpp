@@ -20,14 +20,16 @@ std::string cpu_name() {
   return "unknown cpu";
 }
 
-MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend, const ShmOptions& options) {
+MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend,
+                                  const ShmOptions& options) {
   if (backend != "shm") throw ValidationError("unknown backend \"" + backend + "\"");
   MeasuredScenario out;
   out.backend = backend;
   out.device = cpu_name();
   out.iterations = options.iterations;
   out.warmup = options.warmup;
-  const ScenarioResult resolved = run_scenario(s, SimulationOptions{.record_ops = false});  // settles "auto"
+  const ScenarioResult resolved =
+      run_scenario(s, SimulationOptions{.record_ops = false});  // settles "auto"
   for (const auto& spec : resolved.resolved) {
     MeasuredCollective mc{spec, generate_schedule(spec), {}};
     mc.m = run_on_shm(mc.schedule, options);
@@ -37,19 +39,22 @@ MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend,
 }
 
 std::string measured_table(const MeasuredScenario& m) {
-  std::string out = fmt::format("# measured on {} ({}), median of {} iterations after {} warm-up\n", m.backend,
-                                m.device, m.iterations, m.warmup);
-  out += "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); #wrong: elements differing from the replayer\n";
-  out += fmt::format("# {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12} {:>9} {:>9} {:>7}\n", "name", "size", "count",
-                     "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
+  std::string out = fmt::format("# measured on {} ({}), median of {} iterations after {} warm-up\n",
+                                m.backend, m.device, m.iterations, m.warmup);
+  out +=
+      "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); #wrong: elements differing "
+      "from the replayer\n";
+  out += fmt::format("# {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12} {:>9} {:>9} {:>7}\n", "name",
+                     "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
   for (const auto& c : m.collectives) {
     const double t = c.m.median_s;
     const double algbw = t > 0 ? c.spec.bytes / t : 0;
-    out += fmt::format("  {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {:>7}\n", c.spec.name,
-                       c.spec.bytes, c.spec.shape.count, name_of(c.spec.shape.dtype),
-                       is_reducing(c.spec.shape.op) ? std::string(name_of(c.spec.shape.reduce_op)) : "none",
-                       is_rooted(c.spec.shape.op) ? c.spec.shape.root : -1, t * 1e6, algbw / 1e9,
-                       algbw * busbw_factor(c.spec.shape.op, c.spec.shape.ranks) / 1e9, c.m.wrong);
+    out += fmt::format(
+        "  {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {:>7}\n", c.spec.name,
+        c.spec.bytes, c.spec.shape.count, name_of(c.spec.shape.dtype),
+        is_reducing(c.spec.shape.op) ? std::string(name_of(c.spec.shape.reduce_op)) : "none",
+        is_rooted(c.spec.shape.op) ? c.spec.shape.root : -1, t * 1e6, algbw / 1e9,
+        algbw * busbw_factor(c.spec.shape.op, c.spec.shape.ranks) / 1e9, c.m.wrong);
   }
   return out;
 }
@@ -61,28 +66,29 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
     const double t = c.m.median_s;
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& o : c.m.ops) ops.push_back({to_seconds(o.start), to_seconds(o.end)});
-    cols.push_back({{"name", c.spec.name},
-                    {"op", name_of(c.spec.shape.op)},
-                    {"algorithm", c.spec.algorithm},
-                    {"ranks", c.spec.ranks},
-                    {"bytes", c.spec.bytes},
-                    {"count", c.spec.shape.count},
-                    {"dtype", name_of(c.spec.shape.dtype)},
-                    {"start_s", at},
-                    {"end_s", at + t},
-                    {"time_s", t},
-                    {"algbw_GBps", t > 0 ? nlohmann::json(c.spec.bytes / t / 1e9) : nlohmann::json(nullptr)},
-                    {"busbw_GBps", t > 0 ? nlohmann::json(c.spec.bytes / t / 1e9 *
-                                                          busbw_factor(c.spec.shape.op, c.spec.shape.ranks))
-                                         : nlohmann::json(nullptr)},
-                    {"wrong", c.m.wrong},
-                    {"checked", c.m.checked},
-                    {"iterations_s", c.m.iteration_s},
-                    {"ops", ops}});
+    cols.push_back(
+        {{"name", c.spec.name},
+         {"op", name_of(c.spec.shape.op)},
+         {"algorithm", c.spec.algorithm},
+         {"ranks", c.spec.ranks},
+         {"bytes", c.spec.bytes},
+         {"count", c.spec.shape.count},
+         {"dtype", name_of(c.spec.shape.dtype)},
+         {"start_s", at},
+         {"end_s", at + t},
+         {"time_s", t},
+         {"algbw_GBps", t > 0 ? nlohmann::json(c.spec.bytes / t / 1e9) : nlohmann::json(nullptr)},
+         {"busbw_GBps", t > 0 ? nlohmann::json(c.spec.bytes / t / 1e9 *
+                                               busbw_factor(c.spec.shape.op, c.spec.shape.ranks))
+                              : nlohmann::json(nullptr)},
+         {"wrong", c.m.wrong},
+         {"checked", c.m.checked},
+         {"iterations_s", c.m.iteration_s},
+         {"ops", ops}});
     at += t;
   }
-  return {{"scenario", s.name}, {"backend", m.backend}, {"device", m.device}, {"iterations", m.iterations},
-          {"warmup", m.warmup},  {"collectives", cols}};
+  return {{"scenario", s.name},         {"backend", m.backend}, {"device", m.device},
+          {"iterations", m.iterations}, {"warmup", m.warmup},   {"collectives", cols}};
 }
 
 void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m) {

@@ -24,10 +24,12 @@ struct MeasuredScenario {
 };
 
 // Runs each collective alone (one after the other), checks its result.
-MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend, const ShmOptions& options);
+MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend,
+                                  const ShmOptions& options);
 
 std::string measured_table(const MeasuredScenario& m);
-// {scenario, backend, device, collectives[i] = {name, op, ..., time_s, algbw_GBps, busbw_GBps, wrong,
+// {scenario, backend, device, collectives[i] = {name, op, ..., time_s, algbw_GBps, busbw_GBps,
+// wrong,
 //  iterations_s[], ops[][2]}}; ops are [start_s, end_s] of the median iteration.
 nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m);
 // A Chrome trace of the median iterations, laid one after the other.

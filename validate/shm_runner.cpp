@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,7 +18,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fmt/format.h>
 #include <random>
 
 #include "replay/replayer.h"
@@ -30,7 +31,9 @@ constexpr std::uint64_t kMagic = 0x636f6c6c73696d31ull;  // "collsim1"
 constexpr const char* kPrefix = "collsim-";
 
 volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+void on_interrupt(int) {
+  g_interrupted = 1;
+}
 
 std::int64_t now_ns() {
   timespec ts{};
@@ -41,17 +44,22 @@ std::int64_t now_ns() {
 // Shared (not process-private) futexes: the waiters live in other processes.
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, long timeout_ns) {
   timespec ts{0, timeout_ns};
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr,
+          0);
 }
 void futex_wake_all(std::atomic<std::uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+          0);
 }
 
-std::uint64_t align(std::uint64_t x) { return (x + 63) & ~std::uint64_t{63}; }
+std::uint64_t align(std::uint64_t x) {
+  return (x + 63) & ~std::uint64_t{63};
+}
 
 // Where each array sits in the segment (byte offsets from its start).
 struct Layout {
-  std::uint64_t off_ops, off_dep_begin, off_deps, off_done, off_times, off_current, off_buffer_at, off_data, size;
+  std::uint64_t off_ops, off_dep_begin, off_deps, off_done, off_times, off_current, off_buffer_at,
+      off_data, size;
 };
 
 struct Header {
@@ -79,26 +87,38 @@ struct Segment {
   Op* ops() const { return at<Op>(header().layout.off_ops); }
   std::uint32_t* dep_begin() const { return at<std::uint32_t>(header().layout.off_dep_begin); }
   OpId* deps() const { return at<OpId>(header().layout.off_deps); }
-  std::atomic<std::uint32_t>* done() const { return at<std::atomic<std::uint32_t>>(header().layout.off_done); }
-  std::int64_t* times() const { return at<std::int64_t>(header().layout.off_times); }  // [iteration][op][start, end]
-  std::atomic<std::int32_t>* current() const { return at<std::atomic<std::int32_t>>(header().layout.off_current); }
+  std::atomic<std::uint32_t>* done() const {
+    return at<std::atomic<std::uint32_t>>(header().layout.off_done);
+  }
+  std::int64_t* times() const {
+    return at<std::int64_t>(header().layout.off_times);
+  }  // [iteration][op][start, end]
+  std::atomic<std::int32_t>* current() const {
+    return at<std::atomic<std::int32_t>>(header().layout.off_current);
+  }
   std::uint64_t* buffer_at() const { return at<std::uint64_t>(header().layout.off_buffer_at); }
   char* buffer(int rank, int b) const {
-    return at<char>(header().layout.off_data + buffer_at()[static_cast<std::size_t>(rank) * header().num_buffers + b]);
+    return at<char>(header().layout.off_data +
+                    buffer_at()[static_cast<std::size_t>(rank) * header().num_buffers + b]);
   }
 };
 
 template <class F>
 void with_element_type(DType t, F&& f) {
   switch (t) {
-    case DType::F32: return f(float{});
-    case DType::F64: return f(double{});
-    case DType::I32: return f(std::int32_t{});
-    case DType::I64: return f(std::int64_t{});
-    case DType::BF16: return f(BFloat16{});
+    case DType::F32:
+      return f(float{});
+    case DType::F64:
+      return f(double{});
+    case DType::I32:
+      return f(std::int32_t{});
+    case DType::I64:
+      return f(std::int64_t{});
+    case DType::BF16:
+      return f(BFloat16{});
     default:
-      throw ValidationError(fmt::format("the shm backend runs float32, float64, int32, int64 and bfloat16, not {}",
-                                        name_of(t)));
+      throw ValidationError(fmt::format(
+          "the shm backend runs float32, float64, int32, int64 and bfloat16, not {}", name_of(t)));
   }
 }
 
@@ -149,6 +169,7 @@ class Run {
     for (pid_t p : pids_)
       if (p > 0) waitpid(p, nullptr, 0);
     if (seg_.base) munmap(seg_.base, seg_.size);
+    if (fd_ >= 0) close(fd_);
     if (!name_.empty()) shm_unlink(name_.c_str());
     std::signal(SIGINT, old_int_);
     std::signal(SIGTERM, old_term_);
@@ -160,25 +181,39 @@ class Run {
     old_int_ = std::signal(SIGINT, on_interrupt);
     old_term_ = std::signal(SIGTERM, on_interrupt);
     const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw ValidationError(fmt::format("cannot create shared memory {}: {}", name_, std::strerror(errno)));
+    if (fd < 0)
+      throw ValidationError(
+          fmt::format("cannot create shared memory {}: {}", name_, std::strerror(errno)));
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
       close(fd);
-      throw ValidationError(fmt::format("cannot size shared memory to {} bytes: {}", size, std::strerror(errno)));
+      throw ValidationError(
+          fmt::format("cannot size shared memory to {} bytes: {}", size, std::strerror(errno)));
     }
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) throw ValidationError(fmt::format("cannot map shared memory: {}", std::strerror(errno)));
+    // The name goes at once: the ranks inherit the descriptor instead, so nothing can
+    // be left in /dev/shm, whatever happens to this process.
+    shm_unlink(name_.c_str());
+    name_.clear();
+    fd_ = fd;
+    fcntl(fd_, F_SETFD, 0);  // keep it open across exec
+    if (p == MAP_FAILED)
+      throw ValidationError(fmt::format("cannot map shared memory: {}", std::strerror(errno)));
     seg_ = {p, size};
     return seg_;
   }
 
   void spawn(const std::string& exe, int ranks) {
+    const pid_t parent = getpid();
     for (int r = 0; r < ranks; ++r) {
       const pid_t pid = fork();
       if (pid < 0) throw ValidationError(fmt::format("fork failed: {}", std::strerror(errno)));
       if (pid == 0) {
-        const std::string rank = std::to_string(r);
-        execl(exe.c_str(), exe.c_str(), "__rank", name_.c_str(), rank.c_str(), static_cast<char*>(nullptr));
+        // If the runner dies without cleaning up (SIGKILL), its ranks die with it.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        const std::string rank = std::to_string(r), fd = "fd:" + std::to_string(fd_);
+        execl(exe.c_str(), exe.c_str(), "__rank", fd.c_str(), rank.c_str(),
+              static_cast<char*>(nullptr));
         _exit(127);
       }
       pids_.push_back(pid);
@@ -191,13 +226,15 @@ class Run {
       int status = 0;
       if (pids_[r] <= 0 || waitpid(pids_[r], &status, WNOHANG) != pids_[r]) continue;
       pids_[r] = -1;
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && iteration == seg_.header().iterations) continue;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && iteration == seg_.header().iterations)
+        continue;
       const int op = seg_.current()[r].load();
-      const std::string how = WIFSIGNALED(status) ? fmt::format("was killed by signal {}", WTERMSIG(status))
-                                                  : fmt::format("exited with status {}", WEXITSTATUS(status));
-      throw ValidationError(fmt::format("rank {} {} during iteration {}{}; the other ranks were stopped", r, how,
-                                        iteration, op >= 0 ? fmt::format(", at op {} (step {})", op, seg_.ops()[op].step)
-                                                           : std::string()));
+      const std::string how = WIFSIGNALED(status)
+                                  ? fmt::format("was killed by signal {}", WTERMSIG(status))
+                                  : fmt::format("exited with status {}", WEXITSTATUS(status));
+      throw ValidationError(fmt::format(
+          "rank {} {} during iteration {}{}; the other ranks were stopped", r, how, iteration,
+          op >= 0 ? fmt::format(", at op {} (step {})", op, seg_.ops()[op].step) : std::string()));
     }
   }
 
@@ -214,13 +251,16 @@ class Run {
     std::string out;
     for (std::size_t r = 0; r < pids_.size(); ++r) {
       const int op = seg_.current()[r].load();
-      if (op >= 0) out += fmt::format("{}rank {} at op {} (step {})", out.empty() ? "" : ", ", r, op, seg_.ops()[op].step);
+      if (op >= 0)
+        out += fmt::format("{}rank {} at op {} (step {})", out.empty() ? "" : ", ", r, op,
+                           seg_.ops()[op].step);
     }
     return out.empty() ? "no rank inside an op" : out;
   }
 
  private:
   std::string name_;
+  int fd_ = -1;
   Segment seg_;
   std::vector<pid_t> pids_;
   void (*old_int_)(int) = SIG_DFL;
@@ -231,9 +271,12 @@ template <class T>
 void random_inputs(const Schedule& s, Buffers<T>& b, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   fill_inputs(s, b, [&](int, std::int64_t) {
-    if constexpr (std::is_same_v<T, BFloat16>) return BFloat16::from_float(std::uniform_real_distribution<float>(-1, 1)(rng));
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(rng));
-    else return static_cast<T>(rng());
+    if constexpr (std::is_same_v<T, BFloat16>)
+      return BFloat16::from_float(std::uniform_real_distribution<float>(-1, 1)(rng));
+    else if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(rng));
+    else
+      return static_cast<T>(rng());
   });
 }
 
@@ -248,7 +291,8 @@ std::vector<std::string> leftover_segments() {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
-    if (e.path().filename().string().starts_with(kPrefix)) out.push_back(e.path().filename().string());
+    if (e.path().filename().string().starts_with(kPrefix))
+      out.push_back(e.path().filename().string());
   return out;
 }
 
@@ -257,7 +301,8 @@ ShmMeasurement run_on_shm(const Schedule& s, const ShmOptions& options) {
   with_element_type(s.shape.dtype, [&](auto element) {
     using T = decltype(element);
     const int K = s.shape.ranks;
-    const std::uint32_t iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
+    const std::uint32_t iterations =
+        static_cast<std::uint32_t>(options.warmup + options.iterations);
     // Layout.
     Layout h{};
     std::uint64_t at = align(sizeof(Header));
@@ -270,7 +315,8 @@ ShmMeasurement run_on_shm(const Schedule& s, const ShmOptions& options) {
     h.off_dep_begin = take(s.dep_begin.size() * sizeof(std::uint32_t));
     h.off_deps = take(s.deps.size() * sizeof(OpId));
     h.off_done = take(s.ops.size() * sizeof(std::uint32_t));
-    h.off_times = take(static_cast<std::uint64_t>(iterations) * s.ops.size() * 2 * sizeof(std::int64_t));
+    h.off_times =
+        take(static_cast<std::uint64_t>(iterations) * s.ops.size() * 2 * sizeof(std::int64_t));
     h.off_current = take(K * sizeof(std::int32_t));
     h.off_buffer_at = take(s.buffer_counts.size() * sizeof(std::uint64_t));
     std::vector<std::uint64_t> buffer_at;
@@ -294,10 +340,13 @@ ShmMeasurement run_on_shm(const Schedule& s, const ShmOptions& options) {
     hd.dtype = s.shape.dtype;
     hd.reduce_op = s.shape.reduce_op;
     hd.layout = h;
-    std::memcpy(seg.ops(), s.ops.data(), s.ops.size() * sizeof(Op));
-    std::memcpy(seg.dep_begin(), s.dep_begin.data(), s.dep_begin.size() * sizeof(std::uint32_t));
-    std::memcpy(seg.deps(), s.deps.data(), s.deps.size() * sizeof(OpId));
-    std::memcpy(seg.buffer_at(), buffer_at.data(), buffer_at.size() * sizeof(std::uint64_t));
+    auto copy_in = [](void* to, const auto& from) {  // empty vectors may have no data() at all
+      if (!from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(from[0]));
+    };
+    copy_in(seg.ops(), s.ops);
+    copy_in(seg.dep_begin(), s.dep_begin);
+    copy_in(seg.deps(), s.deps);
+    copy_in(seg.buffer_at(), buffer_at);
     for (int r = 0; r < K; ++r) seg.current()[r] = -1;
 
     // Inputs, and what the replayer says the outputs must be.
@@ -309,18 +358,22 @@ ShmMeasurement run_on_shm(const Schedule& s, const ShmOptions& options) {
     run.spawn(options.executable, K);
     for (std::uint32_t it = 1; it <= iterations; ++it) {
       for (int r = 0; r < K; ++r)
-        for (int b = 0; b < s.num_buffers; ++b)
-          std::memcpy(seg.buffer(r, b), inputs.at(r, b).data(), inputs.at(r, b).size() * sizeof(T));
+        for (int b = 0; b < s.num_buffers; ++b) copy_in(seg.buffer(r, b), inputs.at(r, b));
       hd.finished = 0;
       hd.go.store(it, std::memory_order_release);
       futex_wake_all(hd.go);
       const auto started = std::chrono::steady_clock::now();
-      for (std::uint32_t f; (f = hd.finished.load(std::memory_order_acquire)) < static_cast<std::uint32_t>(K);) {
-        if (g_interrupted) throw ValidationError("interrupted; the ranks were stopped and the shared memory removed");
+      for (std::uint32_t f;
+           (f = hd.finished.load(std::memory_order_acquire)) < static_cast<std::uint32_t>(K);) {
+        if (g_interrupted)
+          throw ValidationError(
+              "interrupted; the ranks were stopped and the shared memory removed");
         run.check_ranks(it);
-        if (std::chrono::steady_clock::now() - started > std::chrono::duration<double>(options.timeout_s))
-          throw ValidationError(fmt::format("iteration {} did not finish within {} s: {}; the ranks were stopped", it,
-                                            options.timeout_s, run.hung_ranks()));
+        if (std::chrono::steady_clock::now() - started >
+            std::chrono::duration<double>(options.timeout_s))
+          throw ValidationError(
+              fmt::format("iteration {} did not finish within {} s: {}; the ranks were stopped", it,
+                          options.timeout_s, run.hung_ranks()));
         futex_wait(hd.finished, f, 10'000'000);
       }
     }
@@ -364,28 +417,34 @@ ShmMeasurement run_on_shm(const Schedule& s, const ShmOptions& options) {
       std::int64_t first = INT64_MAX;
       for (std::size_t op = 0; op < n; ++op) first = std::min(first, times[(it * n + op) * 2]);
       for (std::size_t op = 0; op < n; ++op)
-        m.ops.push_back({(times[(it * n + op) * 2] - first) * 1000, (times[(it * n + op) * 2 + 1] - first) * 1000});
+        m.ops.push_back({(times[(it * n + op) * 2] - first) * 1000,
+                         (times[(it * n + op) * 2 + 1] - first) * 1000});
     }
   });
   return m;
 }
 
-int shm_rank_main(const std::string& name, int rank) {
-  const int fd = shm_open(name.c_str(), O_RDWR, 0);
+int shm_rank_main(const std::string& segment, int rank) {
+  // "fd:N": the runner's descriptor, inherited across exec.
+  const int fd = segment.starts_with("fd:") ? std::atoi(segment.c_str() + 3)
+                                            : shm_open(segment.c_str(), O_RDWR, 0);
   if (fd < 0) return 3;
-  struct stat st{};
+  struct stat st {};
   fstat(fd, &st);
-  void* p = mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                 fd, 0);
   close(fd);
   if (p == MAP_FAILED) return 3;
   const Segment seg{p, static_cast<std::size_t>(st.st_size)};
   Header& h = seg.header();
   if (h.magic != kMagic) return 3;
+
   std::vector<OpId> mine;  // the ops this rank runs: those writing into its buffers, in step order
   for (OpId id = 0; id < h.num_ops; ++id)
     if (seg.ops()[id].dst_rank == rank) mine.push_back(id);
   auto run_op = [&](OpId id) {
-    with_element_type(h.dtype, [&](auto element) { execute<decltype(element)>(seg, seg.ops()[id]); });
+    with_element_type(h.dtype,
+                      [&](auto element) { execute<decltype(element)>(seg, seg.ops()[id]); });
   };
   for (std::uint32_t it = 1; it <= h.iterations; ++it) {
     if (!wait_for(seg, h.go, it)) return 4;

@@ -1,7 +1,7 @@
 #include "core/json_view.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -194,8 +194,10 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source_
       }
     }
     std::string what = e.what();
-    if (auto p = what.find("syntax error while parsing"); p != std::string::npos) what = what.substr(p);
-    throw InputError(source_name, fmt::format("malformed JSON at line {}, column {}: {}", line, col, what));
+    if (auto p = what.find("syntax error while parsing"); p != std::string::npos)
+      what = what.substr(p);
+    throw InputError(source_name,
+                     fmt::format("malformed JSON at line {}, column {}: {}", line, col, what));
   }
 }
 

@@ -13,7 +13,8 @@ namespace collsim {
 
 class JsonView {
  public:
-  JsonView(const nlohmann::json& value, std::string path) : value_(&value), path_(std::move(path)) {}
+  JsonView(const nlohmann::json& value, std::string path)
+      : value_(&value), path_(std::move(path)) {}
 
   const nlohmann::json& raw() const { return *value_; }
   const std::string& path() const { return path_; }
@@ -36,13 +37,13 @@ class JsonView {
   std::int64_t as_int(std::int64_t min, std::int64_t max) const;
   double as_number() const;
   bool as_bool() const;
-  std::int64_t as_size() const;       // bytes: 1048576, "64MiB", "1GB"
-  double as_bandwidth() const;        // bytes/s: "450GB/s", "400Gbps"; > 0
-  double as_duration() const;         // seconds: "5us", "1.5ms"; a plain number is seconds
+  std::int64_t as_size() const;  // bytes: 1048576, "64MiB", "1GB"
+  double as_bandwidth() const;   // bytes/s: "450GB/s", "400Gbps"; > 0
+  double as_duration() const;    // seconds: "5us", "1.5ms"; a plain number is seconds
   std::vector<int> as_int_list(std::int64_t min, std::int64_t max) const;
   std::vector<std::string> as_string_list() const;
 
-  [[noreturn]] void fail(std::string_view expectation) const;  // "path: expected X, got Y"
+  [[noreturn]] void fail(std::string_view expectation) const;      // "path: expected X, got Y"
   [[noreturn]] void fail_message(std::string_view message) const;  // "path: message"
 
  private:

@@ -16,7 +16,8 @@ std::string_view name_in(const Table& table, Key key) {
 }
 
 template <class Table>
-auto key_in(const Table& table, std::string_view name) -> std::optional<typename Table::value_type::first_type> {
+auto key_in(const Table& table, std::string_view name)
+    -> std::optional<typename Table::value_type::first_type> {
   for (const auto& [k, n] : table)
     if (n == name) return k;
   return std::nullopt;

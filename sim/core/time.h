@@ -17,8 +17,12 @@ using Time = std::int64_t;
 inline constexpr Time kPicosPerSecond = 1'000'000'000'000;
 inline constexpr Time kTimeNever = std::numeric_limits<Time>::max();
 
-inline constexpr double to_seconds(Time t) { return static_cast<double>(t) / 1e12; }
-inline Time from_seconds(double s) { return static_cast<Time>(std::llround(s * 1e12)); }
+inline constexpr double to_seconds(Time t) {
+  return static_cast<double>(t) / 1e12;
+}
+inline Time from_seconds(double s) {
+  return static_cast<Time>(std::llround(s * 1e12));
+}
 
 // Time to push `bytes` through a pipe of `bytes_per_second`, rounded to the picosecond.
 inline Time transfer_time(std::int64_t bytes, double bytes_per_second) {

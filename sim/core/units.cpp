@@ -1,9 +1,9 @@
 #include "core/units.h"
 
+#include <fmt/format.h>
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fmt/format.h>
 
 namespace collsim {
 namespace {

@@ -10,9 +10,9 @@ namespace collsim {
 
 // Each parser returns nullopt when the text is not of its form; callers turn that
 // into an InputError naming the JSON path.
-std::optional<std::int64_t> parse_size(std::string_view text);    // bytes
-std::optional<double> parse_bandwidth(std::string_view text);     // bytes per second
-std::optional<double> parse_duration(std::string_view text);      // seconds
+std::optional<std::int64_t> parse_size(std::string_view text);  // bytes
+std::optional<double> parse_bandwidth(std::string_view text);   // bytes per second
+std::optional<double> parse_duration(std::string_view text);    // seconds
 
 std::string format_bytes(std::int64_t bytes);           // "16 MiB", "1000 B", "1.5 GiB"
 std::string format_duration(double seconds);            // "85.9 us", "2.40 ms"

@@ -63,8 +63,8 @@ class Engine {
   std::vector<BucketId> free_;
   std::vector<BucketId> heap_;  // min-heap of bucket ids by time; times are distinct
   std::unordered_map<Time, BucketId> by_time_;
-  BucketId current_ = kNone;   // the bucket being drained (its time is now())
-  BucketId last_ = kNone;      // the bucket most recently appended to: the usual next target
+  BucketId current_ = kNone;  // the bucket being drained (its time is now())
+  BucketId last_ = kNone;     // the bucket most recently appended to: the usual next target
   Time now_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;

@@ -6,11 +6,11 @@
 namespace collsim {
 namespace {
 
-// Cookies: the low two bits say what the wakeup is for.
 enum : std::uint64_t { kActivate = 0, kResolve = 1, kComplete = 2 };
-std::uint64_t cookie(std::uint64_t what, std::uint64_t slot = 0) { return (slot << 2) | what; }
 
-bool later_due(const auto& a, const auto& b) { return a.finish != b.finish ? a.finish > b.finish : a.slot > b.slot; }
+bool later_due(const auto& a, const auto& b) {
+  return a.finish != b.finish ? a.finish > b.finish : a.slot > b.slot;
+}
 
 }  // namespace
 
@@ -46,13 +46,13 @@ FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, std::int64_t byt
 void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) {
   const Slot s = allocate(id, path, bytes);
   for (LinkId l : router_.links(path)) host.link_counters().enter(l, bytes, host.now());
-  host.schedule_wakeup(host.now() + alpha_ + router_.info(path).latency, cookie(kActivate, s));
+  host.schedule_wakeup(host.now() + alpha_ + router_.info(path).latency, make_cookie(kActivate, s));
 }
 
 void FlowModel::wakeup(NetworkHost& host, std::uint64_t c) {
-  switch (c & 3) {
+  switch (cookie_kind(c)) {
     case kActivate:
-      activate(host, static_cast<Slot>(c >> 2));
+      activate(host, static_cast<Slot>(cookie_index(c)));
       break;
     case kResolve:
       resolve_pending_ = false;
@@ -60,7 +60,7 @@ void FlowModel::wakeup(NetworkHost& host, std::uint64_t c) {
       arm_completion_timer(host);
       break;
     case kComplete:
-      if ((c >> 2) != timer_generation_) break;  // superseded by an earlier timer
+      if (cookie_index(c) != timer_generation_) break;  // superseded by an earlier timer
       armed_at_ = kTimeNever;
       complete_due(host);
       arm_completion_timer(host);
@@ -95,7 +95,7 @@ void FlowModel::mark_dirty(Slot s) {
 void FlowModel::request_resolve(NetworkHost& host) {
   if (resolve_pending_) return;
   resolve_pending_ = true;
-  host.schedule_wakeup(host.now(), cookie(kResolve));
+  host.schedule_wakeup(host.now(), make_cookie(kResolve));
 }
 
 void FlowModel::resolve(NetworkHost& host) {
@@ -145,14 +145,16 @@ void FlowModel::resolve(NetworkHost& host) {
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
     Flow& f = flows_[comp_flows_[i]];
     const double rate = rates_[i];
-    if (f.rate > 0) f.remaining = std::max(0.0, f.remaining - f.rate * to_seconds(now - f.last_update));
+    if (f.rate > 0)
+      f.remaining = std::max(0.0, f.remaining - f.rate * to_seconds(now - f.last_update));
     f.last_update = now;
     if (rate == f.rate && f.finish != kTimeNever) continue;  // unchanged: its finish time stands
     f.rate = rate;
     f.finish = now + transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate);
     ++f.version;
     due_.push_back({f.finish, comp_flows_[i], f.version});
-    std::push_heap(due_.begin(), due_.end(), [](const Due& a, const Due& b) { return later_due(a, b); });
+    std::push_heap(due_.begin(), due_.end(),
+                   [](const Due& a, const Due& b) { return later_due(a, b); });
   }
 }
 
@@ -186,7 +188,7 @@ void FlowModel::arm_completion_timer(NetworkHost& host) {
   if (due_.empty() || due_.front().finish >= armed_at_) return;
   // One live timer: a new, earlier one retires the one before (its wakeup is ignored).
   armed_at_ = due_.front().finish;
-  host.schedule_wakeup(armed_at_, cookie(kComplete, ++timer_generation_));
+  host.schedule_wakeup(armed_at_, make_cookie(kComplete, ++timer_generation_));
 }
 
 }  // namespace collsim

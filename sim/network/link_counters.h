@@ -9,9 +9,9 @@
 namespace collsim {
 
 struct LinkCounters {
-  std::vector<std::int64_t> bytes;  // payload bytes that crossed the link
-  std::vector<Time> busy;           // time with at least one transfer in flight on it
-  std::vector<Time> busy_until;     // add(): end of the latest interval seen so far
+  std::vector<std::int64_t> bytes;      // payload bytes that crossed the link
+  std::vector<Time> busy;               // time with at least one transfer in flight on it
+  std::vector<Time> busy_until;         // add(): end of the latest interval seen so far
   std::vector<std::int32_t> in_flight;  // enter()/leave(): transfers on the link now
   std::vector<std::int32_t> peak_in_flight;
   std::vector<Time> busy_since;

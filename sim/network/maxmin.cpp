@@ -7,11 +7,14 @@ namespace collsim {
 namespace {
 
 // Smallest share first; equal shares by link index, so results never depend on heap order.
-bool after(const auto& a, const auto& b) { return a.share != b.share ? a.share > b.share : a.link > b.link; }
+bool after(const auto& a, const auto& b) {
+  return a.share != b.share ? a.share > b.share : a.link > b.link;
+}
 
 }  // namespace
 
-void MaxMinSolver::solve(std::span<const double> capacity, std::span<const std::span<const std::int32_t>> flows,
+void MaxMinSolver::solve(std::span<const double> capacity,
+                         std::span<const std::span<const std::int32_t>> flows,
                          std::vector<double>& rates) {
   const std::size_t L = capacity.size();
   if (flows.size() == 1) {  // the common case between steps: a flow alone gets its slowest link
@@ -35,11 +38,14 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const std::
   }
   heap_.clear();
   for (std::size_t l = 0; l < L; ++l)
-    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<std::int32_t>(l), 0});
-  std::make_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return after(a, b); });
+    if (unfrozen_[l] > 0)
+      heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<std::int32_t>(l), 0});
+  std::make_heap(heap_.begin(), heap_.end(),
+                 [](const Entry& a, const Entry& b) { return after(a, b); });
 
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return after(a, b); });
+    std::pop_heap(heap_.begin(), heap_.end(),
+                  [](const Entry& a, const Entry& b) { return after(a, b); });
     const Entry top = heap_.back();
     heap_.pop_back();
     if (top.version != version_[top.link] || unfrozen_[top.link] == 0) continue;
@@ -54,7 +60,8 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const std::
         ++version_[l];
         if (unfrozen_[l] > 0 && l != top.link) {
           heap_.push_back({remaining_[l] / unfrozen_[l], l, version_[l]});
-          std::push_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return after(a, b); });
+          std::push_heap(heap_.begin(), heap_.end(),
+                         [](const Entry& a, const Entry& b) { return after(a, b); });
         }
       }
     }

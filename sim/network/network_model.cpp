@@ -8,8 +8,8 @@
 
 namespace collsim {
 
-std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, const Topology& topology,
-                                                 Router& router) {
+std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
+                                                 const Topology& topology, Router& router) {
   if (params.model == "ideal") return std::make_unique<IdealModel>(params, router);
   if (params.model == "flow") return std::make_unique<FlowModel>(params, topology, router);
   if (params.model == "packet") return std::make_unique<PacketModel>(params, topology, router);

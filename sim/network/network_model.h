@@ -36,15 +36,27 @@ struct NetworkParams {
   bool cut_through = false;               // packet model: forward once the head arrives
 };
 
+// Wakeup cookies: the low two bits say what a wakeup is for, the rest which thing.
+inline constexpr std::uint64_t make_cookie(std::uint64_t what, std::uint64_t index = 0) {
+  return (index << 2) | what;
+}
+inline constexpr std::uint64_t cookie_kind(std::uint64_t cookie) {
+  return cookie & 3;
+}
+inline constexpr std::uint64_t cookie_index(std::uint64_t cookie) {
+  return cookie >> 2;
+}
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
   virtual std::string_view name() const = 0;
-  virtual void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) = 0;
+  virtual void start_transfer(NetworkHost& host, TransferId id, PathId path,
+                              std::int64_t bytes) = 0;
   virtual void wakeup(NetworkHost& host, std::uint64_t cookie) = 0;
 };
 
-std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params, const Topology& topology,
-                                                 Router& router);
+std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
+                                                 const Topology& topology, Router& router);
 
 }  // namespace collsim

@@ -6,7 +6,6 @@ namespace collsim {
 namespace {
 
 enum : std::uint64_t { kLinkDone = 0, kLinkReady = 1, kDeliver = 2 };
-std::uint64_t cookie(std::uint64_t what, std::uint64_t index) { return (index << 2) | what; }
 
 }  // namespace
 
@@ -18,7 +17,8 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
       router_(router),
       links_(topology.links().size()) {}
 
-void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) {
+void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
+                                 std::int64_t bytes) {
   Slot s;
   if (!free_.empty()) {
     s = free_.back();
@@ -34,13 +34,14 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path, 
   const LinkId first = path_links.front();
   const Time ready = host.now() + alpha_;  // the software start-up comes before the first byte
   for (std::int64_t p = 0; p < packets; ++p)
-    links_[first].queue.push_back({s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
+    links_[first].queue.push_back(
+        {s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
   serve(host, first);
 }
 
 void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
-  const std::uint64_t index = c >> 2;
-  switch (c & 3) {
+  const std::uint64_t index = cookie_index(c);
+  switch (cookie_kind(c)) {
     case kLinkDone:
       finish_packet(host, static_cast<LinkId>(index));
       break;
@@ -65,12 +66,13 @@ void PacketModel::serve(NetworkHost& host, LinkId link) {
   const Packet& head = ls.queue.front();
   if (head.ready > host.now()) {
     ls.waiting = true;
-    host.schedule_wakeup(head.ready, cookie(kLinkReady, link));
+    host.schedule_wakeup(head.ready, make_cookie(kLinkReady, link));
     return;
   }
   ls.sending = true;
-  const Time end = std::max(host.now() + transfer_time(head.bytes, topology_.link(link).bandwidth), head.not_before_finish);
-  host.schedule_wakeup(end, cookie(kLinkDone, link));
+  const Time end = std::max(host.now() + transfer_time(head.bytes, topology_.link(link).bandwidth),
+                            head.not_before_finish);
+  host.schedule_wakeup(end, make_cookie(kLinkDone, link));
 }
 
 void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
@@ -93,7 +95,8 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
     links_[next].queue.push_back(p);
     serve(host, next);
   } else if (--t.packets_left == 0) {
-    host.schedule_wakeup(now + latency, cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
+    host.schedule_wakeup(now + latency,
+                         make_cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
   }
   serve(host, link);
 }

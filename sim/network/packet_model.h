@@ -27,10 +27,10 @@ class PacketModel final : public NetworkModel {
   using Slot = std::int32_t;
   struct Packet {
     Slot transfer;
-    std::uint32_t hop;        // index into the transfer's path
+    std::uint32_t hop;  // index into the transfer's path
     std::int64_t bytes;
-    Time ready;               // may start on this link from then on
-    Time not_before_finish;   // cut-through: cannot end before it ended upstream + latency
+    Time ready;              // may start on this link from then on
+    Time not_before_finish;  // cut-through: cannot end before it ended upstream + latency
   };
   struct LinkState {
     std::deque<Packet> queue;

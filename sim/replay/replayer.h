@@ -17,9 +17,12 @@ class Buffers {
  public:
   explicit Buffers(const Schedule& s) : ranks_(s.shape.ranks), per_rank_(s.num_buffers) {
     data_.resize(s.buffer_counts.size());
-    for (std::size_t i = 0; i < data_.size(); ++i) data_[i].resize(static_cast<std::size_t>(s.buffer_counts[i]));
+    for (std::size_t i = 0; i < data_.size(); ++i)
+      data_[i].resize(static_cast<std::size_t>(s.buffer_counts[i]));
   }
-  std::vector<T>& at(int rank, int buffer) { return data_[static_cast<std::size_t>(rank) * per_rank_ + buffer]; }
+  std::vector<T>& at(int rank, int buffer) {
+    return data_[static_cast<std::size_t>(rank) * per_rank_ + buffer];
+  }
   const std::vector<T>& at(int rank, int buffer) const {
     return data_[static_cast<std::size_t>(rank) * per_rank_ + buffer];
   }
@@ -45,13 +48,16 @@ void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs) {
 // Ops in step order (a valid dependency order for every builder-made schedule,
 // which check_schedule enforces); `after_step(step)` runs once each step is done.
 template <class T>
-void replay_by_step(const Schedule& s, Buffers<T>& bufs, const std::function<void(int)>& after_step = {}) {
+void replay_by_step(const Schedule& s, Buffers<T>& bufs,
+                    const std::function<void(int)>& after_step = {}) {
   std::vector<OpId> order(s.size());
   for (OpId i = 0; i < s.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; });
   std::size_t i = 0;
   for (int step = 0; step < s.num_steps; ++step) {
-    for (; i < order.size() && s.ops[order[i]].step == step; ++i) apply_op(s.ops[order[i]], s.shape.reduce_op, bufs);
+    for (; i < order.size() && s.ops[order[i]].step == step; ++i)
+      apply_op(s.ops[order[i]], s.shape.reduce_op, bufs);
     if (after_step) after_step(step);
   }
   finish_average(s, bufs);
@@ -65,9 +71,12 @@ std::vector<OpId> random_dependency_order(const Schedule& s, std::uint64_t seed)
 // (what NCCL's ncclAvg does after the last reduction).
 template <class T>
 T divide_by(const T& v, int k) {
-  if constexpr (std::is_same_v<T, Symbol>) return v;  // symbolically an average has the same terms
-  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16::from_float(v.to_float() / static_cast<float>(k));
-  else return static_cast<T>(v / static_cast<T>(k));
+  if constexpr (std::is_same_v<T, Symbol>)
+    return v;  // symbolically an average has the same terms
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return BFloat16::from_float(v.to_float() / static_cast<float>(k));
+  else
+    return static_cast<T>(v / static_cast<T>(k));
 }
 
 template <class T>
@@ -92,14 +101,15 @@ template <class T, class Fn>
 void fill_inputs(const Schedule& s, Buffers<T>& bufs, Fn&& value) {
   for (int r = 0; r < s.shape.ranks; ++r)
     for (const Region& reg : input_regions(s.shape, r))
-      for (std::int64_t i = 0; i < reg.count; ++i) bufs.at(r, reg.buffer)[reg.offset + i] = value(r, reg.offset + i);
+      for (std::int64_t i = 0; i < reg.count; ++i)
+        bufs.at(r, reg.buffer)[reg.offset + i] = value(r, reg.offset + i);
 }
 
 // What rank `rank`'s output element `index` of `region` must equal, by the
 // collective's definition, given the inputs: reductions fold ranks 0..K-1 in order.
 template <class T>
-T expected_element(const CollectiveShape& s, const Buffers<T>& inputs, int rank, const Region& region,
-                   std::int64_t index) {
+T expected_element(const CollectiveShape& s, const Buffers<T>& inputs, int rank,
+                   const Region& region, std::int64_t index) {
   const std::int64_t at = region.offset + index;
   auto reduce_all = [&](std::int64_t element) {
     T acc = inputs.at(0, 0)[element];
@@ -124,7 +134,8 @@ T expected_element(const CollectiveShape& s, const Buffers<T>& inputs, int rank,
     case CollectiveOp::AllToAll: {
       int src = 0;
       while (src + 1 < s.ranks && a2a_recv_offset(s, src + 1, rank) <= at) ++src;
-      return inputs.at(src, 0)[a2a_send_offset(s, src, rank) + (at - a2a_recv_offset(s, src, rank))];
+      return inputs.at(src,
+                       0)[a2a_send_offset(s, src, rank) + (at - a2a_recv_offset(s, src, rank))];
     }
     case CollectiveOp::SendRecv:
       return inputs.at((rank + s.ranks - 1) % s.ranks, 0)[at];

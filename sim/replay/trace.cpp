@@ -39,7 +39,8 @@ std::string render(const Schedule& s, Buffers<T> bufs, Show&& show) {
     for (int r = 0; r < K; ++r) {
       out += fmt::format("rank {}:", r);
       const Cells& cells = snapshots[step][r];
-      for (std::size_t i = 0; i < cells.size(); ++i) out += fmt::format("{}{:>{}}", i ? "  " : " ", cells[i], width);
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        out += fmt::format("{}{:>{}}", i ? "  " : " ", cells[i], width);
       out += "\n";
     }
     if (step + 1 < snapshots.size()) out += "\n";
@@ -53,11 +54,13 @@ std::string format_trace(const Schedule& s, TraceValues values) {
   for (int r = 0; r < s.shape.ranks; ++r)
     for (auto n : data_buffer_sizes(s.shape, r))
       if (n > kMaxTracedElements)
-        throw std::invalid_argument(fmt::format("a trace prints every element: use at most {} elements per buffer "
-                                                "(this collective has {})",
-                                                kMaxTracedElements, n));
+        throw std::invalid_argument(
+            fmt::format("a trace prints every element: use at most {} elements per buffer "
+                        "(this collective has {})",
+                        kMaxTracedElements, n));
   if (values == TraceValues::Powers) {
-    if (s.shape.ranks > 18) throw std::invalid_argument("10^rank inputs fit 18 ranks at most; use symbolic values");
+    if (s.shape.ranks > 18)
+      throw std::invalid_argument("10^rank inputs fit 18 ranks at most; use symbolic values");
     Buffers<std::int64_t> bufs(s);
     fill_inputs(s, bufs, [](int rank, std::int64_t) {
       std::int64_t v = 1;
@@ -85,9 +88,10 @@ std::string format_verification(const Schedule& s) {
   }
   if (is_reducing(s.shape.op) && s.shape.reduce_op == ReduceOp::Sum) {
     const FloatNumerics n = float_numerics(s, 2026);
-    out += fmt::format("float32 (random inputs in [-1, 1)): {} of {} elements differ from the rank-order sum; "
-                       "ranks agree bitwise: {}\n",
-                       n.differ_from_sequential, n.elements, n.replicas_identical ? "yes" : "NO");
+    out += fmt::format(
+        "float32 (random inputs in [-1, 1)): {} of {} elements differ from the rank-order sum; "
+        "ranks agree bitwise: {}\n",
+        n.differ_from_sequential, n.elements, n.replicas_identical ? "yes" : "NO");
   }
   return out;
 }

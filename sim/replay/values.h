@@ -54,12 +54,14 @@ T combine(ReduceOp op, const T& a, const T& b) {
       case ReduceOp::Sum:
       case ReduceOp::Avg:  // summed on the way, divided by K at the end
         if constexpr (std::is_integral_v<T>)
-          return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+          return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                                static_cast<std::make_unsigned_t<T>>(b));
         else
           return a + b;
       case ReduceOp::Prod:
         if constexpr (std::is_integral_v<T>)
-          return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+          return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
+                                static_cast<std::make_unsigned_t<T>>(b));
         else
           return a * b;
       case ReduceOp::Max:

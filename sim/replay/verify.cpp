@@ -8,23 +8,27 @@ namespace collsim {
 namespace {
 
 template <class T>
-void compare_outputs(const Schedule& s, const Buffers<T>& inputs, const Buffers<T>& result, Verdict& v,
-                     const char* how) {
+void compare_outputs(const Schedule& s, const Buffers<T>& inputs, const Buffers<T>& result,
+                     Verdict& v, const char* how) {
   for (int r = 0; r < s.shape.ranks; ++r) {
     for (const Region& reg : output_regions(s.shape, r)) {
       for (std::int64_t i = 0; i < reg.count; ++i) {
         ++v.checked;
-        if (result.at(r, reg.buffer)[reg.offset + i] == expected_element(s.shape, inputs, r, reg, i)) continue;
+        if (result.at(r, reg.buffer)[reg.offset + i] ==
+            expected_element(s.shape, inputs, r, reg, i))
+          continue;
         if (v.wrong++ == 0)
-          v.first_problem = fmt::format("{}: rank {} buffer {} element {} differs from the definition", how, r,
-                                        reg.buffer, reg.offset + i);
+          v.first_problem =
+              fmt::format("{}: rank {} buffer {} element {} differs from the definition", how, r,
+                          reg.buffer, reg.offset + i);
       }
     }
   }
 }
 
 bool replicated(CollectiveOp op) {
-  return op == CollectiveOp::AllReduce || op == CollectiveOp::AllGather || op == CollectiveOp::Broadcast;
+  return op == CollectiveOp::AllReduce || op == CollectiveOp::AllGather ||
+         op == CollectiveOp::Broadcast;
 }
 
 }  // namespace
@@ -72,7 +76,8 @@ FloatNumerics float_numerics(const Schedule& s, std::uint64_t seed) {
         for (std::int64_t i = 0; i < reg.count; ++i) {
           ++n.elements;
           const float want = expected_element(s.shape, inputs, r, reg, i);
-          if (std::bit_cast<std::uint32_t>(out[reg.offset + i]) != std::bit_cast<std::uint32_t>(want))
+          if (std::bit_cast<std::uint32_t>(out[reg.offset + i]) !=
+              std::bit_cast<std::uint32_t>(want))
             ++n.differ_from_sequential;
         }
         first_output = false;

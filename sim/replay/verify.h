@@ -25,9 +25,9 @@ Verdict verify_symbolic(const Schedule& s);
 Verdict verify_exact(const Schedule& s, std::uint64_t seed, int orders = 2);
 
 struct FloatNumerics {
-  std::int64_t elements = 0;              // output elements of the first output rank
+  std::int64_t elements = 0;                // output elements of the first output rank
   std::int64_t differ_from_sequential = 0;  // vs folding ranks 0..K-1 in order
-  bool replicas_identical = true;         // every rank holding a replicated result agrees bitwise
+  bool replicas_identical = true;           // every rank holding a replicated result agrees bitwise
 };
 
 // float32 inputs uniform in [-1, 1): rounding differences from the sequential

@@ -8,6 +8,7 @@
 
 namespace collsim {
 
-void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic);
+void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                       const TrafficReport& traffic);
 
 }  // namespace collsim

@@ -10,7 +10,8 @@ namespace fs = std::filesystem;
 OutputDir::OutputDir(fs::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (!fs::is_directory(dir_)) throw InputError("--out", "cannot create folder \"" + dir_.string() + "\"");
+  if (!fs::is_directory(dir_))
+    throw InputError("--out", "cannot create folder \"" + dir_.string() + "\"");
 }
 
 OutputDir::~OutputDir() {
@@ -23,7 +24,8 @@ OutputDir::~OutputDir() {
 void OutputDir::close_current() {
   if (!current_.is_open()) return;
   current_.close();
-  if (current_.fail()) throw InputError("--out", "could not write " + pending_.back().second.string());
+  if (current_.fail())
+    throw InputError("--out", "could not write " + pending_.back().second.string());
 }
 
 std::ofstream& OutputDir::open(const std::string& name) {

@@ -1,8 +1,8 @@
 #include "report/reports.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
@@ -24,30 +24,36 @@ nlohmann::json bandwidth_or_null(double bytes_per_second, double time_s) {
 }
 
 std::string network_line(const Scenario& s) {
-  return fmt::format("network {} (alpha {})", s.network.model, format_duration(to_seconds(s.network.alpha)));
+  return fmt::format("network {} (alpha {})", s.network.model,
+                     format_duration(to_seconds(s.network.alpha)));
 }
 
 }  // namespace
 
-std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic, int hottest) {
-  std::string out = fmt::format("# collsim {}: topology {} ({} GPUs, {} links), {}\n", s.name, s.topology.name,
-                                s.topology.num_ranks(), s.topology.links().size(), network_line(s));
-  out += "# size in bytes; time in microseconds; algbw = size/time and busbw in GB/s (1 GB = 1e9 bytes)\n";
+std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
+                          int hottest) {
+  std::string out =
+      fmt::format("# collsim {}: topology {} ({} GPUs, {} links), {}\n", s.name, s.topology.name,
+                  s.topology.num_ranks(), s.topology.links().size(), network_line(s));
+  out +=
+      "# size in bytes; time in microseconds; algbw = size/time and busbw in GB/s (1 GB = 1e9 "
+      "bytes)\n";
   // Columns as wide as their widest entry, so long names do not push rows out of line.
   std::size_t wn = 4, wa = 9;
   for (const auto& c : r.resolved) {
     wn = std::max(wn, c.name.size());
     wa = std::max(wa, c.algorithm.size());
   }
-  out += fmt::format("# {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12} {:>10} {:>10}\n", "name", wn, "op",
-                     "algorithm", wa, "ranks", "size", "count", "type", "time", "algbw", "busbw");
+  out += fmt::format("# {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12} {:>10} {:>10}\n",
+                     "name", wn, "op", "algorithm", wa, "ranks", "size", "count", "type", "time",
+                     "algbw", "busbw");
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
     const bool timed = o.time_s > 0;
-    out += fmt::format("  {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12.2f} {:>10} {:>10}\n", c.name, wn,
-                       name_of(c.shape.op), c.algorithm, wa, rank_list(c.ranks), c.bytes, c.shape.count,
-                       name_of(c.shape.dtype), o.time_s * 1e6,
+    out += fmt::format("  {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12.2f} {:>10} {:>10}\n",
+                       c.name, wn, name_of(c.shape.op), c.algorithm, wa, rank_list(c.ranks),
+                       c.bytes, c.shape.count, name_of(c.shape.dtype), o.time_s * 1e6,
                        timed ? fmt::format("{:.2f}", o.algbw_Bps / 1e9) : "-",
                        timed ? fmt::format("{:.2f}", o.busbw_Bps / 1e9) : "-");
   }
@@ -59,11 +65,12 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
-    out += fmt::format("# {}: auto chose {} (segments {}, {:.2f} us) of {} candidates", r.resolved[i].name,
-                       a.chosen.algorithm, a.chosen.segments, a.chosen.time_s * 1e6, a.candidates_tried);
+    out += fmt::format("# {}: auto chose {} (segments {}, {:.2f} us) of {} candidates",
+                       r.resolved[i].name, a.chosen.algorithm, a.chosen.segments,
+                       a.chosen.time_s * 1e6, a.candidates_tried);
     if (a.runner_up)
-      out += fmt::format("; runner-up {} (segments {}, {:.2f} us)", a.runner_up->algorithm, a.runner_up->segments,
-                         a.runner_up->time_s * 1e6);
+      out += fmt::format("; runner-up {} (segments {}, {:.2f} us)", a.runner_up->algorithm,
+                         a.runner_up->segments, a.runner_up->time_s * 1e6);
     out += "\n";
   }
   // The links that worked hardest, by bytes over capacity x makespan.
@@ -72,27 +79,31 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   std::stable_sort(order.begin(), order.end(), [&](LinkId a, LinkId b) {
     return traffic.links[a].utilisation > traffic.links[b].utilisation;
   });
-  if (!order.empty() && traffic.links[order[0]].bytes > 0) out += "# hottest links (bytes / (capacity x makespan)):\n";
+  if (!order.empty() && traffic.links[order[0]].bytes > 0)
+    out += "# hottest links (bytes / (capacity x makespan)):\n";
   for (int i = 0; i < hottest && i < static_cast<int>(order.size()); ++i) {
     const LinkId l = order[i];
     const LinkTraffic& lt = traffic.links[l];
     if (lt.bytes == 0) break;
     const Link& link = s.topology.link(l);
-    out += fmt::format("#   {:<28} {:<8} {:>9}  {:5.1f}% utilised  {:>10} carried", s.topology.link_label(l),
-                       name_of(link.kind), format_bandwidth(link.bandwidth), lt.utilisation * 100,
-                       format_bytes(lt.bytes));
+    out +=
+        fmt::format("#   {:<28} {:<8} {:>9}  {:5.1f}% utilised  {:>10} carried",
+                    s.topology.link_label(l), name_of(link.kind), format_bandwidth(link.bandwidth),
+                    lt.utilisation * 100, format_bytes(lt.bytes));
     if (traffic.timed) out += fmt::format("  up to {} at once", lt.peak_transfers);
     out += "\n";
   }
   for (const auto& b : traffic.per_collective) {
     if (b.link < 0 || r.resolved.size() < 2) continue;
-    out += fmt::format("# {}: bottleneck {} ({} in {:.2f} us at full rate)\n", r.resolved[b.collective].name,
-                       s.topology.link_label(b.link), format_bytes(b.bytes), b.seconds * 1e6);
+    out += fmt::format("# {}: bottleneck {} ({} in {:.2f} us at full rate)\n",
+                       r.resolved[b.collective].name, s.topology.link_label(b.link),
+                       format_bytes(b.bytes), b.seconds * 1e6);
   }
   return out;
 }
 
-nlohmann::json result_json(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
+nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
+                           const TrafficReport& traffic) {
   nlohmann::json collectives = nlohmann::json::array();
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
@@ -114,12 +125,14 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r, const Tra
                            {"steps", r.schedules[i].num_steps}});
     if (r.choices[i]) {
       auto candidate = [](const Candidate& x) {
-        return nlohmann::json{{"algorithm", x.algorithm}, {"segments", x.segments}, {"time_s", x.time_s}};
+        return nlohmann::json{
+            {"algorithm", x.algorithm}, {"segments", x.segments}, {"time_s", x.time_s}};
       };
-      collectives.back()["auto"] = {{"chosen", candidate(r.choices[i]->chosen)},
-                                    {"runner_up", r.choices[i]->runner_up ? candidate(*r.choices[i]->runner_up)
-                                                                          : nlohmann::json(nullptr)},
-                                    {"candidates", r.choices[i]->candidates_tried}};
+      collectives.back()["auto"] = {
+          {"chosen", candidate(r.choices[i]->chosen)},
+          {"runner_up",
+           r.choices[i]->runner_up ? candidate(*r.choices[i]->runner_up) : nlohmann::json(nullptr)},
+          {"candidates", r.choices[i]->candidates_tried}};
     }
   }
   nlohmann::json links = nlohmann::json::array();
@@ -138,8 +151,10 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r, const Tra
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t rank = 0; rank < traffic.ranks.size(); ++rank) {
     const RankTraffic& rt = traffic.ranks[rank];
-    ranks.push_back({{"rank", rank}, {"gpu", t.node(t.gpu_of_rank(static_cast<int>(rank))).name},
-                     {"sent_bytes", rt.sent}, {"received_bytes", rt.received}});
+    ranks.push_back({{"rank", rank},
+                     {"gpu", t.node(t.gpu_of_rank(static_cast<int>(rank))).name},
+                     {"sent_bytes", rt.sent},
+                     {"received_bytes", rt.received}});
     if (traffic.timed) {
       ranks.back()["busy_s"] = rt.busy_s;
       ranks.back()["idle_s"] = rt.idle_s;
@@ -147,8 +162,8 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r, const Tra
   }
   for (const auto& b : traffic.per_collective) {
     if (b.link < 0) continue;
-    collectives[b.collective]["bottleneck"] = {{"link", t.link_label(b.link)}, {"bytes", b.bytes},
-                                               {"seconds_at_full_rate", b.seconds}};
+    collectives[b.collective]["bottleneck"] = {
+        {"link", t.link_label(b.link)}, {"bytes", b.bytes}, {"seconds_at_full_rate", b.seconds}};
   }
   return {{"scenario", s.name},
           {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
@@ -165,8 +180,9 @@ void write_links_csv(std::ostream& out, const Scenario& s, const TrafficReport& 
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
     const Link& link = t.link(l);
     const LinkTraffic& lt = traffic.links[l];
-    fmt::print(out, "{},{},{},{},{},{:.12g},{:.6g},{}\n", t.node(link.src).name, t.node(link.dst).name,
-               name_of(link.kind), link.bandwidth, lt.bytes, lt.busy_s, lt.utilisation, lt.peak_transfers);
+    fmt::print(out, "{},{},{},{},{},{:.12g},{:.6g},{}\n", t.node(link.src).name,
+               t.node(link.dst).name, name_of(link.kind), link.bandwidth, lt.bytes, lt.busy_s,
+               lt.utilisation, lt.peak_transfers);
   }
 }
 
@@ -178,11 +194,13 @@ void write_ranks_csv(std::ostream& out, const TrafficReport& traffic) {
   }
 }
 
-void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
+void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                     const TrafficReport& traffic) {
   out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate\n";
   for (const auto& b : traffic.per_step)
-    fmt::print(out, "{},{},{},{},{},{:.12g}\n", r.resolved[b.collective].name, b.step, s.topology.link_label(b.link),
-               name_of(s.topology.link(b.link).kind), b.bytes, b.seconds);
+    fmt::print(out, "{},{},{},{},{},{:.12g}\n", r.resolved[b.collective].name, b.step,
+               s.topology.link_label(b.link), name_of(s.topology.link(b.link).kind), b.bytes,
+               b.seconds);
 }
 
 void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
@@ -232,7 +250,8 @@ struct TraceTransfer {
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
+void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                        const TrafficReport& traffic) {
   // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
   const int K = s.topology.num_ranks();
   std::vector<TraceTransfer> transfers;
@@ -245,8 +264,9 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
                            op.kind == OpKind::Reduce, c, transfers.size()});
     }
   }
-  std::stable_sort(transfers.begin(), transfers.end(),
-                   [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
+  std::stable_sort(
+      transfers.begin(), transfers.end(),
+      [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
   Lanes send_lanes(K), recv_lanes(K);
   std::vector<std::pair<int, int>> lane_of(transfers.size());  // (send lane, receive lane)
   for (std::size_t i = 0; i < transfers.size(); ++i)
@@ -255,7 +275,8 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
   // Thread ids: per rank, its send lanes then its receive lanes, ranks in order.
   std::vector<int> first_tid(K + 1, 0);
   for (int rank = 0; rank < K; ++rank)
-    first_tid[rank + 1] = first_tid[rank] + std::max(1, send_lanes.count(rank)) + recv_lanes.count(rank);
+    first_tid[rank + 1] =
+        first_tid[rank] + std::max(1, send_lanes.count(rank)) + recv_lanes.count(rank);
 
   fmt::memory_buffer buf;
   auto flush = [&] {
@@ -267,44 +288,61 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
     if (buf.size() > (1 << 20)) flush();
   };
   emit("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-  emit("{{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"ranks\"}}}}");
-  emit(",\n{{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"link utilisation\"}}}}");
+  emit(
+      "{{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"ranks\"}}"
+      "}}");
+  emit(
+      ",\n{{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"link "
+      "utilisation\"}}}}");
   for (int rank = 0; rank < K; ++rank) {
     const std::string gpu = s.topology.node(s.topology.gpu_of_rank(rank)).name;
     const int sends = std::max(1, send_lanes.count(rank));
     for (int lane = 0; lane < sends + recv_lanes.count(rank); ++lane) {
       const bool recv = lane >= sends;
       const int n = recv ? lane - sends : lane;
-      emit(",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"rank {} ({}) "
-           "{}{}\"}}}}",
-           first_tid[rank] + lane, rank, gpu, recv ? "recv" : "send", n ? fmt::format(" {}", n + 1) : "");
-      emit(",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{}}}}}",
-           first_tid[rank] + lane, first_tid[rank] + lane);
+      emit(
+          ",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":"
+          "\"rank {} ({}) "
+          "{}{}\"}}}}",
+          first_tid[rank] + lane, rank, gpu, recv ? "recv" : "send",
+          n ? fmt::format(" {}", n + 1) : "");
+      emit(
+          ",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_"
+          "index\":{}}}}}",
+          first_tid[rank] + lane, first_tid[rank] + lane);
     }
   }
   std::vector<std::string> quoted;
-  for (const auto& c : r.resolved) quoted.push_back(nlohmann::json(c.name).dump());  // escaped for JSON
+  for (const auto& c : r.resolved)
+    quoted.push_back(nlohmann::json(c.name).dump());  // escaped for JSON
   for (std::size_t i = 0; i < transfers.size(); ++i) {
     const TraceTransfer& x = transfers[i];
     const double ts = x.start / 1e6, dur = (x.end - x.start) / 1e6;
     const int send_tid = first_tid[x.src] + lane_of[i].first;
-    const int recv_tid = first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
+    const int recv_tid =
+        first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
     const char* what = x.reduce ? "reduce" : "copy";
     for (int side = 0; side < 2; ++side) {
-      emit(",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},\"name\":\"{} {}\\u2192{}\","
-           "\"args\":{{\"collective\":{},\"step\":{},\"bytes\":{},\"src_rank\":{},\"dst_rank\":{}}}}}",
-           side ? recv_tid : send_tid, ts, dur, quoted[x.collective], what, x.src, x.dst, quoted[x.collective], x.step,
-           x.bytes, x.src, x.dst);
+      emit(
+          ",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},\"name\":"
+          "\"{} {}\\u2192{}\","
+          "\"args\":{{\"collective\":{},\"step\":{},\"bytes\":{},\"src_rank\":{},\"dst_rank\":{}}}}"
+          "}",
+          side ? recv_tid : send_tid, ts, dur, quoted[x.collective], what, x.src, x.dst,
+          quoted[x.collective], x.step, x.bytes, x.src, x.dst);
     }
     if (x.src != x.dst && x.end > x.start) {
       // An arrow from the send slice to the receive slice. Flow events bind to the
       // slice with the same pid, tid, ts and cat (Chrome's rule), or to the slice
       // enclosing them ("bp": "e", the Trace Event Format's): both hold here.
-      emit(",\n{{\"ph\":\"s\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},\"name\":\"transfer\"}}",
-           send_tid, ts, x.id, quoted[x.collective]);
-      emit(",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},"
-           "\"name\":\"transfer\"}}",
-           recv_tid, ts, x.id, quoted[x.collective]);
+      emit(
+          ",\n{{\"ph\":\"s\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},\"name\":"
+          "\"transfer\"}}",
+          send_tid, ts, x.id, quoted[x.collective]);
+      emit(
+          ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},"
+          "\"name\":\"transfer\"}}",
+          recv_tid, ts, x.id, quoted[x.collective]);
     }
   }
   // Counter tracks: each busy link's utilisation per time bin.
@@ -313,8 +351,10 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
     if (lt.bytes == 0 || lt.bins.empty()) continue;
     const std::string name = nlohmann::json("link " + s.topology.link_label(l)).dump();
     for (int k = 0; k <= traffic.bins; ++k)
-      emit(",\n{{\"ph\":\"C\",\"pid\":1,\"ts\":{:.6f},\"name\":{},\"args\":{{\"utilisation\":{:.4g}}}}}",
-           k * traffic.bin_s * 1e6, name, k < traffic.bins ? lt.bins[k] : 0.0f);
+      emit(
+          ",\n{{\"ph\":\"C\",\"pid\":1,\"ts\":{:.6f},\"name\":{},\"args\":{{\"utilisation\":{:.4g}}"
+          "}}}",
+          k * traffic.bin_s * 1e6, name, k < traffic.bins ? lt.bins[k] : 0.0f);
   }
   emit("\n]}}\n");
   flush();

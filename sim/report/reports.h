@@ -12,17 +12,19 @@
 namespace collsim {
 
 // nccl-tests-style table, one row per collective, then the hottest links.
-std::string summary_table(const Scenario& scenario, const ScenarioResult& result, const TrafficReport& traffic,
-                          int hottest = 5);
+std::string summary_table(const Scenario& scenario, const ScenarioResult& result,
+                          const TrafficReport& traffic, int hottest = 5);
 // {scenario, topology, network, makespan_s, collectives[], links[], ranks[]}
-nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result, const TrafficReport& traffic);
+nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
+                           const TrafficReport& traffic);
 void write_links_csv(std::ostream& out, const Scenario& scenario, const TrafficReport& traffic);
 void write_ranks_csv(std::ostream& out, const TrafficReport& traffic);
 // The bottleneck link of every step of every collective.
 void write_steps_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
                      const TrafficReport& traffic);
 // Utilisation per link per time bin (rows: links; columns: bins).
-void write_utilisation_csv(std::ostream& out, const Scenario& scenario, const TrafficReport& traffic);
+void write_utilisation_csv(std::ostream& out, const Scenario& scenario,
+                           const TrafficReport& traffic);
 // Chrome trace event format (needs record_ops): per rank, send and receive tracks
 // with one slice per transfer at each end, an arrow from sender to receiver, and a
 // counter track per busy link with its utilisation over time.

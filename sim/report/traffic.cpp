@@ -45,7 +45,8 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     auto& lt = rep.links[l];
     lt.bytes = r.sim.links.bytes[l];
     lt.busy_s = to_seconds(r.sim.links.busy[l]);
-    if (rep.makespan_s > 0) lt.utilisation = static_cast<double>(lt.bytes) / (t.link(l).bandwidth * rep.makespan_s);
+    if (rep.makespan_s > 0)
+      lt.utilisation = static_cast<double>(lt.bytes) / (t.link(l).bandwidth * rep.makespan_s);
     if (rep.timed) lt.bins.assign(bins, 0.0f);
   }
   rep.ranks.resize(t.num_ranks());
@@ -69,7 +70,8 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       Bottleneck b{c, step};
       for (LinkId l : touched) {
         const double secs = step_bytes[l] / t.link(l).bandwidth;
-        if (secs > b.seconds || (secs == b.seconds && l < b.link)) b = {c, step, l, secs, step_bytes[l]};
+        if (secs > b.seconds || (secs == b.seconds && l < b.link))
+          b = {c, step, l, secs, step_bytes[l]};
         step_bytes[l] = 0;
       }
       touched.clear();
@@ -104,7 +106,9 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
         const int last = std::min(bins - 1, static_cast<int>(b / rep.bin_s));
         for (int k = first; k <= last && rate > 0; ++k) {
           const double lo = std::max(a, k * rep.bin_s), hi = std::min(b, (k + 1) * rep.bin_s);
-          if (hi > lo) rep.links[l].bins[k] += static_cast<float>(rate * (hi - lo) / (t.link(l).bandwidth * rep.bin_s));
+          if (hi > lo)
+            rep.links[l].bins[k] +=
+                static_cast<float>(rate * (hi - lo) / (t.link(l).bandwidth * rep.bin_s));
         }
       }
     }

@@ -10,10 +10,10 @@ namespace collsim {
 
 struct LinkTraffic {
   std::int64_t bytes = 0;
-  double busy_s = 0;         // at least one transfer in flight on it
-  double utilisation = 0;    // bytes / (capacity x makespan)
-  int peak_transfers = 0;    // most transfers in flight on it at once
-  std::vector<float> bins;   // utilisation per time bin (needs per-op timing)
+  double busy_s = 0;        // at least one transfer in flight on it
+  double utilisation = 0;   // bytes / (capacity x makespan)
+  int peak_transfers = 0;   // most transfers in flight on it at once
+  std::vector<float> bins;  // utilisation per time bin (needs per-op timing)
 };
 
 struct RankTraffic {
@@ -37,10 +37,10 @@ struct TrafficReport {
   int bins = 0;
   double bin_s = 0;
   std::vector<LinkTraffic> links;
-  std::vector<RankTraffic> ranks;           // by topology rank
-  std::vector<Bottleneck> per_collective;   // one per collective
-  std::vector<Bottleneck> per_step;         // every step of every collective
-  bool timed = false;                       // whether per-op timing was there (bins, busy, peaks)
+  std::vector<RankTraffic> ranks;          // by topology rank
+  std::vector<Bottleneck> per_collective;  // one per collective
+  std::vector<Bottleneck> per_step;        // every step of every collective
+  bool timed = false;                      // whether per-op timing was there (bins, busy, peaks)
 };
 
 // `bins` time bins over the makespan. Per-op timing (SimulationOptions::record_ops)

@@ -1,7 +1,7 @@
 #include "scenario/scenario.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
@@ -21,7 +21,8 @@ NetworkParams parse_network(const JsonView& v) {
   if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow", "packet"});
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
   if (auto r = v.find("routing"))
-    p.routing = r->as_choice({"ecmp", "single"}) == "ecmp" ? RoutingPolicy::Ecmp : RoutingPolicy::Single;
+    p.routing =
+        r->as_choice({"ecmp", "single"}) == "ecmp" ? RoutingPolicy::Ecmp : RoutingPolicy::Single;
   if (auto pk = v.find("packet")) {
     p.packet_bytes = pk->as_size();
     if (p.packet_bytes <= 0) pk->fail("a packet size of at least 1 byte");
@@ -37,7 +38,8 @@ void parse_placement(const JsonView& v, Topology& t) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string name = v[i].as_string();
     auto id = t.find(name);
-    if (!id || t.node(*id).kind != NodeKind::Gpu) v[i].fail_message(fmt::format("no GPU named \"{}\"", name));
+    if (!id || t.node(*id).kind != NodeKind::Gpu)
+      v[i].fail_message(fmt::format("no GPU named \"{}\"", name));
     gpus.push_back(*id);
   }
   try {
@@ -52,7 +54,8 @@ std::vector<int> parse_ranks(const JsonView& v, int topology_ranks) {
   if (ranks.empty()) v.fail("a non-empty list of ranks");
   std::set<int> seen;
   for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (!seen.insert(ranks[i]).second) v[i].fail_message(fmt::format("rank {} is listed twice", ranks[i]));
+    if (!seen.insert(ranks[i]).second)
+      v[i].fail_message(fmt::format("rank {} is listed twice", ranks[i]));
   return ranks;
 }
 
@@ -68,8 +71,9 @@ std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec
       std::vector<std::string> known;
       for (const auto& c : earlier) known.push_back(c.name);
       auto near = nearest_word(names[i], known);
-      v[i].fail_message(fmt::format("no earlier collective named \"{}\"{}", names[i],
-                                    near ? fmt::format("; did you mean \"{}\"?", *near) : std::string()));
+      v[i].fail_message(
+          fmt::format("no earlier collective named \"{}\"{}", names[i],
+                      near ? fmt::format("; did you mean \"{}\"?", *near) : std::string()));
     }
     out.push_back(static_cast<int>(it - earlier.begin()));
   }
@@ -78,21 +82,24 @@ std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec
 
 void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
   if (auto d = v.find("dtype")) c.shape.dtype = *dtype_from_name(d->as_choice(all_dtype_names()));
-  if (auto r = v.find("redop")) c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
+  if (auto r = v.find("redop"))
+    c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
   if (auto r = v.find("root")) c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
   if (v.has("routing")) return;  // sizes come from the routing
   c.bytes = v["bytes"].as_size();
   const int esize = element_size(c.shape.dtype);
   if (c.bytes % esize != 0)
-    v["bytes"].fail_message(fmt::format("{} bytes is not a whole number of {} elements ({} bytes each)", c.bytes,
-                                        name_of(c.shape.dtype), esize));
+    v["bytes"].fail_message(
+        fmt::format("{} bytes is not a whole number of {} elements ({} bytes each)", c.bytes,
+                    name_of(c.shape.dtype), esize));
   c.shape.count = c.bytes / esize;
 }
 
 void parse_algorithm(const JsonView& v, CollectiveSpec& c) {
   const auto algorithms = algorithms_for(c.shape.op);
   // Without "algorithm", the catalogue's first entry for the collective.
-  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string() : (algorithms.empty() ? "" : algorithms.front());
+  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string()
+                                   : (algorithms.empty() ? "" : algorithms.front());
   if (c.algorithm != "auto" && !find_algorithm(c.shape.op, c.algorithm)) {
     std::string list;
     for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
@@ -108,20 +115,22 @@ void parse_algorithm(const JsonView& v, CollectiveSpec& c) {
   }
   if (auto s = v.find("servers")) {
     c.options.servers = parse_ranks(*s, c.shape.ranks);
-    if (c.algorithm != "parameter_server") s->fail_message("only the parameter_server algorithm has servers");
+    if (c.algorithm != "parameter_server")
+      s->fail_message("only the parameter_server algorithm has servers");
   }
   if (auto l = v.find("levels")) {
     for (std::size_t i = 0; i < l->size(); ++i) {
       const JsonView level = (*l)[i];
       level.allow_only({"size", "algorithm"});
       c.options.level_sizes.push_back(static_cast<int>(level["size"].as_int(1, 1 << 20)));
-      c.options.level_algorithms.push_back(level.has("algorithm") ? level["algorithm"].as_string() : "ring");
+      c.options.level_algorithms.push_back(level.has("algorithm") ? level["algorithm"].as_string()
+                                                                  : "ring");
     }
     long long product = 1;
     for (int n : c.options.level_sizes) product *= n;
     if (product != c.shape.ranks)
-      l->fail_message(fmt::format("level sizes multiply to {}, but the collective has {} ranks", product,
-                                  c.shape.ranks));
+      l->fail_message(fmt::format("level sizes multiply to {}, but the collective has {} ranks",
+                                  product, c.shape.ranks));
   } else if (c.algorithm == "hierarchical" || c.algorithm == "auto") {
     c.levels_from_topology = true;
   }
@@ -137,8 +146,10 @@ std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
     std::vector<std::int64_t> tokens;
     for (std::size_t s = 0; s < m->size(); ++s) {
       const JsonView row = (*m)[s];
-      if (row.size() != static_cast<std::size_t>(ranks)) row.fail(fmt::format("a row of {} token counts", ranks));
-      for (std::size_t d = 0; d < row.size(); ++d) tokens.push_back(row[d].as_int(0, std::int64_t{1} << 40));
+      if (row.size() != static_cast<std::size_t>(ranks))
+        row.fail(fmt::format("a row of {} token counts", ranks));
+      for (std::size_t d = 0; d < row.size(); ++d)
+        tokens.push_back(row[d].as_int(0, std::int64_t{1} << 40));
     }
     return tokens;
   }
@@ -147,7 +158,8 @@ std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
   r.experts = static_cast<int>(v["experts"].as_int(1, 1 << 20));
   r.top_k = v.has("top_k") ? static_cast<int>(v["top_k"].as_int(1, r.experts)) : 1;
   if (auto load = v.find("expert_load")) {
-    if (load->size() != static_cast<std::size_t>(r.experts)) load->fail(fmt::format("{} shares, one per expert", r.experts));
+    if (load->size() != static_cast<std::size_t>(r.experts))
+      load->fail(fmt::format("{} shares, one per expert", r.experts));
     double total = 0;
     for (std::size_t e = 0; e < load->size(); ++e) {
       const double x = (*load)[e].as_number();
@@ -162,11 +174,13 @@ std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
 
 std::vector<CollectiveSpec> expand_routing(const JsonView& v, CollectiveSpec c) {
   const JsonView routing = v["routing"];
-  if (c.shape.op != CollectiveOp::AllToAll) routing.fail_message("only all_to_all collectives take a routing");
+  if (c.shape.op != CollectiveOp::AllToAll)
+    routing.fail_message("only all_to_all collectives take a routing");
   const std::int64_t token_bytes = routing["bytes_per_token"].as_size();
   const int esize = element_size(c.shape.dtype);
   if (token_bytes <= 0 || token_bytes % esize != 0)
-    routing["bytes_per_token"].fail(fmt::format("a positive multiple of {} bytes ({})", esize, name_of(c.shape.dtype)));
+    routing["bytes_per_token"].fail(
+        fmt::format("a positive multiple of {} bytes ({})", esize, name_of(c.shape.dtype)));
   const int K = c.shape.ranks;
   auto tokens = parse_routing(routing, K);
   auto elements = std::make_shared<std::vector<std::int64_t>>(tokens.size());
@@ -186,10 +200,11 @@ std::vector<CollectiveSpec> expand_routing(const JsonView& v, CollectiveSpec c) 
   return {dispatch, combine};
 }
 
-std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t index, const Topology& topology,
+std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t index,
+                                             const Topology& topology,
                                              const std::vector<CollectiveSpec>& earlier) {
-  v.allow_only({"name", "op", "algorithm", "bytes", "dtype", "redop", "root", "ranks", "after", "segments",
-                "servers", "levels", "routing"});
+  v.allow_only({"name", "op", "algorithm", "bytes", "dtype", "redop", "root", "ranks", "after",
+                "segments", "servers", "levels", "routing"});
   CollectiveSpec c;
   c.json_path = v.path();
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
@@ -219,9 +234,11 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
 
 }  // namespace
 
-Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir, std::string default_name) {
+Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
+                        std::string default_name) {
   const JsonView root(doc, "");
-  if (!root.is_object()) root.fail("a JSON object with \"topology\", \"network\" and \"collectives\"");
+  if (!root.is_object())
+    root.fail("a JSON object with \"topology\", \"network\" and \"collectives\"");
   root.allow_only({"name", "description", "topology", "placement", "network", "collectives"});
   Scenario s;
   s.name = root.has("name") ? root["name"].as_string() : std::move(default_name);
@@ -238,7 +255,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir, std
   const JsonView list = root["collectives"];
   if (list.size() == 0) list.fail("at least one collective");
   for (std::size_t i = 0; i < list.size(); ++i)
-    for (auto& c : parse_collective(list[i], i, s.topology, s.collectives)) s.collectives.push_back(std::move(c));
+    for (auto& c : parse_collective(list[i], i, s.topology, s.collectives))
+      s.collectives.push_back(std::move(c));
   return s;
 }
 
@@ -248,7 +266,8 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   if (auto b = c.find("bandwidth_Bps")) {
     const double bw = b->as_number();
     if (bw <= 0) b->fail("a positive bandwidth");
-    for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l) s.topology.set_bandwidth(l, bw);
+    for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
+      s.topology.set_bandwidth(l, bw);
   }
   if (auto kinds = c.find("links")) {
     for (const auto& [kind, entry] : kinds->raw().items()) {
@@ -270,8 +289,10 @@ std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpe
     const int host = topology.node(topology.gpu_of_rank(r)).host;
     if (host != last_host) {
       if (std::find(seen_hosts.begin(), seen_hosts.end(), host) != seen_hosts.end())
-        throw InputError(c.json_path + ".ranks", fmt::format("hierarchical needs each host's ranks next to each other; "
-                                                             "host {} appears twice along the rank order", host));
+        throw InputError(c.json_path + ".ranks",
+                         fmt::format("hierarchical needs each host's ranks next to each other; "
+                                     "host {} appears twice along the rank order",
+                                     host));
       seen_hosts.push_back(host);
       per_host_run.push_back(0);
       last_host = host;
@@ -280,9 +301,10 @@ std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpe
   }
   for (int n : per_host_run)
     if (n != per_host_run.front())
-      throw InputError(c.json_path, fmt::format("hierarchical needs the same number of ranks on every host "
-                                                "(found {} and {}); or give \"levels\"",
-                                                per_host_run.front(), n));
+      throw InputError(c.json_path,
+                       fmt::format("hierarchical needs the same number of ranks on every host "
+                                   "(found {} and {}); or give \"levels\"",
+                                   per_host_run.front(), n));
   if (per_host_run.size() == 1) return {per_host_run.front()};
   return {per_host_run.front(), static_cast<int>(per_host_run.size())};
 }

@@ -16,13 +16,13 @@ struct CollectiveSpec {
   std::string name;
   std::string json_path;  // "collectives[2]", for errors found later
   CollectiveShape shape;
-  std::string algorithm;   // "auto": the fastest under the scenario's network, chosen when run
+  std::string algorithm;  // "auto": the fastest under the scenario's network, chosen when run
   AlgorithmOptions options;
-  bool auto_segments = false;  // "segments": "auto": the fastest S, chosen when run
+  bool auto_segments = false;         // "segments": "auto": the fastest S, chosen when run
   bool levels_from_topology = false;  // hierarchical without "levels": group ranks by host
-  std::int64_t bytes = 0;      // nccl-tests' "size"
-  std::vector<int> ranks;      // topology ranks taking part, in the algorithm's rank order
-  std::vector<int> after;      // indices of collectives that must finish first
+  std::int64_t bytes = 0;             // nccl-tests' "size"
+  std::vector<int> ranks;             // topology ranks taking part, in the algorithm's rank order
+  std::vector<int> after;             // indices of collectives that must finish first
 };
 
 struct Scenario {

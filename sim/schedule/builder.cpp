@@ -74,7 +74,8 @@ void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_
   const auto& from_src = done_list(channel, src.rank);
   const auto& from_dst = done_list(channel, dst.rank);
   scratch_deps_.insert(scratch_deps_.end(), from_src.begin(), from_src.end());
-  if (dst.rank != src.rank) scratch_deps_.insert(scratch_deps_.end(), from_dst.begin(), from_dst.end());
+  if (dst.rank != src.rank)
+    scratch_deps_.insert(scratch_deps_.end(), from_dst.begin(), from_dst.end());
   std::sort(scratch_deps_.begin(), scratch_deps_.end());
   scratch_deps_.erase(std::unique(scratch_deps_.begin(), scratch_deps_.end()), scratch_deps_.end());
   schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());

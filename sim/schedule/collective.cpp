@@ -45,8 +45,12 @@ constexpr std::array<DTypeInfo, 8> kDTypes{{
 
 }  // namespace
 
-std::string_view name_of(CollectiveOp op) { return name_in(kCollectives, op); }
-std::string_view name_of(ReduceOp op) { return name_in(kReduceOps, op); }
+std::string_view name_of(CollectiveOp op) {
+  return name_in(kCollectives, op);
+}
+std::string_view name_of(ReduceOp op) {
+  return name_in(kReduceOps, op);
+}
 std::string_view name_of(DType t) {
   for (const auto& d : kDTypes)
     if (d.type == t) return d.name;
@@ -68,8 +72,12 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     if (d.name == name) return d.type;
   return std::nullopt;
 }
-std::vector<std::string> all_collective_names() { return names_in(kCollectives); }
-std::vector<std::string> all_reduce_op_names() { return names_in(kReduceOps); }
+std::vector<std::string> all_collective_names() {
+  return names_in(kCollectives);
+}
+std::vector<std::string> all_reduce_op_names() {
+  return names_in(kReduceOps);
+}
 std::vector<std::string> all_dtype_names() {
   std::vector<std::string> out;
   for (const auto& d : kDTypes) out.emplace_back(d.name);

@@ -19,10 +19,14 @@ struct Group {
   int channel = 0;
 
   int size() const { return static_cast<int>(ranks.size()); }
-  BufferRef at(int member, std::int64_t element) const { return {ranks[member], buffer, offset + element}; }
+  BufferRef at(int member, std::int64_t element) const {
+    return {ranks[member], buffer, offset + element};
+  }
   Partition chunks(int parts) const { return {count, parts}; }
   // The same ranks on a sub-range [begin, begin + n) of this group's region.
-  Group slice(std::int64_t begin, std::int64_t n) const { return {ranks, buffer, offset + begin, n, channel}; }
+  Group slice(std::int64_t begin, std::int64_t n) const {
+    return {ranks, buffer, offset + begin, n, channel};
+  }
 };
 
 // Ranks 0..K-1 on the whole of buffer 0.
@@ -37,12 +41,16 @@ inline Group whole_group(const CollectiveShape& shape) {
 // A builder with the collective's data buffers (schedule/layout.h) on every rank,
 // plus `scratch` buffers of the given sizes.
 inline ScheduleBuilder make_builder(const CollectiveShape& shape, std::string algorithm,
-                                    const std::vector<std::int64_t>& scratch = {}, int channels = 1) {
+                                    const std::vector<std::int64_t>& scratch = {},
+                                    int channels = 1) {
   const int nb = data_buffer_count(shape.op) + static_cast<int>(scratch.size());
-  return ScheduleBuilder(shape, std::move(algorithm), nb, buffer_counts_with_scratch(shape, scratch), channels);
+  return ScheduleBuilder(shape, std::move(algorithm), nb,
+                         buffer_counts_with_scratch(shape, scratch), channels);
 }
 
 // The position of `root` counted from member 0, so trees can be rooted anywhere.
-inline int rotate(int member, int root, int size) { return ((member - root) % size + size) % size; }
+inline int rotate(int member, int root, int size) {
+  return ((member - root) % size + size) % size;
+}
 
 }  // namespace collsim

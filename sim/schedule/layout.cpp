@@ -7,7 +7,9 @@ bool writes_second_buffer(CollectiveOp op) {
   return op == CollectiveOp::AllToAll || op == CollectiveOp::SendRecv;
 }
 
-Region whole(const CollectiveShape& s) { return {0, 0, s.count}; }
+Region whole(const CollectiveShape& s) {
+  return {0, 0, s.count};
+}
 Region chunk(const CollectiveShape& s, int rank) {
   const Partition p{s.count, s.ranks};
   return {0, p.begin(rank), p.size(rank)};
@@ -15,7 +17,9 @@ Region chunk(const CollectiveShape& s, int rank) {
 
 }  // namespace
 
-int data_buffer_count(CollectiveOp op) { return writes_second_buffer(op) ? 2 : 1; }
+int data_buffer_count(CollectiveOp op) {
+  return writes_second_buffer(op) ? 2 : 1;
+}
 
 std::int64_t a2a_count(const CollectiveShape& s, int src, int dst) {
   if (s.matrix) return (*s.matrix)[static_cast<std::size_t>(src) * s.ranks + dst];

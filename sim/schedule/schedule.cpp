@@ -1,7 +1,7 @@
 #include "schedule/schedule.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <numeric>
 #include <tuple>
 
@@ -96,7 +96,8 @@ std::string check_schedule(const Schedule& s) {
       if (d >= s.size()) return fmt::format("op {}: dependency {} does not exist", id, d);
       // Steps are what the replayer and reports walk: they must follow the dependencies.
       if (s.ops[d].step >= op.step)
-        return fmt::format("op {} of step {} depends on op {} of step {}", id, op.step, d, s.ops[d].step);
+        return fmt::format("op {} of step {} depends on op {} of step {}", id, op.step, d,
+                           s.ops[d].step);
     }
   }
   // Every dependency points to an earlier step, so the graph has no cycle.

@@ -32,7 +32,8 @@ struct Op {
   OpKind kind;
   std::uint8_t src_buffer;
   std::uint8_t dst_buffer;
-  std::uint8_t channel;  // independent dependency chains (e.g. the two trees of a double binary tree)
+  std::uint8_t
+      channel;  // independent dependency chains (e.g. the two trees of a double binary tree)
 
   bool is_local() const { return src_rank == dst_rank; }
 };

@@ -1,8 +1,8 @@
 #include "simulate/run_scenario.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -22,9 +22,10 @@ void check_reachable(const Scenario& s, const CollectiveSpec& c, Router& router)
   if (auto bad = router.find_unreachable(gpus)) {
     const Node& a = s.topology.node(bad->first);
     const Node& b = s.topology.node(bad->second);
-    throw InputError("topology", fmt::format("rank {} ({}) cannot reach rank {} ({}), which {} needs; "
-                                             "every pair of ranks needs a directed path",
-                                             a.rank, a.name, b.rank, b.name, c.json_path));
+    throw InputError("topology",
+                     fmt::format("rank {} ({}) cannot reach rank {} ({}), which {} needs; "
+                                 "every pair of ranks needs a directed path",
+                                 a.rank, a.name, b.rank, b.name, c.json_path));
   }
 }
 
@@ -58,13 +59,15 @@ double simulate_alone(const Scenario& scenario, Router& router, const Collective
 
 // Segment counts worth trying: powers of two up to the element count, and the
 // uncontended optimum sqrt((K-2) N / (alpha beta)) with its neighbours.
-std::vector<int> segment_candidates(const Scenario& scenario, Router& router, const CollectiveSpec& c) {
+std::vector<int> segment_candidates(const Scenario& scenario, Router& router,
+                                    const CollectiveSpec& c) {
   std::vector<int> out;
   const std::int64_t most = std::min<std::int64_t>(c.shape.count, 1 << 16);
   for (std::int64_t s = 1; s <= most; s *= 2) out.push_back(static_cast<int>(s));
   if (c.ranks.size() > 2 && scenario.network.alpha > 0) {
     const auto& t = scenario.topology;
-    const double beta = router.info(router.route(t.gpu_of_rank(c.ranks[0]), t.gpu_of_rank(c.ranks[1]))).bottleneck;
+    const double beta =
+        router.info(router.route(t.gpu_of_rank(c.ranks[0]), t.gpu_of_rank(c.ranks[1]))).bottleneck;
     const double best = std::sqrt((c.ranks.size() - 2.0) * static_cast<double>(c.bytes) /
                                   (to_seconds(scenario.network.alpha) * beta));
     for (double f : {0.8, 1.0, 1.25}) {
@@ -108,7 +111,8 @@ std::optional<AutoChoice> resolve(const Scenario& scenario, Router& router, Coll
                    [](const Candidate& a, const Candidate& b) { return a.time_s < b.time_s; });
   AutoChoice choice{results.front(), std::nullopt, static_cast<int>(results.size())};
   for (const auto& r : results) {
-    const bool other = c.algorithm == "auto" ? r.algorithm != choice.chosen.algorithm : r.segments != choice.chosen.segments;
+    const bool other = c.algorithm == "auto" ? r.algorithm != choice.chosen.algorithm
+                                             : r.segments != choice.chosen.segments;
     if (other) {
       choice.runner_up = r;
       break;

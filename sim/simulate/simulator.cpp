@@ -12,14 +12,18 @@ constexpr int kOpBits = 40;
 TransferId transfer_id(std::size_t task, OpId op) {
   return (static_cast<TransferId>(task) << kOpBits) | op;
 }
-std::size_t task_of(TransferId id) { return static_cast<std::size_t>(id >> kOpBits); }
-OpId op_of(TransferId id) { return static_cast<OpId>(id & ((TransferId{1} << kOpBits) - 1)); }
+std::size_t task_of(TransferId id) {
+  return static_cast<std::size_t>(id >> kOpBits);
+}
+OpId op_of(TransferId id) {
+  return static_cast<OpId>(id & ((TransferId{1} << kOpBits) - 1));
+}
 
 }  // namespace
 
 struct Simulator::TaskState {
   ScheduleGraph graph;
-  std::vector<PathId> path;        // per op
+  std::vector<PathId> path;            // per op
   std::vector<std::uint32_t> waiting;  // per op: dependencies not yet done
   std::size_t ops_left = 0;
   std::size_t prerequisites_left = 0;
@@ -38,13 +42,16 @@ void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
   engine_.schedule(at, kNetworkWakeup, cookie);
 }
 
-void Simulator::transfer_finished(TransferId id) { finish_op(task_of(id), op_of(id)); }
+void Simulator::transfer_finished(TransferId id) {
+  finish_op(task_of(id), op_of(id));
+}
 
 void Simulator::prepare_task(std::size_t index) {
   const CollectiveTask& task = (*tasks_)[index];
   const Schedule& s = *task.schedule;
   if (static_cast<int>(task.rank_gpu.size()) != s.shape.ranks)
-    throw std::invalid_argument("task \"" + task.name + "\": rank placement does not match the schedule");
+    throw std::invalid_argument("task \"" + task.name +
+                                "\": rank placement does not match the schedule");
   TaskState& st = state_.emplace_back(s);
   // Most ops reuse a route, and a rank mostly talks to the peer it talked to last:
   // a one-entry memo per source rank answers those without hashing. New pairs are
@@ -66,7 +73,8 @@ void Simulator::prepare_task(std::size_t index) {
     const Op& op = s.ops[id];
     if (op.is_local()) continue;
     st.path[id] = lookup(op);
-    if (st.path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    if (st.path[id] < 0)
+      missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
   }
   if (!missing.empty()) {
     router_.prepare(missing);
@@ -96,7 +104,8 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     for (int before : tasks[i].after) {
       if (before < 0 || static_cast<std::size_t>(before) >= i)
-        throw std::invalid_argument("task \"" + tasks[i].name + "\" may only wait on earlier tasks");
+        throw std::invalid_argument("task \"" + tasks[i].name +
+                                    "\" may only wait on earlier tasks");
       state_[before].dependents.push_back(i);
     }
     state_[i].prerequisites_left = tasks[i].after.size();

@@ -1,8 +1,8 @@
 #include "sweep/sweep.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -16,16 +16,19 @@ std::vector<std::int64_t> parse_sizes(const std::string& text, const std::string
   std::vector<std::int64_t> out;
   auto size_of = [](const std::string& s) {
     auto v = parse_size(s);
-    if (!v || *v <= 0) throw InputError("--sizes", fmt::format("expected a size like \"1KiB\", got \"{}\"", s));
+    if (!v || *v <= 0)
+      throw InputError("--sizes", fmt::format("expected a size like \"1KiB\", got \"{}\"", s));
     return *v;
   };
   if (auto dots = text.find(".."); dots != std::string::npos) {
     const std::int64_t lo = size_of(text.substr(0, dots)), hi = size_of(text.substr(dots + 2));
-    if (step.size() < 2 || step[0] != 'x') throw InputError("--step", "expected a factor like \"x2\"");
+    if (step.size() < 2 || step[0] != 'x')
+      throw InputError("--step", "expected a factor like \"x2\"");
     const double factor = std::stod(step.substr(1));
     if (!(factor > 1)) throw InputError("--step", "the factor must be more than 1");
     if (lo > hi) throw InputError("--sizes", "the first size must not exceed the last");
-    for (double v = static_cast<double>(lo); v <= hi * (1 + 1e-12); v *= factor) out.push_back(std::llround(v));
+    for (double v = static_cast<double>(lo); v <= hi * (1 + 1e-12); v *= factor)
+      out.push_back(std::llround(v));
   } else {
     for (std::size_t a = 0; a <= text.size();) {
       std::size_t b = text.find(',', a);
@@ -52,17 +55,24 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
                       const std::function<void(std::size_t, std::size_t)>& progress) {
   SweepResult out;
   for (const auto& c : s.collectives)
-    if (req.collective.empty() ? &c == &s.collectives.front() : c.name == req.collective) out.spec = &c;
-  if (!out.spec) throw InputError("--collective", "no collective named \"" + req.collective + "\" in the scenario");
+    if (req.collective.empty() ? &c == &s.collectives.front() : c.name == req.collective)
+      out.spec = &c;
+  if (!out.spec)
+    throw InputError("--collective",
+                     "no collective named \"" + req.collective + "\" in the scenario");
   const CollectiveSpec& base = *out.spec;
-  std::vector<int> rank_counts = req.rank_counts.empty() ? std::vector<int>{base.shape.ranks} : req.rank_counts;
+  std::vector<int> rank_counts =
+      req.rank_counts.empty() ? std::vector<int>{base.shape.ranks} : req.rank_counts;
   for (int n : rank_counts)
     if (n < 1 || n > s.topology.num_ranks())
-      throw InputError("--ranks", fmt::format("{} ranks; the topology has {} GPUs", n, s.topology.num_ranks()));
-  std::vector<std::string> algorithms = req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
+      throw InputError(
+          "--ranks", fmt::format("{} ranks; the topology has {} GPUs", n, s.topology.num_ranks()));
+  std::vector<std::string> algorithms =
+      req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
   for (const auto& a : algorithms)
     if (!find_algorithm(base.shape.op, a))
-      throw InputError("--algorithms", fmt::format("no algorithm \"{}\" for {}", a, name_of(base.shape.op)));
+      throw InputError("--algorithms",
+                       fmt::format("no algorithm \"{}\" for {}", a, name_of(base.shape.op)));
 
   const std::size_t total = rank_counts.size() * algorithms.size() * req.sizes.size();
   const int esize = element_size(base.shape.dtype);
@@ -81,19 +91,21 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         c.shape.ranks = static_cast<int>(c.ranks.size());
         c.shape.count = bytes / esize;  // like nccl-tests: count = size / type size
         c.bytes = c.shape.count * esize;
-        if (a == "hierarchical" && !c.levels_from_topology && c.options.level_sizes.empty()) c.levels_from_topology = true;
+        if (a == "hierarchical" && !c.levels_from_topology && c.options.level_sizes.empty())
+          c.levels_from_topology = true;
         if (a == "hierarchical" && !req.rank_counts.empty()) c.options.level_sizes.clear();
         one.collectives = {c};
         const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
         const auto& o = r.outcomes[0];
-        out.rows.push_back({static_cast<int>(c.ranks.size()), a, c.bytes, c.shape.count, o.time_s, o.algbw_Bps,
-                            o.busbw_Bps, false});
+        out.rows.push_back({static_cast<int>(c.ranks.size()), a, c.bytes, c.shape.count, o.time_s,
+                            o.algbw_Bps, o.busbw_Bps, false});
         if (progress) progress(out.rows.size(), total);
       }
     }
     // Winners per size, then where they change.
     const std::size_t per_alg = req.sizes.size();
-    std::vector<std::size_t> best(per_alg);  // row index of the fastest at each size; ties to the earlier
+    std::vector<std::size_t> best(
+        per_alg);  // row index of the fastest at each size; ties to the earlier
     for (std::size_t k = 0; k < per_alg; ++k) {
       best[k] = first_row + k;
       for (std::size_t a = 1; a < algorithms.size(); ++a) {
@@ -106,14 +118,16 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
       const SweepRow& lo = out.rows[best[k - 1]];
       const SweepRow& hi = out.rows[best[k]];
       if (lo.algorithm == hi.algorithm) continue;
-      const std::size_t a = (best[k - 1] - first_row) / per_alg, b = (best[k] - first_row) / per_alg;
+      const std::size_t a = (best[k - 1] - first_row) / per_alg,
+                        b = (best[k] - first_row) / per_alg;
       const auto& ra0 = out.rows[first_row + a * per_alg + k - 1];
       const auto& ra1 = out.rows[first_row + a * per_alg + k];
       const auto& rb0 = out.rows[first_row + b * per_alg + k - 1];
       const auto& rb1 = out.rows[first_row + b * per_alg + k];
-      out.crossovers.push_back({n, lo.algorithm, hi.algorithm, lo.bytes, hi.bytes,
-                                crossing(static_cast<double>(lo.bytes), static_cast<double>(hi.bytes), ra0.time_s,
-                                         ra1.time_s, rb0.time_s, rb1.time_s)});
+      out.crossovers.push_back(
+          {n, lo.algorithm, hi.algorithm, lo.bytes, hi.bytes,
+           crossing(static_cast<double>(lo.bytes), static_cast<double>(hi.bytes), ra0.time_s,
+                    ra1.time_s, rb0.time_s, rb1.time_s)});
     }
   }
   return out;
@@ -122,51 +136,66 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
 std::string sweep_table(const Scenario& s, const SweepResult& r) {
   const auto& c = *r.spec;
   const std::string root = is_rooted(c.shape.op) ? std::to_string(c.shape.root) : "-1";
-  const std::string redop = is_reducing(c.shape.op) ? std::string(name_of(c.shape.reduce_op)) : "none";
-  std::string out = fmt::format("# collsim sweep {}: {} on {} ({}), network {} (alpha {})\n", s.name,
-                                name_of(c.shape.op), s.topology.name, s.topology.num_ranks(), s.network.model,
-                                format_duration(to_seconds(s.network.alpha)));
-  out += "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at that size\n";
+  const std::string redop =
+      is_reducing(c.shape.op) ? std::string(name_of(c.shape.reduce_op)) : "none";
+  std::string out =
+      fmt::format("# collsim sweep {}: {} on {} ({}), network {} (alpha {})\n", s.name,
+                  name_of(c.shape.op), s.topology.name, s.topology.num_ranks(), s.network.model,
+                  format_duration(to_seconds(s.network.alpha)));
+  out +=
+      "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at "
+      "that size\n";
   int ranks = -1;
   std::string algorithm;
   for (const auto& row : r.rows) {
     if (row.ranks != ranks || row.algorithm != algorithm) {
       ranks = row.ranks;
       algorithm = row.algorithm;
-      out += fmt::format("#\n# ranks {}, algorithm {}\n# {:>12} {:>12} {:>9} {:>6} {:>5} {:>12} {:>9} {:>9}\n", ranks,
-                         algorithm, "size", "count", "type", "redop", "root", "time", "algbw", "busbw");
+      out += fmt::format(
+          "#\n# ranks {}, algorithm {}\n# {:>12} {:>12} {:>9} {:>6} {:>5} {:>12} {:>9} {:>9}\n",
+          ranks, algorithm, "size", "count", "type", "redop", "root", "time", "algbw", "busbw");
     }
-    out += fmt::format("  {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {}\n", row.bytes, row.count,
-                       name_of(c.shape.dtype), redop, root, row.time_s * 1e6, row.algbw_Bps / 1e9,
-                       row.busbw_Bps / 1e9, row.winner ? "*" : "");
+    out += fmt::format("  {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {}\n",
+                       row.bytes, row.count, name_of(c.shape.dtype), redop, root, row.time_s * 1e6,
+                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? "*" : "");
   }
   out += "#\n";
   if (r.crossovers.empty()) out += "# no crossover: one algorithm wins at every size\n";
   for (const auto& x : r.crossovers)
     out += fmt::format("# ranks {}: {} -> {} at {} (between {} and {})\n", x.ranks, x.from, x.to,
-                       format_bytes(static_cast<std::int64_t>(std::llround(x.estimate))), format_bytes(x.below),
-                       format_bytes(x.above));
+                       format_bytes(static_cast<std::int64_t>(std::llround(x.estimate))),
+                       format_bytes(x.below), format_bytes(x.above));
   return out;
 }
 
 void write_sweep_csv(std::ostream& out, const Scenario&, const SweepResult& r) {
   out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner\n";
   for (const auto& row : r.rows)
-    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", row.ranks, row.algorithm, row.bytes, row.count,
-                       name_of(r.spec->shape.dtype), row.time_s * 1e6, row.algbw_Bps / 1e9, row.busbw_Bps / 1e9,
-                       row.winner ? 1 : 0);
+    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", row.ranks, row.algorithm,
+                       row.bytes, row.count, name_of(r.spec->shape.dtype), row.time_s * 1e6,
+                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? 1 : 0);
 }
 
 nlohmann::json sweep_json(const Scenario& s, const SweepResult& r) {
   nlohmann::json rows = nlohmann::json::array(), xs = nlohmann::json::array();
   for (const auto& row : r.rows)
-    rows.push_back({{"ranks", row.ranks}, {"algorithm", row.algorithm}, {"bytes", row.bytes}, {"count", row.count},
-                    {"time_s", row.time_s}, {"algbw_GBps", row.algbw_Bps / 1e9}, {"busbw_GBps", row.busbw_Bps / 1e9},
+    rows.push_back({{"ranks", row.ranks},
+                    {"algorithm", row.algorithm},
+                    {"bytes", row.bytes},
+                    {"count", row.count},
+                    {"time_s", row.time_s},
+                    {"algbw_GBps", row.algbw_Bps / 1e9},
+                    {"busbw_GBps", row.busbw_Bps / 1e9},
                     {"winner", row.winner}});
   for (const auto& x : r.crossovers)
-    xs.push_back({{"ranks", x.ranks}, {"from", x.from}, {"to", x.to}, {"below_bytes", x.below},
-                  {"above_bytes", x.above}, {"estimate_bytes", x.estimate}});
-  return {{"scenario", s.name}, {"op", name_of(r.spec->shape.op)}, {"rows", rows}, {"crossovers", xs}};
+    xs.push_back({{"ranks", x.ranks},
+                  {"from", x.from},
+                  {"to", x.to},
+                  {"below_bytes", x.below},
+                  {"above_bytes", x.above},
+                  {"estimate_bytes", x.estimate}});
+  return {
+      {"scenario", s.name}, {"op", name_of(r.spec->shape.op)}, {"rows", rows}, {"crossovers", xs}};
 }
 
 namespace {
@@ -187,33 +216,57 @@ void plot(std::ostream& out, const SweepResult& r, int ranks, const char* id, co
   if (lines.empty() || xmax <= xmin || ymax <= 0) return;
   if (ymax <= ymin) ymax = ymin * 10;
   const int W = 640, H = 360, L = 70, B = 40;
-  auto X = [&](double x) { return L + (W - L - 10) * (std::log10(x) - std::log10(xmin)) / (std::log10(xmax) - std::log10(xmin)); };
-  auto Y = [&](double y) { return H - B - (H - B - 10) * (std::log10(y) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin)); };
-  out << fmt::format("<svg id=\"{}-{}\" class=\"plot\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-                     id, ranks, W + 160, H);
-  out << fmt::format("<rect x=\"{}\" y=\"10\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", L,
-                     W - L - 10, H - B - 10);
+  auto X = [&](double x) {
+    return L + (W - L - 10) * (std::log10(x) - std::log10(xmin)) /
+                   (std::log10(xmax) - std::log10(xmin));
+  };
+  auto Y = [&](double y) {
+    return H - B -
+           (H - B - 10) * (std::log10(y) - std::log10(ymin)) /
+               (std::log10(ymax) - std::log10(ymin));
+  };
+  out << fmt::format(
+      "<svg id=\"{}-{}\" class=\"plot\" width=\"{}\" height=\"{}\" "
+      "xmlns=\"http://www.w3.org/2000/svg\">\n",
+      id, ranks, W + 160, H);
+  out << fmt::format(
+      "<rect x=\"{}\" y=\"10\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", L,
+      W - L - 10, H - B - 10);
   for (double d = std::pow(10, std::floor(std::log10(xmin))); d <= xmax; d *= 10)
-    if (d >= xmin) out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"label\" text-anchor=\"middle\">{}</text>\n", X(d), H - B + 14, format_bytes(static_cast<std::int64_t>(d)));
+    if (d >= xmin)
+      out << fmt::format(
+          "<text x=\"{:.1f}\" y=\"{}\" class=\"label\" text-anchor=\"middle\">{}</text>\n", X(d),
+          H - B + 14, format_bytes(static_cast<std::int64_t>(d)));
   for (double d = std::pow(10, std::floor(std::log10(ymin))); d <= ymax; d *= 10)
-    if (d >= ymin) out << fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"label\" text-anchor=\"end\">{:g}</text>\n", L - 4, Y(d) + 3, d);
-  out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"label\">size</text><text x=\"4\" y=\"12\" class=\"label\">{}</text>\n",
-                     W / 2, H - 6, ylabel);
+    if (d >= ymin)
+      out << fmt::format(
+          "<text x=\"{}\" y=\"{:.1f}\" class=\"label\" text-anchor=\"end\">{:g}</text>\n", L - 4,
+          Y(d) + 3, d);
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{}\" class=\"label\">size</text><text x=\"4\" y=\"12\" "
+      "class=\"label\">{}</text>\n",
+      W / 2, H - 6, ylabel);
   int i = 0;
   for (const auto& [name, rows] : lines) {
     const std::string colour = fmt::format("hsl({},70%,45%)", (i * 83) % 360);
     std::string points;
-    for (const auto* row : rows) points += fmt::format("{:.1f},{:.1f} ", X(static_cast<double>(row->bytes)), Y(value(*row)));
-    out << fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"><title>{}</title></polyline>\n",
-                       points, colour, name);
-    out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"label\" fill=\"{}\">{}</text>\n", W, 24 + 14 * i, colour, name);
+    for (const auto* row : rows)
+      points += fmt::format("{:.1f},{:.1f} ", X(static_cast<double>(row->bytes)), Y(value(*row)));
+    out << fmt::format(
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"2\"><title>{}</title></polyline>\n",
+        points, colour, name);
+    out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"label\" fill=\"{}\">{}</text>\n", W,
+                       24 + 14 * i, colour, name);
     ++i;
   }
   for (const auto& x : r.crossovers) {
     if (x.ranks != ranks || x.estimate < xmin || x.estimate > xmax) continue;
-    out << fmt::format("<line class=\"crossover\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"10\" y2=\"{1}\" stroke=\"#444\" "
-                       "stroke-dasharray=\"4 3\"><title>{2} -> {3} at {4}</title></line>\n",
-                       X(x.estimate), H - B, x.from, x.to, format_bytes(static_cast<std::int64_t>(x.estimate)));
+    out << fmt::format(
+        "<line class=\"crossover\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"10\" y2=\"{1}\" "
+        "stroke=\"#444\" "
+        "stroke-dasharray=\"4 3\"><title>{2} -> {3} at {4}</title></line>\n",
+        X(x.estimate), H - B, x.from, x.to, format_bytes(static_cast<std::int64_t>(x.estimate)));
   }
   out << "</svg>\n";
 }
@@ -221,17 +274,22 @@ void plot(std::ostream& out, const SweepResult& r, int ranks, const char* id, co
 }  // namespace
 
 void write_sweep_html(std::ostream& out, const Scenario& s, const SweepResult& r) {
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>collsim sweep</title>\n"
-         "<style>body{font-family:sans-serif;margin:20px}.label{font-size:10px;fill:#333}</style></head><body>\n";
-  out << fmt::format("<h1>collsim sweep: {} on {}</h1>\n", name_of(r.spec->shape.op), s.topology.name);
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>collsim "
+         "sweep</title>\n"
+         "<style>body{font-family:sans-serif;margin:20px}.label{font-size:10px;fill:#333}</style></"
+         "head><body>\n";
+  out << fmt::format("<h1>collsim sweep: {} on {}</h1>\n", name_of(r.spec->shape.op),
+                     s.topology.name);
   std::vector<int> rank_counts;
   for (const auto& row : r.rows)
-    if (std::find(rank_counts.begin(), rank_counts.end(), row.ranks) == rank_counts.end()) rank_counts.push_back(row.ranks);
+    if (std::find(rank_counts.begin(), rank_counts.end(), row.ranks) == rank_counts.end())
+      rank_counts.push_back(row.ranks);
   for (int n : rank_counts) {
     out << fmt::format("<h2>{} ranks</h2>\n<h3>Time (us) vs size</h3>\n", n);
     plot(out, r, n, "time", "time (us)", [](const SweepRow& row) { return row.time_s * 1e6; });
     out << "<h3>Bus bandwidth (GB/s) vs size</h3>\n";
-    plot(out, r, n, "busbw", "busbw (GB/s)", [](const SweepRow& row) { return row.busbw_Bps / 1e9; });
+    plot(out, r, n, "busbw", "busbw (GB/s)",
+         [](const SweepRow& row) { return row.busbw_Bps / 1e9; });
     out << "<ul>\n";
     for (const auto& x : r.crossovers)
       if (x.ranks == n)

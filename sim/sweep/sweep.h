@@ -32,9 +32,9 @@ struct SweepRow {
 
 struct Crossover {
   int ranks;
-  std::string from, to;      // the winner below, the winner above
+  std::string from, to;       // the winner below, the winner above
   std::int64_t below, above;  // the sizes either side
-  double estimate;           // where the two algorithms' time lines cross, in bytes
+  double estimate;            // where the two algorithms' time lines cross, in bytes
 };
 
 struct SweepResult {

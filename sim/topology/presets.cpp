@@ -1,24 +1,27 @@
 #include "topology/presets.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 namespace collsim {
 namespace {
 
 std::vector<NodeId> add_gpus(Topology& t, int gpus, int host = 0) {
   std::vector<NodeId> ids;
-  for (int r = 0; r < gpus; ++r) ids.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, host}));
+  for (int r = 0; r < gpus; ++r)
+    ids.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, host}));
   return ids;
 }
 
 // A server's GPUs on their NVSwitch, each with a NIC on PCIe; returns the NICs.
-std::vector<NodeId> add_server(Topology& t, const ServerParams& p, int host, int first_rank, bool named_by_host) {
+std::vector<NodeId> add_server(Topology& t, const ServerParams& p, int host, int first_rank,
+                               bool named_by_host) {
   const std::string prefix = named_by_host ? fmt::format("n{}.", host) : "";
   const NodeId sw = t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host});
   std::vector<NodeId> nics;
   for (int i = 0; i < p.gpus; ++i) {
-    const NodeId gpu = t.add_node({fmt::format("{}gpu{}", prefix, i), NodeKind::Gpu, first_rank + i, host});
+    const NodeId gpu =
+        t.add_node({fmt::format("{}gpu{}", prefix, i), NodeKind::Gpu, first_rank + i, host});
     const NodeId nic = t.add_node({fmt::format("{}nic{}", prefix, i), NodeKind::Nic, -1, host});
     t.add_duplex(gpu, sw, p.nvlink, p.nvlink_latency, LinkKind::NvLink);
     t.add_duplex(gpu, nic, p.pcie, 0, LinkKind::Pcie);
@@ -33,13 +36,15 @@ Topology make_switch_topology(int gpus, double bandwidth, Time latency, LinkKind
   Topology t;
   t.name = fmt::format("switch-{}", gpus);
   const auto ids = add_gpus(t, gpus);
-  const NodeId sw = t.add_node({"switch", kind == LinkKind::NvLink ? NodeKind::NvSwitch : NodeKind::Switch});
+  const NodeId sw =
+      t.add_node({"switch", kind == LinkKind::NvLink ? NodeKind::NvSwitch : NodeKind::Switch});
   for (NodeId g : ids) t.add_duplex(g, sw, bandwidth, latency, kind);
   t.assign_ranks();
   return t;
 }
 
-Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidirectional, LinkKind kind) {
+Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidirectional,
+                            LinkKind kind) {
   Topology t;
   t.name = fmt::format("ring-{}", gpus);
   const auto ids = add_gpus(t, gpus);
@@ -70,16 +75,20 @@ Topology make_cluster_topology(const ClusterParams& p) {
   Topology t;
   t.name = fmt::format("cluster-{}x{}", p.nodes, p.server.gpus);
   std::vector<std::vector<NodeId>> nics;  // [node][rail]
-  for (int n = 0; n < p.nodes; ++n) nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));
-  const int per_leaf = std::max(1, static_cast<int>(std::floor(p.radix * p.oversubscription / (p.oversubscription + 1))));
+  for (int n = 0; n < p.nodes; ++n)
+    nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));
+  const int per_leaf = std::max(
+      1, static_cast<int>(std::floor(p.radix * p.oversubscription / (p.oversubscription + 1))));
   const int leaves_per_rail = (p.nodes + per_leaf - 1) / per_leaf;
   std::vector<NodeId> spines;
-  for (int s = 0; s < p.spines; ++s) spines.push_back(t.add_node({fmt::format("spine{}", s), NodeKind::Spine}));
+  for (int s = 0; s < p.spines; ++s)
+    spines.push_back(t.add_node({fmt::format("spine{}", s), NodeKind::Spine}));
   for (int rail = 0; rail < p.server.gpus; ++rail) {
     for (int j = 0; j < leaves_per_rail; ++j) {
       const NodeId leaf = t.add_node({fmt::format("leaf{}.{}", rail, j), NodeKind::Leaf});
       const int first = j * per_leaf, last = std::min(p.nodes, first + per_leaf);
-      for (int n = first; n < last; ++n) t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
+      for (int n = first; n < last; ++n)
+        t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
       // Uplinks carry 1/o of what the leaf's servers can send, split over the spines.
       const double up = (last - first) * p.server.nic / p.oversubscription / p.spines;
       if (p.nodes > 1 && p.server.gpus > 1)
@@ -109,7 +118,8 @@ Topology make_multidim_topology(const std::vector<Dimension>& dims, const std::s
   // A GPU's host is its position beyond the first dimension (the first is the server).
   std::vector<NodeId> gpus;
   for (int r = 0; r < total; ++r)
-    gpus.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, dims.empty() ? 0 : r / dims[0].size}));
+    gpus.push_back(t.add_node(
+        {fmt::format("gpu{}", r), NodeKind::Gpu, r, dims.empty() ? 0 : r / dims[0].size}));
   for (std::size_t k = 0; k < dims.size(); ++k) {
     const Dimension& d = dims[k];
     for (int r = 0; r < total; ++r) {
@@ -127,7 +137,8 @@ Topology make_multidim_topology(const std::vector<Dimension>& dims, const std::s
         }
       } else {
         for (int i = 0; i < d.size; ++i)
-          for (int j = i + 1; j < d.size; ++j) t.add_duplex(line[i], line[j], d.bandwidth, d.latency, d.kind);
+          for (int j = i + 1; j < d.size; ++j)
+            t.add_duplex(line[i], line[j], d.bandwidth, d.latency, d.kind);
       }
     }
   }

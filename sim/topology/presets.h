@@ -8,7 +8,8 @@
 namespace collsim {
 
 // K GPUs, each with one full-duplex link to a single non-blocking switch.
-Topology make_switch_topology(int gpus, double bandwidth, Time latency, LinkKind kind = LinkKind::NvLink);
+Topology make_switch_topology(int gpus, double bandwidth, Time latency,
+                              LinkKind kind = LinkKind::NvLink);
 // K GPUs in a ring of neighbour links (both directions unless `bidirectional` is false).
 Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidirectional = true,
                             LinkKind kind = LinkKind::NvLink);
@@ -17,8 +18,8 @@ struct ServerParams {
   int gpus = 8;
   double nvlink = 450e9;  // per GPU per direction, through the NVSwitch fabric
   Time nvlink_latency = 0;
-  double pcie = 64e9;     // GPU to its NIC (PCIe Gen5 x16)
-  double nic = 50e9;      // 400 Gb/s InfiniBand NDR per GPU
+  double pcie = 64e9;  // GPU to its NIC (PCIe Gen5 x16)
+  double nic = 50e9;   // 400 Gb/s InfiniBand NDR per GPU
   Time nic_latency = 0;
 };
 
@@ -54,6 +55,7 @@ struct Dimension {
   Time latency = 0;
   LinkKind kind = LinkKind::NvLink;
 };
-Topology make_multidim_topology(const std::vector<Dimension>& dims, const std::string& name = "multidim");
+Topology make_multidim_topology(const std::vector<Dimension>& dims,
+                                const std::string& name = "multidim");
 
 }  // namespace collsim

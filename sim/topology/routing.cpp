@@ -12,8 +12,9 @@
 namespace collsim {
 
 struct Router::Graph {
-  using Type = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
-                                     boost::no_property, boost::property<boost::edge_index_t, LinkId>>;
+  using Type =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                            boost::property<boost::edge_index_t, LinkId>>;
   Type g;
 };
 
@@ -29,7 +30,8 @@ std::uint64_t pair_key(NodeId a, NodeId b) {
 template <class G>
 class ShortestPathRecorder : public boost::default_bfs_visitor {
  public:
-  ShortestPathRecorder(std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds) : dist_(&dist), preds_(&preds) {}
+  ShortestPathRecorder(std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds)
+      : dist_(&dist), preds_(&preds) {}
   template <class Edge>
   void tree_edge(Edge e, const G& g) const {
     const auto u = boost::source(e, g), v = boost::target(e, g);
@@ -48,12 +50,14 @@ class ShortestPathRecorder : public boost::default_bfs_visitor {
 };
 
 template <class G>
-void shortest_paths(const G& g, NodeId source, std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds) {
+void shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
+                    std::vector<std::vector<LinkId>>& preds) {
   dist.assign(dist.size(), -1);
   for (auto& p : preds) p.clear();
   dist[source] = 0;
-  boost::breadth_first_search(g, static_cast<typename boost::graph_traits<G>::vertex_descriptor>(source),
-                              boost::visitor(ShortestPathRecorder<G>(dist, preds)));
+  boost::breadth_first_search(
+      g, static_cast<typename boost::graph_traits<G>::vertex_descriptor>(source),
+      boost::visitor(ShortestPathRecorder<G>(dist, preds)));
 }
 
 template <class G>
@@ -119,7 +123,9 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
     shortest_paths(graph_->g, src, dist_, preds_);
     direct_only_ = false;
   }
-  if (dist_[dst] < 0) throw std::runtime_error(topology_.node(src).name + " cannot reach " + topology_.node(dst).name);
+  if (dist_[dst] < 0)
+    throw std::runtime_error(topology_.node(src).name + " cannot reach " +
+                             topology_.node(dst).name);
   PathInfo info;
   info.first = static_cast<std::uint32_t>(links_.size());
   info.bottleneck = std::numeric_limits<double>::infinity();
@@ -127,8 +133,12 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   for (NodeId at = dst; at != src;) {
     const auto& choices = preds_[at];
     // ECMP: a hash of (source, destination, hop) picks among equal-cost links.
-    const std::size_t k = policy_ == RoutingPolicy::Ecmp ? mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size() : 0;
-    const LinkId l = policy_ == RoutingPolicy::Ecmp ? choices[k] : *std::min_element(choices.begin(), choices.end());
+    const std::size_t k = policy_ == RoutingPolicy::Ecmp
+                              ? mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size()
+                              : 0;
+    const LinkId l = policy_ == RoutingPolicy::Ecmp
+                         ? choices[k]
+                         : *std::min_element(choices.begin(), choices.end());
     links_.push_back(l);
     info.latency += topology_.link(l).latency;
     info.bottleneck = std::min(info.bottleneck, topology_.link(l).bandwidth);
@@ -150,7 +160,8 @@ void Router::prepare(std::span<const std::pair<NodeId, NodeId>> pairs) {
     if (!cache_.contains(key) && seen.insert(key).second) todo.push_back(key);
   }
   std::sort(todo.begin(), todo.end());
-  for (std::uint64_t key : todo) route(static_cast<NodeId>(key >> 32), static_cast<NodeId>(key & 0xffffffffu));
+  for (std::uint64_t key : todo)
+    route(static_cast<NodeId>(key >> 32), static_cast<NodeId>(key & 0xffffffffu));
 }
 
 PathId Router::cached(NodeId src, NodeId dst) const {
@@ -167,7 +178,8 @@ PathId Router::route(NodeId src, NodeId dst) {
   return id;
 }
 
-std::optional<std::pair<NodeId, NodeId>> Router::find_unreachable(std::span<const NodeId> nodes) const {
+std::optional<std::pair<NodeId, NodeId>> Router::find_unreachable(
+    std::span<const NodeId> nodes) const {
   if (nodes.size() < 2) return std::nullopt;
   // Every node reaches nodes[0] and nodes[0] reaches every node, or some pair fails.
   const std::size_t n = topology_.nodes().size();

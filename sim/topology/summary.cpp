@@ -7,8 +7,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/graphviz.hpp>
 #pragma GCC diagnostic pop
-#include <boost/graph/push_relabel_max_flow.hpp>
 #include <fmt/format.h>
+#include <boost/graph/push_relabel_max_flow.hpp>
 #include <map>
 
 #include "core/units.h"
@@ -19,9 +19,10 @@ namespace {
 using FlowTraits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
 using FlowGraph = boost::adjacency_list<
     boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-    boost::property<boost::edge_capacity_t, long long,
-                    boost::property<boost::edge_residual_capacity_t, long long,
-                                    boost::property<boost::edge_reverse_t, FlowTraits::edge_descriptor>>>>;
+    boost::property<
+        boost::edge_capacity_t, long long,
+        boost::property<boost::edge_residual_capacity_t, long long,
+                        boost::property<boost::edge_reverse_t, FlowTraits::edge_descriptor>>>>;
 
 void add_flow_edge(FlowGraph& g, std::size_t a, std::size_t b, long long capacity) {
   auto cap = boost::get(boost::edge_capacity, g);
@@ -42,7 +43,8 @@ double bisection_bandwidth(const Topology& t) {
   const std::size_t n = t.nodes().size();
   FlowGraph g(n + 2);
   const std::size_t source = n, sink = n + 1;
-  // Capacities in kB/s; "unbounded" is more than all links together, and no more (sums must not overflow).
+  // Capacities in kB/s; "unbounded" is more than all links together, and no more (sums must not
+  // overflow).
   long long unbounded = 1;
   for (const Link& l : t.links()) {
     const auto cap = static_cast<long long>(l.bandwidth / 1e3);
@@ -67,8 +69,8 @@ std::string topology_summary(const Topology& t) {
     ++count;
     total += l.bandwidth;
   }
-  std::string out = fmt::format("topology {}: {} GPUs, {} nodes, {} directed links\n", t.name, t.num_ranks(),
-                                t.nodes().size(), t.links().size());
+  std::string out = fmt::format("topology {}: {} GPUs, {} nodes, {} directed links\n", t.name,
+                                t.num_ranks(), t.nodes().size(), t.links().size());
   out += "nodes:";
   for (const auto& [kind, count] : nodes) out += fmt::format(" {} {}", count, kind);
   out += "\nlinks (directed):";
@@ -83,25 +85,28 @@ std::string topology_summary(const Topology& t) {
     for (const auto& [kind, bw] : inject) out += fmt::format(" {} {}", kind, format_bandwidth(bw));
     out += "\n";
   }
-  out += fmt::format("bisection bandwidth (ranks 0..{} to the rest, one direction): {}\n", t.num_ranks() / 2 - 1,
-                     format_bandwidth(bisection_bandwidth(t)));
+  out += fmt::format("bisection bandwidth (ranks 0..{} to the rest, one direction): {}\n",
+                     t.num_ranks() / 2 - 1, format_bandwidth(bisection_bandwidth(t)));
   return out;
 }
 
 void write_graphviz(std::ostream& out, const Topology& t) {
   // Edge label as the bundled property, so the writer finds it whatever order it walks in.
-  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, std::string>;
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                  std::string>;
   G g(t.nodes().size());
   std::map<std::pair<NodeId, NodeId>, bool> drawn;
   for (const auto& l : t.links()) {
     const auto key = std::minmax(l.src, l.dst);
     if (drawn[{key.first, key.second}]) continue;  // the other direction of a cable
     drawn[{key.first, key.second}] = true;
-    boost::add_edge(l.src, l.dst, fmt::format("{} {:.4g} GB/s", name_of(l.kind), l.bandwidth / 1e9), g);
+    boost::add_edge(l.src, l.dst, fmt::format("{} {:.4g} GB/s", name_of(l.kind), l.bandwidth / 1e9),
+                    g);
   }
   auto vertex_writer = [&](std::ostream& o, std::size_t v) {
     const Node& n = t.node(static_cast<NodeId>(v));
-    o << fmt::format("[label=\"{}\" shape={}]", n.name, n.kind == NodeKind::Gpu ? "box" : "ellipse");
+    o << fmt::format("[label=\"{}\" shape={}]", n.name,
+                     n.kind == NodeKind::Gpu ? "box" : "ellipse");
   };
   auto edge_writer = [&](std::ostream& o, const G::edge_descriptor& e) {
     o << fmt::format("[label=\"{}\" dir=none]", g[e]);

@@ -31,12 +31,24 @@ constexpr std::array<std::pair<LinkKind, std::string_view>, 6> kLinkKinds{{
 
 }  // namespace
 
-std::string_view name_of(NodeKind k) { return name_in(kNodeKinds, k); }
-std::string_view name_of(LinkKind k) { return name_in(kLinkKinds, k); }
-std::optional<NodeKind> node_kind_from_name(std::string_view n) { return key_in(kNodeKinds, n); }
-std::optional<LinkKind> link_kind_from_name(std::string_view n) { return key_in(kLinkKinds, n); }
-std::vector<std::string> all_node_kind_names() { return names_in(kNodeKinds); }
-std::vector<std::string> all_link_kind_names() { return names_in(kLinkKinds); }
+std::string_view name_of(NodeKind k) {
+  return name_in(kNodeKinds, k);
+}
+std::string_view name_of(LinkKind k) {
+  return name_in(kLinkKinds, k);
+}
+std::optional<NodeKind> node_kind_from_name(std::string_view n) {
+  return key_in(kNodeKinds, n);
+}
+std::optional<LinkKind> link_kind_from_name(std::string_view n) {
+  return key_in(kLinkKinds, n);
+}
+std::vector<std::string> all_node_kind_names() {
+  return names_in(kNodeKinds);
+}
+std::vector<std::string> all_link_kind_names() {
+  return names_in(kLinkKinds);
+}
 
 NodeId Topology::add_node(Node node) {
   const NodeId id = static_cast<NodeId>(nodes_.size());
@@ -60,7 +72,8 @@ void Topology::assign_ranks() {
   std::vector<NodeId> gpus;
   for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id)
     if (nodes_[id].kind == NodeKind::Gpu) gpus.push_back(id);
-  const bool explicit_ranks = std::any_of(gpus.begin(), gpus.end(), [&](NodeId g) { return nodes_[g].rank >= 0; });
+  const bool explicit_ranks =
+      std::any_of(gpus.begin(), gpus.end(), [&](NodeId g) { return nodes_[g].rank >= 0; });
   if (!explicit_ranks) {
     for (std::size_t r = 0; r < gpus.size(); ++r) nodes_[gpus[r]].rank = static_cast<int>(r);
   }
@@ -68,17 +81,20 @@ void Topology::assign_ranks() {
   for (NodeId g : gpus) {
     const int r = nodes_[g].rank;
     if (r < 0 || r >= static_cast<int>(gpus.size()) || gpu_of_rank_[r] != -1)
-      throw std::invalid_argument("GPU ranks must be a permutation of 0..number of GPUs - 1 (node \"" +
-                                  nodes_[g].name + "\")");
+      throw std::invalid_argument(
+          "GPU ranks must be a permutation of 0..number of GPUs - 1 (node \"" + nodes_[g].name +
+          "\")");
     gpu_of_rank_[r] = g;
   }
 }
 
 void Topology::place_ranks(const std::vector<NodeId>& gpus) {
-  if (gpus.size() != gpu_of_rank_.size()) throw std::invalid_argument("a placement must list every GPU once");
+  if (gpus.size() != gpu_of_rank_.size())
+    throw std::invalid_argument("a placement must list every GPU once");
   std::vector<bool> seen(nodes_.size());
   for (NodeId g : gpus) {
-    if (g < 0 || g >= static_cast<NodeId>(nodes_.size()) || nodes_[g].kind != NodeKind::Gpu || seen[g])
+    if (g < 0 || g >= static_cast<NodeId>(nodes_.size()) || nodes_[g].kind != NodeKind::Gpu ||
+        seen[g])
       throw std::invalid_argument("a placement must list every GPU once");
     seen[g] = true;
   }

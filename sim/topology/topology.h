@@ -16,7 +16,17 @@ namespace collsim {
 using NodeId = std::int32_t;
 using LinkId = std::int32_t;
 
-enum class NodeKind : std::uint8_t { Gpu, NvSwitch, PcieSwitch, Nic, Switch, Leaf, Spine, Core, Cpu };
+enum class NodeKind : std::uint8_t {
+  Gpu,
+  NvSwitch,
+  PcieSwitch,
+  Nic,
+  Switch,
+  Leaf,
+  Spine,
+  Core,
+  Cpu
+};
 enum class LinkKind : std::uint8_t { NvLink, NvSwitch, Pcie, Ib, Roce, Ethernet };
 
 std::string_view name_of(NodeKind k);
@@ -58,7 +68,9 @@ class Topology {
   const std::vector<Link>& links() const { return links_; }
   const Node& node(NodeId id) const { return nodes_[id]; }
   const Link& link(LinkId id) const { return links_[id]; }
-  void set_bandwidth(LinkId id, double bytes_per_second) { links_[id].bandwidth = bytes_per_second; }
+  void set_bandwidth(LinkId id, double bytes_per_second) {
+    links_[id].bandwidth = bytes_per_second;
+  }
   std::optional<NodeId> find(std::string_view name) const;
   int num_ranks() const { return static_cast<int>(gpu_of_rank_.size()); }
   NodeId gpu_of_rank(int rank) const { return gpu_of_rank_[rank]; }

@@ -1,8 +1,8 @@
 #include "topology/topology_json.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -19,7 +19,9 @@ namespace {
 
 constexpr int kMaxGpus = 1 << 20;
 
-LinkKind link_kind_of(const JsonView& v) { return *link_kind_from_name(v.as_choice(all_link_kind_names())); }
+LinkKind link_kind_of(const JsonView& v) {
+  return *link_kind_from_name(v.as_choice(all_link_kind_names()));
+}
 
 double bandwidth_or(const JsonView& spec, const char* key, double fallback) {
   return spec.has(key) ? spec[key].as_bandwidth() : fallback;
@@ -43,8 +45,9 @@ Dimension dimension_from_json(const JsonView& v) {
   v.allow_only({"shape", "size", "bandwidth", "latency", "kind"});
   Dimension d;
   const std::string shape = v["shape"].as_choice({"ring", "switch", "fully_connected"});
-  d.shape = shape == "ring" ? Dimension::Shape::Ring
-            : shape == "switch" ? Dimension::Shape::Switch : Dimension::Shape::FullyConnected;
+  d.shape = shape == "ring"     ? Dimension::Shape::Ring
+            : shape == "switch" ? Dimension::Shape::Switch
+                                : Dimension::Shape::FullyConnected;
   d.size = static_cast<int>(v["size"].as_int(1, 1 << 16));
   d.bandwidth = v["bandwidth"].as_bandwidth();
   d.latency = latency_or(v, "latency");
@@ -53,33 +56,41 @@ Dimension dimension_from_json(const JsonView& v) {
 }
 
 void check_gpu_count(const JsonView& spec, long long gpus) {
-  if (gpus > kMaxGpus) spec.fail_message(fmt::format("{} GPUs is more than the {} supported", gpus, kMaxGpus));
+  if (gpus > kMaxGpus)
+    spec.fail_message(fmt::format("{} GPUs is more than the {} supported", gpus, kMaxGpus));
 }
 
 Topology preset_from_json(const JsonView& spec) {
-  const std::string preset =
-      spec["preset"].as_choice({"switch", "ring", "dgx-h100", "cluster", "nvl72", "torus", "multidim"});
+  const std::string preset = spec["preset"].as_choice(
+      {"switch", "ring", "dgx-h100", "cluster", "nvl72", "torus", "multidim"});
   if (preset == "switch" || preset == "nvl72") {
     spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind"});
-    const int gpus = spec.has("gpus") || preset == "switch" ? static_cast<int>(spec["gpus"].as_int(1, kMaxGpus)) : 72;
-    if (preset == "nvl72") return make_nvl72_topology(gpus, bandwidth_or(spec, "bandwidth", 900e9), latency_or(spec, "latency"));
+    const int gpus = spec.has("gpus") || preset == "switch"
+                         ? static_cast<int>(spec["gpus"].as_int(1, kMaxGpus))
+                         : 72;
+    if (preset == "nvl72")
+      return make_nvl72_topology(gpus, bandwidth_or(spec, "bandwidth", 900e9),
+                                 latency_or(spec, "latency"));
     const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
-    return make_switch_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"), kind);
+    return make_switch_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
+                                kind);
   }
   if (preset == "ring") {
     spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind", "bidirectional"});
     const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
     const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
     const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
-    return make_ring_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"), bidir, kind);
+    return make_ring_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
+                              bidir, kind);
   }
   if (preset == "dgx-h100") {
-    spec.allow_only({"preset", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency"});
+    spec.allow_only(
+        {"preset", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency"});
     return make_dgx_topology(server_from_json(spec));
   }
   if (preset == "cluster") {
-    spec.allow_only({"preset", "nodes", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency",
-                     "radix", "oversubscription", "spines", "fabric"});
+    spec.allow_only({"preset", "nodes", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic",
+                     "nic_latency", "radix", "oversubscription", "spines", "fabric"});
     ClusterParams p;
     p.nodes = static_cast<int>(spec["nodes"].as_int(1, kMaxGpus));
     p.server = server_from_json(spec);
@@ -87,7 +98,8 @@ Topology preset_from_json(const JsonView& spec) {
     if (spec.has("radix")) p.radix = static_cast<int>(spec["radix"].as_int(2, 1 << 16));
     if (spec.has("oversubscription")) {
       p.oversubscription = spec["oversubscription"].as_number();
-      if (p.oversubscription < 1) spec["oversubscription"].fail("a ratio of at least 1 (2 means 2:1)");
+      if (p.oversubscription < 1)
+        spec["oversubscription"].fail("a ratio of at least 1 (2 means 2:1)");
     }
     if (spec.has("spines")) p.spines = static_cast<int>(spec["spines"].as_int(1, 1 << 16));
     if (spec.has("fabric")) p.fabric = link_kind_of(spec["fabric"]);
@@ -96,11 +108,13 @@ Topology preset_from_json(const JsonView& spec) {
   if (preset == "torus") {
     spec.allow_only({"preset", "dims", "bandwidth", "latency", "kind"});
     const std::vector<int> sizes = spec["dims"].as_int_list(1, 1 << 16);
-    if (sizes.empty() || sizes.size() > 3) spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
+    if (sizes.empty() || sizes.size() > 3)
+      spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
     std::vector<Dimension> dims;
     long long total = 1;
     for (int n : sizes) {
-      dims.push_back({Dimension::Shape::Ring, n, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
+      dims.push_back({Dimension::Shape::Ring, n, spec["bandwidth"].as_bandwidth(),
+                      latency_or(spec, "latency"),
                       spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink});
       total *= n;
     }
@@ -146,7 +160,8 @@ Topology graph_from_json(const JsonView& spec) {
       node.rank = static_cast<int>(n["rank"].as_int(0, kMaxGpus));
     }
     if (n.has("host")) node.host = static_cast<int>(n["host"].as_int(0, kMaxGpus));
-    if (t.find(node.name)) n["name"].fail_message(fmt::format("duplicate node name \"{}\"", node.name));
+    if (t.find(node.name))
+      n["name"].fail_message(fmt::format("duplicate node name \"{}\"", node.name));
     t.add_node(std::move(node));
   }
   const JsonView links = spec["links"];
@@ -177,7 +192,8 @@ Topology graph_from_json(const JsonView& spec) {
 Topology topology_from_object(const JsonView& spec) {
   if (spec.has("preset")) return preset_from_json(spec);
   if (spec.has("nodes")) return graph_from_json(spec);
-  spec.fail_message("expected {\"preset\": ...}, {\"nodes\": [...], \"links\": [...]}, or a file name");
+  spec.fail_message(
+      "expected {\"preset\": ...}, {\"nodes\": [...], \"links\": [...]}, or a file name");
 }
 
 fs::path resolve_topology_file(const JsonView& v, const fs::path& base_dir) {
@@ -191,9 +207,10 @@ fs::path resolve_topology_file(const JsonView& v, const fs::path& base_dir) {
   const auto names = bundled_topology_names();
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  v.fail_message(fmt::format("no topology file \"{}\" (relative to {}) and no bundled topology of that name; "
-                             "bundled: {}",
-                             name, base_dir.empty() ? "." : base_dir.string(), known.empty() ? "none found" : known));
+  v.fail_message(fmt::format(
+      "no topology file \"{}\" (relative to {}) and no bundled topology of that name; "
+      "bundled: {}",
+      name, base_dir.empty() ? "." : base_dir.string(), known.empty() ? "none found" : known));
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ std::vector<std::int64_t> moe_dispatch_tokens(const MoeRouting& r, int ranks) {
 std::vector<std::int64_t> transpose(const std::vector<std::int64_t>& m, int ranks) {
   std::vector<std::int64_t> t(m.size());
   for (int s = 0; s < ranks; ++s)
-    for (int d = 0; d < ranks; ++d) t[static_cast<std::size_t>(d) * ranks + s] = m[static_cast<std::size_t>(s) * ranks + d];
+    for (int d = 0; d < ranks; ++d)
+      t[static_cast<std::size_t>(d) * ranks + s] = m[static_cast<std::size_t>(s) * ranks + d];
   return t;
 }
 

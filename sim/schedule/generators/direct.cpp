@@ -8,7 +8,8 @@ namespace {
 // Rank s's block for d goes from its buffer 0 into d's buffer 1; the block a
 // rank keeps is a local copy.
 void a2a_block(ScheduleBuilder& b, const CollectiveShape& s, int src, int dst) {
-  b.copy({src, 0, a2a_send_offset(s, src, dst)}, {dst, 1, a2a_recv_offset(s, src, dst)}, a2a_count(s, src, dst));
+  b.copy({src, 0, a2a_send_offset(s, src, dst)}, {dst, 1, a2a_recv_offset(s, src, dst)},
+         a2a_count(s, src, dst));
 }
 
 // Round i sends to the rank i places ahead; round 0 is every rank's own block.
@@ -48,14 +49,21 @@ Schedule send_recv(const CollectiveShape& s) {
 }  // namespace
 
 void register_direct(std::vector<AlgorithmEntry>& c) {
-  c.push_back({CollectiveOp::AllToAll, "direct",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return a2a(s, "direct", true); }});
-  c.push_back({CollectiveOp::AllToAll, "pairwise",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return a2a(s, "pairwise", false); }});
-  c.push_back({CollectiveOp::Scatter, "direct",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return one_step_scatter_gather(s, true); }});
-  c.push_back({CollectiveOp::Gather, "direct",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return one_step_scatter_gather(s, false); }});
+  c.push_back(
+      {CollectiveOp::AllToAll, "direct",
+       [](const CollectiveShape& s, const AlgorithmOptions&) { return a2a(s, "direct", true); }});
+  c.push_back(
+      {CollectiveOp::AllToAll, "pairwise", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return a2a(s, "pairwise", false);
+       }});
+  c.push_back(
+      {CollectiveOp::Scatter, "direct", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return one_step_scatter_gather(s, true);
+       }});
+  c.push_back(
+      {CollectiveOp::Gather, "direct", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return one_step_scatter_gather(s, false);
+       }});
   c.push_back({CollectiveOp::SendRecv, "direct",
                [](const CollectiveShape& s, const AlgorithmOptions&) { return send_recv(s); }});
 }

@@ -14,7 +14,8 @@ void halving_doubling_all_reduce(ScheduleBuilder& b, const Group& g) {
 
   if (extra > 0) {
     b.next_step();
-    for (int i = 0; i < extra; ++i) b.reduce(g.at(2 * i + 1, 0), g.at(2 * i, 0), g.count, g.channel);
+    for (int i = 0; i < extra; ++i)
+      b.reduce(g.at(2 * i + 1, 0), g.at(2 * i, 0), g.count, g.channel);
   }
   // Position i ends the halving holding chunk i of p; `lo`/`hi` track its range.
   const Partition chunks = g.chunks(p);
@@ -54,7 +55,8 @@ void halving_doubling_all_reduce(ScheduleBuilder& b, const Group& g) {
 }
 
 void register_halving_doubling(std::vector<AlgorithmEntry>& c) {
-  c.push_back({CollectiveOp::AllReduce, "halving_doubling", [](const CollectiveShape& s, const AlgorithmOptions&) {
+  c.push_back({CollectiveOp::AllReduce, "halving_doubling",
+               [](const CollectiveShape& s, const AlgorithmOptions&) {
                  auto b = make_builder(s, "halving_doubling");
                  halving_doubling_all_reduce(b, whole_group(s));
                  return b.finish();

@@ -44,7 +44,8 @@ std::vector<Group> groups_at(const Levels& lv, int level, std::int64_t count, in
   return groups;
 }
 
-void top_level_all_reduce(ScheduleBuilder& b, std::vector<Group>& groups, const std::string& algorithm, int segments) {
+void top_level_all_reduce(ScheduleBuilder& b, std::vector<Group>& groups,
+                          const std::string& algorithm, int segments) {
   if (algorithm == "ring") return ring_all_reduce(b, groups);
   for (const Group& g : groups) {
     if (algorithm == "binomial_tree")
@@ -54,8 +55,10 @@ void top_level_all_reduce(ScheduleBuilder& b, std::vector<Group>& groups, const 
     else if (algorithm == "halving_doubling")
       halving_doubling_all_reduce(b, g);
     else
-      throw std::invalid_argument("the outermost level's algorithm must be ring, binomial_tree, double_binary_tree "
-                                  "or halving_doubling, not \"" + algorithm + "\"");
+      throw std::invalid_argument(
+          "the outermost level's algorithm must be ring, binomial_tree, double_binary_tree "
+          "or halving_doubling, not \"" +
+          algorithm + "\"");
   }
 }
 
@@ -67,16 +70,18 @@ Schedule hierarchical_all_reduce(const CollectiveShape& s, const AlgorithmOption
     product *= n;
   }
   if (product != s.ranks)
-    throw std::invalid_argument("the level sizes multiply to " + std::to_string(product) + ", not to the " +
-                                std::to_string(s.ranks) + " ranks");
+    throw std::invalid_argument("the level sizes multiply to " + std::to_string(product) +
+                                ", not to the " + std::to_string(s.ranks) + " ranks");
   const int levels = static_cast<int>(sizes.size());
   auto algorithm_at = [&](int level) {
-    return level < static_cast<int>(o.level_algorithms.size()) ? o.level_algorithms[level] : std::string("ring");
+    return level < static_cast<int>(o.level_algorithms.size()) ? o.level_algorithms[level]
+                                                               : std::string("ring");
   };
   for (int l = 0; l + 1 < levels; ++l)
     if (algorithm_at(l) != "ring")
-      throw std::invalid_argument("inner levels reduce-scatter and all-gather with \"ring\"; level " +
-                                  std::to_string(l) + " asks for \"" + algorithm_at(l) + "\"");
+      throw std::invalid_argument(
+          "inner levels reduce-scatter and all-gather with \"ring\"; level " + std::to_string(l) +
+          " asks for \"" + algorithm_at(l) + "\"");
   const Levels lv(sizes);
   auto b = make_builder(s, "hierarchical", {}, 2);
   for (int l = 0; l + 1 < levels; ++l) ring_reduce_scatter(b, groups_at(lv, l, s.count, s.ranks));

@@ -17,8 +17,8 @@ void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int se
         const int s = t - j;
         if (s < 0 || s >= segments) continue;
         for (const Edge& e : plan.phases[j])
-          b.add(e.kind, plan.group.at(e.src, seg.begin(s)), plan.group.at(e.dst, seg.begin(s)), seg.size(s),
-                plan.group.channel);
+          b.add(e.kind, plan.group.at(e.src, seg.begin(s)), plan.group.at(e.dst, seg.begin(s)),
+                seg.size(s), plan.group.channel);
       }
     }
   }
@@ -61,7 +61,8 @@ struct TreeNode {
 };
 
 // In-order tree on positions [lo, hi): the middle is the root of the range.
-void build_in_order(std::vector<TreeNode>& nodes, int lo, int hi, int parent, int depth, bool left) {
+void build_in_order(std::vector<TreeNode>& nodes, int lo, int hi, int parent, int depth,
+                    bool left) {
   if (lo >= hi) return;
   const int mid = lo + (hi - lo) / 2;
   nodes[mid] = {parent, depth, left};
@@ -90,7 +91,8 @@ std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift) {
   for (int depth = 1; depth <= max_depth; ++depth) {
     Phase phase;
     for (int p = 0; p < size; ++p)
-      if (nodes[p].depth == depth) phase.push_back({member(nodes[p].parent), member(p), OpKind::Copy});
+      if (nodes[p].depth == depth)
+        phase.push_back({member(nodes[p].parent), member(p), OpKind::Copy});
     phases.push_back(std::move(phase));
   }
   return phases;

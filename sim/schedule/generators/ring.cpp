@@ -34,7 +34,8 @@ void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, i
       const Partition chunks = g.chunks(K);
       for (int m = 0; m < K; ++m) {
         const int c = rotate(m + shift - i, 0, K);
-        b.add(kind, g.at(m, chunks.begin(c)), g.at((m + 1) % K, chunks.begin(c)), chunks.size(c), g.channel);
+        b.add(kind, g.at(m, chunks.begin(c)), g.at((m + 1) % K, chunks.begin(c)), chunks.size(c),
+              g.channel);
       }
     }
   }
@@ -48,15 +49,21 @@ void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
 }
 
 void register_ring(std::vector<AlgorithmEntry>& c) {
-  c.push_back({CollectiveOp::AllReduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return whole_ring(s, 2, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_reduce(b, g); });
-               }});
-  c.push_back({CollectiveOp::ReduceScatter, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return whole_ring(s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_reduce_scatter(b, g); });
-               }});
-  c.push_back({CollectiveOp::AllGather, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return whole_ring(s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_gather(b, g); });
-               }});
+  c.push_back(
+      {CollectiveOp::AllReduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return whole_ring(
+             s, 2, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_reduce(b, g); });
+       }});
+  c.push_back(
+      {CollectiveOp::ReduceScatter, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return whole_ring(
+             s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_reduce_scatter(b, g); });
+       }});
+  c.push_back(
+      {CollectiveOp::AllGather, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return whole_ring(
+             s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_gather(b, g); });
+       }});
 }
 
 }  // namespace collsim

@@ -15,8 +15,12 @@ namespace collsim {
 void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, int shift);
 
 // The collective-level building blocks, on any group.
-inline void ring_reduce_scatter(ScheduleBuilder& b, std::span<const Group> g) { ring_pass(b, g, OpKind::Reduce, -1); }
-inline void ring_all_gather(ScheduleBuilder& b, std::span<const Group> g) { ring_pass(b, g, OpKind::Copy, 0); }
+inline void ring_reduce_scatter(ScheduleBuilder& b, std::span<const Group> g) {
+  ring_pass(b, g, OpKind::Reduce, -1);
+}
+inline void ring_all_gather(ScheduleBuilder& b, std::span<const Group> g) {
+  ring_pass(b, g, OpKind::Copy, 0);
+}
 void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups);
 
 void register_ring(std::vector<AlgorithmEntry>& catalogue);

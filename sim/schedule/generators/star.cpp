@@ -11,7 +11,8 @@ namespace {
 // a slot of the server's scratch buffer (one step, all at once: the server's link
 // is where they contend); the server folds the slots in rank order, one local
 // reduction per step; then (all-reduce) sends the reduced shard back to everyone.
-Schedule star(const CollectiveShape& s, const std::string& name, std::vector<int> servers, bool send_back) {
+Schedule star(const CollectiveShape& s, const std::string& name, std::vector<int> servers,
+              bool send_back) {
   const int K = s.ranks;
   const Partition shards{s.count, static_cast<int>(servers.size())};
   const std::int64_t slot = shards.max_size();
@@ -25,13 +26,15 @@ Schedule star(const CollectiveShape& s, const std::string& name, std::vector<int
   for (int m = 0; m < K; ++m) {
     b.next_step();
     for (std::size_t j = 0; j < servers.size(); ++j)
-      if (m != servers[j]) b.reduce({servers[j], scratch, m * slot}, {servers[j], 0, shards.begin(j)}, shards.size(j));
+      if (m != servers[j])
+        b.reduce({servers[j], scratch, m * slot}, {servers[j], 0, shards.begin(j)}, shards.size(j));
   }
   if (send_back) {
     b.next_step();
     for (std::size_t j = 0; j < servers.size(); ++j)
       for (int m = 0; m < K; ++m)
-        if (m != servers[j]) b.copy({servers[j], 0, shards.begin(j)}, {m, 0, shards.begin(j)}, shards.size(j));
+        if (m != servers[j])
+          b.copy({servers[j], 0, shards.begin(j)}, {m, 0, shards.begin(j)}, shards.size(j));
   }
   return b.finish();
 }
@@ -47,16 +50,21 @@ Schedule naive_broadcast(const CollectiveShape& s) {
 }  // namespace
 
 void register_star(std::vector<AlgorithmEntry>& c) {
-  c.push_back({CollectiveOp::AllReduce, "naive", [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return star(s, "naive", {s.root}, true);
-               }});
-  c.push_back({CollectiveOp::Reduce, "naive", [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return star(s, "naive", {s.root}, false);
-               }});
-  c.push_back({CollectiveOp::Broadcast, "naive",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return naive_broadcast(s); }});
-  c.push_back({CollectiveOp::AllReduce, "parameter_server", [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 std::vector<int> servers = o.servers.empty() ? std::vector<int>{s.root} : o.servers;
+  c.push_back(
+      {CollectiveOp::AllReduce, "naive", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return star(s, "naive", {s.root}, true);
+       }});
+  c.push_back(
+      {CollectiveOp::Reduce, "naive", [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return star(s, "naive", {s.root}, false);
+       }});
+  c.push_back(
+      {CollectiveOp::Broadcast, "naive",
+       [](const CollectiveShape& s, const AlgorithmOptions&) { return naive_broadcast(s); }});
+  c.push_back({CollectiveOp::AllReduce, "parameter_server",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 std::vector<int> servers =
+                     o.servers.empty() ? std::vector<int>{s.root} : o.servers;
                  return star(s, "parameter_server", servers, true);
                }});
 }

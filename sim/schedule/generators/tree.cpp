@@ -3,7 +3,8 @@
 namespace collsim {
 namespace {
 
-Schedule single_plan(const CollectiveShape& s, const char* name, std::vector<Phase> phases, int segments) {
+Schedule single_plan(const CollectiveShape& s, const char* name, std::vector<Phase> phases,
+                     int segments) {
   auto b = make_builder(s, name);
   const PhasedPlan plan{whole_group(s), std::move(phases)};
   run_pipelined(b, std::span<const PhasedPlan>(&plan, 1), segments);
@@ -61,8 +62,9 @@ void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segme
   Group first = g.slice(0, half), second = g.slice(half, g.count - half);
   first.channel = g.channel;
   second.channel = g.channel + 1;
-  const PhasedPlan plans[] = {{first, binary_tree_all_reduce_phases(g.size(), 0)},
-                              {second, binary_tree_all_reduce_phases(g.size(), g.size() > 1 ? 1 : 0)}};
+  const PhasedPlan plans[] = {
+      {first, binary_tree_all_reduce_phases(g.size(), 0)},
+      {second, binary_tree_all_reduce_phases(g.size(), g.size() > 1 ? 1 : 0)}};
   b.join_channels();
   run_pipelined(b, plans, segments);
   b.join_channels();
@@ -70,35 +72,52 @@ void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segme
 
 void register_trees(std::vector<AlgorithmEntry>& c) {
   // "ring" broadcast and reduce are the pipelined chain around the ring.
-  c.push_back({CollectiveOp::Broadcast, "ring", [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Broadcast), o.segments);
-               }, true});
-  c.push_back({CollectiveOp::Reduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Reduce), o.segments);
-               }, true});
-  c.push_back({CollectiveOp::Broadcast, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "binomial_tree", binomial_phases(s.ranks, s.root, Direction::Broadcast),
+  c.push_back({CollectiveOp::Broadcast, "ring",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Broadcast),
                                     o.segments);
-               }, true});
-  c.push_back({CollectiveOp::Reduce, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "binomial_tree", binomial_phases(s.ranks, s.root, Direction::Reduce),
+               },
+               true});
+  c.push_back({CollectiveOp::Reduce, "ring",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Reduce),
                                     o.segments);
-               }, true});
-  c.push_back({CollectiveOp::AllReduce, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions& o) {
+               },
+               true});
+  c.push_back({CollectiveOp::Broadcast, "binomial_tree",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "binomial_tree",
+                                    binomial_phases(s.ranks, s.root, Direction::Broadcast),
+                                    o.segments);
+               },
+               true});
+  c.push_back({CollectiveOp::Reduce, "binomial_tree",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                 return single_plan(s, "binomial_tree",
+                                    binomial_phases(s.ranks, s.root, Direction::Reduce),
+                                    o.segments);
+               },
+               true});
+  c.push_back({CollectiveOp::AllReduce, "binomial_tree",
+               [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  auto b = make_builder(s, "binomial_tree");
                  binomial_all_reduce(b, whole_group(s), o.segments);
                  return b.finish();
-               }, true});
+               },
+               true});
   c.push_back({CollectiveOp::AllReduce, "double_binary_tree",
                [](const CollectiveShape& s, const AlgorithmOptions& o) {
                  auto b = make_builder(s, "double_binary_tree", {}, 2);
                  double_binary_tree_all_reduce(b, whole_group(s), o.segments);
                  return b.finish();
-               }, true});
-  c.push_back({CollectiveOp::Scatter, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions&) {
+               },
+               true});
+  c.push_back({CollectiveOp::Scatter, "binomial_tree",
+               [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Broadcast);
                }});
-  c.push_back({CollectiveOp::Gather, "binomial_tree", [](const CollectiveShape& s, const AlgorithmOptions&) {
+  c.push_back({CollectiveOp::Gather, "binomial_tree",
+               [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Reduce);
                }});
 }
