@@ -298,6 +298,23 @@ int compare_command(const CompareArgs& args) {
 
 }  // namespace
 
+namespace {
+
+// What validate and calibrate share: where to run and how often.
+void add_run_options(CLI::App* cmd, std::string& backend, int& iters, int& warmup) {
+  cmd->add_option("--backend", backend, "shm (processes over shared memory) or cuda-ipc")
+      ->check(CLI::IsMember({"shm", "cuda-ipc"}))
+      ->capture_default_str();
+  cmd->add_option("--iters", iters, "Measured iterations (per size for calibrate)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", warmup, "Warm-up iterations")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // A rank process of the shm transport, started by `collsim validate`/`calibrate`.
   if (argc == 4 && std::string(argv[1]) == "__rank")
@@ -350,17 +367,7 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand(
       "validate", "Run the scenario's collectives for real and check their results");
   validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
-  validate
-      ->add_option("--backend", validate_args.backend,
-                   "shm (processes over shared memory) or cuda-ipc")
-      ->check(CLI::IsMember({"shm", "cuda-ipc"}))
-      ->capture_default_str();
-  validate->add_option("--iters", validate_args.iters, "Measured iterations")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  validate->add_option("--warmup", validate_args.warmup, "Warm-up iterations")
-      ->check(CLI::Range(0, 100000))
-      ->capture_default_str();
+  add_run_options(validate, validate_args.backend, validate_args.iters, validate_args.warmup);
   validate->add_option("--timeout", validate_args.timeout, "Seconds an iteration may take")
       ->capture_default_str();
   validate->add_option("--out", validate_args.out_dir,
@@ -369,18 +376,10 @@ int main(int argc, char** argv) {
   CalibrateArgs calibrate_args;
   auto* calibrate =
       app.add_subcommand("calibrate", "Fit alpha and beta from a point-to-point sweep");
-  calibrate->add_option("--backend", calibrate_args.backend, "shm or cuda-ipc")
-      ->check(CLI::IsMember({"shm", "cuda-ipc"}))
-      ->capture_default_str();
+  add_run_options(calibrate, calibrate_args.backend, calibrate_args.iters, calibrate_args.warmup);
   calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")
       ->capture_default_str();
   calibrate->add_option("--step", calibrate_args.step, "Factor between sizes")
-      ->capture_default_str();
-  calibrate->add_option("--iters", calibrate_args.iters, "Repetitions per size")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  calibrate->add_option("--warmup", calibrate_args.warmup, "Warm-up repetitions")
-      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   calibrate->add_option("--out", calibrate_args.out, "Calibration JSON to write")
       ->capture_default_str();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/slot_pool.h"
+
 namespace collsim {
 
 void Engine::heap_push(BucketId b) {
@@ -21,14 +23,7 @@ Engine::BucketId Engine::heap_pop() {
 Engine::BucketId Engine::bucket_for(Time at) {
   if (last_ != kNone && buckets_[last_].time == at) return last_;
   if (auto it = by_time_.find(at); it != by_time_.end()) return it->second;
-  BucketId b;
-  if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else {
-    b = static_cast<BucketId>(buckets_.size());
-    buckets_.emplace_back();
-  }
+  const BucketId b = take_slot(buckets_, free_);
   buckets_[b].time = at;
   by_time_.emplace(at, b);
   heap_push(b);

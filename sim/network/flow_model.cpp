@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/slot_pool.h"
+
 namespace collsim {
 namespace {
 
@@ -23,15 +25,8 @@ FlowModel::FlowModel(const NetworkParams& params, const Topology& topology, Rout
 }
 
 FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, std::int64_t bytes) {
-  Slot s;
-  if (!free_slots_.empty()) {
-    s = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    s = static_cast<Slot>(flows_.size());
-    flows_.emplace_back();
-    flow_seen_.push_back(0);
-  }
+  const Slot s = take_slot(flows_, free_slots_);
+  if (flow_seen_.size() < flows_.size()) flow_seen_.push_back(0);
   Flow& f = flows_[s];
   f.id = id;
   f.path = path;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/slot_pool.h"
+
 namespace collsim {
 namespace {
 
@@ -19,14 +21,7 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
 
 void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
                                  std::int64_t bytes) {
-  Slot s;
-  if (!free_.empty()) {
-    s = free_.back();
-    free_.pop_back();
-  } else {
-    s = static_cast<Slot>(transfers_.size());
-    transfers_.emplace_back();
-  }
+  const Slot s = take_slot(transfers_, free_);
   const std::int64_t packets = (bytes + packet_bytes_ - 1) / packet_bytes_;
   transfers_[s] = {id, path, packets};
   const auto path_links = router_.links(path);
