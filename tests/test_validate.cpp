@@ -16,7 +16,7 @@
 
 #include "helpers.h"
 #include "validate/calibrate.h"
-#include "validate/shm_runner.h"
+#include "validate/runner.h"
 #include "validate/validation_error.h"
 
 namespace fs = std::filesystem;
@@ -25,8 +25,8 @@ using namespace collsim::test;
 
 namespace {
 
-ShmOptions options() {
-  ShmOptions o;
+RunOptions options() {
+  RunOptions o;
   o.iterations = 2;
   o.warmup = 1;
   o.timeout_s = 30;
@@ -91,7 +91,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     for (const auto& c : cases) {
       const Schedule s = generate(c.op, c.algorithm, shape_of(c.op, c.K, 10'003, c.dtype));
       INFO(c.algorithm << " " << name_of(c.op) << " K=" << c.K << " " << name_of(c.dtype));
-      const ShmMeasurement m = run_on_shm(s, options());
+      const Measurement m = run_for_real(s, options());
       CHECK(m.wrong == 0);
       CHECK(m.checked > 0);
       CHECK(m.iteration_s.size() == 2);
@@ -100,7 +100,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     }
     CollectiveShape avg = shape_of(CollectiveOp::AllReduce, 3, 1001, DType::F32);
     avg.reduce_op = ReduceOp::Avg;
-    CHECK(run_on_shm(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);
+    CHECK(run_for_real(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);
     CHECK(new_segments(before).empty());
   }
 
@@ -108,14 +108,26 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     const auto before = leftover_segments();
     const Schedule s =
         generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 4000));
-    ShmOptions o = options();
+    RunOptions o = options();
     o.kill_rank = 2;
     try {
-      run_on_shm(s, o);
+      run_for_real(s, o);
       FAIL("the run did not fail");
     } catch (const ValidationError& e) {
       CHECK_THAT(e.what(),
-                 Catch::StartsWith("rank 2 was killed by signal 9 during iteration 1, at op"));
+                 Catch::StartsWith("rank 2 was killed by signal 9 (during iteration 1, at op"));
+    }
+    CHECK(new_segments(before).empty());
+    CHECK(rank_processes() == 0);
+    // A rank that fails with a message: the runner passes the message on.
+    o.kill_rank = -1;
+    o.fail_rank = 3;
+    try {
+      run_for_real(s, o);
+      FAIL("the run did not fail");
+    } catch (const ValidationError& e) {
+      CHECK_THAT(e.what(),
+                 Catch::StartsWith("rank 3 failed: injected failure (during iteration 1, at op"));
     }
     CHECK(new_segments(before).empty());
     CHECK(rank_processes() == 0);
@@ -150,10 +162,58 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK_THAT(fault, Catch::Contains("validation failed: rank 1 was killed"));
     CHECK(new_segments(before).empty());
     CHECK(rank_processes() == 0);
+    const std::string fail =
+        run("COLLSIM_VALIDATE_FAIL_RANK=0 " + std::string(COLLSIM_EXE) + " validate " + scenario,
+            &status);
+    CHECK(status == 1);
+    CHECK_THAT(fail, Catch::Contains("validation failed: rank 0 failed: injected failure"));
+    // Without a GPU (or a toolkit) cuda-ipc refuses in one line; with one it must run right.
     const std::string cuda =
         run(std::string(COLLSIM_EXE) + " validate " + scenario + " --backend cuda-ipc", &status);
-    CHECK(status == 1);
-    CHECK_THAT(cuda, Catch::Contains("cuda-ipc"));
+    if (cuda.find("no CUDA device") != std::string::npos ||
+        cuda.find("without a CUDA toolkit") != std::string::npos) {
+      CHECK(status == 1);
+      CHECK_THAT(cuda, Catch::StartsWith("collsim: validation failed: --backend cuda-ipc: "));
+      CHECK(std::count(cuda.begin(), cuda.end(), '\n') == 1);
+    } else {
+      INFO(cuda);
+      CHECK(status == 0);
+      CHECK_THAT(cuda, Catch::Contains("#wrong"));
+    }
+    CHECK(new_segments(before).empty());
+    CHECK(rank_processes() == 0);
+  }
+
+  SECTION("calibrate command: ping-pong sweep, fit, calibration JSON a scenario can use") {
+    const fs::path out =
+        fs::temp_directory_path() / ("collsim-calibrate-" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    int status = -1;
+    const std::string table = run(std::string(COLLSIM_EXE) + " calibrate --sizes 1KiB..256KiB " +
+                                      "--iters 3 --warmup 1 --out " + (out / "cal.json").string(),
+                                  &status);
+    CHECK(status == 0);
+    CHECK_THAT(table, Catch::Contains("# fit: alpha = "));
+    const auto cal = nlohmann::json::parse(std::ifstream(out / "cal.json"));
+    CHECK(cal["backend"] == "shm");
+    CHECK(cal["ranks"] == 2);
+    CHECK(cal["samples"].size() == 5);  // 1, 4, 16, 64, 256 KiB
+    CHECK(cal["alpha_s"].get<double>() > 0);
+    CHECK(cal["bandwidth_Bps"].get<double>() > 1e8);
+    // Four ranks: two pairs at once. An odd count is refused.
+    CHECK_THAT(run(std::string(COLLSIM_EXE) + " calibrate --sizes 1KiB..4KiB --iters 2 --ranks 4 " +
+                       "--out " + (out / "cal4.json").string(),
+                   &status),
+               Catch::Contains("2 pairs of ranks at once"));
+    CHECK(status == 0);
+    const std::string odd =
+        run(std::string(COLLSIM_EXE) + " calibrate --ranks 3 --out " + (out / "cal3.json").string(),
+            &status);
+    CHECK(status != 0);
+    CHECK_THAT(odd, Catch::Contains("--ranks must be even"));
+    CHECK_FALSE(fs::exists(out / "cal3.json"));
+    CHECK(rank_processes() == 0);
+    fs::remove_all(out);
   }
 
   SECTION("when the runner itself is killed, its ranks die with it and no segment stays") {

@@ -24,10 +24,6 @@
 #include "validate/measure.h"
 #include "validate/validation_error.h"
 
-#ifdef COLLSIM_HAVE_CUDA
-extern "C" int collsim_cuda_device_count();
-#endif
-
 namespace {
 
 using namespace collsim;
@@ -190,15 +186,18 @@ std::string self_executable() {
   return std::filesystem::read_symlink("/proc/self/exe").string();
 }
 
-int cuda_ipc_refusal() {
-#ifdef COLLSIM_HAVE_CUDA
-  if (collsim_cuda_device_count() == 0) throw ValidationError("--backend cuda-ipc: no CUDA device");
-  throw ValidationError(
-      "--backend cuda-ipc: the CUDA IPC transport is not built yet; use --backend shm");
-#else
-  throw ValidationError(
-      "--backend cuda-ipc: this collsim was built without a CUDA toolkit; no CUDA device usable");
-#endif
+// What validate and calibrate share.
+RunOptions run_options(const std::string& backend, int iters, int warmup, double timeout) {
+  RunOptions opt;
+  opt.backend = *backend_from_name(backend);  // CLI11 checked the name
+  opt.iterations = iters;
+  opt.warmup = warmup;
+  opt.timeout_s = timeout;
+  opt.executable = self_executable();
+  // Fault injection, for the tests of the cleanup paths.
+  if (const char* k = std::getenv("COLLSIM_VALIDATE_KILL_RANK")) opt.kill_rank = std::atoi(k);
+  if (const char* f = std::getenv("COLLSIM_VALIDATE_FAIL_RANK")) opt.fail_rank = std::atoi(f);
+  return opt;
 }
 
 struct ValidateArgs {
@@ -211,15 +210,8 @@ struct ValidateArgs {
 
 int validate_command(const ValidateArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
-  if (args.backend == "cuda-ipc") return cuda_ipc_refusal();
-  ShmOptions opt;
-  opt.iterations = args.iters;
-  opt.warmup = args.warmup;
-  opt.timeout_s = args.timeout;
-  opt.executable = self_executable();
-  if (const char* k = std::getenv("COLLSIM_VALIDATE_KILL_RANK"))
-    opt.kill_rank = std::atoi(k);  // fault tests
-  const MeasuredScenario m = measure_scenario(scenario, args.backend, opt);
+  const MeasuredScenario m =
+      measure_scenario(scenario, run_options(args.backend, args.iters, args.warmup, args.timeout));
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     out.open("measured.json") << measured_json(scenario, m).dump(2) << "\n";
@@ -237,24 +229,24 @@ struct CalibrateArgs {
   std::string sizes = "8B..64MiB";
   std::string step = "x4";
   int iters = 20, warmup = 3;
+  int ranks = 2;
+  double timeout = 60;
   std::string out = "calibration.json";
 };
 
 int calibrate_command(const CalibrateArgs& args) {
-  if (args.backend == "cuda-ipc") return cuda_ipc_refusal();
-  ShmOptions opt;
-  opt.iterations = args.iters;
-  opt.warmup = args.warmup;
-  opt.executable = self_executable();
-  const Calibration c = calibrate_shm(parse_sizes(args.sizes, args.step), opt);
+  const Calibration c = calibrate(parse_sizes(args.sizes, args.step), args.ranks,
+                                  run_options(args.backend, args.iters, args.warmup, args.timeout));
   {
     OutputDir dir(std::filesystem::absolute(args.out).parent_path());
     dir.open(std::filesystem::path(args.out).filename().string())
         << calibration_json(c).dump(2) << "\n";
     dir.commit();
   }
-  std::cout << fmt::format("# {} on {}: ping-pong between 2 ranks, median of {} after {} warm-up\n",
-                           c.backend, c.device, args.iters, args.warmup);
+  std::cout << fmt::format(
+      "# {} on {}: ping-pong between {}, median of {} after {} warm-up\n", c.backend, c.device,
+      c.ranks == 2 ? std::string("2 ranks") : fmt::format("{} pairs of ranks at once", c.ranks / 2),
+      args.iters, args.warmup);
   std::cout << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "bytes", "median us",
                            "p10 us", "p90 us", "fit us", "residual");
   for (const auto& s : c.samples)
@@ -301,7 +293,8 @@ int compare_command(const CompareArgs& args) {
 namespace {
 
 // What validate and calibrate share: where to run and how often.
-void add_run_options(CLI::App* cmd, std::string& backend, int& iters, int& warmup) {
+void add_run_options(CLI::App* cmd, std::string& backend, int& iters, int& warmup,
+                     double& timeout) {
   cmd->add_option("--backend", backend, "shm (processes over shared memory) or cuda-ipc")
       ->check(CLI::IsMember({"shm", "cuda-ipc"}))
       ->capture_default_str();
@@ -311,14 +304,17 @@ void add_run_options(CLI::App* cmd, std::string& backend, int& iters, int& warmu
   cmd->add_option("--warmup", warmup, "Warm-up iterations")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  cmd->add_option("--timeout", timeout, "Seconds an iteration may take before the run is stopped")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A rank process of the shm transport, started by `collsim validate`/`calibrate`.
+  // A rank process of a real run (any backend), started by `collsim validate`/`calibrate`.
   if (argc == 4 && std::string(argv[1]) == "__rank")
-    return collsim::shm_rank_main(argv[2], std::atoi(argv[3]));
+    return collsim::rank_main(argv[2], std::atoi(argv[3]));
 
   CLI::App app{"collsim: a discrete-event simulator of collective communication on GPU clusters"};
   app.set_version_flag("--version", std::string("collsim ") + COLLSIM_VERSION);
@@ -367,16 +363,21 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand(
       "validate", "Run the scenario's collectives for real and check their results");
   validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
-  add_run_options(validate, validate_args.backend, validate_args.iters, validate_args.warmup);
-  validate->add_option("--timeout", validate_args.timeout, "Seconds an iteration may take")
-      ->capture_default_str();
+  add_run_options(validate, validate_args.backend, validate_args.iters, validate_args.warmup,
+                  validate_args.timeout);
   validate->add_option("--out", validate_args.out_dir,
                        "Write measured.json and timeline.json here");
 
   CalibrateArgs calibrate_args;
   auto* calibrate =
       app.add_subcommand("calibrate", "Fit alpha and beta from a point-to-point sweep");
-  add_run_options(calibrate, calibrate_args.backend, calibrate_args.iters, calibrate_args.warmup);
+  add_run_options(calibrate, calibrate_args.backend, calibrate_args.iters, calibrate_args.warmup,
+                  calibrate_args.timeout);
+  calibrate
+      ->add_option("--ranks", calibrate_args.ranks,
+                   "Ranks: pairs (r, r + ranks/2) ping-pong at once; 2 is point to point")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
   calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")
       ->capture_default_str();
   calibrate->add_option("--step", calibrate_args.step, "Factor between sizes")

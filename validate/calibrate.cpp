@@ -7,22 +7,26 @@
 
 #include "schedule/builder.h"
 #include "validate/measure.h"
+#include "validate/validation_error.h"
 
 namespace collsim {
 namespace {
 
-// Rank 0 sends n bytes to rank 1, which sends them back: two messages, the second
-// waiting for the first, so each pays the wake-up and start-up cost α too.
-Schedule ping_pong(std::int64_t bytes) {
+// Rank r sends n bytes to rank r + K/2, which sends them back: two messages, the
+// second waiting for the first, so each pays the wake-up and start-up cost α too.
+// With K > 2 the K/2 pairs run at once and share whatever they share (memory, links).
+Schedule ping_pong(std::int64_t bytes, int ranks) {
   CollectiveShape shape;
-  shape.op = CollectiveOp::Broadcast;  // the result: the root's data on both ranks
-  shape.ranks = 2;
+  shape.op = CollectiveOp::SendRecv;
+  shape.ranks = ranks;
   shape.dtype = DType::F32;
   shape.count = std::max<std::int64_t>(1, bytes / 4);
-  auto b = ScheduleBuilder::uniform(shape, "ping_pong", {shape.count});
-  b.copy({0, 0, 0}, {1, 0, 0}, shape.count);
+  // Buffer 0 holds what is sent, buffer 1 what comes back (send_recv's layout).
+  auto b = ScheduleBuilder::uniform(shape, "ping_pong", {shape.count, shape.count});
+  const int half = ranks / 2;
+  for (int r = 0; r < half; ++r) b.copy({r, 0, 0}, {r + half, 1, 0}, shape.count);
   b.next_step();
-  b.copy({1, 0, 0}, {0, 0, 0}, shape.count);
+  for (int r = 0; r < half; ++r) b.copy({r + half, 1, 0}, {r, 1, 0}, shape.count);
   return b.finish();
 }
 
@@ -59,16 +63,20 @@ void fit_alpha_beta(Calibration& c) {
   c.r2 = tot > 0 ? 1 - res / tot : 1;
 }
 
-Calibration calibrate_shm(const std::vector<std::int64_t>& sizes, const ShmOptions& options) {
+Calibration calibrate(const std::vector<std::int64_t>& sizes, int ranks,
+                      const RunOptions& options) {
+  if (ranks < 2 || ranks % 2)
+    throw ValidationError(fmt::format("--ranks must be even and at least 2, not {}", ranks));
   Calibration c;
-  c.backend = "shm";
-  c.device = cpu_name();
+  c.backend = name_of(options.backend);
+  c.device = backend_device(options.backend);
+  c.ranks = ranks;
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   c.date = date;
   for (std::int64_t bytes : sizes) {
-    const ShmMeasurement m = run_on_shm(ping_pong(bytes), options);
+    const Measurement m = run_for_real(ping_pong(bytes, ranks), options);
     std::vector<double> one_way;
     for (double t : m.iteration_s) one_way.push_back(t / 2);
     c.samples.push_back({std::max<std::int64_t>(4, bytes / 4 * 4), m.median_s / 2,
@@ -90,7 +98,7 @@ nlohmann::json calibration_json(const Calibration& c) {
   return {{"alpha_s", c.alpha_s}, {"bandwidth_Bps", c.bandwidth_Bps},
           {"r2", c.r2},           {"samples", samples},
           {"backend", c.backend}, {"device", c.device},
-          {"date", c.date}};
+          {"ranks", c.ranks},     {"date", c.date}};
 }
 
 }  // namespace collsim

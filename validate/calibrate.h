@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "validate/shm_runner.h"
+#include "validate/runner.h"
 
 namespace collsim {
 
@@ -24,12 +24,15 @@ struct Calibration {
   double r2 = 0;  // weighted by 1/t^2, as the fit is
   std::vector<CalibrationSample> samples;
   std::string backend, device, date;
+  int ranks = 2;
 };
 
 // Fits α and β to (bytes, seconds) samples, minimising the sum of squared relative errors.
 void fit_alpha_beta(Calibration& c);
 
-Calibration calibrate_shm(const std::vector<std::int64_t>& sizes, const ShmOptions& options);
+// Ping-pong over the options' backend between `ranks` / 2 pairs at once (rank r with
+// r + ranks / 2): 2 is the plain point-to-point figure, more measures under load.
+Calibration calibrate(const std::vector<std::int64_t>& sizes, int ranks, const RunOptions& options);
 nlohmann::json calibration_json(const Calibration& c);
 
 }  // namespace collsim

@@ -20,19 +20,17 @@ std::string cpu_name() {
   return "unknown cpu";
 }
 
-MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend,
-                                  const ShmOptions& options) {
-  if (backend != "shm") throw ValidationError("unknown backend \"" + backend + "\"");
+MeasuredScenario measure_scenario(const Scenario& s, const RunOptions& options) {
   MeasuredScenario out;
-  out.backend = backend;
-  out.device = cpu_name();
+  out.backend = name_of(options.backend);
+  out.device = backend_device(options.backend);
   out.iterations = options.iterations;
   out.warmup = options.warmup;
   const ScenarioResult resolved =
       run_scenario(s, SimulationOptions{.record_ops = false});  // settles "auto"
   for (const auto& spec : resolved.resolved) {
     MeasuredCollective mc{spec, generate_schedule(spec), {}};
-    mc.m = run_on_shm(mc.schedule, options);
+    mc.m = run_for_real(mc.schedule, options);
     out.collectives.push_back(std::move(mc));
   }
   return out;

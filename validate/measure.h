@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "scenario/scenario.h"
-#include "validate/shm_runner.h"
+#include "validate/runner.h"
 
 namespace collsim {
 
 struct MeasuredCollective {
   CollectiveSpec spec;
   Schedule schedule;
-  ShmMeasurement m;
+  Measurement m;
 };
 
 struct MeasuredScenario {
@@ -24,8 +24,7 @@ struct MeasuredScenario {
 };
 
 // Runs each collective alone (one after the other), checks its result.
-MeasuredScenario measure_scenario(const Scenario& s, const std::string& backend,
-                                  const ShmOptions& options);
+MeasuredScenario measure_scenario(const Scenario& s, const RunOptions& options);
 
 std::string measured_table(const MeasuredScenario& m);
 // {scenario, backend, device, collectives[i] = {name, op, ..., time_s, algbw_GBps, busbw_GBps,

@@ -1,0 +1,50 @@
+#include "validate/control_segment.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+
+namespace collsim {
+
+std::uint64_t Segment::rank_bytes(int rank) const {
+  const SegmentHeader& h = header();
+  const std::uint64_t end = rank + 1 < static_cast<int>(h.ranks)
+                                ? buffer_offset(rank + 1, 0)
+                                : layout().size - layout().off_data;
+  return end - buffer_offset(rank, 0);
+}
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, long timeout_ns) {
+  timespec ts{0, timeout_ns};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr,
+          0);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+          0);
+}
+
+bool wait_for(const Segment& seg, std::atomic<std::uint32_t>& word, std::uint32_t target) {
+  for (std::uint32_t v; (v = word.load(std::memory_order_acquire)) < target;) {
+    if (seg.header().abort.load()) return false;
+    futex_wait(word, v, 50'000'000);
+  }
+  return true;
+}
+
+void arrive(std::atomic<std::uint32_t>& word) {
+  word.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(word);
+}
+
+}  // namespace collsim

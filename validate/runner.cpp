@@ -1,0 +1,448 @@
+#include "validate/runner.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "replay/replayer.h"
+#include "schedule/layout.h"
+#include "validate/element_type.h"
+#include "validate/measure.h"
+#include "validate/rank_device.h"
+
+namespace collsim {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x636f6c6c73696d32ull;  // "collsim2"
+constexpr const char* kPrefix = "collsim-";
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) {
+  g_interrupted = 1;
+}
+
+std::uint64_t align(std::uint64_t x) {
+  return (x + 63) & ~std::uint64_t{63};
+}
+
+// Where everything goes; buffer_at receives each rank's buffer offsets in the data area.
+SegmentLayout plan_layout(const Schedule& s, std::uint32_t iterations, std::size_t element,
+                          std::vector<std::uint64_t>& buffer_at) {
+  SegmentLayout l{};
+  std::uint64_t at = align(sizeof(SegmentHeader));
+  auto take = [&](std::uint64_t bytes) {
+    const std::uint64_t here = at;
+    at = align(at + bytes);
+    return here;
+  };
+  const std::uint64_t K = static_cast<std::uint64_t>(s.shape.ranks), n = s.ops.size();
+  l.off_ops = take(n * sizeof(Op));
+  l.off_dep_begin = take(s.dep_begin.size() * sizeof(std::uint32_t));
+  l.off_deps = take(s.deps.size() * sizeof(OpId));
+  l.off_done = take(n * sizeof(std::uint32_t));
+  l.off_times = take(std::uint64_t{iterations} * n * 2 * sizeof(std::int64_t));
+  l.off_current = take(K * sizeof(std::int32_t));
+  l.off_buffer_at = take(s.buffer_counts.size() * sizeof(std::uint64_t));
+  l.off_errors = take(K * kErrorBytes);
+  l.off_rank_handles = take(K * kHandleBytes);
+  l.off_op_handles = take(n * kHandleBytes);
+  std::uint64_t data = 0;
+  for (std::int64_t count : s.buffer_counts) {
+    buffer_at.push_back(data);
+    data = align(data + static_cast<std::uint64_t>(count) * element);
+  }
+  l.off_data = take(data);
+  l.size = at;
+  return l;
+}
+
+// Owns the segment and the rank processes; tearing it down always leaves nothing behind.
+class Run {
+ public:
+  Run() = default;
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+  ~Run() {
+    if (seg_.base) seg_.header().abort = 1;
+    for (pid_t p : pids_)
+      if (p > 0) kill(p, SIGKILL);
+    for (pid_t p : pids_)
+      if (p > 0) waitpid(p, nullptr, 0);
+    if (seg_.base) munmap(seg_.base, seg_.size);
+    if (fd_ >= 0) close(fd_);
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+
+  Segment& create(std::size_t size) {
+    static std::atomic<int> counter{0};
+    const std::string name = fmt::format("/{}{}-{}", kPrefix, getpid(), counter++);
+    old_int_ = std::signal(SIGINT, on_interrupt);
+    old_term_ = std::signal(SIGTERM, on_interrupt);
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+      throw ValidationError(
+          fmt::format("cannot create shared memory {}: {}", name, std::strerror(errno)));
+    // The name goes at once: the ranks inherit the descriptor instead, so nothing can
+    // be left in /dev/shm, whatever happens to this process.
+    shm_unlink(name.c_str());
+    fd_ = fd;
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0)
+      throw ValidationError(
+          fmt::format("cannot size shared memory to {} bytes: {}", size, std::strerror(errno)));
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    fcntl(fd_, F_SETFD, 0);  // keep it open across exec
+    if (p == MAP_FAILED)
+      throw ValidationError(fmt::format("cannot map shared memory: {}", std::strerror(errno)));
+    seg_ = {p, size};
+    return seg_;
+  }
+
+  void spawn(const std::string& exe, int ranks) {
+    const pid_t parent = getpid();
+    for (int r = 0; r < ranks; ++r) {
+      const pid_t pid = fork();
+      if (pid < 0) throw ValidationError(fmt::format("fork failed: {}", std::strerror(errno)));
+      if (pid == 0) {
+        // If the runner dies without cleaning up (SIGKILL), its ranks die with it.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        const std::string rank = std::to_string(r), fd = "fd:" + std::to_string(fd_);
+        execl(exe.c_str(), exe.c_str(), "__rank", fd.c_str(), rank.c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      pids_.push_back(pid);
+    }
+  }
+
+  // Posts `phase` and waits for every rank to finish it. Throws, naming the rank and
+  // its op, if a rank ends or the phase takes longer than the timeout.
+  void run_phase(std::uint32_t phase, double timeout_s) {
+    SegmentHeader& h = seg_.header();
+    const std::uint32_t K = h.ranks;
+    h.finished = 0;
+    h.phase.store(phase, std::memory_order_release);
+    futex_wake_all(h.phase);
+    const auto started = std::chrono::steady_clock::now();
+    for (std::uint32_t f; (f = h.finished.load(std::memory_order_acquire)) < K;) {
+      if (g_interrupted)
+        throw ValidationError("interrupted; the ranks were stopped and the shared memory removed");
+      check_ranks(phase);
+      if (std::chrono::steady_clock::now() - started > std::chrono::duration<double>(timeout_s))
+        throw ValidationError(
+            fmt::format("{} did not finish within {} s: {}; the ranks were stopped",
+                        phase_name(phase), timeout_s, hung_ranks()));
+      futex_wait(h.finished, f, 10'000'000);
+    }
+  }
+
+  // Lets the ranks release what they hold and exit; they must all exit cleanly.
+  void finish(double timeout_s) {
+    SegmentHeader& h = seg_.header();
+    h.phase.store(h.exit_phase(), std::memory_order_release);
+    futex_wake_all(h.phase);
+    const auto started = std::chrono::steady_clock::now();
+    while (std::any_of(pids_.begin(), pids_.end(), [](pid_t p) { return p > 0; })) {
+      check_ranks(h.exit_phase());
+      if (std::chrono::steady_clock::now() - started > std::chrono::duration<double>(timeout_s))
+        throw ValidationError(fmt::format(
+            "ranks did not exit within {} s after the run; they were killed", timeout_s));
+      usleep(1000);
+    }
+  }
+
+ private:
+  std::string phase_name(std::uint32_t phase) const {
+    const SegmentHeader& h = seg_.header();
+    if (phase <= h.iterations) return fmt::format("iteration {}", phase);
+    return phase == h.collect_phase() ? "collecting the outputs" : "releasing the buffers";
+  }
+
+  void check_ranks(std::uint32_t phase) {
+    const SegmentHeader& h = seg_.header();
+    for (std::size_t r = 0; r < pids_.size(); ++r) {
+      int status = 0;
+      if (pids_[r] <= 0 || waitpid(pids_[r], &status, WNOHANG) != pids_[r]) continue;
+      pids_[r] = -1;
+      if (phase == h.exit_phase() && WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      const int rank = static_cast<int>(r);
+      const std::string error(seg_.error(rank), strnlen(seg_.error(rank), kErrorBytes));
+      const std::string how = !error.empty() ? "failed: " + error
+                              : WIFSIGNALED(status)
+                                  ? fmt::format("was killed by signal {}", WTERMSIG(status))
+                                  : fmt::format("exited with status {}", WEXITSTATUS(status));
+      const int op = seg_.current()[r].load();
+      const std::string when =
+          h.ready.load() < h.ranks ? "while setting up" : "during " + phase_name(phase);
+      throw ValidationError(fmt::format(
+          "rank {} {} ({}{}); the other ranks were stopped", rank, how, when,
+          op >= 0 ? fmt::format(", at op {} of step {}", op, seg_.op(op).step) : std::string()));
+    }
+  }
+
+  std::string hung_ranks() const {
+    std::string out;
+    for (std::size_t r = 0; r < pids_.size(); ++r) {
+      const int op = seg_.current()[r].load();
+      if (op >= 0)
+        out += fmt::format("{}rank {} at op {} (step {})", out.empty() ? "" : ", ", r, op,
+                           seg_.op(op).step);
+    }
+    return out.empty() ? "no rank inside an op" : out;
+  }
+
+  int fd_ = -1;
+  Segment seg_;
+  std::vector<pid_t> pids_;
+  void (*old_int_)(int) = SIG_DFL;
+  void (*old_term_)(int) = SIG_DFL;
+};
+
+template <class T>
+void random_inputs(const Schedule& s, Buffers<T>& b, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  fill_inputs(s, b, [&](int, std::int64_t) {
+    if constexpr (std::is_same_v<T, BFloat16>)
+      return BFloat16::from_float(std::uniform_real_distribution<float>(-1, 1)(rng));
+    else if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(rng));
+    else
+      return static_cast<T>(rng());
+  });
+}
+
+void copy_in(void* to, const auto& from) {  // empty vectors may have no data() at all
+  if (!from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(from[0]));
+}
+
+// Every output element, bitwise against the replayer's (same schedule, same order of
+// reduction), after the division of an average, which ncclAvg also does once at the end.
+template <class T>
+void check_outputs(const Schedule& s, const Segment& seg, const Buffers<T>& expected,
+                   Measurement& m) {
+  const int K = s.shape.ranks;
+  const bool average = s.shape.reduce_op == ReduceOp::Avg && is_reducing(s.shape.op);
+  for (int r = 0; r < K; ++r)
+    for (const Region& reg : output_regions(s.shape, r)) {
+      T* got = reinterpret_cast<T*>(seg.buffer(r, reg.buffer)) + reg.offset;
+      for (std::int64_t i = 0; i < reg.count; ++i) {
+        if (average) got[i] = divide_by(got[i], K);
+        ++m.checked;
+        if (std::memcmp(&got[i], &expected.at(r, reg.buffer)[reg.offset + i], sizeof(T)) != 0)
+          ++m.wrong;
+      }
+    }
+}
+
+// The measured iterations' lengths, and the op timings of the median one.
+void collect_times(const Schedule& s, const Segment& seg, const RunOptions& options,
+                   Measurement& m) {
+  const std::size_t n = s.ops.size();
+  std::vector<std::pair<double, std::uint32_t>> by_length;
+  const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
+  for (std::uint32_t it = static_cast<std::uint32_t>(options.warmup); it < iterations; ++it) {
+    const std::int64_t* t = seg.iteration_times(it);
+    std::int64_t first = INT64_MAX, last = INT64_MIN;
+    for (std::size_t op = 0; op < n; ++op) {
+      first = std::min(first, t[2 * op]);
+      last = std::max(last, t[2 * op + 1]);
+    }
+    const double len = n ? static_cast<double>(last - first) / 1e9 : 0;
+    m.iteration_s.push_back(len);
+    by_length.emplace_back(len, it);
+  }
+  std::sort(by_length.begin(), by_length.end());
+  if (by_length.empty()) return;
+  const auto [median, it] = by_length[by_length.size() / 2];
+  m.median_s = median;
+  const std::int64_t* t = seg.iteration_times(it);
+  std::int64_t first = INT64_MAX;
+  for (std::size_t op = 0; op < n; ++op) first = std::min(first, t[2 * op]);
+  for (std::size_t op = 0; op < n; ++op)
+    m.ops.push_back({(t[2 * op] - first) * 1000, (t[2 * op + 1] - first) * 1000});
+}
+
+std::unique_ptr<RankDevice> make_device(const Segment& seg, int rank) {
+  switch (seg.header().backend) {
+    case Backend::Shm:
+      return make_shm_device(seg, rank);
+    case Backend::CudaIpc:
+#ifdef COLLSIM_HAVE_CUDA
+      return make_cuda_ipc_device(seg, rank);
+#else
+      break;
+#endif
+  }
+  throw ValidationError("this collsim was built without the cuda-ipc transport");
+}
+
+// The ops a rank runs, in op order (step order: dependencies point to earlier steps,
+// so running them in this order on every rank cannot deadlock).
+std::vector<OpId> ops_run_by(const Segment& seg, int rank) {
+  std::vector<OpId> mine;
+  for (OpId id = 0; id < seg.header().num_ops; ++id)
+    if (executor_of(seg.op(id)) == rank) mine.push_back(id);
+  return mine;
+}
+
+// One iteration of the schedule on this rank. False if the runner called the run off.
+bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpId>& mine, int rank,
+                   std::uint32_t it) {
+  SegmentHeader& h = seg.header();
+  device.load_inputs();
+  // Nobody may write into or read from a peer's buffers before that peer's inputs are in.
+  arrive(h.loaded);
+  if (!wait_for(seg, h.loaded, it * h.ranks)) return false;
+  std::int64_t* times = seg.iteration_times(it - 1);
+  for (OpId id : mine) {
+    seg.current()[rank] = static_cast<std::int32_t>(id);
+    if (h.kill_rank == rank) kill(getpid(), SIGKILL);  // fault injection (tests)
+    if (h.fail_rank == rank) throw ValidationError("injected failure");
+    for (std::uint32_t d = seg.dep_begin()[id]; d < seg.dep_begin()[id + 1]; ++d)
+      if (!wait_for(seg, seg.done()[seg.deps()[d]], it)) return false;
+    device.run(id, times);
+    seg.done()[id].store(it, std::memory_order_release);
+    futex_wake_all(seg.done()[id]);
+  }
+  device.end_iteration(times);
+  seg.current()[rank] = -1;
+  return true;
+}
+
+int rank_loop(const Segment& seg, int rank) {
+  SegmentHeader& h = seg.header();
+  const std::unique_ptr<RankDevice> device = make_device(seg, rank);
+  arrive(h.ready);
+  if (!wait_for(seg, h.ready, h.ranks)) return 4;
+  device->connect();
+  const std::vector<OpId> mine = ops_run_by(seg, rank);
+  for (std::uint32_t it = 1; it <= h.iterations; ++it) {
+    if (!wait_for(seg, h.phase, it) || !run_iteration(seg, *device, mine, rank, it)) return 4;
+    arrive(h.finished);
+  }
+  if (!wait_for(seg, h.phase, h.collect_phase())) return 4;
+  device->collect_outputs();
+  arrive(h.finished);
+  if (!wait_for(seg, h.phase, h.exit_phase())) return 4;
+  return 0;  // the device goes now: every peer has stopped using this rank's memory
+}
+
+}  // namespace
+
+std::string_view name_of(Backend b) {
+  return b == Backend::CudaIpc ? "cuda-ipc" : "shm";
+}
+
+std::optional<Backend> backend_from_name(std::string_view name) {
+  if (name == "shm") return Backend::Shm;
+  if (name == "cuda-ipc") return Backend::CudaIpc;
+  return std::nullopt;
+}
+
+std::string backend_device(Backend b) {
+  if (b == Backend::Shm) return cpu_name();
+#ifdef COLLSIM_HAVE_CUDA
+  return cuda_device_summary();
+#else
+  throw ValidationError(
+      "--backend cuda-ipc: this collsim was built without a CUDA toolkit, so no CUDA device is "
+      "usable; rebuild where nvcc is found, or use --backend shm");
+#endif
+}
+
+std::vector<std::string> leftover_segments() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
+    if (e.path().filename().string().starts_with(kPrefix))
+      out.push_back(e.path().filename().string());
+  return out;
+}
+
+Measurement run_for_real(const Schedule& s, const RunOptions& options) {
+  backend_device(options.backend);  // refuses here, once, rather than in every rank
+  Measurement m;
+  with_element_type(s.shape.dtype, [&](auto element) {
+    using T = decltype(element);
+    const int K = s.shape.ranks;
+    const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
+    std::vector<std::uint64_t> buffer_at;
+    const SegmentLayout layout = plan_layout(s, iterations, sizeof(T), buffer_at);
+
+    Run run;
+    Segment& seg = run.create(layout.size);
+    SegmentHeader& h = seg.header();
+    h.magic = kMagic;
+    h.backend = options.backend;
+    h.ranks = static_cast<std::uint32_t>(K);
+    h.num_ops = static_cast<std::uint32_t>(s.ops.size());
+    h.num_buffers = static_cast<std::uint32_t>(s.num_buffers);
+    h.iterations = iterations;
+    h.kill_rank = options.kill_rank;
+    h.fail_rank = options.fail_rank;
+    h.dtype = s.shape.dtype;
+    h.reduce_op = s.shape.reduce_op;
+    h.layout = layout;
+    copy_in(seg.ops(), s.ops);
+    copy_in(seg.dep_begin(), s.dep_begin);
+    copy_in(seg.deps(), s.deps);
+    copy_in(seg.buffer_at(), buffer_at);
+    for (int r = 0; r < K; ++r) seg.current()[r] = -1;
+
+    // Inputs, and what the replayer says the outputs must be.
+    Buffers<T> inputs(s);
+    random_inputs(s, inputs, 0x5eed + K);
+    Buffers<T> expected = inputs;
+    replay_by_step(s, expected);
+
+    run.spawn(options.executable, K);
+    for (std::uint32_t it = 1; it <= iterations; ++it) {
+      for (int r = 0; r < K; ++r)
+        for (int b = 0; b < s.num_buffers; ++b) copy_in(seg.buffer(r, b), inputs.at(r, b));
+      run.run_phase(it, options.timeout_s);
+    }
+    run.run_phase(h.collect_phase(), options.timeout_s);
+    run.finish(options.timeout_s);
+    check_outputs(s, seg, expected, m);
+    collect_times(s, seg, options, m);
+  });
+  return m;
+}
+
+int rank_main(const std::string& segment, int rank) {
+  // "fd:N": the runner's descriptor, inherited across exec.
+  const int fd = segment.starts_with("fd:") ? std::atoi(segment.c_str() + 3)
+                                            : shm_open(segment.c_str(), O_RDWR, 0);
+  if (fd < 0) return 3;
+  struct stat st {};
+  fstat(fd, &st);
+  void* p = mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                 fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return 3;
+  const Segment seg{p, static_cast<std::size_t>(st.st_size)};
+  if (seg.header().magic != kMagic || rank < 0 || rank >= static_cast<int>(seg.header().ranks))
+    return 3;
+  try {
+    return rank_loop(seg, rank);
+  } catch (const std::exception& e) {
+    // The runner reads this when it sees the rank gone, and names it in its error.
+    std::snprintf(seg.error(rank), kErrorBytes, "%s", e.what());
+    return 5;
+  }
+}
+
+}  // namespace collsim

@@ -1,0 +1,54 @@
+#pragma once
+// Runs a schedule for real: one process per rank (fork + exec of this same program),
+// coordinated through one POSIX shared-memory segment (validate/control_segment.h),
+// with the data moved by a transport (validate/rank_device.h): shm or cuda-ipc. Each
+// op is run by one rank once its dependencies have started (shm: completed; cuda-ipc:
+// enqueued, with the GPU ordering the rest). The runner owns every process and the
+// segment; whatever happens — a rank crashing, hanging past the timeout, Ctrl-C — it
+// stops the others, removes the segment, and says which rank failed at which op.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "simulate/simulator.h"
+#include "validate/control_segment.h"
+
+namespace collsim {
+
+struct RunOptions {
+  Backend backend = Backend::Shm;
+  int iterations = 5;
+  int warmup = 1;
+  double timeout_s = 60;   // per iteration
+  std::string executable;  // this program, re-executed for each rank
+  int kill_rank = -1;      // fault injection for tests: this rank kills itself at its first op
+  int fail_rank = -1;      // ... this rank reports an error and exits at its first op
+};
+
+struct Measurement {
+  std::vector<double> iteration_s;  // each measured iteration: first op start to last op end
+  double median_s = 0;
+  std::vector<OpTiming> ops;  // op timings (ps from the iteration's start) of the median iteration
+  std::int64_t checked = 0;   // output elements compared with the replayer's
+  std::int64_t wrong = 0;     // nccl-tests' #wrong
+};
+
+std::string_view name_of(Backend b);
+std::optional<Backend> backend_from_name(std::string_view name);
+
+// What the ranks will run on ("AMD EPYC 7B13", "1 x NVIDIA H200"). Throws a one-line
+// ValidationError when the backend cannot run here (cuda-ipc: no toolkit or no device).
+std::string backend_device(Backend b);
+
+// Runs the schedule for real. Throws ValidationError on a failed rank or timeout.
+Measurement run_for_real(const Schedule& s, const RunOptions& options);
+
+// The entry point of a rank process: `collsim __rank fd:N RANK` (the segment's
+// descriptor, inherited from the runner).
+int rank_main(const std::string& segment, int rank);
+
+// Whether shared-memory segments of this program are left in /dev/shm (for tests).
+std::vector<std::string> leftover_segments();
+
+}  // namespace collsim
