@@ -12,10 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "helpers.h"
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
 #include "validate/calibrate.h"
+#include "validate/compare.h"
 #include "validate/runner.h"
 #include "validate/validation_error.h"
 
@@ -252,4 +256,41 @@ TEST_CASE(
   c.samples.back().median_s *= 1.5;
   fit_alpha_beta(c);
   CHECK(c.alpha_s == Approx(2e-6).epsilon(0.05));
+}
+
+TEST_CASE("compare: errors per collective, step and op against a known measurement") {
+  // "Measured" = every simulated time doubled: every error must be exactly -50%.
+  const Scenario s = parse_scenario(nlohmann::json::parse(R"({
+      "topology": {"preset": "switch", "gpus": 4, "bandwidth": "10GB/s"},
+      "network": {"model": "ideal", "alpha": "5us"},
+      "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": "1MiB"},
+                      {"name": "bc", "op": "broadcast", "algorithm": "binomial_tree",
+                       "bytes": "64KiB", "after": ["ar"]}]})"),
+                                    ".", "test");
+  const ScenarioResult sim = run_scenario(s);
+  nlohmann::json cols = nlohmann::json::array();
+  for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
+    nlohmann::json ops = nlohmann::json::array();
+    const Time t0 = sim.sim.tasks[i].start;
+    for (const auto& o : sim.sim.tasks[i].ops)
+      ops.push_back({2 * to_seconds(o.start - t0), 2 * to_seconds(o.end - t0)});
+    cols.push_back(
+        {{"name", sim.resolved[i].name}, {"time_s", 2 * sim.outcomes[i].time_s}, {"ops", ops}});
+  }
+  const Comparison c = compare_runs(s, sim, {{"collectives", cols}});
+  REQUIRE(c.collectives.size() == 2);
+  CHECK(c.steps.size() == 6 + 2);  // ring on 4: 2(K-1) steps; binomial tree on 4: 2
+  CHECK(c.ops.size() == sim.schedules[0].size() + sim.schedules[1].size());
+  for (const auto* rows : {&c.collectives, &c.steps, &c.ops})
+    for (const auto& r : *rows) CHECK(r.error_pct == Approx(-50).margin(1e-6));
+  CHECK(c.mape_pct == Approx(50));
+  CHECK(c.op_mape_pct == Approx(50));
+  CHECK(c.ops[0].bytes == sim.schedules[0].ops[0].count * 4);
+  std::ostringstream csv;
+  write_comparison_csv(csv, c);
+  CHECK_THAT(csv.str(), Catch::StartsWith("collective,step,op,src,dst,bytes,measured_s"));
+  // A measurement of another schedule is refused, naming the collective.
+  cols[0]["ops"].erase(0);
+  CHECK_THROWS_WITH(compare_runs(s, sim, {{"collectives", cols}}),
+                    Catch::Contains("ar: ") && Catch::Contains("measured ops"));
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "validate/control_segment.h"
 
 namespace collsim {
 namespace {
@@ -38,12 +39,24 @@ double error_pct(double sim, double meas) {
   return meas > 0 ? (sim - meas) / meas * 100 : 0;
 }
 
+// Mean absolute percentage error of the rows of one collective (or all: name empty),
+// leaving out rows whose measured time is 0 (an op too short for the clock).
+double mape(const std::vector<CompareRow>& rows, const std::string& collective = {}) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : rows)
+    if ((collective.empty() || r.collective == collective) && r.measured_s > 0) {
+      sum += std::fabs(r.error_pct);
+      ++n;
+    }
+  return n ? sum / n : 0;
+}
+
 }  // namespace
 
 Comparison compare_runs(const Scenario&, const ScenarioResult& sim,
                         const nlohmann::json& measured) {
   Comparison out;
-  double abs_sum = 0, step_abs_sum = 0;
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& name = sim.resolved[i].name;
     const nlohmann::json& m = measured_collective(measured, name);
@@ -55,54 +68,57 @@ Comparison compare_runs(const Scenario&, const ScenarioResult& sim,
                       "size?)",
                       name, m.at("ops").size(), sched.size()));
     const double meas = m.at("time_s").get<double>(), simt = sim.outcomes[i].time_s;
-    out.collectives.push_back({name, -1, meas, simt, error_pct(simt, meas)});
-    abs_sum += std::fabs(out.collectives.back().error_pct);
+    out.collectives.push_back(
+        {name, -1, -1, -1, -1, sim.resolved[i].bytes, meas, simt, error_pct(simt, meas)});
     std::vector<std::pair<double, double>> sim_ops, meas_ops;
     const Time t0 = sim.sim.tasks[i].start;
     for (const auto& o : sim.sim.tasks[i].ops)
       sim_ops.emplace_back(to_seconds(o.start - t0), to_seconds(o.end - t0));
     for (const auto& o : m.at("ops")) meas_ops.emplace_back(o[0].get<double>(), o[1].get<double>());
     const auto sim_steps = step_lengths(sched, sim_ops), meas_steps = step_lengths(sched, meas_ops);
-    for (const auto& [step, len] : meas_steps) {
+    for (const auto& [step, len] : meas_steps)
       out.steps.push_back(
-          {name, step, len, sim_steps.at(step), error_pct(sim_steps.at(step), len)});
-      step_abs_sum += std::fabs(out.steps.back().error_pct);
+          {name, step, -1, -1, -1, 0, len, sim_steps.at(step), error_pct(sim_steps.at(step), len)});
+    const auto& ranks = sim.resolved[i].ranks;
+    const int element = element_size(sched.shape.dtype);
+    for (OpId id = 0; id < sched.size(); ++id) {
+      const Op& op = sched.ops[id];
+      const double m_len = meas_ops[id].second - meas_ops[id].first,
+                   s_len = sim_ops[id].second - sim_ops[id].first;
+      out.ops.push_back({name, op.step, static_cast<int>(id), ranks[op.src_rank],
+                         ranks[op.dst_rank], op.count * element, m_len, s_len,
+                         error_pct(s_len, m_len)});
     }
   }
-  out.mape_pct = out.collectives.empty() ? 0 : abs_sum / out.collectives.size();
-  out.step_mape_pct = out.steps.empty() ? 0 : step_abs_sum / out.steps.size();
+  out.mape_pct = mape(out.collectives);
+  out.step_mape_pct = mape(out.steps);
+  out.op_mape_pct = mape(out.ops);
   return out;
 }
 
 std::string comparison_table(const Comparison& c) {
   std::string out =
       "# simulated vs measured; times in microseconds; error = (simulated - measured) / measured\n";
-  out += fmt::format("# {:<20} {:>12} {:>12} {:>9} {:>16}\n", "collective", "measured", "simulated",
-                     "error", "step MAPE");
-  for (const auto& row : c.collectives) {
-    double sum = 0;
-    int n = 0;
-    for (const auto& s : c.steps)
-      if (s.collective == row.collective) {
-        sum += std::fabs(s.error_pct);
-        ++n;
-      }
-    out +=
-        fmt::format("  {:<20} {:>12.2f} {:>12.2f} {:>8.1f}% {:>15.1f}%\n", row.collective,
-                    row.measured_s * 1e6, row.simulated_s * 1e6, row.error_pct, n ? sum / n : 0.0);
-  }
+  out += fmt::format("# {:<20} {:>12} {:>12} {:>9} {:>10} {:>10}\n", "collective", "measured",
+                     "simulated", "error", "step MAPE", "op MAPE");
+  for (const auto& row : c.collectives)
+    out += fmt::format("  {:<20} {:>12.2f} {:>12.2f} {:>8.1f}% {:>9.1f}% {:>9.1f}%\n",
+                       row.collective, row.measured_s * 1e6, row.simulated_s * 1e6, row.error_pct,
+                       mape(c.steps, row.collective), mape(c.ops, row.collective));
   out += fmt::format(
-      "# mean absolute percentage error: {:.1f}% over collectives, {:.1f}% over steps\n",
-      c.mape_pct, c.step_mape_pct);
+      "# mean absolute percentage error: {:.1f}% over collectives, {:.1f}% over steps, {:.1f}% "
+      "over ops\n",
+      c.mape_pct, c.step_mape_pct, c.op_mape_pct);
   return out;
 }
 
 void write_comparison_csv(std::ostream& out, const Comparison& c) {
-  out << "collective,step,measured_s,simulated_s,error_pct\n";
-  for (const auto* rows : {&c.collectives, &c.steps})
+  // One row per collective (step and op -1), per step (op -1) and per op.
+  out << "collective,step,op,src,dst,bytes,measured_s,simulated_s,error_pct\n";
+  for (const auto* rows : {&c.collectives, &c.steps, &c.ops})
     for (const auto& r : *rows)
-      out << fmt::format("{},{},{:.9g},{:.9g},{:.4f}\n", r.collective, r.step, r.measured_s,
-                         r.simulated_s, r.error_pct);
+      out << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.4f}\n", r.collective, r.step, r.op,
+                         r.src, r.dst, r.bytes, r.measured_s, r.simulated_s, r.error_pct);
 }
 
 void write_comparison_trace(std::ostream& out, const Scenario& s, const ScenarioResult& sim,
@@ -123,7 +139,7 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
     const nlohmann::json& m = measured_collective(measured, spec.name);
     const std::string name = nlohmann::json(spec.name).dump();
     const Time t0 = sim.sim.tasks[i].start;
-    // Slices go on the receiving rank's track: the rank that runs the op in the shm backend.
+    // Slices go on the track of the rank that runs the op for real (validate/control_segment.h).
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
       const auto& so = sim.sim.tasks[i].ops[id];
@@ -135,7 +151,7 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
             ",\n{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},"
             "\"name\":\"step {} "
             "{}\\u2192{}\"}}",
-            pid, spec.ranks[op.dst_rank], a * 1e6, (b - a) * 1e6, name, op.step,
+            pid, spec.ranks[executor_of(op)], a * 1e6, (b - a) * 1e6, name, op.step,
             spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
     }
     sim_at += sim.outcomes[i].time_s;

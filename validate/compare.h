@@ -1,6 +1,6 @@
 #pragma once
-// Simulated against measured: per collective, per step, and overall mean absolute
-// percentage error; and one Chrome trace with both timelines side by side.
+// Simulated against measured: per collective, per step and per op, with mean absolute
+// percentage errors; and one Chrome trace with both timelines side by side.
 #include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
@@ -14,6 +14,9 @@ namespace collsim {
 struct CompareRow {
   std::string collective;
   int step = -1;  // -1: the whole collective
+  int op = -1;    // -1: the whole step (or collective)
+  int src = -1, dst = -1;
+  std::int64_t bytes = 0;
   double measured_s = 0;
   double simulated_s = 0;
   double error_pct = 0;  // (simulated - measured) / measured
@@ -22,8 +25,10 @@ struct CompareRow {
 struct Comparison {
   std::vector<CompareRow> collectives;
   std::vector<CompareRow> steps;
+  std::vector<CompareRow> ops;
   double mape_pct = 0;       // over collectives
   double step_mape_pct = 0;  // over steps
+  double op_mape_pct = 0;    // over ops with a measured duration
 };
 
 // `sim` must have per-op timing; `measured` is `collsim validate`'s measured.json.
