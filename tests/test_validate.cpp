@@ -239,6 +239,37 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(new_segments(before).empty());
     fs::remove(pidfile);
   }
+  SECTION("Ctrl-C (SIGINT to the runner) stops the ranks, reports it, and leaves nothing") {
+    const auto before = leftover_segments();
+    const std::string tag = std::to_string(::getpid());
+    const fs::path pidfile = fs::temp_directory_path() / ("collsim-int-pid-" + tag),
+                   outfile = fs::temp_directory_path() / ("collsim-int-out-" + tag);
+    const std::string cmd = std::string(COLLSIM_EXE) + " validate " + COLLSIM_SOURCE_DIR +
+                            "/scenarios/validate-ring.json --iters 100 >" + outfile.string() +
+                            " 2>&1 & echo $! > " + pidfile.string();
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    pid_t runner = 0;
+    std::ifstream(pidfile) >> runner;
+    REQUIRE(runner > 0);
+    CHECK(kill(runner, SIGINT) == 0);
+    // Gone, or a zombie nobody reaps: either way it has finished its cleanup.
+    auto running = [&] {
+      std::ifstream stat("/proc/" + std::to_string(runner) + "/stat");
+      std::string pid, comm, state;
+      return stat >> pid >> comm >> state && state != "Z";
+    };
+    for (int i = 0; i < 100 && running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_FALSE(running());
+    std::ifstream in(outfile);
+    const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_THAT(out, Catch::Contains("validation failed: interrupted"));
+    CHECK(rank_processes() == 0);
+    CHECK(new_segments(before).empty());
+    fs::remove(pidfile);
+    fs::remove(outfile);
+  }
 }
 
 TEST_CASE(
