@@ -26,9 +26,9 @@ struct Comparison {
   std::vector<CompareRow> collectives;
   std::vector<CompareRow> steps;
   std::vector<CompareRow> ops;  // times: when the op completes, from the collective's start
-  double mape_pct = 0;       // over collectives
-  double step_mape_pct = 0;  // over steps
-  double op_mape_pct = 0;    // over ops with a measured duration
+  double mape_pct = 0;          // over collectives
+  double step_mape_pct = 0;     // over steps
+  double op_mape_pct = 0;       // over ops with a measured duration
 };
 
 // `sim` must have per-op timing; `measured` is `collsim validate`'s measured.json.

@@ -36,6 +36,7 @@ struct SegmentHeader {
   std::int32_t fail_rank;  // ... this rank reports an error at its first op
   DType dtype;
   ReduceOp reduce_op;
+  std::int64_t spin_ns;  // how long a waiting rank spins before it sleeps
   SegmentLayout layout;
   std::atomic<std::uint32_t> ready;   // ranks whose transport is set up and handles published
   std::atomic<std::uint32_t> loaded;  // ranks x iterations whose inputs are in place

@@ -395,6 +395,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     h.fail_rank = options.fail_rank;
     h.dtype = s.shape.dtype;
     h.reduce_op = s.shape.reduce_op;
+    h.spin_ns = K <= sysconf(_SC_NPROCESSORS_ONLN) ? 20'000 : 0;
     h.layout = layout;
     copy_in(seg.ops(), s.ops);
     copy_in(seg.dep_begin(), s.dep_begin);
