@@ -35,7 +35,7 @@ fs::path temp_dir(const std::string& tag) {
   return d;
 }
 
-Outcome collsim(const std::string& args) {
+Outcome run_collsim(const std::string& args) {
   const fs::path err_file = temp_dir("stderr") / "err.txt";
   const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " 2>" + err_file.string();
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -58,7 +58,7 @@ std::string write_file(const fs::path& dir, const std::string& name, const std::
 }  // namespace
 
 TEST_CASE("collsim run prints the table for the bundled scenario") {
-  const Outcome o = collsim("run " + kScenario);
+  const Outcome o = run_collsim("run " + kScenario);
   CHECK(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("grads") && Catch::Contains("all_reduce") &&
                         Catch::Contains("ring") && Catch::Contains("1073741824") &&
@@ -68,8 +68,8 @@ TEST_CASE("collsim run prints the table for the bundled scenario") {
 
 TEST_CASE("same scenario, same output, byte for byte") {
   const fs::path a = temp_dir("det-a"), b = temp_dir("det-b");
-  const Outcome first = collsim("run " + kScenario + " --out " + a.string());
-  const Outcome second = collsim("run " + kScenario + " --out " + b.string());
+  const Outcome first = run_collsim("run " + kScenario + " --out " + a.string());
+  const Outcome second = run_collsim("run " + kScenario + " --out " + b.string());
   REQUIRE(first.status == 0);
   CHECK(first.out == second.out);
   for (const char* f : {"result.json", "links.csv", "timeline.json"}) {
@@ -77,12 +77,12 @@ TEST_CASE("same scenario, same output, byte for byte") {
     REQUIRE(fs::exists(a / f));
     CHECK(slurp(a / f) == slurp(b / f));
   }
-  CHECK(collsim("run " + kScenario + " --format json").out ==
-        collsim("run " + kScenario + " --format json").out);
+  CHECK(run_collsim("run " + kScenario + " --format json").out ==
+        run_collsim("run " + kScenario + " --format json").out);
 }
 
 TEST_CASE("run in json format carries the contract fields") {
-  const Outcome o = collsim("run " + kScenario + " --format json");
+  const Outcome o = run_collsim("run " + kScenario + " --format json");
   REQUIRE(o.status == 0);
   const auto j = nlohmann::json::parse(o.out);
   const auto& c = j["collectives"][0];
@@ -100,7 +100,7 @@ TEST_CASE(
     "run with an output folder writes a Chrome trace: send and receive tracks, arrows, link "
     "counters") {
   const fs::path d = temp_dir("trace");
-  REQUIRE(collsim("run " + kScenario + " --out " + d.string()).status == 0);
+  REQUIRE(run_collsim("run " + kScenario + " --out " + d.string()).status == 0);
   const auto trace = nlohmann::json::parse(slurp(d / "timeline.json"));
   int slices = 0, tracks = 0, starts = 0, finishes = 0, counters = 0;
   std::map<std::pair<int, int>, double>
@@ -145,7 +145,7 @@ TEST_CASE("errors: one line, exit status 2, nothing written") {
   };
   for (const auto& file : bad_cases) {
     INFO(file);
-    const Outcome o = collsim("run " + file + " --out " + out.string());
+    const Outcome o = run_collsim("run " + file + " --out " + out.string());
     CHECK(o.status == 2);
     CHECK(o.out.empty());
     CHECK(o.err.starts_with("collsim: error: "));
@@ -155,15 +155,15 @@ TEST_CASE("errors: one line, exit status 2, nothing written") {
 }
 
 TEST_CASE("version and help flags") {
-  CHECK_THAT(collsim("--version").out, Catch::StartsWith("collsim "));
-  const Outcome help = collsim("run --help");
+  CHECK_THAT(run_collsim("--version").out, Catch::StartsWith("collsim "));
+  const Outcome help = run_collsim("run --help");
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Catch::Contains("--out") && Catch::Contains("--format"));
 }
 
 TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
   const Outcome o =
-      collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json");
+      run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json");
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("after step 1:\nrank 0:    1     1     1  1001\n"));
   CHECK_THAT(o.out, Catch::Contains("after step 3:\n"
@@ -177,7 +177,7 @@ TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
                                     "rank 2: 1111  1111  1111  1111\n"
                                     "rank 3: 1111  1111  1111  1111\n"));
   CHECK_THAT(o.out, Catch::Contains("symbolic (each contribution exactly once): OK"));
-  const Outcome sym = collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
+  const Outcome sym = run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
                               "/scenarios/ring-allreduce-trace.json --values symbolic");
   // REFERENCE.md: rank 0 ends reduce-scatter with a0 | a1+b1+c1+d1 | a2+c2+d2 | a3+d3.
   CHECK_THAT(sym.out,
