@@ -47,6 +47,18 @@ Topology two_tier(int nodes, int g, double beta_in, double beta_out) {
 
 }  // namespace
 
+TEST_CASE("dissemination barrier: ceil(log2 K) alpha under every network model") {
+  for (const char* model : {"ideal", "flow", "packet"})
+    for (int K : {1, 2, 3, 4, 5, 8, 13, 16, 31, 64}) {
+      INFO(model << " K=" << K);
+      const Schedule s =
+          generate(CollectiveOp::Barrier, "dissemination", shape_of(CollectiveOp::Barrier, K, 0));
+      CHECK(s.num_steps == ceil_log2(K));
+      CHECK(std::fabs(simulated_seconds(s, make_switch_topology(K, 25e9, 0), kAlpha, model) -
+                      ceil_log2(K) * kAlpha) < kSlack);
+    }
+}
+
 TEST_CASE("binomial tree all-reduce: 2 ceil(log2 K) (alpha + N/beta)") {
   for (int K : {2, 3, 4, 5, 8, 13, 16, 31, 64}) {
     const std::int64_t bytes = 1 << 20;

@@ -7,6 +7,7 @@
 #include "helpers.h"
 #include "replay/replayer.h"
 #include "replay/verify.h"
+#include "schedule/builder.h"
 
 using namespace collsim;
 using namespace collsim::test;
@@ -124,6 +125,24 @@ TEST_CASE("all-to-allv with a skewed byte matrix, including empty pairs") {
     CHECK(verify_exact(s, 11).ok());
     CHECK(verify_symbolic(s).ok());
   }
+}
+
+TEST_CASE("a barrier that lets a rank leave early is caught") {
+  auto partial = [](int K, int rounds, bool one_step) {
+    auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::Barrier, K, 0), "broken", {0});
+    for (int k = 0, distance = 1; k < rounds; ++k, distance *= 2) {
+      if (!one_step || k == 0) b.next_step();
+      for (int r = 0; r < K; ++r) b.signal(r, (r + distance) % K);
+    }
+    return b.finish();
+  };
+  CHECK(verify_barrier(partial(5, 3, false)).ok());  // ceil(log2 5) rounds: right
+  const Verdict short_of_a_round = verify_barrier(partial(5, 2, false));
+  CHECK(short_of_a_round.wrong == 5);
+  CHECK_THAT(short_of_a_round.first_problem, Catch::Contains("heard from 4 of 5 ranks"));
+  // All rounds at once: nobody passes on what it heard, so each rank hears from 4.
+  CHECK(verify_barrier(partial(5, 3, true)).wrong == 5);
+  CHECK(check_schedule(partial(5, 3, false)) == "");
 }
 
 TEST_CASE("a wrong schedule is caught by the replayer") {

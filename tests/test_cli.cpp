@@ -1,6 +1,7 @@
 // The collsim command as a user runs it.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -162,8 +163,8 @@ TEST_CASE("version and help flags") {
 }
 
 TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
-  const Outcome o =
-      run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-allreduce-trace.json");
+  const Outcome o = run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
+                                "/scenarios/ring-allreduce-trace.json");
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("after step 1:\nrank 0:    1     1     1  1001\n"));
   CHECK_THAT(o.out, Catch::Contains("after step 3:\n"
@@ -178,9 +179,35 @@ TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
                                     "rank 3: 1111  1111  1111  1111\n"));
   CHECK_THAT(o.out, Catch::Contains("symbolic (each contribution exactly once): OK"));
   const Outcome sym = run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
-                              "/scenarios/ring-allreduce-trace.json --values symbolic");
+                                  "/scenarios/ring-allreduce-trace.json --values symbolic");
   // REFERENCE.md: rank 0 ends reduce-scatter with a0 | a1+b1+c1+d1 | a2+c2+d2 | a3+d3.
   CHECK_THAT(sym.out,
              Catch::Contains(
                  "after step 3:\nrank 0:          a0  a1+b1+c1+d1     a2+c2+d2        a3+d3\n"));
+}
+
+TEST_CASE("barrier scenario: ceil(log2 K) alpha, every report written, the trace proves it") {
+  const std::string scenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/barrier-scaling.json";
+  const fs::path out = temp_dir("barrier");
+  const Outcome o = run_collsim("run " + scenario + " --format json --out " + out.string());
+  REQUIRE(o.status == 0);
+  const auto result = nlohmann::json::parse(o.out);
+  const std::map<std::string, double> expected_us{
+      {"barrier-2", 5}, {"barrier-8", 15}, {"barrier-16", 20}, {"barrier-64", 30}};
+  for (const auto& c : result["collectives"]) {
+    INFO(c["name"]);
+    CHECK(c["time_s"].get<double>() * 1e6 == Approx(expected_us.at(c["name"])));
+    CHECK(c["bytes"] == 0);
+  }
+  for (const char* f : {"result.json", "links.csv", "steps.csv", "timeline.json", "report.html"})
+    CHECK(fs::exists(out / f));
+  const std::string steps = slurp(out / "steps.csv");
+  CHECK(std::count(steps.begin(), steps.end(), '\n') == 1);  // no step carries bytes
+  const Outcome t = run_collsim("trace " + scenario + " --collective barrier-16");
+  CHECK(t.status == 0);
+  CHECK_THAT(t.out, Catch::Contains("step 4: 0->8 1->9"));
+  CHECK_THAT(t.out, Catch::Contains("barrier (no rank leaves before it has heard from every "
+                                    "rank): OK, 16 ranks"));
+  CHECK(run_collsim("sweep " + scenario + " --sizes 1KiB..2KiB").status == 2);
+  fs::remove_all(out);
 }

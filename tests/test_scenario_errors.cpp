@@ -64,6 +64,9 @@ TEST_CASE("bad units and values name the path and the expectation") {
   CHECK(error_of(with_collective(R"({"op": "all_reduse", "bytes": 64})"))
             .starts_with(
                 "collectives[0].op: unknown value \"all_reduse\"; did you mean \"all_reduce\"?"));
+  CHECK(error_of(with_collective(R"({"op": "barrier", "bytes": 8})")) ==
+        "collectives[0].bytes: a barrier carries no data: leave \"bytes\" out or make it 0");
+  CHECK(error_of(with_collective(R"({"op": "barrier", "bytes": 0})")) == "no error");
   CHECK(error_of(with_collective(R"({"op": "scatter", "algorithm": "ring", "bytes": 64})")) ==
         "collectives[0].algorithm: no algorithm \"ring\" for scatter; available: binomial_tree, "
         "direct, auto");

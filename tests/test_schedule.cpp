@@ -156,6 +156,14 @@ TEST_CASE("validity check rejects broken schedules") {
     b.copy({1, 0, 2}, {2, 0, 2}, 2);
     CHECK_THAT(check_schedule(b.finish()), Catch::Contains("reads elements of rank 1"));
   }
+  SECTION("an empty transfer outside a barrier, data inside one") {
+    auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 2, 8), "test", {8});
+    b.signal(0, 1);
+    CHECK(check_schedule(b.finish()) == "op 0: empty transfer");
+    auto barrier = ScheduleBuilder::uniform(shape_of(CollectiveOp::Barrier, 2, 8), "test", {8});
+    barrier.copy({0, 0, 0}, {1, 0, 0}, 1);
+    CHECK(check_schedule(barrier.finish()) == "op 0: a barrier message carrying data");
+  }
 }
 
 TEST_CASE("builder: ops wait for the previous step of both their ranks, per channel") {

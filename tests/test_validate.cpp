@@ -102,6 +102,14 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
       CHECK(m.median_s > 0);
       CHECK(m.ops.size() == s.size());
     }
+    // A barrier: nothing to check, but it must run, and time its messages.
+    const Schedule barrier =
+        generate(CollectiveOp::Barrier, "dissemination", shape_of(CollectiveOp::Barrier, 5, 0));
+    const Measurement b = run_for_real(barrier, options());
+    CHECK(b.wrong == 0);
+    CHECK(b.checked == 0);
+    CHECK(b.ops.size() == barrier.size());
+    CHECK(b.median_s > 0);
     CollectiveShape avg = shape_of(CollectiveOp::AllReduce, 3, 1001, DType::F32);
     avg.reduce_op = ReduceOp::Avg;
     CHECK(run_for_real(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);

@@ -85,13 +85,17 @@ int trace_command(const TraceArgs& args) {
   } catch (const std::invalid_argument& e) {
     throw InputError(chosen->json_path, e.what());
   }
-  std::cout << fmt::format("# {}: {} {} on {} ranks, {} elements of {} per rank, {} steps\n",
-                           chosen->name, chosen->algorithm, name_of(chosen->shape.op),
-                           chosen->shape.ranks, chosen->shape.count, name_of(chosen->shape.dtype),
+  const bool barrier = chosen->shape.op == CollectiveOp::Barrier;
+  std::cout << fmt::format("# {}: {} {} on {} ranks, {}, {} steps\n", chosen->name,
+                           chosen->algorithm, name_of(chosen->shape.op), chosen->shape.ranks,
+                           barrier ? "messages without data"
+                                   : fmt::format("{} elements of {} per rank", chosen->shape.count,
+                                                 name_of(chosen->shape.dtype)),
                            schedule.num_steps);
-  std::cout << (args.values == "symbolic"
-                    ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
-                    : "# inputs: every element of rank r is 10^r\n");
+  if (!barrier)
+    std::cout << (args.values == "symbolic"
+                      ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
+                      : "# inputs: every element of rank r is 10^r\n");
   std::cout << text << "\n" << format_verification(schedule);
   return 0;
 }

@@ -22,7 +22,9 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
 void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
                                  std::int64_t bytes) {
   const Slot s = take_slot(transfers_, free_);
-  const std::int64_t packets = (bytes + packet_bytes_ - 1) / packet_bytes_;
+  // A message without data (a barrier's) still travels as one empty packet.
+  const std::int64_t packets =
+      std::max<std::int64_t>(1, (bytes + packet_bytes_ - 1) / packet_bytes_);
   transfers_[s] = {id, path, packets};
   const auto path_links = router_.links(path);
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());

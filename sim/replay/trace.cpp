@@ -48,9 +48,24 @@ std::string render(const Schedule& s, Buffers<T> bufs, Show&& show) {
   return out;
 }
 
+// A barrier moves no values: its trace is who signals whom, step by step.
+std::string barrier_trace(const Schedule& s) {
+  std::string out;
+  int step = -1;
+  for (const Op& op : s.ops) {
+    if (op.step != step) {
+      step = op.step;
+      out += fmt::format("{}step {}:", step ? "\n" : "", step + 1);
+    }
+    out += fmt::format(" {}->{}", op.src_rank, op.dst_rank);
+  }
+  return out + (out.empty() ? "no messages (one rank)\n" : "\n");
+}
+
 }  // namespace
 
 std::string format_trace(const Schedule& s, TraceValues values) {
+  if (s.shape.op == CollectiveOp::Barrier) return barrier_trace(s);
   for (int r = 0; r < s.shape.ranks; ++r)
     for (auto n : data_buffer_sizes(s.shape, r))
       if (n > kMaxTracedElements)
@@ -77,6 +92,12 @@ std::string format_trace(const Schedule& s, TraceValues values) {
 
 std::string format_verification(const Schedule& s) {
   std::string out;
+  if (s.shape.op == CollectiveOp::Barrier) {
+    const Verdict v = verify_barrier(s);
+    return fmt::format("barrier (no rank leaves before it has heard from every rank): {}\n",
+                       v.ok() ? fmt::format("OK, {} ranks", v.checked)
+                              : fmt::format("{} wrong; {}", v.wrong, v.first_problem));
+  }
   const Verdict exact = verify_exact(s, 2026, 3);
   out += fmt::format("exact (random int64 inputs, step order and 3 random dependency orders): {}\n",
                      exact.ok() ? fmt::format("OK, {} output elements", exact.checked)

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+#include <vector>
+
 #include "replay/replayer.h"
 
 namespace collsim {
@@ -43,7 +46,38 @@ Verdict verify_symbolic(const Schedule& s) {
   return v;
 }
 
+Verdict verify_barrier(const Schedule& s) {
+  const int K = s.shape.ranks;
+  const std::size_t words = (static_cast<std::size_t>(K) + 63) / 64;
+  // heard[op]: ranks known to have arrived once op completes; heard_by[rank]: after all its ops.
+  std::vector<std::uint64_t> heard(s.size() * words, 0), heard_by(K * words, 0);
+  auto set = [&](std::uint64_t* bits, int rank) {
+    bits[rank / 64] |= std::uint64_t{1} << (rank % 64);
+  };
+  for (int r = 0; r < K; ++r) set(&heard_by[r * words], r);
+  for (OpId id = 0; id < s.size(); ++id) {  // dependencies point to earlier ops
+    std::uint64_t* h = &heard[id * words];
+    set(h, s.ops[id].src_rank);
+    for (OpId d : s.deps_of(id))
+      for (std::size_t w = 0; w < words; ++w) h[w] |= heard[d * words + w];
+    for (std::size_t w = 0; w < words; ++w) heard_by[s.ops[id].dst_rank * words + w] |= h[w];
+  }
+  Verdict v;
+  for (int r = 0; r < K; ++r) {
+    ++v.checked;
+    int known = 0;
+    for (std::size_t w = 0; w < words; ++w) known += std::popcount(heard_by[r * words + w]);
+    if (known == K) continue;
+    ++v.wrong;
+    if (v.first_problem.empty())
+      v.first_problem = fmt::format(
+          "rank {} may leave the barrier having heard from {} of {} ranks", r, known, K);
+  }
+  return v;
+}
+
 Verdict verify_exact(const Schedule& s, std::uint64_t seed, int orders) {
+  if (s.shape.op == CollectiveOp::Barrier) return verify_barrier(s);
   Buffers<std::int64_t> inputs(s);
   std::mt19937_64 rng(seed);
   fill_inputs(s, inputs, [&](int, std::int64_t) { return static_cast<std::int64_t>(rng()); });

@@ -21,8 +21,15 @@ Verdict verify_symbolic(const Schedule& s);
 
 // Random 64-bit integer inputs (sums wrap, so they are exact), replayed in step
 // order and in `orders` random dependency orders: all must match the definition,
-// which also shows the dependencies leave no race.
+// which also shows the dependencies leave no race. A barrier has no data: for it,
+// this is verify_barrier.
 Verdict verify_exact(const Schedule& s, std::uint64_t seed, int orders = 2);
+
+// A barrier's definition: no rank finishes before every rank has started. Follows
+// what each message tells its receiver — that its sender had arrived, and everything
+// the sender had heard by then (the dependencies the op waited for) — and checks that
+// every rank, after its last op, has heard from all. `checked` counts ranks.
+Verdict verify_barrier(const Schedule& s);
 
 struct FloatNumerics {
   std::int64_t elements = 0;                // output elements of the first output rank

@@ -70,12 +70,12 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       Bottleneck b{c, step};
       for (LinkId l : touched) {
         const double secs = step_bytes[l] / t.link(l).bandwidth;
-        if (secs > b.seconds || (secs == b.seconds && l < b.link))
+        if (secs > 0 && (secs > b.seconds || (secs == b.seconds && l < b.link)))
           b = {c, step, l, secs, step_bytes[l]};
         step_bytes[l] = 0;
       }
       touched.clear();
-      rep.per_step.push_back(b);
+      if (b.link >= 0) rep.per_step.push_back(b);  // a barrier's steps carry no bytes
     };
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
@@ -88,7 +88,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
         step = op.step;
       }
       for (LinkId l : path) {
-        if (step_bytes[l] == 0) touched.push_back(l);
+        if (step_bytes[l] == 0 && bytes > 0) touched.push_back(l);
         step_bytes[l] += bytes;
         coll_bytes[l] += bytes;
       }

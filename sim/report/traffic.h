@@ -39,7 +39,7 @@ struct TrafficReport {
   std::vector<LinkTraffic> links;
   std::vector<RankTraffic> ranks;          // by topology rank
   std::vector<Bottleneck> per_collective;  // one per collective
-  std::vector<Bottleneck> per_step;        // every step of every collective
+  std::vector<Bottleneck> per_step;        // every step of every collective that carries bytes
   bool timed = false;                      // whether per-op timing was there (bins, busy, peaks)
 };
 

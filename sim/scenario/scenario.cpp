@@ -86,6 +86,12 @@ void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
     c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
   if (auto r = v.find("root")) c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
   if (v.has("routing")) return;  // sizes come from the routing
+  if (c.shape.op == CollectiveOp::Barrier) {
+    if (auto b = v.find("bytes"); b && b->as_size() != 0)
+      b->fail_message("a barrier carries no data: leave \"bytes\" out or make it 0");
+    c.bytes = c.shape.count = 0;
+    return;
+  }
   c.bytes = v["bytes"].as_size();
   const int esize = element_size(c.shape.dtype);
   if (c.bytes % esize != 0)

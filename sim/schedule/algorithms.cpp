@@ -1,5 +1,6 @@
 #include "schedule/algorithms.h"
 
+#include "schedule/generators/barrier.h"
 #include "schedule/generators/direct.h"
 #include "schedule/generators/halving_doubling.h"
 #include "schedule/generators/hierarchical.h"
@@ -18,6 +19,7 @@ const std::vector<AlgorithmEntry>& algorithm_catalogue() {
     register_halving_doubling(c);
     register_star(c);
     register_direct(c);
+    register_barrier(c);
     register_hierarchical(c);
     return c;
   }();

@@ -64,7 +64,11 @@ void ScheduleBuilder::join_channels() {
 
 void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
                           int channel) {
-  if (count <= 0) return;  // empty chunks (count < ranks) move nothing
+  if (count > 0) append(kind, src, dst, count, channel);  // empty chunks (count < ranks)
+}
+
+void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
+                             int channel) {
   if (channel < 0 || channel >= channels_) throw std::logic_error("schedule channel out of range");
   if (schedule_.ops.size() >= std::numeric_limits<OpId>::max())
     throw std::length_error("schedule has more than 2^32 ops");

@@ -40,7 +40,12 @@ class ScheduleBuilder {
   void reduce(BufferRef src, BufferRef dst, std::int64_t count, int channel = 0) {
     add(OpKind::Reduce, src, dst, count, channel);
   }
+  // Adds a transfer; an empty one (count <= 0) moves nothing and is left out.
   void add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
+  // A message without data (barriers): it costs its latency and orders what follows.
+  void signal(int src_rank, int dst_rank, int channel = 0) {
+    append(OpKind::Copy, {src_rank, 0, 0}, {dst_rank, 0, 0}, 0, channel);
+  }
 
   // Optional: room for `ops` ops and `deps` dependencies, to avoid regrowing.
   void reserve(std::size_t ops, std::size_t deps);
@@ -48,6 +53,7 @@ class ScheduleBuilder {
   Schedule finish();
 
  private:
+  void append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
   std::vector<OpId>& done_list(int channel, int rank) { return done_[channel * ranks_ + rank]; }
   std::vector<OpId>& open_list(int channel, int rank) { return open_[channel * ranks_ + rank]; }
 

@@ -84,7 +84,10 @@ std::string check_schedule(const Schedule& s) {
       return fmt::format("op {}: rank out of range 0..{}", id, K - 1);
     if (op.src_buffer >= s.num_buffers || op.dst_buffer >= s.num_buffers)
       return fmt::format("op {}: buffer out of range", id);
-    if (op.count <= 0) return fmt::format("op {}: empty transfer", id);
+    // Only a barrier's messages carry no data; anywhere else an empty op is a generator bug.
+    if (s.shape.op == CollectiveOp::Barrier ? op.count != 0 : op.count <= 0)
+      return fmt::format("op {}: {}", id,
+                         op.count ? "a barrier message carrying data" : "empty transfer");
     if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(op.src_rank, op.src_buffer))
       return fmt::format("op {}: source range outside rank {}'s buffer {}", id, op.src_rank,
                          op.src_buffer);

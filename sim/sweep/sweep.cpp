@@ -61,6 +61,10 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
     throw InputError("--collective",
                      "no collective named \"" + req.collective + "\" in the scenario");
   const CollectiveSpec& base = *out.spec;
+  if (base.shape.op == CollectiveOp::Barrier)
+    throw InputError("--collective", "\"" + base.name +
+                                         "\" is a barrier: it has no size to sweep; pick another "
+                                         "with --collective");
   std::vector<int> rank_counts =
       req.rank_counts.empty() ? std::vector<int>{base.shape.ranks} : req.rank_counts;
   for (int n : rank_counts)
