@@ -1,11 +1,16 @@
 // The cluster presets: structure, routing through them, and the topo command.
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "network/network_model.h"
+#include "schedule/algorithms.h"
+#include "simulate/simulator.h"
 #include "topology/presets.h"
 #include "topology/routing.h"
 #include "topology/summary.h"
@@ -67,6 +72,61 @@ TEST_CASE("cluster preset: a leaf takes radix/2 servers at 1:1, more leaves per 
   int leaves = 0;
   for (const auto& n : t.nodes()) leaves += n.kind == NodeKind::Leaf;
   CHECK(leaves == 2 * 3);  // 2 rails x ceil(5 / 2)
+}
+
+TEST_CASE("three-tier cluster: pods of leaves and spines joined by core switches") {
+  const char* spec =
+      R"({"preset": "cluster", "nodes": 16, "pod_nodes": 4, "spines": 2, "cores": 2%s})";
+  auto with = [&](const char* extra) {
+    char text[256];
+    std::snprintf(text, sizeof text, spec, extra);
+    return load(text);
+  };
+  const Topology t = with("");
+  std::map<NodeKind, int> count;
+  for (const auto& n : t.nodes()) ++count[n.kind];
+  CHECK(count[NodeKind::Core] == 2);
+  CHECK(count[NodeKind::Spine] == 4 * 2);
+  CHECK(count[NodeKind::Leaf] == 4 * 8);  // per pod: 8 rails x 1 leaf
+  Router r(t);
+  using K = LinkKind;
+  CHECK(kinds_on_path(t, r, 0, 8) == std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Pcie});  // pod, rail
+  CHECK(kinds_on_path(t, r, 0, 9).size() == 6);  // same pod, other rail: through a pod spine
+  CHECK(kinds_on_path(t, r, 0, 32) ==
+        std::vector<K>{K::Pcie, K::Ib, K::Ib, K::Ib, K::Ib, K::Ib, K::Ib, K::Pcie});  // other pod
+  // Full bisection at 1:1; the core links are what core_oversubscription thins.
+  CHECK(bisection_bandwidth(t) == Approx(64 * 50e9));
+  CHECK(bisection_bandwidth(with(R"(, "core_oversubscription": 2)")) == Approx(32 * 50e9));
+  // Two tiers when the pods would hold every server.
+  CHECK(load(R"({"preset": "cluster", "nodes": 4, "pod_nodes": 4})").name == "cluster-4x8");
+}
+
+TEST_CASE("three-tier cluster under flow: traffic between pods runs at 1/core_oversubscription") {
+  for (double o : {1.0, 2.0}) {
+    ClusterParams p;
+    p.nodes = 16;
+    p.pod_nodes = 4;
+    p.core_oversubscription = o;  // one spine per pod, one core: no ECMP in the way
+    const Topology t = make_cluster_topology(p);
+    const int K = t.num_ranks(), pods = 4;
+    // Rank i on pod i % 4: every rank's neighbour is in the next pod.
+    std::vector<NodeId> gpus;
+    for (int i = 0; i < K; ++i) gpus.push_back(t.gpu_of_rank((i % pods) * (K / pods) + i / pods));
+    CollectiveShape shape;
+    shape.op = CollectiveOp::SendRecv;
+    shape.ranks = K;
+    shape.count = 1 << 24;  // 64 MiB each
+    const Schedule s = find_algorithm(CollectiveOp::SendRecv, "direct")->generate(shape, {});
+    Router router(t);
+    NetworkParams np;
+    np.model = "flow";
+    auto net = make_network_model(np, t, router);
+    Simulator sim(t, router, *net);
+    const auto result = sim.run({{"shift", &s, gpus, {}}});
+    INFO("core oversubscription " << o);
+    CHECK(to_seconds(result.tasks[0].end - result.tasks[0].start) ==
+          Approx(s.bytes(s.ops[0]) / (50e9 / o)).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("torus and multidim: wrap-around neighbours, dimensions as given") {

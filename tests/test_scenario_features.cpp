@@ -1,6 +1,7 @@
 // Scenario features beyond a fixed algorithm: auto choices, segments, MoE
 // routing, hierarchical levels, parameter servers, overlapping collectives.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -8,6 +9,7 @@
 #include "replay/verify.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
+#include "topology/topology_json.h"
 #include "workload/moe.h"
 
 using namespace collsim;
@@ -170,4 +172,27 @@ TEST_CASE("independent collectives overlap, chained ones follow each other") {
   CHECK(r.outcomes[1].start_s == Approx(r.outcomes[0].end_s));
   CHECK(r.outcomes[2].start_s == 0);
   CHECK(r.outcomes[3].start_s == Approx(std::max(r.outcomes[0].end_s, r.outcomes[2].end_s)));
+}
+
+TEST_CASE("every bundled scenario runs and every bundled topology loads") {
+  int scenarios = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    INFO(e.path().filename().string());
+    const Scenario s = load_scenario(e.path());
+    const ScenarioResult r = run_scenario(s);
+    REQUIRE(r.outcomes.size() == r.resolved.size());
+    for (std::size_t i = 0; i < r.outcomes.size(); ++i)
+      if (r.resolved[i].shape.ranks > 1) CHECK(r.outcomes[i].time_s > 0);
+    ++scenarios;
+  }
+  CHECK(scenarios > 10);  // the folder was found
+  const auto names = bundled_topology_names();
+  CHECK(names.size() >= 8);
+  for (const auto& name : names) {
+    INFO(name);
+    const nlohmann::json spec = name;
+    CHECK(load_topology(JsonView(spec, "topology"), ".").num_ranks() > 0);
+  }
 }

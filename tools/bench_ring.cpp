@@ -4,6 +4,7 @@
 //   collsim-bench --ranks 1024                                  (ring, switch, ideal)
 //   collsim-bench --ranks 1024 --model flow --topology cluster  (128 nodes x 8, rail-optimized)
 //   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct
+//   collsim-bench --ranks 4096 --model flow --topology cluster3  (three tiers: 16 pods of 256)
 //   --bytes 64MiB collsim-bench --ranks 64 --model packet --bytes 256MiB
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
   app.add_option("--bytes", size, "Collective size (nccl-tests meaning)")->capture_default_str();
   app.add_option("--model", model_name, "ideal, flow or packet")->capture_default_str();
   app.add_option("--topology", topology,
-                 "switch (450 GB/s) or cluster (8 GPUs per node, rail-optimized)")
+                 "switch (450 GB/s), cluster (8 GPUs per node, rail-optimized, 4 spines) or "
+                 "cluster3 (the same in pods of 32 nodes, 4 spines each, 8 cores)")
       ->capture_default_str();
   app.add_option("--op", op_name, "Collective")->capture_default_str();
   app.add_option("--algorithm", algorithm, "Algorithm")->capture_default_str();
@@ -53,10 +55,14 @@ int main(int argc, char** argv) {
 
   const double baseline_mib = peak_rss_mib();
   Topology topo;
-  if (topology == "cluster") {
+  if (topology == "cluster" || topology == "cluster3") {
     ClusterParams p;
     p.nodes = ranks / 8;
     p.spines = 4;
+    if (topology == "cluster3") {
+      p.pod_nodes = 32;
+      p.cores = 8;
+    }
     topo = make_cluster_topology(p);
   } else {
     topo = make_switch_topology(ranks, 450e9, 0);

@@ -71,29 +71,60 @@ Topology make_dgx_topology(const ServerParams& p) {
   return t;
 }
 
+namespace {
+
+// Servers [first, last) with their rail leaves and spines: a two-tier fat tree, or one
+// pod of a three-tier one (`prefix` names its switches). Returns the spines.
+std::vector<NodeId> add_leaf_spine(Topology& t, const ClusterParams& p,
+                                   const std::vector<std::vector<NodeId>>& nics, int first,
+                                   int last, const std::string& prefix) {
+  const int per_leaf = std::max(
+      1, static_cast<int>(std::floor(p.radix * p.oversubscription / (p.oversubscription + 1))));
+  const int servers = last - first;
+  const int leaves_per_rail = (servers + per_leaf - 1) / per_leaf;
+  std::vector<NodeId> spines;
+  for (int s = 0; s < p.spines; ++s)
+    spines.push_back(t.add_node({fmt::format("{}spine{}", prefix, s), NodeKind::Spine}));
+  for (int rail = 0; rail < p.server.gpus; ++rail) {
+    for (int j = 0; j < leaves_per_rail; ++j) {
+      const NodeId leaf = t.add_node({fmt::format("{}leaf{}.{}", prefix, rail, j), NodeKind::Leaf});
+      const int from = first + j * per_leaf, to = std::min(last, from + per_leaf);
+      for (int n = from; n < to; ++n)
+        t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
+      // Uplinks carry 1/o of what the leaf's servers can send, split over the spines.
+      const double up = (to - from) * p.server.nic / p.oversubscription / p.spines;
+      if (p.nodes > 1 && p.server.gpus > 1)
+        for (NodeId spine : spines) t.add_duplex(leaf, spine, up, p.server.nic_latency, p.fabric);
+    }
+  }
+  return spines;
+}
+
+}  // namespace
+
 Topology make_cluster_topology(const ClusterParams& p) {
   Topology t;
   t.name = fmt::format("cluster-{}x{}", p.nodes, p.server.gpus);
   std::vector<std::vector<NodeId>> nics;  // [node][rail]
   for (int n = 0; n < p.nodes; ++n)
     nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));
-  const int per_leaf = std::max(
-      1, static_cast<int>(std::floor(p.radix * p.oversubscription / (p.oversubscription + 1))));
-  const int leaves_per_rail = (p.nodes + per_leaf - 1) / per_leaf;
-  std::vector<NodeId> spines;
-  for (int s = 0; s < p.spines; ++s)
-    spines.push_back(t.add_node({fmt::format("spine{}", s), NodeKind::Spine}));
-  for (int rail = 0; rail < p.server.gpus; ++rail) {
-    for (int j = 0; j < leaves_per_rail; ++j) {
-      const NodeId leaf = t.add_node({fmt::format("leaf{}.{}", rail, j), NodeKind::Leaf});
-      const int first = j * per_leaf, last = std::min(p.nodes, first + per_leaf);
-      for (int n = first; n < last; ++n)
-        t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
-      // Uplinks carry 1/o of what the leaf's servers can send, split over the spines.
-      const double up = (last - first) * p.server.nic / p.oversubscription / p.spines;
-      if (p.nodes > 1 && p.server.gpus > 1)
-        for (NodeId spine : spines) t.add_duplex(leaf, spine, up, p.server.nic_latency, p.fabric);
-    }
+  if (p.pod_nodes <= 0 || p.pod_nodes >= p.nodes) {
+    add_leaf_spine(t, p, nics, 0, p.nodes, "");
+    t.assign_ranks();
+    return t;
+  }
+  t.name += fmt::format("-pods{}", p.pod_nodes);
+  std::vector<NodeId> cores;
+  for (int c = 0; c < p.cores; ++c)
+    cores.push_back(t.add_node({fmt::format("core{}", c), NodeKind::Core}));
+  for (int first = 0, pod = 0; first < p.nodes; first += p.pod_nodes, ++pod) {
+    const int last = std::min(p.nodes, first + p.pod_nodes);
+    const auto spines = add_leaf_spine(t, p, nics, first, last, fmt::format("pod{}.", pod));
+    // What a pod spine takes in from its leaves, over core_o, split over the cores.
+    const double in = (last - first) * p.server.gpus * p.server.nic / p.oversubscription / p.spines;
+    const double up = in / p.core_oversubscription / p.cores;
+    for (NodeId spine : spines)
+      for (NodeId core : cores) t.add_duplex(spine, core, up, p.server.nic_latency, p.fabric);
   }
   t.assign_ranks();
   return t;

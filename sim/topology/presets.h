@@ -31,14 +31,20 @@ struct ClusterParams {
   ServerParams server;
   int radix = 64;                 // leaf switch ports
   double oversubscription = 1.0;  // leaf downlink : uplink capacity
-  int spines = 1;                 // each leaf reaches every spine; ECMP spreads across them
+  int spines = 1;                 // each leaf reaches every spine (of its pod); ECMP spreads
   LinkKind fabric = LinkKind::Ib;
+  // Three tiers when pod_nodes > 0: servers in pods of pod_nodes, each pod with its own
+  // leaves and `spines`, and every pod spine linked to every one of `cores` core
+  // switches, whose links carry 1/core_oversubscription of what the pod spine takes in.
+  int pod_nodes = 0;
+  int cores = 1;
+  double core_oversubscription = 1.0;
 };
 
-// Rail-optimized two-tier fat tree: GPU i of every server hangs (through its NIC)
-// on a leaf of rail i, so same-rail traffic crosses one leaf; other traffic
-// crosses a spine. A leaf takes radix * o / (o + 1) servers; its uplinks carry
-// 1/o of what its servers can send.
+// Rail-optimized fat tree: GPU i of every server hangs (through its NIC) on a leaf of
+// rail i, so same-rail traffic crosses one leaf; other traffic crosses a spine (and,
+// with three tiers, traffic between pods a core switch). A leaf takes
+// radix * o / (o + 1) servers; its uplinks carry 1/o of what its servers can send.
 Topology make_cluster_topology(const ClusterParams& p);
 
 // One NVLink domain: 72 GPUs (by default) on one NVSwitch fabric.

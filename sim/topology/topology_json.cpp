@@ -90,7 +90,8 @@ Topology preset_from_json(const JsonView& spec) {
   }
   if (preset == "cluster") {
     spec.allow_only({"preset", "nodes", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic",
-                     "nic_latency", "radix", "oversubscription", "spines", "fabric"});
+                     "nic_latency", "radix", "oversubscription", "spines", "fabric", "pod_nodes",
+                     "cores", "core_oversubscription"});
     ClusterParams p;
     p.nodes = static_cast<int>(spec["nodes"].as_int(1, kMaxGpus));
     p.server = server_from_json(spec);
@@ -103,6 +104,17 @@ Topology preset_from_json(const JsonView& spec) {
     }
     if (spec.has("spines")) p.spines = static_cast<int>(spec["spines"].as_int(1, 1 << 16));
     if (spec.has("fabric")) p.fabric = link_kind_of(spec["fabric"]);
+    if (spec.has("pod_nodes"))
+      p.pod_nodes = static_cast<int>(spec["pod_nodes"].as_int(1, kMaxGpus));
+    if (spec.has("cores")) p.cores = static_cast<int>(spec["cores"].as_int(1, 1 << 16));
+    if (spec.has("core_oversubscription")) {
+      p.core_oversubscription = spec["core_oversubscription"].as_number();
+      if (p.core_oversubscription < 1)
+        spec["core_oversubscription"].fail("a ratio of at least 1 (2 means 2:1)");
+    }
+    for (const char* three_tier : {"cores", "core_oversubscription"})
+      if (spec.has(three_tier) && !spec.has("pod_nodes"))
+        spec[three_tier].fail_message("only a three-tier cluster has cores: set \"pod_nodes\" too");
     return make_cluster_topology(p);
   }
   if (preset == "torus") {
