@@ -46,8 +46,11 @@ bool overlaps(const Access& a, const Access& b) {
 }
 
 // Within one step, writes must be disjoint and no read may overlap a write.
-std::string check_step_conflicts(const Schedule& s, std::span<const OpId> step_ops) {
-  std::vector<Access> writes, reads;
+// `writes` and `reads` are scratch space, reused from step to step.
+std::string check_step_conflicts(const Schedule& s, std::span<const OpId> step_ops,
+                                 std::vector<Access>& writes, std::vector<Access>& reads) {
+  writes.clear();
+  reads.clear();
   for (OpId id : step_ops) {
     const Op& op = s.ops[id];
     writes.push_back({op.dst_rank, op.dst_buffer, op.dst_offset, op.dst_offset + op.count, id});
@@ -105,14 +108,19 @@ std::string check_schedule(const Schedule& s) {
   }
   // Every dependency points to an earlier step, so the graph has no cycle.
 
+  // Builders emit ops in step order; sort only a schedule that is not.
   std::vector<OpId> order(s.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; });
+  auto by_step = [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; };
+  if (!std::is_sorted(order.begin(), order.end(), by_step))
+    std::stable_sort(order.begin(), order.end(), by_step);
+  std::vector<Access> writes, reads;
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i;
     while (j < order.size() && s.ops[order[j]].step == s.ops[order[i]].step) ++j;
-    if (auto e = check_step_conflicts(s, std::span(order).subspan(i, j - i)); !e.empty()) return e;
+    if (auto e = check_step_conflicts(s, std::span(order).subspan(i, j - i), writes, reads);
+        !e.empty())
+      return e;
     i = j;
   }
   return {};
