@@ -211,3 +211,38 @@ TEST_CASE("barrier scenario: ceil(log2 K) alpha, every report written, the trace
   CHECK(run_collsim("sweep " + scenario + " --sizes 1KiB..2KiB").status == 2);
   fs::remove_all(out);
 }
+
+TEST_CASE("a trace of more transfers than --trace-transfers holds busy-time bins per rank") {
+  const fs::path d = temp_dir("binned");
+  // 112 transfers, room for 100: 100 / (2 x 8 ranks) = 6 bins per send or receive track.
+  REQUIRE(
+      run_collsim("run " + kScenario + " --out " + d.string() + " --trace-transfers 100").status ==
+      0);
+  const auto trace = nlohmann::json::parse(slurp(d / "timeline.json"));
+  std::map<std::pair<int, int>, double> last_end;
+  std::map<std::pair<int, int>, int> bins;
+  double sent = 0, received = 0;
+  int arrows = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"];
+    arrows += ph == "s" || ph == "f";
+    if (ph != "X") continue;
+    CHECK(e["cat"] == "busy");
+    const double busy = e["args"]["busy"];
+    CHECK(busy > 0);
+    CHECK(busy <= 1);
+    const auto key = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
+    CHECK(e["ts"].get<double>() >= last_end[key] - 1e-9);
+    last_end[key] = e["ts"].get<double>() + e["dur"].get<double>();
+    ++bins[key];
+    const std::string name = e["name"];
+    (name.starts_with("sending") ? sent : received) += e["args"]["bytes"].get<double>();
+  }
+  CHECK(arrows == 0);
+  CHECK(bins.size() == 16);                           // a send and a receive track per rank
+  for (const auto& [track, n] : bins) CHECK(n == 6);  // a ring keeps every rank busy throughout
+  const double total = 2.0 * 7 * (1 << 30);           // ring all-reduce: 2 (K - 1) N over all ranks
+  CHECK(sent == Approx(total).epsilon(1e-6));
+  CHECK(received == Approx(total).epsilon(1e-6));
+  fs::remove_all(d);
+}

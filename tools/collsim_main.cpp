@@ -32,6 +32,7 @@ struct RunArgs {
   std::string scenario;
   std::string format = "text";
   std::string out_dir;
+  std::size_t trace_transfers = kTraceTransfers;
 };
 
 int run_command(const RunArgs& args) {
@@ -49,7 +50,7 @@ int run_command(const RunArgs& args) {
     write_ranks_csv(out.open("ranks.csv"), traffic);
     write_steps_csv(out.open("steps.csv"), scenario, result, traffic);
     write_utilisation_csv(out.open("utilisation.csv"), scenario, traffic);
-    write_chrome_trace(out.open("timeline.json"), scenario, result, traffic);
+    write_chrome_trace(out.open("timeline.json"), scenario, result, traffic, args.trace_transfers);
     write_html_report(out.open("report.html"), scenario, result, traffic);
     out.commit();
   }
@@ -331,7 +332,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   run->add_option("--out", run_args.out_dir,
-                  "Also write result.json, links.csv and timeline.json here");
+                  "Also write result.json, CSVs, timeline.json and report.html here");
+  run->add_option("--trace-transfers", run_args.trace_transfers,
+                  "timeline.json: one slice per transfer up to this many; beyond, per rank "
+                  "time bins of how busy it was")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 
   TraceArgs trace_args;
   auto* trace = app.add_subcommand(

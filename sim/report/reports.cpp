@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/units.h"
 
@@ -239,6 +241,7 @@ class Lanes {
   std::vector<std::vector<Time>> free_at_;
 };
 
+// One transfer, or (binned) a rank's sends or receives within one time bin.
 struct TraceTransfer {
   Time start, end;
   int src, dst, step;
@@ -246,12 +249,60 @@ struct TraceTransfer {
   bool reduce;
   std::size_t collective;
   std::uint64_t id;
+  int side = -1;      // -1: a transfer, both ends; 0 / 1: a bin of the sender's / receiver's
+  int transfers = 0;  // in a bin: transfers that overlap it
+  double busy = 0;    // in a bin: the fraction of it spent in transfers (summed, at most 1)
 };
+
+// Too many transfers for a viewer: per rank and side, `bins` equal time bins over the
+// run, each with how busy the rank was, what it moved (spread over each transfer's
+// lifetime) and how many transfers it touched. Empty bins are left out.
+std::vector<TraceTransfer> busy_bins(const std::vector<TraceTransfer>& transfers, int ranks,
+                                     int bins) {
+  Time first = kTimeNever, last = 0;
+  for (const TraceTransfer& x : transfers) {
+    first = std::min(first, x.start);
+    last = std::max(last, x.end);
+  }
+  const double width = std::max<double>(1, static_cast<double>(last - first) / bins);
+  std::vector<TraceTransfer> cells(static_cast<std::size_t>(ranks) * 2 * bins);
+  std::vector<double> moved(cells.size(), 0);
+  for (const TraceTransfer& x : transfers) {
+    const int b0 = std::min(bins - 1, static_cast<int>((x.start - first) / width));
+    const int b1 = std::min(bins - 1, static_cast<int>((x.end - first) / width));
+    for (int side = 0; side < 2; ++side)
+      for (int b = b0; b <= b1; ++b) {
+        const std::size_t at =
+            (static_cast<std::size_t>(side ? x.dst : x.src) * 2 + side) * bins + b;
+        const double lo = std::max<double>(x.start - first, b * width);
+        const double hi = std::min<double>(x.end - first, (b + 1) * width);
+        const double span = static_cast<double>(x.end - x.start);
+        cells[at].busy += (hi - lo) / width;
+        moved[at] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
+        ++cells[at].transfers;
+        cells[at].collective = x.collective;
+      }
+  }
+  std::vector<TraceTransfer> out;
+  for (std::size_t at = 0; at < cells.size(); ++at) {
+    TraceTransfer c = cells[at];
+    if (c.transfers == 0) continue;
+    const int b = static_cast<int>(at % bins), side = static_cast<int>(at / bins % 2);
+    c.src = c.dst = static_cast<int>(at / bins / 2);
+    c.side = side;
+    c.start = first + static_cast<Time>(b * width);
+    c.end = first + static_cast<Time>((b + 1) * width);
+    c.bytes = static_cast<std::int64_t>(moved[at] + 0.5);
+    c.busy = std::min(1.0, c.busy);
+    out.push_back(c);
+  }
+  return out;
+}
 
 }  // namespace
 
 void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r,
-                        const TrafficReport& traffic) {
+                        const TrafficReport& traffic, std::size_t max_transfers) {
   // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
   const int K = s.topology.num_ranks();
   std::vector<TraceTransfer> transfers;
@@ -264,14 +315,18 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
                            op.kind == OpKind::Reduce, c, transfers.size()});
     }
   }
+  if (transfers.size() > max_transfers)
+    transfers = busy_bins(transfers, K, std::max(1, static_cast<int>(max_transfers / (2 * K))));
   std::stable_sort(
       transfers.begin(), transfers.end(),
       [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
   Lanes send_lanes(K), recv_lanes(K);
   std::vector<std::pair<int, int>> lane_of(transfers.size());  // (send lane, receive lane)
-  for (std::size_t i = 0; i < transfers.size(); ++i)
-    lane_of[i] = {send_lanes.place(transfers[i].src, transfers[i].start, transfers[i].end),
-                  recv_lanes.place(transfers[i].dst, transfers[i].start, transfers[i].end)};
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const TraceTransfer& x = transfers[i];
+    lane_of[i] = {x.side != 1 ? send_lanes.place(x.src, x.start, x.end) : -1,
+                  x.side != 0 ? recv_lanes.place(x.dst, x.start, x.end) : -1};
+  }
   // Thread ids: per rank, its send lanes then its receive lanes, ranks in order.
   std::vector<int> first_tid(K + 1, 0);
   for (int rank = 0; rank < K; ++rank)
@@ -322,6 +377,14 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
     const int recv_tid =
         first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
     const char* what = x.reduce ? "reduce" : "copy";
+    if (x.side >= 0) {  // a time bin of the rank's sends or receives
+      emit(
+          ",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":\"busy\","
+          "\"name\":\"{} {:.0f}%\",\"args\":{{\"busy\":{:.4f},\"bytes\":{},\"transfers\":{}}}}}",
+          x.side ? recv_tid : send_tid, ts, dur, x.side ? "receiving" : "sending", x.busy * 100,
+          x.busy, x.bytes, x.transfers);
+      continue;
+    }
     for (int side = 0; side < 2; ++side) {
       emit(
           ",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},\"name\":"

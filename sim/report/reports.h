@@ -27,8 +27,12 @@ void write_utilisation_csv(std::ostream& out, const Scenario& scenario,
                            const TrafficReport& traffic);
 // Chrome trace event format (needs record_ops): per rank, send and receive tracks
 // with one slice per transfer at each end, an arrow from sender to receiver, and a
-// counter track per busy link with its utilisation over time.
+// counter track per busy link with its utilisation over time. Beyond `max_transfers`
+// (what a viewer still opens: a transfer takes about 600 bytes of JSON) each rank's
+// send and receive tracks hold time bins instead (max_transfers / 2K of them), each
+// saying how busy the rank was, the bytes it moved and the transfers it touched.
+constexpr std::size_t kTraceTransfers = 200'000;
 void write_chrome_trace(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
-                        const TrafficReport& traffic);
+                        const TrafficReport& traffic, std::size_t max_transfers = kTraceTransfers);
 
 }  // namespace collsim
