@@ -49,8 +49,12 @@ void fit_alpha_beta(Calibration& c) {
     swnt += w * n * s.median_s;
   }
   const double det = sw * swnn - swn * swn;
-  const double g = det != 0 ? (sw * swnt - swn * swt) / det : 0;
+  double g = det != 0 ? (sw * swnt - swn * swt) / det : 0;
   c.alpha_s = (swt - g * swn) / sw;
+  if (c.alpha_s < 0) {  // no negative start-up cost: the best line through the origin
+    c.alpha_s = 0;
+    g = swnn > 0 ? swnt / swnn : 0;
+  }
   c.bandwidth_Bps = g > 0 ? 1 / g : 0;
   const double mean = swt / sw;
   double res = 0, tot = 0;
@@ -83,6 +87,11 @@ Calibration calibrate(const std::vector<std::int64_t>& sizes, int ranks,
                          percentile(one_way, 0.1), percentile(one_way, 0.9)});
   }
   fit_alpha_beta(c);
+  if (c.bandwidth_Bps <= 0)
+    throw ValidationError(fmt::format(
+        "the measured times do not grow with the message size ({} to {} bytes), so no bandwidth "
+        "can be fitted: measure a wider --sizes range, or more --iters on a quieter machine",
+        sizes.front(), sizes.back()));
   return c;
 }
 

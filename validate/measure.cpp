@@ -1,6 +1,8 @@
 #include "validate/measure.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,7 @@ MeasuredScenario measure_scenario(const Scenario& s, const RunOptions& options) 
   MeasuredScenario out;
   out.backend = name_of(options.backend);
   out.device = backend_device(options.backend);
+  out.units = backend_units(options.backend);
   out.iterations = options.iterations;
   out.warmup = options.warmup;
   const ScenarioResult resolved =
@@ -39,6 +42,12 @@ MeasuredScenario measure_scenario(const Scenario& s, const RunOptions& options) 
 std::string measured_table(const MeasuredScenario& m) {
   std::string out = fmt::format("# measured on {} ({}), median of {} iterations after {} warm-up\n",
                                 m.backend, m.device, m.iterations, m.warmup);
+  int most = 0;
+  for (const auto& c : m.collectives) most = std::max(most, c.spec.shape.ranks);
+  if (most > m.units.count)
+    out += fmt::format(
+        "# {} ranks share {} {}{}: they take turns, so times include waiting for a turn\n", most,
+        m.units.count, m.units.name, m.units.count == 1 ? "" : "s");
   out +=
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); #wrong: elements differing "
       "from the replayer\n";

@@ -19,6 +19,7 @@ struct MeasuredCollective {
 struct MeasuredScenario {
   std::string backend;
   std::string device;
+  SharedUnits units{0, ""};  // what the ranks run on, and how many of them there are
   int iterations = 0, warmup = 0;
   std::vector<MeasuredCollective> collectives;
 };

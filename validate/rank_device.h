@@ -35,6 +35,7 @@ std::unique_ptr<RankDevice> make_shm_device(const Segment& seg, int rank);
 std::unique_ptr<RankDevice> make_cuda_ipc_device(const Segment& seg, int rank);
 // "2 x NVIDIA H200"; throws ValidationError("... no CUDA device") when there is none.
 std::string cuda_device_summary();
+int cuda_device_count();
 #endif
 
 }  // namespace collsim

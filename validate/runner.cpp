@@ -363,6 +363,14 @@ std::string backend_device(Backend b) {
 #endif
 }
 
+SharedUnits backend_units(Backend b) {
+#ifdef COLLSIM_HAVE_CUDA
+  if (b == Backend::CudaIpc) return {cuda_device_count(), "GPU"};
+#endif
+  if (b == Backend::CudaIpc) return {0, "GPU"};
+  return {static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), "CPU core"};
+}
+
 std::vector<std::string> leftover_segments() {
   std::vector<std::string> out;
   std::error_code ec;

@@ -41,6 +41,13 @@ std::optional<Backend> backend_from_name(std::string_view name);
 // ValidationError when the backend cannot run here (cuda-ipc: no toolkit or no device).
 std::string backend_device(Backend b);
 
+// What ranks share: CPU cores (shm) or GPUs (cuda-ipc), and how many this machine has.
+struct SharedUnits {
+  int count;
+  const char* name;  // singular: "CPU core", "GPU"
+};
+SharedUnits backend_units(Backend b);
+
 // Runs the schedule for real. Throws ValidationError on a failed rank or timeout.
 Measurement run_for_real(const Schedule& s, const RunOptions& options);
 

@@ -224,6 +224,11 @@ std::unique_ptr<RankDevice> make_cuda_ipc_device(const Segment& seg, int rank) {
   return std::make_unique<CudaIpcDevice>(seg, rank);
 }
 
+int cuda_device_count() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess ? devices : 0;
+}
+
 std::string cuda_device_summary() {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
