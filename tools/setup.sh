@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
-  catch2 libbenchmark-dev
+  catch2
   chromium  # the report test opens report.html in headless Chromium
+  procps    # pgrep, in the cuda-ipc fault test
 )
 
 missing=()
