@@ -121,29 +121,26 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     const auto before = leftover_segments();
     const Schedule s =
         generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 4000));
-    RunOptions o = options();
-    o.kill_rank = 2;
-    try {
-      run_for_real(s, o);
-      FAIL("the run did not fail");
-    } catch (const ValidationError& e) {
-      CHECK_THAT(e.what(),
-                 Catch::StartsWith("rank 2 was killed by signal 9 (during iteration 1, at op"));
+    // A rank killed by a signal, and one that fails with a message the runner passes on.
+    struct Fault {
+      int kill_rank, fail_rank;
+      const char* message;
+    };
+    for (const Fault& f :
+         {Fault{2, -1, "rank 2 was killed by signal 9 (during iteration 1, at op"},
+          Fault{-1, 3, "rank 3 failed: injected failure (during iteration 1, at op"}}) {
+      RunOptions o = options();
+      o.kill_rank = f.kill_rank;
+      o.fail_rank = f.fail_rank;
+      try {
+        run_for_real(s, o);
+        FAIL("the run did not fail");
+      } catch (const ValidationError& e) {
+        CHECK_THAT(e.what(), Catch::StartsWith(f.message));
+      }
+      CHECK(new_segments(before).empty());
+      CHECK(rank_processes() == 0);
     }
-    CHECK(new_segments(before).empty());
-    CHECK(rank_processes() == 0);
-    // A rank that fails with a message: the runner passes the message on.
-    o.kill_rank = -1;
-    o.fail_rank = 3;
-    try {
-      run_for_real(s, o);
-      FAIL("the run did not fail");
-    } catch (const ValidationError& e) {
-      CHECK_THAT(e.what(),
-                 Catch::StartsWith("rank 3 failed: injected failure (during iteration 1, at op"));
-    }
-    CHECK(new_segments(before).empty());
-    CHECK(rank_processes() == 0);
   }
 
   SECTION("validate command: table with #wrong, measured files, fault exit status") {
@@ -213,7 +210,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     const auto cal = nlohmann::json::parse(std::ifstream(out / "cal.json"));
     CHECK(cal["backend"] == "shm");
     CHECK(cal["ranks"] == 2);
-    CHECK(cal["samples"].size() == 7);  // 1 KiB to 4 MiB, x4
+    CHECK(cal["samples"].size() == 7);         // 1 KiB to 4 MiB, x4
     CHECK(cal["alpha_s"].get<double>() >= 0);  // held at 0 if noise would make it negative
     CHECK(cal["bandwidth_Bps"].get<double>() > 1e8);
     // Four ranks: two pairs at once. An odd count is refused.

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -38,8 +37,8 @@ std::uint64_t align(std::uint64_t x) {
 }
 
 // Where everything goes; buffer_at receives each rank's buffer offsets in the data area.
-SegmentLayout plan_layout(const Schedule& s, std::uint32_t iterations, std::size_t element,
-                          std::vector<std::uint64_t>& buffer_at) {
+SegmentLayout plan_layout(const Schedule& s, Backend backend, std::uint32_t iterations,
+                          std::size_t element, std::vector<std::uint64_t>& buffer_at) {
   SegmentLayout l{};
   std::uint64_t at = align(sizeof(SegmentHeader));
   auto take = [&](std::uint64_t bytes) {
@@ -57,7 +56,8 @@ SegmentLayout plan_layout(const Schedule& s, std::uint32_t iterations, std::size
   l.off_buffer_at = take(s.buffer_counts.size() * sizeof(std::uint64_t));
   l.off_errors = take(K * kErrorBytes);
   l.off_rank_handles = take(K * kHandleBytes);
-  l.off_op_handles = take(n * kHandleBytes);
+  // An event handle per op only where ranks exchange them (cuda-ipc).
+  l.off_op_handles = take(backend == Backend::CudaIpc ? n * kHandleBytes : 0);
   std::uint64_t data = 0;
   for (std::int64_t count : s.buffer_counts) {
     buffer_at.push_back(data);
@@ -388,7 +388,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     const int K = s.shape.ranks;
     const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
     std::vector<std::uint64_t> buffer_at;
-    const SegmentLayout layout = plan_layout(s, iterations, sizeof(T), buffer_at);
+    const SegmentLayout layout = plan_layout(s, options.backend, iterations, sizeof(T), buffer_at);
 
     Run run;
     Segment& seg = run.create(layout.size);

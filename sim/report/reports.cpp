@@ -280,7 +280,6 @@ std::vector<TraceTransfer> busy_bins(const std::vector<TraceTransfer>& transfers
         cells[at].busy += (hi - lo) / width;
         moved[at] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
         ++cells[at].transfers;
-        cells[at].collective = x.collective;
       }
   }
   std::vector<TraceTransfer> out;

@@ -70,7 +70,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       Bottleneck b{c, step};
       for (LinkId l : touched) {
         const double secs = step_bytes[l] / t.link(l).bandwidth;
-        if (secs > 0 && (secs > b.seconds || (secs == b.seconds && l < b.link)))
+        if (secs > b.seconds || (secs == b.seconds && l < b.link))
           b = {c, step, l, secs, step_bytes[l]};
         step_bytes[l] = 0;
       }
