@@ -116,7 +116,7 @@ TEST_CASE("hierarchical all-reduce equals the sum of its levels") {
     const int K = nodes * g;
     const std::int64_t bytes = std::int64_t{K} * 4 * 1024;
     AlgorithmOptions opt;
-    opt.level_sizes = {g, nodes};
+    opt.levels = {{g, "ring", {}}, {nodes, "ring", {}}};
     const Schedule s = generate(CollectiveOp::AllReduce, "hierarchical",
                                 shape_of(CollectiveOp::AllReduce, K, bytes / 4), opt);
     const double N = static_cast<double>(bytes);

@@ -23,11 +23,11 @@ std::vector<std::int64_t> counts_for(int K) {
   return c;
 }
 
-// Level sizes that multiply to K: innermost the smallest factor, e.g. 64 -> {2, 32}.
-std::vector<int> two_levels(int K) {
+// Ring levels whose sizes multiply to K: innermost the smallest factor, e.g. 64 -> {2, 32}.
+std::vector<LevelSpec> two_levels(int K) {
   for (int f = 2; f * f <= K; ++f)
-    if (K % f == 0) return {f, K / f};
-  return {K};
+    if (K % f == 0) return {{f, "ring", {}}, {K / f, "ring", {}}};
+  return {{K, "ring", {}}};
 }
 
 void prove(const AlgorithmEntry& e, const CollectiveShape& shape, const AlgorithmOptions& opt) {
@@ -57,11 +57,14 @@ TEST_CASE("every generator computes its collective for K in {1..128} and uneven 
         for (int root : roots) {
           shape.root = root;
           AlgorithmOptions opt;
-          if (e.algorithm == "hierarchical") opt.level_sizes = two_levels(K);
+          if (e.takes("levels")) opt.levels = two_levels(K);
           prove(e, shape, opt);
-          if (e.op == CollectiveOp::Broadcast || e.op == CollectiveOp::Reduce ||
-              e.algorithm == "binomial_tree" || e.algorithm == "double_binary_tree") {
-            opt.segments = 3;  // segments that do not divide the count either
+          if (e.takes("segments")) {
+            opt.segments = 3;         // segments that do not divide the count either
+            if (e.takes("levels")) {  // a hierarchy pipelines its outermost level
+              opt.levels.back().algorithm = "double_binary_tree";
+              opt.levels.back().options.segments = 3;
+            }
             prove(e, shape, opt);
           }
         }
@@ -86,8 +89,7 @@ TEST_CASE("reduction ops other than sum, and other element types") {
 TEST_CASE("hierarchical with three levels and a tree at the top") {
   for (const char* top : {"ring", "binomial_tree", "double_binary_tree", "halving_doubling"}) {
     AlgorithmOptions opt;
-    opt.level_sizes = {4, 2, 3};
-    opt.level_algorithms = {"ring", "ring", top};
+    opt.levels = {{4, "ring", {}}, {2, "ring", {}}, {3, top, {}}};
     const Schedule s = generate(CollectiveOp::AllReduce, "hierarchical",
                                 shape_of(CollectiveOp::AllReduce, 24, 1001), opt);
     INFO(top);

@@ -28,7 +28,7 @@ TEST_CASE("segments auto lands near sqrt((K-2) N / (alpha beta)) and beats S = 1
     "network": {"alpha": "5us"},
     "collectives": [{"op": "broadcast", "algorithm": "ring", "bytes": "64MB", "segments": "auto"}]})");
   REQUIRE(r.choices[0]);
-  const int S = r.choices[0]->chosen.segments;
+  const int S = r.choices[0]->chosen.options.segments;
   const double analytic = std::sqrt(6.0 * 64e6 / (5e-6 * 25e9));  // 55.4
   CHECK(std::abs(S - analytic) <= 2);
   const double best = r.outcomes[0].time_s;
@@ -108,8 +108,14 @@ TEST_CASE("hierarchical takes its levels from the topology's hosts, or from \"le
       R"({"topology": )" + topology +
       R"(, "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000},
       {"op": "all_reduce", "algorithm": "hierarchical", "bytes": 4000, "levels": [{"size": 4, "algorithm": "halving_doubling"}]}]})");
-  CHECK(r.resolved[0].options.level_sizes == std::vector<int>{2, 2});
-  CHECK(r.resolved[1].options.level_sizes == std::vector<int>{4});
+  auto sizes = [](const CollectiveSpec& c) {
+    std::vector<int> out;
+    for (const auto& l : c.options.levels) out.push_back(l.size);
+    return out;
+  };
+  CHECK(sizes(r.resolved[0]) == std::vector<int>{2, 2});
+  CHECK(sizes(r.resolved[1]) == std::vector<int>{4});
+  CHECK(r.resolved[1].options.levels[0].algorithm == "halving_doubling");
   for (const auto& s : r.schedules) CHECK(verify_exact(s, 1).ok());
   try {
     run_text(
@@ -140,14 +146,16 @@ TEST_CASE("scenario errors for the algorithm options") {
           R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 4}, {"size": 2}]})") ==
       "collectives[0].levels: level sizes multiply to 8, but the collective has 6 ranks");
   CHECK(error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "servers": [1]})") ==
-        "collectives[0].servers: only the parameter_server algorithm has servers");
+        "collectives[0].servers: the ring algorithm takes no \"servers\"; parameter_server does");
   CHECK(
       error_of(
           R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 3, "algorithm": "binomial_tree"}, {"size": 2}]})") ==
-      "collectives[0]: inner levels reduce-scatter and all-gather with \"ring\"; level 0 asks for "
-      "\"binomial_tree\"");
-  CHECK(error_of(R"({"op": "all_reduce", "bytes": 64, "segments": "many"})") ==
-        "collectives[0].segments: expected an integer in 1..1048576, got \"many\"");
+      "collectives[0].levels[0].algorithm: inner levels reduce-scatter and all-gather within "
+      "groups; level 0 asks for \"binomial_tree\", which cannot; one of ring can");
+  CHECK(
+      error_of(
+          R"({"op": "all_reduce", "algorithm": "binomial_tree", "bytes": 64, "segments": "many"})") ==
+      "collectives[0].segments: expected an integer in 1..1048576, got \"many\"");
   CHECK(
       error_of(
           R"({"op": "all_reduce", "bytes": 64, "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2}})") ==

@@ -197,6 +197,53 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(rank_processes() == 0);
   }
 
+  SECTION("one plan: plan, run, trace, validate and compare use the same schedules") {
+    const fs::path out = fs::temp_directory_path() / ("collsim-plan-" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    const std::string exe = COLLSIM_EXE;
+    const std::string scenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/plan-choices.json";
+    int status = -1;
+    const auto plan =
+        nlohmann::json::parse(run(exe + " plan " + scenario + " --format json", &status));
+    REQUIRE(status == 0);
+    const auto result =
+        nlohmann::json::parse(run(exe + " run " + scenario + " --format json", &status));
+    REQUIRE(status == 0);
+    run(exe + " validate " + scenario + " --iters 1 --warmup 0 --out " + out.string(), &status);
+    CHECK(status == 0);
+    const auto measured = nlohmann::json::parse(std::ifstream(out / "measured.json"));
+    const auto& planned = plan["collectives"];
+    REQUIRE(planned.size() == 4);
+    REQUIRE(result["collectives"].size() == planned.size());
+    REQUIRE(measured["collectives"].size() == planned.size());
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+      const std::string name = planned[i]["name"], digest = planned[i]["schedule_digest"];
+      INFO(name);
+      CHECK(planned[i]["algorithm"] != "auto");
+      CHECK(result["collectives"][i]["schedule_digest"] == digest);
+      CHECK(result["collectives"][i]["plan"] == planned[i]["plan"]);
+      CHECK(measured["collectives"][i]["schedule_digest"] == digest);
+      CHECK(measured["collectives"][i]["ops"].size() == planned[i]["transfers"]);
+      const std::string trace = run(exe + " trace " + scenario + " --collective " + name, &status);
+      CHECK(status == 0);
+      CHECK_THAT(trace, Catch::Contains("schedule " + digest));
+      CHECK_THAT(trace, Catch::Contains("exact (random int64 inputs"));
+    }
+    run(exe + " compare " + scenario + " --measured " + (out / "measured.json").string(), &status);
+    CHECK(status == 0);
+    // A measurement of another schedule is refused, not compared.
+    auto other = measured;
+    other["collectives"][2]["schedule_digest"] = "0123456789abcdef";
+    std::ofstream(out / "other.json") << other.dump();
+    const std::string refused =
+        run(exe + " compare " + scenario + " --measured " + (out / "other.json").string(), &status);
+    CHECK(status == 2);
+    CHECK_THAT(refused,
+               Catch::Contains("tree-on-top: measured with schedule \"0123456789abcdef\""));
+    CHECK(rank_processes() == 0);
+    fs::remove_all(out);
+  }
+
   SECTION("calibrate command: ping-pong sweep, fit, calibration JSON a scenario can use") {
     const fs::path out =
         fs::temp_directory_path() / ("collsim-calibrate-" + std::to_string(::getpid()));

@@ -1,5 +1,6 @@
 // The collsim command line.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -10,11 +11,13 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "plan/plan_report.h"
 #include "replay/trace.h"
 #include "report/html_report.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
 #include "scenario/scenario.h"
+#include "schedule/layout.h"
 #include "simulate/run_scenario.h"
 #include "sweep/sweep.h"
 #include "topology/summary.h"
@@ -64,40 +67,76 @@ int run_command(const RunArgs& args) {
 struct TraceArgs {
   std::string scenario;
   std::string collective;
-  std::string values = "powers";
+  std::string values = "auto";
 };
 
 int trace_command(const TraceArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
-  const CollectiveSpec* chosen = &scenario.collectives.front();
+  const Plan plan = make_plan(scenario);
+  const PlannedCollective* chosen = &plan.collectives.front();
   if (!args.collective.empty()) {
-    chosen = nullptr;
-    for (const auto& c : scenario.collectives)
-      if (c.name == args.collective) chosen = &c;
-    if (!chosen)
-      throw InputError("--collective",
-                       "no collective named \"" + args.collective + "\" in the scenario");
+    chosen = plan.find(args.collective);
+    if (!chosen) {
+      std::vector<std::string> names;
+      for (const auto& c : plan.collectives) names.push_back(c.spec.name);
+      const auto near = nearest_word(args.collective, names);
+      throw InputError(
+          "--collective",
+          fmt::format("no collective named \"{}\" in the scenario; {}", args.collective,
+                      near ? fmt::format("did you mean \"{}\"?", *near)
+                           : "it has " + fmt::format("{}", fmt::join(names, ", "))));
+    }
   }
-  const Schedule schedule = generate_schedule(*chosen);
+  const CollectiveSpec& spec = chosen->spec;
+  const Schedule& schedule = chosen->schedule;
+  const bool barrier = spec.shape.op == CollectiveOp::Barrier;
+  if (replay_elements(schedule) > kMaxReplayedElements)
+    throw InputError(spec.json_path,
+                     fmt::format("too large to replay here: {} elements in all buffers of all "
+                                 "ranks (at most {}); trace it at a smaller \"bytes\"",
+                                 replay_elements(schedule), kMaxReplayedElements));
+  // Element tables while they are readable: 10^rank digits show who contributed while
+  // they fit an int64 (18 ranks); beyond, or for large buffers, a line per step.
+  bool tables = true, symbolic = args.values == "symbolic";
+  if (args.values == "auto") {
+    tables = spec.shape.ranks <= 18;
+    for (int r = 0; tables && r < spec.shape.ranks; ++r)
+      for (auto n : data_buffer_sizes(spec.shape, r)) tables = tables && n <= kMaxTracedElements;
+  }
   std::string text;
   try {
-    text = format_trace(schedule,
-                        args.values == "symbolic" ? TraceValues::Symbolic : TraceValues::Powers);
+    text = tables || barrier
+               ? format_trace(schedule, symbolic ? TraceValues::Symbolic : TraceValues::Powers)
+               : format_step_summary(schedule);
   } catch (const std::invalid_argument& e) {
-    throw InputError(chosen->json_path, e.what());
+    throw InputError(spec.json_path, e.what());
   }
-  const bool barrier = chosen->shape.op == CollectiveOp::Barrier;
-  std::cout << fmt::format("# {}: {} {} on {} ranks, {}, {} steps\n", chosen->name,
-                           chosen->algorithm, name_of(chosen->shape.op), chosen->shape.ranks,
+  std::cout << fmt::format("# {}: {} {} on {} ranks, {}, {} steps, schedule {}\n", spec.name,
+                           chosen->label(), name_of(spec.shape.op), spec.shape.ranks,
                            barrier ? "messages without data"
-                                   : fmt::format("{} elements of {} per rank", chosen->shape.count,
-                                                 name_of(chosen->shape.dtype)),
-                           schedule.num_steps);
-  if (!barrier)
-    std::cout << (args.values == "symbolic"
-                      ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
-                      : "# inputs: every element of rank r is 10^r\n");
+                                   : fmt::format("{} elements of {} per rank", spec.shape.count,
+                                                 name_of(spec.shape.dtype)),
+                           schedule.num_steps, digest_text(chosen->digest));
+  if (!barrier && tables)
+    std::cout << (symbolic ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
+                           : "# inputs: every element of rank r is 10^r\n");
   std::cout << text << "\n" << format_verification(schedule);
+  return 0;
+}
+
+struct PlanArgs {
+  std::string scenario;
+  std::string format = "text";
+};
+
+// What every other command will run: each collective with its choices settled.
+int plan_command(const PlanArgs& args) {
+  const Scenario scenario = load_scenario(args.scenario);
+  const Plan plan = make_plan(scenario);
+  if (args.format == "json")
+    std::cout << plan_json(scenario, plan).dump(2) << "\n";
+  else
+    std::cout << plan_table(scenario, plan);
   return 0;
 }
 
@@ -215,8 +254,8 @@ struct ValidateArgs {
 
 int validate_command(const ValidateArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
-  const MeasuredScenario m =
-      measure_scenario(scenario, run_options(args.backend, args.iters, args.warmup, args.timeout));
+  const MeasuredScenario m = measure_scenario(
+      make_plan(scenario), run_options(args.backend, args.iters, args.warmup, args.timeout));
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     out.open("measured.json") << measured_json(scenario, m).dump(2) << "\n";
@@ -282,7 +321,13 @@ int compare_command(const CompareArgs& args) {
     scenario.collectives[i].after =
         i ? std::vector<int>{static_cast<int>(i - 1)} : std::vector<int>{};
   const ScenarioResult sim = run_scenario(scenario);
-  const Comparison c = compare_runs(scenario, sim, measured);
+  Comparison c;
+  try {
+    c = compare_runs(scenario, sim, measured);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("--measured",
+                     fmt::format("not a measured.json of collsim validate ({})", e.what()));
+  }
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     write_comparison_csv(out.open("compare.csv"), c);
@@ -346,8 +391,18 @@ int main(int argc, char** argv) {
   trace->add_option("--collective", trace_args.collective, "Which collective (default: the first)");
   trace
       ->add_option("--values", trace_args.values,
-                   "Inputs: 10^rank (powers) or a0, b0, ... (symbolic)")
-      ->check(CLI::IsMember({"powers", "symbolic"}))
+                   "Inputs: 10^rank (powers), a0, b0, ... (symbolic), or auto: powers up to "
+                   "18 ranks and 256 elements, a line per step beyond")
+      ->check(CLI::IsMember({"auto", "powers", "symbolic"}))
+      ->capture_default_str();
+
+  PlanArgs plan_args;
+  auto* plan = app.add_subcommand(
+      "plan",
+      "Show what run, trace and validate will execute: every choice settled, per collective");
+  plan->add_option("scenario", plan_args.scenario, "Scenario JSON file")->required();
+  plan->add_option("--format", plan_args.format, "Output on stdout")
+      ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
   SweepArgs sweep_args;
@@ -424,6 +479,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) return run_command(run_args);
     if (*trace) return trace_command(trace_args);
+    if (*plan) return plan_command(plan_args);
     if (*topo) return topo_command(topo_args);
     if (*sweep) return sweep_command(sweep_args);
     if (*validate) return validate_command(validate_args);

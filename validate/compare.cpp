@@ -61,6 +61,11 @@ Comparison compare_runs(const Scenario&, const ScenarioResult& sim,
     const auto& name = sim.resolved[i].name;
     const nlohmann::json& m = measured_collective(measured, name);
     const Schedule& sched = sim.schedules[i];
+    if (auto d = m.find("schedule_digest"); d != m.end() && *d != digest_text(sim.digests[i]))
+      throw InputError("--measured",
+                       fmt::format("{}: measured with schedule {}, but the plan simulates {} "
+                                   "(another algorithm, size or options?)",
+                                   name, d->dump(), digest_text(sim.digests[i])));
     if (m.at("ops").size() != sched.size())
       throw InputError(
           "--measured",

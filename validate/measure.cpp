@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "report/reports.h"
-#include "simulate/run_scenario.h"
 #include "validate/validation_error.h"
 
 namespace collsim {
@@ -22,17 +21,15 @@ std::string cpu_name() {
   return "unknown cpu";
 }
 
-MeasuredScenario measure_scenario(const Scenario& s, const RunOptions& options) {
+MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   MeasuredScenario out;
   out.backend = name_of(options.backend);
   out.device = backend_device(options.backend);
   out.units = backend_units(options.backend);
   out.iterations = options.iterations;
   out.warmup = options.warmup;
-  const ScenarioResult resolved =
-      run_scenario(s, SimulationOptions{.record_ops = false});  // settles "auto"
-  for (const auto& spec : resolved.resolved) {
-    MeasuredCollective mc{spec, generate_schedule(spec), {}};
+  for (auto& c : plan.collectives) {
+    MeasuredCollective mc{std::move(c.spec), std::move(c.schedule), c.digest, {}};
     mc.m = run_for_real(mc.schedule, options);
     out.collectives.push_back(std::move(mc));
   }
@@ -77,6 +74,8 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
         {{"name", c.spec.name},
          {"op", name_of(c.spec.shape.op)},
          {"algorithm", c.spec.algorithm},
+         {"plan", describe_algorithm(c.spec.algorithm, c.spec.options)},
+         {"schedule_digest", digest_text(c.digest)},
          {"ranks", c.spec.ranks},
          {"bytes", c.spec.bytes},
          {"count", c.spec.shape.count},

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
 #include "scenario/scenario.h"
 #include "validate/runner.h"
 
@@ -13,6 +14,7 @@ namespace collsim {
 struct MeasuredCollective {
   CollectiveSpec spec;
   Schedule schedule;
+  std::uint64_t digest;  // the plan's schedule_digest: what compare checks it simulates
   Measurement m;
 };
 
@@ -24,8 +26,8 @@ struct MeasuredScenario {
   std::vector<MeasuredCollective> collectives;
 };
 
-// Runs each collective alone (one after the other), checks its result.
-MeasuredScenario measure_scenario(const Scenario& s, const RunOptions& options);
+// Runs each planned collective alone (one after the other), checks its result.
+MeasuredScenario measure_scenario(Plan plan, const RunOptions& options);
 
 std::string measured_table(const MeasuredScenario& m);
 // {scenario, backend, device, collectives[i] = {name, op, ..., time_s, algbw_GBps, busbw_GBps,

@@ -90,6 +90,10 @@ JsonView JsonView::operator[](std::size_t index) const {
 }
 
 void JsonView::allow_only(std::initializer_list<std::string_view> known) const {
+  allow_only(std::span<const std::string_view>(known.begin(), known.size()));
+}
+
+void JsonView::allow_only(std::span<const std::string_view> known) const {
   if (!value_->is_object()) fail("an object");
   std::vector<std::string> names(known.begin(), known.end());
   for (const auto& [key, _] : value_->items()) {

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,7 @@ class JsonView {
 
   // Fails naming the nearest known key when the object has a member not in `known`.
   void allow_only(std::initializer_list<std::string_view> known) const;
+  void allow_only(std::span<const std::string_view> known) const;
 
   std::string as_string() const;
   // One of `choices`; the error lists them.

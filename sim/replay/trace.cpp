@@ -1,7 +1,9 @@
 #include "replay/trace.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "replay/replayer.h"
 #include "replay/verify.h"
@@ -88,6 +90,34 @@ std::string format_trace(const Schedule& s, TraceValues values) {
   fill_inputs(s, bufs, [](int rank, std::int64_t i) { return Symbol::of(rank, i); });
   const int K = s.shape.ranks;
   return render(s, std::move(bufs), [K](const Symbol& v) { return v.to_string(K); });
+}
+
+std::string format_step_summary(const Schedule& s) {
+  struct StepTotals {
+    std::int64_t transfers = 0, bytes = 0, copies = 0, reductions = 0, largest = 0;
+  };
+  std::vector<StepTotals> steps(s.num_steps);
+  for (const Op& op : s.ops) {
+    StepTotals& t = steps[op.step];
+    ++t.transfers;
+    t.bytes += s.bytes(op);
+    ++(op.kind == OpKind::Copy ? t.copies : t.reductions);
+    t.largest = std::max(t.largest, s.bytes(op));
+  }
+  std::string out = "# per step: transfers, bytes moved, copies, reductions, largest transfer\n";
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    out += fmt::format(
+        "step {:>4}: {:>8} transfers {:>15} B {:>8} copies {:>8} reductions "
+        "{:>13} B largest\n",
+        i + 1, steps[i].transfers, steps[i].bytes, steps[i].copies, steps[i].reductions,
+        steps[i].largest);
+  return out;
+}
+
+std::int64_t replay_elements(const Schedule& s) {
+  std::int64_t n = 0;
+  for (std::int64_t c : s.buffer_counts) n += c;
+  return n;
 }
 
 std::string format_verification(const Schedule& s) {

@@ -18,6 +18,15 @@ inline constexpr std::int64_t kMaxTracedElements = 256;
 // 10^r would not fit (more than 18 ranks with Powers).
 std::string format_trace(const Schedule& s, TraceValues values);
 
+// One line per step (transfers, bytes, copies and reductions, who sends to whom):
+// the trace of a collective whose buffers are too large to print element by element.
+std::string format_step_summary(const Schedule& s);
+
+// Elements the replayer holds to prove a schedule (every buffer of every rank), and
+// the most `trace` replays.
+std::int64_t replay_elements(const Schedule& s);
+inline constexpr std::int64_t kMaxReplayedElements = std::int64_t{1} << 26;
+
 // A closing summary: symbolic and exact checks, and float32 numerics.
 std::string format_verification(const Schedule& s);
 

@@ -42,9 +42,11 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
       "bytes)\n";
   // Columns as wide as their widest entry, so long names do not push rows out of line.
   std::size_t wn = 4, wa = 9;
+  std::vector<std::string> plans;  // each algorithm as planned, with its options
   for (const auto& c : r.resolved) {
+    plans.push_back(describe_algorithm(c.algorithm, c.options));
     wn = std::max(wn, c.name.size());
-    wa = std::max(wa, c.algorithm.size());
+    wa = std::max(wa, plans.back().size());
   }
   out += fmt::format("# {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12} {:>10} {:>10}\n",
                      "name", wn, "op", "algorithm", wa, "ranks", "size", "count", "type", "time",
@@ -54,8 +56,8 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     const auto& o = r.outcomes[i];
     const bool timed = o.time_s > 0;
     out += fmt::format("  {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12.2f} {:>10} {:>10}\n",
-                       c.name, wn, name_of(c.shape.op), c.algorithm, wa, rank_list(c.ranks),
-                       c.bytes, c.shape.count, name_of(c.shape.dtype), o.time_s * 1e6,
+                       c.name, wn, name_of(c.shape.op), plans[i], wa, rank_list(c.ranks), c.bytes,
+                       c.shape.count, name_of(c.shape.dtype), o.time_s * 1e6,
                        timed ? fmt::format("{:.2f}", o.algbw_Bps / 1e9) : "-",
                        timed ? fmt::format("{:.2f}", o.busbw_Bps / 1e9) : "-");
   }
@@ -67,12 +69,11 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
-    out += fmt::format("# {}: auto chose {} (segments {}, {:.2f} us) of {} candidates",
-                       r.resolved[i].name, a.chosen.algorithm, a.chosen.segments,
-                       a.chosen.time_s * 1e6, a.candidates_tried);
+    out += fmt::format("# {}: auto chose {} ({:.2f} us) of {} candidates", r.resolved[i].name,
+                       a.chosen.label, a.chosen.time_s * 1e6, a.candidates_tried);
     if (a.runner_up)
-      out += fmt::format("; runner-up {} (segments {}, {:.2f} us)", a.runner_up->algorithm,
-                         a.runner_up->segments, a.runner_up->time_s * 1e6);
+      out +=
+          fmt::format("; runner-up {} ({:.2f} us)", a.runner_up->label, a.runner_up->time_s * 1e6);
     out += "\n";
   }
   // The links that worked hardest, by bytes over capacity x makespan.
@@ -113,6 +114,8 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
     collectives.push_back({{"name", c.name},
                            {"op", name_of(c.shape.op)},
                            {"algorithm", c.algorithm},
+                           {"plan", describe_algorithm(c.algorithm, c.options)},
+                           {"schedule_digest", digest_text(r.digests[i])},
                            {"ranks", c.ranks},
                            {"bytes", c.bytes},
                            {"count", c.shape.count},
@@ -127,8 +130,10 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            {"steps", r.schedules[i].num_steps}});
     if (r.choices[i]) {
       auto candidate = [](const Candidate& x) {
-        return nlohmann::json{
-            {"algorithm", x.algorithm}, {"segments", x.segments}, {"time_s", x.time_s}};
+        return nlohmann::json{{"algorithm", x.algorithm},
+                              {"plan", x.label},
+                              {"segments", x.options.segments},
+                              {"time_s", x.time_s}};
       };
       collectives.back()["auto"] = {
           {"chosen", candidate(r.choices[i]->chosen)},

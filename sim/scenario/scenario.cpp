@@ -101,45 +101,58 @@ void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
   c.shape.count = c.bytes / esize;
 }
 
-void parse_algorithm(const JsonView& v, CollectiveSpec& c) {
+// Fields every collective takes; the rest belong to its algorithm's entry.
+constexpr std::string_view kCollectiveFields[] = {"name",  "op",   "algorithm", "bytes", "dtype",
+                                                  "redop", "root", "ranks",     "after", "routing"};
+
+// A field no candidate takes: name the algorithms that do, if any.
+void refuse_foreign_options(const JsonView& v, const CollectiveSpec& c,
+                            const std::vector<const AlgorithmEntry*>& candidates,
+                            std::vector<std::string_view> known) {
+  for (const auto& e : candidates) known.insert(known.end(), e->options.begin(), e->options.end());
+  for (const auto& [key, value] : v.raw().items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string takers;
+    for (const auto& e : algorithm_catalogue())
+      if (e.op == c.shape.op && e.takes(key))
+        takers += fmt::format("{}{}", takers.empty() ? "" : ", ", e.algorithm);
+    if (!takers.empty())
+      v[key].fail_message(fmt::format("the {} algorithm takes no \"{}\"; {} {}", c.algorithm, key,
+                                      takers,
+                                      takers.find(',') == std::string::npos ? "does" : "do"));
+  }
+  v.allow_only(known);
+}
+
+// The algorithm, and the entries whose options the collective may carry ("auto":
+// every entry for the collective, so each candidate finds its own). Fields no
+// candidate takes are refused here, before anything else is read.
+std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, CollectiveSpec& c) {
   const auto algorithms = algorithms_for(c.shape.op);
   // Without "algorithm", the catalogue's first entry for the collective.
   c.algorithm = v.has("algorithm") ? v["algorithm"].as_string()
                                    : (algorithms.empty() ? "" : algorithms.front());
-  if (c.algorithm != "auto" && !find_algorithm(c.shape.op, c.algorithm)) {
+  std::vector<const AlgorithmEntry*> candidates;
+  for (const auto& e : algorithm_catalogue())
+    if (e.op == c.shape.op && (c.algorithm == "auto" || e.algorithm == c.algorithm))
+      candidates.push_back(&e);
+  if (c.algorithm != "auto" && candidates.empty()) {
     std::string list;
     for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
     const JsonView where = v.has("algorithm") ? v["algorithm"] : v["op"];
     where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto", c.algorithm,
                                    name_of(c.shape.op), list));
   }
-  if (auto s = v.find("segments")) {
-    if (s->is_string() && s->as_string() == "auto")
-      c.auto_segments = true;
-    else
-      c.options.segments = static_cast<int>(s->as_int(1, 1 << 20));
-  }
-  if (auto s = v.find("servers")) {
-    c.options.servers = parse_ranks(*s, c.shape.ranks);
-    if (c.algorithm != "parameter_server")
-      s->fail_message("only the parameter_server algorithm has servers");
-  }
-  if (auto l = v.find("levels")) {
-    for (std::size_t i = 0; i < l->size(); ++i) {
-      const JsonView level = (*l)[i];
-      level.allow_only({"size", "algorithm"});
-      c.options.level_sizes.push_back(static_cast<int>(level["size"].as_int(1, 1 << 20)));
-      c.options.level_algorithms.push_back(level.has("algorithm") ? level["algorithm"].as_string()
-                                                                  : "ring");
-    }
-    long long product = 1;
-    for (int n : c.options.level_sizes) product *= n;
-    if (product != c.shape.ranks)
-      l->fail_message(fmt::format("level sizes multiply to {}, but the collective has {} ranks",
-                                  product, c.shape.ranks));
-  } else if (c.algorithm == "hierarchical" || c.algorithm == "auto") {
-    c.levels_from_topology = true;
-  }
+  refuse_foreign_options(v, c, candidates,
+                         {std::begin(kCollectiveFields), std::end(kCollectiveFields)});
+  return candidates;
+}
+
+void parse_options(const JsonView& v, CollectiveSpec& c,
+                   const std::vector<const AlgorithmEntry*>& entries) {
+  const OptionContext ctx{c.shape.op, c.shape.ranks, v.path(), nullptr, {}};
+  for (const auto* e : entries)
+    if (e->parse) e->parse(v, c.options, ctx);
 }
 
 // MoE routing: the collective becomes a dispatch all-to-allv and a combine, the
@@ -209,11 +222,12 @@ std::vector<CollectiveSpec> expand_routing(const JsonView& v, CollectiveSpec c) 
 std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t index,
                                              const Topology& topology,
                                              const std::vector<CollectiveSpec>& earlier) {
-  v.allow_only({"name", "op", "algorithm", "bytes", "dtype", "redop", "root", "ranks", "after",
-                "segments", "servers", "levels", "routing"});
+  if (!v.is_object())
+    v.fail("a collective object like {\"op\": \"all_reduce\", \"bytes\": \"1GiB\"}");
   CollectiveSpec c;
   c.json_path = v.path();
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
+  const auto entries = choose_algorithm(v, c);
   c.name = v.has("name") ? v["name"].as_string() : fmt::format("{}#{}", name_of(c.shape.op), index);
   for (const auto& e : earlier)
     if (e.name == c.name || e.name.starts_with(c.name + "."))
@@ -226,7 +240,7 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   }
   c.shape.ranks = static_cast<int>(c.ranks.size());
   parse_size_and_type(v, c);
-  parse_algorithm(v, c);
+  parse_options(v, c, entries);
   if (auto a = v.find("after")) {
     c.after = parse_after(*a, earlier);
   } else if (!earlier.empty()) {
@@ -285,34 +299,6 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
         if (s.topology.link(l).kind == *k) s.topology.set_bandwidth(l, bw);
     }
   }
-}
-
-std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpec& c) {
-  std::vector<int> per_host_run;  // lengths of runs of equal hosts along the rank order
-  int last_host = -2;
-  std::vector<int> seen_hosts;
-  for (int r : c.ranks) {
-    const int host = topology.node(topology.gpu_of_rank(r)).host;
-    if (host != last_host) {
-      if (std::find(seen_hosts.begin(), seen_hosts.end(), host) != seen_hosts.end())
-        throw InputError(c.json_path + ".ranks",
-                         fmt::format("hierarchical needs each host's ranks next to each other; "
-                                     "host {} appears twice along the rank order",
-                                     host));
-      seen_hosts.push_back(host);
-      per_host_run.push_back(0);
-      last_host = host;
-    }
-    ++per_host_run.back();
-  }
-  for (int n : per_host_run)
-    if (n != per_host_run.front())
-      throw InputError(c.json_path,
-                       fmt::format("hierarchical needs the same number of ranks on every host "
-                                   "(found {} and {}); or give \"levels\"",
-                                   per_host_run.front(), n));
-  if (per_host_run.size() == 1) return {per_host_run.front()};
-  return {per_host_run.front(), static_cast<int>(per_host_run.size())};
 }
 
 Scenario load_scenario(const fs::path& file) {

@@ -16,11 +16,9 @@ struct CollectiveSpec {
   std::string name;
   std::string json_path;  // "collectives[2]", for errors found later
   CollectiveShape shape;
-  std::string algorithm;  // "auto": the fastest under the scenario's network, chosen when run
-  AlgorithmOptions options;
-  bool auto_segments = false;         // "segments": "auto": the fastest S, chosen when run
-  bool levels_from_topology = false;  // hierarchical without "levels": group ranks by host
-  std::int64_t bytes = 0;             // nccl-tests' "size"
+  std::string algorithm;     // "auto": the planner picks the fastest (plan/plan.h)
+  AlgorithmOptions options;  // as written; the planner fills in the rest
+  std::int64_t bytes = 0;    // nccl-tests' "size"
   std::vector<int> ranks;             // topology ranks taking part, in the algorithm's rank order
   std::vector<int> after;             // indices of collectives that must finish first
 };
@@ -39,10 +37,6 @@ Scenario load_scenario(const std::filesystem::path& file);
 // bandwidth every link's ({"alpha_s", "bandwidth_Bps"}), or per link kind
 // ({"links": {"nvlink": {"bandwidth_Bps": ...}}}). `where` names it in errors.
 void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std::string& where);
-// Hierarchical levels from the topology: the collective's ranks grouped by the
-// host of their GPU ({GPUs per host, hosts}); throws InputError when the hosts
-// hold different numbers of them or their ranks are not contiguous per host.
-std::vector<int> levels_from_hosts(const Topology& topology, const CollectiveSpec& c);
 
 // `base_dir` resolves relative topology files.
 Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& base_dir,

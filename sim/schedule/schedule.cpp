@@ -127,3 +127,52 @@ std::string check_schedule(const Schedule& s) {
 }
 
 }  // namespace collsim
+
+namespace collsim {
+namespace {
+
+// FNV-1a, 64-bit, fed field by field (never raw structs: padding bytes are not data).
+class Fnv1a {
+ public:
+  void add(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h_ ^= (v >> (8 * i)) & 0xff;
+      h_ *= 0x100000001b3ULL;
+    }
+  }
+  std::uint64_t value() const { return h_; }
+
+ private:
+  std::uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace
+
+std::uint64_t schedule_digest(const Schedule& s) {
+  Fnv1a h;
+  h.add(static_cast<std::uint64_t>(s.shape.op));
+  h.add(static_cast<std::uint64_t>(s.shape.reduce_op));
+  h.add(static_cast<std::uint64_t>(s.shape.dtype));
+  h.add(static_cast<std::uint64_t>(s.shape.ranks));
+  h.add(static_cast<std::uint64_t>(s.shape.count));
+  h.add(static_cast<std::uint64_t>(s.shape.root));
+  h.add(static_cast<std::uint64_t>(s.num_buffers));
+  if (s.shape.matrix)
+    for (std::int64_t x : *s.shape.matrix) h.add(static_cast<std::uint64_t>(x));
+  for (std::int64_t c : s.buffer_counts) h.add(static_cast<std::uint64_t>(c));
+  h.add(s.ops.size());
+  for (const Op& op : s.ops) {
+    h.add(static_cast<std::uint64_t>(op.src_offset));
+    h.add(static_cast<std::uint64_t>(op.dst_offset));
+    h.add(static_cast<std::uint64_t>(op.count));
+    h.add(static_cast<std::uint64_t>(op.src_rank) << 32 | static_cast<std::uint32_t>(op.dst_rank));
+    h.add(static_cast<std::uint64_t>(op.step));
+    h.add(static_cast<std::uint64_t>(op.kind) | op.src_buffer << 8 | op.dst_buffer << 16 |
+          op.channel << 24);
+  }
+  for (std::uint32_t b : s.dep_begin) h.add(b);
+  for (OpId d : s.deps) h.add(d);
+  return h.value();
+}
+
+}  // namespace collsim

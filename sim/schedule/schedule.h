@@ -94,4 +94,9 @@ struct ScheduleGraph {
 // Returns an empty string when valid, else a description of the first problem.
 std::string check_schedule(const Schedule& s);
 
+// A 64-bit fingerprint of everything that defines the schedule (shape, buffers,
+// every op and dependency in order): two schedules with the same digest are, for
+// every practical purpose, the same schedule op for op.
+std::uint64_t schedule_digest(const Schedule& s);
+
 }  // namespace collsim

@@ -1,10 +1,11 @@
 #pragma once
-// A scenario, end to end: choices resolved ("auto"), schedules generated and
-// checked, routed and simulated.
+// A scenario, end to end: planned (plan/plan.h), then simulated.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
 #include "scenario/scenario.h"
 #include "simulate/simulator.h"
 
@@ -18,31 +19,19 @@ struct CollectiveOutcome {
   double busbw_Bps = 0;
 };
 
-// What an "auto" algorithm or segment count settled on, by simulating each
-// candidate alone on the scenario's network.
-struct Candidate {
-  std::string algorithm;
-  int segments = 1;
-  double time_s = 0;
-};
-struct AutoChoice {
-  Candidate chosen;
-  std::optional<Candidate> runner_up;
-  int candidates_tried = 0;
-};
-
 struct ScenarioResult {
-  std::vector<CollectiveSpec> resolved;  // the scenario's collectives with every "auto" settled
+  std::vector<CollectiveSpec> resolved;  // the plan's collectives, every choice settled
   std::vector<std::optional<AutoChoice>> choices;
-  std::vector<Schedule> schedules;  // one per collective, in scenario order
+  std::vector<Schedule> schedules;     // one per collective, in scenario order
+  std::vector<std::uint64_t> digests;  // schedule_digest of each
   std::vector<CollectiveOutcome> outcomes;
   SimulationResult sim;
 };
 
+// Times the plan's schedules together on the scenario's network (collectives
+// contend where they overlap); the result takes the plan's schedules over.
+ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOptions options = {});
+// make_plan, then simulate_plan.
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options = {});
-
-// The collective's schedule, checked; a generator's refusal becomes an InputError
-// naming the collective, a structurally broken schedule a std::logic_error.
-Schedule generate_schedule(const CollectiveSpec& c);
 
 }  // namespace collsim

@@ -95,9 +95,10 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         c.shape.ranks = static_cast<int>(c.ranks.size());
         c.shape.count = bytes / esize;  // like nccl-tests: count = size / type size
         c.bytes = c.shape.count * esize;
-        if (a == "hierarchical" && !c.levels_from_topology && c.options.level_sizes.empty())
-          c.levels_from_topology = true;
-        if (a == "hierarchical" && !req.rank_counts.empty()) c.options.level_sizes.clear();
+        // The options this algorithm takes, as the scenario gave them; the planner
+        // derives the rest (hierarchical levels from the hosts of these ranks).
+        c.options = find_algorithm(base.shape.op, a)->own(base.options);
+        if (!req.rank_counts.empty()) c.options.levels.clear();
         one.collectives = {c};
         const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
         const auto& o = r.outcomes[0];

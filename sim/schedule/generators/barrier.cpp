@@ -20,8 +20,11 @@ Schedule dissemination(const CollectiveShape& s) {
 }  // namespace
 
 void register_barrier(std::vector<AlgorithmEntry>& c) {
-  c.push_back({CollectiveOp::Barrier, "dissemination",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return dissemination(s); }});
+  c.push_back({.op = CollectiveOp::Barrier,
+               .algorithm = "dissemination",
+               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return dissemination(s);
+               }});
 }
 
 }  // namespace collsim

@@ -49,23 +49,22 @@ Schedule send_recv(const CollectiveShape& s) {
 }  // namespace
 
 void register_direct(std::vector<AlgorithmEntry>& c) {
-  c.push_back(
-      {CollectiveOp::AllToAll, "direct",
-       [](const CollectiveShape& s, const AlgorithmOptions&) { return a2a(s, "direct", true); }});
-  c.push_back(
-      {CollectiveOp::AllToAll, "pairwise", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return a2a(s, "pairwise", false);
-       }});
-  c.push_back(
-      {CollectiveOp::Scatter, "direct", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return one_step_scatter_gather(s, true);
-       }});
-  c.push_back(
-      {CollectiveOp::Gather, "direct", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return one_step_scatter_gather(s, false);
-       }});
-  c.push_back({CollectiveOp::SendRecv, "direct",
-               [](const CollectiveShape& s, const AlgorithmOptions&) { return send_recv(s); }});
+  auto entry = [](CollectiveOp op, std::string_view name,
+                  Schedule (*make)(const CollectiveShape&)) {
+    return AlgorithmEntry{
+        .op = op,
+        .algorithm = name,
+        .generate = [make](const CollectiveShape& s, const AlgorithmOptions&) { return make(s); }};
+  };
+  c.push_back(entry(CollectiveOp::AllToAll, "direct",
+                    [](const CollectiveShape& s) { return a2a(s, "direct", true); }));
+  c.push_back(entry(CollectiveOp::AllToAll, "pairwise",
+                    [](const CollectiveShape& s) { return a2a(s, "pairwise", false); }));
+  c.push_back(entry(CollectiveOp::Scatter, "direct",
+                    [](const CollectiveShape& s) { return one_step_scatter_gather(s, true); }));
+  c.push_back(entry(CollectiveOp::Gather, "direct",
+                    [](const CollectiveShape& s) { return one_step_scatter_gather(s, false); }));
+  c.push_back(entry(CollectiveOp::SendRecv, "direct", send_recv));
 }
 
 }  // namespace collsim

@@ -50,20 +50,26 @@ void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
 
 void register_ring(std::vector<AlgorithmEntry>& c) {
   c.push_back(
-      {CollectiveOp::AllReduce, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return whole_ring(
-             s, 2, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_reduce(b, g); });
-       }});
+      {.op = CollectiveOp::AllReduce,
+       .algorithm = "ring",
+       .generate = [](const CollectiveShape& s,
+                      const AlgorithmOptions&) { return whole_ring(s, 2, ring_all_reduce); },
+       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
+                       const AlgorithmOptions&) { ring_all_reduce(b, g); }});
   c.push_back(
-      {CollectiveOp::ReduceScatter, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return whole_ring(
-             s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_reduce_scatter(b, g); });
-       }});
+      {.op = CollectiveOp::ReduceScatter,
+       .algorithm = "ring",
+       .generate = [](const CollectiveShape& s,
+                      const AlgorithmOptions&) { return whole_ring(s, 1, ring_reduce_scatter); },
+       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
+                       const AlgorithmOptions&) { ring_reduce_scatter(b, g); }});
   c.push_back(
-      {CollectiveOp::AllGather, "ring", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return whole_ring(
-             s, 1, [](ScheduleBuilder& b, std::span<const Group> g) { ring_all_gather(b, g); });
-       }});
+      {.op = CollectiveOp::AllGather,
+       .algorithm = "ring",
+       .generate = [](const CollectiveShape& s,
+                      const AlgorithmOptions&) { return whole_ring(s, 1, ring_all_gather); },
+       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
+                       const AlgorithmOptions&) { ring_all_gather(b, g); }});
 }
 
 }  // namespace collsim

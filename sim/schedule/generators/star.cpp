@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "core/json_view.h"
 #include "schedule/group.h"
 
 namespace collsim {
@@ -47,26 +50,45 @@ Schedule naive_broadcast(const CollectiveShape& s) {
   return b.finish();
 }
 
+// "servers": distinct members of the collective.
+void parse_servers(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
+  auto v = object.find("servers");
+  if (!v) return;
+  o.servers = v->as_int_list(0, std::max(0, ctx.ranks - 1));
+  if (o.servers.empty()) v->fail("a non-empty list of ranks");
+  std::vector<int> sorted = o.servers;
+  std::sort(sorted.begin(), sorted.end());
+  if (auto d = std::adjacent_find(sorted.begin(), sorted.end()); d != sorted.end())
+    v->fail_message(fmt::format("rank {} is listed twice", *d));
+}
+
 }  // namespace
 
 void register_star(std::vector<AlgorithmEntry>& c) {
-  c.push_back(
-      {CollectiveOp::AllReduce, "naive", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return star(s, "naive", {s.root}, true);
-       }});
-  c.push_back(
-      {CollectiveOp::Reduce, "naive", [](const CollectiveShape& s, const AlgorithmOptions&) {
-         return star(s, "naive", {s.root}, false);
-       }});
-  c.push_back(
-      {CollectiveOp::Broadcast, "naive",
-       [](const CollectiveShape& s, const AlgorithmOptions&) { return naive_broadcast(s); }});
-  c.push_back({CollectiveOp::AllReduce, "parameter_server",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 std::vector<int> servers =
-                     o.servers.empty() ? std::vector<int>{s.root} : o.servers;
-                 return star(s, "parameter_server", servers, true);
+  c.push_back({.op = CollectiveOp::AllReduce,
+               .algorithm = "naive",
+               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return star(s, "naive", {s.root}, true);
                }});
+  c.push_back({.op = CollectiveOp::Reduce,
+               .algorithm = "naive",
+               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return star(s, "naive", {s.root}, false);
+               }});
+  c.push_back({.op = CollectiveOp::Broadcast,
+               .algorithm = "naive",
+               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
+                 return naive_broadcast(s);
+               }});
+  c.push_back({.op = CollectiveOp::AllReduce,
+               .algorithm = "parameter_server",
+               .generate =
+                   [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                     return star(s, "parameter_server",
+                                 o.servers.empty() ? std::vector<int>{s.root} : o.servers, true);
+                   },
+               .options = {"servers"},
+               .parse = parse_servers});
 }
 
 }  // namespace collsim

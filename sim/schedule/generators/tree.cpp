@@ -70,54 +70,69 @@ void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segme
   b.join_channels();
 }
 
+namespace {
+
+// A pipelined entry: it reads "segments" (a number or "auto").
+AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, Generator generate) {
+  return {.op = op,
+          .algorithm = algorithm,
+          .generate = std::move(generate),
+          .options = {"segments"},
+          .parse = parse_segments_option};
+}
+
+Schedule chain_or_binomial(const CollectiveShape& s, const AlgorithmOptions& o, const char* name,
+                           Direction d) {
+  const bool chain = std::string_view(name) == "ring";
+  return single_plan(s, name,
+                     chain ? chain_phases(s.ranks, s.root, d) : binomial_phases(s.ranks, s.root, d),
+                     o.segments);
+}
+
+}  // namespace
+
 void register_trees(std::vector<AlgorithmEntry>& c) {
   // "ring" broadcast and reduce are the pipelined chain around the ring.
-  c.push_back({CollectiveOp::Broadcast, "ring",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Broadcast),
-                                    o.segments);
-               },
-               true});
-  c.push_back({CollectiveOp::Reduce, "ring",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "ring", chain_phases(s.ranks, s.root, Direction::Reduce),
-                                    o.segments);
-               },
-               true});
-  c.push_back({CollectiveOp::Broadcast, "binomial_tree",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "binomial_tree",
-                                    binomial_phases(s.ranks, s.root, Direction::Broadcast),
-                                    o.segments);
-               },
-               true});
-  c.push_back({CollectiveOp::Reduce, "binomial_tree",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 return single_plan(s, "binomial_tree",
-                                    binomial_phases(s.ranks, s.root, Direction::Reduce),
-                                    o.segments);
-               },
-               true});
-  c.push_back({CollectiveOp::AllReduce, "binomial_tree",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 auto b = make_builder(s, "binomial_tree");
-                 binomial_all_reduce(b, whole_group(s), o.segments);
-                 return b.finish();
-               },
-               true});
-  c.push_back({CollectiveOp::AllReduce, "double_binary_tree",
-               [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                 auto b = make_builder(s, "double_binary_tree", {}, 2);
-                 double_binary_tree_all_reduce(b, whole_group(s), o.segments);
-                 return b.finish();
-               },
-               true});
-  c.push_back({CollectiveOp::Scatter, "binomial_tree",
-               [](const CollectiveShape& s, const AlgorithmOptions&) {
+  for (const char* name : {"ring", "binomial_tree"}) {
+    c.push_back(pipelined(CollectiveOp::Broadcast, name,
+                          [name](const CollectiveShape& s, const AlgorithmOptions& o) {
+                            return chain_or_binomial(s, o, name, Direction::Broadcast);
+                          }));
+    c.push_back(pipelined(CollectiveOp::Reduce, name,
+                          [name](const CollectiveShape& s, const AlgorithmOptions& o) {
+                            return chain_or_binomial(s, o, name, Direction::Reduce);
+                          }));
+  }
+  auto binomial = pipelined(CollectiveOp::AllReduce, "binomial_tree",
+                            [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                              auto b = make_builder(s, "binomial_tree");
+                              binomial_all_reduce(b, whole_group(s), o.segments);
+                              return b.finish();
+                            });
+  binomial.on_groups = [](ScheduleBuilder& b, std::span<const Group> groups,
+                          const AlgorithmOptions& o) {
+    for (const Group& g : groups) binomial_all_reduce(b, g, o.segments);
+  };
+  c.push_back(std::move(binomial));
+  auto dbt = pipelined(CollectiveOp::AllReduce, "double_binary_tree",
+                       [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                         auto b = make_builder(s, "double_binary_tree", {}, 2);
+                         double_binary_tree_all_reduce(b, whole_group(s), o.segments);
+                         return b.finish();
+                       });
+  dbt.on_groups = [](ScheduleBuilder& b, std::span<const Group> groups, const AlgorithmOptions& o) {
+    for (const Group& g : groups) double_binary_tree_all_reduce(b, g, o.segments);
+  };
+  dbt.channels = 2;
+  c.push_back(std::move(dbt));
+  c.push_back({.op = CollectiveOp::Scatter,
+               .algorithm = "binomial_tree",
+               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Broadcast);
                }});
-  c.push_back({CollectiveOp::Gather, "binomial_tree",
-               [](const CollectiveShape& s, const AlgorithmOptions&) {
+  c.push_back({.op = CollectiveOp::Gather,
+               .algorithm = "binomial_tree",
+               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Reduce);
                }});
 }

@@ -1,0 +1,236 @@
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "simulate/simulator.h"
+#include "topology/routing.h"
+
+namespace collsim {
+namespace {
+
+std::vector<NodeId> placement(const Topology& topology, const std::vector<int>& ranks) {
+  std::vector<NodeId> out;
+  out.reserve(ranks.size());
+  for (int r : ranks) out.push_back(topology.gpu_of_rank(r));
+  return out;
+}
+
+void check_reachable(const Topology& t, const PlannedCollective& c, Router& router) {
+  if (auto bad = router.find_unreachable(c.gpus)) {
+    const Node& a = t.node(bad->first);
+    const Node& b = t.node(bad->second);
+    throw InputError("topology",
+                     fmt::format("rank {} ({}) cannot reach rank {} ({}), which {} needs; "
+                                 "every pair of ranks needs a directed path",
+                                 a.rank, a.name, b.rank, b.name, c.spec.json_path));
+  }
+}
+
+// Settles one collective: an algorithm ("auto": each applicable one), its
+// defaults from the topology, and "segments": "auto" wherever it appears (the
+// collective, or a hierarchical level), by trying candidates at the cost given.
+class Tuner {
+ public:
+  Tuner(const Scenario& s, Router& router, const CostFunction& cost)
+      : scenario_(s), router_(router), cost_(cost) {}
+
+  PlannedCollective plan(const CollectiveSpec& spec) {
+    PlannedCollective base{spec, std::nullopt, {}, placement(scenario_.topology, spec.ranks), 0};
+    check_reachable(scenario_.topology, base, router_);
+    const bool auto_algorithm = spec.algorithm == "auto";
+    std::vector<std::string> algorithms{spec.algorithm};
+    if (auto_algorithm) algorithms = algorithms_for(spec.shape.op);
+
+    std::optional<PlannedCollective> best;
+    double best_time = 0;
+    std::vector<Candidate> tried;
+    std::string refusal;  // why the first inapplicable candidate did not apply
+    for (const auto& a : algorithms) {
+      const AlgorithmEntry& entry = *find_algorithm(spec.shape.op, a);
+      PlannedCollective trial = base;
+      trial.spec.algorithm = a;
+      trial.spec.options = entry.own(spec.options);
+      try {
+        fill_defaults(entry, trial);
+        if (!auto_algorithm && !has_auto(trial.spec.options)) {
+          trial.schedule = generate_schedule(trial.spec);
+          return finish(std::move(trial));  // nothing to choose
+        }
+        for (const AlgorithmOptions& o : expand_auto(entry, trial)) {
+          PlannedCollective t = trial;  // no schedule yet: cheap to copy
+          t.spec.options = o;
+          t.schedule = generate_schedule(t.spec);
+          tried.push_back({a, o, describe_algorithm(a, o), cost_(t)});
+          if (!best || tried.back().time_s < best_time) {
+            best = std::move(t);
+            best_time = tried.back().time_s;
+          }
+        }
+      } catch (const InputError& e) {
+        if (!auto_algorithm) throw;
+        if (refusal.empty()) refusal = fmt::format("{}: {}", a, e.what());
+      }
+    }
+    if (!best)
+      throw InputError(spec.json_path + ".algorithm",
+                       "no algorithm applies here" + (refusal.empty() ? "" : " (" + refusal + ")"));
+    best->choice = choice_among(tried, auto_algorithm);
+    return finish(std::move(*best));
+  }
+
+ private:
+  void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
+    if (!entry.defaults) return;
+    entry.defaults(c.spec.options, {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path,
+                                    &scenario_.topology, c.spec.ranks});
+  }
+
+  // Anything left for the tuner: "segments": "auto" at the top or in a level.
+  static bool has_auto(const AlgorithmOptions& o) {
+    if (o.auto_segments) return true;
+    return std::any_of(o.levels.begin(), o.levels.end(),
+                       [](const LevelSpec& l) { return has_auto(l.options); });
+  }
+
+  // Where "auto" segments sit: -1 for the collective itself, else a level index,
+  // with the group that level's algorithm works on.
+  struct AutoSlot {
+    int level;
+    int members;
+    std::int64_t bytes;
+    int stride;  // members of one group are this many ranks apart
+  };
+
+  std::vector<AlgorithmOptions> expand_auto(const AlgorithmEntry& entry,
+                                            const PlannedCollective& c) const {
+    const AlgorithmOptions& o = c.spec.options;
+    std::vector<AutoSlot> slots;
+    if (o.auto_segments && entry.takes("segments"))
+      slots.push_back({-1, c.spec.shape.ranks, c.spec.bytes, 1});
+    std::int64_t count = c.spec.shape.count;
+    int stride = 1;
+    for (std::size_t l = 0; l < o.levels.size(); ++l) {
+      const LevelSpec& level = o.levels[l];
+      if (level.options.auto_segments)
+        slots.push_back(
+            {static_cast<int>(l), level.size, count * element_size(c.spec.shape.dtype), stride});
+      count = (count + level.size - 1) / level.size;  // what each member owns after this level
+      stride *= level.size;
+    }
+    std::vector<AlgorithmOptions> out{o};
+    for (const AutoSlot& slot : slots) {
+      std::vector<AlgorithmOptions> next;
+      for (int S : segment_candidates(c, slot)) {
+        for (AlgorithmOptions x : out) {
+          AlgorithmOptions& at = slot.level < 0 ? x : x.levels[slot.level].options;
+          at.segments = S;
+          at.auto_segments = false;
+          next.push_back(std::move(x));
+        }
+      }
+      out = std::move(next);
+    }
+    return out;
+  }
+
+  // Powers of two up to the element count, and the uncontended optimum
+  // sqrt((K-2) N / (alpha beta)) of a pipelined chain with its neighbours.
+  std::vector<int> segment_candidates(const PlannedCollective& c, const AutoSlot& slot) const {
+    std::vector<int> out;
+    const std::int64_t elements = slot.bytes / element_size(c.spec.shape.dtype);
+    const std::int64_t most = std::min<std::int64_t>(std::max<std::int64_t>(elements, 1), 1 << 16);
+    for (std::int64_t s = 1; s <= most; s *= 2) out.push_back(static_cast<int>(s));
+    if (slot.members > 2 && scenario_.network.alpha > 0) {
+      const double beta = router_.info(router_.route(c.gpus[0], c.gpus[slot.stride])).bottleneck;
+      const double best = std::sqrt((slot.members - 2.0) * static_cast<double>(slot.bytes) /
+                                    (to_seconds(scenario_.network.alpha) * beta));
+      for (double f : {0.8, 1.0, 1.25}) {
+        const auto s = static_cast<std::int64_t>(std::llround(best * f));
+        if (s >= 1 && s <= most) out.push_back(static_cast<int>(s));
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  // Fastest first; ties go to the earlier candidate, so the choice is reproducible.
+  static AutoChoice choice_among(std::vector<Candidate> tried, bool auto_algorithm) {
+    std::stable_sort(tried.begin(), tried.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.time_s < b.time_s; });
+    AutoChoice choice{tried.front(), std::nullopt, static_cast<int>(tried.size())};
+    for (const auto& t : tried) {
+      const bool other =
+          auto_algorithm ? t.algorithm != choice.chosen.algorithm : t.label != choice.chosen.label;
+      if (other) {
+        choice.runner_up = t;
+        break;
+      }
+    }
+    return choice;
+  }
+
+  static PlannedCollective finish(PlannedCollective c) {
+    c.digest = schedule_digest(c.schedule);
+    return c;
+  }
+
+  const Scenario& scenario_;
+  Router& router_;
+  const CostFunction& cost_;
+};
+
+}  // namespace
+
+const PlannedCollective* Plan::find(std::string_view name) const {
+  for (const auto& c : collectives)
+    if (c.spec.name == name) return &c;
+  return nullptr;
+}
+
+Schedule generate_schedule(const CollectiveSpec& c) {
+  const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
+  if (!entry) throw InputError(c.json_path + ".algorithm", "no such algorithm for this collective");
+  Schedule s;
+  try {
+    s = entry->generate(c.shape, c.options);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(c.json_path, e.what());
+  }
+  // A generator bug must never be timed as if it were a result.
+  if (auto problem = check_schedule(s); !problem.empty())
+    throw std::logic_error(fmt::format("{} {} generated an invalid schedule: {}", c.algorithm,
+                                       name_of(c.shape.op), problem));
+  return s;
+}
+
+Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost) {
+  Plan plan;
+  plan.collectives.reserve(scenario.collectives.size());
+  for (const auto& spec : scenario.collectives)
+    plan.collectives.push_back(Tuner(scenario, router, cost).plan(spec));
+  return plan;
+}
+
+Plan make_plan(const Scenario& scenario) {
+  Router router(scenario.topology, scenario.network.routing);
+  // A candidate alone on the scenario's network, without per-op records.
+  const CostFunction simulated_alone = [&](const PlannedCollective& c) {
+    auto model = make_network_model(scenario.network, scenario.topology, router);
+    Simulator sim(scenario.topology, router, *model, SimulationOptions{.record_ops = false});
+    const auto r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}}});
+    return to_seconds(r.tasks[0].end - r.tasks[0].start);
+  };
+  return make_plan(scenario, router, simulated_alone);
+}
+
+std::string digest_text(std::uint64_t digest) {
+  return fmt::format("{:016x}", digest);
+}
+
+}  // namespace collsim

@@ -1,0 +1,67 @@
+#pragma once
+// The plan: a scenario with every choice settled. Each collective's algorithm is
+// chosen ("auto" by the tuner), its options are filled in (hierarchical levels
+// from the hosts, segments), and its schedule is generated and checked, once.
+// Every command consumes the plan, so the schedule `trace` proves, the one
+// `validate` runs for real and the one `run` times are the same object.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scenario/scenario.h"
+
+namespace collsim {
+
+class Router;
+
+// One option set the tuner tried, and what it cost.
+struct Candidate {
+  std::string algorithm;
+  AlgorithmOptions options;
+  std::string label;  // describe_algorithm(algorithm, options)
+  double time_s = 0;
+};
+
+// What "auto" (an algorithm or a segment count) settled on.
+struct AutoChoice {
+  Candidate chosen;
+  std::optional<Candidate> runner_up;  // the fastest with another algorithm, or other options
+  int candidates_tried = 0;
+};
+
+struct PlannedCollective {
+  CollectiveSpec spec;  // algorithm and every option settled: no "auto" left
+  std::optional<AutoChoice> choice;
+  Schedule schedule;
+  std::vector<NodeId> gpus;  // the schedule's rank r runs on GPU node gpus[r]
+  std::uint64_t digest = 0;  // schedule_digest(schedule): which schedule, op for op
+
+  std::string label() const { return describe_algorithm(spec.algorithm, spec.options); }
+};
+
+struct Plan {
+  std::vector<PlannedCollective> collectives;  // in scenario order
+
+  // By name; null when there is none.
+  const PlannedCollective* find(std::string_view name) const;
+};
+
+// What the tuner minimises: a candidate's cost in seconds.
+using CostFunction = std::function<double(const PlannedCollective&)>;
+
+// The tuner simulates each candidate alone on the scenario's network.
+Plan make_plan(const Scenario& scenario);
+// The same with another cost; `router` must route the scenario's topology.
+Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost);
+
+// The collective's schedule, checked; a generator's refusal becomes an InputError
+// naming the collective, a structurally broken schedule a std::logic_error.
+Schedule generate_schedule(const CollectiveSpec& c);
+
+// Hex digits of a digest, as every command prints it.
+std::string digest_text(std::uint64_t digest);
+
+}  // namespace collsim

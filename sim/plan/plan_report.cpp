@@ -1,0 +1,80 @@
+#include "plan/plan_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace collsim {
+namespace {
+
+nlohmann::json options_json(const AlgorithmOptions& o) {
+  nlohmann::json j = {{"segments", o.segments}};
+  if (!o.servers.empty()) j["servers"] = o.servers;
+  if (!o.levels.empty()) {
+    j["levels"] = nlohmann::json::array();
+    for (const auto& l : o.levels)
+      j["levels"].push_back(
+          {{"size", l.size}, {"algorithm", l.algorithm}, {"options", options_json(l.options)}});
+  }
+  return j;
+}
+
+nlohmann::json candidate_json(const Candidate& c) {
+  return {{"algorithm", c.algorithm}, {"plan", c.label}, {"time_s", c.time_s}};
+}
+
+}  // namespace
+
+std::string plan_table(const Scenario& s, const Plan& plan) {
+  std::string out = fmt::format("# collsim plan {}: topology {} ({} GPUs)\n", s.name,
+                                s.topology.name, s.topology.num_ranks());
+  std::size_t wn = 4, wp = 4;
+  for (const auto& c : plan.collectives) {
+    wn = std::max(wn, c.spec.name.size());
+    wp = std::max(wp, c.label().size());
+  }
+  out += fmt::format("# {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", "name", wn, "op",
+                     "ranks", "size", "plan", wp, "steps", "transfers", "schedule");
+  for (const auto& c : plan.collectives)
+    out += fmt::format("  {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", c.spec.name, wn,
+                       name_of(c.spec.shape.op), c.spec.shape.ranks, c.spec.bytes, c.label(), wp,
+                       c.schedule.num_steps, c.schedule.size(), digest_text(c.digest));
+  for (const auto& c : plan.collectives) {
+    if (!c.choice) continue;
+    out += fmt::format("# {}: chose {} ({:.2f} us simulated alone) of {} candidates", c.spec.name,
+                       c.choice->chosen.label, c.choice->chosen.time_s * 1e6,
+                       c.choice->candidates_tried);
+    if (c.choice->runner_up)
+      out += fmt::format("; runner-up {} ({:.2f} us)", c.choice->runner_up->label,
+                         c.choice->runner_up->time_s * 1e6);
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
+  nlohmann::json cols = nlohmann::json::array();
+  for (const auto& c : plan.collectives) {
+    nlohmann::json j = {{"name", c.spec.name},
+                        {"op", name_of(c.spec.shape.op)},
+                        {"ranks", c.spec.ranks},
+                        {"bytes", c.spec.bytes},
+                        {"dtype", name_of(c.spec.shape.dtype)},
+                        {"algorithm", c.spec.algorithm},
+                        {"plan", c.label()},
+                        {"options", options_json(c.spec.options)},
+                        {"steps", c.schedule.num_steps},
+                        {"transfers", c.schedule.size()},
+                        {"schedule_digest", digest_text(c.digest)}};
+    if (c.choice) {
+      j["auto"] = {{"chosen", candidate_json(c.choice->chosen)},
+                   {"candidates", c.choice->candidates_tried}};
+      if (c.choice->runner_up) j["auto"]["runner_up"] = candidate_json(*c.choice->runner_up);
+    }
+    cols.push_back(std::move(j));
+  }
+  return {{"scenario", s.name}, {"collectives", std::move(cols)}};
+}
+
+}  // namespace collsim

@@ -1,0 +1,195 @@
+// The plan: every choice settled once, the same schedule for every consumer.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "plan/plan.h"
+#include "replay/verify.h"
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
+#include "topology/routing.h"
+
+using namespace collsim;
+
+namespace {
+
+Scenario scenario_of(const std::string& text) {
+  return parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios");
+}
+
+std::string error_of(
+    const std::string& collective,
+    const std::string& topology = R"({"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"})") {
+  try {
+    make_plan(
+        scenario_of(R"({"topology": )" + topology + R"(, "collectives": [)" + collective + "]}"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool same_ops(const Schedule& a, const Schedule& b) {
+  if (a.size() != b.size() || a.deps != b.deps || a.dep_begin != b.dep_begin) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Op &x = a.ops[i], &y = b.ops[i];
+    if (x.src_rank != y.src_rank || x.dst_rank != y.dst_rank || x.src_offset != y.src_offset ||
+        x.dst_offset != y.dst_offset || x.count != y.count || x.kind != y.kind ||
+        x.step != y.step || x.src_buffer != y.src_buffer || x.dst_buffer != y.dst_buffer ||
+        x.channel != y.channel)
+      return false;
+  }
+  return true;
+}
+
+std::vector<int> level_sizes(const CollectiveSpec& c) {
+  std::vector<int> out;
+  for (const auto& l : c.options.levels) out.push_back(l.size);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the plan settles hierarchical levels from the hosts, and run times that schedule") {
+  // 8 servers of 8 GPUs: 2 levels of 8, 28 steps -- not the 126-step flat ring.
+  const Scenario s = scenario_of(R"({"topology": "cluster-8x8", "network": {"alpha": "5us"},
+    "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": "1KiB"}]})");
+  const Plan plan = make_plan(s);
+  const PlannedCollective& c = plan.collectives[0];
+  CHECK(level_sizes(c.spec) == std::vector<int>{8, 8});
+  CHECK(c.schedule.num_steps == 2 * 7 + 2 * 7);
+  CHECK(c.label() == "hierarchical [8 ring | 8 ring]");
+  CHECK(verify_exact(c.schedule, 3).ok());
+  const ScenarioResult r = run_scenario(s);
+  CHECK(same_ops(r.schedules[0], c.schedule));
+  CHECK(r.digests[0] == c.digest);
+  CHECK(schedule_digest(r.schedules[0]) == c.digest);
+}
+
+TEST_CASE("planning twice gives the same schedules; a one-op change changes the digest") {
+  const Scenario s = load_scenario(COLLSIM_SOURCE_DIR "/scenarios/plan-choices.json");
+  const Plan a = make_plan(s), b = make_plan(s);
+  REQUIRE(a.collectives.size() == b.collectives.size());
+  for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    CHECK(a.collectives[i].digest == b.collectives[i].digest);
+    CHECK(a.collectives[i].label() == b.collectives[i].label());
+  }
+  Schedule changed = a.collectives[0].schedule;
+  changed.ops.back().count -= 1;
+  CHECK(schedule_digest(changed) != a.collectives[0].digest);
+  changed = a.collectives[0].schedule;
+  std::swap(changed.ops.front().src_rank, changed.ops.front().dst_rank);
+  CHECK(schedule_digest(changed) != a.collectives[0].digest);
+}
+
+TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost") {
+  const Scenario s = load_scenario(COLLSIM_SOURCE_DIR "/scenarios/plan-choices.json");
+  const Plan plan = make_plan(s);
+  for (const auto& c : plan.collectives) {
+    INFO(c.spec.name);
+    CHECK(c.spec.algorithm != "auto");
+    CHECK_FALSE(c.spec.options.auto_segments);
+    for (const auto& l : c.spec.options.levels) CHECK_FALSE(l.options.auto_segments);
+    CHECK(verify_exact(c.schedule, 11).ok());
+  }
+  const PlannedCollective* top = plan.find("tree-on-top");
+  REQUIRE(top);
+  REQUIRE(top->choice);
+  CHECK(top->spec.options.levels.back().algorithm == "double_binary_tree");
+  CHECK(top->choice->candidates_tried > 5);  // several segment counts at the outermost level
+  REQUIRE(top->choice->runner_up);
+  CHECK(top->choice->chosen.time_s <= top->choice->runner_up->time_s);
+
+  // The cost is a policy handed to the planner: one that counts transfers picks the
+  // algorithm with the fewest, whatever the network says.
+  Router router(s.topology, s.network.routing);
+  const Plan fewest =
+      make_plan(s, router, [](const PlannedCollective& c) { return double(c.schedule.size()); });
+  const PlannedCollective* small = fewest.find("auto-small");
+  REQUIRE(small);
+  for (const auto& name : algorithms_for(CollectiveOp::AllReduce)) {
+    if (name == small->spec.algorithm) continue;
+    CollectiveSpec other = small->spec;
+    other.algorithm = name;
+    other.options = {};
+    if (name == "hierarchical") other.options.levels = {{2, "ring", {}}, {2, "ring", {}}};
+    INFO(name);
+    CHECK(generate_schedule(other).size() >= small->schedule.size());
+  }
+}
+
+TEST_CASE("each algorithm takes its own options, and so does each hierarchy level") {
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "segments": 4})") ==
+        "collectives[0].segments: the ring algorithm takes no \"segments\"; binomial_tree, "
+        "double_binary_tree, hierarchical do");
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "auto", "bytes": 64, "segmnts": 4})") ==
+        "collectives[0].segmnts: unknown field; did you mean \"segments\"?");
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
+        "levels": [{"size": 4, "segments": 2}, {"size": 2}]})") ==
+        "collectives[0].levels[0].segments: unknown field; known fields: size, algorithm");
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
+        "levels": [{"size": 4}, {"size": 2, "algorithm": "naive"}]})") ==
+        "collectives[0].levels[1].algorithm: the outermost level all-reduces across groups: "
+        "\"naive\" cannot; one of ring, binomial_tree, double_binary_tree, halving_doubling can");
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
+        "levels": [{"size": 4}, {"size": 2, "algorithm": "binomial_tree", "segments": 0}]})") ==
+        "collectives[0].levels[1].segments: expected an integer in 1..1048576, got 0");
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "segments": 4,
+        "levels": [{"size": 4}, {"size": 2}]})") ==
+        "collectives[0].segments: segments apply to the outermost level, whose algorithm "
+        "\"ring\" is not pipelined");
+  // A level takes its algorithm's options; the collective's segments go to the outermost.
+  const Plan plan =
+      make_plan(scenario_of(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"},
+    "collectives": [{"op": "all_reduce", "algorithm": "hierarchical", "bytes": "64KiB",
+      "levels": [{"size": 4}, {"size": 2, "algorithm": "binomial_tree", "segments": 3}]},
+     {"op": "all_reduce", "algorithm": "hierarchical", "bytes": "64KiB", "segments": 5,
+      "levels": [{"size": 2}, {"size": 4, "algorithm": "double_binary_tree"}]}]})"));
+  CHECK(plan.collectives[0].label() == "hierarchical [4 ring | 2 binomial_tree (3 segments)]");
+  CHECK(plan.collectives[1].label() == "hierarchical [2 ring | 4 double_binary_tree (5 segments)]");
+  for (const auto& c : plan.collectives) CHECK(verify_exact(c.schedule, 2).ok());
+}
+
+TEST_CASE("auto skips what cannot apply and says why when nothing can") {
+  // Hosts of unequal size: hierarchical cannot take its levels from them, the others run.
+  const std::string uneven = R"({"nodes": [
+      {"name": "g0", "kind": "gpu", "host": 0}, {"name": "g1", "kind": "gpu", "host": 0},
+      {"name": "g2", "kind": "gpu", "host": 1}, {"name": "sw", "kind": "switch"}],
+    "links": [{"src": "g0", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"}, {"src": "g1", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"},
+              {"src": "g2", "dst": "sw", "bandwidth": "10GB/s", "kind": "ib"}]})";
+  const Plan plan = make_plan(scenario_of(
+      R"({"topology": )" + uneven +
+      R"(, "collectives": [{"op": "all_reduce", "algorithm": "auto", "bytes": 1200}]})"));
+  CHECK(plan.collectives[0].spec.algorithm != "hierarchical");
+  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 1200})", uneven) ==
+        "collectives[0]: hierarchical needs the same number of ranks on every host (found 2 and "
+        "1); or give \"levels\"");
+}
+
+TEST_CASE("every bundled scenario shrunk to small sizes plans to schedules the replayer proves") {
+  int planned = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    INFO(e.path().filename().string());
+    nlohmann::json doc = read_json_file(e.path().string(), e.path().string());
+    for (auto& c : doc["collectives"]) {
+      if (c.contains("bytes") && c["op"] != "barrier") c["bytes"] = "1KiB";
+      if (c.contains("routing")) {
+        c["routing"]["bytes_per_token"] = "16B";
+        if (c["routing"].contains("tokens_per_rank")) c["routing"]["tokens_per_rank"] = 16;
+      }
+    }
+    const Plan plan = make_plan(parse_scenario(doc, e.path().parent_path()));
+    for (const auto& c : plan.collectives) {
+      INFO(c.spec.name);
+      const Verdict v = c.spec.shape.op == CollectiveOp::Barrier ? verify_barrier(c.schedule)
+                                                                 : verify_exact(c.schedule, 7);
+      CHECK(v.ok());
+      ++planned;
+    }
+  }
+  CHECK(planned > 30);
+}
