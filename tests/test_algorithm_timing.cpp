@@ -1,4 +1,4 @@
-// REFERENCE.md's closed forms for trees, pipelines and hierarchies, by simulation
+// The closed forms of docs/models.md for trees, pipelines and hierarchies, by simulation
 // under the ideal model; traffic of the star algorithms; ring numerics.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -70,7 +70,7 @@ TEST_CASE("binomial tree all-reduce: 2 ceil(log2 K) (alpha + N/beta)") {
 }
 
 TEST_CASE(
-    "REFERENCE.md: pipelined ring broadcast, K=8, 64 MB, 25 GB/s: S=1 17.96 ms, S=64 3.15 ms") {
+    "docs/models.md: pipelined ring broadcast, K=8, 64 MB, 25 GB/s: S=1 17.96 ms, S=64 3.15 ms") {
   const std::int64_t bytes = 64'000'000;
   for (int S : {1, 2, 7, 64, 100}) {
     AlgorithmOptions opt;
@@ -80,12 +80,12 @@ TEST_CASE(
     const double expected = (8 - 2 + S) * (kAlpha + seg.max_size() * 4 / 25e9);
     INFO("S=" << S);
     CHECK(std::fabs(t - expected) < kSlack);
-    if (S == 1) CHECK(t * 1e3 == Approx(17.955).margin(1e-9));  // REFERENCE.md rounds it to 17.96
+    if (S == 1) CHECK(t * 1e3 == Approx(17.955).margin(1e-9));  // docs/models.md rounds it to 17.96
     if (S == 64) CHECK(t * 1e3 == Approx(3.15).margin(0.005));
   }
 }
 
-TEST_CASE("REFERENCE.md: ring vs binomial tree crossover near 235 KB at K=8, 5 us, 25 GB/s") {
+TEST_CASE("docs/models.md: ring vs binomial tree crossover near 235 KB at K=8, 5 us, 25 GB/s") {
   auto ring_minus_tree = [](std::int64_t bytes) {
     return time_of("ring", CollectiveOp::AllReduce, 8, bytes, 25e9) -
            time_of("binomial_tree", CollectiveOp::AllReduce, 8, bytes, 25e9);
@@ -153,7 +153,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "REFERENCE.md numerics: ring all-reduce of 8 x 4096 float32 differs from a sequential sum in "
+    "docs/models.md numerics: ring all-reduce of 8 x 4096 float32 differs from a sequential sum "
+    "in "
     "about half "
     "the elements, and every rank agrees bitwise") {
   const Schedule s =

@@ -162,7 +162,7 @@ TEST_CASE("version and help flags") {
   CHECK_THAT(help.out, Catch::Contains("--out") && Catch::Contains("--format"));
 }
 
-TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
+TEST_CASE("collsim trace prints the ring all-reduce tables of docs/models.md") {
   const Outcome o = run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
                                 "/scenarios/ring-allreduce-trace.json");
   REQUIRE(o.status == 0);
@@ -180,7 +180,7 @@ TEST_CASE("collsim trace prints REFERENCE.md's ring all-reduce tables") {
   CHECK_THAT(o.out, Catch::Contains("symbolic (each contribution exactly once): OK"));
   const Outcome sym = run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
                                   "/scenarios/ring-allreduce-trace.json --values symbolic");
-  // REFERENCE.md: rank 0 ends reduce-scatter with a0 | a1+b1+c1+d1 | a2+c2+d2 | a3+d3.
+  // docs/models.md: rank 0 ends reduce-scatter with a0 | a1+b1+c1+d1 | a2+c2+d2 | a3+d3.
   CHECK_THAT(sym.out,
              Catch::Contains(
                  "after step 3:\nrank 0:          a0  a1+b1+c1+d1     a2+c2+d2        a3+d3\n"));

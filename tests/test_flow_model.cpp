@@ -40,7 +40,7 @@ TEST_CASE("flow equals ideal exactly on uncontended schedules") {
   }
 }
 
-TEST_CASE("REFERENCE.md: naive all-reduce under flow takes 2 (alpha + (K-1) N / beta)") {
+TEST_CASE("docs/models.md: naive all-reduce under flow takes 2 (alpha + (K-1) N / beta)") {
   for (int K : {2, 4, 8, 16}) {
     const std::int64_t bytes = 1'000'000;
     const Schedule s =
@@ -52,7 +52,8 @@ TEST_CASE("REFERENCE.md: naive all-reduce under flow takes 2 (alpha + (K-1) N / 
 }
 
 TEST_CASE(
-    "REFERENCE.md ranking at K=8, 5 us, 25 GB/s under flow: naive at 1-10 KB, tree at 100 KB, ring "
+    "docs/models.md ranking at K=8, 5 us, 25 GB/s under flow: naive at 1-10 KB, tree at 100 KB, "
+    "ring "
     "from 1 MB") {
   const Topology topo = make_switch_topology(8, 25e9, 0);
   auto fastest = [&](std::int64_t bytes) {

@@ -112,7 +112,7 @@ TEST_CASE(
   REQUIRE(r.crossovers.size() == 1);
   CHECK(r.crossovers[0].from == "binomial_tree");
   CHECK(r.crossovers[0].to == "ring");
-  CHECK(r.crossovers[0].estimate == Approx(235'294).epsilon(0.01));  // REFERENCE.md: about 235 KB
+  CHECK(r.crossovers[0].estimate == Approx(235'294).epsilon(0.01));  // docs/models.md: about 235 KB
   const std::string table = sweep_table(s, r);
   CHECK_THAT(table, Catch::Contains("# ranks 8, algorithm ring") &&
                         Catch::Contains("binomial_tree -> ring at"));

@@ -1,4 +1,4 @@
-// The ring closed forms of REFERENCE.md, reproduced by simulation.
+// The ring closed forms of docs/models.md, reproduced by simulation.
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
@@ -13,7 +13,7 @@ constexpr double kBeta = 450e9;
 constexpr double kPicosecond =
     0.5e-12 + 1e-18;  // rounding to the nearest picosecond, plus float slack
 
-// REFERENCE.md's figures are given to 3 significant digits.
+// docs/models.md gives these figures to 3 significant digits.
 double three_digits(double x) {
   const double scale = std::pow(10.0, 2 - std::floor(std::log10(std::fabs(x))));
   return std::round(x * scale) / scale;
@@ -54,7 +54,7 @@ TEST_CASE("ring all-reduce, reduce-scatter, all-gather equal the closed forms fo
   }
 }
 
-TEST_CASE("REFERENCE.md: ring all-reduce of 16 MiB on 4 GPUs takes 85.9 us") {
+TEST_CASE("docs/models.md: ring all-reduce of 16 MiB on 4 GPUs takes 85.9 us") {
   const Topology topo = make_switch_topology(4, kBeta, 0);
   const auto s = generate(CollectiveOp::AllReduce, "ring",
                           shape_of(CollectiveOp::AllReduce, 4, (16 << 20) / 4));
@@ -62,7 +62,8 @@ TEST_CASE("REFERENCE.md: ring all-reduce of 16 MiB on 4 GPUs takes 85.9 us") {
 }
 
 TEST_CASE(
-    "REFERENCE.md: ring all-reduce of 1 GiB over NVLink, K = 2 / 8 / 256: 2.40 / 4.25 / 7.30 ms") {
+    "docs/models.md: ring all-reduce of 1 GiB over NVLink, K = 2 / 8 / 256: 2.40 / 4.25 / 7.30 "
+    "ms") {
   const std::pair<int, double> cases[] = {{2, 2.40}, {8, 4.25}, {256, 7.30}};
   for (auto [K, expected_ms] : cases) {
     const Topology topo = make_switch_topology(K, kBeta, 0);

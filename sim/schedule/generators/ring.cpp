@@ -42,7 +42,7 @@ void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, i
 }
 
 // Reduce-scatter leaving member m with chunk m+1, then all-gather from there:
-// the textbook order that REFERENCE.md's step-by-step trace shows.
+// the textbook order that the step-by-step trace in docs/models.md shows.
 void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
   ring_pass(b, groups, OpKind::Reduce, 0);
   ring_pass(b, groups, OpKind::Copy, 1);
