@@ -1,14 +1,23 @@
 // The run record: the simulator keeps each op's times and route once; reports read
-// them and the network models' link counters.
-#include <algorithm>
-#include <catch2/catch.hpp>
-#include <string>
-#include <vector>
+// them and the network models' link counters, and every trace goes through one writer.
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "report/chrome_trace.h"
 #include "report/traffic.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 
+namespace fs = std::filesystem;
 using namespace collsim;
 
 namespace {
@@ -36,6 +45,23 @@ std::vector<int> peaks_from_record(const Scenario& s, const ScenarioResult& r) {
     out.push_back(peak);
   }
   return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int run_command(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  std::string out;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int s = pclose(pipe);
+  if (s != 0) UNSCOPED_INFO(out);
+  return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
 }
 
 }  // namespace
@@ -105,4 +131,87 @@ TEST_CASE("record: the traffic report reads the recorded routes and routes nothi
   REQUIRE(t.per_collective.size() == 2);
   for (const auto& b : t.per_collective) CHECK(b.link == only);
   for (const auto& b : t.per_step) CHECK(b.link == only);
+}
+
+TEST_CASE("chrome trace: one escaper makes any name valid JSON, and keeps it") {
+  const std::string names[] = {"plain", "quote\" back\\slash", "new\nline\ttab\x01",
+                               "gr\xC3\xBC\xC3\x9F \xE2\x86\x92 \xF0\x9F\x9A\x80", ""};
+  std::ostringstream out;
+  {
+    ChromeTrace trace(out);
+    trace.process_name(0, names[1]);
+    for (int i = 0; i < 5; ++i) {
+      trace.thread_name(0, i, names[i]);
+      trace.complete(0, i, 1.5, 2.25, names[i], names[(i + 1) % 5])
+          .arg(names[i], names[i])
+          .arg("n", std::int64_t{42})
+          .arg("x", 0.123456, "{:.3f}");
+      trace.flow_start(0, i, 1.5, i, names[i], names[i]);
+      trace.flow_end(0, i, 1.5, i, names[i], names[i]);
+    }
+    trace.counter(1, 0, names[2]).arg("utilisation", 0.5, "{:.4g}");
+  }  // finish()ed by the destructor
+  const std::string text = out.str();
+  CHECK(std::all_of(text.begin(), text.end(), [](char c) { return c > 0; }));  // ASCII
+  const auto doc = nlohmann::json::parse(text);
+  const auto& ev = doc.at("traceEvents");
+  REQUIRE(ev.size() == 1 + 5 * 4 + 1);
+  CHECK(ev[0]["args"]["name"] == names[1]);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(ev[1 + 4 * i]["args"]["name"] == names[i]);
+    const auto& x = ev[2 + 4 * i];
+    CHECK(x["ph"] == "X");
+    CHECK(x["name"] == names[i]);
+    CHECK(x["cat"] == names[(i + 1) % 5]);
+    CHECK(x["ts"] == 1.5);
+    CHECK(x["dur"] == 2.25);
+    CHECK(x["args"][names[i]] == names[i]);
+    CHECK(x["args"]["n"] == 42);
+    CHECK(x["args"]["x"] == 0.123);
+    CHECK(ev[3 + 4 * i]["ph"] == "s");
+    CHECK(ev[4 + 4 * i]["ph"] == "f");
+    CHECK(ev[4 + 4 * i]["cat"] == names[i]);
+  }
+  CHECK(ev.back()["ph"] == "C");
+  CHECK(ev.back()["args"]["utilisation"] == 0.5);
+  // Bytes that are not UTF-8 become U+FFFD rather than invalid JSON.
+  CHECK(nlohmann::json::parse(json_quote("a\xFF\xC3(")) == "a\xEF\xBF\xBD\xEF\xBF\xBD(");
+}
+
+// Node names holding a quote, a backslash, a newline and non-ASCII text, in a topology
+// file: `collsim run --out` writes a timeline that parses, with the names intact.
+// (validate --out and compare --out: tests/test_validate.cpp, with the rank processes.)
+TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-names-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu\n2", "gp\xC3\xBC-\xE2\x86\x92-3"};
+  nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
+  for (const auto& g : gpus) {
+    nodes.push_back({{"name", g}, {"kind", "gpu"}});
+    links.push_back({{"src", g}, {"dst", "sw"}, {"bandwidth", "10GB/s"}, {"kind", "nvlink"}});
+  }
+  nodes.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
+  const nlohmann::json scenario = {
+      {"topology", {{"name", "odd \"names\""}, {"nodes", nodes}, {"links", links}}},
+      {"network", {{"model", "flow"}}},
+      {"collectives",
+       {{{"name", "ar \"1\"\n"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", "1MiB"}}}}};
+  std::ofstream(dir / "odd.json") << scenario.dump(2);
+  REQUIRE(run_command(std::string(COLLSIM_EXE) + " run " + (dir / "odd.json").string() + " --out " +
+                      (dir / "out").string()) == 0);
+  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
+  std::vector<std::string> seen;
+  bool collective = false, link = false;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e["name"] == "thread_name") seen.push_back(e["args"]["name"]);
+    if (e["ph"] == "X") collective |= e["cat"] == "ar \"1\"\n";
+    if (e["ph"] == "C") link |= e["name"].get<std::string>().find("gpu\"0") != std::string::npos;
+  }
+  for (std::size_t r = 0; r < gpus.size(); ++r)
+    CHECK(std::count(seen.begin(), seen.end(),
+                     "rank " + std::to_string(r) + " (" + gpus[r] + ") send") == 1);
+  CHECK(collective);
+  CHECK(link);
+  fs::remove_all(dir);
 }
