@@ -215,3 +215,44 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
   CHECK(link);
   fs::remove_all(dir);
 }
+
+// Past --trace-transfers the trace holds time bins per rank; transfers spanning many
+// bins (16 ring all-reduces at once) must count whole in each bin they cover.
+TEST_CASE("chrome trace: binned transfers spanning many bins keep bytes and busy time") {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-bins-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  nlohmann::json collectives = nlohmann::json::array();
+  for (int i = 0; i < 16; ++i)
+    collectives.push_back({{"name", "ar" + std::to_string(i)},
+                           {"op", "all_reduce"},
+                           {"algorithm", "ring"},
+                           {"bytes", "1MiB"},
+                           {"after", nlohmann::json::array()}});
+  const nlohmann::json scenario = {
+      {"topology", {{"preset", "switch"}, {"gpus", 8}, {"bandwidth", "100GB/s"}}},
+      {"network", {{"model", "ideal"}}},
+      {"collectives", collectives}};
+  std::ofstream(dir / "bins.json") << scenario.dump();
+  // 16 x 112 transfers, room for 1600: 100 bins per track, each transfer spans about 7.
+  REQUIRE(run_command(std::string(COLLSIM_EXE) + " run " + (dir / "bins.json").string() +
+                      " --trace-transfers 1600 --out " + (dir / "out").string()) == 0);
+  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
+  double sent = 0, received = 0;
+  int slices = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e["ph"] != "X") continue;
+    ++slices;
+    CHECK(e["cat"] == "busy");
+    // Every rank sends and receives throughout: each bin is fully busy, 16 transfers at least.
+    CHECK(e["args"]["busy"].get<double>() == Approx(1.0).margin(1e-4));
+    CHECK(e["args"]["transfers"].get<int>() >= 16);
+    (e["name"].get<std::string>().starts_with("sending") ? sent : received) +=
+        e["args"]["bytes"].get<double>();
+  }
+  CHECK(slices == 2 * 8 * 100);
+  const double total = 16 * 2.0 * 7 * (1 << 20);  // ring all-reduce: 2 (K - 1) N over all ranks
+  CHECK(sent == Approx(total).epsilon(1e-6));
+  CHECK(received == Approx(total).epsilon(1e-6));
+  fs::remove_all(dir);
+}

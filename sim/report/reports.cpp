@@ -272,43 +272,70 @@ void for_each_transfer(std::span<const TimelineCollective> collectives, F&& f) {
 
 // Too many transfers for a viewer: per rank and side, `bins` equal time bins over the
 // run, each with how busy the rank was, what it moved (spread over each transfer's
-// lifetime) and how many transfers it touched. Empty bins are left out.
-std::vector<TraceTransfer> busy_bins(const std::vector<TraceTransfer>& transfers, int ranks,
+// lifetime) and how many transfers it touched. Empty bins are left out. A transfer
+// adds its partial first and last bins directly and the whole bins between them as a
+// difference (summed up once per bin at the end), so long transfers cost no more than
+// short ones: the work is transfers + bins, not transfers x bins.
+std::vector<TraceTransfer> busy_bins(std::span<const TimelineCollective> collectives, int ranks,
                                      int bins) {
   Time first = kTimeNever, last = 0;
-  for (const TraceTransfer& x : transfers) {
-    first = std::min(first, x.start);
-    last = std::max(last, x.end);
-  }
+  for (const TimelineCollective& tc : collectives)
+    for (const OpTiming& o : tc.ops) {
+      first = std::min(first, o.start);
+      last = std::max(last, o.end);
+    }
   const double width = std::max<double>(1, static_cast<double>(last - first) / bins);
-  std::vector<TraceTransfer> cells(static_cast<std::size_t>(ranks) * 2 * bins);
-  std::vector<double> moved(cells.size(), 0);
-  for (const TraceTransfer& x : transfers) {
+  const std::size_t n = static_cast<std::size_t>(ranks) * 2 * bins;
+  std::vector<double> busy(n, 0), moved(n, 0);
+  std::vector<std::int64_t> touched(n, 0);
+  // Per whole bin between a transfer's first and last: +1 busy, +rate x width bytes,
+  // +1 transfer from the bin after the first, undone at the last.
+  std::vector<double> whole_busy(n + 1, 0), whole_moved(n + 1, 0);
+  std::vector<std::int64_t> whole_touched(n + 1, 0);
+  for_each_transfer(collectives, [&](const TraceTransfer& x) {
     const int b0 = std::min(bins - 1, static_cast<int>((x.start - first) / width));
     const int b1 = std::min(bins - 1, static_cast<int>((x.end - first) / width));
-    for (int side = 0; side < 2; ++side)
-      for (int b = b0; b <= b1; ++b) {
-        const std::size_t at =
-            (static_cast<std::size_t>(side ? x.dst : x.src) * 2 + side) * bins + b;
+    const double span = static_cast<double>(x.end - x.start);
+    for (int side = 0; side < 2; ++side) {
+      const std::size_t row = (static_cast<std::size_t>(side ? x.dst : x.src) * 2 + side) * bins;
+      auto edge = [&](int b) {
         const double lo = std::max<double>(x.start - first, b * width);
         const double hi = std::min<double>(x.end - first, (b + 1) * width);
-        const double span = static_cast<double>(x.end - x.start);
-        cells[at].busy += (hi - lo) / width;
-        moved[at] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
-        ++cells[at].transfers;
-      }
-  }
+        busy[row + b] += (hi - lo) / width;
+        moved[row + b] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
+        ++touched[row + b];
+      };
+      edge(b0);
+      if (b1 == b0) continue;
+      edge(b1);
+      if (b1 == b0 + 1) continue;
+      whole_busy[row + b0 + 1] += 1;
+      whole_busy[row + b1] -= 1;
+      whole_moved[row + b0 + 1] += x.bytes * width / span;
+      whole_moved[row + b1] -= x.bytes * width / span;
+      ++whole_touched[row + b0 + 1];
+      --whole_touched[row + b1];
+    }
+  });
   std::vector<TraceTransfer> out;
-  for (std::size_t at = 0; at < cells.size(); ++at) {
-    TraceTransfer c = cells[at];
-    if (c.transfers == 0) continue;
+  double run_busy = 0, run_moved = 0;
+  std::int64_t run_touched = 0;
+  for (std::size_t at = 0; at < n; ++at) {
     const int b = static_cast<int>(at % bins), side = static_cast<int>(at / bins % 2);
+    if (b == 0) run_busy = run_moved = 0, run_touched = 0;  // a new rank and side
+    run_busy += whole_busy[at];
+    run_moved += whole_moved[at];
+    run_touched += whole_touched[at];
+    const std::int64_t transfers = touched[at] + run_touched;
+    if (transfers == 0) continue;
+    TraceTransfer c{};
     c.src = c.dst = static_cast<int>(at / bins / 2);
     c.side = side;
     c.start = first + static_cast<Time>(b * width);
     c.end = first + static_cast<Time>((b + 1) * width);
-    c.bytes = static_cast<std::int64_t>(moved[at] + 0.5);
-    c.busy = std::min(1.0, c.busy);
+    c.bytes = static_cast<std::int64_t>(moved[at] + run_moved + 0.5);
+    c.transfers = static_cast<int>(transfers);
+    c.busy = std::min(1.0, busy[at] + run_busy);
     out.push_back(c);
   }
   return out;
@@ -323,10 +350,12 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
   std::size_t total = 0;
   for (const TimelineCollective& tc : collectives) total += tc.ops.size();
   std::vector<TraceTransfer> transfers;
-  transfers.reserve(total);
-  for_each_transfer(collectives, [&](const TraceTransfer& x) { transfers.push_back(x); });
-  if (total > max_transfers)
-    transfers = busy_bins(transfers, K, std::max(1, static_cast<int>(max_transfers / (2 * K))));
+  if (total > max_transfers) {
+    transfers = busy_bins(collectives, K, std::max(1, static_cast<int>(max_transfers / (2 * K))));
+  } else {
+    transfers.reserve(total);
+    for_each_transfer(collectives, [&](const TraceTransfer& x) { transfers.push_back(x); });
+  }
   std::stable_sort(
       transfers.begin(), transfers.end(),
       [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
