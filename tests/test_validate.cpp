@@ -244,6 +244,59 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     fs::remove_all(out);
   }
 
+  SECTION("validate and compare --out with odd node names write timelines that parse") {
+    const fs::path out =
+        fs::temp_directory_path() / ("collsim-odd-names-" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    fs::create_directories(out);
+    // A quote, a backslash, a newline and non-ASCII text: each once broke the JSON.
+    const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu\n2",
+                                           "gp\xC3\xBC-\xE2\x86\x92-3"};
+    nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
+    for (const auto& g : gpus) {
+      nodes.push_back({{"name", g}, {"kind", "gpu"}});
+      links.push_back({{"src", g}, {"dst", "sw"}, {"bandwidth", "10GB/s"}, {"kind", "nvlink"}});
+    }
+    nodes.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
+    const nlohmann::json doc = {{"topology", {{"name", "odd"}, {"nodes", nodes}, {"links", links}}},
+                                {"network", {{"model", "ideal"}, {"alpha", "5us"}}},
+                                {"collectives",
+                                 {{{"name", "ar \"x\"\\"},
+                                   {"op", "all_reduce"},
+                                   {"algorithm", "ring"},
+                                   {"bytes", "64KiB"}}}}};
+    const std::string scenario = (out / "odd.json").string();
+    std::ofstream(scenario) << doc.dump(2);
+    int status = -1;
+    INFO(run(std::string(COLLSIM_EXE) + " validate " + scenario + " --iters 2 --out " +
+                 (out / "v").string(),
+             &status));
+    REQUIRE(status == 0);
+    INFO(run(std::string(COLLSIM_EXE) + " compare " + scenario + " --measured " +
+                 (out / "v" / "measured.json").string() + " --out " + (out / "c").string(),
+             &status));
+    REQUIRE(status == 0);
+    for (const fs::path& trace :
+         {out / "v" / "timeline.json", out / "c" / "compare_timeline.json"}) {
+      CAPTURE(trace);
+      const auto events = nlohmann::json::parse(std::ifstream(trace)).at("traceEvents");
+      std::vector<std::string> threads;
+      bool named_slices = false;
+      for (const auto& e : events) {
+        if (e["name"] == "thread_name") threads.push_back(e["args"]["name"]);
+        if (e["ph"] == "X") named_slices |= e["cat"] == "ar \"x\"\\";
+      }
+      CHECK(named_slices);
+      for (std::size_t r = 0; r < gpus.size(); ++r) {
+        const std::string rank = "rank " + std::to_string(r) + " (" + gpus[r] + ")";
+        CHECK(std::any_of(threads.begin(), threads.end(),
+                          [&](const std::string& t) { return t.starts_with(rank); }));
+      }
+    }
+    CHECK(rank_processes() == 0);
+    fs::remove_all(out);
+  }
+
   SECTION("calibrate command: ping-pong sweep, fit, calibration JSON a scenario can use") {
     const fs::path out =
         fs::temp_directory_path() / ("collsim-calibrate-" + std::to_string(::getpid()));

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/error.h"
+#include "report/chrome_trace.h"
 #include "validate/control_segment.h"
 
 namespace collsim {
@@ -129,41 +131,40 @@ void write_comparison_csv(std::ostream& out, const Comparison& c) {
 
 void write_comparison_trace(std::ostream& out, const Scenario& s, const ScenarioResult& sim,
                             const nlohmann::json& measured) {
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  out << "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"simulated\"}},\n";
-  out << "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"measured\"}}";
+  ChromeTrace trace(out);
+  trace.process_name(0, "simulated");
+  trace.process_name(1, "measured");
   for (int pid = 0; pid < 2; ++pid)
     for (int rank = 0; rank < s.topology.num_ranks(); ++rank)
-      out << fmt::format(
-          ",\n{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":"
-          "\"rank {}\"}}}}",
-          pid, rank, rank);
+      trace.thread_name(
+          pid, rank,
+          fmt::format("rank {} ({})", rank, s.topology.node(s.topology.gpu_of_rank(rank)).name));
+  fmt::memory_buffer name;         // scratch for slice names: no allocation per op
   double sim_at = 0, meas_at = 0;  // both laid back to back, collective after collective
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& spec = sim.resolved[i];
     const Schedule& sched = sim.schedules[i];
     const nlohmann::json& m = measured_collective(measured, spec.name);
-    const std::string name = nlohmann::json(spec.name).dump();
+    const nlohmann::json& m_ops = m.at("ops");
     const Time t0 = sim.sim.tasks[i].start;
     // Slices go on the track of the rank that runs the op for real (validate/control_segment.h).
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
       const auto& so = sim.sim.tasks[i].ops[id];
       const double ss = sim_at + to_seconds(so.start - t0), se = sim_at + to_seconds(so.end - t0);
-      const double ms = meas_at + m["ops"][id][0].get<double>(),
-                   me = meas_at + m["ops"][id][1].get<double>();
+      const double ms = meas_at + m_ops[id][0].get<double>(),
+                   me = meas_at + m_ops[id][1].get<double>();
+      name.clear();
+      fmt::format_to(std::back_inserter(name), "step {} {}\u2192{}", op.step,
+                     spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
       for (auto [pid, a, b] : {std::tuple{0, ss, se}, std::tuple{1, ms, me}})
-        out << fmt::format(
-            ",\n{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},"
-            "\"name\":\"step {} "
-            "{}\\u2192{}\"}}",
-            pid, spec.ranks[executor_of(op)], a * 1e6, (b - a) * 1e6, name, op.step,
-            spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
+        trace.complete(pid, spec.ranks[executor_of(op)], a * 1e6, (b - a) * 1e6,
+                       std::string_view(name.data(), name.size()), spec.name);
     }
     sim_at += sim.outcomes[i].time_s;
     meas_at += m.at("time_s").get<double>();
   }
-  out << "\n]}\n";
+  trace.finish();
 }
 
 }  // namespace collsim

@@ -98,22 +98,21 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
 }
 
 void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m) {
-  // The simulator's trace writer, fed the measured timings in place of simulated ones.
-  ScenarioResult r;
+  // The simulator's timeline, fed the measured timings in place of simulated ones.
+  std::vector<std::vector<OpTiming>> times;
+  std::vector<TimelineCollective> collectives;
   Time at = 0;
   for (const auto& c : m.collectives) {
-    r.resolved.push_back(c.spec);
-    r.schedules.push_back(c.schedule);
-    TaskTiming t;
-    t.start = at;
-    for (const auto& o : c.m.ops) t.ops.push_back({at + o.start, at + o.end});
+    auto& t = times.emplace_back();
+    t.reserve(c.m.ops.size());
+    for (const auto& o : c.m.ops) t.push_back({at + o.start, at + o.end});
     at += from_seconds(c.m.median_s);
-    t.end = at;
-    r.sim.tasks.push_back(std::move(t));
   }
-  TrafficReport none;
-  none.links.resize(s.topology.links().size());
-  write_chrome_trace(out, s, r, none);
+  for (std::size_t i = 0; i < m.collectives.size(); ++i) {
+    const auto& c = m.collectives[i];
+    collectives.push_back({c.spec.name, &c.spec.ranks, &c.schedule, times[i]});
+  }
+  write_transfer_timeline(out, s.topology, collectives, nullptr);
 }
 
 }  // namespace collsim

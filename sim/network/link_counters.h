@@ -1,6 +1,8 @@
 #pragma once
 // What each directed link carried during a run.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/time.h"
@@ -13,8 +15,12 @@ struct LinkCounters {
   std::vector<Time> busy;               // time with at least one transfer in flight on it
   std::vector<Time> busy_until;         // add(): end of the latest interval seen so far
   std::vector<std::int32_t> in_flight;  // enter()/leave(): transfers on the link now
+  // The most transfers on the link at the end of an instant: one ending and one starting
+  // at the same instant do not overlap, whichever order that instant's events ran in.
   std::vector<std::int32_t> peak_in_flight;
   std::vector<Time> busy_since;
+  std::vector<Time> changed_at;         // enter()/leave(): the instant in_flight last changed
+  std::vector<std::vector<Time>> ends;  // add(): min-heaps of the ends of intervals in flight
 
   void resize(std::size_t links) {
     bytes.assign(links, 0);
@@ -23,15 +29,18 @@ struct LinkCounters {
     in_flight.assign(links, 0);
     peak_in_flight.assign(links, 0);
     busy_since.assign(links, 0);
+    changed_at.assign(links, -1);
+    ends.assign(links, {});
   }
   // For models that see transfers come and go (flow, packet): exact busy time and
   // the most transfers sharing the link at once.
   void enter(LinkId link, std::int64_t n, Time now) {
     bytes[link] += n;
+    settle(link, now);
     if (in_flight[link]++ == 0) busy_since[link] = now;
-    if (in_flight[link] > peak_in_flight[link]) peak_in_flight[link] = in_flight[link];
   }
   void leave(LinkId link, Time now) {
+    settle(link, now);
     if (--in_flight[link] == 0) busy[link] += now - busy_since[link];
   }
   // For models that know a transfer's whole interval when it starts (ideal).
@@ -42,6 +51,25 @@ struct LinkCounters {
     const Time begin = from > busy_until[link] ? from : busy_until[link];
     if (to > begin) busy[link] += to - begin;
     if (to > busy_until[link]) busy_until[link] = to;
+    if (to <= from) return;  // ends as it starts: overlaps nothing
+    // In flight now: the earlier intervals that end after `from`, and this one.
+    auto& heap = ends[link];
+    while (!heap.empty() && heap.front() <= from) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.pop_back();
+    }
+    heap.push_back(to);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    peak_in_flight[link] = std::max(peak_in_flight[link], static_cast<std::int32_t>(heap.size()));
+  }
+
+ private:
+  // Before the first change of a new instant, the count the last instant left counts
+  // towards the peak. After a run every transfer has left, so no count is missed.
+  void settle(LinkId link, Time now) {
+    if (changed_at[link] == now) return;
+    peak_in_flight[link] = std::max(peak_in_flight[link], in_flight[link]);
+    changed_at[link] = now;
   }
 };
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/units.h"
+#include "report/chrome_trace.h"
 
 namespace collsim {
 namespace {
@@ -259,45 +260,87 @@ struct TraceTransfer {
   double busy = 0;    // in a bin: the fraction of it spent in transfers (summed, at most 1)
 };
 
+// Calls f(TraceTransfer) for every op of every collective, in order.
+template <class F>
+void for_each_transfer(std::span<const TimelineCollective> collectives, F&& f) {
+  std::uint64_t id = 0;
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    const TimelineCollective& tc = collectives[c];
+    for (OpId op_id = 0; op_id < tc.ops.size(); ++op_id) {
+      const Op& op = tc.schedule->ops[op_id];
+      f(TraceTransfer{tc.ops[op_id].start, tc.ops[op_id].end, (*tc.ranks)[op.src_rank],
+                      (*tc.ranks)[op.dst_rank], op.step, tc.schedule->bytes(op),
+                      op.kind == OpKind::Reduce, c, id++});
+    }
+  }
+}
+
 // Too many transfers for a viewer: per rank and side, `bins` equal time bins over the
 // run, each with how busy the rank was, what it moved (spread over each transfer's
-// lifetime) and how many transfers it touched. Empty bins are left out.
-std::vector<TraceTransfer> busy_bins(const std::vector<TraceTransfer>& transfers, int ranks,
+// lifetime) and how many transfers it touched. Empty bins are left out. A transfer
+// adds its partial first and last bins directly and the whole bins between them as a
+// difference (summed up once per bin at the end), so long transfers cost no more than
+// short ones: the work is transfers + bins, not transfers x bins.
+std::vector<TraceTransfer> busy_bins(std::span<const TimelineCollective> collectives, int ranks,
                                      int bins) {
   Time first = kTimeNever, last = 0;
-  for (const TraceTransfer& x : transfers) {
-    first = std::min(first, x.start);
-    last = std::max(last, x.end);
-  }
+  for (const TimelineCollective& tc : collectives)
+    for (const OpTiming& o : tc.ops) {
+      first = std::min(first, o.start);
+      last = std::max(last, o.end);
+    }
   const double width = std::max<double>(1, static_cast<double>(last - first) / bins);
-  std::vector<TraceTransfer> cells(static_cast<std::size_t>(ranks) * 2 * bins);
-  std::vector<double> moved(cells.size(), 0);
-  for (const TraceTransfer& x : transfers) {
+  const std::size_t n = static_cast<std::size_t>(ranks) * 2 * bins;
+  std::vector<double> busy(n, 0), moved(n, 0);
+  std::vector<std::int64_t> touched(n, 0);
+  // Per whole bin between a transfer's first and last: +1 busy, +rate x width bytes,
+  // +1 transfer from the bin after the first, undone at the last.
+  std::vector<double> whole_busy(n + 1, 0), whole_moved(n + 1, 0);
+  std::vector<std::int64_t> whole_touched(n + 1, 0);
+  for_each_transfer(collectives, [&](const TraceTransfer& x) {
     const int b0 = std::min(bins - 1, static_cast<int>((x.start - first) / width));
     const int b1 = std::min(bins - 1, static_cast<int>((x.end - first) / width));
-    for (int side = 0; side < 2; ++side)
-      for (int b = b0; b <= b1; ++b) {
-        const std::size_t at =
-            (static_cast<std::size_t>(side ? x.dst : x.src) * 2 + side) * bins + b;
+    const double span = static_cast<double>(x.end - x.start);
+    for (int side = 0; side < 2; ++side) {
+      const std::size_t row = (static_cast<std::size_t>(side ? x.dst : x.src) * 2 + side) * bins;
+      auto edge = [&](int b) {
         const double lo = std::max<double>(x.start - first, b * width);
         const double hi = std::min<double>(x.end - first, (b + 1) * width);
-        const double span = static_cast<double>(x.end - x.start);
-        cells[at].busy += (hi - lo) / width;
-        moved[at] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
-        ++cells[at].transfers;
-      }
-  }
+        busy[row + b] += (hi - lo) / width;
+        moved[row + b] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
+        ++touched[row + b];
+      };
+      edge(b0);
+      if (b1 == b0) continue;
+      edge(b1);
+      if (b1 == b0 + 1) continue;
+      whole_busy[row + b0 + 1] += 1;
+      whole_busy[row + b1] -= 1;
+      whole_moved[row + b0 + 1] += x.bytes * width / span;
+      whole_moved[row + b1] -= x.bytes * width / span;
+      ++whole_touched[row + b0 + 1];
+      --whole_touched[row + b1];
+    }
+  });
   std::vector<TraceTransfer> out;
-  for (std::size_t at = 0; at < cells.size(); ++at) {
-    TraceTransfer c = cells[at];
-    if (c.transfers == 0) continue;
+  double run_busy = 0, run_moved = 0;
+  std::int64_t run_touched = 0;
+  for (std::size_t at = 0; at < n; ++at) {
     const int b = static_cast<int>(at % bins), side = static_cast<int>(at / bins % 2);
+    if (b == 0) run_busy = run_moved = 0, run_touched = 0;  // a new rank and side
+    run_busy += whole_busy[at];
+    run_moved += whole_moved[at];
+    run_touched += whole_touched[at];
+    const std::int64_t transfers = touched[at] + run_touched;
+    if (transfers == 0) continue;
+    TraceTransfer c{};
     c.src = c.dst = static_cast<int>(at / bins / 2);
     c.side = side;
     c.start = first + static_cast<Time>(b * width);
     c.end = first + static_cast<Time>((b + 1) * width);
-    c.bytes = static_cast<std::int64_t>(moved[at] + 0.5);
-    c.busy = std::min(1.0, c.busy);
+    c.bytes = static_cast<std::int64_t>(moved[at] + run_moved + 0.5);
+    c.transfers = static_cast<int>(transfers);
+    c.busy = std::min(1.0, busy[at] + run_busy);
     out.push_back(c);
   }
   return out;
@@ -305,22 +348,19 @@ std::vector<TraceTransfer> busy_bins(const std::vector<TraceTransfer>& transfers
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r,
-                        const TrafficReport& traffic, std::size_t max_transfers) {
-  // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
-  const int K = s.topology.num_ranks();
+void write_transfer_timeline(std::ostream& out, const Topology& topology,
+                             std::span<const TimelineCollective> collectives,
+                             const TrafficReport* traffic, std::size_t max_transfers) {
+  const int K = topology.num_ranks();
+  std::size_t total = 0;
+  for (const TimelineCollective& tc : collectives) total += tc.ops.size();
   std::vector<TraceTransfer> transfers;
-  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
-    const auto& timing = r.sim.tasks[c].ops;
-    for (OpId id = 0; id < timing.size(); ++id) {
-      const Op& op = r.schedules[c].ops[id];
-      transfers.push_back({timing[id].start, timing[id].end, r.resolved[c].ranks[op.src_rank],
-                           r.resolved[c].ranks[op.dst_rank], op.step, r.schedules[c].bytes(op),
-                           op.kind == OpKind::Reduce, c, transfers.size()});
-    }
+  if (total > max_transfers) {
+    transfers = busy_bins(collectives, K, std::max(1, static_cast<int>(max_transfers / (2 * K))));
+  } else {
+    transfers.reserve(total);
+    for_each_transfer(collectives, [&](const TraceTransfer& x) { transfers.push_back(x); });
   }
-  if (transfers.size() > max_transfers)
-    transfers = busy_bins(transfers, K, std::max(1, static_cast<int>(max_transfers / (2 * K))));
   std::stable_sort(
       transfers.begin(), transfers.end(),
       [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
@@ -337,94 +377,84 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
     first_tid[rank + 1] =
         first_tid[rank] + std::max(1, send_lanes.count(rank)) + recv_lanes.count(rank);
 
-  fmt::memory_buffer buf;
-  auto flush = [&] {
-    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-    buf.clear();
+  // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
+  ChromeTrace trace(out);
+  trace.process_name(0, "ranks");
+  if (traffic) trace.process_name(1, "link utilisation");
+  fmt::memory_buffer name;  // scratch for formatted names: no allocation per event
+  auto named = [&]<class... Args>(fmt::format_string<Args...> format, Args&&... args) {
+    name.clear();
+    fmt::format_to(std::back_inserter(name), format, std::forward<Args>(args)...);
+    return std::string_view(name.data(), name.size());
   };
-  auto emit = [&]<class... Args>(fmt::format_string<Args...> format, Args&&... args) {
-    fmt::format_to(std::back_inserter(buf), format, std::forward<Args>(args)...);
-    if (buf.size() > (1 << 20)) flush();
-  };
-  emit("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-  emit(
-      "{{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"ranks\"}}"
-      "}}");
-  emit(
-      ",\n{{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"link "
-      "utilisation\"}}}}");
   for (int rank = 0; rank < K; ++rank) {
-    const std::string gpu = s.topology.node(s.topology.gpu_of_rank(rank)).name;
+    const std::string& gpu = topology.node(topology.gpu_of_rank(rank)).name;
     const int sends = std::max(1, send_lanes.count(rank));
     for (int lane = 0; lane < sends + recv_lanes.count(rank); ++lane) {
       const bool recv = lane >= sends;
       const int n = recv ? lane - sends : lane;
-      emit(
-          ",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":"
-          "\"rank {} ({}) "
-          "{}{}\"}}}}",
-          first_tid[rank] + lane, rank, gpu, recv ? "recv" : "send",
-          n ? fmt::format(" {}", n + 1) : "");
-      emit(
-          ",\n{{\"ph\":\"M\",\"pid\":0,\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_"
-          "index\":{}}}}}",
-          first_tid[rank] + lane, first_tid[rank] + lane);
+      const int tid = first_tid[rank] + lane;
+      if (n)
+        trace.thread_name(0, tid,
+                          named("rank {} ({}) {} {}", rank, gpu, recv ? "recv" : "send", n + 1));
+      else
+        trace.thread_name(0, tid, named("rank {} ({}) {}", rank, gpu, recv ? "recv" : "send"));
+      trace.thread_sort_index(0, tid, tid);
     }
   }
-  std::vector<std::string> quoted;
-  for (const auto& c : r.resolved)
-    quoted.push_back(nlohmann::json(c.name).dump());  // escaped for JSON
   for (std::size_t i = 0; i < transfers.size(); ++i) {
     const TraceTransfer& x = transfers[i];
     const double ts = x.start / 1e6, dur = (x.end - x.start) / 1e6;
     const int send_tid = first_tid[x.src] + lane_of[i].first;
     const int recv_tid =
         first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
-    const char* what = x.reduce ? "reduce" : "copy";
     if (x.side >= 0) {  // a time bin of the rank's sends or receives
-      emit(
-          ",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":\"busy\","
-          "\"name\":\"{} {:.0f}%\",\"args\":{{\"busy\":{:.4f},\"bytes\":{},\"transfers\":{}}}}}",
-          x.side ? recv_tid : send_tid, ts, dur, x.side ? "receiving" : "sending", x.busy * 100,
-          x.busy, x.bytes, x.transfers);
+      trace
+          .complete(0, x.side ? recv_tid : send_tid, ts, dur,
+                    named("{} {:.0f}%", x.side ? "receiving" : "sending", x.busy * 100), "busy")
+          .arg("busy", x.busy, "{:.4f}")
+          .arg("bytes", x.bytes)
+          .arg("transfers", x.transfers);
       continue;
     }
-    for (int side = 0; side < 2; ++side) {
-      emit(
-          ",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":{},\"name\":"
-          "\"{} {}\\u2192{}\","
-          "\"args\":{{\"collective\":{},\"step\":{},\"bytes\":{},\"src_rank\":{},\"dst_rank\":{}}}}"
-          "}",
-          side ? recv_tid : send_tid, ts, dur, quoted[x.collective], what, x.src, x.dst,
-          quoted[x.collective], x.step, x.bytes, x.src, x.dst);
-    }
+    const std::string_view collective = collectives[x.collective].name;
+    for (int side = 0; side < 2; ++side)
+      trace
+          .complete(0, side ? recv_tid : send_tid, ts, dur,
+                    named("{} {}\u2192{}", x.reduce ? "reduce" : "copy", x.src, x.dst), collective)
+          .arg("collective", collective)
+          .arg("step", x.step)
+          .arg("bytes", x.bytes)
+          .arg("src_rank", x.src)
+          .arg("dst_rank", x.dst);
     if (x.src != x.dst && x.end > x.start) {
       // An arrow from the send slice to the receive slice. Flow events bind to the
       // slice with the same pid, tid, ts and cat (Chrome's rule), or to the slice
       // enclosing them ("bp": "e", the Trace Event Format's): both hold here.
-      emit(
-          ",\n{{\"ph\":\"s\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},\"name\":"
-          "\"transfer\"}}",
-          send_tid, ts, x.id, quoted[x.collective]);
-      emit(
-          ",\n{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":0,\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":{},"
-          "\"name\":\"transfer\"}}",
-          recv_tid, ts, x.id, quoted[x.collective]);
+      trace.flow_start(0, send_tid, ts, x.id, collective, "transfer");
+      trace.flow_end(0, recv_tid, ts, x.id, collective, "transfer");
     }
   }
   // Counter tracks: each busy link's utilisation per time bin.
-  for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
-    const LinkTraffic& lt = traffic.links[l];
-    if (lt.bytes == 0 || lt.bins.empty()) continue;
-    const std::string name = nlohmann::json("link " + s.topology.link_label(l)).dump();
-    for (int k = 0; k <= traffic.bins; ++k)
-      emit(
-          ",\n{{\"ph\":\"C\",\"pid\":1,\"ts\":{:.6f},\"name\":{},\"args\":{{\"utilisation\":{:.4g}}"
-          "}}}",
-          k * traffic.bin_s * 1e6, name, k < traffic.bins ? lt.bins[k] : 0.0f);
-  }
-  emit("\n]}}\n");
-  flush();
+  if (traffic)
+    for (LinkId l = 0; l < static_cast<LinkId>(traffic->links.size()); ++l) {
+      const LinkTraffic& lt = traffic->links[l];
+      if (lt.bytes == 0 || lt.bins.empty()) continue;
+      const std::string link = "link " + topology.link_label(l);
+      for (int k = 0; k <= traffic->bins; ++k)
+        trace.counter(1, k * traffic->bin_s * 1e6, link)
+            .arg("utilisation", k < traffic->bins ? lt.bins[k] : 0.0, "{:.4g}");
+    }
+  trace.finish();
+}
+
+void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                        const TrafficReport& traffic, std::size_t max_transfers) {
+  std::vector<TimelineCollective> collectives;
+  for (std::size_t c = 0; c < r.resolved.size(); ++c)
+    collectives.push_back(
+        {r.resolved[c].name, &r.resolved[c].ranks, &r.schedules[c], r.sim.tasks[c].ops});
+  write_transfer_timeline(out, s.topology, collectives, &traffic, max_transfers);
 }
 
 }  // namespace collsim

@@ -3,7 +3,10 @@
 // links.csv and a Chrome/Perfetto timeline.
 #include <nlohmann/json_fwd.hpp>
 #include <ostream>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "report/traffic.h"
 #include "scenario/scenario.h"
@@ -34,5 +37,20 @@ void write_utilisation_csv(std::ostream& out, const Scenario& scenario,
 constexpr std::size_t kTraceTransfers = 200'000;
 void write_chrome_trace(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
                         const TrafficReport& traffic, std::size_t max_transfers = kTraceTransfers);
+
+// What that timeline shows of one collective, simulated or measured: its ops' times
+// (absolute, one per schedule op) and the topology ranks its schedule's ranks run on.
+struct TimelineCollective {
+  std::string_view name;
+  const std::vector<int>* ranks = nullptr;
+  const Schedule* schedule = nullptr;
+  std::span<const OpTiming> ops;
+};
+// The timeline of write_chrome_trace from any timings; link counter tracks when
+// `traffic` is given.
+void write_transfer_timeline(std::ostream& out, const Topology& topology,
+                             std::span<const TimelineCollective> collectives,
+                             const TrafficReport* traffic,
+                             std::size_t max_transfers = kTraceTransfers);
 
 }  // namespace collsim

@@ -22,14 +22,6 @@ double union_length(std::vector<std::pair<Time, Time>>& intervals) {
   return to_seconds(total);
 }
 
-int peak_overlap(std::vector<std::pair<Time, int>>& edges) {
-  // Ends sort before starts at the same instant: back-to-back transfers do not overlap.
-  std::sort(edges.begin(), edges.end());
-  int now = 0, peak = 0;
-  for (auto [t, d] : edges) peak = std::max(peak, now += d);
-  return peak;
-}
-
 }  // namespace
 
 TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
@@ -45,6 +37,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     auto& lt = rep.links[l];
     lt.bytes = r.sim.links.bytes[l];
     lt.busy_s = to_seconds(r.sim.links.busy[l]);
+    lt.peak_transfers = r.sim.links.peak_in_flight[l];
     if (rep.makespan_s > 0)
       lt.utilisation = static_cast<double>(lt.bytes) / (t.link(l).bandwidth * rep.makespan_s);
     if (rep.timed) lt.bins.assign(bins, 0.0f);
@@ -55,12 +48,11 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     rep.ranks[rank].received = r.sim.node_received[t.gpu_of_rank(rank)];
   }
 
-  Router router(t, s.network.routing);
   std::vector<std::vector<std::pair<Time, Time>>> rank_busy(t.num_ranks());
-  std::vector<std::vector<std::pair<Time, int>>> link_edges(rep.timed ? L : 0);
   for (std::size_t c = 0; c < r.resolved.size(); ++c) {
     const auto& spec = r.resolved[c];
     const Schedule& sched = r.schedules[c];
+    const std::vector<PathId>& paths = r.sim.tasks[c].paths;
     // Ops come in step order: bytes per link for the current step, and which links they touched.
     std::vector<std::int64_t> step_bytes(L, 0), coll_bytes(L, 0);
     std::vector<LinkId> touched;
@@ -82,7 +74,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       if (op.is_local()) continue;
       const int src = spec.ranks[op.src_rank], dst = spec.ranks[op.dst_rank];
       const std::int64_t bytes = sched.bytes(op);
-      const auto path = router.links(router.route(t.gpu_of_rank(src), t.gpu_of_rank(dst)));
+      const auto path = r.sim.routes[paths[id]];  // the route the simulator recorded
       if (op.step != step) {
         close_step();
         step = op.step;
@@ -98,8 +90,6 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       rank_busy[dst].emplace_back(ot.start, ot.end);
       const double a = to_seconds(ot.start), b = to_seconds(ot.end);
       for (LinkId l : path) {
-        link_edges[l].emplace_back(ot.start, 1);
-        link_edges[l].emplace_back(ot.end, -1);
         // Spread the bytes evenly over [a, b] into the bins they cover.
         const double rate = b > a ? bytes / (b - a) : 0;
         const int first = std::min(bins - 1, static_cast<int>(a / rep.bin_s));
@@ -121,7 +111,6 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     close_step();
   }
   if (rep.timed) {
-    for (std::size_t l = 0; l < L; ++l) rep.links[l].peak_transfers = peak_overlap(link_edges[l]);
     for (int rank = 0; rank < t.num_ranks(); ++rank) {
       rep.ranks[rank].busy_s = union_length(rank_busy[rank]);
       rep.ranks[rank].idle_s = rep.makespan_s - rep.ranks[rank].busy_s;

@@ -12,7 +12,7 @@ struct LinkTraffic {
   std::int64_t bytes = 0;
   double busy_s = 0;        // at least one transfer in flight on it
   double utilisation = 0;   // bytes / (capacity x makespan)
-  int peak_transfers = 0;   // most transfers in flight on it at once
+  int peak_transfers = 0;   // most transfers in flight on it at once (the model's count)
   std::vector<float> bins;  // utilisation per time bin (needs per-op timing)
 };
 
@@ -40,11 +40,13 @@ struct TrafficReport {
   std::vector<RankTraffic> ranks;          // by topology rank
   std::vector<Bottleneck> per_collective;  // one per collective
   std::vector<Bottleneck> per_step;        // every step of every collective that carries bytes
-  bool timed = false;                      // whether per-op timing was there (bins, busy, peaks)
+  bool timed = false;                      // whether per-op timing was there (bins, rank busy)
 };
 
-// `bins` time bins over the makespan. Per-op timing (SimulationOptions::record_ops)
-// gives bins, rank busy time and peak concurrency; without it, totals only.
+// Reads the run's record: each op's recorded route (nothing is routed again) and the
+// network model's link counters (bytes, busy time, peak concurrency). `bins` time bins
+// over the makespan; per-op timing (SimulationOptions::record_ops) gives bins and rank
+// busy time, without it those are left out.
 // A transfer's bytes are spread evenly over its lifetime when binned.
 TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins = 100);
 

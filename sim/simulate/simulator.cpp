@@ -1,5 +1,6 @@
 #include "simulate/simulator.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace collsim {
@@ -23,7 +24,6 @@ OpId op_of(TransferId id) {
 
 struct Simulator::TaskState {
   ScheduleGraph graph;
-  std::vector<PathId> path;            // per op
   std::vector<std::uint32_t> waiting;  // per op: dependencies not yet done
   std::size_t ops_left = 0;
   std::size_t prerequisites_left = 0;
@@ -53,10 +53,12 @@ void Simulator::prepare_task(std::size_t index) {
     throw std::invalid_argument("task \"" + task.name +
                                 "\": rank placement does not match the schedule");
   TaskState& st = state_.emplace_back(s);
+  // Each op's route goes straight into the record, which the run reads as well.
+  std::vector<PathId>& path = result_.tasks[index].paths;
   // Most ops reuse a route, and a rank mostly talks to the peer it talked to last:
   // a one-entry memo per source rank answers those without hashing. New pairs are
   // searched together, grouped by source.
-  st.path.assign(s.size(), -1);
+  path.assign(s.size(), -1);
   std::vector<int> memo_dst(s.shape.ranks, -1);
   std::vector<PathId> memo_path(s.shape.ranks, -1);
   std::vector<std::pair<NodeId, NodeId>> missing;
@@ -72,14 +74,13 @@ void Simulator::prepare_task(std::size_t index) {
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
     if (op.is_local()) continue;
-    st.path[id] = lookup(op);
-    if (st.path[id] < 0)
-      missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    path[id] = lookup(op);
+    if (path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
   }
   if (!missing.empty()) {
     router_.prepare(missing);
     for (OpId id = 0; id < s.size(); ++id)
-      if (!s.ops[id].is_local() && st.path[id] < 0) st.path[id] = lookup(s.ops[id]);
+      if (!s.ops[id].is_local() && path[id] < 0) path[id] = lookup(s.ops[id]);
   }
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
@@ -129,11 +130,27 @@ SimulationResult Simulator::run_loaded() {
     }
   });
   result_.events = engine_.events_processed();
+  record_routes();
   for (std::size_t i = 0; i < tasks.size(); ++i)
     if (result_.tasks[i].end < 0)
       throw std::logic_error("task \"" + tasks[i].name + "\" never finished (dependency cycle?)");
   tasks_ = nullptr;
   return std::move(result_);
+}
+
+void Simulator::record_routes() {
+  // Path ids are dense from 0; the table holds every id up to the highest any op uses.
+  PathId most = -1;
+  for (const TaskTiming& t : result_.tasks)
+    for (PathId p : t.paths) most = std::max(most, p);
+  RouteTable& routes = result_.routes;
+  routes.first.assign(1, 0);
+  routes.first.reserve(static_cast<std::size_t>(most) + 2);
+  for (PathId p = 0; p <= most; ++p) {
+    const auto links = router_.links(p);
+    routes.links.insert(routes.links.end(), links.begin(), links.end());
+    routes.first.push_back(static_cast<std::uint32_t>(routes.links.size()));
+  }
 }
 
 void Simulator::start_task(std::size_t index) {
@@ -155,7 +172,7 @@ void Simulator::start_op(std::size_t task, OpId id) {
   const std::int64_t bytes = t.schedule->bytes(op);
   result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
   ++result_.transfers;
-  model_.start_transfer(*this, transfer_id(task, id), state_[task].path[id], bytes);
+  model_.start_transfer(*this, transfer_id(task, id), result_.tasks[task].paths[id], bytes);
 }
 
 void Simulator::finish_op(std::size_t task, OpId id) {

@@ -4,6 +4,7 @@
 // happened. Several collectives can run at once ("after" relations decide when
 // each starts), so independent collectives share — and contend for — the network.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,25 @@ struct OpTiming {
   Time end;
 };
 
+// The record of one task: when it and (with record_ops) each op ran, and the route
+// each op took, so reports read what happened instead of routing again.
 struct TaskTiming {
   Time start = -1;
   Time end = -1;
   std::vector<OpTiming> ops;  // filled when SimulationOptions::record_ops
+  std::vector<PathId> paths;  // per op: its route in SimulationResult::routes; -1 for local ops
+};
+
+// The links of every route the ops took, by PathId: copied from the router once per
+// run (one entry per distinct route, not per op), so the record outlives the router.
+struct RouteTable {
+  std::vector<std::uint32_t> first{0};  // route p's links are links[first[p], first[p + 1])
+  std::vector<LinkId> links;
+
+  std::size_t size() const { return first.size() - 1; }
+  std::span<const LinkId> operator[](PathId p) const {
+    return {links.data() + first[p], first[p + 1] - first[p]};
+  }
 };
 
 struct SimulationOptions {
@@ -37,6 +53,7 @@ struct SimulationOptions {
 
 struct SimulationResult {
   std::vector<TaskTiming> tasks;
+  RouteTable routes;
   LinkCounters links;
   std::vector<std::int64_t> node_sent;      // per topology node
   std::vector<std::int64_t> node_received;  // per topology node
@@ -69,6 +86,7 @@ class Simulator final : private NetworkHost {
   void start_op(std::size_t task, OpId op);
   void finish_op(std::size_t task, OpId op);
   void finish_task(std::size_t index);
+  void record_routes();
 
   const Topology& topology_;
   Router& router_;

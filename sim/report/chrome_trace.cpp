@@ -1,0 +1,225 @@
+#include "report/chrome_trace.h"
+
+#include <iterator>
+
+namespace collsim {
+namespace {
+
+// Flushing at about a megabyte keeps the buffer's memory flat whatever the trace's size.
+constexpr std::size_t kFlushBytes = 1 << 20;
+
+// The code point of the UTF-8 sequence at text[i] and its length, or length 0 when the
+// bytes there are not well-formed UTF-8 (overlong, surrogate, truncated, > U+10FFFF).
+std::pair<char32_t, int> decode_utf8(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  int n = 0;
+  char32_t cp = 0, least = 0;
+  if (b >= 0xC2 && b <= 0xDF) {
+    n = 2, cp = b & 0x1F, least = 0x80;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3, cp = b & 0x0F, least = 0x800;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4, cp = b & 0x07, least = 0x10000;
+  } else {
+    return {0, 0};
+  }
+  if (i + n > text.size()) return {0, 0};
+  for (int k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return {0, 0};
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 0};
+  return {cp, n};
+}
+
+void append_u16(fmt::memory_buffer& out, unsigned unit) {
+  fmt::format_to(std::back_inserter(out), "\\u{:04x}", unit);
+}
+
+}  // namespace
+
+void json_escape(fmt::memory_buffer& out, std::string_view text) {
+  out.push_back('"');
+  std::size_t plain = 0;  // start of the run of characters copied as they are
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      ++i;
+      continue;
+    }
+    out.append(text.data() + plain, text.data() + i);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out.append(std::string_view("\\\""));
+          break;
+        case '\\':
+          out.append(std::string_view("\\\\"));
+          break;
+        case '\b':
+          out.append(std::string_view("\\b"));
+          break;
+        case '\f':
+          out.append(std::string_view("\\f"));
+          break;
+        case '\n':
+          out.append(std::string_view("\\n"));
+          break;
+        case '\r':
+          out.append(std::string_view("\\r"));
+          break;
+        case '\t':
+          out.append(std::string_view("\\t"));
+          break;
+        default:
+          append_u16(out, c);
+      }
+      ++i;
+    } else if (auto [cp, n] = decode_utf8(text, i); n > 0) {
+      if (cp >= 0x10000) {  // outside the basic plane: a UTF-16 surrogate pair
+        append_u16(out, 0xD800 + ((cp - 0x10000) >> 10));
+        append_u16(out, 0xDC00 + ((cp - 0x10000) & 0x3FF));
+      } else {
+        append_u16(out, cp);
+      }
+      i += n;
+    } else {
+      append_u16(out, 0xFFFD);  // not UTF-8: the replacement character, one per byte
+      ++i;
+    }
+    plain = i;
+  }
+  out.append(text.data() + plain, text.data() + text.size());
+  out.push_back('"');
+}
+
+std::string json_quote(std::string_view text) {
+  fmt::memory_buffer buf;
+  json_escape(buf, text);
+  return fmt::to_string(buf);
+}
+
+ChromeTrace::ChromeTrace(std::ostream& out) : out_(out) {
+  emit("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+}
+
+ChromeTrace::~ChromeTrace() {
+  if (!finished_) finish();
+}
+
+void ChromeTrace::begin_event() {
+  if (!first_) emit(",\n");
+  first_ = false;
+}
+
+void ChromeTrace::flush_if_full() {
+  if (buf_.size() < kFlushBytes) return;
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+}
+
+void ChromeTrace::finish() {
+  emit("\n]}}\n");
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+  finished_ = true;
+}
+
+void ChromeTrace::process_name(int pid, std::string_view name) {
+  begin_event();
+  emit("{{\"ph\":\"M\",\"pid\":{},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":", pid);
+  string(name);
+  emit("}}}}");
+}
+
+void ChromeTrace::thread_name(int pid, int tid, std::string_view name) {
+  begin_event();
+  emit("{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":", pid,
+       tid);
+  string(name);
+  emit("}}}}");
+}
+
+void ChromeTrace::thread_sort_index(int pid, int tid, int index) {
+  begin_event();
+  emit(
+      "{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_sort_index\",\"args\":{{\"sort_"
+      "index\":{}}}}}",
+      pid, tid, index);
+}
+
+ChromeTrace::Event ChromeTrace::complete(int pid, int tid, double ts_us, double dur_us,
+                                         std::string_view name, std::string_view category) {
+  begin_event();
+  emit("{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f},\"cat\":", pid, tid,
+       ts_us, dur_us);
+  string(category);
+  emit(",\"name\":");
+  string(name);
+  return Event(*this);
+}
+
+void ChromeTrace::flow_start(int pid, int tid, double ts_us, std::uint64_t id,
+                             std::string_view category, std::string_view name) {
+  begin_event();
+  emit("{{\"ph\":\"s\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":", pid, tid, ts_us,
+       id);
+  string(category);
+  emit(",\"name\":");
+  string(name);
+  emit("}}");
+  flush_if_full();
+}
+
+void ChromeTrace::flow_end(int pid, int tid, double ts_us, std::uint64_t id,
+                           std::string_view category, std::string_view name) {
+  begin_event();
+  emit("{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"id\":{},\"cat\":", pid,
+       tid, ts_us, id);
+  string(category);
+  emit(",\"name\":");
+  string(name);
+  emit("}}");
+  flush_if_full();
+}
+
+ChromeTrace::Event ChromeTrace::counter(int pid, double ts_us, std::string_view name) {
+  begin_event();
+  emit("{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.6f},\"name\":", pid, ts_us);
+  string(name);
+  return Event(*this);
+}
+
+void ChromeTrace::Event::key(std::string_view key) {
+  trace_.buf_.append(std::string_view(has_args_ ? "," : ",\"args\":{"));
+  has_args_ = true;
+  trace_.string(key);
+  trace_.buf_.push_back(':');
+}
+
+ChromeTrace::Event& ChromeTrace::Event::arg(std::string_view k, std::string_view value) {
+  key(k);
+  trace_.string(value);
+  return *this;
+}
+
+ChromeTrace::Event& ChromeTrace::Event::arg(std::string_view k, std::int64_t value) {
+  key(k);
+  trace_.emit("{}", value);
+  return *this;
+}
+
+ChromeTrace::Event& ChromeTrace::Event::arg(std::string_view k, double value,
+                                            fmt::format_string<double> format) {
+  key(k);
+  trace_.emit(format, std::move(value));
+  return *this;
+}
+
+ChromeTrace::Event::~Event() {
+  trace_.buf_.append(std::string_view(has_args_ ? "}}" : "}"));
+  trace_.flush_if_full();
+}
+
+}  // namespace collsim

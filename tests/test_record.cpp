@@ -1,0 +1,258 @@
+// The run record: the simulator keeps each op's times and route once; reports read
+// them and the network models' link counters, and every trace goes through one writer.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "report/chrome_trace.h"
+#include "report/traffic.h"
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
+
+namespace fs = std::filesystem;
+using namespace collsim;
+
+namespace {
+
+const std::string kScenarios = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/";
+
+// Peak concurrency the slow way, from the record: per link, op intervals sorted with
+// ends before starts at the same instant (back-to-back transfers do not overlap).
+std::vector<int> peaks_from_record(const Scenario& s, const ScenarioResult& r) {
+  std::vector<std::vector<std::pair<Time, int>>> edges(s.topology.links().size());
+  for (std::size_t c = 0; c < r.schedules.size(); ++c)
+    for (OpId id = 0; id < r.schedules[c].size(); ++id) {
+      if (r.schedules[c].ops[id].is_local()) continue;
+      const OpTiming& t = r.sim.tasks[c].ops[id];
+      for (LinkId l : r.sim.routes[r.sim.tasks[c].paths[id]]) {
+        edges[l].emplace_back(t.start, 1);
+        edges[l].emplace_back(t.end, -1);
+      }
+    }
+  std::vector<int> out;
+  for (auto& e : edges) {
+    std::sort(e.begin(), e.end());
+    int now = 0, peak = 0;
+    for (auto [t, d] : e) peak = std::max(peak, now += d);
+    out.push_back(peak);
+  }
+  return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int run_command(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  std::string out;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int s = pclose(pipe);
+  if (s != 0) UNSCOPED_INFO(out);
+  return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("record: the report's link bytes, busy time and peaks are the model's counters") {
+  Scenario s = load_scenario(kScenarios + "oversubscribed-spine-2to1.json");
+  // The flow model (the scenario's), and the others, which count in their own ways.
+  for (const char* model : {"flow", "ideal", "packet"}) {
+    CAPTURE(model);
+    s.network.model = model;
+    const ScenarioResult r = run_scenario(s);
+    const TrafficReport t = analyse_traffic(s, r);
+    const auto peaks = peaks_from_record(s, r);
+    int most = 0;
+    for (std::size_t l = 0; l < t.links.size(); ++l) {
+      CHECK(t.links[l].bytes == r.sim.links.bytes[l]);
+      CHECK(t.links[l].busy_s == to_seconds(r.sim.links.busy[l]));
+      CHECK(t.links[l].peak_transfers == r.sim.links.peak_in_flight[l]);
+      CHECK(t.links[l].peak_transfers == peaks[l]);
+      most = std::max(most, t.links[l].peak_transfers);
+    }
+    CHECK(most > 1);  // contended: the spine carries many transfers at once
+  }
+}
+
+TEST_CASE("record: each op's route is recorded once, as the router has it") {
+  const Scenario s = load_scenario(kScenarios + "hierarchical-vs-flat.json");
+  const ScenarioResult r = run_scenario(s, SimulationOptions{.record_ops = false});
+  Router router(s.topology, s.network.routing);
+  std::size_t routed = 0;
+  for (std::size_t c = 0; c < r.schedules.size(); ++c) {
+    const Schedule& sched = r.schedules[c];
+    REQUIRE(r.sim.tasks[c].paths.size() == sched.size());
+    CHECK(r.sim.tasks[c].ops.empty());  // times only when asked; routes always
+    for (OpId id = 0; id < sched.size(); ++id) {
+      const Op& op = sched.ops[id];
+      const PathId p = r.sim.tasks[c].paths[id];
+      if (op.is_local()) {
+        CHECK(p == -1);
+        continue;
+      }
+      const auto& ranks = r.resolved[c].ranks;
+      const auto want = router.links(router.route(s.topology.gpu_of_rank(ranks[op.src_rank]),
+                                                  s.topology.gpu_of_rank(ranks[op.dst_rank])));
+      const auto got = r.sim.routes[p];
+      REQUIRE(std::equal(got.begin(), got.end(), want.begin(), want.end()));
+      ++routed;
+    }
+  }
+  CHECK(routed > 0);
+  // One entry per distinct route, far fewer than ops.
+  CHECK(r.sim.routes.size() < routed / 10);
+}
+
+TEST_CASE("record: the traffic report reads the recorded routes and routes nothing itself") {
+  const Scenario s = load_scenario(kScenarios + "hierarchical-vs-flat.json");
+  ScenarioResult r = run_scenario(s, SimulationOptions{.record_ops = false});
+  // Rewrite the record so that every route is one link no router would choose for most
+  // ops: the report's bottlenecks must follow the record.
+  const LinkId only = 3;
+  for (std::size_t p = 0; p < r.sim.routes.size(); ++p) {
+    r.sim.routes.links[r.sim.routes.first[p]] = only;
+    for (auto i = r.sim.routes.first[p] + 1; i < r.sim.routes.first[p + 1]; ++i)
+      r.sim.routes.links[i] = only;
+  }
+  const TrafficReport t = analyse_traffic(s, r);
+  REQUIRE(t.per_collective.size() == 2);
+  for (const auto& b : t.per_collective) CHECK(b.link == only);
+  for (const auto& b : t.per_step) CHECK(b.link == only);
+}
+
+TEST_CASE("chrome trace: one escaper makes any name valid JSON, and keeps it") {
+  const std::string names[] = {"plain", "quote\" back\\slash", "new\nline\ttab\x01",
+                               "gr\xC3\xBC\xC3\x9F \xE2\x86\x92 \xF0\x9F\x9A\x80", ""};
+  std::ostringstream out;
+  {
+    ChromeTrace trace(out);
+    trace.process_name(0, names[1]);
+    for (int i = 0; i < 5; ++i) {
+      trace.thread_name(0, i, names[i]);
+      trace.complete(0, i, 1.5, 2.25, names[i], names[(i + 1) % 5])
+          .arg(names[i], names[i])
+          .arg("n", std::int64_t{42})
+          .arg("x", 0.123456, "{:.3f}");
+      trace.flow_start(0, i, 1.5, i, names[i], names[i]);
+      trace.flow_end(0, i, 1.5, i, names[i], names[i]);
+    }
+    trace.counter(1, 0, names[2]).arg("utilisation", 0.5, "{:.4g}");
+  }  // finish()ed by the destructor
+  const std::string text = out.str();
+  CHECK(std::all_of(text.begin(), text.end(), [](char c) { return c > 0; }));  // ASCII
+  const auto doc = nlohmann::json::parse(text);
+  const auto& ev = doc.at("traceEvents");
+  REQUIRE(ev.size() == 1 + 5 * 4 + 1);
+  CHECK(ev[0]["args"]["name"] == names[1]);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(ev[1 + 4 * i]["args"]["name"] == names[i]);
+    const auto& x = ev[2 + 4 * i];
+    CHECK(x["ph"] == "X");
+    CHECK(x["name"] == names[i]);
+    CHECK(x["cat"] == names[(i + 1) % 5]);
+    CHECK(x["ts"] == 1.5);
+    CHECK(x["dur"] == 2.25);
+    CHECK(x["args"][names[i]] == names[i]);
+    CHECK(x["args"]["n"] == 42);
+    CHECK(x["args"]["x"] == 0.123);
+    CHECK(ev[3 + 4 * i]["ph"] == "s");
+    CHECK(ev[4 + 4 * i]["ph"] == "f");
+    CHECK(ev[4 + 4 * i]["cat"] == names[i]);
+  }
+  CHECK(ev.back()["ph"] == "C");
+  CHECK(ev.back()["args"]["utilisation"] == 0.5);
+  // Bytes that are not UTF-8 become U+FFFD rather than invalid JSON.
+  CHECK(nlohmann::json::parse(json_quote("a\xFF\xC3(")) == "a\xEF\xBF\xBD\xEF\xBF\xBD(");
+}
+
+// Node names holding a quote, a backslash, a newline and non-ASCII text, in a topology
+// file: `collsim run --out` writes a timeline that parses, with the names intact.
+// (validate --out and compare --out: tests/test_validate.cpp, with the rank processes.)
+TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-names-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu\n2", "gp\xC3\xBC-\xE2\x86\x92-3"};
+  nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
+  for (const auto& g : gpus) {
+    nodes.push_back({{"name", g}, {"kind", "gpu"}});
+    links.push_back({{"src", g}, {"dst", "sw"}, {"bandwidth", "10GB/s"}, {"kind", "nvlink"}});
+  }
+  nodes.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
+  const nlohmann::json scenario = {
+      {"topology", {{"name", "odd \"names\""}, {"nodes", nodes}, {"links", links}}},
+      {"network", {{"model", "flow"}}},
+      {"collectives",
+       {{{"name", "ar \"1\"\n"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", "1MiB"}}}}};
+  std::ofstream(dir / "odd.json") << scenario.dump(2);
+  REQUIRE(run_command(std::string(COLLSIM_EXE) + " run " + (dir / "odd.json").string() + " --out " +
+                      (dir / "out").string()) == 0);
+  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
+  std::vector<std::string> seen;
+  bool collective = false, link = false;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e["name"] == "thread_name") seen.push_back(e["args"]["name"]);
+    if (e["ph"] == "X") collective |= e["cat"] == "ar \"1\"\n";
+    if (e["ph"] == "C") link |= e["name"].get<std::string>().find("gpu\"0") != std::string::npos;
+  }
+  for (std::size_t r = 0; r < gpus.size(); ++r)
+    CHECK(std::count(seen.begin(), seen.end(),
+                     "rank " + std::to_string(r) + " (" + gpus[r] + ") send") == 1);
+  CHECK(collective);
+  CHECK(link);
+  fs::remove_all(dir);
+}
+
+// Past --trace-transfers the trace holds time bins per rank; transfers spanning many
+// bins (16 ring all-reduces at once) must count whole in each bin they cover.
+TEST_CASE("chrome trace: binned transfers spanning many bins keep bytes and busy time") {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-bins-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  nlohmann::json collectives = nlohmann::json::array();
+  for (int i = 0; i < 16; ++i)
+    collectives.push_back({{"name", "ar" + std::to_string(i)},
+                           {"op", "all_reduce"},
+                           {"algorithm", "ring"},
+                           {"bytes", "1MiB"},
+                           {"after", nlohmann::json::array()}});
+  const nlohmann::json scenario = {
+      {"topology", {{"preset", "switch"}, {"gpus", 8}, {"bandwidth", "100GB/s"}}},
+      {"network", {{"model", "ideal"}}},
+      {"collectives", collectives}};
+  std::ofstream(dir / "bins.json") << scenario.dump();
+  // 16 x 112 transfers, room for 1600: 100 bins per track, each transfer spans about 7.
+  REQUIRE(run_command(std::string(COLLSIM_EXE) + " run " + (dir / "bins.json").string() +
+                      " --trace-transfers 1600 --out " + (dir / "out").string()) == 0);
+  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
+  double sent = 0, received = 0;
+  int slices = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e["ph"] != "X") continue;
+    ++slices;
+    CHECK(e["cat"] == "busy");
+    // Every rank sends and receives throughout: each bin is fully busy, 16 transfers at least.
+    CHECK(e["args"]["busy"].get<double>() == Approx(1.0).margin(1e-4));
+    CHECK(e["args"]["transfers"].get<int>() >= 16);
+    (e["name"].get<std::string>().starts_with("sending") ? sent : received) +=
+        e["args"]["bytes"].get<double>();
+  }
+  CHECK(slices == 2 * 8 * 100);
+  const double total = 16 * 2.0 * 7 * (1 << 20);  // ring all-reduce: 2 (K - 1) N over all ranks
+  CHECK(sent == Approx(total).epsilon(1e-6));
+  CHECK(received == Approx(total).epsilon(1e-6));
+  fs::remove_all(dir);
+}
