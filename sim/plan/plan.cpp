@@ -85,9 +85,8 @@ class Tuner {
 
  private:
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
-    if (!entry.defaults) return;
-    entry.defaults(c.spec.options, {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path,
-                                    &scenario_.topology, c.spec.ranks});
+    entry.fill_defaults(c.spec.options, {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path,
+                                         &scenario_.topology, c.spec.ranks});
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.

@@ -109,7 +109,8 @@ constexpr std::string_view kCollectiveFields[] = {"name",  "op",   "algorithm", 
 void refuse_foreign_options(const JsonView& v, const CollectiveSpec& c,
                             const std::vector<const AlgorithmEntry*>& candidates,
                             std::vector<std::string_view> known) {
-  for (const auto& e : candidates) known.insert(known.end(), e->options.begin(), e->options.end());
+  for (const auto& e : candidates)
+    for (const auto& d : e->options) known.push_back(d.name);
   for (const auto& [key, value] : v.raw().items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string takers;
@@ -151,8 +152,7 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
 void parse_options(const JsonView& v, CollectiveSpec& c,
                    const std::vector<const AlgorithmEntry*>& entries) {
   const OptionContext ctx{c.shape.op, c.shape.ranks, v.path(), nullptr, {}};
-  for (const auto* e : entries)
-    if (e->parse) e->parse(v, c.options, ctx);
+  for (const auto* e : entries) e->parse(v, c.options, ctx);
 }
 
 // MoE routing: the collective becomes a dispatch all-to-allv and a combine, the

@@ -6,6 +6,7 @@
 
 #include "core/json_view.h"
 #include "schedule/generators/barrier.h"
+#include "schedule/generators/channels.h"
 #include "schedule/generators/direct.h"
 #include "schedule/generators/halving_doubling.h"
 #include "schedule/generators/hierarchical.h"
@@ -45,7 +46,8 @@ std::vector<std::string> algorithms_for(CollectiveOp op) {
 }
 
 bool AlgorithmEntry::takes(std::string_view option) const {
-  return std::find(options.begin(), options.end(), option) != options.end();
+  return std::any_of(options.begin(), options.end(),
+                     [&](const OptionDef& d) { return d.name == option; });
 }
 
 AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
@@ -54,12 +56,29 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
     out.segments = o.segments;
     out.auto_segments = o.auto_segments;
   }
+  if (takes("channels")) {
+    out.channels = o.channels;
+    out.auto_channels = o.auto_channels;
+    out.orders = o.orders;
+  }
   if (takes("servers")) out.servers = o.servers;
   if (takes("levels")) out.levels = o.levels;
   return out;
 }
 
-void parse_segments_option(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
+void AlgorithmEntry::parse(const JsonView& object, AlgorithmOptions& o,
+                           const OptionContext& ctx) const {
+  for (const auto& d : options) d.parse(object, o, ctx);
+}
+
+void AlgorithmEntry::fill_defaults(AlgorithmOptions& o, const OptionContext& ctx) const {
+  for (const auto& d : options)
+    if (d.defaults) d.defaults(o, ctx);
+}
+
+namespace {
+
+void parse_segments(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
   auto s = object.find("segments");
   if (!s) return;
   if (s->is_string() && s->as_string() == "auto") {
@@ -68,6 +87,44 @@ void parse_segments_option(const JsonView& object, AlgorithmOptions& o, const Op
   }
   o.segments = static_cast<int>(s->as_int(1, 1 << 20));
   o.auto_segments = false;
+}
+
+void parse_channels(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
+  auto c = object.find("channels");
+  if (!c) return;
+  if (c->is_string() && c->as_string() == "auto") {
+    o.auto_channels = true;
+    return;
+  }
+  o.channels = static_cast<int>(c->as_int(1, kMaxChannels));
+  o.auto_channels = false;
+}
+
+}  // namespace
+
+OptionDef segments_option() {
+  return {"segments", parse_segments};
+}
+OptionDef channels_option() {
+  return {"channels", parse_channels, channel_defaults};
+}
+
+AlgorithmEntry with_channels(AlgorithmEntry e) {
+  e.options.push_back(channels_option());
+  const Generator plain = e.generate;
+  const GroupGenerator on_groups = e.on_groups;
+  const int per_group = e.channels;
+  const ChannelSplit split = e.channel_split;
+  const std::string name(e.algorithm);
+  e.generate = [=](const CollectiveShape& shape, const AlgorithmOptions& o) {
+    if (o.channels <= 1 && o.orders.empty()) return plain(shape, o);
+    auto b = make_builder(shape, name, {}, o.channels * per_group);
+    b.join_channels();
+    on_groups(b, channel_groups(whole_group(shape), o, split, per_group), o);
+    b.join_channels();
+    return b.finish();
+  };
+  return e;
 }
 
 std::string describe_algorithm(std::string_view algorithm, const AlgorithmOptions& o) {
@@ -80,6 +137,7 @@ std::string describe_algorithm(std::string_view algorithm, const AlgorithmOption
     out += "]";
   }
   if (o.segments > 1) out += fmt::format(" ({} segments)", o.segments);
+  if (o.channels > 1) out += fmt::format(" ({} channels)", o.channels);
   if (!o.servers.empty()) out += fmt::format(" ({} servers)", o.servers.size());
   return out;
 }

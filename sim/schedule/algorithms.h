@@ -6,6 +6,7 @@
 // topology, and whether it can run on groups of ranks so that hierarchical can
 // compose it. Adding an algorithm is its generator file plus one line in
 // algorithms.cpp.
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -26,7 +27,12 @@ struct LevelSpec;
 struct AlgorithmOptions {
   int segments = 1;            // pipelined algorithms: how many pieces the buffer is cut into
   bool auto_segments = false;  // "segments": "auto": the planner tries several and keeps the best
-  std::vector<int> servers;    // parameter server: the server ranks (default: the root)
+  // Independent copies of the algorithm, each on its own slice of the data and its own
+  // rank order (rails); 1: one.
+  int channels = 1;
+  bool auto_channels = false;            // "channels": "auto": the planner's rule
+  std::vector<std::vector<int>> orders;  // member order per channel; empty: 0..K-1 for all
+  std::vector<int> servers;              // parameter server: the server ranks (default: the root)
   // Hierarchical: nested groups, innermost first (e.g. 8 GPUs per node, then 4 nodes);
   // empty until the planner derives them from the topology's hosts.
   std::vector<LevelSpec> levels;
@@ -51,28 +57,36 @@ struct OptionContext {
 
 using Generator = std::function<Schedule(const CollectiveShape&, const AlgorithmOptions&)>;
 // The algorithm run by disjoint groups at once, into a shared builder (each group on
-// its own region): how hierarchical composes levels.
+// its own region): how hierarchical composes levels and channels split the data.
 using GroupGenerator = void (*)(ScheduleBuilder&, std::span<const Group>, const AlgorithmOptions&);
-// Reads the entry's options from `object` (a collective or a level); unknown fields
-// are refused by the caller, which knows every entry's `options`.
-using OptionParser = void (*)(const JsonView& object, AlgorithmOptions&, const OptionContext&);
-// Fills what the user left out from the topology; throws InputError when it cannot.
-using DefaultFiller = void (*)(AlgorithmOptions&, const OptionContext&);
+
+// One JSON option of an algorithm: how it is read from the collective (or level)
+// object, and what the planner fills in from the topology when the user left it out.
+struct OptionDef {
+  std::string_view name;
+  void (*parse)(const JsonView& object, AlgorithmOptions&, const OptionContext&);
+  void (*defaults)(AlgorithmOptions&, const OptionContext&) = nullptr;  // may throw InputError
+};
+
+// How channels divide the data: contiguous slices of the buffer (all-reduce), or a
+// lane of every chunk (so reduce-scatter and all-gather results stay in place).
+enum class ChannelSplit : std::uint8_t { Slices, Lanes };
 
 struct AlgorithmEntry {
   CollectiveOp op;
   std::string_view algorithm;
   Generator generate;
-  GroupGenerator on_groups = nullptr;          // set when the algorithm can serve a hierarchy level
-  int channels = 1;                            // channels one group uses (builders must have them)
-  std::vector<std::string_view> options = {};  // JSON fields it takes besides the common ones
-  OptionParser parse = nullptr;
-  DefaultFiller defaults = nullptr;
+  GroupGenerator on_groups = nullptr;   // set when the algorithm can run on groups
+  int channels = 1;                     // channels one group uses (builders must have them)
+  std::vector<OptionDef> options = {};  // the JSON fields it takes besides the common ones
+  ChannelSplit channel_split = ChannelSplit::Slices;
 
   bool takes(std::string_view option) const;
   // Only the options this entry takes, the rest at their defaults ("auto" parses
   // every entry's options into one set; each candidate sees its own).
   AlgorithmOptions own(const AlgorithmOptions& o) const;
+  void parse(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) const;
+  void fill_defaults(AlgorithmOptions& o, const OptionContext& ctx) const;
 };
 
 const std::vector<AlgorithmEntry>& algorithm_catalogue();
@@ -80,7 +94,14 @@ const AlgorithmEntry* find_algorithm(CollectiveOp op, std::string_view algorithm
 std::vector<std::string> algorithms_for(CollectiveOp op);
 
 // The options shared by several entries.
-void parse_segments_option(const JsonView& object, AlgorithmOptions& o, const OptionContext&);
+OptionDef segments_option();  // "segments": a count, or "auto"
+// "channels": a count or "auto" (the planner's rule); rank orders from the topology's rails.
+OptionDef channels_option();
+
+// The entry with "channels": its generator, when channels > 1, runs C copies of
+// on_groups over the data split by channel_split, each in its channel's rank order.
+AlgorithmEntry with_channels(AlgorithmEntry e);
+
 // What the planner reports: "ring", "binomial_tree (8 segments)",
 // "hierarchical [8 ring | 8 double_binary_tree (4 segments)]".
 std::string describe_algorithm(std::string_view algorithm, const AlgorithmOptions& o);

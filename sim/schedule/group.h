@@ -17,15 +17,30 @@ struct Group {
   std::int64_t offset = 0;  // elements
   std::int64_t count = 0;
   int channel = 0;
+  // Channels may split a region lane by lane: the group then works on lane `lane` of
+  // `lanes` of every one of its chunks, so each chunk's elements stay where the
+  // collective's layout puts them (reduce-scatter, all-gather).
+  int lane = 0;
+  int lanes = 1;
 
   int size() const { return static_cast<int>(ranks.size()); }
+  // Chunk i of `parts` (this group's lane of it), relative to the region's offset.
+  std::int64_t chunk_begin(int parts, int i) const {
+    const Partition whole{count, parts};
+    return lanes == 1 ? whole.begin(i)
+                      : whole.begin(i) + Partition{whole.size(i), lanes}.begin(lane);
+  }
+  std::int64_t chunk_size(int parts, int i) const {
+    const Partition whole{count, parts};
+    return lanes == 1 ? whole.size(i) : Partition{whole.size(i), lanes}.size(lane);
+  }
   BufferRef at(int member, std::int64_t element) const {
     return {ranks[member], buffer, offset + element};
   }
   Partition chunks(int parts) const { return {count, parts}; }
   // The same ranks on a sub-range [begin, begin + n) of this group's region.
   Group slice(std::int64_t begin, std::int64_t n) const {
-    return {ranks, buffer, offset + begin, n, channel};
+    return {ranks, buffer, offset + begin, n, channel, 0, 1};
   }
 };
 

@@ -55,18 +55,19 @@ void halving_doubling_all_reduce(ScheduleBuilder& b, const Group& g) {
 }
 
 void register_halving_doubling(std::vector<AlgorithmEntry>& c) {
-  c.push_back({.op = CollectiveOp::AllReduce,
-               .algorithm = "halving_doubling",
-               .generate =
-                   [](const CollectiveShape& s, const AlgorithmOptions&) {
-                     auto b = make_builder(s, "halving_doubling");
-                     halving_doubling_all_reduce(b, whole_group(s));
-                     return b.finish();
-                   },
-               .on_groups =
-                   [](ScheduleBuilder& b, std::span<const Group> groups, const AlgorithmOptions&) {
-                     for (const Group& g : groups) halving_doubling_all_reduce(b, g);
-                   }});
+  c.push_back(with_channels(
+      {.op = CollectiveOp::AllReduce,
+       .algorithm = "halving_doubling",
+       .generate =
+           [](const CollectiveShape& s, const AlgorithmOptions&) {
+             auto b = make_builder(s, "halving_doubling");
+             halving_doubling_all_reduce(b, whole_group(s));
+             return b.finish();
+           },
+       .on_groups =
+           [](ScheduleBuilder& b, std::span<const Group> groups, const AlgorithmOptions&) {
+             for (const Group& g : groups) halving_doubling_all_reduce(b, g);
+           }}));
 }
 
 }  // namespace collsim

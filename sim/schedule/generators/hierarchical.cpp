@@ -102,11 +102,10 @@ LevelSpec parse_level(const JsonView& v, std::size_t index, std::size_t count) {
   const AlgorithmEntry& e = checked_entry_for_level(
       level.algorithm, outermost, index, v.has("algorithm") ? v["algorithm"].path() : v.path());
   std::vector<std::string_view> known{"size", "algorithm"};
-  known.insert(known.end(), e.options.begin(), e.options.end());
+  for (const auto& d : e.options) known.push_back(d.name);
   v.allow_only(known);
-  if (e.parse)
-    e.parse(v, level.options,
-            {outermost ? CollectiveOp::AllReduce : e.op, level.size, v.path(), nullptr, {}});
+  e.parse(v, level.options,
+          {outermost ? CollectiveOp::AllReduce : e.op, level.size, v.path(), nullptr, {}});
   return level;
 }
 
@@ -129,8 +128,8 @@ void hand_segments_to_outermost(AlgorithmOptions& o, const std::string& where) {
   o.auto_segments = false;
 }
 
-void parse_hierarchical(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
-  parse_segments_option(object, o, ctx);
+// Read after "segments" (the entry lists it first), which it hands to the outermost level.
+void parse_levels(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
   auto l = object.find("levels");
   if (!l) return;
   const std::size_t n = l->size();
@@ -173,7 +172,7 @@ std::vector<int> sizes_from_hosts(const Topology& topology, std::span<const int>
   return {per_host_run.front(), static_cast<int>(per_host_run.size())};
 }
 
-void hierarchical_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
+void levels_from_hosts(AlgorithmOptions& o, const OptionContext& ctx) {
   if (o.levels.empty() && ctx.topology) {
     for (int size : sizes_from_hosts(*ctx.topology, ctx.placed, ctx.json_path))
       o.levels.push_back({size, "ring", {}});
@@ -219,9 +218,7 @@ void register_hierarchical(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "hierarchical",
                .generate = hierarchical_all_reduce,
-               .options = {"levels", "segments"},
-               .parse = parse_hierarchical,
-               .defaults = hierarchical_defaults});
+               .options = {segments_option(), {"levels", parse_levels, levels_from_hosts}}});
 }
 
 }  // namespace collsim

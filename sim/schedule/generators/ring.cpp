@@ -31,11 +31,10 @@ void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, i
     for (const Group& g : groups) {
       const int K = g.size();
       if (i >= K - 1) continue;
-      const Partition chunks = g.chunks(K);
       for (int m = 0; m < K; ++m) {
         const int c = rotate(m + shift - i, 0, K);
-        b.add(kind, g.at(m, chunks.begin(c)), g.at((m + 1) % K, chunks.begin(c)), chunks.size(c),
-              g.channel);
+        const std::int64_t at = g.chunk_begin(K, c);
+        b.add(kind, g.at(m, at), g.at((m + 1) % K, at), g.chunk_size(K, c), g.channel);
       }
     }
   }

@@ -87,8 +87,7 @@ void register_star(std::vector<AlgorithmEntry>& c) {
                      return star(s, "parameter_server",
                                  o.servers.empty() ? std::vector<int>{s.root} : o.servers, true);
                    },
-               .options = {"servers"},
-               .parse = parse_servers});
+               .options = {{"servers", parse_servers}}});
 }
 
 }  // namespace collsim

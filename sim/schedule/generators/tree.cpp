@@ -77,8 +77,7 @@ AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, Generator 
   return {.op = op,
           .algorithm = algorithm,
           .generate = std::move(generate),
-          .options = {"segments"},
-          .parse = parse_segments_option};
+          .options = {segments_option()}};
 }
 
 Schedule chain_or_binomial(const CollectiveShape& s, const AlgorithmOptions& o, const char* name,
@@ -113,7 +112,7 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
                           const AlgorithmOptions& o) {
     for (const Group& g : groups) binomial_all_reduce(b, g, o.segments);
   };
-  c.push_back(std::move(binomial));
+  c.push_back(with_channels(std::move(binomial)));
   auto dbt = pipelined(CollectiveOp::AllReduce, "double_binary_tree",
                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
                          auto b = make_builder(s, "double_binary_tree", {}, 2);
@@ -124,7 +123,7 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
     for (const Group& g : groups) double_binary_tree_all_reduce(b, g, o.segments);
   };
   dbt.channels = 2;
-  c.push_back(std::move(dbt));
+  c.push_back(with_channels(std::move(dbt)));
   c.push_back({.op = CollectiveOp::Scatter,
                .algorithm = "binomial_tree",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
