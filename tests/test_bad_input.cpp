@@ -180,6 +180,15 @@ TEST_CASE("rank counts whose schedules would not fit in memory are refused befor
              Catch::StartsWith("topology: this preset would build"));
 }
 
+TEST_CASE("packet counts that would not fit in memory are refused at load") {
+  CHECK(
+      error_of(scenario(kSwitch, all_reduce("\"1TiB\""), R"({"model": "packet", "packet": 1})")) ==
+      "network.packet: packets of 1 bytes make up to 8.8e+12 packets of this scenario's data, "
+      "more than the 2^28 collsim holds in memory; use larger packets or the flow model");
+  CHECK_THAT(error_of(scenario(kSwitch, all_reduce("\"4TiB\""), R"({"model": "packet"})")),
+             Catch::StartsWith("network.model: packets of 65536 bytes make up to 5.37e+08"));
+}
+
 TEST_CASE("duplicate links and switches without links are refused") {
   const std::string nodes =
       R"("nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}, {"name": "x", "kind": "switch"}])";

@@ -42,6 +42,22 @@ void check_schedule_size(const JsonView& v, const CollectiveSpec& c) {
         c.ranks.size(), S, ops));
 }
 
+// The packet model queues every packet of a transfer when it starts: refuse packet
+// counts that would not fit in memory (a rank sends up to about twice a collective's
+// bytes, so 2 x bytes x ranks bounds them).
+void check_packet_count(const JsonView& root, const NetworkParams& network, double data) {
+  if (network.model != "packet") return;
+  const double packets = 2 * data / static_cast<double>(network.packet_bytes);
+  if (packets > kMaxScheduleOps) {
+    const JsonView where =
+        root["network"].has("packet") ? root["network"]["packet"] : root["network"]["model"];
+    where.fail_message(fmt::format(
+        "packets of {} bytes make up to {:.3g} packets of this scenario's data, more than the "
+        "2^28 collsim holds in memory; use larger packets or the flow model",
+        network.packet_bytes, packets));
+  }
+}
+
 NetworkParams parse_network(const JsonView& v) {
   v.allow_only({"model", "alpha", "routing", "packet", "switching", "calibration"});
   NetworkParams p;
@@ -336,6 +352,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
       s.collectives.push_back(std::move(c));
     }
   }
+  check_packet_count(root, s.network, data);
   return s;
 }
 
