@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -139,24 +142,45 @@ bool JsonView::as_bool() const {
 
 std::int64_t JsonView::as_size() const {
   constexpr std::string_view kWhat = "a size like \"64MiB\", \"1GB\" or a byte count";
+  std::optional<std::int64_t> v;
   if (value_->is_number_integer() && value_->get<std::int64_t>() >= 0)
-    return value_->get<std::int64_t>();
-  if (value_->is_string())
-    if (auto v = parse_size(value_->get<std::string>())) return *v;
-  fail(kWhat);
+    v = value_->get<std::int64_t>();
+  else if (value_->is_number_unsigned())
+    v = kMaxBytes + 1;  // beyond int64: refused as too large below
+  else if (value_->is_string())
+    v = parse_size(value_->get<std::string>());
+  if (!v) fail(kWhat);
+  if (*v > kMaxBytes) fail("a size of at most 1 PiB (2^50 bytes)");
+  return *v;
 }
 
 double JsonView::as_bandwidth() const {
-  if (value_->is_string())
-    if (auto v = parse_bandwidth(value_->get<std::string>())) return *v;
-  fail("a positive bandwidth like \"450GB/s\" or \"400Gbps\"");
+  std::optional<double> v;
+  if (value_->is_string()) v = parse_bandwidth(value_->get<std::string>());
+  if (!v) fail("a positive bandwidth like \"450GB/s\" or \"400Gbps\"");
+  check_bandwidth(*v);
+  return *v;
 }
 
 double JsonView::as_duration() const {
-  if (value_->is_number() && value_->get<double>() >= 0) return value_->get<double>();
-  if (value_->is_string())
-    if (auto v = parse_duration(value_->get<std::string>())) return *v;
-  fail("a duration like \"5us\", \"1.5ms\" or \"100ns\"");
+  std::optional<double> v;
+  if (value_->is_number() && value_->get<double>() >= 0)
+    v = value_->get<double>();
+  else if (value_->is_string())
+    v = parse_duration(value_->get<std::string>());
+  if (!v) fail("a duration like \"5us\", \"1.5ms\" or \"100ns\"");
+  check_duration(*v);
+  return *v;
+}
+
+void JsonView::check_bandwidth(double bytes_per_second) const {
+  // A transfer time must be a number of picoseconds the clock can hold.
+  if (!(bytes_per_second >= kMinBandwidth && bytes_per_second <= kMaxBandwidth))
+    fail("a bandwidth between 1 B/s and 1 PB/s (1e15 B/s)");
+}
+
+void JsonView::check_duration(double seconds) const {
+  if (!(seconds >= 0 && seconds <= kMaxDuration)) fail("a duration from 0 to 1 hour (3600 s)");
 }
 
 std::vector<int> JsonView::as_int_list(std::int64_t min, std::int64_t max) const {
@@ -182,26 +206,87 @@ void JsonView::fail_message(std::string_view message) const {
   throw InputError(path_, std::string(message));
 }
 
+namespace {
+
+struct TextPosition {
+  std::size_t line = 1, column = 1;
+};
+
+TextPosition position_at(std::string_view text, std::size_t offset) {
+  TextPosition p;
+  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++p.line;
+      p.column = 1;
+    } else {
+      ++p.column;
+    }
+  }
+  return p;
+}
+
+[[noreturn]] void fail_at(std::string_view text, std::size_t offset, const std::string& source,
+                          std::string_view problem) {
+  const TextPosition p = position_at(text, offset);
+  throw InputError(
+      source, fmt::format("malformed JSON at line {}, column {}: {}", p.line, p.column, problem));
+}
+
+// What nlohmann's parser does not refuse by itself, found before it runs: a NUL byte
+// (its lexer takes one for the end of the text and ignores the rest), nesting deeper
+// than kMaxJsonDepth (its parser recurses, so 100k brackets overflow the stack), and
+// numbers beyond a double (it throws out_of_range with no position). One linear pass.
+void prescan_json(std::string_view text, const std::string& source) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '\0') fail_at(text, i, source, "a NUL byte; JSON text cannot contain one");
+    if (in_string) {
+      if (ch == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (ch == '"')
+        in_string = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxJsonDepth)
+        fail_at(text, i, source,
+                fmt::format("nested deeper than {} levels of arrays and objects", kMaxJsonDepth));
+    } else if (ch == ']' || ch == '}') {
+      depth = std::max(0, depth - 1);
+    } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+      std::size_t end = i;
+      while (end < text.size() && std::strchr("+-0123456789.eE", text[end]) && text[end] != '\0')
+        ++end;
+      const std::string number(text.substr(i, end - i));
+      const double v = std::strtod(number.c_str(), nullptr);
+      if (!std::isfinite(v))
+        fail_at(text, i, source,
+                fmt::format("the number {} is out of range (at most about 1.8e308)", number));
+      i = end - 1;
+    }
+  }
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(std::string_view text, const std::string& source_name) {
+  prescan_json(text, source_name);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a byte offset; people want line and column.
-    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
     std::string what = e.what();
     if (auto p = what.find("syntax error while parsing"); p != std::string::npos)
       what = what.substr(p);
-    throw InputError(source_name,
-                     fmt::format("malformed JSON at line {}, column {}: {}", line, col, what));
+    fail_at(text, e.byte == 0 ? 0 : e.byte - 1, source_name, what);
+  } catch (const nlohmann::json::exception& e) {
+    // The prescan should leave nothing else (out_of_range 406 is a number overflow);
+    // still an input problem, not an internal one.
+    throw InputError(source_name, fmt::format("malformed JSON: {}", e.what()));
   }
 }
 

@@ -39,9 +39,14 @@ class JsonView {
   std::int64_t as_int(std::int64_t min, std::int64_t max) const;
   double as_number() const;
   bool as_bool() const;
+  // Each within the bounds in core/units.h (kMaxBytes, kMinBandwidth..kMaxBandwidth,
+  // kMaxDuration), so simulated byte counts and times cannot overflow.
   std::int64_t as_size() const;  // bytes: 1048576, "64MiB", "1GB"
-  double as_bandwidth() const;   // bytes/s: "450GB/s", "400Gbps"; > 0
+  double as_bandwidth() const;   // bytes/s: "450GB/s", "400Gbps"
   double as_duration() const;    // seconds: "5us", "1.5ms"; a plain number is seconds
+  // The same bounds on a plain number (a calibration file's bandwidth_Bps, alpha_s).
+  void check_bandwidth(double bytes_per_second) const;
+  void check_duration(double seconds) const;
   std::vector<int> as_int_list(std::int64_t min, std::int64_t max) const;
   std::vector<std::string> as_string_list() const;
 
@@ -53,7 +58,11 @@ class JsonView {
   std::string path_;
 };
 
-// Parses JSON text; a syntax error becomes an InputError with line and column.
+// Deepest nesting of arrays and objects a JSON input may have; scenarios need a handful.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses JSON text; a syntax error, a NUL byte, nesting deeper than kMaxJsonDepth or a
+// number beyond a double becomes an InputError with line and column.
 nlohmann::json parse_json_text(std::string_view text, const std::string& source_name);
 nlohmann::json read_json_file(const std::string& path, const std::string& where);
 

@@ -8,6 +8,13 @@
 
 namespace collsim {
 
+// The largest values an input may give, so that every product and sum the simulator
+// forms stays inside int64 bytes and the picosecond clock (2^63 ps, about 106 days).
+inline constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;  // one size: 1 PiB
+inline constexpr double kMinBandwidth = 1;                        // bytes/s
+inline constexpr double kMaxBandwidth = 1e15;                     // bytes/s: 1 PB/s
+inline constexpr double kMaxDuration = 3600;                      // seconds: alpha, latencies
+
 // Each parser returns nullopt when the text is not of its form; callers turn that
 // into an InputError naming the JSON path.
 std::optional<std::int64_t> parse_size(std::string_view text);  // bytes

@@ -145,7 +145,8 @@ void FlowModel::resolve(NetworkHost& host) {
     f.last_update = now;
     if (rate == f.rate && f.finish != kTimeNever) continue;  // unchanged: its finish time stands
     f.rate = rate;
-    f.finish = now + transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate);
+    f.finish =
+        add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
     ++f.version;
     due_.push_back({f.finish, comp_flows_[i], f.version});
     std::push_heap(due_.begin(), due_.end(),

@@ -29,7 +29,8 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   const auto path_links = router_.links(path);
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
-  const Time ready = host.now() + alpha_;  // the software start-up comes before the first byte
+  const Time ready =
+      add_time(host.now(), alpha_);  // the software start-up comes before the first byte
   for (std::int64_t p = 0; p < packets; ++p)
     links_[first].queue.push_back(
         {s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
@@ -67,8 +68,9 @@ void PacketModel::serve(NetworkHost& host, LinkId link) {
     return;
   }
   ls.sending = true;
-  const Time end = std::max(host.now() + transfer_time(head.bytes, topology_.link(link).bandwidth),
-                            head.not_before_finish);
+  const Time end =
+      std::max(add_time(host.now(), transfer_time(head.bytes, topology_.link(link).bandwidth)),
+               head.not_before_finish);
   host.schedule_wakeup(end, make_cookie(kLinkDone, link));
 }
 
@@ -86,13 +88,13 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
     const LinkId next = path[p.hop + 1];
     const Time serialization = transfer_time(p.bytes, topology_.link(link).bandwidth);
     // Cut-through: the head left `serialization` ago and is already at the next link.
-    p.ready = cut_through_ ? now - serialization + latency : now + latency;
-    p.not_before_finish = cut_through_ ? now + latency : 0;
+    p.ready = add_time(cut_through_ ? now - serialization : now, latency);
+    p.not_before_finish = cut_through_ ? add_time(now, latency) : 0;
     ++p.hop;
     links_[next].queue.push_back(p);
     serve(host, next);
   } else if (--t.packets_left == 0) {
-    host.schedule_wakeup(now + latency,
+    host.schedule_wakeup(add_time(now, latency),
                          make_cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
   }
   serve(host, link);

@@ -1,7 +1,10 @@
 #pragma once
-// Writes a set of files into a folder all-or-nothing: each is written under a
-// temporary name and renamed into place only by commit(); if commit() is never
-// reached (an error, an exception) the temporaries are removed.
+// Writes a set of files into a folder all-or-nothing. Each file is written into a
+// fresh staging folder inside the destination; commit() first checks that every
+// destination can be replaced (absent or a plain file), then moves the old files
+// aside and the new ones in, putting everything back if a rename still fails. If
+// commit() is never reached (an error, an exception) the staging folder is removed
+// and the destination is as it was.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,14 +21,16 @@ class OutputDir {
 
   // Starts writing `name`; the stream stays valid until the next open() or commit().
   std::ofstream& open(const std::string& name);
+  // Throws InputError naming the destination that cannot be replaced, before
+  // replacing any.
   void commit();
 
  private:
   void close_current();
   std::filesystem::path dir_;
+  std::filesystem::path staging_;
   std::ofstream current_;
-  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> pending_;  // temp -> final
-  bool committed_ = false;
+  std::vector<std::string> names_;  // in the order opened
 };
 
 }  // namespace collsim

@@ -5,15 +5,67 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "core/units.h"
+#include "schedule/generators/channels.h"
 #include "topology/topology_json.h"
 #include "workload/moe.h"
 
 namespace collsim {
 namespace fs = std::filesystem;
 namespace {
+
+// Bytes x ranks over a scenario's collectives; a link or rank total is at most a
+// small multiple of it, so with this bound those totals stay within int64.
+constexpr double kMaxScenarioData = static_cast<double>(std::int64_t{1} << 54);
+
+// The most ops a collective's schedule may have: ~40 bytes each with their
+// dependencies, so 2^28 ops take about 10 GiB. Refused at load, before generating.
+constexpr double kMaxScheduleOps = static_cast<double>(1 << 28);
+
+// An upper bound on the ops of any catalogue algorithm for K ranks and S segments: a
+// ring all-reduce has 2K(K-1) transfers, a pipeline about 2KS. Coarse for trees (K log K),
+// which is the price of refusing before any generator runs.
+// The most segments any part of the algorithm may cut the data into ("auto": the most
+// the tuner tries), and the most channels.
+double most_segments(const AlgorithmOptions& o, std::int64_t count) {
+  double s =
+      o.auto_segments ? static_cast<double>(std::min<std::int64_t>(count, 1 << 16)) : o.segments;
+  for (const auto& l : o.levels) s = std::max(s, most_segments(l.options, count));
+  return s;
+}
+
+void check_schedule_size(const JsonView& v, const CollectiveSpec& c) {
+  const double K = static_cast<double>(c.ranks.size());
+  const double S = most_segments(c.options, c.shape.count);
+  const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
+  const double ops = 2 * K * std::max(K, S) * C;
+  if (ops > kMaxScheduleOps)
+    v.fail_message(fmt::format(
+        "{} ranks x {} segments x {} channels: a schedule of up to {:.3g} ops, more than the "
+        "2^28 collsim holds in memory; use fewer ranks, segments or channels",
+        c.ranks.size(), S, C, ops));
+}
+
+// The packet model queues every packet of a transfer when it starts: refuse packet
+// counts that would not fit in memory (a rank sends up to about twice a collective's
+// bytes, so 2 x bytes x ranks bounds them).
+void check_packet_count(const JsonView& root, const NetworkParams& network, double data) {
+  if (network.model != "packet") return;
+  const double packets = 2 * data / static_cast<double>(network.packet_bytes);
+  if (packets > kMaxScheduleOps) {
+    const JsonView where =
+        root["network"].has("packet") ? root["network"]["packet"] : root["network"]["model"];
+    where.fail_message(fmt::format(
+        "packets of {} bytes make up to {:.3g} packets of this scenario's data, more than the "
+        "2^28 collsim holds in memory; use larger packets or the flow model",
+        network.packet_bytes, packets));
+  }
+}
 
 NetworkParams parse_network(const JsonView& v) {
   v.allow_only({"model", "alpha", "routing", "packet", "switching", "calibration"});
@@ -59,23 +111,49 @@ std::vector<int> parse_ranks(const JsonView& v, int topology_ranks) {
   return ranks;
 }
 
-std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec>& earlier) {
+// The names of the collectives loaded so far, so that each lookup costs a hash, not a
+// scan of all earlier collectives (a scan made loading quadratic in their number).
+class CollectiveNames {
+ public:
+  // The index of the collective named `name`, if any.
+  std::optional<int> find(const std::string& name) const {
+    auto it = index_.find(name);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+  // Whether a collective is named `name`, or `name.` starts one's name (a routed
+  // all-to-all "x" is "x.dispatch" and "x.combine").
+  bool taken(const std::string& name) const {
+    return index_.contains(name) || prefixes_.contains(name);
+  }
+  void add(const std::string& name, int index) {
+    index_.emplace(name, index);
+    for (std::size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
+      prefixes_.insert(name.substr(0, dot));
+  }
+
+ private:
+  std::unordered_map<std::string, int> index_;
+  std::unordered_set<std::string> prefixes_;
+};
+
+std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec>& earlier,
+                             const CollectiveNames& names) {
   std::vector<int> out;
-  const auto names = v.as_string_list();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    // A routed all-to-all is known by its own name too, meaning its combine (its end).
-    auto it = std::find_if(earlier.begin(), earlier.end(), [&](const CollectiveSpec& c) {
-      return c.name == names[i] || c.name == names[i] + ".combine";
-    });
-    if (it == earlier.end()) {
+  const auto wanted = v.as_string_list();
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    // A routed all-to-all is known by its own name too, meaning its combine (its end);
+    // of the two, the earlier collective.
+    auto exact = names.find(wanted[i]), combine = names.find(wanted[i] + ".combine");
+    if (!exact && !combine) {
       std::vector<std::string> known;
       for (const auto& c : earlier) known.push_back(c.name);
-      auto near = nearest_word(names[i], known);
+      auto near = nearest_word(wanted[i], known);
       v[i].fail_message(
-          fmt::format("no earlier collective named \"{}\"{}", names[i],
+          fmt::format("no earlier collective named \"{}\"{}", wanted[i],
                       near ? fmt::format("; did you mean \"{}\"?", *near) : std::string()));
     }
-    out.push_back(static_cast<int>(it - earlier.begin()));
+    out.push_back(std::min(exact.value_or(INT32_MAX), combine.value_or(INT32_MAX)));
   }
   return out;
 }
@@ -205,6 +283,13 @@ std::vector<CollectiveSpec> expand_routing(const JsonView& v, CollectiveSpec c) 
   auto elements = std::make_shared<std::vector<std::int64_t>>(tokens.size());
   std::int64_t total = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
+    // tokens <= 2^40 and token_bytes <= 2^50: check in doubles before int64 could wrap.
+    const double routed = (static_cast<double>(total) * esize) +
+                          static_cast<double>(tokens[i]) * static_cast<double>(token_bytes);
+    if (routed > static_cast<double>(kMaxBytes))
+      routing.fail_message(
+          "the routed data, tokens x bytes_per_token summed, passes 1 PiB (2^50 bytes), the "
+          "largest size collsim takes");
     (*elements)[i] = tokens[i] * (token_bytes / esize);
     total += (*elements)[i];
   }
@@ -221,7 +306,8 @@ std::vector<CollectiveSpec> expand_routing(const JsonView& v, CollectiveSpec c) 
 
 std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t index,
                                              const Topology& topology,
-                                             const std::vector<CollectiveSpec>& earlier) {
+                                             const std::vector<CollectiveSpec>& earlier,
+                                             const CollectiveNames& names) {
   if (!v.is_object())
     v.fail("a collective object like {\"op\": \"all_reduce\", \"bytes\": \"1GiB\"}");
   CollectiveSpec c;
@@ -229,9 +315,8 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
   const auto entries = choose_algorithm(v, c);
   c.name = v.has("name") ? v["name"].as_string() : fmt::format("{}#{}", name_of(c.shape.op), index);
-  for (const auto& e : earlier)
-    if (e.name == c.name || e.name.starts_with(c.name + "."))
-      v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
+  if (names.taken(c.name))
+    v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
   if (v.has("ranks")) {
     c.ranks = parse_ranks(v["ranks"], topology.num_ranks());
   } else {
@@ -242,7 +327,7 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   parse_size_and_type(v, c);
   parse_options(v, c, entries);
   if (auto a = v.find("after")) {
-    c.after = parse_after(*a, earlier);
+    c.after = parse_after(*a, earlier, names);
   } else if (!earlier.empty()) {
     c.after = {static_cast<int>(earlier.size() - 1)};
   }
@@ -269,23 +354,44 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
     s.network = parse_network(*n);
     if (auto c = n->find("calibration")) {
       const auto file = base_dir / c->as_string();
-      apply_calibration(s, read_json_file(file.string(), c->path()), c->path());
+      // Errors inside the file name the file and the field, like a topology file's.
+      apply_calibration(s, read_json_file(file.string(), c->path()), file.string());
     }
   }
   const JsonView list = root["collectives"];
   if (list.size() == 0) list.fail("at least one collective");
-  for (std::size_t i = 0; i < list.size(); ++i)
-    for (auto& c : parse_collective(list[i], i, s.topology, s.collectives))
+  CollectiveNames names;
+  double data = 0;  // bytes x ranks over every collective
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    for (auto& c : parse_collective(list[i], i, s.topology, s.collectives, names)) {
+      // Bytes sent and carried are sums of these products: keep them far from int64's end.
+      check_schedule_size(list[i], c);
+      data += static_cast<double>(c.bytes) * static_cast<double>(c.ranks.size());
+      if (data > kMaxScenarioData)
+        list[i].fail_message(
+            "the scenario's data, bytes x ranks summed over its collectives, passes 2^54 "
+            "bytes (16 PiB), more than collsim counts");
+      names.add(c.name, static_cast<int>(s.collectives.size()));
       s.collectives.push_back(std::move(c));
+    }
+  }
+  check_packet_count(root, s.network, data);
   return s;
 }
 
 void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std::string& where) {
   const JsonView c(calibration, where + ":");
-  if (auto a = c.find("alpha_s")) s.network.alpha = from_seconds(a->as_number());
+  if (!c.is_object())
+    c.fail("a calibration object with \"alpha_s\", \"bandwidth_Bps\" or \"links\"");
+  // The same bounds as a scenario's alpha and bandwidths.
+  if (auto a = c.find("alpha_s")) {
+    const double alpha = a->as_number();
+    a->check_duration(alpha);
+    s.network.alpha = from_seconds(alpha);
+  }
   if (auto b = c.find("bandwidth_Bps")) {
     const double bw = b->as_number();
-    if (bw <= 0) b->fail("a positive bandwidth");
+    b->check_bandwidth(bw);
     for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
       s.topology.set_bandwidth(l, bw);
   }
@@ -295,6 +401,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
       const auto k = link_kind_from_name(kind);
       if (!k) (*kinds)[kind].fail_message("not a link kind");
       const double bw = e["bandwidth_Bps"].as_number();
+      e["bandwidth_Bps"].check_bandwidth(bw);
       for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
         if (s.topology.link(l).kind == *k) s.topology.set_bandwidth(l, bw);
     }

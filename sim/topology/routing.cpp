@@ -140,7 +140,7 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
                          ? choices[k]
                          : *std::min_element(choices.begin(), choices.end());
     links_.push_back(l);
-    info.latency += topology_.link(l).latency;
+    info.latency = add_time(info.latency, topology_.link(l).latency);
     info.bottleneck = std::min(info.bottleneck, topology_.link(l).bandwidth);
     at = topology_.link(l).src;
   }

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -60,6 +62,29 @@ void check_gpu_count(const JsonView& spec, long long gpus) {
     spec.fail_message(fmt::format("{} GPUs is more than the {} supported", gpus, kMaxGpus));
 }
 
+// Cables (duplex links) a preset may build: refused before building, so that a fully
+// connected dimension of 65536 or 65536 spines cannot exhaust memory (2^24 cables
+// take about 3 GiB).
+constexpr double kMaxCables = 1 << 24;
+
+void check_cable_count(const JsonView& spec, double cables) {
+  if (cables > kMaxCables)
+    spec.fail_message(
+        fmt::format("this preset would build {:.3g} links, more than the {} collsim "
+                    "holds in memory (2^24)",
+                    cables, static_cast<long long>(kMaxCables)));
+}
+
+double cables_of(const std::vector<Dimension>& dims) {
+  double total = 1, cables = 0;
+  for (const auto& d : dims) total *= d.size;
+  for (const auto& d : dims) {
+    const double lines = total / d.size, n = d.size;
+    cables += lines * (d.shape == Dimension::Shape::FullyConnected ? n * (n - 1) / 2 : n);
+  }
+  return cables;
+}
+
 Topology preset_from_json(const JsonView& spec) {
   const std::string preset = spec["preset"].as_choice(
       {"switch", "ring", "dgx-h100", "cluster", "nvl72", "torus", "multidim"});
@@ -115,6 +140,13 @@ Topology preset_from_json(const JsonView& spec) {
     for (const char* three_tier : {"cores", "core_oversubscription"})
       if (spec.has(three_tier) && !spec.has("pod_nodes"))
         spec[three_tier].fail_message("only a three-tier cluster has cores: set \"pod_nodes\" too");
+    {
+      // Every leaf reaches every spine of its pod, every pod spine every core.
+      const double pods = p.pod_nodes > 0 ? std::ceil(double(p.nodes) / p.pod_nodes) : 1;
+      const double leaves = double(p.nodes) * p.server.gpus;  // at most one per NIC
+      check_cable_count(
+          spec, 2.0 * p.nodes * p.server.gpus + leaves * p.spines + pods * p.spines * p.cores);
+    }
     return make_cluster_topology(p);
   }
   if (preset == "torus") {
@@ -131,6 +163,7 @@ Topology preset_from_json(const JsonView& spec) {
       total *= n;
     }
     check_gpu_count(spec, total);
+    check_cable_count(spec, cables_of(dims));
     return make_multidim_topology(dims, "torus");
   }
   spec.allow_only({"preset", "dims"});
@@ -143,6 +176,7 @@ Topology preset_from_json(const JsonView& spec) {
   }
   if (dims.empty()) list.fail("at least one dimension");
   check_gpu_count(spec, total);
+  check_cable_count(spec, cables_of(dims));
   return make_multidim_topology(dims);
 }
 
@@ -177,6 +211,10 @@ Topology graph_from_json(const JsonView& spec) {
     t.add_node(std::move(node));
   }
   const JsonView links = spec["links"];
+  // Which entry of "links" made each directed link: a second one between the same two
+  // nodes in the same direction is a mistake (routing would use only one of them).
+  std::map<std::pair<NodeId, NodeId>, std::size_t> made_by;
+  std::vector<bool> linked(t.nodes().size(), false);
   for (std::size_t i = 0; i < links.size(); ++i) {
     const JsonView l = links[i];
     l.allow_only({"src", "dst", "bandwidth", "latency", "kind", "duplex"});
@@ -187,11 +225,24 @@ Topology graph_from_json(const JsonView& spec) {
     const Time lat = from_seconds(l.has("latency") ? l["latency"].as_duration() : 0.0);
     const LinkKind kind = link_kind_of(l["kind"]);
     const bool duplex = l.has("duplex") ? l["duplex"].as_bool() : true;
+    for (const auto& [a, b] : {std::pair{src, dst}, std::pair{dst, src}}) {
+      if (a == dst && !duplex) break;
+      auto [it, fresh] = made_by.emplace(std::pair{a, b}, i);
+      if (!fresh)
+        l.fail_message(fmt::format("duplicate of links[{}] ({} -> {})", it->second, t.node(a).name,
+                                   t.node(b).name));
+    }
+    linked[src] = linked[dst] = true;
     if (duplex)
       t.add_duplex(src, dst, bw, lat, kind);
     else
       t.add_link({src, dst, bw, lat, kind});
   }
+  for (std::size_t i = 0; i < linked.size(); ++i)
+    if (!linked[i] && t.node(static_cast<NodeId>(i)).kind != NodeKind::Gpu)
+      nodes[i].fail_message(fmt::format("{} \"{}\" has no links",
+                                        name_of(t.node(static_cast<NodeId>(i)).kind),
+                                        t.node(static_cast<NodeId>(i)).name));
   try {
     t.assign_ranks();
   } catch (const std::invalid_argument& e) {

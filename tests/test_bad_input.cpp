@@ -1,0 +1,368 @@
+// Inputs found by fuzzing: each is refused with an InputError naming where the
+// problem is and what was expected; none crashes, wraps or exits as an internal error.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "core/time.h"
+#include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
+
+using namespace collsim;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    const auto doc = parse_json_text(text, "scenario.json");
+    const Scenario s = parse_scenario(doc, ".");
+    run_scenario(s);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kSwitch = R"({"preset": "switch", "gpus": 4, "bandwidth": "100GB/s"})";
+
+std::string scenario(const std::string& topology, const std::string& collectives,
+                     const std::string& network = "") {
+  return R"({"topology": )" + topology + (network.empty() ? "" : R"(, "network": )" + network) +
+         R"(, "collectives": [)" + collectives + "]}";
+}
+
+std::string all_reduce(const std::string& bytes) {
+  return R"({"op": "all_reduce", "bytes": )" + bytes + "}";
+}
+
+}  // namespace
+
+TEST_CASE("deep nesting is refused before the parser recurses") {
+  const std::string deep(100000, '[');
+  for (const auto& text :
+       {scenario(kSwitch, all_reduce(deep)), scenario(deep, all_reduce("64")),
+        scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "name": )" + deep + "}")}) {
+    const std::string e = error_of(text);
+    CHECK_THAT(e, Catch::StartsWith("scenario.json: malformed JSON at line 1, column "));
+    CHECK_THAT(e, Catch::EndsWith("nested deeper than 64 levels of arrays and objects"));
+  }
+  // 64 levels are still JSON (refused later, for what they mean).
+  CHECK_THAT(error_of(scenario(kSwitch, all_reduce(std::string(61, '[') + std::string(61, ']')))),
+             Catch::StartsWith("collectives[0].bytes: expected a size"));
+}
+
+TEST_CASE("a number beyond a double names its line and column") {
+  CHECK(error_of("{\n  \"topology\": 1e400}") ==
+        "scenario.json: malformed JSON at line 2, column 15: the number 1e400 is out of range "
+        "(at most about 1.8e308)");
+  CHECK_THAT(error_of(scenario(kSwitch, all_reduce("-1e400"))),
+             Catch::Contains("the number -1e400 is out of range"));
+  // Inside a string it is text, not a number.
+  CHECK_THAT(error_of(scenario(kSwitch, all_reduce("\"1e400\""))),
+             Catch::StartsWith("collectives[0].bytes: expected a size"));
+}
+
+TEST_CASE("a NUL byte is refused, not taken for the end of the text") {
+  std::string text = scenario(kSwitch, all_reduce("64"));
+  text += std::string(1, '\0') + "garbage";
+  CHECK(error_of(text) == "scenario.json: malformed JSON at line 1, column " +
+                              std::to_string(text.find('\0') + 1) +
+                              ": a NUL byte; JSON text cannot contain one");
+}
+
+TEST_CASE("durations beyond an hour are refused where they are written") {
+  const std::string ring = R"({"preset": "ring", "gpus": 4, "bandwidth": "100GB/s", "latency": )";
+  CHECK(error_of(scenario(ring + "\"1us\"}", all_reduce("64"), R"({"alpha": "1e7s"})")) ==
+        "network.alpha: expected a duration from 0 to 1 hour (3600 s), got \"1e7s\"");
+  CHECK(error_of(scenario(ring + "\"5000000s\"}", all_reduce("64"))) ==
+        "topology.latency: expected a duration from 0 to 1 hour (3600 s), got \"5000000s\"");
+  CHECK(error_of(scenario(ring + "\"1h\"}", all_reduce("64"))) ==
+        "topology.latency: expected a duration like \"5us\", \"1.5ms\" or \"100ns\", got \"1h\"");
+}
+
+TEST_CASE("a simulated time past the clock's range is refused, never wrapped") {
+  // Each value is within its bound; their sum over 600 collectives in a row is not.
+  std::string many = all_reduce("64");
+  for (int i = 0; i < 600; ++i) many += ", " + all_reduce("64");
+  const std::string ring =
+      R"({"preset": "ring", "gpus": 4, "bandwidth": "100GB/s", "latency": "3000s"})";
+  CHECK_THAT(error_of(scenario(ring, many, R"({"alpha": "3000s"})")),
+             Catch::StartsWith("the simulated time passes 2^63 ps (about 106 days)"));
+  // One transfer of 1 PiB at 1 B/s is 35 million years.
+  CHECK_THAT(error_of(scenario(R"({"preset": "switch", "gpus": 2, "bandwidth": "1B/s"})",
+                               all_reduce("\"1024TiB\""))),
+             Catch::StartsWith("the simulated time passes 2^63 ps"));
+  for (const char* model : {"flow", "packet"})
+    CHECK_THAT(error_of(scenario(R"({"preset": "switch", "gpus": 2, "bandwidth": "1B/s"})",
+                                 all_reduce("\"1024TiB\""),
+                                 std::string(R"({"packet": "1TiB", "model": ")") + model + "\"}")),
+               Catch::StartsWith("the simulated time passes 2^63 ps"));
+  CHECK_THROWS_AS(add_time(kTimeNever - 5, 10), InputError);
+  CHECK_THROWS_AS(add_time(kTimeNever - 5, 5), InputError);  // kTimeNever is the sentinel
+  CHECK(add_time(kTimeNever - 5, 4) == kTimeNever - 1);
+  CHECK_THROWS_AS(transfer_time(std::int64_t{1} << 50, 1.0), InputError);
+  CHECK_THROWS_AS(from_seconds(1e10), InputError);
+}
+
+TEST_CASE("sizes and bandwidths whose products would overflow are refused at load") {
+  CHECK(error_of(scenario(kSwitch, all_reduce("\"8000000000000000000B\""))) ==
+        "collectives[0].bytes: expected a size of at most 1 PiB (2^50 bytes), got "
+        "\"8000000000000000000B\"");
+  CHECK(error_of(scenario(kSwitch, all_reduce("18446744073709551615"))) ==
+        "collectives[0].bytes: expected a size of at most 1 PiB (2^50 bytes), got "
+        "18446744073709551615");
+  CHECK(error_of(scenario(kSwitch, all_reduce("\"1025TiB\""))) ==
+        "collectives[0].bytes: expected a size of at most 1 PiB (2^50 bytes), got \"1025TiB\"");
+  for (const char* bw : {"1e-300B/s", "0.5B/s", "2000TB/s"})
+    CHECK(error_of(scenario(
+              std::string(R"({"preset": "switch", "gpus": 4, "bandwidth": ")") + bw + "\"}",
+              all_reduce("64"))) ==
+          std::string("topology.bandwidth: expected a bandwidth between 1 B/s and 1 PB/s (1e15 "
+                      "B/s), got \"") +
+              bw + "\"");
+  // 1 TiB on 1024 ranks is 2^50 bytes x ranks; seventeen of them pass 2^54.
+  std::string many = all_reduce("\"1TiB\"");
+  for (int i = 1; i < 17; ++i) many += ", " + all_reduce("\"1TiB\"");
+  CHECK(error_of(scenario(R"({"preset": "switch", "gpus": 1024, "bandwidth": "100GB/s"})", many)) ==
+        "collectives[16]: the scenario's data, bytes x ranks summed over its collectives, passes "
+        "2^54 bytes (16 PiB), more than collsim counts");
+  CHECK(
+      error_of(scenario(
+          kSwitch,
+          R"({"op": "all_to_all", "routing": {"tokens_per_rank": 1099511627776, "experts": 4, "bytes_per_token": "1TiB"}})")) ==
+      "collectives[0].routing: the routed data, tokens x bytes_per_token summed, passes 1 PiB "
+      "(2^50 bytes), the largest size collsim takes");
+}
+
+TEST_CASE("calibration files are held to a scenario's bounds, naming file and field") {
+  Scenario s = parse_scenario(nlohmann::json::parse(scenario(kSwitch, all_reduce("64"))), ".");
+  auto error = [&](const char* text) {
+    try {
+      apply_calibration(s, nlohmann::json::parse(text), "cal.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string bw = "expected a bandwidth between 1 B/s and 1 PB/s (1e15 B/s), got ";
+  CHECK(error(R"({"bandwidth_Bps": 0})") == "cal.json:bandwidth_Bps: " + bw + "0");
+  CHECK(error(R"({"bandwidth_Bps": -3e9})") == "cal.json:bandwidth_Bps: " + bw + "-3000000000.0");
+  CHECK(error(R"({"links": {"nvlink": {"bandwidth_Bps": 0}}})") ==
+        "cal.json:links.nvlink.bandwidth_Bps: " + bw + "0");
+  CHECK(error(R"({"alpha_s": -1e-6})") ==
+        "cal.json:alpha_s: expected a duration from 0 to 1 hour (3600 s), got -1e-06");
+  CHECK(error(R"({"alpha_s": 1e300})") ==
+        "cal.json:alpha_s: expected a duration from 0 to 1 hour (3600 s), got 1e+300");
+  CHECK(error(R"([1, 2])").starts_with("cal.json:: expected a calibration object"));
+  CHECK(error(R"({"alpha_s": 2e-6, "bandwidth_Bps": 5e10})") == "no error");
+  CHECK(s.network.alpha == from_seconds(2e-6));
+}
+
+TEST_CASE("rank counts whose schedules would not fit in memory are refused before generating") {
+  CHECK(error_of(scenario(R"({"preset": "switch", "gpus": 1048576, "bandwidth": "100GB/s"})",
+                          all_reduce("64"))) ==
+        "collectives[0]: 1048576 ranks x 1 segments x 1 channels: a schedule of up to 2.2e+12 "
+        "ops, more than the 2^28 collsim holds in memory; use fewer ranks, segments or "
+        "channels");
+  CHECK_THAT(
+      error_of(scenario(
+          R"({"preset": "multidim", "dims": [{"shape": "fully_connected", "size": 65536, "bandwidth": "1GB/s"}]})",
+          all_reduce("64"))),
+      Catch::StartsWith(
+          "topology: this preset would build 2.15e+09 links, more than the 16777216"));
+  CHECK_THAT(error_of(scenario(
+                 R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 1024, "spines": 65536})",
+                 all_reduce("64"))),
+             Catch::StartsWith("topology: this preset would build"));
+}
+
+TEST_CASE("packet counts that would not fit in memory are refused at load") {
+  CHECK(
+      error_of(scenario(kSwitch, all_reduce("\"1TiB\""), R"({"model": "packet", "packet": 1})")) ==
+      "network.packet: packets of 1 bytes make up to 8.8e+12 packets of this scenario's data, "
+      "more than the 2^28 collsim holds in memory; use larger packets or the flow model");
+  CHECK_THAT(error_of(scenario(kSwitch, all_reduce("\"4TiB\""), R"({"model": "packet"})")),
+             Catch::StartsWith("network.model: packets of 65536 bytes make up to 5.37e+08"));
+}
+
+TEST_CASE("duplicate links and switches without links are refused") {
+  const std::string nodes =
+      R"("nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}, {"name": "x", "kind": "switch"}])";
+  auto link = [](const char* src, const char* dst, bool duplex = true) {
+    return std::string(R"({"src": ")") + src + R"(", "dst": ")" + dst +
+           R"(", "bandwidth": "1GB/s", "kind": "nvlink", "duplex": )" +
+           (duplex ? "true" : "false") + "}";
+  };
+  auto topo = [&](const std::string& links) {
+    return "{" + nodes + R"(, "links": [)" + links + "]}";
+  };
+  CHECK(error_of(scenario(topo(link("a", "x") + ", " + link("b", "x") + ", " + link("x", "a")),
+                          all_reduce("64"))) ==
+        "topology.links[2]: duplicate of links[0] (x -> a)");
+  CHECK(error_of(scenario(topo(link("a", "b")), all_reduce("64"))) ==
+        "topology.nodes[2]: switch \"x\" has no links");
+  // One direction each way is two links, not a duplicate.
+  CHECK(error_of(scenario(
+            topo(link("a", "x", false) + ", " + link("x", "a", false) + ", " + link("b", "x")),
+            all_reduce("64"))) == "no error");
+  CHECK(
+      error_of(scenario(topo(link("a", "x", false) + ", " + link("a", "x") + ", " + link("b", "x")),
+                        all_reduce("64"))) == "topology.links[1]: duplicate of links[0] (a -> x)");
+}
+
+TEST_CASE("loading is linear in the number of collectives") {
+  auto load_seconds = [](int n) {
+    nlohmann::json doc = nlohmann::json::parse(scenario(kSwitch, all_reduce("64")));
+    auto& list = doc["collectives"];
+    list.clear();
+    auto name = [](int i) { return fmt::format("c{}", i); };
+    for (int i = 0; i < n; ++i) {
+      nlohmann::json c = {{"name", name(i)}, {"op", "all_reduce"}, {"bytes", 64}};
+      if (i > 0) c["after"] = {name(i - 1), name(i / 2)};
+      list.push_back(std::move(c));
+    }
+    double best = 1e9;
+    for (int trial = 0; trial < 2; ++trial) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Scenario s = parse_scenario(doc, ".");
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      REQUIRE(s.collectives.size() == static_cast<std::size_t>(n));
+      CHECK(s.collectives.back().after == std::vector<int>{n - 2, (n - 1) / 2});
+    }
+    return best;
+  };
+  // Eight times the collectives: about eight times the time when linear (a little more
+  // for caches), 64 times when quadratic (as it was: 16k took 0.7 s, 32k 2.9 s).
+  const double small = load_seconds(10000), large = load_seconds(80000);
+  INFO("10k: " << small << " s, 80k: " << large << " s");
+  CHECK(large < 24 * small);
+}
+
+// ---- The command line: exit status 2, one line, nothing written.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status;
+  std::string err;
+};
+
+fs::path fresh_dir(const std::string& tag) {
+  const fs::path d =
+      fs::temp_directory_path() / ("collsim-bad-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Outcome run_cli(const std::string& args, const fs::path& dir) {
+  const fs::path err = dir / "stderr.txt";
+  const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " >/dev/null 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
+}
+
+fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name, std::ios::binary) << text;
+  return dir / name;
+}
+
+}  // namespace
+
+TEST_CASE("cli: bad calibration files exit 2 naming file and field") {
+  const fs::path dir = fresh_dir("calibration");
+  write(dir, "zero.json", R"({"alpha_s": 1e-6, "bandwidth_Bps": 0})");
+  write(dir, "kinds.json", R"({"links": {"nvlink": {"bandwidth_Bps": -5}}})");
+  const fs::path with_cal = write(
+      dir, "scenario.json", scenario(kSwitch, all_reduce("64"), R"({"calibration": "zero.json"})"));
+  Outcome o = run_cli("run " + with_cal.string() + " --out " + (dir / "out").string(), dir);
+  CHECK(o.status == 2);
+  CHECK(o.err == "collsim: error: " + (dir / "zero.json").string() +
+                     ":bandwidth_Bps: expected a bandwidth between 1 B/s and 1 PB/s (1e15 B/s), "
+                     "got 0\n");
+  CHECK((!fs::exists(dir / "out") || fs::is_empty(dir / "out")));
+  const fs::path plain = write(dir, "plain.json", scenario(kSwitch, all_reduce("64")));
+  o = run_cli("compare " + plain.string() + " --measured none.json --calibration " +
+                  (dir / "kinds.json").string(),
+              dir);
+  CHECK(o.status == 2);
+  CHECK(o.err == "collsim: error: " + (dir / "kinds.json").string() +
+                     ":links.nvlink.bandwidth_Bps: expected a bandwidth between 1 B/s and 1 PB/s "
+                     "(1e15 B/s), got -5\n");
+}
+
+TEST_CASE("cli: --out is all-or-nothing when a destination cannot be replaced") {
+  const fs::path dir = fresh_dir("outdir");
+  const fs::path out = dir / "out";
+  fs::create_directories(out / "steps.csv");  // a folder where a file goes
+  write(out, "result.json", "old result");
+  write(out, "links.csv", "old links");
+  const fs::path file = write(dir, "s.json", scenario(kSwitch, all_reduce("64")));
+  const Outcome o = run_cli("run " + file.string() + " --out " + out.string(), dir);
+  CHECK(o.status == 2);
+  CHECK(o.err == "collsim: error: --out: cannot replace \"" + (out / "steps.csv").string() +
+                     "\": it is a folder, not a file\n");
+  // Nothing replaced, nothing left over.
+  CHECK(slurp(out / "result.json") == "old result");
+  CHECK(slurp(out / "links.csv") == "old links");
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(out)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"links.csv", "result.json", "steps.csv"});
+  // With the folder gone, every file is replaced and no staging folder stays.
+  fs::remove(out / "steps.csv");
+  CHECK(run_cli("run " + file.string() + " --out " + out.string(), dir).status == 0);
+  CHECK(slurp(out / "result.json") != "old result");
+  CHECK(fs::is_regular_file(out / "steps.csv"));
+  for (const auto& e : fs::directory_iterator(out))
+    CHECK_FALSE(e.path().filename().string().starts_with("."));
+}
+
+TEST_CASE("cli: each fuzzing reproducer exits 2 with one line") {
+  const fs::path dir = fresh_dir("repro");
+  std::string nul = scenario(kSwitch, all_reduce("64"));
+  nul += std::string(1, '\0') + "{{{";
+  const std::string cases[] = {
+      scenario(kSwitch, all_reduce(std::string(100000, '['))),
+      scenario(kSwitch, all_reduce("1e400")),
+      scenario(R"({"preset": "ring", "gpus": 4, "bandwidth": "1GB/s", "latency": "5000000s"})",
+               all_reduce("64")),
+      scenario(kSwitch, all_reduce("\"8000000000000000000B\"")),
+      scenario(R"({"preset": "switch", "gpus": 1048576, "bandwidth": "100GB/s"})",
+               all_reduce("64")),
+      nul,
+  };
+  for (const auto& text : cases) {
+    const fs::path file = write(dir, "s.json", text);
+    const Outcome o = run_cli("run " + file.string() + " --out " + (dir / "out").string(), dir);
+    INFO(o.err);
+    CHECK(o.status == 2);
+    CHECK(o.err.starts_with("collsim: error: "));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK((!fs::exists(dir / "out") || fs::is_empty(dir / "out")));
+  }
+}
