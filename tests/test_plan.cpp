@@ -128,7 +128,8 @@ TEST_CASE("each algorithm takes its own options, and so does each hierarchy leve
         "collectives[0].segmnts: unknown field; did you mean \"segments\"?");
   CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
         "levels": [{"size": 4, "segments": 2}, {"size": 2}]})") ==
-        "collectives[0].levels[0].segments: unknown field; known fields: size, algorithm");
+        "collectives[0].levels[0].segments: unknown field; known fields: size, algorithm, "
+        "channels");
   CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
         "levels": [{"size": 4}, {"size": 2, "algorithm": "naive"}]})") ==
         "collectives[0].levels[1].algorithm: the outermost level all-reduces across groups: "

@@ -22,8 +22,13 @@ struct Group {
   // collective's layout puts them (reduce-scatter, all-gather).
   int lane = 0;
   int lanes = 1;
+  // Which of the region's chunks member p's results belong to: chunk_order[p], or p
+  // when empty. A channel that visits the ranks in another order still leaves rank r
+  // with chunk r (reduce-scatter) and spreads chunk r from rank r (all-gather).
+  std::vector<int> chunk_order;
 
   int size() const { return static_cast<int>(ranks.size()); }
+  int chunk_of(int member) const { return chunk_order.empty() ? member : chunk_order[member]; }
   // Chunk i of `parts` (this group's lane of it), relative to the region's offset.
   std::int64_t chunk_begin(int parts, int i) const {
     const Partition whole{count, parts};
@@ -40,7 +45,7 @@ struct Group {
   Partition chunks(int parts) const { return {count, parts}; }
   // The same ranks on a sub-range [begin, begin + n) of this group's region.
   Group slice(std::int64_t begin, std::int64_t n) const {
-    return {ranks, buffer, offset + begin, n, channel, 0, 1};
+    return {ranks, buffer, offset + begin, n, channel, 0, 1, {}};
   }
 };
 

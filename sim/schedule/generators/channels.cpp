@@ -19,7 +19,10 @@ std::vector<Group> channel_groups(const Group& whole, const AlgorithmOptions& o,
       g.lanes = C;
     }
     g.channel = whole.channel + c * per_group;
-    if (!o.orders.empty()) g.ranks = o.orders[c % o.orders.size()];
+    if (!o.orders.empty()) {
+      g.ranks = o.orders[c % o.orders.size()];
+      if (split == ChannelSplit::Lanes) g.chunk_order = g.ranks;  // members of `whole` = chunks
+    }
     out.push_back(std::move(g));
   }
   return out;

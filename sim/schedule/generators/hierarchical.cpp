@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "schedule/generators/channels.h"
 #include "topology/topology.h"
 
 namespace collsim {
@@ -198,17 +199,32 @@ Schedule hierarchical_all_reduce(const CollectiveShape& s, const AlgorithmOption
     entries.push_back(entry_for_level(levels[l].algorithm, outermost));
     if (!entries.back())
       throw std::invalid_argument(level_problem(levels[l].algorithm, outermost, l));
-    channels = std::max(channels, entries.back()->channels);
+    channels =
+        std::max(channels, entries.back()->channels * std::max(1, levels[l].options.channels));
   }
   const Levels lv(levels);
   const int top = static_cast<int>(levels.size()) - 1;
+  // A level's groups, each split over the level's channels.
+  auto level_groups = [&](int l, const AlgorithmEntry& e) {
+    std::vector<Group> out;
+    for (const Group& g : groups_at(lv, l, s.count, s.ranks))
+      for (Group& c : channel_groups(g, levels[l].options, e.channel_split, e.channels))
+        out.push_back(std::move(c));
+    return out;
+  };
   auto b = make_builder(s, "hierarchical", {}, channels);
-  for (int l = 0; l < top; ++l)
-    entries[l]->on_groups(b, groups_at(lv, l, s.count, s.ranks), levels[l].options);
-  entries[top]->on_groups(b, groups_at(lv, top, s.count, s.ranks), levels[top].options);
-  for (int l = top - 1; l >= 0; --l)
+  // Between levels every channel waits for all: a level may use other channels than
+  // the one before it.
+  for (int l = 0; l < top; ++l) {
+    entries[l]->on_groups(b, level_groups(l, *entries[l]), levels[l].options);
+    b.join_channels();
+  }
+  entries[top]->on_groups(b, level_groups(top, *entries[top]), levels[top].options);
+  for (int l = top - 1; l >= 0; --l) {
+    b.join_channels();
     level_entry(CollectiveOp::AllGather, levels[l].algorithm)
-        ->on_groups(b, groups_at(lv, l, s.count, s.ranks), levels[l].options);
+        ->on_groups(b, level_groups(l, *entries[l]), levels[l].options);
+  }
   return b.finish();
 }
 

@@ -32,7 +32,7 @@ void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, i
       const int K = g.size();
       if (i >= K - 1) continue;
       for (int m = 0; m < K; ++m) {
-        const int c = rotate(m + shift - i, 0, K);
+        const int c = g.chunk_of(rotate(m + shift - i, 0, K));
         const std::int64_t at = g.chunk_begin(K, c);
         b.add(kind, g.at(m, at), g.at((m + 1) % K, at), g.chunk_size(K, c), g.channel);
       }
@@ -47,28 +47,28 @@ void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
   ring_pass(b, groups, OpKind::Copy, 1);
 }
 
+namespace {
+
+// A ring entry: `passes` passes of `body` over the whole group, or over each
+// channel's lane of every chunk.
+template <void (*Body)(ScheduleBuilder&, std::span<const Group>)>
+AlgorithmEntry ring_entry(CollectiveOp op, int passes) {
+  return with_channels(
+      {.op = op,
+       .algorithm = "ring",
+       .generate = [passes](const CollectiveShape& s,
+                            const AlgorithmOptions&) { return whole_ring(s, passes, Body); },
+       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
+                       const AlgorithmOptions&) { Body(b, g); },
+       .channel_split = ChannelSplit::Lanes});
+}
+
+}  // namespace
+
 void register_ring(std::vector<AlgorithmEntry>& c) {
-  c.push_back(
-      {.op = CollectiveOp::AllReduce,
-       .algorithm = "ring",
-       .generate = [](const CollectiveShape& s,
-                      const AlgorithmOptions&) { return whole_ring(s, 2, ring_all_reduce); },
-       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
-                       const AlgorithmOptions&) { ring_all_reduce(b, g); }});
-  c.push_back(
-      {.op = CollectiveOp::ReduceScatter,
-       .algorithm = "ring",
-       .generate = [](const CollectiveShape& s,
-                      const AlgorithmOptions&) { return whole_ring(s, 1, ring_reduce_scatter); },
-       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
-                       const AlgorithmOptions&) { ring_reduce_scatter(b, g); }});
-  c.push_back(
-      {.op = CollectiveOp::AllGather,
-       .algorithm = "ring",
-       .generate = [](const CollectiveShape& s,
-                      const AlgorithmOptions&) { return whole_ring(s, 1, ring_all_gather); },
-       .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
-                       const AlgorithmOptions&) { ring_all_gather(b, g); }});
+  c.push_back(ring_entry<ring_all_reduce>(CollectiveOp::AllReduce, 2));
+  c.push_back(ring_entry<ring_reduce_scatter>(CollectiveOp::ReduceScatter, 1));
+  c.push_back(ring_entry<ring_all_gather>(CollectiveOp::AllGather, 1));
 }
 
 }  // namespace collsim

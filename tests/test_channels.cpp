@@ -1,0 +1,122 @@
+// Channels: C copies of an algorithm over C parts of the data, in rail-aware orders.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "core/json_view.h"
+#include "helpers.h"
+#include "replay/verify.h"
+#include "scenario/scenario.h"
+#include "schedule/generators/channels.h"
+#include "simulate/run_scenario.h"
+
+using namespace collsim;
+using namespace collsim::test;
+
+TEST_CASE("every algorithm with channels computes its collective for many K, C and orders") {
+  std::mt19937 rng(11);
+  for (const AlgorithmEntry& e : algorithm_catalogue()) {
+    if (!e.takes("channels")) continue;
+    for (int K : {1, 2, 3, 5, 8, 13, 16}) {
+      for (int C : {2, 3, 7}) {
+        for (std::int64_t count : {std::int64_t{1}, std::int64_t{K * C - 1}, std::int64_t{1000}}) {
+          AlgorithmOptions o;
+          o.channels = C;
+          if (C == 3) {  // each channel in its own random order of the members
+            o.orders.assign(C, std::vector<int>(K));
+            for (auto& order : o.orders) {
+              std::iota(order.begin(), order.end(), 0);
+              std::shuffle(order.begin(), order.end(), rng);
+            }
+          }
+          if (e.takes("segments")) o.segments = 2;
+          const Schedule s = e.generate(shape_of(e.op, K, count), o);
+          INFO(name_of(e.op) << " " << e.algorithm << " K=" << K << " C=" << C
+                             << " count=" << count);
+          REQUIRE(check_schedule(s) == "");
+          CHECK(verify_exact(s, 5).ok());
+          if (K <= 8 && count <= 64) CHECK(verify_symbolic(s).ok());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("rail orders: a permutation per channel, every hop between hosts on one rail") {
+  for (int hosts : {2, 3, 4, 5}) {
+    for (int g : {1, 2, 4, 8}) {
+      std::vector<int> host_of, rail_of;
+      for (int h = 0; h < hosts; ++h)
+        for (int r = 0; r < g; ++r) {
+          host_of.push_back(h);
+          rail_of.push_back(r);
+        }
+      const auto orders = rail_orders(host_of, rail_of, 2 * g);
+      REQUIRE(orders.size() == static_cast<std::size_t>(2 * g));
+      std::set<int> first_rails;
+      for (const auto& order : orders) {
+        INFO(hosts << " hosts x " << g << " GPUs");
+        CHECK(std::set<int>(order.begin(), order.end()).size() == host_of.size());
+        int cross_rail = 0;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          const int a = order[i], b = order[(i + 1) % order.size()];
+          if (host_of[a] != host_of[b] && rail_of[a] != rail_of[b]) ++cross_rail;
+        }
+        // Only the hop back to the first host, and only with an odd number of hosts.
+        CHECK(cross_rail == (hosts % 2 == 1 && g > 1 ? 1 : 0));
+        first_rails.insert(rail_of[order[0]]);
+      }
+      CHECK(first_rails.size() == static_cast<std::size_t>(g));  // every rail starts a channel
+    }
+  }
+}
+
+TEST_CASE(
+    "ring channels on a rail-optimized cluster use every NIC: 2(K-1)(alpha + N/(C K beta_nic))") {
+  for (int nodes : {2, 4}) {
+    for (int C : {8, 16}) {
+      const std::string text = R"({"topology": {"preset": "cluster", "nodes": )" +
+                               std::to_string(nodes) + R"(, "gpus_per_node": 8},
+        "network": {"model": "flow", "alpha": "5us"},
+        "collectives": [{"op": "all_reduce", "algorithm": "ring", "bytes": "1GiB", "channels": )" +
+                               std::to_string(C) + "}]}";
+      const auto r = run_scenario(
+          parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios"));
+      const int K = 8 * nodes;
+      // At most 8 rails: more channels than rails share the NICs.
+      const double per_step = 5e-6 + double(std::int64_t{1} << 30) / (std::min(C, 8) * K) / 50e9;
+      INFO(nodes << " nodes, " << C << " channels");
+      CHECK(r.outcomes[0].time_s == Approx(2 * (K - 1) * per_step).epsilon(1e-6));
+      if (nodes == 2) CHECK(r.outcomes[0].busbw_Bps > 0.95 * 400e9);  // NIC-bound: 8 x 50 GB/s
+    }
+  }
+}
+
+TEST_CASE("channels auto: one per rail across nodes, one inside a node") {
+  const auto plan_of = [](const std::string& topology) {
+    return make_plan(
+        parse_scenario(parse_json_text(R"({"topology": )" + topology + R"(, "collectives": [
+          {"op": "all_reduce", "algorithm": "ring", "bytes": "1MiB", "channels": "auto"}]})",
+                                       "test.json"),
+                       COLLSIM_SOURCE_DIR "/scenarios"));
+  };
+  CHECK(plan_of("\"cluster-8x8\"").collectives[0].spec.options.channels == 8);
+  CHECK(plan_of("\"dgx-h100\"").collectives[0].spec.options.channels == 1);
+}
+
+TEST_CASE("hierarchy levels take channels too, and stay correct") {
+  for (const char* top : {"ring", "double_binary_tree", "halving_doubling"}) {
+    AlgorithmOptions o;
+    o.levels = {{4, "ring", {}}, {3, top, {}}};
+    o.levels[0].options.channels = 2;
+    o.levels[1].options.channels = 3;
+    const Schedule s = find_algorithm(CollectiveOp::AllReduce, "hierarchical")
+                           ->generate(shape_of(CollectiveOp::AllReduce, 12, 1001), o);
+    INFO(top);
+    REQUIRE(check_schedule(s) == "");
+    CHECK(verify_exact(s, 3).ok());
+    CHECK(verify_symbolic(s).ok());
+  }
+}
