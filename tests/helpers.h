@@ -1,10 +1,17 @@
 #pragma once
 // Small conveniences shared by the tests.
+#include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 #include <vector>
 
+#include "core/error.h"
+#include "core/json_view.h"
 #include "network/network_model.h"
+#include "scenario/scenario.h"
 #include "schedule/algorithms.h"
+#include "simulate/run_scenario.h"
 #include "simulate/simulator.h"
 #include "topology/presets.h"
 
@@ -45,6 +52,25 @@ inline double simulated_seconds(const Schedule& s, const Topology& topology, dou
                                 const std::string& model = "ideal") {
   const auto r = simulate(s, topology, alpha_s, model);
   return to_seconds(r.tasks[0].end - r.tasks[0].start);
+}
+
+// A whole file, as bytes.
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The InputError message from loading (and running) a scenario given as text.
+inline std::string error_of(const std::string& text) {
+  try {
+    const Scenario s = parse_scenario(parse_json_text(text, "scenario.json"), ".");
+    run_scenario(s);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace collsim::test

@@ -10,23 +10,16 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "core/time.h"
+#include "helpers.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 
 using namespace collsim;
+using collsim::test::error_of;
+
+using collsim::test::slurp;
 
 namespace {
-
-std::string error_of(const std::string& text) {
-  try {
-    const auto doc = parse_json_text(text, "scenario.json");
-    const Scenario s = parse_scenario(doc, ".");
-    run_scenario(s);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 const std::string kSwitch = R"({"preset": "switch", "gpus": 4, "bandwidth": "100GB/s"})";
 
@@ -270,13 +263,6 @@ fs::path fresh_dir(const std::string& tag) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 Outcome run_cli(const std::string& args, const fs::path& dir) {

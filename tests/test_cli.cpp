@@ -11,7 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "helpers.h"
+
 namespace fs = std::filesystem;
+
+using collsim::test::slurp;
 
 namespace {
 
@@ -20,13 +24,6 @@ struct Outcome {
   std::string out;  // stdout
   std::string err;  // stderr
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 fs::path temp_dir(const std::string& tag) {
   const fs::path d =

@@ -19,7 +19,7 @@ Scenario scenario_of(const std::string& text) {
   return parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios");
 }
 
-std::string error_of(
+std::string plan_error_of(
     const std::string& collective,
     const std::string& topology = R"({"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"})") {
   try {
@@ -121,26 +121,27 @@ TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost
 }
 
 TEST_CASE("each algorithm takes its own options, and so does each hierarchy level") {
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "segments": 4})") ==
+  CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "segments": 4})") ==
         "collectives[0].segments: the ring algorithm takes no \"segments\"; binomial_tree, "
         "double_binary_tree, hierarchical do");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "auto", "bytes": 64, "segmnts": 4})") ==
+  CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "auto", "bytes": 64, "segmnts": 4})") ==
         "collectives[0].segmnts: unknown field; did you mean \"segments\"?");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
+  CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
         "levels": [{"size": 4, "segments": 2}, {"size": 2}]})") ==
         "collectives[0].levels[0].segments: unknown field; known fields: size, algorithm, "
         "channels");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
+  CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
         "levels": [{"size": 4}, {"size": 2, "algorithm": "naive"}]})") ==
         "collectives[0].levels[1].algorithm: the outermost level all-reduces across groups: "
         "\"naive\" cannot; one of ring, binomial_tree, double_binary_tree, halving_doubling can");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
+  CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,
         "levels": [{"size": 4}, {"size": 2, "algorithm": "binomial_tree", "segments": 0}]})") ==
         "collectives[0].levels[1].segments: expected an integer in 1..1048576, got 0");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "segments": 4,
+  CHECK(
+      plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "segments": 4,
         "levels": [{"size": 4}, {"size": 2}]})") ==
-        "collectives[0].segments: segments apply to the outermost level, whose algorithm "
-        "\"ring\" is not pipelined");
+      "collectives[0].segments: segments apply to the outermost level, whose algorithm "
+      "\"ring\" is not pipelined");
   // A level takes its algorithm's options; the collective's segments go to the outermost.
   const Plan plan =
       make_plan(scenario_of(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"},
@@ -164,7 +165,8 @@ TEST_CASE("auto skips what cannot apply and says why when nothing can") {
       R"({"topology": )" + uneven +
       R"(, "collectives": [{"op": "all_reduce", "algorithm": "auto", "bytes": 1200}]})"));
   CHECK(plan.collectives[0].spec.algorithm != "hierarchical");
-  CHECK(error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 1200})", uneven) ==
+  CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 1200})",
+                      uneven) ==
         "collectives[0]: hierarchical needs the same number of ranks on every host (found 2 and "
         "1); or give \"levels\"");
 }

@@ -17,8 +17,12 @@
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 
+#include "helpers.h"
+
 namespace fs = std::filesystem;
 using namespace collsim;
+
+using collsim::test::slurp;
 
 namespace {
 
@@ -47,14 +51,7 @@ std::vector<int> peaks_from_record(const Scenario& s, const ScenarioResult& r) {
   return out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int run_command(const std::string& cmd) {
+int exit_status_of(const std::string& cmd) {
   FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
   std::array<char, 4096> buf;
   std::string out;
@@ -198,8 +195,8 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
       {"collectives",
        {{{"name", "ar \"1\"\n"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", "1MiB"}}}}};
   std::ofstream(dir / "odd.json") << scenario.dump(2);
-  REQUIRE(run_command(std::string(COLLSIM_EXE) + " run " + (dir / "odd.json").string() + " --out " +
-                      (dir / "out").string()) == 0);
+  REQUIRE(exit_status_of(std::string(COLLSIM_EXE) + " run " + (dir / "odd.json").string() +
+                         " --out " + (dir / "out").string()) == 0);
   const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
   std::vector<std::string> seen;
   bool collective = false, link = false;
@@ -235,8 +232,8 @@ TEST_CASE("chrome trace: binned transfers spanning many bins keep bytes and busy
       {"collectives", collectives}};
   std::ofstream(dir / "bins.json") << scenario.dump();
   // 16 x 112 transfers, room for 1600: 100 bins per track, each transfer spans about 7.
-  REQUIRE(run_command(std::string(COLLSIM_EXE) + " run " + (dir / "bins.json").string() +
-                      " --trace-transfers 1600 --out " + (dir / "out").string()) == 0);
+  REQUIRE(exit_status_of(std::string(COLLSIM_EXE) + " run " + (dir / "bins.json").string() +
+                         " --trace-transfers 1600 --out " + (dir / "out").string()) == 0);
   const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
   double sent = 0, received = 0;
   int slices = 0;

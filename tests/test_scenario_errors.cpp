@@ -4,24 +4,14 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "helpers.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 
 using namespace collsim;
+using collsim::test::error_of;
 
 namespace {
-
-// The InputError message from loading (and running) a scenario given as text.
-std::string error_of(const std::string& text) {
-  try {
-    const auto doc = parse_json_text(text, "scenario.json");
-    const Scenario s = parse_scenario(doc, ".");
-    run_scenario(s);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 std::string with_collective(const std::string& collective) {
   return R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s"}, "collectives": [)" +

@@ -78,26 +78,21 @@ void AlgorithmEntry::fill_defaults(AlgorithmOptions& o, const OptionContext& ctx
 
 namespace {
 
+// `name`: a count in 1..most, or "auto" (the planner decides).
+void parse_count_or_auto(const JsonView& object, std::string_view name, int most, int& count,
+                         bool& is_auto) {
+  auto v = object.find(name);
+  if (!v) return;
+  is_auto = v->is_string() && v->as_string() == "auto";
+  if (!is_auto) count = static_cast<int>(v->as_int(1, most));
+}
+
 void parse_segments(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
-  auto s = object.find("segments");
-  if (!s) return;
-  if (s->is_string() && s->as_string() == "auto") {
-    o.auto_segments = true;
-    return;
-  }
-  o.segments = static_cast<int>(s->as_int(1, 1 << 20));
-  o.auto_segments = false;
+  parse_count_or_auto(object, "segments", 1 << 20, o.segments, o.auto_segments);
 }
 
 void parse_channels(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
-  auto c = object.find("channels");
-  if (!c) return;
-  if (c->is_string() && c->as_string() == "auto") {
-    o.auto_channels = true;
-    return;
-  }
-  o.channels = static_cast<int>(c->as_int(1, kMaxChannels));
-  o.auto_channels = false;
+  parse_count_or_auto(object, "channels", kMaxChannels, o.channels, o.auto_channels);
 }
 
 }  // namespace
