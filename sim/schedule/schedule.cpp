@@ -131,14 +131,13 @@ std::string check_schedule(const Schedule& s) {
 namespace collsim {
 namespace {
 
-// FNV-1a, 64-bit, fed field by field (never raw structs: padding bytes are not data).
-class Fnv1a {
+// A word-at-a-time multiply-xorshift hash, fed field by field (never raw structs:
+// padding bytes are not data). Not cryptographic: it tells schedules apart.
+class WordHash {
  public:
   void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h_ ^= (v >> (8 * i)) & 0xff;
-      h_ *= 0x100000001b3ULL;
-    }
+    h_ = (h_ ^ v) * 0x9e3779b97f4a7c15ULL;
+    h_ ^= h_ >> 29;
   }
   std::uint64_t value() const { return h_; }
 
@@ -149,7 +148,7 @@ class Fnv1a {
 }  // namespace
 
 std::uint64_t schedule_digest(const Schedule& s) {
-  Fnv1a h;
+  WordHash h;
   h.add(static_cast<std::uint64_t>(s.shape.op));
   h.add(static_cast<std::uint64_t>(s.shape.reduce_op));
   h.add(static_cast<std::uint64_t>(s.shape.dtype));
