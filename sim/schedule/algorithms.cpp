@@ -66,6 +66,14 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
   return out;
 }
 
+AlgorithmOptions AlgorithmOptions::for_other_ranks() const {
+  AlgorithmOptions out = *this;
+  out.levels.clear();
+  out.orders.clear();
+  out.servers.clear();
+  return out;
+}
+
 void AlgorithmEntry::parse(const JsonView& object, AlgorithmOptions& o,
                            const OptionContext& ctx) const {
   for (const auto& d : options) d.parse(object, o, ctx);

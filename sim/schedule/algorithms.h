@@ -36,6 +36,11 @@ struct AlgorithmOptions {
   // Hierarchical: nested groups, innermost first (e.g. 8 GPUs per node, then 4 nodes);
   // empty until the planner derives them from the topology's hosts.
   std::vector<LevelSpec> levels;
+
+  // These options for another set of ranks: what names members or was derived for
+  // these ranks (levels, channel orders, servers) is dropped, for the planner to
+  // derive again; counts stay.
+  AlgorithmOptions for_other_ranks() const;
 };
 
 // One level of a hierarchical algorithm: groups of `size` members running

@@ -98,7 +98,7 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         // The options this algorithm takes, as the scenario gave them; the planner
         // derives the rest (hierarchical levels from the hosts of these ranks).
         c.options = find_algorithm(base.shape.op, a)->own(base.options);
-        if (!req.rank_counts.empty()) c.options.levels.clear();
+        if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
         one.collectives = {c};
         const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
         const auto& o = r.outcomes[0];
