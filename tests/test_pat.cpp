@@ -87,11 +87,13 @@ TEST_CASE("pat: every rank sends (K-1)/K N in all, within one element per step")
   }
 }
 
-TEST_CASE("pat on a switch, K a power of two: ceil(log2 K) alpha + (K-1)/K N/beta exactly") {
+// Exact for any K when K divides N: rank 0's chain sends and receives one whole range
+// of min(2^d, K - 2^d) chunks every step (wrapped ranges elsewhere are no larger).
+TEST_CASE("pat on a switch: ceil(log2 K) alpha + (K-1)/K N/beta exactly, K = 1..64") {
   constexpr double kAlpha = 5e-6, kBeta = 450e9;
   constexpr double kPicosecond = 0.5e-12 + 1e-18;  // each transfer rounds to the picosecond
   for (CollectiveOp op : kOps) {
-    for (int K : {1, 2, 4, 8, 16, 32, 64}) {
+    for (int K = 1; K <= 64; ++K) {
       const std::int64_t count = std::int64_t{K} * 4096;
       const double N = static_cast<double>(count) * 4;  // F32
       const int steps = ceil_log2(K);
