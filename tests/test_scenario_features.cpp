@@ -151,7 +151,7 @@ TEST_CASE("scenario errors for the algorithm options") {
       error_of(
           R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64, "levels": [{"size": 3, "algorithm": "binomial_tree"}, {"size": 2}]})") ==
       "collectives[0].levels[0].algorithm: inner levels reduce-scatter and all-gather within "
-      "groups; level 0 asks for \"binomial_tree\", which cannot; one of ring can");
+      "groups; level 0 asks for \"binomial_tree\", which cannot; one of ring, pat can");
   CHECK(
       error_of(
           R"({"op": "all_reduce", "algorithm": "binomial_tree", "bytes": 64, "segments": "many"})") ==

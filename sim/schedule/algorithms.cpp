@@ -10,6 +10,7 @@
 #include "schedule/generators/direct.h"
 #include "schedule/generators/halving_doubling.h"
 #include "schedule/generators/hierarchical.h"
+#include "schedule/generators/pat.h"
 #include "schedule/generators/ring.h"
 #include "schedule/generators/star.h"
 #include "schedule/generators/tree.h"
@@ -23,6 +24,7 @@ const std::vector<AlgorithmEntry>& algorithm_catalogue() {
     register_ring(c);
     register_trees(c);
     register_halving_doubling(c);
+    register_pat(c);
     register_star(c);
     register_direct(c);
     register_barrier(c);
