@@ -2,22 +2,28 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace collsim {
 namespace {
 
 enum EventTag : std::uint32_t { kTaskStart, kNetworkWakeup, kLocalOpDone };
 
-// A transfer id carries its task in the high bits, so no lookup is needed.
+// A transfer id carries its task in the high bits, so no lookup is needed; between
+// them and the op, a switch op's leg (which rank's link it crosses).
 constexpr int kOpBits = 40;
-TransferId transfer_id(std::size_t task, OpId op) {
-  return (static_cast<TransferId>(task) << kOpBits) | op;
+constexpr int kMaxLegs = 1 << (kOpBits - 32);
+TransferId transfer_id(std::size_t task, OpId op, int leg = 0) {
+  return (static_cast<TransferId>(task) << kOpBits) | (static_cast<TransferId>(leg) << 32) | op;
 }
 std::size_t task_of(TransferId id) {
   return static_cast<std::size_t>(id >> kOpBits);
 }
 OpId op_of(TransferId id) {
-  return static_cast<OpId>(id & ((TransferId{1} << kOpBits) - 1));
+  return static_cast<OpId>(id & 0xffffffffu);
+}
+int leg_of(TransferId id) {
+  return static_cast<int>((id >> 32) & (kMaxLegs - 1));
 }
 
 }  // namespace
@@ -28,6 +34,10 @@ struct Simulator::TaskState {
   std::size_t ops_left = 0;
   std::size_t prerequisites_left = 0;
   std::vector<std::size_t> dependents;  // tasks waiting on this one
+  // Switch ops (NVLS): per rank, the route up to the task's SHARP switch and back down;
+  // per op, legs still in flight.
+  std::vector<PathId> up, down;
+  std::vector<std::uint16_t> legs_left;
 
   explicit TaskState(const Schedule& s) : graph(s) {}
 };
@@ -43,7 +53,18 @@ void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
 }
 
 void Simulator::transfer_finished(TransferId id) {
-  finish_op(task_of(id), op_of(id));
+  const std::size_t task = task_of(id);
+  const OpId op = op_of(id);
+  const Op& o = (*tasks_)[task].schedule->ops[op];
+  if (o.is_switch()) {
+    // The reduce's legs carry each rank's range up; the multicast's carry the result down.
+    const int leg = leg_of(id);
+    const NodeId gpu = (*tasks_)[task].rank_gpu[leg];
+    if (o.kind == OpKind::Multicast)
+      result_.node_received[gpu] += (*tasks_)[task].schedule->bytes(o);
+    if (--state_[task].legs_left[op] > 0) return;
+  }
+  finish_op(task, op);
 }
 
 void Simulator::prepare_task(std::size_t index) {
@@ -71,16 +92,33 @@ void Simulator::prepare_task(std::size_t index) {
     }
     return p;
   };
+  bool any_switch = false;
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
-    if (op.is_local()) continue;
+    any_switch = any_switch || op.is_switch();
+    if (op.is_local() || op.is_switch()) continue;  // switch ops: routes per rank below
     path[id] = lookup(op);
     if (path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
   }
   if (!missing.empty()) {
     router_.prepare(missing);
     for (OpId id = 0; id < s.size(); ++id)
-      if (!s.ops[id].is_local() && path[id] < 0) path[id] = lookup(s.ops[id]);
+      if (!s.ops[id].is_local() && !s.ops[id].is_switch() && path[id] < 0)
+        path[id] = lookup(s.ops[id]);
+  }
+  if (any_switch) {
+    const auto sw = sharp_switch_of(topology_, task.rank_gpu);
+    if (!sw)
+      throw std::invalid_argument("task \"" + task.name +
+                                  "\": switch ops need every GPU on one \"sharp\" NVSwitch");
+    if (s.shape.ranks > kMaxLegs)
+      throw std::invalid_argument("task \"" + task.name + "\": switch ops span at most " +
+                                  std::to_string(kMaxLegs) + " ranks");
+    for (NodeId g : task.rank_gpu) {
+      st.up.push_back(router_.route(g, *sw));
+      st.down.push_back(router_.route(*sw, g));
+    }
+    st.legs_left.assign(s.size(), 0);
   }
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
@@ -170,6 +208,19 @@ void Simulator::start_op(std::size_t task, OpId id) {
     return;
   }
   const std::int64_t bytes = t.schedule->bytes(op);
+  if (op.is_switch()) {
+    // One transfer per rank's link: the switch fans in (reduce) or out (multicast).
+    TaskState& st = state_[task];
+    const int K = t.schedule->shape.ranks;
+    st.legs_left[id] = static_cast<std::uint16_t>(K);
+    for (int r = 0; r < K; ++r) {
+      if (op.kind == OpKind::SwitchReduce) result_.node_sent[t.rank_gpu[r]] += bytes;
+      ++result_.transfers;
+      const PathId p = op.kind == OpKind::SwitchReduce ? st.up[r] : st.down[r];
+      model_.start_transfer(*this, transfer_id(task, id, r), p, bytes);
+    }
+    return;
+  }
   result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
   ++result_.transfers;
   model_.start_transfer(*this, transfer_id(task, id), result_.tasks[task].paths[id], bytes);
@@ -179,7 +230,8 @@ void Simulator::finish_op(std::size_t task, OpId id) {
   const CollectiveTask& t = (*tasks_)[task];
   const Op& op = t.schedule->ops[id];
   if (options_.record_ops) result_.tasks[task].ops[id].end = engine_.now();
-  if (!op.is_local()) result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
+  if (!op.is_local() && !op.is_switch())
+    result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
   TaskState& st = state_[task];
   for (OpId next : st.graph.successors(id))
     if (--st.waiting[next] == 0) start_op(task, next);
