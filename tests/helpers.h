@@ -1,5 +1,10 @@
 #pragma once
 // Small conveniences shared by the tests.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -60,6 +65,34 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A fresh, empty folder under the system's temporary folder, one per test process.
+inline std::filesystem::path temp_dir(const std::string& tag) {
+  const auto d = std::filesystem::temp_directory_path() /
+                 ("collsim-test-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// The collsim command as a user runs it: exit status, stdout and stderr.
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+inline Outcome run_collsim(const std::string& args) {
+  const auto err_file = temp_dir("stderr") / "err.txt";
+  const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " 2>" + err_file.string();
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, "", "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, slurp(err_file)};
 }
 
 // The InputError message from loading (and running) a scenario given as text.

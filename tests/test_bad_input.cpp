@@ -17,7 +17,10 @@
 using namespace collsim;
 using collsim::test::error_of;
 
+using collsim::test::Outcome;
+using collsim::test::run_collsim;
 using collsim::test::slurp;
+using collsim::test::temp_dir;
 
 namespace {
 
@@ -252,26 +255,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int status;
-  std::string err;
-};
-
-fs::path fresh_dir(const std::string& tag) {
-  const fs::path d =
-      fs::temp_directory_path() / ("collsim-bad-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-Outcome run_cli(const std::string& args, const fs::path& dir) {
-  const fs::path err = dir / "stderr.txt";
-  const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " >/dev/null 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
-}
-
 fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
   std::ofstream(dir / name, std::ios::binary) << text;
   return dir / name;
@@ -280,21 +263,20 @@ fs::path write(const fs::path& dir, const std::string& name, const std::string& 
 }  // namespace
 
 TEST_CASE("cli: bad calibration files exit 2 naming file and field") {
-  const fs::path dir = fresh_dir("calibration");
+  const fs::path dir = temp_dir("calibration");
   write(dir, "zero.json", R"({"alpha_s": 1e-6, "bandwidth_Bps": 0})");
   write(dir, "kinds.json", R"({"links": {"nvlink": {"bandwidth_Bps": -5}}})");
   const fs::path with_cal = write(
       dir, "scenario.json", scenario(kSwitch, all_reduce("64"), R"({"calibration": "zero.json"})"));
-  Outcome o = run_cli("run " + with_cal.string() + " --out " + (dir / "out").string(), dir);
+  Outcome o = run_collsim("run " + with_cal.string() + " --out " + (dir / "out").string());
   CHECK(o.status == 2);
   CHECK(o.err == "collsim: error: " + (dir / "zero.json").string() +
                      ":bandwidth_Bps: expected a bandwidth between 1 B/s and 1 PB/s (1e15 B/s), "
                      "got 0\n");
   CHECK((!fs::exists(dir / "out") || fs::is_empty(dir / "out")));
   const fs::path plain = write(dir, "plain.json", scenario(kSwitch, all_reduce("64")));
-  o = run_cli("compare " + plain.string() + " --measured none.json --calibration " +
-                  (dir / "kinds.json").string(),
-              dir);
+  o = run_collsim("compare " + plain.string() + " --measured none.json --calibration " +
+                  (dir / "kinds.json").string());
   CHECK(o.status == 2);
   CHECK(o.err == "collsim: error: " + (dir / "kinds.json").string() +
                      ":links.nvlink.bandwidth_Bps: expected a bandwidth between 1 B/s and 1 PB/s "
@@ -302,13 +284,13 @@ TEST_CASE("cli: bad calibration files exit 2 naming file and field") {
 }
 
 TEST_CASE("cli: --out is all-or-nothing when a destination cannot be replaced") {
-  const fs::path dir = fresh_dir("outdir");
+  const fs::path dir = temp_dir("outdir");
   const fs::path out = dir / "out";
   fs::create_directories(out / "steps.csv");  // a folder where a file goes
   write(out, "result.json", "old result");
   write(out, "links.csv", "old links");
   const fs::path file = write(dir, "s.json", scenario(kSwitch, all_reduce("64")));
-  const Outcome o = run_cli("run " + file.string() + " --out " + out.string(), dir);
+  const Outcome o = run_collsim("run " + file.string() + " --out " + out.string());
   CHECK(o.status == 2);
   CHECK(o.err == "collsim: error: --out: cannot replace \"" + (out / "steps.csv").string() +
                      "\": it is a folder, not a file\n");
@@ -321,7 +303,7 @@ TEST_CASE("cli: --out is all-or-nothing when a destination cannot be replaced") 
   CHECK(left == std::vector<std::string>{"links.csv", "result.json", "steps.csv"});
   // With the folder gone, every file is replaced and no staging folder stays.
   fs::remove(out / "steps.csv");
-  CHECK(run_cli("run " + file.string() + " --out " + out.string(), dir).status == 0);
+  CHECK(run_collsim("run " + file.string() + " --out " + out.string()).status == 0);
   CHECK(slurp(out / "result.json") != "old result");
   CHECK(fs::is_regular_file(out / "steps.csv"));
   for (const auto& e : fs::directory_iterator(out))
@@ -329,7 +311,7 @@ TEST_CASE("cli: --out is all-or-nothing when a destination cannot be replaced") 
 }
 
 TEST_CASE("cli: each fuzzing reproducer exits 2 with one line") {
-  const fs::path dir = fresh_dir("repro");
+  const fs::path dir = temp_dir("repro");
   std::string nul = scenario(kSwitch, all_reduce("64"));
   nul += std::string(1, '\0') + "{{{";
   const std::string cases[] = {
@@ -344,7 +326,7 @@ TEST_CASE("cli: each fuzzing reproducer exits 2 with one line") {
   };
   for (const auto& text : cases) {
     const fs::path file = write(dir, "s.json", text);
-    const Outcome o = run_cli("run " + file.string() + " --out " + (dir / "out").string(), dir);
+    const Outcome o = run_collsim("run " + file.string() + " --out " + (dir / "out").string());
     INFO(o.err);
     CHECK(o.status == 2);
     CHECK(o.err.starts_with("collsim: error: "));

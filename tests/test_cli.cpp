@@ -15,35 +15,12 @@
 
 namespace fs = std::filesystem;
 
+using collsim::test::Outcome;
+using collsim::test::run_collsim;
 using collsim::test::slurp;
+using collsim::test::temp_dir;
 
 namespace {
-
-struct Outcome {
-  int status;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-fs::path temp_dir(const std::string& tag) {
-  const fs::path d =
-      fs::temp_directory_path() / ("collsim-test-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-Outcome run_collsim(const std::string& args) {
-  const fs::path err_file = temp_dir("stderr") / "err.txt";
-  const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " 2>" + err_file.string();
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, slurp(err_file)};
-}
 
 const std::string kScenario =
     std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
