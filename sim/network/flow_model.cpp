@@ -17,7 +17,7 @@ bool later_due(const auto& a, const auto& b) {
 }  // namespace
 
 FlowModel::FlowModel(const NetworkParams& params, const Topology& topology, Router& router)
-    : alpha_(params.alpha), topology_(topology), router_(router) {
+    : alpha_(params.alpha), router_(router) {
   for (const Link& l : topology.links()) capacity_.push_back(l.bandwidth);
   on_link_.resize(capacity_.size());
   link_seen_.assign(capacity_.size(), 0);

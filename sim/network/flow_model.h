@@ -49,7 +49,6 @@ class FlowModel final : public NetworkModel {
   void arm_completion_timer(NetworkHost& host);
 
   Time alpha_;
-  const Topology& topology_;
   Router& router_;
   std::vector<double> capacity_;
   std::vector<Flow> flows_;

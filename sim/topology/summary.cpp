@@ -3,10 +3,14 @@
 #include <boost/graph/adjacency_list.hpp>
 // Boost's Graphviz writer trips GCC 12's -Wmaybe-uninitialized on its own edge
 // iterators (a false positive); silence it for that header only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/graphviz.hpp>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #include <fmt/format.h>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <map>

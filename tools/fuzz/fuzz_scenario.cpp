@@ -30,13 +30,24 @@ constexpr int kMaxSegments = 64;
 constexpr std::int64_t kMaxAutoSegmentElements = 256;  // "segments": "auto" tries up to count
 constexpr double kMaxPackets = 1 << 16;                // packet model: packets over all transfers
 
+constexpr int kMaxChannels = 8;
+
+// Segments and channels anywhere in the options (hierarchy levels too), and "auto"
+// ones only on small buffers: the tuner simulates every candidate.
+bool small_options(const AlgorithmOptions& o, std::int64_t count) {
+  if (o.segments > kMaxSegments || o.channels > kMaxChannels) return false;
+  if ((o.auto_segments || o.auto_channels) && count > kMaxAutoSegmentElements) return false;
+  for (const auto& level : o.levels)
+    if (!small_options(level.options, count)) return false;
+  return true;
+}
+
 bool small_enough(const Scenario& s) {
   if (s.topology.num_ranks() > kMaxRanks || s.topology.links().size() > kMaxLinks) return false;
   if (s.collectives.size() > kMaxCollectives) return false;
   double packets = 0;
   for (const auto& c : s.collectives) {
-    if (c.options.segments > kMaxSegments) return false;
-    if (c.auto_segments && c.shape.count > kMaxAutoSegmentElements) return false;
+    if (!small_options(c.options, c.shape.count)) return false;
     // A rank sends at most about twice the collective's bytes (all-reduce).
     packets += 2.0 * static_cast<double>(c.bytes) * static_cast<double>(c.ranks.size()) /
                static_cast<double>(s.network.packet_bytes);
