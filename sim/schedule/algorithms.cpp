@@ -64,6 +64,7 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
     out.orders = o.orders;
   }
   if (takes("servers")) out.servers = o.servers;
+  if (takes("hosts")) out.hosts = o.hosts;
   if (takes("levels")) out.levels = o.levels;
   return out;
 }
@@ -73,6 +74,7 @@ AlgorithmOptions AlgorithmOptions::for_other_ranks() const {
   out.levels.clear();
   out.orders.clear();
   out.servers.clear();
+  out.hosts.clear();
   return out;
 }
 

@@ -33,6 +33,9 @@ struct AlgorithmOptions {
   bool auto_channels = false;            // "channels": "auto": the planner's rule
   std::vector<std::vector<int>> orders;  // member order per channel; empty: 0..K-1 for all
   std::vector<int> servers;              // parameter server: the server ranks (default: the root)
+  // NCCL's tree: the host of each member (chains inside hosts, a tree across them);
+  // empty: one host.
+  std::vector<int> hosts;
   // Hierarchical: nested groups, innermost first (e.g. 8 GPUs per node, then 4 nodes);
   // empty until the planner derives them from the topology's hosts.
   std::vector<LevelSpec> levels;

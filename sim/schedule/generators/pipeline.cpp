@@ -72,30 +72,48 @@ void build_in_order(std::vector<TreeNode>& nodes, int lo, int hi, int parent, in
 
 }  // namespace
 
-std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift) {
-  std::vector<TreeNode> nodes(size);
-  build_in_order(nodes, 0, size, -1, 0, false);
-  int max_depth = 0;
-  for (const auto& n : nodes) max_depth = std::max(max_depth, n.depth);
-  auto member = [&](int position) { return (position + shift) % size; };
+std::vector<Phase> tree_all_reduce_phases(const TreeShape& t) {
+  const int size = static_cast<int>(t.parent.size());
+  std::vector<int> depth(size, -1);
+  // Depth by walking up; a member's parent is resolved before it is used.
+  for (int m = 0; m < size; ++m) {
+    int d = 0;
+    for (int p = t.parent[m]; p >= 0; p = t.parent[p]) ++d;
+    depth[m] = d;
+  }
+  const int max_depth = size ? *std::max_element(depth.begin(), depth.end()) : 0;
+  const int max_slot = size ? *std::max_element(t.slot.begin(), t.slot.end()) : 0;
   std::vector<Phase> phases;
-  for (int depth = max_depth; depth >= 1; --depth) {
-    for (bool left : {true, false}) {
+  for (int d = max_depth; d >= 1; --d)
+    for (int s = 0; s <= max_slot; ++s) {
       Phase phase;
-      for (int p = 0; p < size; ++p)
-        if (nodes[p].depth == depth && nodes[p].left == left)
-          phase.push_back({member(p), member(nodes[p].parent), OpKind::Reduce});
+      for (int m = 0; m < size; ++m)
+        if (depth[m] == d && t.slot[m] == s) phase.push_back({m, t.parent[m], OpKind::Reduce});
       if (!phase.empty()) phases.push_back(std::move(phase));
     }
-  }
-  for (int depth = 1; depth <= max_depth; ++depth) {
+  for (int d = 1; d <= max_depth; ++d) {
     Phase phase;
-    for (int p = 0; p < size; ++p)
-      if (nodes[p].depth == depth)
-        phase.push_back({member(nodes[p].parent), member(p), OpKind::Copy});
+    for (int m = 0; m < size; ++m)
+      if (depth[m] == d) phase.push_back({t.parent[m], m, OpKind::Copy});
     phases.push_back(std::move(phase));
   }
   return phases;
+}
+
+TreeShape in_order_binary_tree(int size, int shift) {
+  std::vector<TreeNode> nodes(size);
+  build_in_order(nodes, 0, size, -1, 0, false);
+  auto member = [&](int position) { return (position + shift) % size; };
+  TreeShape t{std::vector<int>(size, -1), std::vector<int>(size, 0)};
+  for (int p = 0; p < size; ++p) {
+    if (nodes[p].parent >= 0) t.parent[member(p)] = member(nodes[p].parent);
+    t.slot[member(p)] = nodes[p].left ? 0 : 1;
+  }
+  return t;
+}
+
+std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift) {
+  return tree_all_reduce_phases(in_order_binary_tree(size, shift));
 }
 
 }  // namespace collsim

@@ -38,4 +38,16 @@ std::vector<Phase> binomial_phases(int size, int root, Direction d);
 // parent cannot take two reductions into the same elements at once), then broadcast.
 std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift);
 
+// Any tree over members: parent[m] (-1 for the root) and, among a parent's children,
+// which phase of a level each reduces in (slot[m]): a parent cannot take two
+// reductions into the same elements at once.
+struct TreeShape {
+  std::vector<int> parent;
+  std::vector<int> slot;
+};
+TreeShape in_order_binary_tree(int size, int shift);
+// Reduce to the root, deepest level first, one slot per phase; then broadcast down,
+// a level per phase.
+std::vector<Phase> tree_all_reduce_phases(const TreeShape& tree);
+
 }  // namespace collsim

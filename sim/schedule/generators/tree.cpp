@@ -1,5 +1,13 @@
 #include "schedule/generators/tree.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/json_view.h"
+#include "topology/topology.h"
+
 namespace collsim {
 namespace {
 
@@ -88,6 +96,62 @@ Schedule chain_or_binomial(const CollectiveShape& s, const AlgorithmOptions& o, 
                      o.segments);
 }
 
+// NCCL's tree over `hosts[m]`: a chain inside each host, and across hosts an in-order
+// binary tree over the chains' heads. The second tree (`second`) shifts the host tree
+// by one and runs each chain the other way, so other GPUs (other rails) talk to the
+// network and most hosts that are leaves of one tree are inner nodes of the other.
+TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second) {
+  std::vector<std::vector<int>> chains;  // members of each host, in member order
+  std::map<int, int> index;
+  for (int m = 0; m < size; ++m) {
+    const int h = hosts.empty() ? 0 : hosts[m];
+    auto [it, fresh] = index.try_emplace(h, static_cast<int>(chains.size()));
+    if (fresh) chains.emplace_back();
+    chains[it->second].push_back(m);
+  }
+  if (second)
+    for (auto& c : chains) std::reverse(c.begin(), c.end());
+  const int n = static_cast<int>(chains.size());
+  const TreeShape across = in_order_binary_tree(n, second && n > 1 ? 1 : 0);
+  TreeShape t{std::vector<int>(size, -1), std::vector<int>(size, 0)};
+  for (int h = 0; h < n; ++h) {
+    const auto& c = chains[h];
+    for (std::size_t i = 1; i < c.size(); ++i) t.parent[c[i]] = c[i - 1];
+    if (across.parent[h] >= 0) {
+      t.parent[c[0]] = chains[across.parent[h]][0];
+      t.slot[c[0]] = 1 + across.slot[h];  // slot 0: the head's own chain child
+    }
+  }
+  return t;
+}
+
+void nccl_tree_all_reduce(ScheduleBuilder& b, const Group& g, const std::vector<int>& hosts,
+                          int segments) {
+  const std::int64_t half = g.count / 2;
+  Group first = g.slice(0, half), second = g.slice(half, g.count - half);
+  first.channel = g.channel;
+  second.channel = g.channel + 1;
+  const PhasedPlan plans[] = {{first, tree_all_reduce_phases(nccl_tree(hosts, g.size(), false))},
+                              {second, tree_all_reduce_phases(nccl_tree(hosts, g.size(), true))}};
+  b.join_channels();
+  run_pipelined(b, plans, segments);
+  b.join_channels();
+}
+
+// "hosts": the host of each member, given or (by default) from the topology.
+void parse_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
+  if (auto h = object.find("hosts")) {
+    o.hosts = h->as_int_list(0, 1 << 20);
+    if (static_cast<int>(o.hosts.size()) != ctx.ranks)
+      h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
+  }
+}
+
+void hosts_from_topology(AlgorithmOptions& o, const OptionContext& ctx) {
+  if (!o.hosts.empty() || !ctx.topology) return;
+  for (int r : ctx.placed) o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
+}
+
 }  // namespace
 
 void register_trees(std::vector<AlgorithmEntry>& c) {
@@ -124,6 +188,14 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   };
   dbt.channels = 2;
   c.push_back(with_channels(std::move(dbt)));
+  auto nccl = pipelined(CollectiveOp::AllReduce, "nccl_tree",
+                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                          auto b = make_builder(s, "nccl_tree", {}, 2);
+                          nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments);
+                          return b.finish();
+                        });
+  nccl.options.push_back({"hosts", parse_hosts, hosts_from_topology});
+  c.push_back(std::move(nccl));
   c.push_back({.op = CollectiveOp::Scatter,
                .algorithm = "binomial_tree",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {

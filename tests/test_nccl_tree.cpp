@@ -1,0 +1,79 @@
+// NCCL's tree: chains inside hosts, a double binary tree across them, pipelined.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/json_view.h"
+#include "helpers.h"
+#include "plan/plan.h"
+#include "replay/verify.h"
+#include "scenario/scenario.h"
+
+using namespace collsim;
+using namespace collsim::test;
+
+namespace {
+
+std::vector<int> hosts_of(int hosts, int per_host) {
+  std::vector<int> out;
+  for (int h = 0; h < hosts; ++h)
+    for (int g = 0; g < per_host; ++g) out.push_back(h);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("nccl_tree computes the all-reduce for hosts x GPUs layouts and segments") {
+  const AlgorithmEntry& e = *find_algorithm(CollectiveOp::AllReduce, "nccl_tree");
+  for (int hosts : {1, 2, 3, 5, 8})
+    for (int per_host : {1, 2, 3, 8})
+      for (int segments : {1, 3})
+        for (std::int64_t count : {std::int64_t{1}, std::int64_t{97}}) {
+          AlgorithmOptions o;
+          o.hosts = hosts_of(hosts, per_host);
+          o.segments = segments;
+          const Schedule s =
+              e.generate(shape_of(CollectiveOp::AllReduce, hosts * per_host, count), o);
+          INFO(hosts << " hosts x " << per_host << ", S=" << segments << ", count " << count);
+          REQUIRE(check_schedule(s) == "");
+          CHECK(verify_exact(s, 9).ok());
+          if (hosts * per_host <= 16) CHECK(verify_symbolic(s).ok());
+        }
+}
+
+TEST_CASE(
+    "nccl_tree crosses hosts only between chain heads: the first GPU of each host in one "
+    "tree and the last in the other") {
+  const int hosts = 5, per_host = 4;
+  AlgorithmOptions o;
+  o.hosts = hosts_of(hosts, per_host);
+  const Schedule s = find_algorithm(CollectiveOp::AllReduce, "nccl_tree")
+                         ->generate(shape_of(CollectiveOp::AllReduce, hosts * per_host, 64), o);
+  int crossing = 0;
+  for (const Op& op : s.ops) {
+    if (op.src_rank / per_host == op.dst_rank / per_host) continue;
+    ++crossing;
+    const int head = op.channel == 0 ? 0 : per_host - 1;  // a tree's chains start there
+    CHECK(op.src_rank % per_host == head);
+    CHECK(op.dst_rank % per_host == head);
+  }
+  // Each tree: (hosts - 1) edges across hosts, up once (reduce) and down once (broadcast).
+  CHECK(crossing == 2 * 2 * (hosts - 1));
+}
+
+TEST_CASE("nccl_tree takes its hosts from the topology, or from \"hosts\"") {
+  const auto plan_of = [](const std::string& collective) {
+    return make_plan(parse_scenario(
+        parse_json_text(R"({"topology": "cluster-8x8", "collectives": [)" + collective + "]}",
+                        "test.json"),
+        COLLSIM_SOURCE_DIR "/scenarios"));
+  };
+  const Plan p =
+      plan_of(R"({"op": "all_reduce", "algorithm": "nccl_tree", "bytes": "1MiB", "segments": 4})");
+  const auto& hosts = p.collectives[0].spec.options.hosts;
+  REQUIRE(hosts.size() == 64);
+  CHECK(hosts.front() != hosts.back());
+  CHECK(verify_exact(p.collectives[0].schedule, 1).ok());
+  CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "1GB/s"},
+    "collectives": [{"op": "all_reduce", "algorithm": "nccl_tree", "bytes": 64, "hosts": [0, 1]}]})") ==
+        "collectives[0].hosts: expected a host index for each of the 4 ranks, got [0,1]");
+}
