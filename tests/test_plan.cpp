@@ -68,7 +68,7 @@ TEST_CASE("the plan settles hierarchical levels from the hosts, and run times th
   CHECK(schedule_digest(r.schedules[0]) == c.digest);
 }
 
-TEST_CASE("planning twice gives the same schedules; a one-op change changes the digest") {
+TEST_CASE("planning twice gives the same schedules and a one-op change changes the digest") {
   const Scenario s = load_scenario(COLLSIM_SOURCE_DIR "/scenarios/plan-choices.json");
   const Plan a = make_plan(s), b = make_plan(s);
   REQUIRE(a.collectives.size() == b.collectives.size());
