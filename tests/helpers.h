@@ -50,7 +50,7 @@ inline SimulationResult simulate(const Schedule& s, const Topology& topology, do
   std::vector<NodeId> gpus;
   for (int r = 0; r < s.shape.ranks; ++r) gpus.push_back(topology.gpu_of_rank(r));
   Simulator sim(topology, router, *net);
-  return sim.run({{"test", &s, gpus, {}}});
+  return sim.run({{"test", &s, gpus, {}, nullptr}});
 }
 
 inline double simulated_seconds(const Schedule& s, const Topology& topology, double alpha_s,

@@ -96,7 +96,7 @@ TEST_CASE(
       std::vector<NodeId> gpus;
       for (int r = 0; r < K; ++r) gpus.push_back(topo.gpu_of_rank(r));
       Simulator sim(topo, router, *net);
-      const auto pr = sim.run({{"x", &s, gpus, {}}});
+      const auto pr = sim.run({{"x", &s, gpus, {}, nullptr}});
       const double ideal = simulated_seconds(s, topo, 3e-6, "ideal");
       const double packet_time = packet / 100e9;
       const int hops = 1;  // each transfer: 2 links, so one extra packet time per step
@@ -124,7 +124,7 @@ TEST_CASE(
     p.cut_through = cut_through;
     auto net = make_network_model(p, topo, router);
     Simulator sim(topo, router, *net);
-    return to_seconds(sim.run({{"x", &s, {0, 1, 2}, {}}}).tasks[0].end);
+    return to_seconds(sim.run({{"x", &s, {0, 1, 2}, {}, nullptr}}).tasks[0].end);
   };
   // gpu0's link sends 2 MB (20 packets) back to back: 0.2 ms; the last packet then
   // crosses the switch link (10 us) and two latencies.

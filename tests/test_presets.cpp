@@ -122,7 +122,7 @@ TEST_CASE("three-tier cluster under flow: traffic between pods runs at 1/core_ov
     np.model = "flow";
     auto net = make_network_model(np, t, router);
     Simulator sim(t, router, *net);
-    const auto result = sim.run({{"shift", &s, gpus, {}}});
+    const auto result = sim.run({{"shift", &s, gpus, {}, nullptr}});
     INFO("core oversubscription " << o);
     CHECK(to_seconds(result.tasks[0].end - result.tasks[0].start) ==
           Approx(s.bytes(s.ops[0]) / (50e9 / o)).epsilon(1e-9));

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
 
   std::vector<NodeId> gpus;
   for (int r = 0; r < ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
-  std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus, {}}};
+  std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus, {}, nullptr}};
   Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
   const auto t_load = Clock::now();
   sim.load(tasks);

@@ -24,13 +24,13 @@ FlowModel::FlowModel(const NetworkParams& params, const Topology& topology, Rout
   local_index_.assign(capacity_.size(), -1);
 }
 
-FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, std::int64_t bytes) {
+FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, double bytes) {
   const Slot s = take_slot(flows_, free_slots_);
   if (flow_seen_.size() < flows_.size()) flow_seen_.push_back(0);
   Flow& f = flows_[s];
   f.id = id;
   f.path = path;
-  f.remaining = static_cast<double>(bytes);
+  f.remaining = bytes;
   f.rate = 0;
   f.finish = kTimeNever;
   ++f.version;
@@ -38,10 +38,13 @@ FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, std::int64_t byt
   return s;
 }
 
-void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) {
-  const Slot s = allocate(id, path, bytes);
+void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
+                               const TransferCost& cost) {
+  // A stretched transfer is, to the solver, a larger one on the same links.
+  const Slot s = allocate(id, path, static_cast<double>(bytes) * cost.stretch);
   for (LinkId l : router_.links(path)) host.link_counters().enter(l, bytes, host.now());
-  host.schedule_wakeup(host.now() + alpha_ + router_.info(path).latency, make_cookie(kActivate, s));
+  const Time delay = add_time(add_time(alpha_, cost.latency), router_.info(path).latency);
+  host.schedule_wakeup(add_time(host.now(), delay), make_cookie(kActivate, s));
 }
 
 void FlowModel::wakeup(NetworkHost& host, std::uint64_t c) {

@@ -16,7 +16,8 @@ class FlowModel final : public NetworkModel {
  public:
   FlowModel(const NetworkParams& params, const Topology& topology, Router& router);
   std::string_view name() const override { return "flow"; }
-  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) override;
+  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
+                      const TransferCost& cost) override;
   void wakeup(NetworkHost& host, std::uint64_t cookie) override;
 
   std::uint64_t resolves() const { return resolves_; }
@@ -39,7 +40,7 @@ class FlowModel final : public NetworkModel {
     std::uint32_t version;
   };
 
-  Slot allocate(TransferId id, PathId path, std::int64_t bytes);
+  Slot allocate(TransferId id, PathId path, double bytes);
   void activate(NetworkHost& host, Slot s);
   void leave_links(Slot s);
   void mark_dirty(Slot s);

@@ -9,7 +9,8 @@ class IdealModel final : public NetworkModel {
  public:
   IdealModel(const NetworkParams& params, Router& router) : alpha_(params.alpha), router_(router) {}
   std::string_view name() const override { return "ideal"; }
-  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) override;
+  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
+                      const TransferCost& cost) override;
   void wakeup(NetworkHost& host, std::uint64_t cookie) override { host.transfer_finished(cookie); }
 
  private:

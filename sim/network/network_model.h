@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/time.h"
+#include "network/cost_model.h"
 #include "network/link_counters.h"
 #include "topology/routing.h"
 
@@ -34,6 +35,8 @@ struct NetworkParams {
   RoutingPolicy routing = RoutingPolicy::Ecmp;
   std::int64_t packet_bytes = 64 * 1024;  // packet model
   bool cut_through = false;               // packet model: forward once the head arrives
+  // Every collective's costs beyond α-β (a calibration file's; null: none).
+  std::shared_ptr<const CostModel> cost;
 };
 
 // Wakeup cookies: the low two bits say what a wakeup is for, the rest which thing.
@@ -51,8 +54,9 @@ class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
   virtual std::string_view name() const = 0;
-  virtual void start_transfer(NetworkHost& host, TransferId id, PathId path,
-                              std::int64_t bytes) = 0;
+  // `cost` says how this transfer departs from the route's nominal α-β (cost_model.h).
+  virtual void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
+                              const TransferCost& cost) = 0;
   virtual void wakeup(NetworkHost& host, std::uint64_t cookie) = 0;
 };
 

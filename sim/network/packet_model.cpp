@@ -20,17 +20,17 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
       links_(topology.links().size()) {}
 
 void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
-                                 std::int64_t bytes) {
+                                 std::int64_t bytes, const TransferCost& cost) {
   const Slot s = take_slot(transfers_, free_);
   // A message without data (a barrier's) still travels as one empty packet.
   const std::int64_t packets =
       std::max<std::int64_t>(1, (bytes + packet_bytes_ - 1) / packet_bytes_);
-  transfers_[s] = {id, path, packets};
+  transfers_[s] = {id, path, packets, cost.stretch};
   const auto path_links = router_.links(path);
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
   const Time ready =
-      add_time(host.now(), alpha_);  // the software start-up comes before the first byte
+      add_time(host.now(), add_time(alpha_, cost.latency));  // start-up before the first byte
   for (std::int64_t p = 0; p < packets; ++p)
     links_[first].queue.push_back(
         {s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
@@ -57,6 +57,10 @@ void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
   }
 }
 
+Time PacketModel::serialization(const Packet& p, LinkId link) const {
+  return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);
+}
+
 // Starts the head packet if the link is free and the packet has arrived.
 void PacketModel::serve(NetworkHost& host, LinkId link) {
   LinkState& ls = links_[link];
@@ -69,7 +73,7 @@ void PacketModel::serve(NetworkHost& host, LinkId link) {
   }
   ls.sending = true;
   const Time end =
-      std::max(add_time(host.now(), transfer_time(head.bytes, topology_.link(link).bandwidth)),
+      std::max(add_time(host.now(), serialization(head, link)),
                head.not_before_finish);
   host.schedule_wakeup(end, make_cookie(kLinkDone, link));
 }
@@ -86,9 +90,8 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   const auto path = router_.links(t.path);
   if (p.hop + 1 < path.size()) {
     const LinkId next = path[p.hop + 1];
-    const Time serialization = transfer_time(p.bytes, topology_.link(link).bandwidth);
-    // Cut-through: the head left `serialization` ago and is already at the next link.
-    p.ready = add_time(cut_through_ ? now - serialization : now, latency);
+    // Cut-through: the head left a serialization ago and is already at the next link.
+    p.ready = add_time(cut_through_ ? now - serialization(p, link) : now, latency);
     p.not_before_finish = cut_through_ ? add_time(now, latency) : 0;
     ++p.hop;
     links_[next].queue.push_back(p);

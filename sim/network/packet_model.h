@@ -18,7 +18,8 @@ class PacketModel final : public NetworkModel {
  public:
   PacketModel(const NetworkParams& params, const Topology& topology, Router& router);
   std::string_view name() const override { return "packet"; }
-  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes) override;
+  void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
+                      const TransferCost& cost) override;
   void wakeup(NetworkHost& host, std::uint64_t cookie) override;
 
   std::uint64_t packet_hops() const { return packet_hops_; }
@@ -41,10 +42,12 @@ class PacketModel final : public NetworkModel {
     TransferId id = 0;
     PathId path = -1;
     std::int64_t packets_left = 0;
+    double stretch = 1;  // TransferCost: each packet is serialized this much slower
   };
 
   void serve(NetworkHost& host, LinkId link);
   void finish_packet(NetworkHost& host, LinkId link);
+  Time serialization(const Packet& p, LinkId link) const;
 
   Time alpha_;
   std::int64_t packet_bytes_;

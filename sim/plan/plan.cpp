@@ -40,7 +40,12 @@ class Tuner {
       : scenario_(s), router_(router), cost_(cost) {}
 
   PlannedCollective plan(const CollectiveSpec& spec) {
-    PlannedCollective base{spec, std::nullopt, {}, placement(scenario_.topology, spec.ranks), 0};
+    PlannedCollective base{spec,
+                           std::nullopt,
+                           {},
+                           placement(scenario_.topology, spec.ranks),
+                           0,
+                           scenario_.network.cost};
     check_reachable(scenario_.topology, base, router_);
     const bool auto_algorithm = spec.algorithm == "auto";
     std::vector<std::string> algorithms{spec.algorithm};
@@ -222,7 +227,7 @@ Plan make_plan(const Scenario& scenario) {
   const CostFunction simulated_alone = [&](const PlannedCollective& c) {
     auto model = make_network_model(scenario.network, scenario.topology, router);
     Simulator sim(scenario.topology, router, *model, SimulationOptions{.record_ops = false});
-    const auto r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}}});
+    const auto r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
     return to_seconds(r.tasks[0].end - r.tasks[0].start);
   };
   return make_plan(scenario, router, simulated_alone);

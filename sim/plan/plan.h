@@ -6,6 +6,7 @@
 // `validate` runs for real and the one `run` times are the same object.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,7 @@ struct PlannedCollective {
   Schedule schedule;
   std::vector<NodeId> gpus;  // the schedule's rank r runs on GPU node gpus[r]
   std::uint64_t digest = 0;  // schedule_digest(schedule): which schedule, op for op
+  std::shared_ptr<const CostModel> cost;  // beyond α-β: the network's, as the protocol adjusts it
 
   std::string label() const { return describe_algorithm(spec.algorithm, spec.options); }
 };

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "core/units.h"
+#include "scenario/cost_json.h"
 #include "schedule/generators/channels.h"
 #include "topology/topology_json.h"
 #include "workload/moe.h"
@@ -68,8 +69,15 @@ void check_packet_count(const JsonView& root, const NetworkParams& network, doub
 }
 
 NetworkParams parse_network(const JsonView& v) {
-  v.allow_only({"model", "alpha", "routing", "packet", "switching", "calibration"});
+  v.allow_only({"model", "alpha", "routing", "packet", "switching", "calibration", "cost"});
   NetworkParams p;
+  if (auto c = v.find("cost")) {
+    if (!c->is_object()) c->fail("an object of cost-model terms (docs/models.md)");
+    c->allow_only(kCostModelKeys);
+    CostModel model;
+    read_cost_model(*c, model);
+    if (!model.trivial()) p.cost = std::make_shared<const CostModel>(std::move(model));
+  }
   if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow", "packet"});
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
   if (auto r = v.find("routing"))
@@ -396,16 +404,21 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
       s.topology.set_bandwidth(l, bw);
   }
   if (auto kinds = c.find("links")) {
+    if (!kinds->is_object()) kinds->fail("an object keyed by link kind");
     for (const auto& [kind, entry] : kinds->raw().items()) {
-      const JsonView e((*kinds)[kind]);
+      const auto b = (*kinds)[kind].find("bandwidth_Bps");
       const auto k = link_kind_from_name(kind);
-      if (!k) (*kinds)[kind].fail_message("not a link kind");
-      const double bw = e["bandwidth_Bps"].as_number();
-      e["bandwidth_Bps"].check_bandwidth(bw);
+      if (!b || !k) continue;  // read_cost_model names a bad kind
+      const double bw = b->as_number();
+      b->check_bandwidth(bw);
       for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
         if (s.topology.link(l).kind == *k) s.topology.set_bandwidth(l, bw);
     }
   }
+  // The terms beyond α-β, over whatever the scenario's "cost" set.
+  CostModel model = s.network.cost ? *s.network.cost : CostModel{};
+  read_cost_model(c, model);
+  s.network.cost = model.trivial() ? nullptr : std::make_shared<const CostModel>(std::move(model));
 }
 
 Scenario load_scenario(const fs::path& file) {

@@ -11,7 +11,8 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   out.schedules.reserve(n);  // tasks point into it: no reallocation below
   for (auto& c : plan.collectives) {
     out.schedules.push_back(std::move(c.schedule));
-    tasks.push_back({c.spec.name, &out.schedules.back(), std::move(c.gpus), c.spec.after});
+    tasks.push_back(
+        {c.spec.name, &out.schedules.back(), std::move(c.gpus), c.spec.after, std::move(c.cost)});
     out.resolved.push_back(std::move(c.spec));
     out.choices.push_back(std::move(c.choice));
     out.digests.push_back(c.digest);

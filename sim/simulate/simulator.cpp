@@ -6,7 +6,7 @@
 namespace collsim {
 namespace {
 
-enum EventTag : std::uint32_t { kTaskStart, kNetworkWakeup, kLocalOpDone };
+enum EventTag : std::uint32_t { kTaskStart, kTaskLaunched, kNetworkWakeup, kOpReady, kLocalOpDone };
 
 // A transfer id carries its task in the high bits, so no lookup is needed.
 constexpr int kOpBits = 40;
@@ -28,6 +28,8 @@ struct Simulator::TaskState {
   std::size_t ops_left = 0;
   std::size_t prerequisites_left = 0;
   std::vector<std::size_t> dependents;  // tasks waiting on this one
+  const CostModel* cost = nullptr;      // null: plain α-β, the fast path
+  const SizeCurve* reduce = nullptr;    // the cost of this collective's reductions
 
   explicit TaskState(const Schedule& s) : graph(s) {}
 };
@@ -82,6 +84,10 @@ void Simulator::prepare_task(std::size_t index) {
     for (OpId id = 0; id < s.size(); ++id)
       if (!s.ops[id].is_local() && path[id] < 0) path[id] = lookup(s.ops[id]);
   }
+  if (task.cost && !task.cost->trivial()) {
+    st.cost = task.cost.get();
+    st.reduce = st.cost->reduce_rate(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
+  }
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
@@ -99,6 +105,7 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   result_.links.resize(topology_.links().size());
   result_.node_sent.assign(topology_.nodes().size(), 0);
   result_.node_received.assign(topology_.nodes().size(), 0);
+  rank_busy_until_.assign(topology_.nodes().size(), 0);
   state_.clear();
   state_.reserve(tasks.size());
   for (std::size_t i = 0; i < tasks.size(); ++i) prepare_task(i);
@@ -120,6 +127,12 @@ SimulationResult Simulator::run_loaded() {
     switch (e.tag) {
       case kTaskStart:
         start_task(static_cast<std::size_t>(e.id));
+        break;
+      case kTaskLaunched:
+        start_ready_ops(static_cast<std::size_t>(e.id));
+        break;
+      case kOpReady:
+        begin_op(task_of(e.id), op_of(e.id));
         break;
       case kNetworkWakeup:
         model_.wakeup(*this, e.id);
@@ -157,22 +170,48 @@ void Simulator::start_task(std::size_t index) {
   result_.tasks[index].start = engine_.now();
   TaskState& st = state_[index];
   if (st.ops_left == 0) return finish_task(index);
+  // The launch is part of the collective's time: its ops wait for it.
+  if (st.cost && st.cost->launch > 0)
+    return engine_.schedule(add_time(engine_.now(), st.cost->launch), kTaskLaunched, index);
+  start_ready_ops(index);
+}
+
+void Simulator::start_ready_ops(std::size_t index) {
+  TaskState& st = state_[index];
   for (OpId id = 0; id < st.waiting.size(); ++id)
     if (st.waiting[id] == 0) start_op(index, id);
 }
 
 void Simulator::start_op(std::size_t task, OpId id) {
-  const CollectiveTask& t = (*tasks_)[task];
-  const Op& op = t.schedule->ops[id];
   if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
+  const CostModel* cost = state_[task].cost;
+  if (!cost || cost->op_overhead == 0) return begin_op(task, id);
+  // The rank that completes the op (the receiver: it waits, wakes and reduces) handles
+  // one op's overhead at a time, so a step's ops on one rank queue behind each other.
+  const CollectiveTask& t = (*tasks_)[task];
+  Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
+  busy = add_time(std::max(busy, engine_.now()), cost->op_overhead);
+  engine_.schedule(busy, kOpReady, transfer_id(task, id));
+}
+
+void Simulator::begin_op(std::size_t task, OpId id) {
+  const CollectiveTask& t = (*tasks_)[task];
+  const TaskState& st = state_[task];
+  const Op& op = t.schedule->ops[id];
+  const std::int64_t bytes = t.schedule->bytes(op);
+  const SizeCurve* reduce = op.kind == OpKind::Reduce ? st.reduce : nullptr;
   if (op.is_local()) {
-    engine_.schedule(engine_.now(), kLocalOpDone, transfer_id(task, id));
+    const Time took = st.cost ? local_op_time(*st.cost, bytes, reduce) : 0;
+    engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, transfer_id(task, id));
     return;
   }
-  const std::int64_t bytes = t.schedule->bytes(op);
   result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
   ++result_.transfers;
-  model_.start_transfer(*this, transfer_id(task, id), result_.tasks[task].paths[id], bytes);
+  const PathId path = result_.tasks[task].paths[id];
+  const TransferCost cost =
+      st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce)
+              : TransferCost{};
+  model_.start_transfer(*this, transfer_id(task, id), path, bytes, cost);
 }
 
 void Simulator::finish_op(std::size_t task, OpId id) {

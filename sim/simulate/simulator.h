@@ -4,6 +4,7 @@
 // happened. Several collectives can run at once ("after" relations decide when
 // each starts), so independent collectives share — and contend for — the network.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ struct CollectiveTask {
   const Schedule* schedule = nullptr;
   std::vector<NodeId> rank_gpu;  // the schedule's rank r runs on GPU node rank_gpu[r]
   std::vector<int> after;        // tasks that must finish before this one starts
+  // Costs beyond the links' α-β (launch, per-op overhead, size-dependent bandwidth,
+  // reductions); null: none.
+  std::shared_ptr<const CostModel> cost;
 };
 
 struct OpTiming {
@@ -83,7 +87,9 @@ class Simulator final : private NetworkHost {
 
   void prepare_task(std::size_t index);
   void start_task(std::size_t index);
-  void start_op(std::size_t task, OpId op);
+  void start_ready_ops(std::size_t task);
+  void start_op(std::size_t task, OpId op);  // its dependencies are done
+  void begin_op(std::size_t task, OpId op);  // its rank's overhead is paid too
   void finish_op(std::size_t task, OpId op);
   void finish_task(std::size_t index);
   void record_routes();
@@ -95,6 +101,7 @@ class Simulator final : private NetworkHost {
   Engine engine_;
   const std::vector<CollectiveTask>* tasks_ = nullptr;
   std::vector<TaskState> state_;
+  std::vector<Time> rank_busy_until_;  // per topology node: CostModel::op_overhead's queue
   SimulationResult result_;
 };
 

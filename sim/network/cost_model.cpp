@@ -1,0 +1,77 @@
+#include "network/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace collsim {
+
+SizeCurve::SizeCurve(std::vector<std::pair<std::int64_t, double>> points) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto [bytes, value] = points[i];
+    if (bytes <= 0) throw std::invalid_argument("sizes must be at least 1 byte");
+    if (i > 0 && bytes <= points[i - 1].first)
+      throw std::invalid_argument("sizes must increase from one point to the next");
+    if (!(value > 0) || !std::isfinite(value))
+      throw std::invalid_argument("values must be finite and above 0");
+    bytes_.push_back(bytes);
+    log_bytes_.push_back(std::log(static_cast<double>(bytes)));
+    values_.push_back(value);
+  }
+}
+
+double SizeCurve::at(std::int64_t bytes) const {
+  if (bytes <= bytes_.front()) return values_.front();
+  if (bytes >= bytes_.back()) return values_.back();
+  const std::size_t hi = static_cast<std::size_t>(
+      std::upper_bound(bytes_.begin(), bytes_.end(), bytes) - bytes_.begin());
+  const std::size_t lo = hi - 1;
+  const double f = (std::log(static_cast<double>(bytes)) - log_bytes_[lo]) /
+                   (log_bytes_[hi] - log_bytes_[lo]);
+  return values_[lo] + f * (values_[hi] - values_[lo]);
+}
+
+const SizeCurve* CostModel::reduce_rate(std::string_view dtype, std::string_view op) const {
+  const SizeCurve* any = nullptr;
+  for (const ReduceRate& r : reduce) {
+    const std::string_view key = r.key;
+    if (key == "any") any = &r.rate;
+    const auto dot = key.find('.');
+    if (dot != std::string_view::npos && key.substr(0, dot) == dtype && key.substr(dot + 1) == op)
+      return &r.rate;
+  }
+  return any;
+}
+
+bool CostModel::trivial() const {
+  return launch == 0 && op_overhead == 0 && reduce.empty() && local_copy.empty() &&
+         std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
+}
+
+TransferCost transfer_cost(const CostModel& model, const Topology& topology,
+                           std::span<const LinkId> route, std::int64_t bytes,
+                           const SizeCurve* reduce) {
+  // Both bottlenecks over the same links: the model divides by the nominal one, so
+  // stretching the bytes by nominal/effective makes it divide by the effective one.
+  double nominal = INFINITY, effective = INFINITY;
+  TransferCost cost;
+  for (LinkId id : route) {
+    const Link& l = topology.link(id);
+    const LinkKindCost& k = model.link(l.kind);
+    const double rate = (k.bandwidth.empty() ? l.bandwidth : k.bandwidth.at(bytes)) * k.efficiency;
+    nominal = std::min(nominal, l.bandwidth);
+    effective = std::min(effective, rate);
+    cost.latency = std::max(cost.latency, k.latency);
+  }
+  if (reduce) effective = std::min(effective, reduce->at(bytes));
+  if (std::isfinite(nominal) && effective > 0) cost.stretch = nominal / effective;
+  return cost;
+}
+
+Time local_op_time(const CostModel& model, std::int64_t bytes, const SizeCurve* reduce) {
+  const SizeCurve* rate = reduce ? reduce : &model.local_copy;
+  if (rate->empty() || bytes == 0) return 0;
+  return transfer_time(bytes, rate->at(bytes));
+}
+
+}  // namespace collsim

@@ -1,0 +1,90 @@
+#pragma once
+// What a collective costs beyond the links' nominal α + n/β: the terms real runs
+// show (launch, a per-op overhead on the rank that completes each op, bandwidth that
+// depends on message size, framing efficiency, per-kind latency, reduction cost).
+// A calibration file fills it in (`collsim calibrate`), a protocol adjusts it
+// (plan/protocol.h), and every network model honours it through TransferCost.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/time.h"
+#include "topology/topology.h"
+
+namespace collsim {
+
+inline constexpr std::size_t kLinkKindCount = 6;  // LinkKind's members
+
+// A quantity that varies with size: points (bytes, value), bytes increasing,
+// interpolated linearly in log(bytes) and held flat beyond either end.
+class SizeCurve {
+ public:
+  SizeCurve() = default;
+  // Throws std::invalid_argument unless bytes increase strictly and values are > 0.
+  explicit SizeCurve(std::vector<std::pair<std::int64_t, double>> points);
+
+  bool empty() const { return bytes_.empty(); }
+  double at(std::int64_t bytes) const;
+  std::span<const std::int64_t> sizes() const { return bytes_; }
+  std::span<const double> values() const { return values_; }
+
+ private:
+  std::vector<std::int64_t> bytes_;
+  std::vector<double> log_bytes_;
+  std::vector<double> values_;
+};
+
+struct LinkKindCost {
+  // The share of the bandwidth that carries data (protocol framing, NVLink packet
+  // headers): a transfer moves at efficiency x the link's rate.
+  double efficiency = 1.0;
+  // B/s by transfer size; when set it replaces the nominal bandwidth of links of this
+  // kind (small messages do not reach a link's peak; caches make some faster).
+  SizeCurve bandwidth;
+  // Added once to a transfer whose route crosses a link of this kind (the largest of
+  // the kinds on the route): per-hop software latency such as NCCL's hwLat.
+  Time latency = 0;
+
+  bool trivial() const { return efficiency == 1.0 && bandwidth.empty() && latency == 0; }
+};
+
+// A reduction rate per element type and operation ("float32.sum"); "any" matches the rest.
+struct ReduceRate {
+  std::string key;
+  SizeCurve rate;  // B/s of the fused read-reduce-write loop by size
+};
+
+struct CostModel {
+  Time launch = 0;       // once per collective, before its first op (kernel launch, base latency)
+  Time op_overhead = 0;  // per op, on the rank that completes it, one op at a time per rank
+  std::array<LinkKindCost, kLinkKindCount> links;
+  std::vector<ReduceRate> reduce;  // pace of a Reduce: the slower of the link and this
+  SizeCurve local_copy;            // B/s of a copy inside one rank; free when empty
+
+  LinkKindCost& link(LinkKind k) { return links[static_cast<std::size_t>(k)]; }
+  const LinkKindCost& link(LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
+  // The rate for "dtype.op", else "any", else nullptr (reductions cost nothing extra).
+  const SizeCurve* reduce_rate(std::string_view dtype, std::string_view op) const;
+  bool trivial() const;  // nothing beyond α-β: the simulator's fast path
+};
+
+// How one transfer departs from its route's nominal bottleneck: the model times
+// bytes x stretch (counters still count bytes) and adds `latency` to its α.
+struct TransferCost {
+  double stretch = 1.0;
+  Time latency = 0;
+};
+
+// The cost of `bytes` over `route` (links of `topology`); `reduce` is the rate of the
+// receiver's reduction when the op reduces, else nullptr.
+TransferCost transfer_cost(const CostModel& model, const Topology& topology,
+                           std::span<const LinkId> route, std::int64_t bytes,
+                           const SizeCurve* reduce);
+
+// Time a rank spends on an op that never leaves it (a copy or reduce in place).
+Time local_op_time(const CostModel& model, std::int64_t bytes, const SizeCurve* reduce);
+
+}  // namespace collsim

@@ -1,0 +1,104 @@
+#include "scenario/cost_json.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "core/json_view.h"
+
+namespace collsim {
+namespace {
+
+Time read_duration(const JsonView& v) {
+  const double s = v.as_duration();
+  v.check_duration(s);
+  return from_seconds(s);
+}
+
+// [[bytes, bytes/s], ...]: sizes as numbers or "64KiB", rates as numbers or "20GB/s".
+SizeCurve read_curve(const JsonView& v) {
+  if (!v.is_array() || v.size() == 0)
+    v.fail("a list of [bytes, bytes per second] points, sizes increasing");
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const JsonView p = v[i];
+    if (!p.is_array() || p.size() != 2) p.fail("a [bytes, bytes per second] pair");
+    const std::int64_t bytes = p[0].as_size();
+    const double rate = p[1].raw().is_number() ? p[1].as_number() : p[1].as_bandwidth();
+    p[1].check_bandwidth(rate);
+    if (bytes < 1) p[0].fail("a size of at least 1 byte");
+    if (i > 0 && bytes <= points.back().first)
+      p[0].fail_message(fmt::format("sizes must increase: {} follows {}", bytes, points.back().first));
+    points.emplace_back(bytes, rate);
+  }
+  return SizeCurve(std::move(points));
+}
+
+void read_link_kind(const JsonView& v, LinkKindCost& k) {
+  if (!v.is_object()) v.fail("an object with \"bandwidth_Bps\", \"efficiency\", \"latency_s\" or \"bandwidth_curve\"");
+  v.allow_only({"bandwidth_Bps", "efficiency", "latency_s", "bandwidth_curve"});
+  if (auto e = v.find("efficiency")) {
+    k.efficiency = e->as_number();
+    if (!(k.efficiency > 0 && k.efficiency <= 1)) e->fail("a share of the bandwidth in (0, 1]");
+  }
+  if (auto l = v.find("latency_s")) k.latency = read_duration(*l);
+  if (auto c = v.find("bandwidth_curve")) k.bandwidth = read_curve(*c);
+}
+
+}  // namespace
+
+void read_cost_model(const JsonView& v, CostModel& model) {
+  if (auto l = v.find("launch_s")) model.launch = read_duration(*l);
+  if (auto o = v.find("op_overhead_s")) model.op_overhead = read_duration(*o);
+  if (auto c = v.find("bandwidth_curve")) {
+    const SizeCurve curve = read_curve(*c);
+    for (auto& k : model.links) k.bandwidth = curve;  // "links" below may override a kind
+  }
+  if (auto kinds = v.find("links")) {
+    if (!kinds->is_object()) kinds->fail("an object keyed by link kind");
+    for (const auto& [name, entry] : kinds->raw().items()) {
+      const JsonView e = (*kinds)[name];
+      const auto kind = link_kind_from_name(name);
+      if (!kind)
+        e.fail_message(fmt::format("not a link kind (one of {})",
+                                   fmt::join(all_link_kind_names(), ", ")));
+      read_link_kind(e, model.link(*kind));
+    }
+  }
+  if (auto r = v.find("reduce")) {
+    if (!r->is_object()) r->fail("an object of reduction rates keyed \"dtype.op\" or \"any\"");
+    for (const auto& [key, entry] : r->raw().items()) {
+      if (key != "any" && key.find('.') == std::string::npos)
+        (*r)[key].fail_message("keys are \"dtype.op\" (\"float32.sum\") or \"any\"");
+      model.reduce.push_back({key, read_curve((*r)[key])});
+    }
+  }
+  if (auto c = v.find("local_copy")) model.local_copy = read_curve(*c);
+}
+
+nlohmann::json size_curve_json(const SizeCurve& curve) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < curve.sizes().size(); ++i)
+    out.push_back({curve.sizes()[i], curve.values()[i]});
+  return out;
+}
+
+nlohmann::json cost_model_json(const CostModel& model) {
+  nlohmann::json out = nlohmann::json::object();
+  if (model.launch) out["launch_s"] = to_seconds(model.launch);
+  if (model.op_overhead) out["op_overhead_s"] = to_seconds(model.op_overhead);
+  for (std::size_t i = 0; i < model.links.size(); ++i) {
+    const LinkKindCost& k = model.links[i];
+    if (k.trivial()) continue;
+    nlohmann::json e = nlohmann::json::object();
+    if (k.efficiency != 1.0) e["efficiency"] = k.efficiency;
+    if (k.latency) e["latency_s"] = to_seconds(k.latency);
+    if (!k.bandwidth.empty()) e["bandwidth_curve"] = size_curve_json(k.bandwidth);
+    out["links"][std::string(name_of(static_cast<LinkKind>(i)))] = e;
+  }
+  for (const ReduceRate& r : model.reduce) out["reduce"][r.key] = size_curve_json(r.rate);
+  if (!model.local_copy.empty()) out["local_copy"] = size_curve_json(model.local_copy);
+  return out;
+}
+
+}  // namespace collsim

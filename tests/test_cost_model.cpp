@@ -1,0 +1,128 @@
+// The cost model beyond α-β: launch, per-op overhead, framing efficiency, per-kind
+// latency, size-dependent bandwidth and reduction rates, checked against the ring's
+// closed form with each term added, under the ideal and flow models.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "network/cost_model.h"
+#include "scenario/cost_json.h"
+
+using namespace collsim;
+
+namespace {
+
+// A 4-rank ring all-reduce of `bytes` on a 10 GB/s switch, with `cost` as the
+// network's cost model ("cost" left out when null).
+double ring_time(const std::string& model, std::int64_t bytes, const nlohmann::json& cost) {
+  nlohmann::json doc = {
+      {"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "10GB/s"}}},
+      {"network", {{"model", model}, {"alpha", "1us"}}},
+      {"collectives",
+       {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", bytes}}}}};
+  if (!cost.is_null()) doc["network"]["cost"] = cost;
+  const Scenario s = parse_scenario(doc, ".");
+  return run_scenario(s).outcomes[0].time_s;
+}
+
+// Every link kind gets `entry`, whatever kind the preset's links are.
+nlohmann::json every_kind(const nlohmann::json& entry) {
+  nlohmann::json links;
+  for (const auto& k : all_link_kind_names()) links[k] = entry;
+  return links;
+}
+
+}  // namespace
+
+TEST_CASE("size curves interpolate in log(size) and hold flat beyond their ends", "[cost]") {
+  const SizeCurve c({{1024, 1e9}, {1024 * 1024, 10e9}});
+  CHECK(c.at(1) == 1e9);
+  CHECK(c.at(1024) == 1e9);
+  CHECK(c.at(32 * 1024) == Approx(5.5e9));  // 2^15 sits halfway between 2^10 and 2^20
+  CHECK(c.at(1 << 30) == 10e9);
+  CHECK_THROWS(SizeCurve({{10, 1.0}, {10, 2.0}}));
+  CHECK_THROWS(SizeCurve({{10, 0.0}}));
+}
+
+TEST_CASE("each cost term adds to the ring's closed form exactly", "[cost]") {
+  const std::int64_t n = 4 << 20;
+  const double chunk = static_cast<double>(n) / 4, beta = 10e9;
+  const int steps = 6;  // 2(K-1)
+  for (const std::string model : {"ideal", "flow"}) {
+    INFO(model);
+    const double base = ring_time(model, n, nullptr);
+    const double launch = 7e-6, overhead = 0.3e-6, latency = 2e-6, eff = 0.8;
+    const nlohmann::json cost = {
+        {"launch_s", launch},
+        {"op_overhead_s", overhead},
+        {"links", every_kind({{"efficiency", eff}, {"latency_s", latency}})}};
+    const double expected =
+        base + launch + steps * (overhead + latency) + steps * chunk / beta * (1 / eff - 1);
+    CHECK(ring_time(model, n, cost) == Approx(expected).margin(1e-11));
+  }
+}
+
+TEST_CASE("a bandwidth curve sets each transfer's pace by its size", "[cost]") {
+  const nlohmann::json cost = {{"bandwidth_curve", {{1024, 1e9}, {1 << 20, 10e9}}}};
+  // 4 MiB: 1 MiB chunks, at the curve's top, which is the links' own 10 GB/s.
+  CHECK(ring_time("ideal", 4 << 20, cost) == Approx(ring_time("ideal", 4 << 20, nullptr)));
+  // 128 KiB: 32 KiB chunks at 5.5 GB/s instead of 10.
+  const double chunk = 32 * 1024;
+  CHECK(ring_time("ideal", 128 * 1024, cost) ==
+        Approx(ring_time("ideal", 128 * 1024, nullptr) + 6 * (chunk / 5.5e9 - chunk / 10e9))
+            .margin(1e-11));
+}
+
+TEST_CASE("reductions pace the transfers that reduce, for their own dtype only", "[cost]") {
+  const std::int64_t n = 4 << 20;
+  const double chunk = static_cast<double>(n) / 4;
+  const double base = ring_time("ideal", n, nullptr);
+  // Reduce-scatter's 3 steps reduce at 2 GB/s; all-gather's 3 copy at the link's 10.
+  const double slow = base + 3 * (chunk / 2e9 - chunk / 10e9);
+  CHECK(ring_time("ideal", n, {{"reduce", {{"float32.sum", {{1, 2e9}}}}}}) ==
+        Approx(slow).margin(1e-11));
+  CHECK(ring_time("ideal", n, {{"reduce", {{"any", {{1, 2e9}}}}}}) == Approx(slow).margin(1e-11));
+  CHECK(ring_time("ideal", n, {{"reduce", {{"float64.sum", {{1, 2e9}}}}}}) == Approx(base));
+  // Faster than the link: the link still sets the pace.
+  CHECK(ring_time("ideal", n, {{"reduce", {{"any", {{1, 50e9}}}}}}) == Approx(base));
+}
+
+TEST_CASE("local ops cost their bytes at the local rates", "[cost]") {
+  CostModel m;
+  CHECK(local_op_time(m, 1 << 20, nullptr) == 0);
+  m.local_copy = SizeCurve({{1, 1e9}});
+  CHECK(to_seconds(local_op_time(m, 1000, nullptr)) == Approx(1e-6));
+  const SizeCurve reduce({{1, 0.5e9}});
+  CHECK(to_seconds(local_op_time(m, 1000, &reduce)) == Approx(2e-6));
+}
+
+TEST_CASE("a cost model's JSON round-trips and bad terms name their place", "[cost]") {
+  const nlohmann::json cost = {
+      {"launch_s", 5e-6},
+      {"op_overhead_s", 2.9e-7},
+      {"links", {{"nvlink", {{"efficiency", 0.824}, {"latency_s", 3.4e-6}}}}},
+      {"reduce", {{"float32.sum", {{1024, 3e10}, {1 << 25, 1e10}}}}},
+      {"local_copy", {{1, 2e10}}}};
+  CostModel m;
+  read_cost_model(JsonView(cost, "cost"), m);
+  CHECK(cost_model_json(m) == cost);
+
+  const auto error = [](const nlohmann::json& c) {
+    try {
+      ring_time("ideal", 1024, c);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error({{"links", {{"nvlnk", {{"efficiency", 0.5}}}}}}),
+             Catch::Contains("network.cost.links.nvlnk") && Catch::Contains("not a link kind"));
+  CHECK_THAT(error({{"links", {{"nvlink", {{"efficiency", 1.5}}}}}}),
+             Catch::Contains("network.cost.links.nvlink.efficiency"));
+  CHECK_THAT(error({{"bandwidth_curve", {{2048, 1e9}, {1024, 2e9}}}}),
+             Catch::Contains("network.cost.bandwidth_curve[1][0]") &&
+                 Catch::Contains("increase"));
+  CHECK_THAT(error({{"reduce", {{"float32", {{1, 1e9}}}}}}), Catch::Contains("network.cost.reduce.float32"));
+  CHECK_THAT(error({{"launch", 1e-6}}), Catch::Contains("network.cost"));
+}
