@@ -8,8 +8,34 @@
 namespace collsim {
 namespace {
 
+// The switch's work, done by the issuing rank on the peers' shared buffers: the same
+// rank-order fold and the same scalar ops as the replayer, so results match bitwise.
+template <class T, class Reduce>
+void execute_switch(const Segment& seg, const Op& op) {
+  const int ranks = static_cast<int>(seg.header().ranks);
+  if (op.kind == OpKind::SwitchReduce) {
+    T* staging = reinterpret_cast<T*>(seg.buffer(op.dst_rank, op.dst_buffer)) + op.dst_offset;
+    auto src = [&](int r) {
+      return reinterpret_cast<const T*>(seg.buffer(r, op.src_buffer)) + op.src_offset;
+    };
+    std::memcpy(staging, src(0), static_cast<std::size_t>(op.count) * sizeof(T));
+    const Reduce f;
+    for (int r = 1; r < ranks; ++r) {
+      const T* from = src(r);
+      for (std::int64_t i = 0; i < op.count; ++i) staging[i] = f(staging[i], from[i]);
+    }
+    return;
+  }
+  const T* staging =
+      reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
+  for (int r = 0; r < ranks; ++r)
+    std::memcpy(reinterpret_cast<T*>(seg.buffer(r, op.dst_buffer)) + op.dst_offset, staging,
+                static_cast<std::size_t>(op.count) * sizeof(T));
+}
+
 template <class T, class Reduce>
 void execute(const Segment& seg, const Op& op) {
+  if (op.is_switch()) return execute_switch<T, Reduce>(seg, op);
   const T* src = reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
   T* dst = reinterpret_cast<T*>(seg.buffer(op.dst_rank, op.dst_buffer)) + op.dst_offset;
   if (op.kind == OpKind::Copy) {

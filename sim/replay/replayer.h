@@ -1,6 +1,7 @@
 #pragma once
 // Executes a Schedule on real buffers, to prove it computes the collective it
 // claims before anything is timed.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -36,6 +37,24 @@ class Buffers {
 
 template <class T>
 void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs) {
+  if (op.kind == OpKind::SwitchReduce) {
+    // Ranks folded in order 0..K-1, as expected_element does: bitwise the reference.
+    auto& staging = bufs.at(op.dst_rank, op.dst_buffer);
+    for (std::int64_t i = 0; i < op.count; ++i) {
+      T acc = bufs.at(0, op.src_buffer)[op.src_offset + i];
+      for (int r = 1; r < bufs.ranks(); ++r)
+        acc = combine(reduce, acc, bufs.at(r, op.src_buffer)[op.src_offset + i]);
+      staging[op.dst_offset + i] = acc;
+    }
+    return;
+  }
+  if (op.kind == OpKind::Multicast) {
+    const auto& staging = bufs.at(op.src_rank, op.src_buffer);
+    for (int r = 0; r < bufs.ranks(); ++r)
+      std::copy_n(staging.begin() + op.src_offset, op.count,
+                  bufs.at(r, op.dst_buffer).begin() + op.dst_offset);
+    return;
+  }
   const auto& src = bufs.at(op.src_rank, op.src_buffer);
   auto& dst = bufs.at(op.dst_rank, op.dst_buffer);
   for (std::int64_t i = 0; i < op.count; ++i) {

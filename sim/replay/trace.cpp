@@ -100,8 +100,10 @@ std::string format_step_summary(const Schedule& s) {
   for (const Op& op : s.ops) {
     StepTotals& t = steps[op.step];
     ++t.transfers;
-    t.bytes += s.bytes(op);
-    ++(op.kind == OpKind::Copy ? t.copies : t.reductions);
+    // A switch op moves its range over every rank's link to the switch.
+    t.bytes += s.bytes(op) * (op.is_switch() ? s.shape.ranks : 1);
+    const bool copy = op.kind == OpKind::Copy || op.kind == OpKind::Multicast;
+    ++(copy ? t.copies : t.reductions);
     t.largest = std::max(t.largest, s.bytes(op));
   }
   std::string out = "# per step: transfers, bytes moved, copies, reductions, largest transfer\n";

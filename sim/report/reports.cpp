@@ -270,7 +270,7 @@ void for_each_transfer(std::span<const TimelineCollective> collectives, F&& f) {
       const Op& op = tc.schedule->ops[op_id];
       f(TraceTransfer{tc.ops[op_id].start, tc.ops[op_id].end, (*tc.ranks)[op.src_rank],
                       (*tc.ranks)[op.dst_rank], op.step, tc.schedule->bytes(op),
-                      op.kind == OpKind::Reduce, c, id++});
+                      op.kind == OpKind::Reduce || op.kind == OpKind::SwitchReduce, c, id++});
     }
   }
 }

@@ -71,7 +71,8 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     };
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
-      if (op.is_local()) continue;
+      // Switch ops have one route per rank, not one per op: left out of this report.
+      if (op.is_local() || op.is_switch()) continue;
       const int src = spec.ranks[op.src_rank], dst = spec.ranks[op.dst_rank];
       const std::int64_t bytes = sched.bytes(op);
       const auto path = r.sim.routes[paths[id]];  // the route the simulator recorded

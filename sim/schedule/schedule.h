@@ -20,6 +20,16 @@ using OpId = std::uint32_t;
 enum class OpKind : std::uint8_t {
   Copy,    // dst = src
   Reduce,  // dst = dst (op) src
+  // Switch-executed (NVLink SHARP, NVLS). One op stands for the switch's work on every
+  // rank, so a shard is two ops, not 2K: Op stays 40 bytes. src_rank == dst_rank is
+  // the rank that issues the multimem instruction and holds the switch's staging
+  // value for bookkeeping (a scratch range: hardware keeps it in flight, not in memory).
+  //   SwitchReduce: staging (dst) = fold over ranks 0..K-1, in that order, of each
+  //                 rank's (src_buffer, src_offset, count): multimem.ld_reduce.
+  //   Multicast:    every rank's (dst_buffer, dst_offset, count) = staging (src):
+  //                 multimem.st.
+  SwitchReduce,
+  Multicast,
 };
 
 struct Op {
@@ -35,8 +45,17 @@ struct Op {
   std::uint8_t
       channel;  // independent dependency chains (e.g. the two trees of a double binary tree)
 
-  bool is_local() const { return src_rank == dst_rank; }
+  // Switch ops are not local: their traffic is on every rank's link to the switch.
+  bool is_switch() const { return kind >= OpKind::SwitchReduce; }
+  bool is_local() const { return src_rank == dst_rank && !is_switch(); }
+  bool reads_every_rank() const { return kind == OpKind::SwitchReduce; }
+  bool writes_every_rank() const { return kind == OpKind::Multicast; }
 };
+
+inline const char* op_kind_name(OpKind k) {
+  constexpr const char* names[] = {"copy", "reduce", "switch-reduce", "multicast"};
+  return names[static_cast<int>(k)];
+}
 
 // What a schedule claims to compute; the replayer checks the claim.
 struct CollectiveShape {

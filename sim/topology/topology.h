@@ -41,6 +41,8 @@ struct Node {
   NodeKind kind = NodeKind::Gpu;
   int rank = -1;  // GPUs only: the global rank it hosts
   int host = -1;  // which server (node) it sits in, when known
+  // NVSwitches only: reduces and multicasts in the switch (NVLink SHARP, used by NVLS).
+  bool sharp = false;
 };
 
 struct Link {
@@ -68,6 +70,7 @@ class Topology {
   const std::vector<Link>& links() const { return links_; }
   const Node& node(NodeId id) const { return nodes_[id]; }
   const Link& link(LinkId id) const { return links_[id]; }
+  void set_sharp(NodeId id) { nodes_[id].sharp = true; }
   void set_bandwidth(LinkId id, double bytes_per_second) {
     links_[id].bandwidth = bytes_per_second;
   }
@@ -82,5 +85,9 @@ class Topology {
   std::vector<NodeId> gpu_of_rank_;
   std::unordered_map<std::string, NodeId> by_name_;
 };
+
+// The NVLink SHARP switch every one of `gpus` has a link to and from, if there is one
+// (the lowest-numbered when several): where NVLS reduces and multicasts.
+std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus);
 
 }  // namespace collsim
