@@ -74,10 +74,11 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     throw std::length_error("schedule has more than 2^32 ops");
   const OpId id = static_cast<OpId>(schedule_.ops.size());
 
-  // Switch ops touch every rank; others their source and destination.
+  // Switch ops touch every rank of their group; others their source and destination.
   const bool every_rank = kind == OpKind::SwitchReduce || kind == OpKind::Multicast;
-  const int first = every_rank ? 0 : src.rank;
-  const int last = every_rank ? ranks_ - 1 : src.rank;
+  const int group = schedule_.switch_group_size();
+  const int first = every_rank ? src.rank - src.rank % group : src.rank;
+  const int last = every_rank ? first + group - 1 : src.rank;
   scratch_deps_.clear();
   for (int r = first; r <= last; ++r) {
     const auto& from = done_list(channel, r);
@@ -102,7 +103,7 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     if (open_[slot].empty() || open_[slot].back() != id) open_[slot].push_back(id);
   };
   if (every_rank) {
-    for (int r = 0; r < ranks_; ++r) touch(r);
+    for (int r = first; r <= last; ++r) touch(r);
   } else {
     touch(src.rank);
     touch(dst.rank);
