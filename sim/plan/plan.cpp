@@ -91,7 +91,8 @@ class Tuner {
  private:
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
     entry.fill_defaults(c.spec.options, {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path,
-                                         &scenario_.topology, c.spec.ranks});
+                                         &scenario_.topology, c.spec.ranks,
+                                         scenario_.network.model});
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.
