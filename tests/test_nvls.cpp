@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "core/json_view.h"
@@ -10,6 +11,7 @@
 #include "plan/plan.h"
 #include "replay/verify.h"
 #include "scenario/scenario.h"
+#include "sweep/sweep.h"
 
 using namespace collsim;
 using namespace collsim::test;
@@ -61,9 +63,8 @@ std::string sharp_graph(int K, const std::string& sharp) {
   return R"({"nodes": [)" + nodes + R"(], "links": [)" + links + "]}";
 }
 
-}  // namespace nvls_test
-
-using namespace nvls_test;
+// The test cases live in the namespace too: a unity build compiles several test
+// files as one, and a using-directive here would reach the files after this one.
 
 TEST_CASE("nvls all-reduce is proven by the replayer for every rank count and chunking") {
   for (int K : {1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 64, 72}) {
@@ -283,3 +284,26 @@ TEST_CASE("nvls_tree takes its hosts from the topology and refuses hosts that ar
         "collectives[0].hosts: nvls_tree needs each host's ranks consecutive: host 0 holds ranks "
         "0 and 2");
 }
+
+TEST_CASE("a sweep over every all-reduce leaves nvls out where it does not apply") {
+  auto algorithms_swept = [](const std::string& topology, const std::string& model) {
+    const Scenario sc = scenario_of(R"({"topology": )" + topology + R"(, "network": {"model": ")" +
+                                    model + R"("}, "collectives": [{"op": "all_reduce",
+                                    "bytes": 4096}]})");
+    SweepRequest req;
+    req.sizes = {4096, 8192};
+    std::set<std::string> out;
+    for (const SweepRow& row : run_sweep(sc, req).rows) out.insert(row.algorithm);
+    return out;
+  };
+  const auto plain =
+      algorithms_swept(R"({"preset": "switch", "gpus": 8, "bandwidth": "450GB/s"})", "flow");
+  CHECK(plain.count("ring") == 1);
+  CHECK(plain.count("nvls") == 0);
+  CHECK(algorithms_swept(R"("dgx-h100")", "ideal").count("nvls") == 0);
+  const auto sharp = algorithms_swept(R"("dgx-h100")", "flow");
+  CHECK(sharp.count("nvls") == 1);
+  CHECK(sharp.count("nvls_tree") == 1);  // one host: NVLS with no tree
+}
+
+}  // namespace nvls_test

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "plan/plan.h"
 #include "simulate/run_scenario.h"
 
 namespace collsim {
@@ -78,32 +79,58 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
       throw InputError("--algorithms",
                        fmt::format("no algorithm \"{}\" for {}", a, name_of(base.shape.op)));
 
-  const std::size_t total = rank_counts.size() * algorithms.size() * req.sizes.size();
   const int esize = element_size(base.shape.dtype);
+  // The collective alone on the scenario's network, with algorithm `a` on n ranks.
+  auto alone = [&](const std::string& a, int n, std::int64_t bytes) {
+    Scenario one = s;
+    CollectiveSpec c = base;
+    c.algorithm = a;
+    c.after.clear();
+    if (!req.rank_counts.empty()) {
+      c.ranks.resize(n);
+      for (int i = 0; i < n; ++i) c.ranks[i] = i;
+    }
+    c.shape.ranks = static_cast<int>(c.ranks.size());
+    c.shape.count = bytes / esize;  // like nccl-tests: count = size / type size
+    c.bytes = c.shape.count * esize;
+    // The options this algorithm takes, as the scenario gave them; the planner
+    // derives the rest (hierarchical levels from the hosts of these ranks).
+    c.options = find_algorithm(base.shape.op, a)->own(base.options);
+    if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
+    one.collectives = {c};
+    return one;
+  };
+  // Algorithms named with --algorithms must apply; of the default (all of the
+  // collective's), those that refuse this topology or network at a rank count are
+  // left out there (nvls without a sharp NVSwitch, or under the ideal model).
+  std::vector<std::vector<std::string>> applicable_at;
+  std::size_t total = 0;
   for (int n : rank_counts) {
-    const std::size_t first_row = out.rows.size();
-    for (const auto& a : algorithms) {
-      for (std::int64_t bytes : req.sizes) {
-        Scenario one = s;  // the collective alone on the scenario's network
-        CollectiveSpec c = base;
-        c.algorithm = a;
-        c.after.clear();
-        if (!req.rank_counts.empty()) {
-          c.ranks.resize(n);
-          for (int i = 0; i < n; ++i) c.ranks[i] = i;
+    std::vector<std::string> applicable = algorithms;
+    if (req.algorithms.empty())
+      std::erase_if(applicable, [&](const std::string& a) {
+        try {
+          make_plan(alone(a, n, req.sizes.front()));
+          return false;
+        } catch (const InputError&) {
+          return true;
         }
-        c.shape.ranks = static_cast<int>(c.ranks.size());
-        c.shape.count = bytes / esize;  // like nccl-tests: count = size / type size
-        c.bytes = c.shape.count * esize;
-        // The options this algorithm takes, as the scenario gave them; the planner
-        // derives the rest (hierarchical levels from the hosts of these ranks).
-        c.options = find_algorithm(base.shape.op, a)->own(base.options);
-        if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
-        one.collectives = {c};
-        const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
+      });
+    total += applicable.size() * req.sizes.size();
+    applicable_at.push_back(std::move(applicable));
+  }
+  for (std::size_t ni = 0; ni < rank_counts.size(); ++ni) {
+    const int n = rank_counts[ni];
+    const std::vector<std::string>& applicable = applicable_at[ni];
+    const std::size_t first_row = out.rows.size();
+    for (const auto& a : applicable) {
+      for (std::int64_t bytes : req.sizes) {
+        const ScenarioResult r =
+            run_scenario(alone(a, n, bytes), SimulationOptions{.record_ops = false});
         const auto& o = r.outcomes[0];
-        out.rows.push_back({static_cast<int>(c.ranks.size()), a, c.bytes, c.shape.count, o.time_s,
-                            o.algbw_Bps, o.busbw_Bps, false});
+        const CollectiveSpec& c = r.resolved[0];
+        out.rows.push_back({c.shape.ranks, a, c.bytes, c.shape.count, o.time_s, o.algbw_Bps,
+                            o.busbw_Bps, false});
         if (progress) progress(out.rows.size(), total);
       }
     }
@@ -113,7 +140,7 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         per_alg);  // row index of the fastest at each size; ties to the earlier
     for (std::size_t k = 0; k < per_alg; ++k) {
       best[k] = first_row + k;
-      for (std::size_t a = 1; a < algorithms.size(); ++a) {
+      for (std::size_t a = 1; a < applicable.size(); ++a) {
         const std::size_t i = first_row + a * per_alg + k;
         if (out.rows[i].time_s < out.rows[best[k]].time_s) best[k] = i;
       }

@@ -25,7 +25,7 @@ struct SwitchLayout {
 // Members grouped by host must be aligned blocks of one size (rank h*n .. h*n+n-1 on
 // host h's switch): switch ops name their group that way (Schedule::switch_group).
 // Returns the layout, or why there is none.
-std::variant<SwitchLayout, std::string> layout_of(const std::vector<int>& hosts, int ranks) {
+std::variant<SwitchLayout, std::string> switch_layout_of(const std::vector<int>& hosts, int ranks) {
   if (hosts.empty()) return SwitchLayout{1, ranks};
   int n = 1;
   while (n < ranks && hosts[n] == hosts[0]) ++n;
@@ -106,7 +106,7 @@ Schedule nvls_tree_all_reduce(const CollectiveShape& shape, const AlgorithmOptio
   if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
     throw std::invalid_argument("nvls_tree: hosts has " + std::to_string(o.hosts.size()) +
                                 " entries for " + std::to_string(shape.ranks) + " ranks");
-  auto layout = layout_of(o.hosts, shape.ranks);
+  auto layout = switch_layout_of(o.hosts, shape.ranks);
   if (auto* why = std::get_if<std::string>(&layout)) throw std::invalid_argument(*why);
   return nvls_schedule(shape, o, "nvls_tree", std::get<SwitchLayout>(layout));
 }
@@ -149,12 +149,12 @@ void nvls_defaults(AlgorithmOptions&, const OptionContext& ctx) {
   require_shared_links(ctx, "nvls");
 }
 
-void parse_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
+void parse_nvls_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
   if (auto h = object.find("hosts")) {
     o.hosts = h->as_int_list(0, 1 << 20);
     if (static_cast<int>(o.hosts.size()) != ctx.ranks)
       h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
-    if (auto layout = layout_of(o.hosts, ctx.ranks); std::holds_alternative<std::string>(layout))
+    if (auto layout = switch_layout_of(o.hosts, ctx.ranks); std::holds_alternative<std::string>(layout))
       h->fail_message(std::get<std::string>(layout));
   }
 }
@@ -165,7 +165,7 @@ void nvls_tree_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
   if (o.hosts.empty())
     for (int r : ctx.placed)
       o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
-  const auto layout = layout_of(o.hosts, ctx.ranks);
+  const auto layout = switch_layout_of(o.hosts, ctx.ranks);
   if (auto* why = std::get_if<std::string>(&layout)) throw InputError(ctx.json_path, *why);
   require_sharp_switches(ctx, std::get<SwitchLayout>(layout).size, "nvls_tree");
   require_shared_links(ctx, "nvls_tree");
@@ -173,14 +173,14 @@ void nvls_tree_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
 
 // "channels": a count; "auto" (which other candidates of "algorithm": "auto" read as
 // their rail rule) is one channel here.
-void parse_channels(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
+void parse_nvls_channels(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
   auto v = object.find("channels");
   if (!v) return;
   o.auto_channels = v->is_string() && v->as_string() == "auto";
   o.channels = o.auto_channels ? 1 : static_cast<int>(v->as_int(1, kMaxChannels));
 }
 
-void settle_channels(AlgorithmOptions& o, const OptionContext&) {
+void settle_nvls_channels(AlgorithmOptions& o, const OptionContext&) {
   if (o.auto_channels) o.channels = 1;
   o.auto_channels = false;
   o.orders.clear();  // a switch has no rank order
@@ -193,7 +193,7 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
   // Channels here are independent pipelines on slices of the buffer; which GPU a
   // channel enters by does not matter to a switch, so there are no rank orders and no
   // "auto" rule.
-  const OptionDef channels{"channels", parse_channels, settle_channels};
+  const OptionDef channels{"channels", parse_nvls_channels, settle_nvls_channels};
   OptionDef checked = segments;
   checked.defaults = nvls_defaults;
   c.push_back({.op = CollectiveOp::AllReduce,
@@ -203,7 +203,7 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
                .generate = nvls_tree_all_reduce,
-               .options = {segments, channels, {"hosts", parse_hosts, nvls_tree_defaults}}});
+               .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}}});
 }
 
 }  // namespace collsim
