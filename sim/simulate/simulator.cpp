@@ -128,6 +128,10 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
   const CollectiveTask& task = (*tasks_)[index];
   const Schedule& s = *task.schedule;
   const int n = s.switch_group_size();
+  if (s.shape.ranks % n != 0)
+    throw std::invalid_argument("task \"" + task.name + "\": switch groups of " +
+                                std::to_string(n) + " ranks do not tile its " +
+                                std::to_string(s.shape.ranks));
   if (n + 1 > kMaxLegs)
     throw std::invalid_argument("task \"" + task.name + "\": switch ops span at most " +
                                 std::to_string(kMaxLegs - 1) + " ranks");
