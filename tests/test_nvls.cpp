@@ -10,6 +10,7 @@
 #include "helpers.h"
 #include "plan/plan.h"
 #include "replay/verify.h"
+#include "report/traffic.h"
 #include "scenario/scenario.h"
 #include "sweep/sweep.h"
 
@@ -206,6 +207,15 @@ TEST_CASE("the cost model's NVLink efficiency composes with the switch's") {
   const ScenarioResult r = run_scenario(sc);
   const double expect = closed_form(8, 64.0 * (1 << 20), 4, kLinkRate, 0.85 * 0.824, kAlpha);
   CHECK(std::fabs(r.outcomes[0].time_s - expect) <= 5 * 18e-12);
+  // The traffic report attributes the switch ops' legs to the GPU links: (K+1)/K of the
+  // buffer on the busiest one, over every link of every GPU, as the counters say.
+  const TrafficReport traffic = analyse_traffic(sc, r);
+  REQUIRE(traffic.per_collective.size() == 1);
+  CHECK(traffic.per_collective[0].bytes == (std::int64_t{64} << 20) / 8 * 9);
+  CHECK(sc.topology.link(traffic.per_collective[0].link).kind == LinkKind::NvLink);
+  for (std::size_t l = 0; l < sc.topology.links().size(); ++l)
+    if (sc.topology.link(l).kind == LinkKind::NvLink)
+      CHECK(traffic.links[l].bytes == (std::int64_t{64} << 20) / 8 * 9);
 }
 
 TEST_CASE("nvls is refused without a sharp switch, naming the collective, and auto skips it") {
