@@ -229,7 +229,14 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   double pcie = 0;
   for (const Link& l : t.links())
     if (l.src == gpu && l.kind == LinkKind::Pcie) pcie = std::max(pcie, l.bandwidth);
-  out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(nvlink) / 1e9 : pcie / 1e9;
+  // A GPU wired straight to others (a torus, a generic fabric) reaches them over
+  // whatever links it has.
+  double any = 0;
+  for (const Link& l : t.links())
+    if (l.src == gpu) any += l.bandwidth;
+  out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(nvlink) / 1e9
+                   : pcie > 0 ? pcie / 1e9
+                              : any / 1e9;
   // What one NIC of the first GPU's host sends into the network.
   const int host = t.node(gpu).host;
   for (const Link& l : t.links()) {
@@ -237,6 +244,11 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     if (src.kind == NodeKind::Nic && src.host == host && l.kind != LinkKind::Pcie)
       out.nic_GBps = std::max(out.nic_GBps, l.bandwidth / 1e9);
   }
+  if (out.nic_GBps == 0)  // no NIC nodes: the GPU's own links into the network
+    for (const Link& l : t.links())
+      if (l.src == gpu && hop_class(l.kind) == HopClass::Net)
+        out.nic_GBps = std::max(out.nic_GBps, l.bandwidth / 1e9);
+  if (out.nic_GBps == 0) out.nic_GBps = out.intra_GBps;
   out.nics_per_node = 0;
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
     if (t.node(n).kind == NodeKind::Nic && t.node(n).host == host) ++out.nics_per_node;

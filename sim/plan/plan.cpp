@@ -139,8 +139,10 @@ class Tuner {
                                      "for {}; exclude it with \"nccl_algo\"",
                                      name_of(p.chosen.algorithm), name_of(spec.shape.op)));
       s.protocol = std::string(name_of(p.chosen.protocol));
-      // NCCL pipelines its trees in small chunks: let the tuner find the segments.
-      s.options.auto_segments = p.chosen.algorithm == NcclAlgo::Tree;
+      // NCCL pipelines its trees and chains in small chunks: the tuner finds the segments.
+      s.options.auto_segments = p.chosen.algorithm == NcclAlgo::Tree ||
+                                spec.shape.op == CollectiveOp::Broadcast ||
+                                spec.shape.op == CollectiveOp::Reduce;
       // One channel per rail across hosts; inside a host channels share every link.
       s.options.auto_channels = true;
       pick = describe(p);
