@@ -262,7 +262,33 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
                                  (dir / "x.json").string());
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("measured all_reduce"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --algorithm auto --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--algorithm") && Catch::Contains("not auto"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --terms launch,speed --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--terms") && Catch::Contains("speed"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --iters 3 --out " + (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--iters"));
   CHECK(!fs::exists(dir / "x.json"));
+  // Without the curve (it holds this machine's bandwidths), on an inline topology.
+  o = collsim::test::run_collsim(
+      "calibrate --nccl-tests " + log +
+      " --topology '{\"preset\": \"switch\", \"gpus\": 8, \"bandwidth\": \"450GB/s\", "
+      "\"kind\": \"nvlink\"}' --terms launch,latency,efficiency --out " +
+      (dir / "y.json").string());
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  const auto doc = nlohmann::json::parse(collsim::test::slurp(dir / "y.json"));
+  CHECK(!doc["links"]["nvlink"].contains("bandwidth_curve"));
+  CHECK(doc["links"]["nvlink"]["efficiency"].get<double>() < 1);
+  CHECK(doc["fit"]["mape_pct"].get<double>() < 10);
 }
 
 #undef NCCL_SHARED_OR_SKIP

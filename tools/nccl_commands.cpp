@@ -62,6 +62,11 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
       ->capture_default_str();
   calibrate->add_option("--collective", args.collective,
                         "--nccl-tests: the collective, when a log does not say");
+  calibrate
+      ->add_option("--terms", args.terms,
+                   "--nccl-tests: the cost terms the fit may use (leave out curve for a file "
+                   "that carries over to other machines: it holds absolute bandwidths)")
+      ->capture_default_str();
 }
 
 bool is_nccl_tests_log(const std::string& path) {
@@ -119,8 +124,10 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
   NcclFitRequest req;
   req.algorithm = args.algorithm;
   req.base_dir = std::filesystem::current_path();
-  // A file when one exists by that name, else a bundled name.
-  req.topology = args.topology;
+  req.terms = parse_fit_terms(args.terms, "--terms");
+  // Inline JSON like `collsim topo` takes, else a bundled name or a file.
+  req.topology = args.topology.front() == '{' ? parse_json_text(args.topology, "--topology")
+                                               : nlohmann::json(args.topology);
   const int given_ranks = calibrate->count("--ranks") ? ranks : 0;
   for (const auto& file : args.logs) {
     req.logs.push_back(read_nccl_tests_log(file, op, given_ranks));

@@ -19,6 +19,7 @@ struct NcclCalibrateArgs {
   std::string topology;
   std::string algorithm = "ring";
   std::string collective;
+  std::string terms = "launch,latency,efficiency,curve";
 };
 
 void add_nccl_compare_options(CLI::App* compare, NcclCompareArgs& args);

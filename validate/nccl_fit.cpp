@@ -290,10 +290,38 @@ std::string kind_list(const std::vector<LinkKind>& kinds) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+FitTerms both(const FitTerms& a, const FitTerms& b) {
+  return {a.launch && b.launch, a.latency && b.latency, a.efficiency && b.efficiency,
+          a.curve && b.curve};
+}
+
 }  // namespace
+
+FitTerms parse_fit_terms(const std::string& list, const std::string& where) {
+  FitTerms t{false, false, false, false};
+  std::size_t a = 0;
+  while (a <= list.size()) {
+    std::size_t b = list.find(',', a);
+    if (b == std::string::npos) b = list.size();
+    const std::string name = list.substr(a, b - a);
+    if (name == "launch") t.launch = true;
+    else if (name == "latency") t.latency = true;
+    else if (name == "efficiency") t.efficiency = true;
+    else if (name == "curve") t.curve = true;
+    else
+      throw InputError(where, fmt::format("expected terms from launch, latency, efficiency, "
+                                          "curve (comma separated), got \"{}\"",
+                                          name));
+    a = b + 1;
+  }
+  return t;
+}
 
 NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   if (req.logs.empty()) throw InputError("--nccl-tests", "at least one log");
+  if (req.algorithm == "auto")
+    throw InputError("--algorithm", "name the algorithm NCCL ran (NCCL_ALGO), not auto: the fit "
+                                    "needs the same schedule at every size and every term");
   std::vector<LogScenario> scenarios;
   for (const auto& log : req.logs) scenarios.push_back(scenario_for(req, log));
   NcclFit fit;
@@ -312,7 +340,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
 
   fit.notes.push_back(fmt::format("transfers cross {} (nominal {}); each term applies to these",
                                   kind_list(fit.kinds), format_bandwidth(fit.nominal_Bps)));
-  if (!latency_separable(pts)) {
+  fit.used = req.terms;
+  if (fit.used.latency && !latency_separable(pts)) {
     fit.used.latency = false;
     fit.notes.push_back(
         "latency_s is not fitted: every size pays the same number of per-transfer latencies, so "
@@ -333,7 +362,18 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
       {"launch, bandwidth_curve", {false, true, true, false}},  // the best α-β: α and β refitted
       {"all", {false, false, false, false}}};
   for (const auto& [without, terms] : rows) {
-    AblationRow a{without, fit_values(pts, terms, fit.nominal_Bps)};
+    const FitTerms allowed = both(terms, req.terms);
+    const std::string_view w = without;
+    // Leaving out what --terms left out, or what changes nothing, says nothing.
+    if ((w.find("launch") != w.npos && !req.terms.launch) ||
+        (w.find("latency") != w.npos && !req.terms.latency) ||
+        (w.find("efficiency") != w.npos && !req.terms.efficiency) ||
+        (w.find("curve") != w.npos && !req.terms.curve))
+      continue;
+    if (!w.empty() && allowed.launch == fit.used.launch && allowed.latency == fit.used.latency &&
+        allowed.efficiency == fit.used.efficiency && allowed.curve == fit.used.curve)
+      continue;
+    AblationRow a{without, fit_values(pts, allowed, fit.nominal_Bps)};
     residuals_of(a.values, fit.kinds, scenarios, pts, &a.mape_pct);
     fit.ablation.push_back(a);
   }
@@ -391,8 +431,13 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                         {"mape_pct", a.mape_pct}});
   std::vector<std::string> kinds;
   for (LinkKind k : fit.kinds) kinds.emplace_back(name_of(k));
+  std::vector<std::string> terms;
+  if (fit.used.launch) terms.emplace_back("launch");
+  if (fit.used.latency) terms.emplace_back("latency");
+  if (fit.used.efficiency) terms.emplace_back("efficiency");
+  if (fit.used.curve) terms.emplace_back("curve");
   out["fit"] = {{"link_kinds", kinds},
-                {"latency_fitted", fit.used.latency},
+                {"terms", terms},
                 {"mape_pct", fit.mape_pct},
                 {"residuals", residuals},
                 {"ablation", ablation},

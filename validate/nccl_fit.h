@@ -20,17 +20,21 @@
 
 namespace collsim {
 
+// Which terms a fit may use.
+struct FitTerms {
+  bool launch = true, latency = true, efficiency = true, curve = true;
+};
+
 struct NcclFitRequest {
   std::vector<NcclTestsLog> logs;
   nlohmann::json topology;  // a bundled name, a file, or an inline topology object
   std::filesystem::path base_dir = ".";  // resolves a topology file
   std::string algorithm = "ring";
+  FitTerms terms;  // what the user allows (--terms)
 };
 
-// Which terms a fit may use.
-struct FitTerms {
-  bool launch = true, latency = true, efficiency = true, curve = true;
-};
+// "launch,latency,efficiency,curve" (any subset) as FitTerms; `where` names the option.
+FitTerms parse_fit_terms(const std::string& list, const std::string& where);
 
 // The fitted values.
 struct FitValues {
