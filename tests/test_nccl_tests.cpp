@@ -26,11 +26,11 @@ std::string shared_log(const std::string& name) {
   return fs::exists(p) ? p.string() : std::string();
 }
 
-#define NCCL_SHARED_OR_SKIP(var, name)                                            \
-  const std::string var = shared_log(name);                                      \
-  if (var.empty()) {                                                             \
-    WARN("skipped: " << name << " not found under " << COLLSIM_SHARED_DIR);      \
-    return;                                                                      \
+#define NCCL_SHARED_OR_SKIP(var, name)                                      \
+  const std::string var = nccl_tests_test::shared_log(name);                \
+  if (var.empty()) {                                                        \
+    WARN("skipped: " << name << " not found under " << COLLSIM_SHARED_DIR); \
+    return;                                                                 \
   }
 
 std::string parse_error(const std::string& text, const std::string& file = "bad.txt") {
@@ -47,8 +47,6 @@ const std::string kHeader =
     "# nThread 1 nGpus 4 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5\n";
 
 }  // namespace nccl_tests_test
-
-using namespace nccl_tests_test;
 
 TEST_CASE("nccl-tests parser reads the forced-ring H100 log as printed", "[nccl-tests]") {
   NCCL_SHARED_OR_SKIP(file, "h100x8_all_reduce_ring.txt");
@@ -87,7 +85,7 @@ TEST_CASE("nccl-tests parser reads the default H100 and the A100 logs", "[nccl-t
   CHECK(h.op_source == "the file name");  // no "Collective test starting" line
   CHECK(h.ranks == 8);                    // eight "#  Rank r" lines, nGpus 1 each
   CHECK(h.gpus_per_thread == 1);
-  REQUIRE(h.rows.size() == 32);  // 8 B .. 16 GiB
+  REQUIRE(h.rows.size() == 32);                    // 8 B .. 16 GiB
   CHECK(h.rows[2].out_of_place.time_us == 68.14);  // the outlier, as printed
   CHECK(h.rows[2].in_place->time_us == 13.52);
   CHECK(h.rows.back().bytes == 17179869184);
@@ -104,13 +102,14 @@ TEST_CASE("nccl-tests parser reads the default H100 and the A100 logs", "[nccl-t
 }
 
 TEST_CASE("nccl-tests parser accepts N/A, rows without in-place columns and CRLF", "[nccl-tests]") {
-  const std::string text = "# Collective test starting: alltoall_perf\r\n"
-                           "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] GPU\r\n"
-                           "#  Rank  1 Group  0 Pid 1 on h device  1 [0x2] GPU\r\n"
-                           "        1024           256     float    none      -1    10.5    0.10    "
-                           "0.05     N/A\r\n"
-                           "        2048           512     float    none      -1    11.5    0.18    "
-                           "0.09       0\r\n";
+  const std::string text =
+      "# Collective test starting: alltoall_perf\r\n"
+      "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] GPU\r\n"
+      "#  Rank  1 Group  0 Pid 1 on h device  1 [0x2] GPU\r\n"
+      "        1024           256     float    none      -1    10.5    0.10    "
+      "0.05     N/A\r\n"
+      "        2048           512     float    none      -1    11.5    0.18    "
+      "0.09       0\r\n";
   const NcclTestsLog log = parse_nccl_tests_log(text, "a2a.txt");
   CHECK(log.op == CollectiveOp::AllToAll);
   CHECK(log.ranks == 2);
@@ -121,42 +120,54 @@ TEST_CASE("nccl-tests parser accepts N/A, rows without in-place columns and CRLF
   // A hint fills in a log that names no collective; the header, when there, wins.
   const std::string bare = "#  Rank  0..1 Group 0\n  64 16 float sum -1 5.0 0.01 0.01 0\n";
   CHECK(parse_nccl_tests_log(bare, "x.txt", CollectiveOp::AllGather).op == CollectiveOp::AllGather);
-  CHECK(parse_nccl_tests_log(text, "a2a.txt", CollectiveOp::AllGather).op == CollectiveOp::AllToAll);
+  CHECK(parse_nccl_tests_log(text, "a2a.txt", CollectiveOp::AllGather).op ==
+        CollectiveOp::AllToAll);
 }
 
 TEST_CASE("nccl-tests parser names file and line of what it cannot read", "[nccl-tests]") {
-  const std::string row = "        1024           256     float     sum      -1    37.38    0.03"
-                          "    0.05       0    36.55    0.03    0.05       0\n";
-  CHECK_THAT(parse_error(kHeader + "        1024           256     float     sum      -1    37.38\n"),
+  const std::string row =
+      "        1024           256     float     sum      -1    37.38    0.03"
+      "    0.05       0    36.55    0.03    0.05       0\n";
+  CHECK_THAT(nccl_tests_test::parse_error(
+                 nccl_tests_test::kHeader +
+                 "        1024           256     float     sum      -1    37.38\n"),
              Catch::Contains("bad.txt:3") && Catch::Contains("9 or 13 fields") &&
                  Catch::Contains("got 6 fields"));
-  CHECK_THAT(parse_error(kHeader + "  1024  256  floaty  sum  -1  37.38  0.03  0.05  0\n"),
-             Catch::Contains("bad.txt:3") && Catch::Contains("element type") &&
-                 Catch::Contains("floaty"));
-  CHECK_THAT(parse_error(kHeader + "  1024  256  float  sum  -1  fast  0.03  0.05  0\n"),
+  CHECK_THAT(
+      nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                   "  1024  256  floaty  sum  -1  37.38  0.03  0.05  0\n"),
+      Catch::Contains("bad.txt:3") && Catch::Contains("element type") && Catch::Contains("floaty"));
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                          "  1024  256  float  sum  -1  fast  0.03  0.05  0\n"),
              Catch::Contains("bad.txt:3") && Catch::Contains("out-of-place time (us)"));
-  CHECK_THAT(parse_error(kHeader + "  1024  256  float  sum  -1  1.0  0.03  0.05  x\n"),
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                          "  1024  256  float  sum  -1  1.0  0.03  0.05  x\n"),
              Catch::Contains("#wrong as a count or N/A"));
-  CHECK_THAT(parse_error(kHeader + row + row),
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + row),
              Catch::Contains("bad.txt:4") && Catch::Contains("sizes must increase") &&
                  Catch::Contains("line 3"));
-  CHECK_THAT(parse_error(kHeader), Catch::Contains("bad.txt") && Catch::Contains("no result rows"));
-  CHECK_THAT(parse_error("#  Rank  x Group 0\n" + row),
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader),
+             Catch::Contains("bad.txt") && Catch::Contains("no result rows"));
+  CHECK_THAT(nccl_tests_test::parse_error("#  Rank  x Group 0\n" + row),
              Catch::Contains("bad.txt:1") && Catch::Contains("range like 0..7"));
-  CHECK_THAT(parse_error("# nThread 1 nGpus eight minBytes 8\n" + row),
+  CHECK_THAT(nccl_tests_test::parse_error("# nThread 1 nGpus eight minBytes 8\n" + row),
              Catch::Contains("bad.txt:1") && Catch::Contains("after \"nGpus\""));
-  CHECK_THAT(parse_error("# Collective test starting: frobnicate_perf\n" + row),
+  CHECK_THAT(nccl_tests_test::parse_error("# Collective test starting: frobnicate_perf\n" + row),
              Catch::Contains("bad.txt:1") && Catch::Contains("frobnicate_perf"));
-  CHECK_THAT(parse_error("#  Rank  0..7 Group 0\n" + row, "unknown.txt"),
+  CHECK_THAT(nccl_tests_test::parse_error("#  Rank  0..7 Group 0\n" + row, "unknown.txt"),
              Catch::Contains("cannot tell which collective"));
-  CHECK_THAT(parse_error(std::string("# x\n") + '\0' + "\n"), Catch::Contains("NUL"));
+  CHECK_THAT(nccl_tests_test::parse_error(std::string("# x\n") + '\0' + "\n"),
+             Catch::Contains("NUL"));
   // Neither Rank lines, nor a usable busbw / algbw, nor nThread x nGpus > 1.
-  CHECK_THAT(parse_error("# Collective test starting: broadcast_perf\n"
-                         "  1024 256 float none 0 10.0 0.10 0.10 0\n"),
+  CHECK_THAT(nccl_tests_test::parse_error("# Collective test starting: broadcast_perf\n"
+                                          "  1024 256 float none 0 10.0 0.10 0.10 0\n"),
              Catch::Contains("how many GPUs"));
   // Noise that does not start like a row is skipped, not an error.
-  CHECK(parse_error(kHeader + "8 more processes have sent help message\n" + row) == "no error");
-  CHECK_THAT(parse_error(kHeader + "  1024\n"), Catch::Contains("got 1 field"));
+  CHECK(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                     "8 more processes have sent help message\n" + row) ==
+        "no error");
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + "  1024\n"),
+             Catch::Contains("got 1 field"));
 }
 
 TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and by range",
@@ -165,7 +176,8 @@ TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and 
   const Scenario s = parse_scenario(
       {{"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "10GB/s"}}},
        {"network", {{"model", "ideal"}, {"alpha", "1us"}}},
-       {"collectives", {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", 1024}}}}},
+       {"collectives",
+        {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", 1024}}}}},
       ".");
   const std::int64_t sizes[] = {1024, 1 << 20, 16 << 20};
   const double factor[] = {0.5, 1.25, 2.0};  // measured = simulated x factor
@@ -195,14 +207,15 @@ TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and 
                     Catch::Contains("ran on 8 GPUs") && Catch::Contains("has 4 ranks"));
   const NcclTestsLog bcast = parse_nccl_tests_log(text, "bcast.txt", CollectiveOp::Broadcast, 4);
   CHECK(bcast.op == CollectiveOp::AllReduce);  // the header wins over the hint
-  CHECK(parse_size_range("1KiB:8GB", "--sizes") == std::pair<std::int64_t, std::int64_t>(1024, 8000000000));
+  CHECK(parse_size_range("1KiB:8GB", "--sizes") ==
+        std::pair<std::int64_t, std::int64_t>(1024, 8000000000));
   CHECK_THROWS_WITH(parse_size_range("1KiB", "--sizes"), Catch::Contains("MIN:MAX"));
 }
 
 TEST_CASE("calibrate --nccl-tests on the forced-ring H100 log predicts it within 10 percent",
           "[nccl-tests]") {
   NCCL_SHARED_OR_SKIP(log, "h100x8_all_reduce_ring.txt");
-  const fs::path dir = collsim::test::temp_dir("nccl-fit");
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit");
   const std::string cal = (dir / "h100-ring.json").string();
   ::setenv("SOURCE_DATE_EPOCH", "1767225600", 1);  // the same bytes on every run
   const auto fit = collsim::test::run_collsim("calibrate --nccl-tests " + log +
@@ -219,10 +232,11 @@ TEST_CASE("calibrate --nccl-tests on the forced-ring H100 log predicts it within
   CHECK(doc["fit"]["residuals"].size() == 31);
   CHECK(doc["alpha_s"] == 0);
 
-  const std::string scenario = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
-  const auto cmp = collsim::test::run_collsim("compare " + scenario + " --measured " + log +
-                                              " --calibration " + cal +
-                                              " --sizes 1KiB:8GiB --format json");
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
+  const auto cmp =
+      collsim::test::run_collsim("compare " + scenario + " --measured " + log + " --calibration " +
+                                 cal + " --sizes 1KiB:8GiB --format json");
   INFO(cmp.out << cmp.err);
   REQUIRE(cmp.status == 0);
   const auto c = nlohmann::json::parse(cmp.out);
@@ -240,7 +254,7 @@ TEST_CASE("calibrate --nccl-tests on the forced-ring H100 log predicts it within
 
 TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit", "[nccl-tests]") {
   NCCL_SHARED_OR_SKIP(log, "h100x8_all_reduce_ring.txt");
-  const fs::path dir = collsim::test::temp_dir("nccl-refuse");
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-refuse");
   const std::string four = (dir / "four.json").string();
   std::ofstream(four) << R"({"topology": "dgx-h100", "collectives": [
       {"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": "1MiB", "ranks": [0, 1, 2, 3]}]})";
@@ -273,10 +287,15 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("--terms") && Catch::Contains("speed"));
   o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
-                                 " --topology dgx-h100 --iters 3 --out " + (dir / "x.json").string());
+                                 " --topology dgx-h100 --iters 3 --out " +
+                                 (dir / "x.json").string());
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("--iters"));
-  CHECK(!fs::exists(dir / "x.json"));
+  o = collsim::test::run_collsim("calibrate --topology dgx-h100 --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--topology") && Catch::Contains("only with --nccl-tests"));
+  CHECK(!std::filesystem::exists(dir / "x.json"));
   // Without the curve (it holds this machine's bandwidths), on an inline topology.
   o = collsim::test::run_collsim(
       "calibrate --nccl-tests " + log +

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "nccl_commands.h"
 #include "plan/plan_report.h"
 #include "replay/trace.h"
 #include "report/html_report.h"
@@ -26,7 +27,6 @@
 #include "validate/compare.h"
 #include "validate/measure.h"
 #include "validate/validation_error.h"
-#include "nccl_commands.h"
 
 namespace {
 
@@ -492,11 +492,13 @@ int main(int argc, char** argv) {
     if (*topo) return topo_command(topo_args);
     if (*sweep) return sweep_command(sweep_args);
     if (*validate) return validate_command(validate_args);
-    if (*calibrate)
-      return nccl_calibrate_args.logs.empty()
-                 ? calibrate_command(calibrate_args)
-                 : nccl_calibrate_command(nccl_calibrate_args, calibrate, calibrate_args.out,
-                                          calibrate_args.ranks);
+    if (*calibrate && !nccl_calibrate_args.logs.empty())
+      return nccl_calibrate_command(nccl_calibrate_args, calibrate, calibrate_args.out,
+                                    calibrate_args.ranks);
+    if (*calibrate) {
+      check_no_nccl_calibrate_options(calibrate);
+      return calibrate_command(calibrate_args);
+    }
     if (*compare && is_nccl_tests_log(compare_args.measured))
       return nccl_compare_command(compare_args.scenario, compare_args.measured,
                                   compare_args.calibration, compare_args.out_dir,

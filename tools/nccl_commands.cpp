@@ -38,15 +38,18 @@ void refuse_given(const CLI::App* app, std::initializer_list<const char*> option
 }  // namespace
 
 void add_nccl_compare_options(CLI::App* compare, NcclCompareArgs& args) {
-  compare->add_option("--collective", args.collective,
-                      "nccl-tests log: which of the scenario's collectives (default: its only one)");
-  compare->add_option("--sizes", args.sizes,
-                      "nccl-tests log: only sizes in MIN:MAX, like 1KiB:8GB (either side optional)");
+  compare->add_option(
+      "--collective", args.collective,
+      "nccl-tests log: which of the scenario's collectives (default: its only one)");
+  compare->add_option(
+      "--sizes", args.sizes,
+      "nccl-tests log: only sizes in MIN:MAX, like 1KiB:8GB (either side optional)");
   compare->add_option("--format", args.format, "nccl-tests log: output on stdout")
       ->check(CLI::IsMember({"text", "json", "csv"}))
       ->capture_default_str();
-  compare->add_option("--ranks", args.ranks,
-                      "nccl-tests log: its GPU count, when the log does not say")
+  compare
+      ->add_option("--ranks", args.ranks,
+                   "nccl-tests log: its GPU count, when the log does not say")
       ->check(CLI::Range(1, 1 << 20));
 }
 
@@ -57,8 +60,9 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
       ->expected(1, 1 << 16);
   calibrate->add_option("--topology", args.topology,
                         "--nccl-tests: the machine the logs ran on (bundled name or file)");
-  calibrate->add_option("--algorithm", args.algorithm,
-                        "--nccl-tests: the algorithm NCCL ran (NCCL_ALGO)")
+  calibrate
+      ->add_option("--algorithm", args.algorithm,
+                   "--nccl-tests: the algorithm NCCL ran (NCCL_ALGO)")
       ->capture_default_str();
   calibrate->add_option("--collective", args.collective,
                         "--nccl-tests: the collective, when a log does not say");
@@ -81,6 +85,11 @@ void check_no_nccl_compare_options(const CLI::App* compare) {
   refuse_given(compare, {"--collective", "--sizes", "--format", "--ranks"},
                "only with an nccl-tests log as --measured (measured.json compares every "
                "collective, per step and per op)");
+}
+
+void check_no_nccl_calibrate_options(const CLI::App* calibrate) {
+  refuse_given(calibrate, {"--topology", "--algorithm", "--collective", "--terms"},
+               "only with --nccl-tests (a calibration measured here fits alpha and beta)");
 }
 
 int nccl_compare_command(const std::string& scenario_file, const std::string& log_file,
@@ -114,12 +123,14 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
   refuse_given(calibrate, {"--backend", "--iters", "--warmup", "--timeout", "--sizes", "--step"},
                "measures on this machine: not with --nccl-tests");
   if (args.topology.empty())
-    throw InputError("--topology", "--nccl-tests needs the machine the logs ran on "
-                                   "(a bundled name like dgx-h100, or a topology file)");
+    throw InputError("--topology",
+                     "--nccl-tests needs the machine the logs ran on "
+                     "(a bundled name like dgx-h100, or a topology file)");
   std::optional<CollectiveOp> op;
   if (!args.collective.empty()) {
     op = nccl_tests_op(args.collective);
-    if (!op) throw InputError("--collective", fmt::format("not a collective: \"{}\"", args.collective));
+    if (!op)
+      throw InputError("--collective", fmt::format("not a collective: \"{}\"", args.collective));
   }
   NcclFitRequest req;
   req.algorithm = args.algorithm;
@@ -127,14 +138,14 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
   req.terms = parse_fit_terms(args.terms, "--terms");
   // Inline JSON like `collsim topo` takes, else a bundled name or a file.
   req.topology = args.topology.front() == '{' ? parse_json_text(args.topology, "--topology")
-                                               : nlohmann::json(args.topology);
+                                              : nlohmann::json(args.topology);
   const int given_ranks = calibrate->count("--ranks") ? ranks : 0;
   for (const auto& file : args.logs) {
     req.logs.push_back(read_nccl_tests_log(file, op, given_ranks));
     if (op && req.logs.back().op != *op)
-      throw InputError(file, fmt::format("the log measured {} (from {}), not {}",
-                                         name_of(req.logs.back().op), req.logs.back().op_source,
-                                         name_of(*op)));
+      throw InputError(
+          file, fmt::format("the log measured {} (from {}), not {}", name_of(req.logs.back().op),
+                            req.logs.back().op_source, name_of(*op)));
   }
   const NcclFit fit = fit_nccl_tests(req);
   {

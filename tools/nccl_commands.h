@@ -35,6 +35,9 @@ int nccl_compare_command(const std::string& scenario, const std::string& log,
 // Refuses nccl-tests-only options on a comparison with a measured.json.
 void check_no_nccl_compare_options(const CLI::App* compare);
 
+// Refuses --nccl-tests' options on a calibration measured here.
+void check_no_nccl_calibrate_options(const CLI::App* calibrate);
+
 // `calibrate` is the subcommand (to refuse its measuring options here); `ranks` counts
 // only when given.
 int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibrate,

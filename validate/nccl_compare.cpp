@@ -25,11 +25,11 @@ std::string range_label(std::int64_t lo, std::int64_t hi) {
 
 void check_log_matches(const CollectiveSpec& base, const NcclTestsLog& log) {
   if (log.op != base.shape.op)
-    throw InputError("--measured",
-                     fmt::format("{} measured {} (from {}); the scenario's collective \"{}\" is "
-                                 "{}: pick another with --collective",
-                                 log.file, name_of(log.op), log.op_source, base.name,
-                                 name_of(base.shape.op)));
+    throw InputError(
+        "--measured",
+        fmt::format("{} measured {} (from {}); the scenario's collective \"{}\" is "
+                    "{}: pick another with --collective",
+                    log.file, name_of(log.op), log.op_source, base.name, name_of(base.shape.op)));
   if (log.ranks != static_cast<int>(base.ranks.size()))
     throw InputError("--measured",
                      fmt::format("{} ran on {} GPUs (from {}); the scenario's collective \"{}\" "
@@ -133,15 +133,14 @@ std::string nccl_comparison_table(const NcclComparison& c) {
       "# collsim compare {}: \"{}\" ({} {}, {} ranks) against nccl-tests log {} ({} on {} GPUs, "
       "GPU count from {}{})\n",
       c.scenario, c.collective, name_of(c.op), c.plan, c.ranks, log.file, name_of(log.op),
-      log.ranks, log.ranks_source,
-      log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
+      log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   out += "# measured: the log's out-of-place columns; error = (simulated - measured) / measured\n";
   out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}\n", "bytes", "simulated us",
                      "measured us", "error", "sim busbw", "meas busbw");
   for (const auto& r : c.rows)
     out += fmt::format("  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}\n", r.bytes,
-                       r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct,
-                       r.simulated_busbw_GBps, r.measured_busbw_GBps);
+                       r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
+                       r.measured_busbw_GBps);
   out += fmt::format("# MAPE {:.1f}% over {} sizes ({} to {}), out-of-place times\n", c.mape_pct,
                      c.rows.size(), format_bytes(c.rows.front().bytes),
                      format_bytes(c.rows.back().bytes));
@@ -170,11 +169,12 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
                     {"measured_busbw_GBps", r.measured_busbw_GBps}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& e : c.ranges)
-    ranges.push_back({{"label", e.label},
-                      {"min_bytes", e.min_bytes},
-                      {"max_bytes", e.max_bytes == kNoLimit ? nlohmann::json() : nlohmann::json(e.max_bytes)},
-                      {"sizes", e.sizes},
-                      {"mape_pct", e.mape_pct}});
+    ranges.push_back(
+        {{"label", e.label},
+         {"min_bytes", e.min_bytes},
+         {"max_bytes", e.max_bytes == kNoLimit ? nlohmann::json() : nlohmann::json(e.max_bytes)},
+         {"sizes", e.sizes},
+         {"mape_pct", e.mape_pct}});
   return {{"scenario", c.scenario},
           {"collective", c.collective},
           {"op", name_of(c.op)},
@@ -204,7 +204,8 @@ std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& text,
     if (s.empty()) return dflt;
     const auto v = parse_size(s);
     if (!v || *v < 0)
-      throw InputError(where, fmt::format("expected a size like \"1KiB\" or \"8GB\", got \"{}\"", s));
+      throw InputError(where,
+                       fmt::format("expected a size like \"1KiB\" or \"8GB\", got \"{}\"", s));
     return *v;
   };
   const std::int64_t lo = side(text.substr(0, colon), 0);

@@ -29,17 +29,19 @@ struct LogScenario {
 };
 
 LogScenario scenario_for(const NcclFitRequest& req, const NcclTestsLog& log) {
-  nlohmann::json doc = {
-      {"topology", req.topology},
-      {"network", {{"model", "ideal"}}},
-      {"collectives",
-       {{{"name", "fit"}, {"op", name_of(log.op)}, {"algorithm", req.algorithm}, {"bytes", 4096}}}}};
+  nlohmann::json doc = {{"topology", req.topology},
+                        {"network", {{"model", "ideal"}}},
+                        {"collectives",
+                         {{{"name", "fit"},
+                           {"op", name_of(log.op)},
+                           {"algorithm", req.algorithm},
+                           {"bytes", 4096}}}}};
   try {
     const Scenario probe = parse_scenario(doc, req.base_dir, "nccl-fit");
     if (probe.topology.num_ranks() < log.ranks)
-      throw InputError("--topology", fmt::format("{} has {} GPUs; {} ran on {}",
-                                                 probe.topology.name, probe.topology.num_ranks(),
-                                                 log.file, log.ranks));
+      throw InputError("--topology",
+                       fmt::format("{} has {} GPUs; {} ran on {}", probe.topology.name,
+                                   probe.topology.num_ranks(), log.file, log.ranks));
     std::vector<int> ranks(static_cast<std::size_t>(log.ranks));
     for (int r = 0; r < log.ranks; ++r) ranks[static_cast<std::size_t>(r)] = r;
     doc["collectives"][0]["ranks"] = ranks;
@@ -246,7 +248,8 @@ void fit_curve(const std::vector<Point>& pts, double nominal, FitValues& v) {
     sum += g;
     ++count;
   }
-  for (const auto& [bytes, sc] : shares) v.curve.emplace_back(bytes, nominal * sc.first / sc.second);
+  for (const auto& [bytes, sc] : shares)
+    v.curve.emplace_back(bytes, nominal * sc.first / sc.second);
 }
 
 FitValues fit_values(const std::vector<Point>& pts, const FitTerms& terms, double nominal) {
@@ -304,10 +307,14 @@ FitTerms parse_fit_terms(const std::string& list, const std::string& where) {
     std::size_t b = list.find(',', a);
     if (b == std::string::npos) b = list.size();
     const std::string name = list.substr(a, b - a);
-    if (name == "launch") t.launch = true;
-    else if (name == "latency") t.latency = true;
-    else if (name == "efficiency") t.efficiency = true;
-    else if (name == "curve") t.curve = true;
+    if (name == "launch")
+      t.launch = true;
+    else if (name == "latency")
+      t.latency = true;
+    else if (name == "efficiency")
+      t.efficiency = true;
+    else if (name == "curve")
+      t.curve = true;
     else
       throw InputError(where, fmt::format("expected terms from launch, latency, efficiency, "
                                           "curve (comma separated), got \"{}\"",
@@ -320,8 +327,9 @@ FitTerms parse_fit_terms(const std::string& list, const std::string& where) {
 NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   if (req.logs.empty()) throw InputError("--nccl-tests", "at least one log");
   if (req.algorithm == "auto")
-    throw InputError("--algorithm", "name the algorithm NCCL ran (NCCL_ALGO), not auto: the fit "
-                                    "needs the same schedule at every size and every term");
+    throw InputError("--algorithm",
+                     "name the algorithm NCCL ran (NCCL_ALGO), not auto: the fit "
+                     "needs the same schedule at every size and every term");
   std::vector<LogScenario> scenarios;
   for (const auto& log : req.logs) scenarios.push_back(scenario_for(req, log));
   NcclFit fit;
@@ -379,20 +387,21 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   }
 
   if (fit.values.efficiency >= 1)
-    fit.notes.push_back("efficiency stays at 1: the measured plateau reaches the nominal bandwidth");
+    fit.notes.push_back(
+        "efficiency stays at 1: the measured plateau reaches the nominal bandwidth");
   if (fit.values.clamped)
     fit.notes.push_back(fmt::format(
         "at {} size(s) the bandwidth curve hit its bounds (no faster than nominal): the floor "
         "there differs from the fitted one (NCCL changes protocol with size)",
         fit.values.clamped));
   if (fit.mape_pct > kPoorMape)
-    fit.warnings.push_back(fmt::format("poor fit: MAPE {:.1f}% (above {:.0f}%)", fit.mape_pct,
-                                       kPoorMape));
+    fit.warnings.push_back(
+        fmt::format("poor fit: MAPE {:.1f}% (above {:.0f}%)", fit.mape_pct, kPoorMape));
   for (const auto& r : fit.residuals)
     if (std::fabs(r.error_pct) > kPoorPoint)
-      fit.warnings.push_back(fmt::format("{} at {} B: fitted {:.2f} us, measured {:.2f} us ({:+.1f}%)",
-                                         req.logs[r.log].file, r.bytes, r.fitted_s * 1e6,
-                                         r.measured_s * 1e6, r.error_pct));
+      fit.warnings.push_back(fmt::format(
+          "{} at {} B: fitted {:.2f} us, measured {:.2f} us ({:+.1f}%)", req.logs[r.log].file,
+          r.bytes, r.fitted_s * 1e6, r.measured_s * 1e6, r.error_pct));
   return fit;
 }
 
@@ -427,8 +436,8 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                          {"error_pct", r.error_pct}});
   nlohmann::json ablation = nlohmann::json::array();
   for (const auto& a : fit.ablation)
-    ablation.push_back({{"without", a.without.empty() ? "nothing" : a.without},
-                        {"mape_pct", a.mape_pct}});
+    ablation.push_back(
+        {{"without", a.without.empty() ? "nothing" : a.without}, {"mape_pct", a.mape_pct}});
   std::vector<std::string> kinds;
   for (LinkKind k : fit.kinds) kinds.emplace_back(name_of(k));
   std::vector<std::string> terms;
@@ -436,12 +445,8 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
   if (fit.used.latency) terms.emplace_back("latency");
   if (fit.used.efficiency) terms.emplace_back("efficiency");
   if (fit.used.curve) terms.emplace_back("curve");
-  out["fit"] = {{"link_kinds", kinds},
-                {"terms", terms},
-                {"mape_pct", fit.mape_pct},
-                {"residuals", residuals},
-                {"ablation", ablation},
-                {"notes", fit.notes},
+  out["fit"] = {{"link_kinds", kinds},     {"terms", terms},       {"mape_pct", fit.mape_pct},
+                {"residuals", residuals},  {"ablation", ablation}, {"notes", fit.notes},
                 {"warnings", fit.warnings}};
   return out;
 }
@@ -456,8 +461,9 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
                        log.rows.size());
   const FitValues& v = fit.values;
   out += "# fitted terms\n";
-  out += fmt::format("#   launch_s       {:>10.3f} us  once per collective (the small-size floor)\n",
-                     v.launch_s * 1e6);
+  out +=
+      fmt::format("#   launch_s       {:>10.3f} us  once per collective (the small-size floor)\n",
+                  v.launch_s * 1e6);
   out += fmt::format("#   latency_s      {:>10.3f} us  per transfer on {}{}\n", v.latency_s * 1e6,
                      kind_list(fit.kinds), fit.used.latency ? "" : " (not fitted: see note)");
   out += fmt::format("#   efficiency     {:>10.4f}     plateau {} of {} nominal\n", v.efficiency,

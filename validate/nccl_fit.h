@@ -27,7 +27,7 @@ struct FitTerms {
 
 struct NcclFitRequest {
   std::vector<NcclTestsLog> logs;
-  nlohmann::json topology;  // a bundled name, a file, or an inline topology object
+  nlohmann::json topology;               // a bundled name, a file, or an inline topology object
   std::filesystem::path base_dir = ".";  // resolves a topology file
   std::string algorithm = "ring";
   FitTerms terms;  // what the user allows (--terms)
@@ -42,7 +42,7 @@ struct FitValues {
   double latency_s = 0;
   double efficiency = 1;
   std::vector<std::pair<std::int64_t, double>> curve;  // transfer bytes -> B/s
-  int clamped = 0;  // sizes whose gap the curve could not close
+  int clamped = 0;                                     // sizes whose gap the curve could not close
 };
 
 struct FitResidual {

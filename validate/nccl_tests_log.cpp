@@ -104,8 +104,8 @@ void read_rank_line(const std::vector<std::string_view>& w, std::set<std::int64_
 }
 
 // One measurement: time, algbw, busbw, #wrong.
-NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t at,
-                            const Cursor& c, const char* which) {
+NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t at, const Cursor& c,
+                            const char* which) {
   NcclTestsResult r;
   const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
   double* fields[] = {&r.time_us, &r.algbw_GBps, &r.busbw_GBps};
@@ -139,9 +139,10 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
   if (row.bytes < 0 || row.count < 0) c.fail("expected a size and a count of at least 0");
   row.type = std::string(w[2]);
   if (!nccl_tests_dtype(row.type))
-    c.fail(fmt::format("expected an element type (float, half, bfloat16, double, int8, uint8, "
-                       "int32, uint32, int64, uint64), got \"{}\"",
-                       w[2]));
+    c.fail(
+        fmt::format("expected an element type (float, half, bfloat16, double, int8, uint8, "
+                    "int32, uint32, int64, uint64), got \"{}\"",
+                    w[2]));
   row.redop = std::string(w[3]);
   if (!std::all_of(row.redop.begin(), row.redop.end(), [](char ch) { return std::isalpha(ch); }))
     c.fail(fmt::format("expected a reduction (sum, prod, max, min, avg, none), got \"{}\"", w[3]));
@@ -166,12 +167,18 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   // Longer names first: "reduce" is inside "all_reduce" and "reduce_scatter".
   const std::pair<const char*, CollectiveOp> patterns[] = {
-      {"all_reduce", CollectiveOp::AllReduce},    {"allreduce", CollectiveOp::AllReduce},
-      {"reduce_scatter", CollectiveOp::ReduceScatter}, {"reducescatter", CollectiveOp::ReduceScatter},
-      {"all_gather", CollectiveOp::AllGather},    {"allgather", CollectiveOp::AllGather},
-      {"alltoall", CollectiveOp::AllToAll},       {"all_to_all", CollectiveOp::AllToAll},
-      {"broadcast", CollectiveOp::Broadcast},     {"sendrecv", CollectiveOp::SendRecv},
-      {"scatter", CollectiveOp::Scatter},         {"gather", CollectiveOp::Gather},
+      {"all_reduce", CollectiveOp::AllReduce},
+      {"allreduce", CollectiveOp::AllReduce},
+      {"reduce_scatter", CollectiveOp::ReduceScatter},
+      {"reducescatter", CollectiveOp::ReduceScatter},
+      {"all_gather", CollectiveOp::AllGather},
+      {"allgather", CollectiveOp::AllGather},
+      {"alltoall", CollectiveOp::AllToAll},
+      {"all_to_all", CollectiveOp::AllToAll},
+      {"broadcast", CollectiveOp::Broadcast},
+      {"sendrecv", CollectiveOp::SendRecv},
+      {"scatter", CollectiveOp::Scatter},
+      {"gather", CollectiveOp::Gather},
       {"reduce", CollectiveOp::Reduce}};
   for (const auto& [pattern, op] : patterns)
     if (name.find(pattern) != std::string::npos) return op;
@@ -295,9 +302,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     if (!looks_like_row(w)) continue;
     NcclTestsRow row = read_row(w, at);
     if (!log.rows.empty() && row.bytes <= log.rows.back().bytes)
-      at.fail(fmt::format("sizes must increase from row to row (one run per log): {} follows {} "
-                          "at line {}",
-                          row.bytes, log.rows.back().bytes, log.rows.back().line));
+      at.fail(
+          fmt::format("sizes must increase from row to row (one run per log): {} follows {} "
+                      "at line {}",
+                      row.bytes, log.rows.back().bytes, log.rows.back().line));
     log.rows.push_back(std::move(row));
   }
   if (log.rows.empty())

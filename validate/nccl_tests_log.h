@@ -39,11 +39,11 @@ struct NcclTestsLog {
   std::string op_source;  // where the collective came from: header, option, file name
   int threads = 0, gpus_per_thread = 0;  // the header's nThread and nGpus (0: absent)
   std::int64_t min_bytes = 0, max_bytes = 0;
-  int ranks = 0;            // GPUs that took part
-  std::string ranks_source;  // how `ranks` was found
-  std::string nccl_version;  // "2.26.2" when the log says; else empty
-  std::string tests_version;  // nccl-tests' own version when printed
-  std::uint64_t digest = 0;   // FNV-1a of the text: which log, byte for byte
+  int ranks = 0;                   // GPUs that took part
+  std::string ranks_source;        // how `ranks` was found
+  std::string nccl_version;        // "2.26.2" when the log says; else empty
+  std::string tests_version;       // nccl-tests' own version when printed
+  std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
   std::vector<NcclTestsRow> rows;  // in file order
 };
 
