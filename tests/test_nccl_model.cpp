@@ -57,7 +57,7 @@ double nccl_mape(const std::string& file, const nlohmann::json& extra, std::int6
                         {"op", "all_reduce"},
                         {"algorithm", "nccl"},
                         {"bytes", size}};
-    c.update(extra);
+    if (!extra.is_null()) c.update(extra);
     collectives.push_back(c);
     measured.push_back(t * 1e-6);
   }
@@ -151,6 +151,11 @@ TEST_CASE("the nccl pick simulated on dgx-h100 meets the forced-ring log", "[ncc
                   8'600'000'000) <= 25);
   CHECK(nccl_mape("h100x8_all_reduce_ring.txt", {{"nccl_algo", "ring"}}, 1'000'000'000,
                   8'600'000'000) <= 10);
+}
+
+TEST_CASE("the nccl pick simulated on dgx-h100 meets the default log with NVLS", "[nccl]") {
+  CHECK(nccl_mape("h100x8_all_reduce_default.txt", {}, 1'000'000, 8'600'000'000) <= 25);
+  CHECK(nccl_mape("h100x8_all_reduce_default.txt", {}, 1'000'000'000, 8'600'000'000) <= 10);
 }
 
 TEST_CASE("protocols change what a collective costs, and nccl labels its pick", "[nccl]") {

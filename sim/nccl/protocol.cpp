@@ -98,14 +98,18 @@ std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostM
                                                Protocol p, NcclAlgo a, const Topology& t) {
   CostModel m = base ? *base : CostModel{};
   m.latency_replaces_alpha = true;
-  m.launch = add_time(m.launch, from_seconds(nccl_base_latency_us(a, p) * 1e-6));
+  // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's.
+  const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
+  const double nvlink_once = once ? nccl_hop_latency_us(HopClass::NvLink, a, p) : 0;
+  m.launch = add_time(m.launch, from_seconds((nccl_base_latency_us(a, p) + nvlink_once) * 1e-6));
   const double nvlink =
       t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const auto kind = static_cast<LinkKind>(k);
     LinkKindCost& c = m.links[k];
     const HopClass hw = hop_class(kind);
-    c.latency = add_time(c.latency, from_seconds(nccl_hop_latency_us(hw, a, p) * 1e-6));
+    const double hop = once && hw == HopClass::NvLink ? 0 : nccl_hop_latency_us(hw, a, p);
+    c.latency = add_time(c.latency, from_seconds(hop * 1e-6));
     c.efficiency *= protocol_efficiency(p) * (hw == HopClass::NvLink ? nvlink : 1.0);
   }
   return std::make_shared<const CostModel>(std::move(m));

@@ -145,12 +145,20 @@ class Tuner {
                                 spec.shape.op == CollectiveOp::Reduce;
       // One channel per rail across hosts; inside a host channels share every link.
       s.options.auto_channels = true;
+      if (p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree)
+        s.options.segments = nvls_segments(spec, p.channels);
       pick = describe(p);
     }
     PlannedCollective out = plan(s);
     out.spec.json_path = spec.json_path;
     out.nccl_pick = std::move(pick);
     return out;
+  }
+
+  // NCCL's NVLS moves 128 KiB chunks, one per channel and head at a time.
+  static int nvls_segments(const CollectiveSpec& spec, int channels) {
+    const double step = 128.0 * 1024 * channels * spec.shape.ranks;
+    return static_cast<int>(std::clamp(std::ceil(static_cast<double>(spec.bytes) / step), 1.0, 1024.0));
   }
 
   static std::string catalogue_name(NcclAlgo a) {
