@@ -191,7 +191,8 @@ class Model {
   }
 
   double nvls_bw(NcclAlgo a) const {
-    if (!t_.nvls || t_.nvls_channels < 2) return 0;
+    // NVLink SHARP needs sm90+ and a switch that reduces.
+    if (!t_.nvls || t_.nvls_channels < 2 || arch_ == Arch::Ampere) return 0;
     const bool tree = a == NcclAlgo::NvlsTree;
     if (tree != (t_.nodes > 1)) return 0;  // NVLS on one node, NVLS-tree across nodes
     if (op_ != CollectiveOp::AllReduce &&
