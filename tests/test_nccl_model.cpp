@@ -201,13 +201,14 @@ TEST_CASE("protocol and nccl fields are refused where they do not belong", "[ncc
 }
 
 TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines", "[nccl]") {
-  // The bundled clusters (64 to 4096 GPUs) take the same paths as a small one, at minutes
-  // under the sanitizers: a 2 x 4 cluster stands in for them.
+  // The bundled clusters (64 to 4096 GPUs) and nvl72 take the same paths as small ones, at
+  // minutes under the sanitizers: a 2 x 4 cluster and an 8-GPU NVL domain stand in.
   std::vector<nlohmann::json> topologies{
-      {{"preset", "cluster"}, {"nodes", 2}, {"gpus_per_node", 4}, {"nic", "400Gbps"}}};
+      {{"preset", "cluster"}, {"nodes", 2}, {"gpus_per_node", 4}, {"nic", "400Gbps"}},
+      {{"preset", "nvl72"}, {"gpus", 8}}};
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/topologies"))
-    if (!entry.path().stem().string().starts_with("cluster"))
+    if (!entry.path().stem().string().starts_with("cluster") && entry.path().stem() != "nvl72")
       topologies.emplace_back(entry.path().stem().string());
   for (const auto& topology : topologies) {
     INFO(topology.dump());

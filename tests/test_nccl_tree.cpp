@@ -68,7 +68,7 @@ TEST_CASE("nccl_tree takes its hosts from the topology, or from \"hosts\"") {
         COLLSIM_SOURCE_DIR "/scenarios"));
   };
   const Plan p =
-      plan_of(R"({"op": "all_reduce", "algorithm": "nccl_tree", "bytes": "1MiB", "segments": 4})");
+      plan_of(R"({"op": "all_reduce", "algorithm": "nccl_tree", "bytes": "16KiB", "segments": 4})");
   const auto& hosts = p.collectives[0].spec.options.hosts;
   REQUIRE(hosts.size() == 64);
   CHECK(hosts.front() != hosts.back());
