@@ -21,7 +21,7 @@ constexpr std::size_t kErrorBytes = 256;
 // Where each array sits in the segment (byte offsets from its start).
 struct SegmentLayout {
   std::uint64_t off_ops, off_dep_begin, off_deps, off_done, off_times, off_current, off_buffer_at,
-      off_errors, off_rank_handles, off_op_handles, off_data, size;
+      off_errors, off_rank_handles, off_op_handles, off_affinity, off_data, size;
 };
 
 // The run goes through phases 1..iterations (run the schedule once each), then
@@ -80,6 +80,11 @@ struct Segment {
   }
   char* op_handle(OpId id) const {
     return at<char>(layout().off_op_handles) + static_cast<std::size_t>(id) * kHandleBytes;
+  }
+  // What each rank's process reads back of its own CPU affinity: {CPUs allowed, the
+  // lowest of them}, written by the rank itself so that a test sees what the kernel holds.
+  std::int32_t* affinity(int rank) const {
+    return at<std::int32_t>(layout().off_affinity) + 2 * rank;
   }
   std::uint64_t* buffer_at() const { return at<std::uint64_t>(layout().off_buffer_at); }
   // Offset of a rank's buffer within the data area.

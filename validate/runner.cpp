@@ -1,6 +1,7 @@
 #include "validate/runner.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -58,6 +60,7 @@ SegmentLayout plan_layout(const Schedule& s, Backend backend, std::uint32_t iter
   l.off_rank_handles = take(K * kHandleBytes);
   // An event handle per op only where ranks exchange them (cuda-ipc).
   l.off_op_handles = take(backend == Backend::CudaIpc ? n * kHandleBytes : 0);
+  l.off_affinity = take(K * 2 * sizeof(std::int32_t));
   std::uint64_t data = 0;
   for (std::int64_t count : s.buffer_counts) {
     buffer_at.push_back(data);
@@ -110,7 +113,8 @@ class Run {
     return seg_;
   }
 
-  void spawn(const std::string& exe, int ranks) {
+  // cpus[r] >= 0: rank r is bound to that CPU before it runs anything (kept across exec).
+  void spawn(const std::string& exe, int ranks, const std::vector<int>& cpus) {
     const pid_t parent = getpid();
     for (int r = 0; r < ranks; ++r) {
       const pid_t pid = fork();
@@ -119,6 +123,7 @@ class Run {
         // If the runner dies without cleaning up (SIGKILL), its ranks die with it.
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(1);
+        if (cpus[r] >= 0) pin_to(r, cpus[r]);
         const std::string rank = std::to_string(r), fd = "fd:" + std::to_string(fd_);
         execl(exe.c_str(), exe.c_str(), "__rank", fd.c_str(), rank.c_str(),
               static_cast<char*>(nullptr));
@@ -204,6 +209,17 @@ class Run {
     return out.empty() ? "no rank inside an op" : out;
   }
 
+  // In the child, before exec: a failure is the rank's error, reported by the runner.
+  void pin_to(int rank, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) == 0) return;
+    std::snprintf(seg_.error(rank), kErrorBytes, "cannot bind to CPU %d: %s (try --no-pin)", cpu,
+                  std::strerror(errno));
+    _exit(1);
+  }
+
   int fd_ = -1;
   Segment seg_;
   std::vector<pid_t> pids_;
@@ -262,6 +278,9 @@ void collect_times(const Schedule& s, const Segment& seg, const RunOptions& opti
     }
     const double len = n ? static_cast<double>(last - first) / 1e9 : 0;
     m.iteration_s.push_back(len);
+    auto& ops = m.iteration_ops.emplace_back();
+    for (std::size_t op = 0; op < n; ++op)
+      ops.push_back({(t[2 * op] - first) * 1000, (t[2 * op + 1] - first) * 1000});
     by_length.emplace_back(len, it);
   }
   std::sort(by_length.begin(), by_length.end());
@@ -322,8 +341,24 @@ bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpI
   return true;
 }
 
+// What the kernel holds for this process: how many CPUs it may use, and the lowest.
+void record_affinity(const Segment& seg, int rank) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::int32_t* out = seg.affinity(rank);
+  out[0] = out[1] = -1;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  out[0] = CPU_COUNT(&set);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) {
+      out[1] = c;
+      break;
+    }
+}
+
 int rank_loop(const Segment& seg, int rank) {
   SegmentHeader& h = seg.header();
+  record_affinity(seg, rank);
   const std::unique_ptr<RankDevice> device = make_device(seg, rank);
   arrive(h.ready);
   if (!wait_for(seg, h.ready, h.ranks)) return 4;
@@ -371,6 +406,45 @@ SharedUnits backend_units(Backend b) {
   return {static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), "CPU core"};
 }
 
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  if (out.empty()) out.push_back(0);  // no mask readable: one CPU is the safe guess
+  return out;
+}
+
+Pinning plan_pinning(int ranks, const std::vector<int>& allowed, bool pin, int gpus) {
+  Pinning p;
+  p.pinned = pin;
+  p.allowed = static_cast<int>(allowed.size());
+  p.gpus = gpus;
+  for (int r = 0; r < ranks; ++r)
+    p.cpus.push_back(pin ? allowed[static_cast<std::size_t>(r) % allowed.size()] : -1);
+  const bool cpus_shared = ranks > p.allowed, gpus_shared = gpus > 0 && ranks > gpus;
+  p.shared = cpus_shared || gpus_shared;
+  if (!pin)
+    p.note = fmt::format("{} ranks not pinned (--no-pin): the scheduler places them on {} CPU{}",
+                         ranks, p.allowed, p.allowed == 1 ? "" : "s");
+  else if (cpus_shared)
+    p.note = fmt::format(
+        "{} ranks on {} CPU{}: pinned round-robin (rank r on CPU {} of the allowed set), so "
+        "ranks share cores and take turns",
+        ranks, p.allowed, p.allowed == 1 ? "" : "s", "r mod " + std::to_string(p.allowed));
+  else
+    p.note = fmt::format("{} ranks pinned one per CPU core (CPUs {})", ranks,
+                         fmt::join(p.cpus.begin(), p.cpus.end(), ","));
+  if (gpus_shared)
+    p.note += fmt::format("; {} ranks on {} GPU{}: rank r on GPU r mod {}, so ranks share GPUs",
+                          ranks, gpus, gpus == 1 ? "" : "s", gpus);
+  else if (gpus > 0)
+    p.note += "; one GPU per rank (rank r on GPU r)";
+  return p;
+}
+
 std::vector<std::string> leftover_segments() {
   std::vector<std::string> out;
   std::error_code ec;
@@ -403,7 +477,10 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     h.fail_rank = options.fail_rank;
     h.dtype = s.shape.dtype;
     h.reduce_op = s.shape.reduce_op;
-    h.spin_ns = K <= sysconf(_SC_NPROCESSORS_ONLN) ? 20'000 : 0;
+    const int gpus = options.backend == Backend::CudaIpc ? backend_units(options.backend).count : 0;
+    m.pinning = plan_pinning(K, allowed_cpus(), options.pin, gpus);
+    // Spinning only helps when every rank has a core to spin on.
+    h.spin_ns = K <= m.pinning.allowed ? 20'000 : 0;
     h.layout = layout;
     copy_in(seg.ops(), s.ops);
     copy_in(seg.dep_begin(), s.dep_begin);
@@ -417,7 +494,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     Buffers<T> expected = inputs;
     replay_by_step(s, expected);
 
-    run.spawn(options.executable, K);
+    run.spawn(options.executable, K, m.pinning.cpus);
     for (std::uint32_t it = 1; it <= iterations; ++it) {
       for (int r = 0; r < K; ++r)
         for (int b = 0; b < s.num_buffers; ++b) copy_in(seg.buffer(r, b), inputs.at(r, b));
@@ -427,6 +504,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     run.finish(options.timeout_s);
     check_outputs(s, seg, expected, m);
     collect_times(s, seg, options, m);
+    for (int r = 0; r < K; ++r) m.affinity.push_back({seg.affinity(r)[0], seg.affinity(r)[1]});
   });
   return m;
 }

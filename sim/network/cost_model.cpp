@@ -45,6 +45,7 @@ const SizeCurve* CostModel::reduce_rate(std::string_view dtype, std::string_view
 
 bool CostModel::trivial() const {
   return launch == 0 && op_overhead == 0 && reduce.empty() && local_copy.empty() &&
+         host_memory.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }
 
@@ -64,6 +65,7 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
     cost.latency = std::max(cost.latency, k.latency);
   }
   if (reduce) effective = std::min(effective, reduce->at(bytes));
+  if (!model.host_memory.empty()) cost.memory_Bps = model.host_memory.at(bytes);
   if (std::isfinite(nominal) && effective > 0) cost.stretch = nominal / effective;
   return cost;
 }

@@ -63,6 +63,11 @@ struct CostModel {
   std::array<LinkKindCost, kLinkKindCount> links;
   std::vector<ReduceRate> reduce;  // pace of a Reduce: the slower of the link and this
   SizeCurve local_copy;            // B/s of a copy inside one rank; free when empty
+  // A host's memory as a capacity its transfers share (flow model only): B/s of all the
+  // transfers in flight at once, by transfer size. Memory bandwidth is shared once the
+  // working set leaves the caches, so concurrent copies slow each other there; inside the
+  // caches the curve lies above the sum of their rates and costs nothing.
+  SizeCurve host_memory;
 
   LinkKindCost& link(LinkKind k) { return links[static_cast<std::size_t>(k)]; }
   const LinkKindCost& link(LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
@@ -76,6 +81,9 @@ struct CostModel {
 struct TransferCost {
   double stretch = 1.0;
   Time latency = 0;
+  // > 0: the transfer also draws on its hosts' memory, a capacity of this many B/s
+  // (host_memory at its size) shared with the other transfers there (flow model).
+  double memory_Bps = 0;
 };
 
 // The cost of `bytes` over `route` (links of `topology`); `reduce` is the rate of the

@@ -74,6 +74,7 @@ void read_cost_model(const JsonView& v, CostModel& model) {
     }
   }
   if (auto c = v.find("local_copy")) model.local_copy = read_curve(*c);
+  if (auto c = v.find("host_memory")) model.host_memory = read_curve(*c);
 }
 
 nlohmann::json size_curve_json(const SizeCurve& curve) {
@@ -98,6 +99,7 @@ nlohmann::json cost_model_json(const CostModel& model) {
   }
   for (const ReduceRate& r : model.reduce) out["reduce"][r.key] = size_curve_json(r.rate);
   if (!model.local_copy.empty()) out["local_copy"] = size_curve_json(model.local_copy);
+  if (!model.host_memory.empty()) out["host_memory"] = size_curve_json(model.host_memory);
   return out;
 }
 

@@ -185,10 +185,14 @@ void Simulator::start_ready_ops(std::size_t index) {
 void Simulator::start_op(std::size_t task, OpId id) {
   if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
   const CostModel* cost = state_[task].cost;
-  if (!cost || cost->op_overhead == 0) return begin_op(task, id);
+  const CollectiveTask& t = (*tasks_)[task];
+  // The overhead is the wake-up after a dependency: ops that wait on none start with
+  // the collective (its launch covers them), as a real run's first ops do.
+  const Schedule& s = *t.schedule;
+  if (!cost || cost->op_overhead == 0 || s.dep_begin[id] == s.dep_begin[id + 1])
+    return begin_op(task, id);
   // The rank that completes the op (the receiver: it waits, wakes and reduces) handles
   // one op's overhead at a time, so a step's ops on one rank queue behind each other.
-  const CollectiveTask& t = (*tasks_)[task];
   Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
   busy = add_time(std::max(busy, engine_.now()), cost->op_overhead);
   engine_.schedule(busy, kOpReady, transfer_id(task, id));
