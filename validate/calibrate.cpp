@@ -66,11 +66,12 @@ double percentile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// Every op's duration in every measured iteration, pooled.
-CalibrationSample op_durations(const Schedule& s, const Measurement& m) {
+// The durations of ops [0, count) (all when count is 0) in every measured iteration, pooled.
+CalibrationSample op_durations(const Schedule& s, const Measurement& m, std::size_t count = 0) {
   std::vector<double> d;
   for (const auto& ops : m.iteration_ops)
-    for (const OpTiming& o : ops) d.push_back(to_seconds(o.end - o.start));
+    for (std::size_t i = 0; i < ops.size() && (count == 0 || i < count); ++i)
+      d.push_back(to_seconds(ops[i].end - ops[i].start));
   return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
 }
 
@@ -241,7 +242,9 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
     const Schedule pp = ping_pong(bytes, ranks);
     const Measurement m = run_for_real(pp, options);
     c.pinning = m.pinning;
-    one_way.samples.push_back(op_durations(pp, m));
+    // Only the first copy of each pair: it reads the sender's own buffer, as the copies
+    // of a collective do; the return copy reads what the peer's cache holds, slower.
+    one_way.samples.push_back(op_durations(pp, m, static_cast<std::size_t>(ranks / 2)));
     // The wake-up is read where copies are short, so a busy core shows less in it.
     if (bytes <= 4096 || gaps.empty()) {
       const auto g = wake_gaps(m, ranks);

@@ -3,7 +3,7 @@
 // machine with the runner, and written as a calibration file a scenario can load.
 //
 // Four sweeps over transfer sizes, each op timed inside the rank that runs it:
-//   one_way     a ping-pong: each copy's duration gives the bandwidth curve, and the
+//   one_way     a ping-pong: the first copy's duration gives the bandwidth curve, and the
 //               gap between one rank's copy ending and the other's starting (it waited
 //               on it) gives the per-op overhead, the wake-up;
 //   concurrent  every rank copies to its peer at once: the host's memory as a capacity

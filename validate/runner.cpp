@@ -317,14 +317,36 @@ std::vector<OpId> ops_run_by(const Segment& seg, int rank) {
   return mine;
 }
 
+// A barrier that releases every rank at the same instant: the last to arrive sets a
+// start time a little ahead, and all spin on the clock until it. Released by the
+// barrier alone, the ranks that waited would start a wake-up (~0.5 us) after the last
+// one, a skew the simulator, whose ranks all start at zero, has no term for.
+bool start_together(const Segment& seg, std::uint32_t it) {
+  SegmentHeader& h = seg.header();
+  constexpr std::int64_t kLeadNs = 2000;  // enough for a spinning rank to see the time
+  if (h.loaded.fetch_add(1, std::memory_order_seq_cst) + 1 == it * h.ranks) {
+    h.start_ns.store(monotonic_ns() + kLeadNs, std::memory_order_seq_cst);
+    h.go.store(it, std::memory_order_seq_cst);
+    wake(seg, h.go);
+  } else if (!wait_for(seg, h.go, it)) {
+    return false;
+  }
+  const std::int64_t start = h.start_ns.load(std::memory_order_seq_cst);
+  while (monotonic_ns() < start) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return true;
+}
+
 // One iteration of the schedule on this rank. False if the runner called the run off.
 bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpId>& mine, int rank,
                    std::uint32_t it) {
   SegmentHeader& h = seg.header();
   device.load_inputs();
   // Nobody may write into or read from a peer's buffers before that peer's inputs are in.
-  arrive(h.loaded);
-  if (!wait_for(seg, h.loaded, it * h.ranks)) return false;
+  if (!start_together(seg, it)) return false;
   std::int64_t* times = seg.iteration_times(it - 1);
   for (OpId id : mine) {
     seg.current()[rank] = static_cast<std::int32_t>(id);
@@ -333,8 +355,8 @@ bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpI
     for (std::uint32_t d = seg.dep_begin()[id]; d < seg.dep_begin()[id + 1]; ++d)
       if (!wait_for(seg, seg.done()[seg.deps()[d]], it)) return false;
     device.run(id, times);
-    seg.done()[id].store(it, std::memory_order_release);
-    futex_wake_all(seg.done()[id]);
+    seg.done()[id].store(it, std::memory_order_seq_cst);
+    wake(seg, seg.done()[id]);
   }
   device.end_iteration(times);
   seg.current()[rank] = -1;
@@ -356,21 +378,28 @@ void record_affinity(const Segment& seg, int rank) {
     }
 }
 
+// The last rank to finish a phase wakes the runner; earlier ones do not, or the runner
+// would take a core from a rank still running its ops (a broadcast's root copied at
+// a third of its speed while the idle rank's wake-up let the runner run).
+void finish_phase(SegmentHeader& h) {
+  if (h.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == h.ranks) futex_wake_all(h.finished);
+}
+
 int rank_loop(const Segment& seg, int rank) {
   SegmentHeader& h = seg.header();
   record_affinity(seg, rank);
   const std::unique_ptr<RankDevice> device = make_device(seg, rank);
-  arrive(h.ready);
+  arrive(seg, h.ready);
   if (!wait_for(seg, h.ready, h.ranks)) return 4;
   device->connect();
   const std::vector<OpId> mine = ops_run_by(seg, rank);
   for (std::uint32_t it = 1; it <= h.iterations; ++it) {
     if (!wait_for(seg, h.phase, it) || !run_iteration(seg, *device, mine, rank, it)) return 4;
-    arrive(h.finished);
+    finish_phase(h);
   }
   if (!wait_for(seg, h.phase, h.collect_phase())) return 4;
   device->collect_outputs();
-  arrive(h.finished);
+  finish_phase(h);
   if (!wait_for(seg, h.phase, h.exit_phase())) return 4;
   return 0;  // the device goes now: every peer has stopped using this rank's memory
 }
