@@ -157,10 +157,12 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
             &status);
     CHECK(status == 0);
     CHECK_THAT(table, Catch::Contains("#wrong"));
-    // 4 ranks: said to share the cores when there are fewer.
-    const bool shared = sysconf(_SC_NPROCESSORS_ONLN) < 4;
-    CHECK((table.find("4 ranks share") != std::string::npos) == shared);
+    // 4 ranks: said to share the cores when there are fewer, in the table and the file.
+    const bool shared = allowed_cpus().size() < 4;
+    CHECK((table.find("ranks share cores") != std::string::npos) == shared);
     const auto measured = nlohmann::json::parse(std::ifstream(out / "measured.json"));
+    CHECK(measured["pinning"]["ranks_share_units"] == shared);
+    CHECK(measured["pinning"]["pinned"] == true);
     for (const auto& c : measured["collectives"]) CHECK(c["wrong"] == 0);
     // compare against the simulator
     const std::string cmp =
@@ -315,8 +317,8 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(cal["provenance"]["backend"] == "shm");
     CHECK(cal["provenance"]["ranks"] == 2);
     CHECK(cal["provenance"]["pinned"] == true);
-    CHECK(cal["sweeps"]["one_way"]["samples"].size() == 6);  // 1 KiB to 4 MiB, x4
-    CHECK(cal["bandwidth_curve"].size() == 6);
+    CHECK(cal["sweeps"]["one_way"]["samples"].size() == 7);  // 1 KiB to 4 MiB, x4
+    CHECK(cal["bandwidth_curve"].size() == 7);
     CHECK(cal["reduce"].contains("float32.sum"));
     CHECK(cal["op_overhead_s"].get<double>() > 0);
     CHECK(cal["bandwidth_Bps"].get<double>() > 1e8);
