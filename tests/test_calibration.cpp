@@ -84,6 +84,7 @@ TEST_CASE("calibration file round-trips through apply_calibration", "[calibrate]
   c.model.op_overhead = from_seconds(0.29e-6);
   c.model.host_memory = SizeCurve({{1 << 20, 40e9}, {32 << 20, 21e9}});
   c.model.reduce.push_back({"float32.sum", SizeCurve({{1024, 9e9}, {64 << 20, 19e9}})});
+  c.model.reduce_memory.push_back({"float32.sum", SizeCurve({{1 << 20, 30e9}, {32 << 20, 12e9}})});
   c.model.local_copy = c.sweeps[0].curve;
   const nlohmann::json file = calibration_json(c);
   CHECK(file["alpha_s"] == 0.0);
@@ -106,6 +107,8 @@ TEST_CASE("calibration file round-trips through apply_calibration", "[calibrate]
   CHECK(m.host_memory.at(32 << 20) == 21e9);
   REQUIRE(m.reduce_rate("float32", "sum"));
   CHECK(m.reduce_rate("float32", "sum")->at(64 << 20) == 19e9);
+  CHECK(m.memory_for_reduce("float32", "sum")->at(32 << 20) == 12e9);
+  CHECK(m.memory_for_reduce("float64", "sum") == &m.host_memory);  // none of its own
   for (const auto& k : m.links) {
     REQUIRE(k.bandwidth.sizes().size() == c.sweeps[0].curve.sizes().size());
     CHECK(k.bandwidth.at(4096) == Approx(alpha_beta_rate(4096)));
@@ -151,6 +154,15 @@ TEST_CASE("host memory: concurrent transfers on a host share its capacity (flow 
   // The capacity follows the transfer size: 4 MiB copies read it at 4 MiB.
   const nlohmann::json curve = {{"host_memory", {{1 << 20, 40e9}, {4 << 20, 8e9}}}};
   CHECK(two_rank_time("flow", "all_gather", n, curve) == Approx(half / 4e9));
+  // Reductions see the memory through their own curve: a 2-rank all-reduce's two
+  // reduces share 4 GB/s (2 each), then its two copies share 6 (3 each).
+  const nlohmann::json reduce_mem = {{"host_memory", {{1, 6e9}}},
+                                     {"reduce_memory", {{"float32.sum", {{1, 4e9}}}}}};
+  CHECK(two_rank_time("flow", "all_reduce", n, reduce_mem) == Approx(half / 2e9 + half / 3e9));
+  // Another dtype's entry does not apply: the reduces share host_memory like copies.
+  const nlohmann::json other = {{"host_memory", {{1, 6e9}}},
+                                {"reduce_memory", {{"float64.sum", {{1, 4e9}}}}}};
+  CHECK(two_rank_time("flow", "all_reduce", n, other) == Approx(2 * half / 3e9));
   // The ideal model has no contention by definition: it ignores the capacity.
   CHECK(two_rank_time("ideal", "all_gather", n, mem) == Approx(half / 10e9));
 }

@@ -311,10 +311,10 @@ int calibrate_command(const CalibrateArgs& args) {
   for (const auto& s : c.sweeps)
     if (s.poor)
       std::cerr << fmt::format(
-          "collsim: warning: the {} curve fits poorly (largest residual {:.1f}% at {} bytes, rms "
-          "{:.1f}%): the machine was busy (load average {:.2f}) or the sizes straddle a cache "
-          "edge; calibrate again when it is quiet, or with more --iters\n",
-          s.name, s.max_residual_pct, s.worst_bytes, s.rms_residual_pct, c.load_after);
+          "collsim: warning: the {} curve fits poorly (largest residual {:.1f}% at {} bytes, "
+          "iterations spread up to {:.0f}% p10-p90): the machine was busy (load average {:.2f}); "
+          "calibrate again when it is quiet, or with more --iters\n",
+          s.name, s.max_residual_pct, s.worst_bytes, s.max_spread_pct, c.load_after);
   return 0;
 }
 

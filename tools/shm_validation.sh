@@ -14,7 +14,7 @@ mkdir -p "$out"
 
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in 1 2 3; do
-  "$collsim" calibrate --out "$out/cal$i.json" > "$out/cal$i.txt"
+  "$collsim" calibrate --reduce float32.sum --out "$out/cal$i.json" > "$out/cal$i.txt"
 done
 "$collsim" validate "$scenario" --iters "$iters" --out "$out/measured" > "$out/measured.txt"
 for i in 1 2 3; do

@@ -51,12 +51,16 @@ Schedule both_ways(std::int64_t bytes, int ranks) {
   return b.finish();
 }
 
-// Rank r reduces its peer's buffer into its own (run by r, reading the peer's memory).
-Schedule reduce_from_peer(std::int64_t bytes, int ranks, DType dtype, ReduceOp op) {
+// Rank r reduces its peer's buffer into its own (run by r, reading the peer's memory);
+// `both`: the peer does the same at once, as a ring's reduce-scatter step has them.
+Schedule reduce_from_peer(std::int64_t bytes, int ranks, DType dtype, ReduceOp op, bool both) {
   const CollectiveShape shape = pair_shape(bytes, ranks, dtype, op);
   auto b = ScheduleBuilder::uniform(shape, "reduce_from_peer", {shape.count, shape.count});
   const int half = ranks / 2;
-  for (int r = 0; r < half; ++r) b.reduce({r + half, 0, 0}, {r, 1, 0}, shape.count);
+  for (int r = 0; r < half; ++r) {
+    b.reduce({r + half, 0, 0}, {r, 1, 0}, shape.count);
+    if (both) b.reduce({r, 0, 0}, {r + half, 1, 0}, shape.count);
+  }
   return b.finish();
 }
 
@@ -109,10 +113,11 @@ std::pair<DType, ReduceOp> parse_reduction(const std::string& key) {
   return {*t, *op};
 }
 
-// The host's memory as seen by `ranks` copies at once: their bytes over the time they
-// took, never below one copy alone (a lone transfer is not slowed by it).
-Sweep memory_sweep(const Sweep& concurrent, const Sweep& one_way, int ranks) {
-  Sweep m{"host_memory", {}, {}, 0, 0, 0, false};
+// The host's memory as seen by `ranks` ops at once: their bytes over the time they
+// took, never below one op alone (a lone transfer is not slowed by it).
+Sweep memory_sweep(const std::string& name, const Sweep& concurrent, const Sweep& one_way,
+                   int ranks) {
+  Sweep m{name, {}, {}, 0, 0, 0, false};
   for (std::size_t i = 0; i < concurrent.samples.size(); ++i) {
     CalibrationSample s = concurrent.samples[i];
     const double alone = one_way.curve.empty() ? s.median_s
@@ -213,6 +218,7 @@ void fit_curve(Sweep& s, double tolerance_pct) {
   }
   s.rms_residual_pct = s.samples.empty() ? 0 : std::sqrt(sum / static_cast<double>(s.samples.size()));
   // Noise shows either as sizes off the curve or as iterations far apart.
+  s.max_spread_pct = spread;
   s.poor = s.max_residual_pct > tolerance_pct || spread > 4 * tolerance_pct;
 }
 
@@ -255,15 +261,21 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   }
   fit_curve(one_way);
   fit_curve(concurrent);
-  c.sweeps = {one_way, concurrent, memory_sweep(concurrent, one_way, ranks)};
+  c.sweeps = {one_way, concurrent, memory_sweep("host_memory", concurrent, one_way, ranks)};
   for (std::size_t i = 0; i < reductions.size(); ++i) {
-    Sweep r{request.reductions[i], {}, {}, 0, 0, 0, false};
+    const std::string& key = request.reductions[i];
+    Sweep alone{key, {}, {}, 0, 0, 0, false}, both{"concurrent " + key, {}, {}, 0, 0, 0, false};
     for (std::int64_t bytes : request.sizes) {
-      const Schedule s = reduce_from_peer(bytes, ranks, reductions[i].first, reductions[i].second);
-      r.samples.push_back(op_durations(s, run_for_real(s, options)));
+      const auto [dtype, op] = reductions[i];
+      const Schedule one = reduce_from_peer(bytes, ranks, dtype, op, false);
+      alone.samples.push_back(op_durations(one, run_for_real(one, options)));
+      const Schedule two = reduce_from_peer(bytes, ranks, dtype, op, true);
+      both.samples.push_back(op_durations(two, run_for_real(two, options)));
     }
-    fit_curve(r);
-    c.sweeps.push_back(std::move(r));
+    fit_curve(alone);
+    fit_curve(both);
+    Sweep memory = memory_sweep("host_memory " + key, both, alone, ranks);
+    c.sweeps.insert(c.sweeps.end(), {std::move(alone), std::move(both), std::move(memory)});
   }
   c.load_after = load_average();
 
@@ -273,8 +285,10 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   for (auto& k : c.model.links) k.bandwidth = c.sweeps[0].curve;
   c.model.local_copy = c.sweeps[0].curve;  // a copy inside a rank is the same memcpy
   c.model.host_memory = c.sweeps[2].curve;
-  for (std::size_t i = 3; i < c.sweeps.size(); ++i)
+  for (std::size_t i = 3; i + 2 < c.sweeps.size(); i += 3) {
     c.model.reduce.push_back({c.sweeps[i].name, c.sweeps[i].curve});
+    c.model.reduce_memory.push_back({c.sweeps[i].name, c.sweeps[i + 2].curve});
+  }
   // The classic line, for comparison: one message = the wake-up plus the copy.
   for (const auto& s : c.sweeps[0].samples)
     c.samples.push_back({s.bytes, s.median_s + to_seconds(c.model.op_overhead), s.p10_s, s.p90_s});
@@ -317,6 +331,7 @@ nlohmann::json calibration_json(const Calibration& c) {
     sweeps[s.name] = {{"samples", samples_json(s.samples)},
                       {"rms_residual_pct", s.rms_residual_pct},
                       {"max_residual_pct", s.max_residual_pct},
+                      {"max_spread_pct", s.max_spread_pct},
                       {"poor_fit", s.poor}};
   out["provenance"] = {{"backend", c.backend},
                        {"device", c.device},
@@ -353,8 +368,9 @@ std::string calibration_report(const Calibration& c) {
                          static_cast<double>(p.bytes) / p.median_s / 1e9,
                          static_cast<double>(p.bytes) / p.fit_s / 1e9,
                          (p.median_s - p.fit_s) / p.median_s * 100);
-    out += fmt::format("# {}: rms residual {:.1f}%, largest {:.1f}% at {} bytes\n", s.name,
-                       s.rms_residual_pct, s.max_residual_pct, s.worst_bytes);
+    out += fmt::format(
+        "# {}: rms residual {:.1f}%, largest {:.1f}% at {} bytes; widest p10-p90 spread {:.0f}%\n",
+        s.name, s.rms_residual_pct, s.max_residual_pct, s.worst_bytes, s.max_spread_pct);
   }
   out += fmt::format("# op overhead (wake-up after a dependency): {:.3f} us (p10 {:.3f}, p90 {:.3f})\n",
                      to_seconds(c.model.op_overhead) * 1e6, c.overhead_p10_s * 1e6,

@@ -9,7 +9,9 @@
 //   concurrent  every rank copies to its peer at once: the host's memory as a capacity
 //               those copies share (host_memory; it binds once data leaves the caches);
 //   reduce      one rank reduces its peer's buffer into its own, per "dtype.op": the
-//               fused read-reduce-write loop's rate.
+//               fused read-reduce-write loop's rate; then both ranks at once: the host
+//               memory as reductions share it (reduce_memory; they read twice what a
+//               copy reads).
 // Each curve keeps the measured rate at every size, except a size more than 25% off
 // what both sides' trends predict (noise), which takes their mean; printed with its
 // residuals.
@@ -37,6 +39,7 @@ struct Sweep {
   SizeCurve curve;
   double rms_residual_pct = 0, max_residual_pct = 0;
   std::int64_t worst_bytes = 0;  // where the largest residual is
+  double max_spread_pct = 0;     // widest (p90 - p10) / median over its sizes
   bool poor = false;             // residuals or spread too large to trust
 };
 
@@ -49,7 +52,8 @@ struct Calibration {
 
   CostModel model;  // what the simulator uses
   double overhead_p10_s = 0, overhead_p90_s = 0;
-  std::vector<Sweep> sweeps;  // one_way, concurrent, host_memory, then one per reduction
+  // one_way, concurrent, host_memory, then per reduction: alone, concurrent, its memory
+  std::vector<Sweep> sweeps;
 
   std::string backend, device, date;
   int ranks = 2;

@@ -68,11 +68,16 @@ struct CostModel {
   // working set leaves the caches, so concurrent copies slow each other there; inside the
   // caches the curve lies above the sum of their rates and costs nothing.
   SizeCurve host_memory;
+  // The same capacity as reductions see it, per "dtype.op" or "any": concurrent reduce
+  // loops read twice what a copy reads, so they share the memory more slowly.
+  std::vector<ReduceRate> reduce_memory;
 
   LinkKindCost& link(LinkKind k) { return links[static_cast<std::size_t>(k)]; }
   const LinkKindCost& link(LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
   // The rate for "dtype.op", else "any", else nullptr (reductions cost nothing extra).
   const SizeCurve* reduce_rate(std::string_view dtype, std::string_view op) const;
+  // The host memory for those reductions: reduce_memory's entry, else host_memory.
+  const SizeCurve* memory_for_reduce(std::string_view dtype, std::string_view op) const;
   bool trivial() const;  // nothing beyond α-β: the simulator's fast path
 };
 
@@ -87,10 +92,11 @@ struct TransferCost {
 };
 
 // The cost of `bytes` over `route` (links of `topology`); `reduce` is the rate of the
-// receiver's reduction when the op reduces, else nullptr.
+// receiver's reduction when the op reduces, else nullptr; `memory` the host memory the
+// op draws on (host_memory when null).
 TransferCost transfer_cost(const CostModel& model, const Topology& topology,
                            std::span<const LinkId> route, std::int64_t bytes,
-                           const SizeCurve* reduce);
+                           const SizeCurve* reduce, const SizeCurve* memory = nullptr);
 
 // Time a rank spends on an op that never leaves it (a copy or reduce in place).
 Time local_op_time(const CostModel& model, std::int64_t bytes, const SizeCurve* reduce);

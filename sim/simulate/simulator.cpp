@@ -30,6 +30,7 @@ struct Simulator::TaskState {
   std::vector<std::size_t> dependents;  // tasks waiting on this one
   const CostModel* cost = nullptr;      // null: plain α-β, the fast path
   const SizeCurve* reduce = nullptr;    // the cost of this collective's reductions
+  const SizeCurve* reduce_memory = nullptr;  // the host memory as they see it
 
   explicit TaskState(const Schedule& s) : graph(s) {}
 };
@@ -87,6 +88,8 @@ void Simulator::prepare_task(std::size_t index) {
   if (task.cost && !task.cost->trivial()) {
     st.cost = task.cost.get();
     st.reduce = st.cost->reduce_rate(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
+    st.reduce_memory =
+        st.cost->memory_for_reduce(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
   }
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
@@ -213,7 +216,8 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   ++result_.transfers;
   const PathId path = result_.tasks[task].paths[id];
   const TransferCost cost =
-      st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce)
+      st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce,
+                              op.kind == OpKind::Reduce ? st.reduce_memory : nullptr)
               : TransferCost{};
   model_.start_transfer(*this, transfer_id(task, id), path, bytes, cost);
 }
