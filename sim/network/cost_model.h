@@ -59,7 +59,9 @@ struct ReduceRate {
 
 struct CostModel {
   Time launch = 0;       // once per collective, before its first op (kernel launch, base latency)
-  Time op_overhead = 0;  // per op, on the rank that completes it, one op at a time per rank
+  // Per op that waits on another (the wake-up), on the rank that completes it, one op
+  // at a time per rank; ops with no dependency start with the collective.
+  Time op_overhead = 0;
   std::array<LinkKindCost, kLinkKindCount> links;
   std::vector<ReduceRate> reduce;  // pace of a Reduce: the slower of the link and this
   SizeCurve local_copy;            // B/s of a copy inside one rank; free when empty
