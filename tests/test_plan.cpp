@@ -123,7 +123,7 @@ TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost
 TEST_CASE("each algorithm takes its own options, and so does each hierarchy level") {
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "segments": 4})") ==
         "collectives[0].segments: the ring algorithm takes no \"segments\"; binomial_tree, "
-        "double_binary_tree, nccl_tree, hierarchical do");
+        "double_binary_tree, nccl_tree, hierarchical, nvls, nvls_tree do");
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "auto", "bytes": 64, "segmnts": 4})") ==
         "collectives[0].segmnts: unknown field; did you mean \"segments\"?");
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,

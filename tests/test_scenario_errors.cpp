@@ -59,7 +59,7 @@ TEST_CASE("bad units and values name the path and the expectation") {
   CHECK(error_of(with_collective(R"({"op": "barrier", "bytes": 0})")) == "no error");
   CHECK(error_of(with_collective(R"({"op": "scatter", "algorithm": "ring", "bytes": 64})")) ==
         "collectives[0].algorithm: no algorithm \"ring\" for scatter; available: binomial_tree, "
-        "direct, auto");
+        "direct, auto, nccl");
 }
 
 TEST_CASE("zero or negative bandwidth") {

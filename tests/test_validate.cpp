@@ -119,6 +119,32 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(new_segments(before).empty());
   }
 
+  SECTION("nvls: the issuing rank does the switch's reduce and multicast, bitwise") {
+    for (const DType dtype : {DType::F32, DType::BF16, DType::I64}) {
+      AlgorithmOptions o;
+      o.segments = 2;
+      const Schedule s = generate(CollectiveOp::AllReduce, "nvls",
+                                  shape_of(CollectiveOp::AllReduce, 5, 10'003, dtype), o);
+      INFO(name_of(dtype));
+      const Measurement m = run_for_real(s, options());
+      CHECK(m.wrong == 0);
+      CHECK(m.checked > 0);
+      CHECK(m.ops.size() == s.size());
+    }
+  }
+
+  SECTION("nvls_tree: switch ops inside each host, a tree across hosts") {
+    AlgorithmOptions o;
+    o.segments = 2;
+    o.hosts = {0, 0, 0, 1, 1, 1, 2, 2, 2};
+    const Schedule s = generate(CollectiveOp::AllReduce, "nvls_tree",
+                                shape_of(CollectiveOp::AllReduce, 9, 4'099), o);
+    REQUIRE(s.switch_group == 3);
+    const Measurement m = run_for_real(s, options());
+    CHECK(m.wrong == 0);
+    CHECK(m.checked > 0);
+  }
+
   SECTION("a rank killed mid-collective stops the run, names it, and leaves nothing behind") {
     const auto before = leftover_segments();
     const Schedule s =

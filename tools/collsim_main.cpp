@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "nccl_commands.h"
 #include "plan/plan_report.h"
 #include "replay/trace.h"
 #include "report/html_report.h"
@@ -453,8 +454,10 @@ int main(int argc, char** argv) {
 
   CalibrateArgs calibrate_args;
   auto* calibrate =
-      app.add_subcommand("calibrate", "Measure the cost model (bandwidth by size, concurrency, "
-                                      "reductions, per-op overhead) and write a calibration file");
+      app.add_subcommand("calibrate",
+                         "Measure the cost model (bandwidth by size, concurrency, reductions, "
+                         "per-op overhead) and write a calibration file, or fit it to "
+                         "nccl-tests logs (--nccl-tests)");
   add_run_options(calibrate, calibrate_args.backend, calibrate_args.iters, calibrate_args.warmup,
                   calibrate_args.timeout, calibrate_args.no_pin);
   calibrate->add_option("--reduce", calibrate_args.reduce, "Reductions to sweep, \"dtype.op\" comma list")
@@ -470,17 +473,23 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   calibrate->add_option("--out", calibrate_args.out, "Calibration JSON to write")
       ->capture_default_str();
+  NcclCalibrateArgs nccl_calibrate_args;
+  add_nccl_calibrate_options(calibrate, nccl_calibrate_args);
 
   CompareArgs compare_args;
   auto* compare =
       app.add_subcommand("compare", "Simulated against measured, per collective and per step");
   compare->add_option("scenario", compare_args.scenario, "Scenario JSON file")->required();
-  compare->add_option("--measured", compare_args.measured, "measured.json from collsim validate")
+  compare
+      ->add_option("--measured", compare_args.measured,
+                   "measured.json from collsim validate, or an nccl-tests log")
       ->required();
   compare->add_option("--calibration", compare_args.calibration,
                       "Calibration JSON to simulate with");
   compare->add_option("--out", compare_args.out_dir,
                       "Write compare.csv and compare_timeline.json here");
+  NcclCompareArgs nccl_compare_args;
+  add_nccl_compare_options(compare, nccl_compare_args);
 
   TopoArgs topo_args;
   auto* topo = app.add_subcommand(
@@ -504,8 +513,21 @@ int main(int argc, char** argv) {
     if (*topo) return topo_command(topo_args);
     if (*sweep) return sweep_command(sweep_args);
     if (*validate) return validate_command(validate_args);
-    if (*calibrate) return calibrate_command(calibrate_args);
-    if (*compare) return compare_command(compare_args);
+    if (*calibrate && !nccl_calibrate_args.logs.empty())
+      return nccl_calibrate_command(nccl_calibrate_args, calibrate, calibrate_args.out,
+                                    calibrate_args.ranks);
+    if (*calibrate) {
+      check_no_nccl_calibrate_options(calibrate);
+      return calibrate_command(calibrate_args);
+    }
+    if (*compare && is_nccl_tests_log(compare_args.measured))
+      return nccl_compare_command(compare_args.scenario, compare_args.measured,
+                                  compare_args.calibration, compare_args.out_dir,
+                                  nccl_compare_args);
+    if (*compare) {
+      check_no_nccl_compare_options(compare);
+      return compare_command(compare_args);
+    }
   } catch (const InputError& e) {
     std::cerr << "collsim: error: " << e.what() << "\n";
     return 2;

@@ -501,6 +501,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     h.ranks = static_cast<std::uint32_t>(K);
     h.num_ops = static_cast<std::uint32_t>(s.ops.size());
     h.num_buffers = static_cast<std::uint32_t>(s.num_buffers);
+    h.switch_group = static_cast<std::uint32_t>(s.switch_group_size());
     h.iterations = iterations;
     h.kill_rank = options.kill_rank;
     h.fail_rank = options.fail_rank;

@@ -1,6 +1,7 @@
 // The shm transport's side of a rank: its buffers are in the shared segment, so an
 // op is a memcpy into the destination or an element-wise reduction, done at once.
 #include <cstring>
+#include <vector>
 
 #include "validate/element_type.h"
 #include "validate/rank_device.h"
@@ -8,8 +9,38 @@
 namespace collsim {
 namespace {
 
+// The switch's work, done by the issuing rank on its group's shared buffers: the same
+// rank-order fold and the same scalar ops as the replayer, so results match bitwise.
+template <class T, class Reduce>
+void execute_switch(const Segment& seg, const Op& op) {
+  const int n = static_cast<int>(seg.header().switch_group);
+  const int first = op.src_rank - op.src_rank % n;
+  const std::size_t bytes = static_cast<std::size_t>(op.count) * sizeof(T);
+  if (op.kind == OpKind::SwitchReduce) {
+    T* result = reinterpret_cast<T*>(seg.buffer(op.dst_rank, op.dst_buffer)) + op.dst_offset;
+    std::vector<const T*> src(n);
+    for (int r = 0; r < n; ++r)
+      src[r] = reinterpret_cast<const T*>(seg.buffer(first + r, op.src_buffer)) + op.src_offset;
+    // Fold into the result in rank order; the issuer's own input may be the result
+    // range (in place), so each element is read from every rank before it is written.
+    const Reduce f;
+    for (std::int64_t i = 0; i < op.count; ++i) {
+      T acc = src[0][i];
+      for (int r = 1; r < n; ++r) acc = f(acc, src[r][i]);
+      result[i] = acc;
+    }
+    return;
+  }
+  const T* from = reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
+  for (int r = first; r < first + n; ++r) {
+    T* to = reinterpret_cast<T*>(seg.buffer(r, op.dst_buffer)) + op.dst_offset;
+    if (to != from) std::memcpy(to, from, bytes);
+  }
+}
+
 template <class T, class Reduce>
 void execute(const Segment& seg, const Op& op) {
+  if (op.is_switch()) return execute_switch<T, Reduce>(seg, op);
   const T* src = reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
   T* dst = reinterpret_cast<T*>(seg.buffer(op.dst_rank, op.dst_buffer)) + op.dst_offset;
   if (op.kind == OpKind::Copy) {

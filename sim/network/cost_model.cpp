@@ -58,8 +58,8 @@ const SizeCurve* CostModel::memory_for_reduce(std::string_view dtype, std::strin
 }
 
 bool CostModel::trivial() const {
-  return launch == 0 && op_overhead == 0 && reduce.empty() && local_copy.empty() &&
-         host_memory.empty() && reduce_memory.empty() &&
+  return !latency_replaces_alpha && launch == 0 && op_overhead == 0 && reduce.empty() &&
+         local_copy.empty() && host_memory.empty() && reduce_memory.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }
 
@@ -70,6 +70,7 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
   // stretching the bytes by nominal/effective makes it divide by the effective one.
   double nominal = INFINITY, effective = INFINITY;
   TransferCost cost;
+  cost.replaces_alpha = model.latency_replaces_alpha;
   for (LinkId id : route) {
     const Link& l = topology.link(id);
     const LinkKindCost& k = model.link(l.kind);

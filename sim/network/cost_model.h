@@ -73,6 +73,9 @@ struct CostModel {
   // The same capacity as reductions see it, per "dtype.op" or "any": concurrent reduce
   // loops read twice what a copy reads, so they share the memory more slowly.
   std::vector<ReduceRate> reduce_memory;
+  // The per-kind latencies stand in for the network's alpha instead of adding to it
+  // (a protocol's per-hop latency is NCCL's measure of the same start-up cost).
+  bool latency_replaces_alpha = false;
 
   LinkKindCost& link(LinkKind k) { return links[static_cast<std::size_t>(k)]; }
   const LinkKindCost& link(LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
@@ -84,13 +87,16 @@ struct CostModel {
 };
 
 // How one transfer departs from its route's nominal bottleneck: the model times
-// bytes x stretch (counters still count bytes) and adds `latency` to its α.
+// bytes x stretch (counters still count bytes) and pays start_up(α) before its first byte.
 struct TransferCost {
   double stretch = 1.0;
   Time latency = 0;
   // > 0: the transfer also draws on its hosts' memory, a capacity of this many B/s
   // (host_memory at its size) shared with the other transfers there (flow model).
   double memory_Bps = 0;
+  bool replaces_alpha = false;  // `latency` instead of the model's alpha, not on top of it
+
+  Time start_up(Time alpha) const { return replaces_alpha ? latency : add_time(alpha, latency); }
 };
 
 // The cost of `bytes` over `route` (links of `topology`); `reduce` is the rate of the

@@ -80,7 +80,7 @@ void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, st
   const Slot s = allocate(id, path, static_cast<double>(bytes) * cost.stretch);
   join_memory(s, cost);
   for (LinkId l : router_.links(path)) host.link_counters().enter(l, bytes, host.now());
-  const Time delay = add_time(add_time(alpha_, cost.latency), router_.info(path).latency);
+  const Time delay = add_time(cost.start_up(alpha_), router_.info(path).latency);
   host.schedule_wakeup(add_time(host.now(), delay), make_cookie(kActivate, s));
 }
 

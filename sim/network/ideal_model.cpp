@@ -7,7 +7,7 @@ void IdealModel::start_transfer(NetworkHost& host, TransferId id, PathId path, s
   const PathInfo& info = router_.info(path);
   const Time now = host.now();
   const Time done =
-      add_time(add_time(now, add_time(alpha_, cost.latency)),
+      add_time(add_time(now, cost.start_up(alpha_)),
                add_time(info.latency, transfer_time(bytes, info.bottleneck / cost.stretch)));
   LinkCounters& counters = host.link_counters();
   for (LinkId l : router_.links(path)) counters.add(l, bytes, now, done);

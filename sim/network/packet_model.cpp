@@ -30,7 +30,7 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
   const Time ready =
-      add_time(host.now(), add_time(alpha_, cost.latency));  // start-up before the first byte
+      add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
   for (std::int64_t p = 0; p < packets; ++p)
     links_[first].queue.push_back(
         {s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});

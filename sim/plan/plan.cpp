@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "nccl/nccl_model.h"
 #include "simulate/simulator.h"
 #include "topology/routing.h"
 
@@ -40,12 +41,14 @@ class Tuner {
       : scenario_(s), router_(router), cost_(cost) {}
 
   PlannedCollective plan(const CollectiveSpec& spec) {
+    if (spec.algorithm == "nccl") return plan_nccl(spec);
     PlannedCollective base{spec,
                            std::nullopt,
                            {},
                            placement(scenario_.topology, spec.ranks),
                            0,
-                           scenario_.network.cost};
+                           scenario_.network.cost,
+                           {}};
     check_reachable(scenario_.topology, base, router_);
     const bool auto_algorithm = spec.algorithm == "auto";
     std::vector<std::string> algorithms{spec.algorithm};
@@ -60,9 +63,11 @@ class Tuner {
       PlannedCollective trial = base;
       trial.spec.algorithm = a;
       trial.spec.options = entry.own(spec.options);
+      const auto protocols = protocols_to_try(spec.protocol);
       try {
         fill_defaults(entry, trial);
-        if (!auto_algorithm && !has_auto(trial.spec.options)) {
+        if (!auto_algorithm && !has_auto(trial.spec.options) && protocols.size() == 1) {
+          with_protocol(trial, spec.protocol);
           trial.schedule = generate_schedule(trial.spec);
           return finish(std::move(trial));  // nothing to choose
         }
@@ -70,10 +75,13 @@ class Tuner {
           PlannedCollective t = trial;  // no schedule yet: cheap to copy
           t.spec.options = o;
           t.schedule = generate_schedule(t.spec);
-          tried.push_back({a, o, describe_algorithm(a, o), cost_(t)});
-          if (!best || tried.back().time_s < best_time) {
-            best = std::move(t);
-            best_time = tried.back().time_s;
+          for (const std::string& p : protocols) {
+            with_protocol(t, p);
+            tried.push_back({a, o, t.label(), cost_(t), p});
+            if (!best || tried.back().time_s < best_time) {
+              best = t;
+              best_time = tried.back().time_s;
+            }
           }
         }
       } catch (const InputError& e) {
@@ -89,9 +97,94 @@ class Tuner {
   }
 
  private:
+  static std::vector<std::string> protocols_to_try(const std::string& protocol) {
+    if (protocol != "auto") return {protocol};
+    std::vector<std::string> all;
+    for (Protocol p : kProtocols) all.emplace_back(name_of(p));
+    return all;
+  }
+
+  // The protocol's latencies and efficiencies over the network's own cost model.
+  void with_protocol(PlannedCollective& c, const std::string& protocol) const {
+    c.spec.protocol = protocol;
+    c.cost = scenario_.network.cost;
+    if (auto p = protocol_from_name(protocol))
+      c.cost = protocol_cost(c.cost, *p, nccl_family(c.spec.algorithm), scenario_.topology);
+  }
+
+  // NCCL's pick by its own cost model, then planned as if the user had asked for it.
+  PlannedCollective plan_nccl(const CollectiveSpec& spec) {
+    CollectiveSpec s = spec;
+    s.options = {};
+    s.nccl_filter = {};
+    std::string pick;
+    if (!nccl_has_algorithms(spec.shape.op)) {
+      // NCCL runs these as grouped point-to-point sends, on the Simple protocol.
+      s.algorithm = algorithms_for(spec.shape.op).front();
+      s.protocol = "Simple";
+      pick = fmt::format("p2p/{}", s.protocol);
+    } else {
+      NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
+      topo.nvls = switch_reduces(spec);
+      NcclPick p;
+      try {
+        p = nccl_pick(topo, spec.shape.op, spec.bytes, spec.nccl_filter);
+      } catch (const std::invalid_argument& e) {
+        throw InputError(spec.json_path + ".algorithm", e.what());
+      }
+      s.algorithm = catalogue_name(p.chosen.algorithm);
+      if (!find_algorithm(spec.shape.op, s.algorithm))
+        throw InputError(spec.json_path + ".algorithm",
+                         fmt::format("NCCL's model picks {} here, which collsim does not have "
+                                     "for {}; exclude it with \"nccl_algo\"",
+                                     name_of(p.chosen.algorithm), name_of(spec.shape.op)));
+      s.protocol = std::string(name_of(p.chosen.protocol));
+      // NCCL pipelines its trees and chains in small chunks: the tuner finds the segments.
+      s.options.auto_segments = p.chosen.algorithm == NcclAlgo::Tree ||
+                                spec.shape.op == CollectiveOp::Broadcast ||
+                                spec.shape.op == CollectiveOp::Reduce;
+      // One channel per rail across hosts; inside a host channels share every link.
+      s.options.auto_channels = true;
+      if (p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree)
+        s.options.segments = nvls_segments(spec, p.channels);
+      pick = describe(p);
+    }
+    PlannedCollective out = plan(s);
+    out.spec.json_path = spec.json_path;
+    out.nccl_pick = std::move(pick);
+    return out;
+  }
+
+  // NCCL's NVLS moves 128 KiB chunks, one per channel and head at a time.
+  static int nvls_segments(const CollectiveSpec& spec, int channels) {
+    const double step = 128.0 * 1024 * channels * spec.shape.ranks;
+    return static_cast<int>(std::clamp(std::ceil(static_cast<double>(spec.bytes) / step), 1.0, 1024.0));
+  }
+
+  static std::string catalogue_name(NcclAlgo a) {
+    return a == NcclAlgo::Tree ? "nccl_tree" : std::string(name_of(a));
+  }
+
+  // NVLS applies where its generator accepts the collective on this topology.
+  bool switch_reduces(const CollectiveSpec& spec) const {
+    const AlgorithmEntry* entry = find_algorithm(spec.shape.op, "nvls");
+    if (!entry) return false;
+    PlannedCollective t{spec, std::nullopt, {}, {}, 0, nullptr, {}};
+    t.spec.algorithm = "nvls";
+    t.spec.options = {};
+    try {
+      fill_defaults(*entry, t);
+      generate_schedule(t.spec);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
     entry.fill_defaults(c.spec.options, {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path,
-                                         &scenario_.topology, c.spec.ranks});
+                                         &scenario_.topology, c.spec.ranks,
+                                         scenario_.network.model});
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.
@@ -190,6 +283,13 @@ class Tuner {
 };
 
 }  // namespace
+
+std::string PlannedCollective::label() const {
+  if (!nccl_pick.empty()) return "nccl: " + nccl_pick;
+  std::string out = describe_algorithm(spec.algorithm, spec.options);
+  if (!spec.protocol.empty()) out += " " + spec.protocol;
+  return out;
+}
 
 const PlannedCollective* Plan::find(std::string_view name) const {
   for (const auto& c : collectives)

@@ -22,8 +22,9 @@ class Router;
 struct Candidate {
   std::string algorithm;
   AlgorithmOptions options;
-  std::string label;  // describe_algorithm(algorithm, options)
+  std::string label;  // describe_algorithm(algorithm, options), then the protocol
   double time_s = 0;
+  std::string protocol;  // "" when none was set
 };
 
 // What "auto" (an algorithm or a segment count) settled on.
@@ -40,8 +41,12 @@ struct PlannedCollective {
   std::vector<NodeId> gpus;  // the schedule's rank r runs on GPU node gpus[r]
   std::uint64_t digest = 0;  // schedule_digest(schedule): which schedule, op for op
   std::shared_ptr<const CostModel> cost;  // beyond α-β: the network's, as the protocol adjusts it
+  // "algorithm": "nccl": what NCCL's cost model picked ("ring/LL128/24ch"), which the
+  // schedule above runs; empty otherwise.
+  std::string nccl_pick;
 
-  std::string label() const { return describe_algorithm(spec.algorithm, spec.options); }
+  // "ring (8 channels) LL128", or "nccl: ring/LL128/24ch".
+  std::string label() const;
 };
 
 struct Plan {

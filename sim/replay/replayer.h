@@ -1,6 +1,7 @@
 #pragma once
 // Executes a Schedule on real buffers, to prove it computes the collective it
 // claims before anything is timed.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -34,8 +35,29 @@ class Buffers {
   std::vector<std::vector<T>> data_;
 };
 
+// Switch ops act on the ranks [first, first + n) of the issuer's switch group.
 template <class T>
-void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs) {
+void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs, int first = 0, int n = 0) {
+  if (op.kind == OpKind::SwitchReduce) {
+    // The group's ranks folded in rank order, as expected_element folds all ranks:
+    // for one group of every rank, bitwise the reference.
+    auto& result = bufs.at(op.dst_rank, op.dst_buffer);
+    for (std::int64_t i = 0; i < op.count; ++i) {
+      T acc = bufs.at(first, op.src_buffer)[op.src_offset + i];
+      for (int r = first + 1; r < first + n; ++r)
+        acc = combine(reduce, acc, bufs.at(r, op.src_buffer)[op.src_offset + i]);
+      result[op.dst_offset + i] = acc;
+    }
+    return;
+  }
+  if (op.kind == OpKind::Multicast) {
+    const auto& from = bufs.at(op.src_rank, op.src_buffer);
+    for (int r = first; r < first + n; ++r)
+      if (r != op.src_rank || op.src_buffer != op.dst_buffer || op.src_offset != op.dst_offset)
+        std::copy_n(from.begin() + op.src_offset, op.count,
+                    bufs.at(r, op.dst_buffer).begin() + op.dst_offset);
+    return;
+  }
   const auto& src = bufs.at(op.src_rank, op.src_buffer);
   auto& dst = bufs.at(op.dst_rank, op.dst_buffer);
   for (std::int64_t i = 0; i < op.count; ++i) {
@@ -48,6 +70,14 @@ void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs) {
 // Ops in step order (a valid dependency order for every builder-made schedule,
 // which check_schedule enforces); `after_step(step)` runs once each step is done.
 template <class T>
+void apply_op(const Schedule& s, const Op& op, Buffers<T>& bufs) {
+  if (op.is_switch())
+    apply_op(op, s.shape.reduce_op, bufs, s.switch_group_first(op), s.switch_group_size());
+  else
+    apply_op(op, s.shape.reduce_op, bufs);
+}
+
+template <class T>
 void replay_by_step(const Schedule& s, Buffers<T>& bufs,
                     const std::function<void(int)>& after_step = {}) {
   std::vector<OpId> order(s.size());
@@ -57,7 +87,7 @@ void replay_by_step(const Schedule& s, Buffers<T>& bufs,
   std::size_t i = 0;
   for (int step = 0; step < s.num_steps; ++step) {
     for (; i < order.size() && s.ops[order[i]].step == step; ++i)
-      apply_op(s.ops[order[i]], s.shape.reduce_op, bufs);
+      apply_op(s, s.ops[order[i]], bufs);
     if (after_step) after_step(step);
   }
   finish_average(s, bufs);
@@ -92,7 +122,7 @@ void finish_average(const Schedule& s, Buffers<T>& bufs) {
 
 template <class T>
 void replay_in_order(const Schedule& s, Buffers<T>& bufs, const std::vector<OpId>& order) {
-  for (OpId id : order) apply_op(s.ops[id], s.shape.reduce_op, bufs);
+  for (OpId id : order) apply_op(s, s.ops[id], bufs);
   finish_average(s, bufs);
 }
 

@@ -95,7 +95,7 @@ void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult
           "fill-opacity=\"0.8\">"
           "<title>{}: step {} {} {}\u2192{}, {}, {:.3f}-{:.3f} us</title></rect>\n",
           x, src * row + 2, w, row - 4, step_colour(op.step), escape(r.resolved[c].name), op.step,
-          op.kind == OpKind::Reduce ? "reduce" : "copy", src, dst,
+          op_kind_name(op.kind), src, dst,
           format_bytes(r.schedules[c].bytes(op)), to_seconds(timing[id].start) * 1e6,
           to_seconds(timing[id].end) * 1e6);
     }

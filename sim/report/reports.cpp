@@ -43,11 +43,10 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
       "bytes)\n";
   // Columns as wide as their widest entry, so long names do not push rows out of line.
   std::size_t wn = 4, wa = 9;
-  std::vector<std::string> plans;  // each algorithm as planned, with its options
-  for (const auto& c : r.resolved) {
-    plans.push_back(describe_algorithm(c.algorithm, c.options));
-    wn = std::max(wn, c.name.size());
-    wa = std::max(wa, plans.back().size());
+  const std::vector<std::string>& plans = r.labels;  // as planned, with options and protocol
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    wn = std::max(wn, r.resolved[i].name.size());
+    wa = std::max(wa, plans[i].size());
   }
   out += fmt::format("# {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12} {:>10} {:>10}\n",
                      "name", wn, "op", "algorithm", wa, "ranks", "size", "count", "type", "time",
@@ -115,7 +114,8 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
     collectives.push_back({{"name", c.name},
                            {"op", name_of(c.shape.op)},
                            {"algorithm", c.algorithm},
-                           {"plan", describe_algorithm(c.algorithm, c.options)},
+                           {"plan", r.labels[i]},
+                           {"protocol", c.protocol},
                            {"schedule_digest", digest_text(r.digests[i])},
                            {"ranks", c.ranks},
                            {"bytes", c.bytes},
@@ -270,7 +270,7 @@ void for_each_transfer(std::span<const TimelineCollective> collectives, F&& f) {
       const Op& op = tc.schedule->ops[op_id];
       f(TraceTransfer{tc.ops[op_id].start, tc.ops[op_id].end, (*tc.ranks)[op.src_rank],
                       (*tc.ranks)[op.dst_rank], op.step, tc.schedule->bytes(op),
-                      op.kind == OpKind::Reduce, c, id++});
+                      op.kind == OpKind::Reduce || op.kind == OpKind::SwitchReduce, c, id++});
     }
   }
 }

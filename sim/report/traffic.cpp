@@ -1,6 +1,10 @@
 #include "report/traffic.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
+
+#include "topology/routing.h"
 
 namespace collsim {
 namespace {
@@ -49,6 +53,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
   }
 
   std::vector<std::vector<std::pair<Time, Time>>> rank_busy(t.num_ranks());
+  std::optional<Router> router;  // routes to NVLS switches, made when a schedule has switch ops
   for (std::size_t c = 0; c < r.resolved.size(); ++c) {
     const auto& spec = r.resolved[c];
     const Schedule& sched = r.schedules[c];
@@ -69,12 +74,10 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       touched.clear();
       if (b.link >= 0) rep.per_step.push_back(b);  // a barrier's steps carry no bytes
     };
-    for (OpId id = 0; id < sched.size(); ++id) {
+    // Bytes over one route, at the op's step and time; `src` and `dst` are busy meanwhile.
+    auto account = [&](OpId id, std::span<const LinkId> path, std::int64_t bytes, int src,
+                       int dst) {
       const Op& op = sched.ops[id];
-      if (op.is_local()) continue;
-      const int src = spec.ranks[op.src_rank], dst = spec.ranks[op.dst_rank];
-      const std::int64_t bytes = sched.bytes(op);
-      const auto path = r.sim.routes[paths[id]];  // the route the simulator recorded
       if (op.step != step) {
         close_step();
         step = op.step;
@@ -84,7 +87,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
         step_bytes[l] += bytes;
         coll_bytes[l] += bytes;
       }
-      if (!rep.timed) continue;
+      if (!rep.timed) return;
       const OpTiming& ot = r.sim.tasks[c].ops[id];
       rank_busy[src].emplace_back(ot.start, ot.end);
       rank_busy[dst].emplace_back(ot.start, ot.end);
@@ -101,6 +104,32 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
                 static_cast<float>(rate * (hi - lo) / (t.link(l).bandwidth * rep.bin_s));
         }
       }
+    };
+    for (OpId id = 0; id < sched.size(); ++id) {
+      const Op& op = sched.ops[id];
+      if (op.is_local()) continue;
+      const std::int64_t bytes = sched.bytes(op);
+      if (op.is_switch()) {
+        // As the simulator times it: a leg between the switch and each GPU of the group
+        // (up for a reduce, down for a multicast), and one the other way for the issuer.
+        if (!router) router.emplace(t, s.network.routing);
+        const int n = sched.switch_group_size(), first = sched.switch_group_first(op);
+        std::vector<NodeId> gpus;
+        for (int m = first; m < first + n; ++m) gpus.push_back(t.gpu_of_rank(spec.ranks[m]));
+        const auto sw = sharp_switch_of(t, gpus);
+        if (!sw) continue;  // the simulator refused it already
+        const bool reduce = op.kind == OpKind::SwitchReduce;
+        for (int leg = 0; leg <= n; ++leg) {
+          const int rank = spec.ranks[leg < n ? first + leg : op.src_rank];
+          const NodeId g = t.gpu_of_rank(rank);
+          const bool up = reduce == (leg < n);
+          account(id, router->links(up ? router->route(g, *sw) : router->route(*sw, g)), bytes,
+                  rank, rank);
+        }
+        continue;
+      }
+      account(id, r.sim.routes[paths[id]], bytes, spec.ranks[op.src_rank],
+              spec.ranks[op.dst_rank]);
     }
     Bottleneck whole{c, -1};
     for (std::size_t l = 0; l < L; ++l) {

@@ -188,8 +188,9 @@ void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
 }
 
 // Fields every collective takes; the rest belong to its algorithm's entry.
-constexpr std::string_view kCollectiveFields[] = {"name",  "op",   "algorithm", "bytes", "dtype",
-                                                  "redop", "root", "ranks",     "after", "routing"};
+constexpr std::string_view kCollectiveFields[] = {
+    "name", "op",    "algorithm", "bytes",    "dtype",     "redop",
+    "root", "ranks", "after",     "routing",  "protocol", "nccl_algo", "nccl_proto"};
 
 // A field no candidate takes: name the algorithms that do, if any.
 void refuse_foreign_options(const JsonView& v, const CollectiveSpec& c,
@@ -223,16 +224,69 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
   for (const auto& e : algorithm_catalogue())
     if (e.op == c.shape.op && (c.algorithm == "auto" || e.algorithm == c.algorithm))
       candidates.push_back(&e);
-  if (c.algorithm != "auto" && candidates.empty()) {
+  if (c.algorithm != "auto" && c.algorithm != "nccl" && candidates.empty()) {
     std::string list;
     for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
     const JsonView where = v.has("algorithm") ? v["algorithm"] : v["op"];
-    where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto", c.algorithm,
+    where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto, nccl", c.algorithm,
                                    name_of(c.shape.op), list));
   }
   refuse_foreign_options(v, c, candidates,
                          {std::begin(kCollectiveFields), std::end(kCollectiveFields)});
   return candidates;
+}
+
+// NCCL_ALGO / NCCL_PROTO's form: "ring,tree", or "^ll128" for all but those.
+template <typename T>
+std::vector<T> parse_nccl_list(const JsonView& v, std::vector<T> all, auto from_name,
+                               std::string_view names) {
+  std::string text = v.as_string();
+  const bool except = !text.empty() && text.front() == '^';
+  if (except) text.erase(0, 1);
+  std::vector<T> listed;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    std::string name = text.substr(at, comma - at);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto x = from_name(name);
+    if (!x) v.fail(fmt::format("a comma-separated list of {} (\"^\" first: all but those)", names));
+    listed.push_back(*x);
+    at = comma + 1;
+  }
+  if (!except) return listed;
+  std::erase_if(all, [&](T x) { return std::find(listed.begin(), listed.end(), x) != listed.end(); });
+  if (all.empty()) v.fail_message("excludes everything");
+  return all;
+}
+
+void parse_protocols(const JsonView& v, CollectiveSpec& c) {
+  const bool nccl = c.algorithm == "nccl";
+  for (const char* key : {"nccl_algo", "nccl_proto"})
+    if (!nccl && v.has(key))
+      v[key].fail_message("only \"algorithm\": \"nccl\" takes it (what NCCL may pick)");
+  if (auto p = v.find("protocol")) {
+    if (nccl) p->fail_message("NCCL picks the protocol; restrict it with \"nccl_proto\"");
+    c.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
+  }
+  const auto lower_protocol = [](const std::string& n) -> std::optional<Protocol> {
+    for (Protocol p : kProtocols) {
+      std::string l(name_of(p));
+      for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (l == n) return p;
+    }
+    return std::nullopt;
+  };
+  const auto algo = [](const std::string& n) -> std::optional<NcclAlgo> {
+    for (NcclAlgo a : kNcclAlgos)
+      if (name_of(a) == n || (n == "nvlstree" && a == NcclAlgo::NvlsTree)) return a;
+    return std::nullopt;
+  };
+  if (auto a = v.find("nccl_algo"))
+    c.nccl_filter.algorithms = parse_nccl_list<NcclAlgo>(
+        *a, {std::begin(kNcclAlgos), std::end(kNcclAlgos)}, algo, "ring, tree, nvls, nvlstree, pat");
+  if (auto p = v.find("nccl_proto"))
+    c.nccl_filter.protocols = parse_nccl_list<Protocol>(
+        *p, {std::begin(kProtocols), std::end(kProtocols)}, lower_protocol, "ll, ll128, simple");
 }
 
 void parse_options(const JsonView& v, CollectiveSpec& c,
@@ -334,6 +388,7 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   c.shape.ranks = static_cast<int>(c.ranks.size());
   parse_size_and_type(v, c);
   parse_options(v, c, entries);
+  parse_protocols(v, c);
   if (auto a = v.find("after")) {
     c.after = parse_after(*a, earlier, names);
   } else if (!earlier.empty()) {

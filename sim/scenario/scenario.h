@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "network/network_model.h"
+#include "nccl/nccl_model.h"
 #include "schedule/algorithms.h"
 #include "topology/topology.h"
 
@@ -21,6 +22,9 @@ struct CollectiveSpec {
   std::int64_t bytes = 0;    // nccl-tests' "size"
   std::vector<int> ranks;             // topology ranks taking part, in the algorithm's rank order
   std::vector<int> after;             // indices of collectives that must finish first
+  // "LL", "LL128", "Simple", "auto" (the tuner tries each), or "" (plain α-β).
+  std::string protocol;
+  NcclFilter nccl_filter;  // "algorithm": "nccl": what "nccl_algo" / "nccl_proto" allow
 };
 
 struct Scenario {

@@ -10,6 +10,7 @@
 #include "schedule/generators/direct.h"
 #include "schedule/generators/halving_doubling.h"
 #include "schedule/generators/hierarchical.h"
+#include "schedule/generators/nvls.h"
 #include "schedule/generators/pat.h"
 #include "schedule/generators/ring.h"
 #include "schedule/generators/star.h"
@@ -29,6 +30,7 @@ const std::vector<AlgorithmEntry>& algorithm_catalogue() {
     register_direct(c);
     register_barrier(c);
     register_hierarchical(c);
+    register_nvls(c);
     return c;
   }();
   return catalogue;

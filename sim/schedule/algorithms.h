@@ -61,6 +61,8 @@ struct OptionContext {
   std::string json_path;        // the object holding the options, for errors
   const Topology* topology;     // for defaults; null while parsing
   std::span<const int> placed;  // topology rank of each member (defaults only)
+  // The network model that will time it ("ideal", "flow", "packet"); empty: unknown.
+  std::string_view network_model = {};
 };
 
 using Generator = std::function<Schedule(const CollectiveShape&, const AlgorithmOptions&)>;

@@ -74,12 +74,20 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     throw std::length_error("schedule has more than 2^32 ops");
   const OpId id = static_cast<OpId>(schedule_.ops.size());
 
+  // Switch ops touch every rank of their group; others their source and destination.
+  const bool every_rank = kind == OpKind::SwitchReduce || kind == OpKind::Multicast;
+  const int group = schedule_.switch_group_size();
+  const int first = every_rank ? src.rank - src.rank % group : src.rank;
+  const int last = every_rank ? first + group - 1 : src.rank;
   scratch_deps_.clear();
-  const auto& from_src = done_list(channel, src.rank);
-  const auto& from_dst = done_list(channel, dst.rank);
-  scratch_deps_.insert(scratch_deps_.end(), from_src.begin(), from_src.end());
-  if (dst.rank != src.rank)
+  for (int r = first; r <= last; ++r) {
+    const auto& from = done_list(channel, r);
+    scratch_deps_.insert(scratch_deps_.end(), from.begin(), from.end());
+  }
+  if (!every_rank && dst.rank != src.rank) {
+    const auto& from_dst = done_list(channel, dst.rank);
     scratch_deps_.insert(scratch_deps_.end(), from_dst.begin(), from_dst.end());
+  }
   std::sort(scratch_deps_.begin(), scratch_deps_.end());
   scratch_deps_.erase(std::unique(scratch_deps_.begin(), scratch_deps_.end()), scratch_deps_.end());
   schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());
@@ -89,10 +97,16 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
                              static_cast<std::uint8_t>(src.buffer),
                              static_cast<std::uint8_t>(dst.buffer),
                              static_cast<std::uint8_t>(channel)});
-  for (int rank : {src.rank, dst.rank}) {
+  auto touch = [&](int rank) {
     const int slot = channel * ranks_ + rank;
     if (open_[slot].empty()) touched_.push_back(slot);
     if (open_[slot].empty() || open_[slot].back() != id) open_[slot].push_back(id);
+  };
+  if (every_rank) {
+    for (int r = first; r <= last; ++r) touch(r);
+  } else {
+    touch(src.rank);
+    touch(dst.rank);
   }
   step_has_ops_ = true;
 }

@@ -53,8 +53,16 @@ std::string check_step_conflicts(const Schedule& s, std::span<const OpId> step_o
   reads.clear();
   for (OpId id : step_ops) {
     const Op& op = s.ops[id];
-    writes.push_back({op.dst_rank, op.dst_buffer, op.dst_offset, op.dst_offset + op.count, id});
-    reads.push_back({op.src_rank, op.src_buffer, op.src_offset, op.src_offset + op.count, id});
+    // A switch op reads (SwitchReduce) or writes (Multicast) its range on every rank
+    // of its group; a SwitchReduce also writes, and a Multicast reads, the issuer's.
+    const int first = op.is_switch() ? s.switch_group_first(op) : 0;
+    const int n = op.is_switch() ? s.switch_group_size() : 1;
+    for (int r = 0; r < (op.writes_every_rank() ? n : 1); ++r)
+      writes.push_back({op.writes_every_rank() ? first + r : op.dst_rank, op.dst_buffer,
+                        op.dst_offset, op.dst_offset + op.count, id});
+    for (int r = 0; r < (op.reads_every_rank() ? n : 1); ++r)
+      reads.push_back({op.reads_every_rank() ? first + r : op.src_rank, op.src_buffer,
+                       op.src_offset, op.src_offset + op.count, id});
   }
   auto by_key = [](const Access& a, const Access& b) { return a.key() < b.key(); };
   std::sort(writes.begin(), writes.end(), by_key);
@@ -91,12 +99,23 @@ std::string check_schedule(const Schedule& s) {
     if (s.shape.op == CollectiveOp::Barrier ? op.count != 0 : op.count <= 0)
       return fmt::format("op {}: {}", id,
                          op.count ? "a barrier message carrying data" : "empty transfer");
-    if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(op.src_rank, op.src_buffer))
-      return fmt::format("op {}: source range outside rank {}'s buffer {}", id, op.src_rank,
-                         op.src_buffer);
-    if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(op.dst_rank, op.dst_buffer))
-      return fmt::format("op {}: destination range outside rank {}'s buffer {}", id, op.dst_rank,
-                         op.dst_buffer);
+    if (op.kind > OpKind::Multicast) return fmt::format("op {}: unknown kind", id);
+    if (op.is_switch() && op.src_rank != op.dst_rank)
+      return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
+    if (op.is_switch() && (s.switch_group < 0 || K % s.switch_group_size() != 0))
+      return fmt::format("op {}: switch groups of {} ranks do not tile {} ranks", id,
+                         s.switch_group, K);
+    const int first = op.is_switch() ? s.switch_group_first(op) : 0;
+    for (int r = 0; r < (op.is_switch() ? s.switch_group_size() : 1); ++r) {
+      const int src = op.reads_every_rank() ? first + r : op.src_rank;
+      const int dst = op.writes_every_rank() ? first + r : op.dst_rank;
+      if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(src, op.src_buffer))
+        return fmt::format("op {}: source range outside rank {}'s buffer {}", id, src,
+                           op.src_buffer);
+      if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(dst, op.dst_buffer))
+        return fmt::format("op {}: destination range outside rank {}'s buffer {}", id, dst,
+                           op.dst_buffer);
+    }
     if (op.step < 0 || op.step >= s.num_steps) return fmt::format("op {}: step out of range", id);
     for (OpId d : s.deps_of(id)) {
       if (d >= s.size()) return fmt::format("op {}: dependency {} does not exist", id, d);
@@ -156,6 +175,7 @@ std::uint64_t schedule_digest(const Schedule& s) {
   h.add(static_cast<std::uint64_t>(s.shape.count));
   h.add(static_cast<std::uint64_t>(s.shape.root));
   h.add(static_cast<std::uint64_t>(s.num_buffers));
+  h.add(static_cast<std::uint64_t>(s.switch_group));
   if (s.shape.matrix)
     for (std::int64_t x : *s.shape.matrix) h.add(static_cast<std::uint64_t>(x));
   for (std::int64_t c : s.buffer_counts) h.add(static_cast<std::uint64_t>(c));

@@ -20,6 +20,15 @@ using OpId = std::uint32_t;
 enum class OpKind : std::uint8_t {
   Copy,    // dst = src
   Reduce,  // dst = dst (op) src
+  // Switch-executed (NVLink SHARP, NVLS). One op stands for the switch's work on every
+  // rank of a switch group (Schedule::switch_group), so a slice is two ops, not 2K:
+  // Op stays 40 bytes. src_rank == dst_rank is the issuing rank (the one that runs
+  // the multimem instruction); the range is the same on every rank of its group.
+  //   SwitchReduce: the issuer's range = fold over the group's ranks, in rank order,
+  //                 of each one's range (multimem.ld_reduce, result back to the issuer).
+  //   Multicast:    every group rank's range = the issuer's range (multimem.st).
+  SwitchReduce,
+  Multicast,
 };
 
 struct Op {
@@ -35,8 +44,17 @@ struct Op {
   std::uint8_t
       channel;  // independent dependency chains (e.g. the two trees of a double binary tree)
 
-  bool is_local() const { return src_rank == dst_rank; }
+  // Switch ops are not local: their traffic is on every rank's link to the switch.
+  bool is_switch() const { return kind >= OpKind::SwitchReduce; }
+  bool is_local() const { return src_rank == dst_rank && !is_switch(); }
+  bool reads_every_rank() const { return kind == OpKind::SwitchReduce; }
+  bool writes_every_rank() const { return kind == OpKind::Multicast; }
 };
+
+inline const char* op_kind_name(OpKind k) {
+  constexpr const char* names[] = {"copy", "reduce", "switch-reduce", "multicast"};
+  return names[static_cast<int>(k)];
+}
 
 // What a schedule claims to compute; the replayer checks the claim.
 struct CollectiveShape {
@@ -60,8 +78,16 @@ class Schedule {
   std::vector<std::uint32_t> dep_begin;  // size ops.size() + 1
   std::vector<OpId> deps;
   int num_steps = 0;
+  // Switch ops act on aligned blocks of this many consecutive ranks (the GPUs of one
+  // NVSwitch): the block holding the issuer. 0: every rank.
+  int switch_group = 0;
 
   std::size_t size() const { return ops.size(); }
+  // The ranks [first, first + size) a switch op reduces from or multicasts to.
+  int switch_group_size() const { return switch_group > 0 ? switch_group : shape.ranks; }
+  int switch_group_first(const Op& op) const {
+    return op.src_rank - op.src_rank % switch_group_size();
+  }
   std::span<const OpId> deps_of(OpId id) const {
     return {deps.data() + dep_begin[id], deps.data() + dep_begin[id + 1]};
   }

@@ -10,6 +10,7 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   const std::size_t n = plan.collectives.size();
   out.schedules.reserve(n);  // tasks point into it: no reallocation below
   for (auto& c : plan.collectives) {
+    out.labels.push_back(c.label());
     out.schedules.push_back(std::move(c.schedule));
     tasks.push_back(
         {c.spec.name, &out.schedules.back(), std::move(c.gpus), c.spec.after, std::move(c.cost)});

@@ -24,6 +24,7 @@ struct ScenarioResult {
   std::vector<std::optional<AutoChoice>> choices;
   std::vector<Schedule> schedules;     // one per collective, in scenario order
   std::vector<std::uint64_t> digests;  // schedule_digest of each
+  std::vector<std::string> labels;     // PlannedCollective::label() of each
   std::vector<CollectiveOutcome> outcomes;
   SimulationResult sim;
 };

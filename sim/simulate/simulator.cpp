@@ -2,22 +2,28 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace collsim {
 namespace {
 
 enum EventTag : std::uint32_t { kTaskStart, kTaskLaunched, kNetworkWakeup, kOpReady, kLocalOpDone };
 
-// A transfer id carries its task in the high bits, so no lookup is needed.
+// A transfer id carries its task in the high bits, so no lookup is needed; between
+// them and the op, a switch op's leg (which rank's link it crosses).
 constexpr int kOpBits = 40;
-TransferId transfer_id(std::size_t task, OpId op) {
-  return (static_cast<TransferId>(task) << kOpBits) | op;
+constexpr int kMaxLegs = 1 << (kOpBits - 32);
+TransferId transfer_id(std::size_t task, OpId op, int leg = 0) {
+  return (static_cast<TransferId>(task) << kOpBits) | (static_cast<TransferId>(leg) << 32) | op;
 }
 std::size_t task_of(TransferId id) {
   return static_cast<std::size_t>(id >> kOpBits);
 }
 OpId op_of(TransferId id) {
-  return static_cast<OpId>(id & ((TransferId{1} << kOpBits) - 1));
+  return static_cast<OpId>(id & 0xffffffffu);
+}
+int leg_of(TransferId id) {
+  return static_cast<int>((id >> 32) & (kMaxLegs - 1));
 }
 
 }  // namespace
@@ -31,6 +37,11 @@ struct Simulator::TaskState {
   const CostModel* cost = nullptr;      // null: plain α-β, the fast path
   const SizeCurve* reduce = nullptr;    // the cost of this collective's reductions
   const SizeCurve* reduce_memory = nullptr;  // the host memory as they see it
+  // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
+  // down, and that switch's efficiency; per op, legs still in flight.
+  std::vector<PathId> up, down;
+  std::vector<double> efficiency;
+  std::vector<std::uint16_t> legs_left;
 
   explicit TaskState(const Schedule& s) : graph(s) {}
 };
@@ -46,7 +57,21 @@ void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
 }
 
 void Simulator::transfer_finished(TransferId id) {
-  finish_op(task_of(id), op_of(id));
+  const std::size_t task = task_of(id);
+  const OpId op = op_of(id);
+  const Schedule& s = *(*tasks_)[task].schedule;
+  const Op& o = s.ops[op];
+  if (o.is_switch()) {
+    // Legs 0..n-1 cross the group's links (up for a reduce, down for a multicast), leg
+    // n the issuer's the other way: what arrives at a GPU is a multicast's leg to it,
+    // or the reduced result coming back to the issuer.
+    const int leg = leg_of(id), n = s.switch_group_size();
+    if ((o.kind == OpKind::Multicast) == (leg < n))
+      result_.node_received[(*tasks_)[task].rank_gpu[leg < n ? s.switch_group_first(o) + leg
+                                                             : o.src_rank]] += s.bytes(o);
+    if (--state_[task].legs_left[op] > 0) return;
+  }
+  finish_op(task, op);
 }
 
 void Simulator::prepare_task(std::size_t index) {
@@ -74,17 +99,21 @@ void Simulator::prepare_task(std::size_t index) {
     }
     return p;
   };
+  bool any_switch = false;
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
-    if (op.is_local()) continue;
+    any_switch = any_switch || op.is_switch();
+    if (op.is_local() || op.is_switch()) continue;  // switch ops: routes per rank below
     path[id] = lookup(op);
     if (path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
   }
   if (!missing.empty()) {
     router_.prepare(missing);
     for (OpId id = 0; id < s.size(); ++id)
-      if (!s.ops[id].is_local() && path[id] < 0) path[id] = lookup(s.ops[id]);
+      if (!s.ops[id].is_local() && !s.ops[id].is_switch() && path[id] < 0)
+        path[id] = lookup(s.ops[id]);
   }
+  if (any_switch) prepare_switch_routes(index, st);
   if (task.cost && !task.cost->trivial()) {
     st.cost = task.cost.get();
     st.reduce = st.cost->reduce_rate(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
@@ -94,6 +123,36 @@ void Simulator::prepare_task(std::size_t index) {
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
+}
+
+// Each switch group's GPUs and the SHARP switch they all link to: the routes of every
+// rank up to it and back, and its efficiency.
+void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
+  const CollectiveTask& task = (*tasks_)[index];
+  const Schedule& s = *task.schedule;
+  const int n = s.switch_group_size();
+  if (s.shape.ranks % n != 0)
+    throw std::invalid_argument("task \"" + task.name + "\": switch groups of " +
+                                std::to_string(n) + " ranks do not tile its " +
+                                std::to_string(s.shape.ranks));
+  if (n + 1 > kMaxLegs)
+    throw std::invalid_argument("task \"" + task.name + "\": switch ops span at most " +
+                                std::to_string(kMaxLegs - 1) + " ranks");
+  for (int first = 0; first + n <= s.shape.ranks; first += n) {
+    const std::vector<NodeId> gpus(task.rank_gpu.begin() + first,
+                                   task.rank_gpu.begin() + first + n);
+    const auto sw = sharp_switch_of(topology_, gpus);
+    if (!sw)
+      throw std::invalid_argument(
+          "task \"" + task.name + "\": switch ops need ranks " + std::to_string(first) + ".." +
+          std::to_string(first + n - 1) + " on one NVSwitch with \"sharp\": true");
+    for (NodeId g : gpus) {
+      st.up.push_back(router_.route(g, *sw));
+      st.down.push_back(router_.route(*sw, g));
+      st.efficiency.push_back(topology_.node(*sw).sharp_efficiency);
+    }
+  }
+  st.legs_left.assign(s.size(), 0);
 }
 
 SimulationResult Simulator::run(const std::vector<CollectiveTask>& tasks) {
@@ -207,6 +266,7 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   const Op& op = t.schedule->ops[id];
   const std::int64_t bytes = t.schedule->bytes(op);
   const SizeCurve* reduce = op.kind == OpKind::Reduce ? st.reduce : nullptr;
+  if (op.is_switch()) return begin_switch_op(task, id);
   if (op.is_local()) {
     const Time took = st.cost ? local_op_time(*st.cost, bytes, reduce) : 0;
     engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, transfer_id(task, id));
@@ -222,11 +282,42 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   model_.start_transfer(*this, transfer_id(task, id), path, bytes, cost);
 }
 
+// A switch op is n + 1 transfers at once. SwitchReduce (multimem.ld_reduce): the
+// switch reads the range from each of the group's n GPUs (n legs up) and returns the
+// result to the issuer (one leg down). Multicast (multimem.st): the issuer stores the
+// range once (one leg up), the switch writes it to all n GPUs (n legs down). The
+// switch moves payload at its sharp_efficiency of the link rate: each leg's time is
+// stretched by 1 / efficiency (on top of the cost model's terms for its links; the
+// reduction is the switch's, so no GPU reduction rate applies).
+void Simulator::begin_switch_op(std::size_t task, OpId id) {
+  const CollectiveTask& t = (*tasks_)[task];
+  const Schedule& s = *t.schedule;
+  const Op& op = s.ops[id];
+  TaskState& st = state_[task];
+  const int n = s.switch_group_size(), first = s.switch_group_first(op), issuer = op.src_rank;
+  const std::int64_t bytes = s.bytes(op);
+  const bool reduce = op.kind == OpKind::SwitchReduce;
+  st.legs_left[id] = static_cast<std::uint16_t>(n + 1);
+  result_.transfers += static_cast<std::uint64_t>(n + 1);
+  for (int leg = 0; leg <= n; ++leg) {
+    const int r = leg < n ? first + leg : issuer;
+    const bool up = reduce == (leg < n);
+    const PathId path = up ? st.up[r] : st.down[r];
+    if (up) result_.node_sent[t.rank_gpu[r]] += bytes;
+    TransferCost cost = st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes,
+                                                nullptr)
+                                : TransferCost{};
+    cost.stretch /= st.efficiency[issuer];
+    model_.start_transfer(*this, transfer_id(task, id, leg), path, bytes, cost);
+  }
+}
+
 void Simulator::finish_op(std::size_t task, OpId id) {
   const CollectiveTask& t = (*tasks_)[task];
   const Op& op = t.schedule->ops[id];
   if (options_.record_ops) result_.tasks[task].ops[id].end = engine_.now();
-  if (!op.is_local()) result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
+  if (!op.is_local() && !op.is_switch())
+    result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
   TaskState& st = state_[task];
   for (OpId next : st.graph.successors(id))
     if (--st.waiting[next] == 0) start_op(task, next);

@@ -90,6 +90,8 @@ class Simulator final : private NetworkHost {
   void start_ready_ops(std::size_t task);
   void start_op(std::size_t task, OpId op);  // its dependencies are done
   void begin_op(std::size_t task, OpId op);  // its rank's overhead is paid too
+  void prepare_switch_routes(std::size_t index, TaskState& st);  // NVLS switch ops
+  void begin_switch_op(std::size_t task, OpId op);
   void finish_op(std::size_t task, OpId op);
   void finish_task(std::size_t index);
   void record_routes();

@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "nccl/nccl_model.h"
+#include "plan/plan.h"
 #include "simulate/run_scenario.h"
 
 namespace collsim {
@@ -73,10 +75,38 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
           "--ranks", fmt::format("{} ranks; the topology has {} GPUs", n, s.topology.num_ranks()));
   std::vector<std::string> algorithms =
       req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
+  if (req.algorithms.empty() && nccl_has_algorithms(base.shape.op)) algorithms.push_back("nccl");
   for (const auto& a : algorithms)
-    if (!find_algorithm(base.shape.op, a))
+    if (a != "nccl" && !find_algorithm(base.shape.op, a))
       throw InputError("--algorithms",
                        fmt::format("no algorithm \"{}\" for {}", a, name_of(base.shape.op)));
+  // Algorithms named with --algorithms must apply; of the default (all of the
+  // collective's), those the planner refuses here are left out (nvls without a sharp
+  // NVSwitch, or under the ideal model), judged at the first rank count and size.
+  if (req.algorithms.empty())
+    std::erase_if(algorithms, [&](const std::string& a) {
+      if (a == "nccl") return false;
+      Scenario one = s;
+      CollectiveSpec c = base;
+      c.algorithm = a;
+      c.after.clear();
+      if (!req.rank_counts.empty()) {
+        c.ranks.resize(rank_counts.front());
+        for (int i = 0; i < rank_counts.front(); ++i) c.ranks[i] = i;
+      }
+      c.shape.ranks = static_cast<int>(c.ranks.size());
+      c.shape.count = req.sizes.front() / element_size(base.shape.dtype);
+      c.bytes = c.shape.count * element_size(base.shape.dtype);
+      c.options = find_algorithm(base.shape.op, a)->own(base.options);
+      if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
+      one.collectives = {c};
+      try {
+        make_plan(one);
+        return false;
+      } catch (const InputError&) {
+        return true;
+      }
+    });
 
   const std::size_t total = rank_counts.size() * algorithms.size() * req.sizes.size();
   const int esize = element_size(base.shape.dtype);
@@ -97,13 +127,18 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         c.bytes = c.shape.count * esize;
         // The options this algorithm takes, as the scenario gave them; the planner
         // derives the rest (hierarchical levels from the hosts of these ranks).
-        c.options = find_algorithm(base.shape.op, a)->own(base.options);
+        c.options = a == "nccl" ? AlgorithmOptions{} : find_algorithm(base.shape.op, a)->own(base.options);
         if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
+        // Beside NCCL's pick the others pay protocol costs too: each its fastest protocol.
+        const bool with_nccl = std::find(algorithms.begin(), algorithms.end(), "nccl") != algorithms.end();
+        if (a != "nccl" && (with_nccl || base.algorithm == "nccl"))
+          c.protocol = base.protocol.empty() || base.algorithm == "nccl" ? "auto" : base.protocol;
+        if (a != "nccl") c.nccl_filter = {};
         one.collectives = {c};
         const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
         const auto& o = r.outcomes[0];
         out.rows.push_back({static_cast<int>(c.ranks.size()), a, c.bytes, c.shape.count, o.time_s,
-                            o.algbw_Bps, o.busbw_Bps, false});
+                            o.algbw_Bps, o.busbw_Bps, false, r.labels[0]});
         if (progress) progress(out.rows.size(), total);
       }
     }
@@ -111,13 +146,20 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
     const std::size_t per_alg = req.sizes.size();
     std::vector<std::size_t> best(
         per_alg);  // row index of the fastest at each size; ties to the earlier
+    const auto nccl = std::find(algorithms.begin(), algorithms.end(), "nccl");
+    const std::size_t nccl_index = static_cast<std::size_t>(nccl - algorithms.begin());
     for (std::size_t k = 0; k < per_alg; ++k) {
-      best[k] = first_row + k;
-      for (std::size_t a = 1; a < algorithms.size(); ++a) {
+      std::optional<std::size_t> b;
+      for (std::size_t a = 0; a < algorithms.size(); ++a) {
         const std::size_t i = first_row + a * per_alg + k;
-        if (out.rows[i].time_s < out.rows[best[k]].time_s) best[k] = i;
+        if (a != nccl_index && (!b || out.rows[i].time_s < out.rows[*b].time_s)) b = i;
       }
-      out.rows[best[k]].winner = true;
+      best[k] = b.value_or(first_row + k);
+      out.rows[best[k]].winner = b.has_value();
+      if (nccl == algorithms.end() || !b) continue;
+      const SweepRow& pick = out.rows[first_row + nccl_index * per_alg + k];
+      out.nccl.push_back(
+          {n, pick.bytes, pick.plan, out.rows[*b].plan, pick.time_s, out.rows[*b].time_s});
     }
     for (std::size_t k = 1; k < per_alg; ++k) {
       const SweepRow& lo = out.rows[best[k - 1]];
@@ -165,6 +207,14 @@ std::string sweep_table(const Scenario& s, const SweepResult& r) {
                        row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? "*" : "");
   }
   out += "#\n";
+  if (!r.nccl.empty())
+    out += fmt::format("# NCCL's pick (simulated) against the fastest simulated plan\n# {:>5} {:>12} {:<28} {:>12} {:<34} {:>12} {:>8}\n",
+                       "ranks", "size", "nccl picks", "time", "fastest", "time", "nccl +%");
+  for (const auto& x : r.nccl)
+    out += fmt::format("  {:>5} {:>12} {:<28} {:>12.2f} {:<34} {:>12.2f} {:>8.1f}\n", x.ranks,
+                       x.bytes, x.nccl_plan, x.nccl_s * 1e6, x.best_plan, x.best_s * 1e6,
+                       x.best_s > 0 ? (x.nccl_s / x.best_s - 1) * 100 : 0.0);
+  if (!r.nccl.empty()) out += "#\n";
   if (r.crossovers.empty()) out += "# no crossover: one algorithm wins at every size\n";
   for (const auto& x : r.crossovers)
     out += fmt::format("# ranks {}: {} -> {} at {} (between {} and {})\n", x.ranks, x.from, x.to,
@@ -191,7 +241,8 @@ nlohmann::json sweep_json(const Scenario& s, const SweepResult& r) {
                     {"time_s", row.time_s},
                     {"algbw_GBps", row.algbw_Bps / 1e9},
                     {"busbw_GBps", row.busbw_Bps / 1e9},
-                    {"winner", row.winner}});
+                    {"winner", row.winner},
+                    {"plan", row.plan}});
   for (const auto& x : r.crossovers)
     xs.push_back({{"ranks", x.ranks},
                   {"from", x.from},
@@ -199,8 +250,19 @@ nlohmann::json sweep_json(const Scenario& s, const SweepResult& r) {
                   {"below_bytes", x.below},
                   {"above_bytes", x.above},
                   {"estimate_bytes", x.estimate}});
-  return {
-      {"scenario", s.name}, {"op", name_of(r.spec->shape.op)}, {"rows", rows}, {"crossovers", xs}};
+  nlohmann::json nccl = nlohmann::json::array();
+  for (const auto& x : r.nccl)
+    nccl.push_back({{"ranks", x.ranks},
+                    {"bytes", x.bytes},
+                    {"nccl_plan", x.nccl_plan},
+                    {"nccl_time_s", x.nccl_s},
+                    {"fastest_plan", x.best_plan},
+                    {"fastest_time_s", x.best_s}});
+  return {{"scenario", s.name},
+          {"op", name_of(r.spec->shape.op)},
+          {"rows", rows},
+          {"crossovers", xs},
+          {"nccl_vs_fastest", nccl}};
 }
 
 namespace {

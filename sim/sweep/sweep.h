@@ -15,7 +15,8 @@ namespace collsim {
 struct SweepRequest {
   std::string collective;               // which of the scenario's; empty: the first
   std::vector<std::int64_t> sizes;      // bytes
-  std::vector<std::string> algorithms;  // empty: every one that applies
+  // empty: every one that applies, and "nccl" (NCCL's own pick) where NCCL has one
+  std::vector<std::string> algorithms;
   std::vector<int> rank_counts;         // empty: the collective's own
 };
 
@@ -27,7 +28,16 @@ struct SweepRow {
   double time_s;
   double algbw_Bps;
   double busbw_Bps;
-  bool winner;  // fastest at this (ranks, size)
+  bool winner;  // fastest at this (ranks, size); "nccl" rows never win, they are compared
+  std::string plan;  // the planned label: "ring (8 channels) LL128", "nccl: ring/LL/24ch"
+};
+
+// At one (ranks, size): NCCL's pick, simulated, against the fastest simulated algorithm.
+struct NcclVersusBest {
+  int ranks;
+  std::int64_t bytes;
+  std::string nccl_plan, best_plan;
+  double nccl_s, best_s;
 };
 
 struct Crossover {
@@ -41,6 +51,7 @@ struct SweepResult {
   const CollectiveSpec* spec = nullptr;
   std::vector<SweepRow> rows;  // by ranks, then algorithm, then size
   std::vector<Crossover> crossovers;
+  std::vector<NcclVersusBest> nccl;  // when "nccl" is among the algorithms
 };
 
 // "1KiB..1GiB" with step "x2" (or "x4", ...), or a comma list "1KiB,1MiB".

@@ -17,7 +17,8 @@ std::vector<NodeId> add_gpus(Topology& t, int gpus, int host = 0) {
 std::vector<NodeId> add_server(Topology& t, const ServerParams& p, int host, int first_rank,
                                bool named_by_host) {
   const std::string prefix = named_by_host ? fmt::format("n{}.", host) : "";
-  const NodeId sw = t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host});
+  // Hopper's NVSwitches reduce and multicast (NVLink SHARP).
+  const NodeId sw = t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host, true});
   std::vector<NodeId> nics;
   for (int i = 0; i < p.gpus; ++i) {
     const NodeId gpu =
@@ -133,6 +134,7 @@ Topology make_cluster_topology(const ClusterParams& p) {
 Topology make_nvl72_topology(int gpus, double bandwidth, Time latency) {
   Topology t = make_switch_topology(gpus, bandwidth, latency, LinkKind::NvLink);
   t.name = fmt::format("nvl{}", gpus);
+  t.set_sharp(*t.find("switch"));  // NVLink Switch trays reduce and multicast (NVLS)
   return t;
 }
 

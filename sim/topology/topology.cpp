@@ -113,4 +113,19 @@ std::string Topology::link_label(LinkId id) const {
   return nodes_[l.src].name + "->" + nodes_[l.dst].name;
 }
 
+std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus) {
+  // Per switch: how many of the GPUs link up to it and down from it.
+  std::vector<int> up(t.nodes().size()), down(t.nodes().size());
+  std::vector<char> wanted(t.nodes().size());
+  for (NodeId g : gpus) wanted[g] = 1;
+  for (const Link& l : t.links()) {
+    if (wanted[l.src] && t.node(l.dst).sharp) ++up[l.dst];
+    if (wanted[l.dst] && t.node(l.src).sharp) ++down[l.src];
+  }
+  const int n = static_cast<int>(gpus.size());
+  for (NodeId sw = 0; sw < static_cast<NodeId>(t.nodes().size()); ++sw)
+    if (t.node(sw).sharp && up[sw] == n && down[sw] == n) return sw;
+  return std::nullopt;
+}
+
 }  // namespace collsim

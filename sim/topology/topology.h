@@ -36,11 +36,19 @@ std::optional<LinkKind> link_kind_from_name(std::string_view name);
 std::vector<std::string> all_node_kind_names();
 std::vector<std::string> all_link_kind_names();
 
+// NCCL's published NVLS efficiency for Hopper (src/graph/tuning.cc, nvlsEfficiency).
+inline constexpr double kDefaultSharpEfficiency = 0.85;
+
 struct Node {
   std::string name;
   NodeKind kind = NodeKind::Gpu;
   int rank = -1;  // GPUs only: the global rank it hosts
   int host = -1;  // which server (node) it sits in, when known
+  // NVSwitches only: reduces and multicasts in the switch (NVLink SHARP, used by NVLS).
+  bool sharp = false;
+  // The fraction of a link's rate that transfers the switch executes (its reductions
+  // and multicasts) reach: NCCL's nvlsEfficiency, 0.85 on Hopper (docs/models.md).
+  double sharp_efficiency = kDefaultSharpEfficiency;
 };
 
 struct Link {
@@ -68,6 +76,10 @@ class Topology {
   const std::vector<Link>& links() const { return links_; }
   const Node& node(NodeId id) const { return nodes_[id]; }
   const Link& link(LinkId id) const { return links_[id]; }
+  void set_sharp(NodeId id, double efficiency = kDefaultSharpEfficiency) {
+    nodes_[id].sharp = true;
+    nodes_[id].sharp_efficiency = efficiency;
+  }
   void set_bandwidth(LinkId id, double bytes_per_second) {
     links_[id].bandwidth = bytes_per_second;
   }
@@ -82,5 +94,9 @@ class Topology {
   std::vector<NodeId> gpu_of_rank_;
   std::unordered_map<std::string, NodeId> by_name_;
 };
+
+// The NVLink SHARP switch every one of `gpus` has a link to and from, if there is one
+// (the lowest-numbered when several): where NVLS reduces and multicasts.
+std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus);
 
 }  // namespace collsim

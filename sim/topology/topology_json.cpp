@@ -197,7 +197,7 @@ Topology graph_from_json(const JsonView& spec) {
   const JsonView nodes = spec["nodes"];
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const JsonView n = nodes[i];
-    n.allow_only({"name", "kind", "rank", "host"});
+    n.allow_only({"name", "kind", "rank", "host", "sharp", "sharp_efficiency"});
     Node node;
     node.name = n["name"].as_string();
     node.kind = *node_kind_from_name(n["kind"].as_choice(all_node_kind_names()));
@@ -206,6 +206,16 @@ Topology graph_from_json(const JsonView& spec) {
       node.rank = static_cast<int>(n["rank"].as_int(0, kMaxGpus));
     }
     if (n.has("host")) node.host = static_cast<int>(n["host"].as_int(0, kMaxGpus));
+    if (n.has("sharp")) {
+      if (node.kind != NodeKind::NvSwitch) n["sharp"].fail_message("only nvswitch nodes reduce");
+      node.sharp = n["sharp"].as_bool();
+    }
+    if (n.has("sharp_efficiency")) {
+      if (!node.sharp) n["sharp_efficiency"].fail_message("only a node with \"sharp\": true reduces");
+      node.sharp_efficiency = n["sharp_efficiency"].as_number();
+      if (!(node.sharp_efficiency > 0 && node.sharp_efficiency <= 1))
+        n["sharp_efficiency"].fail("a fraction of the link rate in (0, 1]");
+    }
     if (t.find(node.name))
       n["name"].fail_message(fmt::format("duplicate node name \"{}\"", node.name));
     t.add_node(std::move(node));
@@ -320,6 +330,9 @@ nlohmann::json topology_to_json(const Topology& t) {
     nlohmann::json j = {{"name", n.name}, {"kind", name_of(n.kind)}};
     if (n.kind == NodeKind::Gpu) j["rank"] = n.rank;
     if (n.host >= 0) j["host"] = n.host;
+    if (n.sharp) j["sharp"] = true;
+    if (n.sharp && n.sharp_efficiency != kDefaultSharpEfficiency)
+      j["sharp_efficiency"] = n.sharp_efficiency;
     nodes.push_back(std::move(j));
   }
   for (const auto& l : t.links()) {

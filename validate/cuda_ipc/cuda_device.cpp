@@ -5,6 +5,7 @@
 // from interprocess events recorded after each op and waited on by the streams of
 // the ranks that depend on it. Per-op times: CUDA events, placed on the host's
 // CLOCK_MONOTONIC through an epoch event recorded at the start of every iteration.
+#include <stdexcept>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -104,6 +105,8 @@ class CudaIpcDevice final : public RankDevice {
 
   void run(OpId id, std::int64_t*) override {
     const Op& op = seg_.op(id);
+    if (op.is_switch())  // would need multimem (NVLS) or a per-peer fallback
+      throw std::runtime_error("the CUDA IPC transport does not run NVLS switch ops yet");
     for (std::uint32_t d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d)
       if (cudaEvent_t e = peer_event_[seg_.deps()[d]])
         check(cudaStreamWaitEvent(stream_, e, 0), "cudaStreamWaitEvent");

@@ -1,0 +1,337 @@
+#include "nccl/nccl_model.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace collsim {
+namespace {
+
+// The per-channel speeds NCCL's search tries, fastest first (sm90 lists; GB/s).
+constexpr double kIntraSpeeds[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+constexpr double kInterSpeeds[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2};
+
+enum class Arch { Ampere, Hopper, Blackwell };
+
+// The GPU generation, from its NVLink bandwidth (NCCL reads the compute capability).
+Arch arch_of(const NcclTopo& t) {
+  if (t.intra_GBps >= 900 * 40.1 / 50) return Arch::Blackwell;
+  if (t.intra_GBps >= 450 * 20.6 / 25) return Arch::Hopper;
+  return Arch::Ampere;
+}
+
+int node_bucket(int nodes) {
+  return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+}
+
+// Caps per architecture (docs/nccl.md §1.6): [arch][nodes bucket].
+double ll_max_bw(Arch a, int nodes) {
+  constexpr double kTable[3][3] = {{87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282, 90, 70}};
+  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+}
+double per_ch_ring_ll128(Arch a) {
+  constexpr double kTable[3] = {20, 36.7, 40};
+  return kTable[static_cast<int>(a)];
+}
+double per_ch_tree(Arch a, int nodes) {
+  constexpr double kTable[3][3] = {{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+}
+double per_ch_tree_ll128(Arch a, int nodes) {
+  constexpr double kTable[3][3] = {{20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+}
+double per_ch_nvls_tree(Arch a, int nodes) {
+  constexpr double kTable[3][3] = {{24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}};
+  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+}
+double nvls_efficiency(Arch a) {
+  return a == Arch::Blackwell ? 0.74 : 0.85;
+}
+
+// Tree all-reduce's bandwidth correction by size, 64 B x 2^i (NCCL's treeCorrectionFactor).
+double tree_correction(Protocol p, std::int64_t bytes) {
+  constexpr double kTable[3][23] = {
+      {1, 1, 1, 1, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1, 1, 1, 1},
+      {1, 1, 1, 1, 1, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1, 1},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+  const std::int64_t units = bytes >> 6;
+  if (units < 1) return 1;
+  const int i = static_cast<int>(std::floor(std::log2(static_cast<double>(units))));
+  return i >= 0 && i < 23 ? kTable[static_cast<int>(p)][i] : 1;
+}
+
+int steps_of(CollectiveOp op, int n) {
+  switch (op) {
+    case CollectiveOp::AllReduce:
+      return 2 * (n - 1);
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter:
+      return n - 1;
+    default:
+      return n;
+  }
+}
+
+// The most speed-times-channels the search finds on `total` GB/s, fastest first on ties.
+std::pair<int, double> best_channels(double total, int most) {
+  int channels = 0;
+  double speed = 0;
+  for (double s : kIntraSpeeds) {
+    const int c = std::min(most, static_cast<int>(std::floor(total / s)));
+    if (c * s > channels * speed) channels = c, speed = s;
+  }
+  return {std::max(channels, 1), speed > 0 ? speed : total};
+}
+
+bool enabled(const NcclFilter& f, NcclAlgo a, Protocol p) {
+  const auto in = [](const auto& list, auto x) {
+    return list.empty() || std::find(list.begin(), list.end(), x) != list.end();
+  };
+  return in(f.algorithms, a) && in(f.protocols, p);
+}
+
+class Model {
+ public:
+  Model(const NcclTopo& t, CollectiveOp op) : t_(t), op_(op), arch_(arch_of(t)) {}
+
+  // NCCL's latency (µs) and algorithm bandwidth (GB/s) for one pair; bw 0: disabled.
+  NcclOption option(NcclAlgo a, Protocol p) const {
+    NcclOption o{a, p, 0, 0, 0};
+    switch (a) {
+      case NcclAlgo::Ring:
+        o.algbw_GBps = ring_bw(p);
+        o.latency_us = ring_lat(p);
+        break;
+      case NcclAlgo::Tree:
+        if (op_ != CollectiveOp::AllReduce || t_.ranks < 2) return o;
+        o.algbw_GBps = tree_bw(p);
+        o.latency_us = nccl_base_latency_us(a, p) +
+                       2 * ((t_.per_node - 1) * intra_lat(a, p) +
+                            std::log2(t_.nodes) * inter_lat(a, p));
+        break;
+      case NcclAlgo::Nvls:
+      case NcclAlgo::NvlsTree:
+        if (p != Protocol::Simple) return o;
+        o.algbw_GBps = nvls_bw(a);
+        o.latency_us = nccl_hop_latency_us(HopClass::NvLink, a, p) +
+                       (a == NcclAlgo::NvlsTree ? 2 * std::log2(t_.nodes) * inter_lat(a, p)
+                        : t_.nodes > 1          ? inter_lat(a, p)
+                                                : 0);
+        break;
+      case NcclAlgo::Pat:
+        if (p != Protocol::Simple || t_.per_node != 1 || t_.nodes < 2 ||
+            (op_ != CollectiveOp::AllGather && op_ != CollectiveOp::ReduceScatter))
+          return o;
+        o.algbw_GBps = std::min(t_.bw_inter, t_.bw_intra > 0 ? t_.bw_intra : t_.bw_inter) *
+                       t_.channels * 0.75;
+        o.latency_us =
+            8 + std::log2(t_.nodes) * nccl_hop_latency_us(HopClass::Net, a, p) / 3.5 +
+            2.8 * t_.ranks;
+        break;
+    }
+    return o;
+  }
+
+  // The channels NCCL runs at this size: fewer while each thread would get too little.
+  int run_channels(NcclAlgo a, Protocol p, std::int64_t bytes) const {
+    if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) return arch_ == Arch::Blackwell ? 24 : 16;
+    int nc = std::min(64, 2 * t_.channels);
+    const int threads = (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128) ? 640 : 512;
+    double threshold = p == Protocol::Simple ? 64 : 8;
+    if (a == NcclAlgo::Ring && p == Protocol::LL) threshold *= t_.ranks;
+    while (nc >= 2 && static_cast<double>(bytes) < nc * threads * threshold) --nc;
+    return nc;
+  }
+
+ private:
+  double intra_lat(NcclAlgo a, Protocol p) const {
+    return nccl_hop_latency_us(t_.nvlink ? HopClass::NvLink : HopClass::Pci, a, p);
+  }
+  double inter_lat(NcclAlgo a, Protocol p) const {
+    return nccl_hop_latency_us(HopClass::Net, a, p);
+  }
+  double graph_bw() const { return t_.nodes > 1 ? t_.bw_inter : t_.bw_intra; }
+
+  double ring_bw(Protocol p) const {
+    if (op_ == CollectiveOp::AllToAll || op_ == CollectiveOp::Barrier) return 0;
+    double bus = t_.channels * graph_bw();
+    if (p == Protocol::LL) bus = std::min(ll_max_bw(arch_, t_.nodes), bus * 0.5);
+    if (p == Protocol::LL128) bus = std::min(bus * 0.92, t_.channels * per_ch_ring_ll128(arch_));
+    const int n = std::max(t_.ranks, 2);
+    return bus * n / steps_of(op_, n);
+  }
+
+  double ring_lat(Protocol p) const {
+    const NcclAlgo a = NcclAlgo::Ring;
+    const double base = nccl_base_latency_us(a, p);
+    const int n = t_.ranks;
+    if (op_ == CollectiveOp::Broadcast || op_ == CollectiveOp::Reduce)
+      return base + (t_.nodes > 1 ? inter_lat(a, p) : intra_lat(a, p));
+    const int steps = steps_of(op_, n);
+    const int inter_steps =
+        t_.nodes > 1 ? (op_ == CollectiveOp::AllReduce ? 2 : 1) * (t_.nodes - 1) : 0;
+    double intra = intra_lat(a, p);
+    if (t_.nodes > 1) intra = std::max(intra, p == Protocol::Simple ? 3.0 : 1.0);  // net overhead
+    return base + (steps - inter_steps) * intra + inter_steps * inter_lat(a, p);
+  }
+
+  double tree_bw(Protocol p) const {
+    const double per = t_.nodes > 1 ? std::min(t_.bw_inter, t_.bw_intra) : t_.bw_intra;
+    double bus = t_.channels * per;
+    bus = std::min(bus * 0.92, t_.channels * per_ch_tree(arch_, t_.nodes));
+    if (p == Protocol::LL) bus = std::min(bus / 3.8, ll_max_bw(arch_, t_.nodes));
+    if (p == Protocol::LL128)
+      bus = std::min(bus * (t_.nodes == 1 ? 7.0 / 9 : 120.0 / 128),
+                     t_.channels * per_ch_tree_ll128(arch_, t_.nodes));
+    if (arch_ != Arch::Ampere) bus *= 0.85;  // sm90+: the TREE pattern, NIC traffic on one GPU
+    return bus * 0.5;
+  }
+
+  double nvls_bw(NcclAlgo a) const {
+    // NVLink SHARP needs sm90+ and a switch that reduces.
+    if (!t_.nvls || t_.nvls_channels < 2 || arch_ == Arch::Ampere) return 0;
+    const bool tree = a == NcclAlgo::NvlsTree;
+    if (tree != (t_.nodes > 1)) return 0;  // NVLS on one node, NVLS-tree across nodes
+    if (op_ != CollectiveOp::AllReduce &&
+        !((op_ == CollectiveOp::AllGather || op_ == CollectiveOp::ReduceScatter) && !tree))
+      return 0;
+    const int nc = t_.nvls_channels;
+    double intra = t_.nvls_bw * nvls_efficiency(arch_) * (nc - 1) / nc;
+    intra *= op_ == CollectiveOp::AllReduce ? 2.0 : (t_.per_node - 1.0) / t_.per_node;
+    double bw = intra;
+    if (tree) {
+      bw = std::min(bw, t_.nodes <= 2 ? 2 * t_.bw_inter : t_.bw_inter);
+      bw = std::min(bw, per_ch_nvls_tree(arch_, t_.nodes));
+    }
+    const int n = std::max(t_.ranks, 2);
+    return bw * nc * n / steps_of(op_, n);
+  }
+
+  const NcclTopo& t_;
+  CollectiveOp op_;
+  Arch arch_;
+};
+
+}  // namespace
+
+NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
+  NcclTopo out;
+  out.ranks = static_cast<int>(ranks.size());
+  std::set<int> hosts;
+  for (int r : ranks) hosts.insert(t.node(t.gpu_of_rank(r)).host);
+  out.nodes = std::max<int>(1, static_cast<int>(hosts.size()));
+  out.per_node = std::max(1, out.ranks / out.nodes);
+  const NodeId gpu = t.gpu_of_rank(ranks.front());
+  const double nvlink = gpu_nvlink_bandwidth(t, gpu);
+  out.nvlink = nvlink > 0;
+  double pcie = 0;
+  for (const Link& l : t.links())
+    if (l.src == gpu && l.kind == LinkKind::Pcie) pcie = std::max(pcie, l.bandwidth);
+  // A GPU wired straight to others (a torus, a generic fabric) reaches them over
+  // whatever links it has.
+  double any = 0;
+  for (const Link& l : t.links())
+    if (l.src == gpu) any += l.bandwidth;
+  out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(nvlink) / 1e9
+                   : pcie > 0 ? pcie / 1e9
+                              : any / 1e9;
+  // What one NIC of the first GPU's host sends into the network.
+  const int host = t.node(gpu).host;
+  for (const Link& l : t.links()) {
+    const Node& src = t.node(l.src);
+    if (src.kind == NodeKind::Nic && src.host == host && l.kind != LinkKind::Pcie)
+      out.nic_GBps = std::max(out.nic_GBps, l.bandwidth / 1e9);
+  }
+  if (out.nic_GBps == 0)  // no NIC nodes: the GPU's own links into the network
+    for (const Link& l : t.links())
+      if (l.src == gpu && hop_class(l.kind) == HopClass::Net)
+        out.nic_GBps = std::max(out.nic_GBps, l.bandwidth / 1e9);
+  if (out.nic_GBps == 0) out.nic_GBps = out.intra_GBps;
+  out.nics_per_node = 0;
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
+    if (t.node(n).kind == NodeKind::Nic && t.node(n).host == host) ++out.nics_per_node;
+
+  if (out.nodes == 1) {
+    auto [c, s] = best_channels(out.intra_GBps, 16);
+    out.channels = c;
+    out.bw_intra = s;
+  } else {
+    double inter = 0;
+    for (double s : kInterSpeeds)
+      if (s <= out.nic_GBps) {
+        inter = s;
+        break;
+      }
+    out.channels = std::max(1, std::min(out.nics_per_node, out.per_node));
+    out.bw_inter = inter > 0 ? inter : out.nic_GBps;
+    out.bw_intra = out.per_node > 1 ? out.intra_GBps / out.channels : out.bw_inter;
+    out.bw_inter = std::min(out.bw_inter, out.bw_intra);
+  }
+  // Channel duplication: fast channels are split in two (sm90: not when slower than 50
+  // GB/s with more than 4 channels).
+  const double bw = out.nodes > 1 ? out.bw_inter : out.bw_intra;
+  if (bw >= 25 && !(bw < 50 && out.channels > 4)) {
+    out.channels = std::min(32, out.channels * 2);
+    out.bw_intra /= 2;
+    out.bw_inter /= 2;
+  }
+  // The NVLS graph: one head per GPU, each charging (per_node + 1) x its speed.
+  for (double s : kIntraSpeeds)
+    if ((out.per_node + 1) * s <= out.intra_GBps) {
+      out.nvls_bw = s;
+      break;
+    }
+  out.nvls_channels = out.per_node;
+  return out;
+}
+
+bool nccl_has_algorithms(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce:
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce:
+      return true;
+    default:
+      return false;
+  }
+}
+
+NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
+                   const NcclFilter& filter) {
+  const Model model(topo, op);
+  NcclPick pick;
+  const NcclOption* best = nullptr;
+  for (NcclAlgo a : kNcclAlgos)
+    for (Protocol p : kProtocols) {
+      if (!enabled(filter, a, p)) continue;
+      if (p == Protocol::LL128 && !topo.nvlink && topo.per_node > 1) continue;
+      NcclOption o = model.option(a, p);
+      if (o.algbw_GBps <= 0) continue;
+      if (a == NcclAlgo::Tree) o.algbw_GBps *= tree_correction(p, bytes);
+      if (a == NcclAlgo::Ring && p == Protocol::Simple && op == CollectiveOp::AllReduce &&
+          topo.nodes > 1 && bytes / (topo.channels * topo.ranks) >= 64)
+        o.latency_us *= 1.4;  // NCCL's ring "plateau" correction
+      o.time_us = o.latency_us + static_cast<double>(bytes) / (1e3 * o.algbw_GBps);
+      pick.options.push_back(o);
+    }
+  for (const NcclOption& o : pick.options)
+    if (!best || o.time_us < best->time_us) best = &o;
+  if (!best)
+    throw std::invalid_argument(fmt::format(
+        "NCCL has no algorithm and protocol for {} here that the filter allows", name_of(op)));
+  pick.chosen = *best;
+  pick.channels = model.run_channels(pick.chosen.algorithm, pick.chosen.protocol, bytes);
+  return pick;
+}
+
+std::string describe(const NcclPick& pick) {
+  return fmt::format("{}/{}/{}ch", name_of(pick.chosen.algorithm), name_of(pick.chosen.protocol),
+                     pick.channels);
+}
+
+}  // namespace collsim

@@ -1,0 +1,64 @@
+#pragma once
+// NCCL's own choice of algorithm, protocol and channels: its published cost model
+// (lat + bytes / algBw for each enabled algorithm x protocol, the minimum wins) over
+// the channel graph its topology search would find (docs/nccl.md §1-§3). collsim
+// then simulates that choice; `sweep` shows where it is not the fastest.
+#include <string>
+#include <vector>
+
+#include "nccl/protocol.h"
+#include "schedule/collective.h"
+#include "topology/topology.h"
+
+namespace collsim {
+
+// What NCCL's search would see of the GPUs taking part.
+struct NcclTopo {
+  int ranks = 0;
+  int nodes = 1;            // hosts
+  int per_node = 0;         // GPUs per host (ranks / nodes)
+  double intra_GBps = 0;    // a GPU's usable NVLink bandwidth (or PCIe without NVLink)
+  bool nvlink = false;      // intra paths are NVLink: LL128 is on
+  double nic_GBps = 0;      // one NIC's bandwidth, when nodes > 1
+  int nics_per_node = 0;
+  bool nvls = false;        // the GPUs share a switch that reduces (NVLink SHARP)
+  // The ring/tree graph: channels x per-channel bandwidth, before the run-time doubling.
+  int channels = 1;
+  double bw_intra = 0, bw_inter = 0;
+  int nvls_channels = 0;    // the NVLS graph
+  double nvls_bw = 0;
+};
+
+NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks);
+
+// Which algorithms and protocols may be picked (NCCL_ALGO / NCCL_PROTO); empty: all.
+struct NcclFilter {
+  std::vector<NcclAlgo> algorithms;
+  std::vector<Protocol> protocols;
+};
+
+struct NcclOption {
+  NcclAlgo algorithm;
+  Protocol protocol;
+  double latency_us = 0;
+  double algbw_GBps = 0;
+  double time_us = 0;  // NCCL's model estimate
+};
+
+struct NcclPick {
+  NcclOption chosen;
+  int channels = 1;                  // the channels NCCL would run on at this size
+  std::vector<NcclOption> options;   // every enabled pair, in NCCL's order
+};
+
+// Whether NCCL has collective algorithms for `op` (else it runs point-to-point sends).
+bool nccl_has_algorithms(CollectiveOp op);
+
+// Throws std::invalid_argument when nothing is enabled for this collective.
+NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
+                   const NcclFilter& filter = {});
+
+// "ring/LL128/24ch"
+std::string describe(const NcclPick& pick);
+
+}  // namespace collsim

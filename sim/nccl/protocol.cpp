@@ -1,0 +1,118 @@
+#include "nccl/protocol.h"
+
+#include <algorithm>
+#include <array>
+
+namespace collsim {
+namespace {
+
+constexpr std::size_t idx(auto e) {
+  return static_cast<std::size_t>(e);
+}
+
+// [algo][proto] in the enum orders: {Tree, Ring, Nvls, NvlsTree, Pat} x {LL, LL128, Simple}.
+constexpr double kBaseLat[5][3] = {
+    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {8.0, 8.0, 8.0}};
+// [hw][algo][proto]; NVLS and PAT are Simple-only, their LL/LL128 entries unused.
+constexpr double kHwLat[3][5][3] = {
+    // NVLink
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
+    // PCI
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
+    // NET
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}},
+};
+
+}  // namespace
+
+std::string_view name_of(Protocol p) {
+  constexpr std::array<std::string_view, 3> names{"LL", "LL128", "Simple"};
+  return names[idx(p)];
+}
+
+std::optional<Protocol> protocol_from_name(std::string_view name) {
+  for (Protocol p : kProtocols)
+    if (name_of(p) == name) return p;
+  return std::nullopt;
+}
+
+std::string_view name_of(NcclAlgo a) {
+  constexpr std::array<std::string_view, 5> names{"tree", "ring", "nvls", "nvls_tree", "pat"};
+  return names[idx(a)];
+}
+
+NcclAlgo nccl_family(std::string_view algorithm) {
+  if (algorithm.find("tree") != std::string_view::npos)
+    return algorithm.starts_with("nvls") ? NcclAlgo::NvlsTree : NcclAlgo::Tree;
+  if (algorithm.starts_with("nvls")) return NcclAlgo::Nvls;
+  if (algorithm == "pat") return NcclAlgo::Pat;
+  return NcclAlgo::Ring;
+}
+
+double nccl_base_latency_us(NcclAlgo a, Protocol p) {
+  return kBaseLat[idx(a)][idx(p)];
+}
+
+double nccl_hop_latency_us(HopClass hw, NcclAlgo a, Protocol p) {
+  return kHwLat[idx(hw)][idx(a)][idx(p)];
+}
+
+HopClass hop_class(LinkKind k) {
+  switch (k) {
+    case LinkKind::NvLink:
+    case LinkKind::NvSwitch:
+      return HopClass::NvLink;
+    case LinkKind::Pcie:
+      return HopClass::Pci;
+    default:
+      return HopClass::Net;
+  }
+}
+
+double protocol_efficiency(Protocol p) {
+  switch (p) {
+    case Protocol::LL:
+      return 0.5;
+    case Protocol::LL128:
+      return 120.0 / 128.0;
+    case Protocol::Simple:
+      break;
+  }
+  return 1.0;
+}
+
+double nvlink_usable_fraction(double gpu_nvlink_Bps) {
+  if (gpu_nvlink_Bps >= 900e9) return 40.1 / 50;  // Blackwell: 18 links of 50 GB/s
+  if (gpu_nvlink_Bps >= 450e9) return 20.6 / 25;  // Hopper: 18 links of 25 GB/s
+  return 20.0 / 25;                               // Ampere and Volta
+}
+
+double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu) {
+  double sum = 0;
+  for (const Link& l : t.links())
+    if (l.src == gpu && hop_class(l.kind) == HopClass::NvLink) sum += l.bandwidth;
+  return sum;
+}
+
+std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base,
+                                               Protocol p, NcclAlgo a, const Topology& t) {
+  CostModel m = base ? *base : CostModel{};
+  m.latency_replaces_alpha = true;
+  // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's.
+  const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
+  const double nvlink_once = once ? nccl_hop_latency_us(HopClass::NvLink, a, p) : 0;
+  m.launch = add_time(m.launch, from_seconds((nccl_base_latency_us(a, p) + nvlink_once) * 1e-6));
+  const double nvlink =
+      t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
+  for (std::size_t k = 0; k < kLinkKindCount; ++k) {
+    const auto kind = static_cast<LinkKind>(k);
+    LinkKindCost& c = m.links[k];
+    const HopClass hw = hop_class(kind);
+    const double hop = once && hw == HopClass::NvLink ? 0 : nccl_hop_latency_us(hw, a, p);
+    c.latency = add_time(c.latency, from_seconds(hop * 1e-6));
+    c.efficiency *= protocol_efficiency(p) * (hw == HopClass::NvLink ? nvlink : 1.0);
+  }
+  return std::make_shared<const CostModel>(std::move(m));
+}
+
+}  // namespace collsim

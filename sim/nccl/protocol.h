@@ -1,0 +1,53 @@
+#pragma once
+// NCCL's protocols (LL, LL128, Simple) as costs: each adds NCCL's published base
+// latency once per collective and its per-hop latency per transfer, and moves data
+// at its payload efficiency; NVLink carries data at NCCL's usable per-link rate.
+// The constants are NVIDIA's tuning figures (docs/nccl.md §1, §7), restated.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "network/cost_model.h"
+#include "topology/topology.h"
+
+namespace collsim {
+
+enum class Protocol : std::uint8_t { LL, LL128, Simple };
+inline constexpr Protocol kProtocols[] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
+
+// NCCL's algorithm families, which set the latency constants.
+enum class NcclAlgo : std::uint8_t { Tree, Ring, Nvls, NvlsTree, Pat };
+inline constexpr NcclAlgo kNcclAlgos[] = {NcclAlgo::Tree, NcclAlgo::Ring, NcclAlgo::Nvls,
+                                          NcclAlgo::NvlsTree, NcclAlgo::Pat};
+
+std::string_view name_of(Protocol p);
+std::optional<Protocol> protocol_from_name(std::string_view name);
+std::string_view name_of(NcclAlgo a);
+
+// The family a catalogue algorithm's steps resemble: trees pay tree latencies, the
+// switch-reducing ones NVLS's, everything else (rings, halving-doubling, direct) a ring's.
+NcclAlgo nccl_family(std::string_view algorithm);
+
+// NCCL's latency constants, in µs: once per collective, and per hop by link class.
+double nccl_base_latency_us(NcclAlgo a, Protocol p);
+enum class HopClass : std::uint8_t { NvLink, Pci, Net };
+double nccl_hop_latency_us(HopClass hw, NcclAlgo a, Protocol p);
+HopClass hop_class(LinkKind k);
+
+// The share of a link's bandwidth that carries payload under the protocol: LL sends
+// 4 bytes of flag per 4 of data, LL128 8 of 128.
+double protocol_efficiency(Protocol p);
+
+// NCCL's usable NVLink rate over the signalling rate (20.6 of 25 GB/s per H100 link,
+// 20 of 25 per A100 link, 40.1 of 50 per B200 link), by a GPU's total NVLink bandwidth.
+double nvlink_usable_fraction(double gpu_nvlink_Bps);
+// The sum of a GPU's outgoing NVLink bandwidth (0 without NVLink).
+double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu);
+
+// `base` (may be null) with the protocol's costs for algorithm family `a` on `t`; its
+// per-hop latencies replace the network's alpha.
+std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base,
+                                               Protocol p, NcclAlgo a, const Topology& t);
+
+}  // namespace collsim

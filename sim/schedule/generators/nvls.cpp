@@ -1,0 +1,209 @@
+#include "schedule/generators/nvls.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <variant>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "schedule/generators/channels.h"
+#include "schedule/generators/pipeline.h"
+#include "topology/topology.h"
+
+namespace collsim {
+namespace {
+
+// The switch groups of a schedule: `groups` blocks of `size` consecutive ranks.
+struct SwitchLayout {
+  int groups = 1;
+  int size = 1;
+};
+
+// Members grouped by host must be aligned blocks of one size (rank h*n .. h*n+n-1 on
+// host h's switch): switch ops name their group that way (Schedule::switch_group).
+// Returns the layout, or why there is none.
+std::variant<SwitchLayout, std::string> switch_layout_of(const std::vector<int>& hosts, int ranks) {
+  if (hosts.empty()) return SwitchLayout{1, ranks};
+  int n = 1;
+  while (n < ranks && hosts[n] == hosts[0]) ++n;
+  if (ranks % n != 0)
+    return fmt::format("nvls_tree needs the same number of ranks on every host ({} on the "
+                       "first, {} ranks in all)",
+                       n, ranks);
+  std::map<int, int> seen;
+  for (int m = 0; m < ranks; ++m) {
+    if (hosts[m] != hosts[m - m % n])
+      return fmt::format("nvls_tree needs each host's ranks consecutive, {} per host: rank {} "
+                         "is on host {}, rank {} on host {}",
+                         n, m - m % n, hosts[m - m % n], m, hosts[m]);
+    if (m % n == 0 && !seen.emplace(hosts[m], m).second)
+      return fmt::format("nvls_tree needs each host's ranks consecutive: host {} holds ranks {} "
+                         "and {}",
+                         hosts[m], seen[hosts[m]], m);
+  }
+  return SwitchLayout{ranks / n, n};
+}
+
+// NVLS on `region` (ranks = every rank of the schedule, `layout.groups` switch groups of
+// `layout.size`): slice p of the region is reduced by the switch of each group, issued by
+// the group's p-th rank (in place: the result lands in that rank's buffer), joined across
+// groups by a binary tree over those issuers (none with one group), and multicast back
+// by each issuer to its group. Pipelined: segment s of every slice runs phase j in step
+// s + j, so the reduce of one segment overlaps the multicast of the one before.
+std::vector<PhasedPlan> nvls_plans(const Group& region, SwitchLayout layout) {
+  std::vector<PhasedPlan> plans;
+  const int n = layout.size, groups = layout.groups;
+  for (int p = 0; p < n; ++p) {
+    PhasedPlan plan{region.slice(region.chunk_begin(n, p), region.chunk_size(n, p)), {}};
+    plan.group.channel = region.channel;
+    auto issuer = [&](int g) { return g * n + p; };
+    Phase reduce, multicast;
+    for (int g = 0; g < groups; ++g) {
+      reduce.push_back({issuer(g), issuer(g), OpKind::SwitchReduce});
+      multicast.push_back({issuer(g), issuer(g), OpKind::Multicast});
+    }
+    plan.phases.push_back(std::move(reduce));
+    if (groups > 1) {
+      // Alternate slices shift the tree by one, so a group that is a leaf for one slice
+      // is an inner node for the next (as NCCL's two trees do).
+      for (Phase phase : tree_all_reduce_phases(in_order_binary_tree(groups, p % 2))) {
+        for (Edge& e : phase) e = {issuer(e.src), issuer(e.dst), e.kind};
+        plan.phases.push_back(std::move(phase));
+      }
+    }
+    plan.phases.push_back(std::move(multicast));
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o,
+                       const char* name, SwitchLayout layout) {
+  const int C = std::max(1, o.channels);
+  auto b = make_builder(shape, name, {}, C);
+  b.set_switch_group(layout.groups > 1 ? layout.size : 0);
+  const Group whole = whole_group(shape);
+  const Partition slices{whole.count, C};
+  std::vector<PhasedPlan> plans;
+  for (int c = 0; c < C; ++c) {
+    Group region = whole.slice(slices.begin(c), slices.size(c));
+    region.channel = c;
+    auto mine = nvls_plans(region, layout);
+    plans.insert(plans.end(), mine.begin(), mine.end());
+  }
+  run_pipelined(b, plans, std::max(1, o.segments));
+  return b.finish();
+}
+
+Schedule nvls_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
+  return nvls_schedule(shape, o, "nvls", {1, shape.ranks});
+}
+
+Schedule nvls_tree_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
+  if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
+    throw std::invalid_argument("nvls_tree: hosts has " + std::to_string(o.hosts.size()) +
+                                " entries for " + std::to_string(shape.ranks) + " ranks");
+  auto layout = switch_layout_of(o.hosts, shape.ranks);
+  if (auto* why = std::get_if<std::string>(&layout)) throw std::invalid_argument(*why);
+  return nvls_schedule(shape, o, "nvls_tree", std::get<SwitchLayout>(layout));
+}
+
+// Every block of `n` ranks on one NVSwitch with "sharp": true, or an InputError.
+void require_sharp_switches(const OptionContext& ctx, int n, const char* algorithm) {
+  if (!ctx.topology) return;
+  for (int first = 0; first < static_cast<int>(ctx.placed.size()); first += n) {
+    std::vector<NodeId> gpus;
+    for (int m = first; m < first + n; ++m) gpus.push_back(ctx.topology->gpu_of_rank(ctx.placed[m]));
+    if (!sharp_switch_of(*ctx.topology, gpus))
+      throw InputError(ctx.json_path,
+                       n == static_cast<int>(ctx.placed.size())
+                           ? fmt::format("{} needs all {} GPUs linked to one NVSwitch with "
+                                         "\"sharp\": true (NVLink SHARP); this topology has none",
+                                         algorithm, n)
+                           : fmt::format("{} needs the GPUs of ranks {}..{} linked to one NVSwitch "
+                                         "with \"sharp\": true (NVLink SHARP); this topology has "
+                                         "none",
+                                         algorithm, first, first + n - 1));
+  }
+}
+
+// NVLS's time is how its K + 1 concurrent transfers on each GPU link share it; the
+// ideal model gives every transfer its links to itself and would time NVLS up to
+// K + 1 times too fast, so NVLS is timed only by models that share links.
+void require_shared_links(const OptionContext& ctx, const char* algorithm) {
+  if (ctx.network_model == "ideal")
+    throw InputError(ctx.json_path,
+                     fmt::format("{} is timed by how its transfers share each GPU's link, and "
+                                 "the ideal network model does not share links: set "
+                                 "\"network\": {{\"model\": \"flow\"}} (or \"packet\")",
+                                 algorithm));
+}
+
+// The planner asks for defaults with the topology: refusing here is how "auto" learns
+// that NVLS does not apply.
+void nvls_defaults(AlgorithmOptions&, const OptionContext& ctx) {
+  require_sharp_switches(ctx, ctx.ranks, "nvls");
+  require_shared_links(ctx, "nvls");
+}
+
+void parse_nvls_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
+  if (auto h = object.find("hosts")) {
+    o.hosts = h->as_int_list(0, 1 << 20);
+    if (static_cast<int>(o.hosts.size()) != ctx.ranks)
+      h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
+    if (auto layout = switch_layout_of(o.hosts, ctx.ranks); std::holds_alternative<std::string>(layout))
+      h->fail_message(std::get<std::string>(layout));
+  }
+}
+
+// Hosts from the topology (when not given), then one sharp switch per host.
+void nvls_tree_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
+  if (!ctx.topology) return;
+  if (o.hosts.empty())
+    for (int r : ctx.placed)
+      o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
+  const auto layout = switch_layout_of(o.hosts, ctx.ranks);
+  if (auto* why = std::get_if<std::string>(&layout)) throw InputError(ctx.json_path, *why);
+  require_sharp_switches(ctx, std::get<SwitchLayout>(layout).size, "nvls_tree");
+  require_shared_links(ctx, "nvls_tree");
+}
+
+// "channels": a count; "auto" (which other candidates of "algorithm": "auto" read as
+// their rail rule) is one channel here.
+void parse_nvls_channels(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
+  auto v = object.find("channels");
+  if (!v) return;
+  o.auto_channels = v->is_string() && v->as_string() == "auto";
+  o.channels = o.auto_channels ? 1 : static_cast<int>(v->as_int(1, kMaxChannels));
+}
+
+void settle_nvls_channels(AlgorithmOptions& o, const OptionContext&) {
+  if (o.auto_channels) o.channels = 1;
+  o.auto_channels = false;
+  o.orders.clear();  // a switch has no rank order
+}
+
+}  // namespace
+
+void register_nvls(std::vector<AlgorithmEntry>& c) {
+  OptionDef segments = segments_option();
+  // Channels here are independent pipelines on slices of the buffer; which GPU a
+  // channel enters by does not matter to a switch, so there are no rank orders and no
+  // "auto" rule.
+  const OptionDef channels{"channels", parse_nvls_channels, settle_nvls_channels};
+  OptionDef checked = segments;
+  checked.defaults = nvls_defaults;
+  c.push_back({.op = CollectiveOp::AllReduce,
+               .algorithm = "nvls",
+               .generate = nvls_all_reduce,
+               .options = {checked, channels}});
+  c.push_back({.op = CollectiveOp::AllReduce,
+               .algorithm = "nvls_tree",
+               .generate = nvls_tree_all_reduce,
+               .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}}});
+}
+
+}  // namespace collsim

@@ -1,0 +1,229 @@
+// NCCL's own cost model and pick (sim/nccl): the channel graph its search finds,
+// its published latency and bandwidth figures, the protocol crossovers they imply,
+// and the simulated pick against the published 8x H100 nccl-tests logs.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "helpers.h"
+#include "nccl/nccl_model.h"
+#include "topology/presets.h"
+
+using namespace collsim;
+
+namespace nccl_model_test {
+
+NcclTopo dgx_h100(bool nvls) {
+  const Topology t = make_dgx_topology(ServerParams{});
+  std::vector<int> ranks(8);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  NcclTopo n = nccl_topo(t, ranks);
+  n.nvls = nvls;
+  return n;
+}
+
+const NcclOption& option(const NcclPick& p, NcclAlgo a, Protocol proto) {
+  for (const auto& o : p.options)
+    if (o.algorithm == a && o.protocol == proto) return o;
+  throw std::logic_error("no such option");
+}
+
+// (size, out-of-place time in µs) of an nccl-tests log, as printed.
+std::vector<std::pair<std::int64_t, double>> log_rows(const std::string& file) {
+  std::ifstream in(std::string(COLLSIM_SOURCE_DIR) + "/../shared/data/nccl-tests/" + file);
+  std::vector<std::pair<std::int64_t, double>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    std::int64_t size = 0, count = 0;
+    std::string type, redop, root;
+    double time = 0;
+    if (f >> size >> count >> type >> redop >> root >> time) rows.emplace_back(size, time);
+  }
+  return rows;
+}
+
+// MAPE of "algorithm": "nccl" (with `extra` fields) against a log, over [lo, hi] bytes.
+double nccl_mape(const std::string& file, const nlohmann::json& extra, std::int64_t lo,
+                 std::int64_t hi) {
+  nlohmann::json collectives = nlohmann::json::array();
+  std::vector<double> measured;
+  for (const auto& [size, t] : log_rows(file)) {
+    if (size < lo || size > hi) continue;
+    nlohmann::json c = {{"name", fmt::format("c{}", size)},
+                        {"op", "all_reduce"},
+                        {"algorithm", "nccl"},
+                        {"bytes", size}};
+    if (!extra.is_null()) c.update(extra);
+    collectives.push_back(c);
+    measured.push_back(t * 1e-6);
+  }
+  if (!std::filesystem::exists(std::string(COLLSIM_SOURCE_DIR) + "/../shared/data")) {
+    WARN("../shared/data is not beside the checkout: " << file << " not compared");
+    return 0;
+  }
+  REQUIRE(measured.size() >= 4);
+  const nlohmann::json doc = {{"topology", "dgx-h100"},
+                              {"network", {{"model", "flow"}}},
+                              {"collectives", collectives}};
+  const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
+  double sum = 0;
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    sum += std::fabs(r.outcomes[i].time_s - measured[i]) / measured[i];
+  return 100 * sum / static_cast<double>(measured.size());
+}
+
+}  // namespace nccl_model_test
+
+using namespace nccl_model_test;
+
+TEST_CASE("NCCL's search on a DGX H100 finds 12 ring channels of 30 GB/s and NVLS at 40", "[nccl]") {
+  const NcclTopo t = dgx_h100(false);
+  CHECK(t.nodes == 1);
+  CHECK(t.per_node == 8);
+  CHECK(t.intra_GBps == Approx(18 * 20.6));  // 18 links at NCCL's usable 20.6 GB/s
+  CHECK(t.channels == 12);
+  CHECK(t.bw_intra == Approx(30));
+  CHECK(t.nvls_channels == 8);
+  CHECK(t.nvls_bw == Approx(40));
+}
+
+TEST_CASE("NCCL's model gives its published latencies and bandwidths on 8 H100", "[nccl]") {
+  const NcclPick p = nccl_pick(dgx_h100(true), CollectiveOp::AllReduce, 1 << 30);
+  // docs/nccl.md §1.5 and §8.2: base + 14 steps x hop latency; busBw x 8/14.
+  CHECK(option(p, NcclAlgo::Ring, Protocol::LL).latency_us == Approx(15.0));
+  CHECK(option(p, NcclAlgo::Ring, Protocol::LL128).latency_us == Approx(40.6));
+  CHECK(option(p, NcclAlgo::Ring, Protocol::Simple).latency_us == Approx(56.0));
+  CHECK(option(p, NcclAlgo::Ring, Protocol::Simple).algbw_GBps == Approx(360.0 * 8 / 14));
+  CHECK(option(p, NcclAlgo::Ring, Protocol::LL).algbw_GBps == Approx(141.0 * 8 / 14));
+  CHECK(option(p, NcclAlgo::Nvls, Protocol::Simple).latency_us == Approx(25.0));
+  CHECK(option(p, NcclAlgo::Nvls, Protocol::Simple).algbw_GBps ==
+        Approx(40 * 0.85 * 7 / 8 * 2 * 8 * 8 / 14));
+  CHECK(p.chosen.algorithm == NcclAlgo::Nvls);
+}
+
+TEST_CASE("NCCL's protocol crossovers on 8 H100 fall where its model puts them", "[nccl]") {
+  // Without NVLS: LL to ~3.6 MB, LL128 to ~36 MB, then Simple (docs/nccl.md §8.3).
+  const NcclTopo off = dgx_h100(false);
+  const auto pick = [](const NcclTopo& t, std::int64_t bytes) {
+    const NcclPick p = nccl_pick(t, CollectiveOp::AllReduce, bytes);
+    return std::pair{p.chosen.algorithm, p.chosen.protocol};
+  };
+  CHECK(pick(off, 1 << 20) == std::pair{NcclAlgo::Ring, Protocol::LL});
+  CHECK(pick(off, 3'000'000) == std::pair{NcclAlgo::Ring, Protocol::LL});
+  CHECK(pick(off, 4'500'000) == std::pair{NcclAlgo::Ring, Protocol::LL128});
+  CHECK(pick(off, 30'000'000) == std::pair{NcclAlgo::Ring, Protocol::LL128});
+  CHECK(pick(off, 45'000'000) == std::pair{NcclAlgo::Ring, Protocol::Simple});
+  // With NVLS: LL to ~1.14 MB, then NVLS at every size.
+  const NcclTopo on = dgx_h100(true);
+  CHECK(pick(on, 1'000'000).second == Protocol::LL);
+  CHECK(pick(on, 1'300'000).first == NcclAlgo::Nvls);
+  CHECK(pick(on, std::int64_t{8} << 30).first == NcclAlgo::Nvls);
+  // Channels shrink for small sizes: 64 KiB of Ring/LL runs on 2 of 24.
+  CHECK(nccl_pick(off, CollectiveOp::AllReduce, 64 << 10).channels == 2);
+  CHECK(nccl_pick(off, CollectiveOp::AllReduce, 1 << 30).channels == 24);
+}
+
+TEST_CASE("NCCL's filter and the collectives it has no algorithm for", "[nccl]") {
+  const NcclTopo t = dgx_h100(true);
+  const NcclPick ring =
+      nccl_pick(t, CollectiveOp::AllReduce, 1 << 30, {{NcclAlgo::Ring}, {Protocol::Simple}});
+  CHECK(ring.options.size() == 1);
+  CHECK(describe(ring) == "ring/Simple/24ch");
+  CHECK_THROWS_AS(nccl_pick(t, CollectiveOp::AllReduce, 1 << 20, {{NcclAlgo::Pat}, {}}),
+                  std::invalid_argument);
+  CHECK_FALSE(nccl_has_algorithms(CollectiveOp::AllToAll));
+  // Tree only all-reduces; PAT needs one GPU per node.
+  const NcclPick ag = nccl_pick(t, CollectiveOp::AllGather, 1 << 20);
+  for (const auto& o : ag.options) {
+    CHECK(o.algorithm != NcclAlgo::Tree);
+    CHECK(o.algorithm != NcclAlgo::Pat);
+  }
+}
+
+TEST_CASE("the nccl pick simulated on dgx-h100 meets the forced-ring log", "[nccl]") {
+  // The issue's targets: within 10% of the log's busbw at 1 GB and above, MAPE <= 25%
+  // from 1 MB to 8 GB (the shipped defaults, no calibration).
+  CHECK(nccl_mape("h100x8_all_reduce_ring.txt", {{"nccl_algo", "ring"}}, 1'000'000,
+                  8'600'000'000) <= 25);
+  CHECK(nccl_mape("h100x8_all_reduce_ring.txt", {{"nccl_algo", "ring"}}, 1'000'000'000,
+                  8'600'000'000) <= 10);
+}
+
+TEST_CASE("the nccl pick simulated on dgx-h100 meets the default log with NVLS", "[nccl]") {
+  CHECK(nccl_mape("h100x8_all_reduce_default.txt", {}, 1'000'000, 8'600'000'000) <= 25);
+  CHECK(nccl_mape("h100x8_all_reduce_default.txt", {}, 1'000'000'000, 8'600'000'000) <= 10);
+}
+
+TEST_CASE("protocols change what a collective costs, and nccl labels its pick", "[nccl]") {
+  const auto run = [](const std::string& fields) {
+    const nlohmann::json doc = nlohmann::json::parse(
+        R"({"topology": "dgx-h100", "network": {"model": "ideal", "alpha": "5us"},
+            "collectives": [{"name": "x", "op": "all_reduce", "bytes": "64MiB", )" +
+        fields + "}]}");
+    return run_scenario(parse_scenario(doc, "."));
+  };
+  const auto t = [&](const std::string& f) { return run(f).outcomes[0].time_s; };
+  // Plain ring: 14 steps of alpha + 8 MiB / 450 GB/s.
+  const double chunk = (64 << 20) / 8.0;
+  CHECK(t(R"("algorithm": "ring")") == Approx(14 * (5e-6 + chunk / 450e9)).epsilon(1e-6));
+  // Simple: NCCL's 8.4 µs once and 3.4 µs per step instead of alpha, NVLink at 20.6/25.
+  CHECK(t(R"("algorithm": "ring", "protocol": "Simple")") ==
+        Approx(8.4e-6 + 14 * (3.4e-6 + chunk / (450e9 * 20.6 / 25))).epsilon(1e-6));
+  // LL: half the payload per line.
+  CHECK(t(R"("algorithm": "ring", "protocol": "LL")") ==
+        Approx(6.6e-6 + 14 * (0.6e-6 + chunk / (450e9 * 20.6 / 25 * 0.5))).epsilon(1e-6));
+  const ScenarioResult a = run(R"("algorithm": "ring", "protocol": "auto")");
+  CHECK(a.labels[0] == "ring Simple");
+  const ScenarioResult n = run(R"("algorithm": "nccl", "nccl_algo": "ring")");
+  CHECK(n.labels[0] == "nccl: ring/Simple/24ch");  // 64 MiB: past LL128's ~36 MB
+}
+
+TEST_CASE("protocol and nccl fields are refused where they do not belong", "[nccl]") {
+  const auto error = [](const std::string& fields) {
+    return test::error_of(R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce",
+        "bytes": "1MiB", )" + fields + "}]}");
+  };
+  CHECK_THAT(error(R"("algorithm": "nccl", "protocol": "LL")"),
+             Catch::Contains("collectives[0].protocol") && Catch::Contains("nccl_proto"));
+  CHECK_THAT(error(R"("algorithm": "ring", "nccl_algo": "ring")"),
+             Catch::Contains("collectives[0].nccl_algo"));
+  CHECK_THAT(error(R"("algorithm": "nccl", "nccl_algo": "rings")"),
+             Catch::Contains("collectives[0].nccl_algo") && Catch::Contains("ring, tree"));
+  CHECK_THAT(error(R"("algorithm": "nccl", "nccl_proto": "^ll,ll128,simple")"),
+             Catch::Contains("excludes everything"));
+  CHECK_THAT(error(R"("algorithm": "ring", "protocol": "ll")"),
+             Catch::Contains("collectives[0].protocol"));
+  CHECK(error(R"("algorithm": "nccl", "nccl_proto": "^LL128")") == "no error");
+}
+
+TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines", "[nccl]") {
+  // The bundled clusters (64 to 4096 GPUs) take the same paths as a small one, at minutes
+  // under the sanitizers: a 2 x 4 cluster stands in for them.
+  std::vector<nlohmann::json> topologies{
+      {{"preset", "cluster"}, {"nodes", 2}, {"gpus_per_node", 4}, {"nic", "400Gbps"}}};
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/topologies"))
+    if (!entry.path().stem().string().starts_with("cluster"))
+      topologies.emplace_back(entry.path().stem().string());
+  for (const auto& topology : topologies) {
+    INFO(topology.dump());
+    const nlohmann::json doc = {
+        {"topology", topology},
+        {"network", {{"model", "ideal"}}},
+        {"collectives",
+         {{{"name", "small"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "16KiB"}},
+          {{"name", "large"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "4MiB"}},
+          {{"name", "gather"}, {"op", "all_gather"}, {"algorithm", "nccl"}, {"bytes", "1MiB"}},
+          {{"name", "bcast"}, {"op", "broadcast"}, {"algorithm", "nccl"}, {"bytes", "1MiB"}},
+          {{"name", "a2a"}, {"op", "all_to_all"}, {"algorithm", "nccl"}, {"bytes", "64KiB"}}}}};
+    const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
+    for (const auto& label : r.labels) CHECK_THAT(label, Catch::StartsWith("nccl: "));
+    CHECK(r.labels[4] == "nccl: p2p/Simple");
+    // A pipelined chain: more than one segment, unlike the default.
+    CHECK(r.resolved[3].options.segments > 1);
+  }
+}

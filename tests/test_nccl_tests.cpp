@@ -1,0 +1,313 @@
+// nccl-tests logs: the parser on the published logs in ../shared/data/nccl-tests and on
+// broken input, compare's arithmetic against a log, and the issue's target: the file
+// `calibrate --nccl-tests` fits on the 8x H100 forced-ring log predicts that log.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "validate/nccl_compare.h"
+#include "validate/nccl_tests_log.h"
+
+using namespace collsim;
+
+namespace nccl_tests_test {
+
+namespace fs = std::filesystem;
+
+// The shared data, or empty (the test then skips) when this checkout has none.
+std::string shared_log(const std::string& name) {
+  const fs::path p = fs::path(COLLSIM_SHARED_DIR) / "data" / "nccl-tests" / name;
+  return fs::exists(p) ? p.string() : std::string();
+}
+
+#define NCCL_SHARED_OR_SKIP(var, name)                                      \
+  const std::string var = nccl_tests_test::shared_log(name);                \
+  if (var.empty()) {                                                        \
+    WARN("skipped: " << name << " not found under " << COLLSIM_SHARED_DIR); \
+    return;                                                                 \
+  }
+
+std::string parse_error(const std::string& text, const std::string& file = "bad.txt") {
+  try {
+    parse_nccl_tests_log(text, file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kHeader =
+    "# Collective test starting: all_reduce_perf\n"
+    "# nThread 1 nGpus 4 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5\n";
+
+}  // namespace nccl_tests_test
+
+TEST_CASE("nccl-tests parser reads the forced-ring H100 log as printed", "[nccl-tests]") {
+  NCCL_SHARED_OR_SKIP(file, "h100x8_all_reduce_ring.txt");
+  const NcclTestsLog log = read_nccl_tests_log(file);
+  CHECK(log.op == CollectiveOp::AllReduce);
+  CHECK(log.op_source == "the log's header");
+  CHECK(log.ranks == 8);  // "#  Rank  0..7 ..."
+  CHECK(log.ranks_source == "the log's Rank lines");
+  CHECK(log.threads == 1);
+  CHECK(log.gpus_per_thread == 8);
+  CHECK(log.min_bytes == 8);
+  CHECK(log.max_bytes == 8589934592);
+  CHECK(log.nccl_version == "2.26.2");
+  CHECK(log.tests_version == "2.17.9");
+  REQUIRE(log.rows.size() == 31);  // 8 B .. 8 GiB by 2
+  const NcclTestsRow& kib = log.rows[7];
+  CHECK(kib.bytes == 1024);
+  CHECK(kib.count == 256);
+  CHECK(kib.type == "float");
+  CHECK(kib.redop == "sum");
+  CHECK(kib.root == -1);
+  CHECK(kib.out_of_place.time_us == 37.38);
+  CHECK(kib.out_of_place.busbw_GBps == 0.05);
+  CHECK(kib.out_of_place.wrong == 0);
+  REQUIRE(kib.in_place);
+  CHECK(kib.in_place->time_us == 36.55);
+  CHECK(log.rows.back().out_of_place.time_us == 40848.8);
+  CHECK(log.rows.back().in_place->busbw_GBps == 368.06);
+}
+
+TEST_CASE("nccl-tests parser reads the default H100 and the A100 logs", "[nccl-tests]") {
+  NCCL_SHARED_OR_SKIP(h100, "h100x8_all_reduce_default.txt");
+  NCCL_SHARED_OR_SKIP(a100, "a100x8_all_reduce_default.txt");
+  const NcclTestsLog h = read_nccl_tests_log(h100);
+  CHECK(h.op == CollectiveOp::AllReduce);
+  CHECK(h.op_source == "the file name");  // no "Collective test starting" line
+  CHECK(h.ranks == 8);                    // eight "#  Rank r" lines, nGpus 1 each
+  CHECK(h.gpus_per_thread == 1);
+  REQUIRE(h.rows.size() == 32);                    // 8 B .. 16 GiB
+  CHECK(h.rows[2].out_of_place.time_us == 68.14);  // the outlier, as printed
+  CHECK(h.rows[2].in_place->time_us == 13.52);
+  CHECK(h.rows.back().bytes == 17179869184);
+  CHECK(h.rows.back().out_of_place.time_us == 62648);
+
+  const NcclTestsLog a = read_nccl_tests_log(a100);
+  CHECK(a.ranks == 8);  // no Rank lines, nGpus 1: busbw / algbw = 2(K-1)/K says 8
+  CHECK(a.ranks_source == "busbw / algbw (the log has no Rank lines)");
+  CHECK(a.nccl_version.empty());
+  REQUIRE(a.rows.size() == 30);  // 8 B .. 4 GiB; the MPI warning lines are skipped
+  CHECK(a.rows.back().bytes == 4294967296);
+  CHECK(a.rows.back().out_of_place.busbw_GBps == 232.81);
+  CHECK(a.rows[28].bytes == 2147483648);
+}
+
+TEST_CASE("nccl-tests parser accepts N/A, rows without in-place columns and CRLF", "[nccl-tests]") {
+  const std::string text =
+      "# Collective test starting: alltoall_perf\r\n"
+      "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] GPU\r\n"
+      "#  Rank  1 Group  0 Pid 1 on h device  1 [0x2] GPU\r\n"
+      "        1024           256     float    none      -1    10.5    0.10    "
+      "0.05     N/A\r\n"
+      "        2048           512     float    none      -1    11.5    0.18    "
+      "0.09       0\r\n";
+  const NcclTestsLog log = parse_nccl_tests_log(text, "a2a.txt");
+  CHECK(log.op == CollectiveOp::AllToAll);
+  CHECK(log.ranks == 2);
+  REQUIRE(log.rows.size() == 2);
+  CHECK(!log.rows[0].out_of_place.wrong);
+  CHECK(!log.rows[0].in_place);
+  CHECK(log.rows[1].out_of_place.wrong == 0);
+  // A hint fills in a log that names no collective; the header, when there, wins.
+  const std::string bare = "#  Rank  0..1 Group 0\n  64 16 float sum -1 5.0 0.01 0.01 0\n";
+  CHECK(parse_nccl_tests_log(bare, "x.txt", CollectiveOp::AllGather).op == CollectiveOp::AllGather);
+  CHECK(parse_nccl_tests_log(text, "a2a.txt", CollectiveOp::AllGather).op ==
+        CollectiveOp::AllToAll);
+}
+
+TEST_CASE("nccl-tests parser names file and line of what it cannot read", "[nccl-tests]") {
+  const std::string row =
+      "        1024           256     float     sum      -1    37.38    0.03"
+      "    0.05       0    36.55    0.03    0.05       0\n";
+  CHECK_THAT(nccl_tests_test::parse_error(
+                 nccl_tests_test::kHeader +
+                 "        1024           256     float     sum      -1    37.38\n"),
+             Catch::Contains("bad.txt:3") && Catch::Contains("9 or 13 fields") &&
+                 Catch::Contains("got 6 fields"));
+  CHECK_THAT(
+      nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                   "  1024  256  floaty  sum  -1  37.38  0.03  0.05  0\n"),
+      Catch::Contains("bad.txt:3") && Catch::Contains("element type") && Catch::Contains("floaty"));
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                          "  1024  256  float  sum  -1  fast  0.03  0.05  0\n"),
+             Catch::Contains("bad.txt:3") && Catch::Contains("out-of-place time (us)"));
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                          "  1024  256  float  sum  -1  1.0  0.03  0.05  x\n"),
+             Catch::Contains("#wrong as a count or N/A"));
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + row),
+             Catch::Contains("bad.txt:4") && Catch::Contains("sizes must increase") &&
+                 Catch::Contains("line 3"));
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader),
+             Catch::Contains("bad.txt") && Catch::Contains("no result rows"));
+  CHECK_THAT(nccl_tests_test::parse_error("#  Rank  x Group 0\n" + row),
+             Catch::Contains("bad.txt:1") && Catch::Contains("range like 0..7"));
+  CHECK_THAT(nccl_tests_test::parse_error("# nThread 1 nGpus eight minBytes 8\n" + row),
+             Catch::Contains("bad.txt:1") && Catch::Contains("after \"nGpus\""));
+  CHECK_THAT(nccl_tests_test::parse_error("# Collective test starting: frobnicate_perf\n" + row),
+             Catch::Contains("bad.txt:1") && Catch::Contains("frobnicate_perf"));
+  CHECK_THAT(nccl_tests_test::parse_error("#  Rank  0..7 Group 0\n" + row, "unknown.txt"),
+             Catch::Contains("cannot tell which collective"));
+  CHECK_THAT(nccl_tests_test::parse_error(std::string("# x\n") + '\0' + "\n"),
+             Catch::Contains("NUL"));
+  // Neither Rank lines, nor a usable busbw / algbw, nor nThread x nGpus > 1.
+  CHECK_THAT(nccl_tests_test::parse_error("# Collective test starting: broadcast_perf\n"
+                                          "  1024 256 float none 0 10.0 0.10 0.10 0\n"),
+             Catch::Contains("how many GPUs"));
+  // Noise that does not start like a row is skipped, not an error.
+  CHECK(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
+                                     "8 more processes have sent help message\n" + row) ==
+        "no error");
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + "  1024\n"),
+             Catch::Contains("got 1 field"));
+}
+
+TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and by range",
+          "[nccl-tests]") {
+  // A 4-rank ring all-reduce on a 10 GB/s switch, alpha 1 us: 6 (alpha + N/4/beta).
+  const Scenario s = parse_scenario(
+      {{"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "10GB/s"}}},
+       {"network", {{"model", "ideal"}, {"alpha", "1us"}}},
+       {"collectives",
+        {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", 1024}}}}},
+      ".");
+  const std::int64_t sizes[] = {1024, 1 << 20, 16 << 20};
+  const double factor[] = {0.5, 1.25, 2.0};  // measured = simulated x factor
+  std::string text = "# Collective test starting: all_reduce_perf\n#  Rank  0..3 Group 0\n";
+  for (int i = 0; i < 3; ++i) {
+    const double sim_us = 6 * (1.0 + static_cast<double>(sizes[i]) / 4 / 1e10 * 1e6);
+    text += fmt::format("  {} {} float sum -1 {:.6f} 1.00 1.50 0\n", sizes[i], sizes[i] / 4,
+                        sim_us * factor[i]);
+  }
+  const NcclTestsLog log = parse_nccl_tests_log(text, "synthetic.txt");
+  const NcclComparison c = compare_nccl_log(s, s.collectives[0], log, 0, INT64_MAX);
+  REQUIRE(c.rows.size() == 3);
+  // error = (sim - meas) / meas = 1 / factor - 1: +100%, -20%, -50%.
+  CHECK(c.rows[0].error_pct == Approx(100).epsilon(1e-6));
+  CHECK(c.rows[1].error_pct == Approx(-20).epsilon(1e-6));
+  CHECK(c.rows[2].error_pct == Approx(-50).epsilon(1e-6));
+  CHECK(c.rows[2].measured_busbw_GBps == 1.5);
+  CHECK(c.mape_pct == Approx((100 + 20 + 50) / 3.0).epsilon(1e-6));
+  REQUIRE(c.ranges.size() == 3);
+  CHECK(c.ranges[0].mape_pct == Approx(100).epsilon(1e-6));
+  CHECK(c.ranges[1].label == "64 KiB to 4 MiB");
+  CHECK(c.ranges[2].mape_pct == Approx(50).epsilon(1e-6));
+  // --sizes keeps the rows inside; a log of another GPU count or collective is refused.
+  CHECK(compare_nccl_log(s, s.collectives[0], log, 2048, INT64_MAX).rows.size() == 2);
+  const NcclTestsLog eight = parse_nccl_tests_log(text, "synthetic.txt", std::nullopt, 8);
+  CHECK_THROWS_WITH(compare_nccl_log(s, s.collectives[0], eight, 0, INT64_MAX),
+                    Catch::Contains("ran on 8 GPUs") && Catch::Contains("has 4 ranks"));
+  const NcclTestsLog bcast = parse_nccl_tests_log(text, "bcast.txt", CollectiveOp::Broadcast, 4);
+  CHECK(bcast.op == CollectiveOp::AllReduce);  // the header wins over the hint
+  CHECK(parse_size_range("1KiB:8GB", "--sizes") ==
+        std::pair<std::int64_t, std::int64_t>(1024, 8000000000));
+  CHECK_THROWS_WITH(parse_size_range("1KiB", "--sizes"), Catch::Contains("MIN:MAX"));
+}
+
+TEST_CASE("calibrate --nccl-tests on the forced-ring H100 log predicts it within 10 percent",
+          "[nccl-tests]") {
+  NCCL_SHARED_OR_SKIP(log, "h100x8_all_reduce_ring.txt");
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit");
+  const std::string cal = (dir / "h100-ring.json").string();
+  ::setenv("SOURCE_DATE_EPOCH", "1767225600", 1);  // the same bytes on every run
+  const auto fit = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                              " --topology dgx-h100 --out " + cal);
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.status == 0);
+  CHECK_THAT(fit.out, Catch::Contains("launch_s") && Catch::Contains("efficiency") &&
+                          Catch::Contains("ablation") && Catch::Contains("MAPE"));
+  const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));
+  CHECK(doc["provenance"]["logs"][0]["file"] == "h100x8_all_reduce_ring.txt");
+  CHECK(doc["provenance"]["logs"][0]["nccl_version"] == "2.26.2");
+  CHECK(doc["provenance"]["logs"][0]["gpus"] == 8);
+  CHECK(doc["provenance"]["date"] == "2026-01-01");
+  CHECK(doc["fit"]["residuals"].size() == 31);
+  CHECK(doc["alpha_s"] == 0);
+
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
+  const auto cmp =
+      collsim::test::run_collsim("compare " + scenario + " --measured " + log + " --calibration " +
+                                 cal + " --sizes 1KiB:8GiB --format json");
+  INFO(cmp.out << cmp.err);
+  REQUIRE(cmp.status == 0);
+  const auto c = nlohmann::json::parse(cmp.out);
+  CHECK(c["rows"].size() == 24);  // 1 KiB .. 8 GiB
+  CHECK(c["measured_column"] == "out_of_place");
+  CHECK(c["mape_pct"].get<double>() <= 10.0);
+
+  // The same inputs write the same file, byte for byte.
+  const std::string again = (dir / "again.json").string();
+  REQUIRE(collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                     " --topology dgx-h100 --out " + again)
+              .status == 0);
+  CHECK(collsim::test::slurp(again) == collsim::test::slurp(cal));
+}
+
+TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit", "[nccl-tests]") {
+  NCCL_SHARED_OR_SKIP(log, "h100x8_all_reduce_ring.txt");
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-refuse");
+  const std::string four = (dir / "four.json").string();
+  std::ofstream(four) << R"({"topology": "dgx-h100", "collectives": [
+      {"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": "1MiB", "ranks": [0, 1, 2, 3]}]})";
+  auto o = collsim::test::run_collsim("compare " + four + " --measured " + log);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("ran on 8 GPUs") && Catch::Contains("4 ranks"));
+  const std::string bcast = (dir / "bcast.json").string();
+  std::ofstream(bcast) << R"({"topology": "dgx-h100", "collectives": [
+      {"name": "b", "op": "broadcast", "bytes": "1MiB"}]})";
+  o = collsim::test::run_collsim("compare " + bcast + " --measured " + log);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("measured all_reduce") && Catch::Contains("broadcast"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log + " --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--topology"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --collective broadcast --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("measured all_reduce"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --algorithm auto --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--algorithm") && Catch::Contains("not auto"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --terms launch,speed --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--terms") && Catch::Contains("speed"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + log +
+                                 " --topology dgx-h100 --iters 3 --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--iters"));
+  o = collsim::test::run_collsim("calibrate --topology dgx-h100 --out " +
+                                 (dir / "x.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--topology") && Catch::Contains("only with --nccl-tests"));
+  CHECK(!std::filesystem::exists(dir / "x.json"));
+  // Without the curve (it holds this machine's bandwidths), on an inline topology.
+  o = collsim::test::run_collsim(
+      "calibrate --nccl-tests " + log +
+      " --topology '{\"preset\": \"switch\", \"gpus\": 8, \"bandwidth\": \"450GB/s\", "
+      "\"kind\": \"nvlink\"}' --terms launch,latency,efficiency --out " +
+      (dir / "y.json").string());
+  INFO(o.out << o.err);
+  REQUIRE(o.status == 0);
+  const auto doc = nlohmann::json::parse(collsim::test::slurp(dir / "y.json"));
+  CHECK(!doc["links"]["nvlink"].contains("bandwidth_curve"));
+  CHECK(doc["links"]["nvlink"]["efficiency"].get<double>() < 1);
+  CHECK(doc["fit"]["mape_pct"].get<double>() < 10);
+}
+
+#undef NCCL_SHARED_OR_SKIP

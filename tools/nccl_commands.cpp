@@ -1,0 +1,161 @@
+#include "nccl_commands.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "report/output_dir.h"
+#include "scenario/scenario.h"
+#include "validate/nccl_compare.h"
+#include "validate/nccl_fit.h"
+
+namespace collsim {
+namespace {
+
+// Today in UTC, or SOURCE_DATE_EPOCH's day when set: a rerun then writes the same bytes.
+std::string calibration_date() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) t = std::atoll(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+void refuse_given(const CLI::App* app, std::initializer_list<const char*> options,
+                  const std::string& why) {
+  for (const char* o : options)
+    if (app->count(o)) throw InputError(o, why);
+}
+
+}  // namespace
+
+void add_nccl_compare_options(CLI::App* compare, NcclCompareArgs& args) {
+  compare->add_option(
+      "--collective", args.collective,
+      "nccl-tests log: which of the scenario's collectives (default: its only one)");
+  compare->add_option(
+      "--sizes", args.sizes,
+      "nccl-tests log: only sizes in MIN:MAX, like 1KiB:8GB (either side optional)");
+  compare->add_option("--format", args.format, "nccl-tests log: output on stdout")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->capture_default_str();
+  compare
+      ->add_option("--ranks", args.ranks,
+                   "nccl-tests log: its GPU count, when the log does not say")
+      ->check(CLI::Range(1, 1 << 20));
+}
+
+void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
+  calibrate
+      ->add_option("--nccl-tests", args.logs,
+                   "Fit the cost model to these nccl-tests logs instead of measuring here")
+      ->expected(1, 1 << 16);
+  calibrate->add_option("--topology", args.topology,
+                        "--nccl-tests: the machine the logs ran on (bundled name or file)");
+  calibrate
+      ->add_option("--algorithm", args.algorithm,
+                   "--nccl-tests: the algorithm NCCL ran (NCCL_ALGO)")
+      ->capture_default_str();
+  calibrate->add_option("--collective", args.collective,
+                        "--nccl-tests: the collective, when a log does not say");
+  calibrate
+      ->add_option("--terms", args.terms,
+                   "--nccl-tests: the cost terms the fit may use (leave out curve for a file "
+                   "that carries over to other machines: it holds absolute bandwidths)")
+      ->capture_default_str();
+}
+
+bool is_nccl_tests_log(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char ch = 0;
+  while (in.get(ch))
+    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return ch != '{';
+  return false;  // missing or empty: let the measured.json path say so
+}
+
+void check_no_nccl_compare_options(const CLI::App* compare) {
+  refuse_given(compare, {"--collective", "--sizes", "--format", "--ranks"},
+               "only with an nccl-tests log as --measured (measured.json compares every "
+               "collective, per step and per op)");
+}
+
+void check_no_nccl_calibrate_options(const CLI::App* calibrate) {
+  refuse_given(calibrate, {"--topology", "--algorithm", "--collective", "--terms"},
+               "only with --nccl-tests (a calibration measured here fits alpha and beta)");
+}
+
+int nccl_compare_command(const std::string& scenario_file, const std::string& log_file,
+                         const std::string& calibration, const std::string& out_dir,
+                         const NcclCompareArgs& args) {
+  Scenario scenario = load_scenario(scenario_file);
+  if (!calibration.empty())
+    apply_calibration(scenario, read_json_file(calibration, "--calibration"), calibration);
+  const CollectiveSpec& base = pick_collective(scenario, args.collective);
+  const NcclTestsLog log = read_nccl_tests_log(log_file, base.shape.op, args.ranks);
+  const auto [lo, hi] = args.sizes.empty() ? parse_size_range(":", "--sizes")
+                                           : parse_size_range(args.sizes, "--sizes");
+  const NcclComparison c = compare_nccl_log(scenario, base, log, lo, hi);
+  if (!out_dir.empty()) {
+    OutputDir out(out_dir);
+    write_nccl_comparison_csv(out.open("compare.csv"), c);
+    out.open("compare.json") << nccl_comparison_json(c).dump(2) << "\n";
+    out.commit();
+  }
+  if (args.format == "json")
+    std::cout << nccl_comparison_json(c).dump(2) << "\n";
+  else if (args.format == "csv")
+    write_nccl_comparison_csv(std::cout, c);
+  else
+    std::cout << nccl_comparison_table(c);
+  return 0;
+}
+
+int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibrate,
+                           const std::string& out, int ranks) {
+  refuse_given(calibrate, {"--backend", "--iters", "--warmup", "--timeout", "--sizes", "--step"},
+               "measures on this machine: not with --nccl-tests");
+  if (args.topology.empty())
+    throw InputError("--topology",
+                     "--nccl-tests needs the machine the logs ran on "
+                     "(a bundled name like dgx-h100, or a topology file)");
+  std::optional<CollectiveOp> op;
+  if (!args.collective.empty()) {
+    op = nccl_tests_op(args.collective);
+    if (!op)
+      throw InputError("--collective", fmt::format("not a collective: \"{}\"", args.collective));
+  }
+  NcclFitRequest req;
+  req.algorithm = args.algorithm;
+  req.base_dir = std::filesystem::current_path();
+  req.terms = parse_fit_terms(args.terms, "--terms");
+  // Inline JSON like `collsim topo` takes, else a bundled name or a file.
+  req.topology = args.topology.front() == '{' ? parse_json_text(args.topology, "--topology")
+                                              : nlohmann::json(args.topology);
+  const int given_ranks = calibrate->count("--ranks") ? ranks : 0;
+  for (const auto& file : args.logs) {
+    req.logs.push_back(read_nccl_tests_log(file, op, given_ranks));
+    if (op && req.logs.back().op != *op)
+      throw InputError(
+          file, fmt::format("the log measured {} (from {}), not {}", name_of(req.logs.back().op),
+                            req.logs.back().op_source, name_of(*op)));
+  }
+  const NcclFit fit = fit_nccl_tests(req);
+  {
+    OutputDir dir(std::filesystem::absolute(out).parent_path());
+    dir.open(std::filesystem::path(out).filename().string())
+        << nccl_calibration_json(req, fit, calibration_date()).dump(2) << "\n";
+    dir.commit();
+  }
+  std::cout << nccl_fit_report(req, fit) << "# wrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace collsim

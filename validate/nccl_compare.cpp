@@ -1,0 +1,217 @@
+#include "validate/nccl_compare.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "schedule/algorithms.h"
+#include "simulate/run_scenario.h"
+
+namespace collsim {
+namespace {
+
+constexpr std::int64_t kKiB = 1024, kMiB = 1024 * 1024;
+constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+
+std::string range_label(std::int64_t lo, std::int64_t hi) {
+  if (lo == 0) return fmt::format("below {}", format_bytes(hi + 1));
+  if (hi == kNoLimit) return fmt::format("above {}", format_bytes(lo - 1));
+  return fmt::format("{} to {}", format_bytes(lo), format_bytes(hi));
+}
+
+void check_log_matches(const CollectiveSpec& base, const NcclTestsLog& log) {
+  if (log.op != base.shape.op)
+    throw InputError(
+        "--measured",
+        fmt::format("{} measured {} (from {}); the scenario's collective \"{}\" is "
+                    "{}: pick another with --collective",
+                    log.file, name_of(log.op), log.op_source, base.name, name_of(base.shape.op)));
+  if (log.ranks != static_cast<int>(base.ranks.size()))
+    throw InputError("--measured",
+                     fmt::format("{} ran on {} GPUs (from {}); the scenario's collective \"{}\" "
+                                 "has {} ranks: give it {} (\"ranks\") or compare a log of {}",
+                                 log.file, log.ranks, log.ranks_source, base.name,
+                                 base.ranks.size(), log.ranks, base.ranks.size()));
+}
+
+}  // namespace
+
+const CollectiveSpec& pick_collective(const Scenario& s, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& c : s.collectives) {
+    if (c.name == name) return c;
+    names.push_back(c.name);
+  }
+  if (name.empty() && s.collectives.size() == 1) return s.collectives.front();
+  throw InputError("--collective",
+                   name.empty() ? fmt::format("the scenario has {} collectives ({}): name one",
+                                              names.size(), fmt::join(names, ", "))
+                                : fmt::format("no collective named \"{}\" in the scenario ({})",
+                                              name, fmt::join(names, ", ")));
+}
+
+CollectiveSpec sized_like(const CollectiveSpec& base, const NcclTestsRow& row) {
+  CollectiveSpec c = base;
+  c.after.clear();
+  c.shape.dtype = nccl_tests_dtype(row.type).value_or(base.shape.dtype);
+  if (auto op = reduce_op_from_name(row.redop)) c.shape.reduce_op = *op;
+  if (is_rooted(c.shape.op) && row.root >= 0 && row.root < c.shape.ranks) c.shape.root = row.root;
+  const int esize = element_size(c.shape.dtype);
+  c.shape.count = row.bytes / esize;  // like nccl-tests: count = size / type size
+  c.bytes = c.shape.count * esize;
+  return c;
+}
+
+SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
+  Scenario one = s;
+  one.collectives = {c};
+  one.collectives[0].after.clear();
+  const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
+  SizedRun out;
+  out.time_s = r.outcomes[0].time_s;
+  out.busbw_Bps = r.outcomes[0].busbw_Bps;
+  const Schedule& sched = r.schedules[0];
+  for (const Op& op : sched.ops)
+    if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
+  out.plan = describe_algorithm(r.resolved[0].algorithm, r.resolved[0].options);
+  return out;
+}
+
+double mape_between(const std::vector<NcclCompareRow>& rows, std::int64_t lo, std::int64_t hi,
+                    int* count) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : rows)
+    if (r.bytes >= lo && r.bytes <= hi) {
+      sum += std::fabs(r.error_pct);
+      ++n;
+    }
+  if (count) *count = n;
+  return n ? sum / n : 0;
+}
+
+NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
+                                const NcclTestsLog& log, std::int64_t min_bytes,
+                                std::int64_t max_bytes) {
+  check_log_matches(base, log);
+  NcclComparison out;
+  out.scenario = s.name;
+  out.collective = base.name;
+  out.op = base.shape.op;
+  out.ranks = log.ranks;
+  out.log = &log;
+  for (const NcclTestsRow& row : log.rows) {
+    if (row.bytes < min_bytes || row.bytes > max_bytes) continue;
+    const CollectiveSpec c = sized_like(base, row);
+    if (c.bytes == 0 || row.out_of_place.time_us <= 0) continue;  // nothing to time
+    const SizedRun run = simulate_alone(s, c);
+    if (out.plan.empty()) out.plan = run.plan;
+    const double measured = row.out_of_place.time_us * 1e-6;
+    out.rows.push_back({row.bytes, run.time_s, measured, (run.time_s - measured) / measured * 100,
+                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps});
+  }
+  if (out.rows.empty())
+    throw InputError("--sizes", fmt::format("no size of {} in the range asked for", log.file));
+  out.mape_pct = mape_between(out.rows, 0, kNoLimit);
+  const std::pair<std::int64_t, std::int64_t> ranges[] = {
+      {0, 64 * kKiB - 1}, {64 * kKiB, 4 * kMiB}, {4 * kMiB + 1, kNoLimit}};
+  for (const auto& [lo, hi] : ranges) {
+    SizeRangeError e{range_label(lo, hi), lo, hi};
+    e.mape_pct = mape_between(out.rows, lo, hi, &e.sizes);
+    if (e.sizes) out.ranges.push_back(e);
+  }
+  return out;
+}
+
+std::string nccl_comparison_table(const NcclComparison& c) {
+  const NcclTestsLog& log = *c.log;
+  std::string out = fmt::format(
+      "# collsim compare {}: \"{}\" ({} {}, {} ranks) against nccl-tests log {} ({} on {} GPUs, "
+      "GPU count from {}{})\n",
+      c.scenario, c.collective, name_of(c.op), c.plan, c.ranks, log.file, name_of(log.op),
+      log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
+  out += "# measured: the log's out-of-place columns; error = (simulated - measured) / measured\n";
+  out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}\n", "bytes", "simulated us",
+                     "measured us", "error", "sim busbw", "meas busbw");
+  for (const auto& r : c.rows)
+    out += fmt::format("  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}\n", r.bytes,
+                       r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
+                       r.measured_busbw_GBps);
+  out += fmt::format("# MAPE {:.1f}% over {} sizes ({} to {}), out-of-place times\n", c.mape_pct,
+                     c.rows.size(), format_bytes(c.rows.front().bytes),
+                     format_bytes(c.rows.back().bytes));
+  for (const auto& e : c.ranges)
+    out += fmt::format("#   {}: {:.1f}% ({} sizes)\n", e.label, e.mape_pct, e.sizes);
+  return out;
+}
+
+void write_nccl_comparison_csv(std::ostream& out, const NcclComparison& c) {
+  out << "bytes,simulated_us,measured_us,error_pct,simulated_busbw_GBps,measured_busbw_GBps\n";
+  for (const auto& r : c.rows)
+    out << fmt::format("{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f}\n", r.bytes, r.simulated_s * 1e6,
+                       r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
+                       r.measured_busbw_GBps);
+}
+
+nlohmann::json nccl_comparison_json(const NcclComparison& c) {
+  const NcclTestsLog& log = *c.log;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows)
+    rows.push_back({{"bytes", r.bytes},
+                    {"simulated_s", r.simulated_s},
+                    {"measured_s", r.measured_s},
+                    {"error_pct", r.error_pct},
+                    {"simulated_busbw_GBps", r.simulated_busbw_GBps},
+                    {"measured_busbw_GBps", r.measured_busbw_GBps}});
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const auto& e : c.ranges)
+    ranges.push_back(
+        {{"label", e.label},
+         {"min_bytes", e.min_bytes},
+         {"max_bytes", e.max_bytes == kNoLimit ? nlohmann::json() : nlohmann::json(e.max_bytes)},
+         {"sizes", e.sizes},
+         {"mape_pct", e.mape_pct}});
+  return {{"scenario", c.scenario},
+          {"collective", c.collective},
+          {"op", name_of(c.op)},
+          {"plan", c.plan},
+          {"ranks", c.ranks},
+          {"log",
+           {{"file", log.file},
+            {"op", name_of(log.op)},
+            {"op_from", log.op_source},
+            {"gpus", log.ranks},
+            {"gpus_from", log.ranks_source},
+            {"nccl_version", log.nccl_version}}},
+          {"measured_column", "out_of_place"},
+          {"rows", rows},
+          {"mape_pct", c.mape_pct},
+          {"ranges", ranges}};
+}
+
+std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& text,
+                                                       const std::string& where) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos)
+    throw InputError(where, fmt::format("expected MIN:MAX like \"1KiB:8GB\" (either side may be "
+                                        "left out), got \"{}\"",
+                                        text));
+  auto side = [&](const std::string& s, std::int64_t dflt) -> std::int64_t {
+    if (s.empty()) return dflt;
+    const auto v = parse_size(s);
+    if (!v || *v < 0)
+      throw InputError(where,
+                       fmt::format("expected a size like \"1KiB\" or \"8GB\", got \"{}\"", s));
+    return *v;
+  };
+  const std::int64_t lo = side(text.substr(0, colon), 0);
+  const std::int64_t hi = side(text.substr(colon + 1), kNoLimit);
+  if (lo > hi) throw InputError(where, "MIN must not exceed MAX");
+  return {lo, hi};
+}
+
+}  // namespace collsim

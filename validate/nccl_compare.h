@@ -1,0 +1,73 @@
+#pragma once
+// A scenario's collective against an nccl-tests log: simulated at every size the log
+// measured (same collective, same GPU count, the log's element type), per size and
+// as mean absolute percentage errors overall and by size range.
+#include <nlohmann/json_fwd.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "validate/nccl_tests_log.h"
+
+namespace collsim {
+
+// The scenario's collective named `name`; with an empty name, its only one.
+const CollectiveSpec& pick_collective(const Scenario& s, const std::string& name);
+
+// One size of `base`, shaped like the log's row: bytes, element type, reduction, root.
+CollectiveSpec sized_like(const CollectiveSpec& base, const NcclTestsRow& row);
+
+struct SizedRun {
+  double time_s = 0;
+  double busbw_Bps = 0;
+  std::int64_t transfer_bytes = 0;  // the largest transfer between two ranks
+  std::string plan;                 // the algorithm as planned
+};
+
+// `c` alone on the scenario's network, planned as `collsim run` plans it.
+SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c);
+
+struct NcclCompareRow {
+  std::int64_t bytes = 0;
+  double simulated_s = 0, measured_s = 0;
+  double error_pct = 0;  // (simulated - measured) / measured
+  double simulated_busbw_GBps = 0, measured_busbw_GBps = 0;
+};
+
+struct SizeRangeError {
+  std::string label;
+  std::int64_t min_bytes = 0, max_bytes = 0;  // inclusive
+  int sizes = 0;
+  double mape_pct = 0;
+};
+
+struct NcclComparison {
+  std::string scenario, collective, plan;
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int ranks = 0;
+  const NcclTestsLog* log = nullptr;
+  std::vector<NcclCompareRow> rows;  // sizes within the range asked for
+  double mape_pct = 0;
+  std::vector<SizeRangeError> ranges;  // below 64 KiB, 64 KiB to 4 MiB, above 4 MiB
+};
+
+// Size 0 rows (nothing to time) and rows outside [min_bytes, max_bytes] are left out.
+// Throws InputError when the log's collective or GPU count differs from the scenario's.
+NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
+                                const NcclTestsLog& log, std::int64_t min_bytes,
+                                std::int64_t max_bytes);
+
+// Mean of |error_pct| over rows with bytes in [lo, hi].
+double mape_between(const std::vector<NcclCompareRow>& rows, std::int64_t lo, std::int64_t hi,
+                    int* count = nullptr);
+
+std::string nccl_comparison_table(const NcclComparison& c);
+void write_nccl_comparison_csv(std::ostream& out, const NcclComparison& c);
+nlohmann::json nccl_comparison_json(const NcclComparison& c);
+
+// "MIN:MAX", either side optional ("1KiB:", ":8GB"); sizes as in scenarios.
+std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& text,
+                                                       const std::string& where);
+
+}  // namespace collsim

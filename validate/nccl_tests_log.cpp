@@ -1,0 +1,330 @@
+#include "validate/nccl_tests_log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace collsim {
+namespace {
+
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+std::optional<std::int64_t> to_int(std::string_view s) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> to_number(std::string_view s) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// Reads one file line after another, for errors that name FILE:LINE.
+struct Cursor {
+  const std::string& file;
+  int line = 0;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(fmt::format("{}:{}", file, line), what);
+  }
+};
+
+// "22602" (NCCL_VERSION_CODE: major*10000 + minor*100 + patch) -> "2.26.2".
+std::string version_from_code(std::int64_t code) {
+  if (code >= 10000) return fmt::format("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100);
+  return fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);  // before 2.9
+}
+
+// "# nccl-tests version 2.17.9 nccl-headers=22602 nccl-library=22602", or an
+// "NCCL version 2.18.3+cuda12.2" line of NCCL_DEBUG=INFO.
+void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
+  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] == "nccl-tests" && w[i + 1] == "version" && i + 2 < w.size())
+      log.tests_version = std::string(w[i + 2]);
+    if (w[i] == "NCCL" && w[i + 1] == "version" && i + 2 < w.size() && log.nccl_version.empty())
+      log.nccl_version = std::string(w[i + 2]);
+  }
+  for (auto word : w)
+    if (word.starts_with("nccl-library="))
+      if (auto code = to_int(word.substr(13)); code && *code > 0)
+        log.nccl_version = version_from_code(*code);
+}
+
+// "nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) ...".
+void read_run_line(const std::vector<std::string_view>& w, NcclTestsLog& log, const Cursor& at) {
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const std::string_view key = w[i];
+    if (key != "nThread" && key != "nGpus" && key != "minBytes" && key != "maxBytes") continue;
+    const auto v = i + 1 < w.size() ? to_int(w[i + 1]) : std::nullopt;
+    if (!v || *v < 0)
+      at.fail(fmt::format("expected a count after \"{}\", got \"{}\"", key,
+                          i + 1 < w.size() ? w[i + 1] : ""));
+    if (key == "nThread") log.threads = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
+    if (key == "nGpus") log.gpus_per_thread = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
+    if (key == "minBytes") log.min_bytes = *v;
+    if (key == "maxBytes") log.max_bytes = *v;
+  }
+}
+
+// "#  Rank  3 Group ..." or, abbreviated, "#  Rank  0..7 Group ...".
+void read_rank_line(const std::vector<std::string_view>& w, std::set<std::int64_t>& ranks,
+                    const Cursor& at) {
+  const std::string_view r = w.size() > 1 ? w[1] : "";
+  std::int64_t first = -1, last = -1;
+  if (const auto dots = r.find(".."); dots != std::string_view::npos) {
+    first = to_int(r.substr(0, dots)).value_or(-1);
+    last = to_int(r.substr(dots + 2)).value_or(-1);
+  } else {
+    first = last = to_int(r).value_or(-1);
+  }
+  if (first < 0 || last < first || last > (1 << 20))
+    at.fail(fmt::format("expected a rank or a range like 0..7 after \"Rank\", got \"{}\"", r));
+  for (std::int64_t i = first; i <= last; ++i) ranks.insert(i);
+}
+
+// One measurement: time, algbw, busbw, #wrong.
+NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t at, const Cursor& c,
+                            const char* which) {
+  NcclTestsResult r;
+  const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
+  double* fields[] = {&r.time_us, &r.algbw_GBps, &r.busbw_GBps};
+  for (int i = 0; i < 3; ++i) {
+    const auto v = to_number(w[at + i]);
+    if (!v || *v < 0)
+      c.fail(fmt::format("expected the {} {} as a number, got \"{}\"", which, names[i], w[at + i]));
+    *fields[i] = *v;
+  }
+  const std::string_view wrong = w[at + 3];
+  if (wrong != "N/A") {
+    // Old nccl-tests printed an error magnitude ("0e+00") where newer ones count.
+    const auto v = to_number(wrong);
+    if (!v || *v < 0)
+      c.fail(fmt::format("expected the {} #wrong as a count or N/A, got \"{}\"", which, wrong));
+    r.wrong = std::llround(*v);
+  }
+  return r;
+}
+
+NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
+  if (w.size() != 9 && w.size() != 13)
+    c.fail(fmt::format(
+        "expected a result row of 9 or 13 fields (size count type redop root, then time algbw "
+        "busbw #wrong out of place and optionally in place), got {} field{}",
+        w.size(), w.size() == 1 ? "" : "s"));
+  NcclTestsRow row;
+  row.line = c.line;
+  row.bytes = *to_int(w[0]);
+  row.count = *to_int(w[1]);
+  if (row.bytes < 0 || row.count < 0) c.fail("expected a size and a count of at least 0");
+  row.type = std::string(w[2]);
+  if (!nccl_tests_dtype(row.type))
+    c.fail(
+        fmt::format("expected an element type (float, half, bfloat16, double, int8, uint8, "
+                    "int32, uint32, int64, uint64), got \"{}\"",
+                    w[2]));
+  row.redop = std::string(w[3]);
+  if (!std::all_of(row.redop.begin(), row.redop.end(), [](char ch) { return std::isalpha(ch); }))
+    c.fail(fmt::format("expected a reduction (sum, prod, max, min, avg, none), got \"{}\"", w[3]));
+  const auto root = to_int(w[4]);
+  if (!root || *root < -1 || *root > (1 << 20))
+    c.fail(fmt::format("expected a root rank (-1 for none), got \"{}\"", w[4]));
+  row.root = static_cast<int>(*root);
+  row.out_of_place = read_result(w, 5, c, "out-of-place");
+  if (w.size() == 13) row.in_place = read_result(w, 9, c, "in-place");
+  return row;
+}
+
+// A row starts with two integers; anything else outside the header is noise
+// (MPI warnings, NCCL INFO lines) that nccl-tests' output gets interleaved with.
+bool looks_like_row(const std::vector<std::string_view>& w) {
+  return !w.empty() && to_int(w[0]) && (w.size() == 1 || to_int(w[1]));
+}
+
+std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
+  std::string name = std::filesystem::path(file).filename().string();
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  // Longer names first: "reduce" is inside "all_reduce" and "reduce_scatter".
+  const std::pair<const char*, CollectiveOp> patterns[] = {
+      {"all_reduce", CollectiveOp::AllReduce},
+      {"allreduce", CollectiveOp::AllReduce},
+      {"reduce_scatter", CollectiveOp::ReduceScatter},
+      {"reducescatter", CollectiveOp::ReduceScatter},
+      {"all_gather", CollectiveOp::AllGather},
+      {"allgather", CollectiveOp::AllGather},
+      {"alltoall", CollectiveOp::AllToAll},
+      {"all_to_all", CollectiveOp::AllToAll},
+      {"broadcast", CollectiveOp::Broadcast},
+      {"sendrecv", CollectiveOp::SendRecv},
+      {"scatter", CollectiveOp::Scatter},
+      {"gather", CollectiveOp::Gather},
+      {"reduce", CollectiveOp::Reduce}};
+  for (const auto& [pattern, op] : patterns)
+    if (name.find(pattern) != std::string::npos) return op;
+  return std::nullopt;
+}
+
+// busbw / algbw is nccl-tests' bus factor, which for most collectives gives K back:
+// 2(K-1)/K for all-reduce, (K-1)/K for all-gather, reduce-scatter and all-to-all.
+std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
+  const NcclTestsRow* best = nullptr;
+  for (const auto& r : log.rows)
+    if (r.out_of_place.algbw_GBps >= 1 && (!best || r.bytes > best->bytes)) best = &r;
+  if (!best) return std::nullopt;
+  const double f = best->out_of_place.busbw_GBps / best->out_of_place.algbw_GBps;
+  double k = 0;
+  if (log.op == CollectiveOp::AllReduce && f < 2) k = 2 / (2 - f);
+  if ((log.op == CollectiveOp::AllGather || log.op == CollectiveOp::ReduceScatter ||
+       log.op == CollectiveOp::AllToAll) &&
+      f < 1)
+    k = 1 / (1 - f);
+  // Two printed decimals: trust the estimate only when it lands near a whole number.
+  if (k < 1.5 || k > 4096 || std::abs(k - std::round(k)) > 0.2) return std::nullopt;
+  return static_cast<int>(std::lround(k));
+}
+
+void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
+               std::optional<CollectiveOp> hint, const std::string& file) {
+  if (from_header) {  // the header wins: callers compare it with what they expected
+    log.op = *from_header;
+    log.op_source = "the log's header";
+  } else if (hint) {
+    log.op = *hint;
+    log.op_source = "given";
+  } else if (auto op = op_from_file_name(file)) {
+    log.op = *op;
+    log.op_source = "the file name";
+  } else {
+    throw InputError(file,
+                     "cannot tell which collective the log measured: no \"Collective test "
+                     "starting\" line and no collective in the file name; name it (--collective)");
+  }
+}
+
+void settle_ranks(NcclTestsLog& log, const std::set<std::int64_t>& rank_lines, int hint) {
+  if (hint > 0) {
+    log.ranks = hint;
+    log.ranks_source = "given";
+  } else if (!rank_lines.empty()) {
+    log.ranks = static_cast<int>(rank_lines.size());
+    log.ranks_source = "the log's Rank lines";
+  } else if (auto k = ranks_from_bus_factor(log)) {
+    log.ranks = *k;
+    log.ranks_source = "busbw / algbw (the log has no Rank lines)";
+  } else if (log.threads * log.gpus_per_thread > 1) {
+    log.ranks = log.threads * log.gpus_per_thread;
+    log.ranks_source = "nThread x nGpus (one process)";
+  } else {
+    throw InputError(log.file,
+                     "cannot tell how many GPUs ran the test: no \"#  Rank\" lines, and neither "
+                     "busbw / algbw nor nThread x nGpus says; give the count (--ranks)");
+  }
+}
+
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+std::optional<CollectiveOp> nccl_tests_op(std::string_view name) {
+  if (name.ends_with("_perf")) name.remove_suffix(5);
+  if (name == "alltoall") return CollectiveOp::AllToAll;
+  if (name == "sendrecv") return CollectiveOp::SendRecv;
+  return collective_from_name(name);
+}
+
+std::optional<DType> nccl_tests_dtype(std::string_view name) {
+  // Timing depends on the element size only: unsigned and fp8 types borrow a
+  // collsim type of their size.
+  if (name == "uint32") return DType::I32;
+  if (name == "uint64") return DType::I64;
+  if (name == "f8e4m3" || name == "f8e5m2" || name == "fp8_e4m3" || name == "fp8_e5m2")
+    return DType::U8;
+  return dtype_from_name(name);
+}
+
+NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
+                                  std::optional<CollectiveOp> op_hint, int ranks_hint) {
+  NcclTestsLog log;
+  log.file = file;
+  log.digest = fnv1a(text);
+  std::optional<CollectiveOp> header_op;
+  std::set<std::int64_t> rank_lines;
+  Cursor at{file};
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++at.line;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find('\0') != std::string_view::npos) at.fail("a NUL byte: not a text log");
+    const auto w = split_words(line);
+    read_versions(w, log);
+    if (w.empty()) continue;
+    if (w[0].starts_with("#")) {
+      std::vector<std::string_view> h(w.begin() + 1, w.end());
+      if (w[0].size() > 1) h.insert(h.begin(), w[0].substr(1));  // "#Rank" as well as "# Rank"
+      if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines, at);
+      read_run_line(h, log, at);
+      if (line.find("Collective test starting:") != std::string_view::npos) {
+        const std::string_view name = h.back();
+        header_op = nccl_tests_op(name);
+        if (!header_op) at.fail(fmt::format("expected a collective test name, got \"{}\"", name));
+      }
+      continue;
+    }
+    if (!looks_like_row(w)) continue;
+    NcclTestsRow row = read_row(w, at);
+    if (!log.rows.empty() && row.bytes <= log.rows.back().bytes)
+      at.fail(
+          fmt::format("sizes must increase from row to row (one run per log): {} follows {} "
+                      "at line {}",
+                      row.bytes, log.rows.back().bytes, log.rows.back().line));
+    log.rows.push_back(std::move(row));
+  }
+  if (log.rows.empty())
+    throw InputError(file,
+                     "no result rows: expected nccl-tests lines of size, count, type, redop, "
+                     "root, time, algbw, busbw, #wrong (out of place, then in place)");
+  settle_op(log, header_op, op_hint, file);
+  settle_ranks(log, rank_lines, ranks_hint);
+  return log;
+}
+
+NcclTestsLog read_nccl_tests_log(const std::string& path, std::optional<CollectiveOp> op_hint,
+                                 int ranks_hint) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path))
+    throw InputError(path, "cannot read this nccl-tests log (no such file?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_nccl_tests_log(text.str(), path, op_hint, ranks_hint);
+}
+
+}  // namespace collsim

@@ -1,0 +1,68 @@
+#pragma once
+// nccl-tests output, read exactly as the tools print it: the `#` header (nThread,
+// nGpus, minBytes, maxBytes, one `#  Rank ...` line per GPU), then one row per size
+// (size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and,
+// except for some all-to-all builds, the same in place). Lines that are neither
+// (MPI warnings, NCCL INFO lines) are skipped; a row that starts like one but is not
+// is an error naming file:line.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/collective.h"
+
+namespace collsim {
+
+struct NcclTestsResult {
+  double time_us = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+  std::optional<std::int64_t> wrong;  // empty: printed "N/A" (run without checking)
+};
+
+struct NcclTestsRow {
+  int line = 0;  // 1-based, in the file
+  std::int64_t bytes = 0;
+  std::int64_t count = 0;
+  std::string type;   // as printed: "float", "half", "bfloat16", ...
+  std::string redop;  // "sum", ..., "none" for collectives that do not reduce
+  int root = -1;
+  NcclTestsResult out_of_place;
+  std::optional<NcclTestsResult> in_place;
+};
+
+struct NcclTestsLog {
+  std::string file;  // as given, for messages
+  CollectiveOp op = CollectiveOp::AllReduce;
+  std::string op_source;  // where the collective came from: header, option, file name
+  int threads = 0, gpus_per_thread = 0;  // the header's nThread and nGpus (0: absent)
+  std::int64_t min_bytes = 0, max_bytes = 0;
+  int ranks = 0;                   // GPUs that took part
+  std::string ranks_source;        // how `ranks` was found
+  std::string nccl_version;        // "2.26.2" when the log says; else empty
+  std::string tests_version;       // nccl-tests' own version when printed
+  std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
+  std::vector<NcclTestsRow> rows;  // in file order
+};
+
+// Parses `text` (the contents of `file`). The collective comes from the header's
+// "Collective test starting: X_perf", else `op_hint`, else the file name (callers
+// check it is the one they expected). `ranks_hint` > 0 overrides the GPU count
+// (logs of several processes without `#  Rank` lines do not print it). Throws
+// InputError("FILE:LINE", what was expected).
+NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
+                                  std::optional<CollectiveOp> op_hint = std::nullopt,
+                                  int ranks_hint = 0);
+NcclTestsLog read_nccl_tests_log(const std::string& path,
+                                 std::optional<CollectiveOp> op_hint = std::nullopt,
+                                 int ranks_hint = 0);
+
+// The collective a "X_perf" binary name (or a bare "alltoall", "all_reduce") stands for.
+std::optional<CollectiveOp> nccl_tests_op(std::string_view name);
+// The element type nccl-tests prints ("float", "half", "uint32", "f8e4m3"), as the
+// collsim type of the same size (only the size matters to timing).
+std::optional<DType> nccl_tests_dtype(std::string_view name);
+
+}  // namespace collsim
