@@ -58,7 +58,7 @@ TEST_CASE("each cost term adds to the ring's closed form exactly", "[cost]") {
         {"op_overhead_s", overhead},
         {"links", every_kind({{"efficiency", eff}, {"latency_s", latency}})}};
     const double expected =
-        base + launch + steps * (overhead + latency) + steps * chunk / beta * (1 / eff - 1);
+        base + launch + (steps - 1) * overhead + steps * latency + steps * chunk / beta * (1 / eff - 1);
     CHECK(ring_time(model, n, cost) == Approx(expected).margin(1e-11));
   }
 }

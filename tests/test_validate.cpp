@@ -1,6 +1,7 @@
 // Validation on this machine: schedules run for real over shared memory between
 // processes, checked against the replayer; faults cleaned up; α-β fitting.
 #include <dirent.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "helpers.h"
 #include "scenario/scenario.h"
+#include "schedule/builder.h"
 #include "simulate/run_scenario.h"
 #include "validate/calibrate.h"
 #include "validate/compare.h"
@@ -181,10 +183,12 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
             &status);
     CHECK(status == 0);
     CHECK_THAT(table, Catch::Contains("#wrong"));
-    // 4 ranks: said to share the cores when there are fewer.
-    const bool shared = sysconf(_SC_NPROCESSORS_ONLN) < 4;
-    CHECK((table.find("4 ranks share") != std::string::npos) == shared);
+    // 4 ranks: said to share the cores when there are fewer, in the table and the file.
+    const bool shared = allowed_cpus().size() < 4;
+    CHECK((table.find("ranks share cores") != std::string::npos) == shared);
     const auto measured = nlohmann::json::parse(std::ifstream(out / "measured.json"));
+    CHECK(measured["pinning"]["ranks_share_units"] == shared);
+    CHECK(measured["pinning"]["pinned"] == true);
     for (const auto& c : measured["collectives"]) CHECK(c["wrong"] == 0);
     // compare against the simulator
     const std::string cmp =
@@ -323,29 +327,38 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     fs::remove_all(out);
   }
 
-  SECTION("calibrate command: ping-pong sweep, fit, calibration JSON a scenario can use") {
+  SECTION("calibrate command: sweeps, fitted curves, a calibration file a scenario can use") {
     const fs::path out =
         fs::temp_directory_path() / ("collsim-calibrate-" + std::to_string(::getpid()));
     fs::remove_all(out);
     int status = -1;
-    const std::string table = run(std::string(COLLSIM_EXE) + " calibrate --sizes 1KiB..4MiB " +
-                                      "--iters 3 --warmup 1 --out " + (out / "cal.json").string(),
-                                  &status);
+    const std::string table =
+        run(std::string(COLLSIM_EXE) + " calibrate --sizes 1KiB..4MiB --step x4 --iters 3 " +
+                "--warmup 1 --reduce float32.sum --out " + (out / "cal.json").string(),
+            &status);
     CHECK(status == 0);
-    CHECK_THAT(table, Catch::Contains("# fit: alpha = "));
+    CHECK_THAT(table, Catch::Contains("# one_way") && Catch::Contains("# host_memory") &&
+                          Catch::Contains("# float32.sum") && Catch::Contains("op overhead"));
     const auto cal = nlohmann::json::parse(std::ifstream(out / "cal.json"));
-    CHECK(cal["backend"] == "shm");
-    CHECK(cal["ranks"] == 2);
-    CHECK(cal["samples"].size() == 7);         // 1 KiB to 4 MiB, x4
-    CHECK(cal["alpha_s"].get<double>() >= 0);  // held at 0 if noise would make it negative
+    CHECK(cal["provenance"]["backend"] == "shm");
+    CHECK(cal["provenance"]["ranks"] == 2);
+    CHECK(cal["provenance"]["pinned"] == true);
+    CHECK(cal["sweeps"]["one_way"]["samples"].size() == 7);  // 1 KiB to 4 MiB, x4
+    CHECK(cal["bandwidth_curve"].size() == 7);
+    CHECK(cal["reduce"].contains("float32.sum"));
+    CHECK(cal["op_overhead_s"].get<double>() > 0);
     CHECK(cal["bandwidth_Bps"].get<double>() > 1e8);
-    // Four ranks: two pairs at once. An odd count is refused.
-    CHECK_THAT(run(std::string(COLLSIM_EXE) +
-                       " calibrate --sizes 1KiB..1MiB --step x32 --iters 2 --ranks 4 " + "--out " +
-                       (out / "cal4.json").string(),
-                   &status),
-               Catch::Contains("2 pairs of ranks at once"));
+    // A scenario simulates with it.
+    const std::string cmp =
+        run(std::string(COLLSIM_EXE) + " run " + COLLSIM_SOURCE_DIR +
+                "/scenarios/validate-shm.json --format json >/dev/null && " + COLLSIM_EXE +
+                " validate " + COLLSIM_SOURCE_DIR + "/scenarios/validate-shm.json --iters 1 --out " +
+                (out / "m").string() + " && " + COLLSIM_EXE + " compare " + COLLSIM_SOURCE_DIR +
+                "/scenarios/validate-shm.json --measured " + (out / "m/measured.json").string() +
+                " --calibration " + (out / "cal.json").string(),
+            &status);
     CHECK(status == 0);
+    CHECK_THAT(cmp, Catch::Contains("mean absolute percentage error"));
     const std::string odd =
         run(std::string(COLLSIM_EXE) + " calibrate --ranks 3 --out " + (out / "cal3.json").string(),
             &status);
@@ -354,6 +367,42 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK_FALSE(fs::exists(out / "cal3.json"));
     CHECK(rank_processes() == 0);
     fs::remove_all(out);
+  }
+
+  SECTION("pinning: each rank reads back its own CPU; sharing is reported; --no-pin") {
+    const std::vector<int> allowed = allowed_cpus();
+    CollectiveShape shape;
+    shape.op = CollectiveOp::SendRecv;
+    shape.ranks = 2;
+    shape.count = 256;
+    auto b = ScheduleBuilder::uniform(shape, "pin", {256, 256});
+    b.copy({0, 0, 0}, {1, 1, 0}, 256);
+    const Schedule s = b.finish();
+    const Measurement pinned = run_for_real(s, options());
+    REQUIRE(pinned.affinity.size() == 2);
+    for (int r = 0; r < 2; ++r) {
+      INFO("rank " << r);
+      CHECK(pinned.affinity[r][0] == 1);  // bound to exactly one CPU ...
+      CHECK(pinned.affinity[r][1] == allowed[r % allowed.size()]);  // ... the r-th allowed
+    }
+    CHECK(pinned.pinning.pinned);
+    RunOptions loose = options();
+    loose.pin = false;
+    const Measurement free = run_for_real(s, loose);
+    for (int r = 0; r < 2; ++r) CHECK(free.affinity[r][0] == static_cast<int>(allowed.size()));
+    CHECK_THAT(free.pinning.note, Catch::Contains("not pinned"));
+    // Confined to one CPU, two ranks share it: both bound there, and the run says so.
+    cpu_set_t all, one;
+    REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+    CPU_ZERO(&one);
+    CPU_SET(allowed[0], &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    const Measurement shared = run_for_real(s, options());
+    sched_setaffinity(0, sizeof all, &all);
+    CHECK(shared.pinning.shared);
+    CHECK_THAT(shared.pinning.note, Catch::Contains("2 ranks on 1 CPU"));
+    for (int r = 0; r < 2; ++r) CHECK(shared.affinity[r] == std::array<int, 2>{1, allowed[0]});
+    CHECK(rank_processes() == 0);
   }
 
   SECTION("when the runner itself is killed, its ranks die with it and no segment stays") {

@@ -232,8 +232,10 @@ std::string self_executable() {
 }
 
 // What validate and calibrate share.
-RunOptions run_options(const std::string& backend, int iters, int warmup, double timeout) {
+RunOptions run_options(const std::string& backend, int iters, int warmup, double timeout,
+                       bool no_pin) {
   RunOptions opt;
+  opt.pin = !no_pin;
   opt.backend = *backend_from_name(backend);  // CLI11 checked the name
   opt.iterations = iters;
   opt.warmup = warmup;
@@ -250,13 +252,16 @@ struct ValidateArgs {
   std::string backend = "shm";
   int iters = 5, warmup = 1;
   double timeout = 60;
+  bool no_pin = false;
   std::string out_dir;
 };
 
 int validate_command(const ValidateArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
-  const MeasuredScenario m = measure_scenario(
-      make_plan(scenario), run_options(args.backend, args.iters, args.warmup, args.timeout));
+  const MeasuredScenario m =
+      measure_scenario(make_plan(scenario), run_options(args.backend, args.iters, args.warmup,
+                                                        args.timeout, args.no_pin));
+  std::cerr << "collsim: " << m.pinning.note << "\n";
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     out.open("measured.json") << measured_json(scenario, m).dump(2) << "\n";
@@ -271,36 +276,46 @@ int validate_command(const ValidateArgs& args) {
 
 struct CalibrateArgs {
   std::string backend = "shm";
-  std::string sizes = "8B..64MiB";
-  std::string step = "x4";
+  std::string sizes = "256B..64MiB";
+  std::string step = "x2";
+  std::string reduce = "float32.sum,float64.sum";
   int iters = 20, warmup = 3;
   int ranks = 2;
   double timeout = 60;
+  bool no_pin = false;
   std::string out = "calibration.json";
 };
 
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    if (comma > at) out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 int calibrate_command(const CalibrateArgs& args) {
-  const Calibration c = calibrate(parse_sizes(args.sizes, args.step), args.ranks,
-                                  run_options(args.backend, args.iters, args.warmup, args.timeout));
+  const CalibrateRequest request{parse_sizes(args.sizes, args.step), args.ranks,
+                                 split_list(args.reduce)};
+  const Calibration c = calibrate(request, run_options(args.backend, args.iters, args.warmup,
+                                                       args.timeout, args.no_pin));
   {
     OutputDir dir(std::filesystem::absolute(args.out).parent_path());
     dir.open(std::filesystem::path(args.out).filename().string())
         << calibration_json(c).dump(2) << "\n";
     dir.commit();
   }
-  std::cout << fmt::format(
-      "# {} on {}: ping-pong between {}, median of {} after {} warm-up\n", c.backend, c.device,
-      c.ranks == 2 ? std::string("2 ranks") : fmt::format("{} pairs of ranks at once", c.ranks / 2),
-      args.iters, args.warmup);
-  std::cout << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "bytes", "median us",
-                           "p10 us", "p90 us", "fit us", "residual");
-  for (const auto& s : c.samples)
-    std::cout << fmt::format("  {:>12} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.1f}%\n",
-                             s.bytes, s.median_s * 1e6, s.p10_s * 1e6, s.p90_s * 1e6, s.fit_s * 1e6,
-                             (s.median_s - s.fit_s) / s.median_s * 100);
-  std::cout << fmt::format(
-      "# fit: alpha = {:.3f} us, beta = {:.3f} GB/s, R^2 = {:.4f} (weighted by 1/t^2); wrote {}\n",
-      c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2, args.out);
+  std::cout << calibration_report(c) << "# wrote " << args.out << "\n";
+  if (c.pinning.shared || !c.pinning.pinned) std::cerr << "collsim: warning: " << c.pinning.note << "\n";
+  for (const auto& s : c.sweeps)
+    if (s.poor)
+      std::cerr << fmt::format(
+          "collsim: warning: the {} curve fits poorly (largest residual {:.1f}% at {} bytes, "
+          "iterations spread up to {:.0f}% p10-p90): the machine was busy (load average {:.2f}); "
+          "calibrate again when it is quiet, or with more --iters\n",
+          s.name, s.max_residual_pct, s.worst_bytes, s.max_spread_pct, c.load_after);
   return 0;
 }
 
@@ -345,7 +360,10 @@ namespace {
 
 // What validate and calibrate share: where to run and how often.
 void add_run_options(CLI::App* cmd, std::string& backend, int& iters, int& warmup,
-                     double& timeout) {
+                     double& timeout, bool& no_pin) {
+  cmd->add_flag("--no-pin", no_pin,
+                "Leave ranks where the scheduler puts them (default: rank r bound to the r-th "
+                "allowed CPU, as mpirun --bind-to core)");
   cmd->add_option("--backend", backend, "shm (processes over shared memory) or cuda-ipc")
       ->check(CLI::IsMember({"shm", "cuda-ipc"}))
       ->capture_default_str();
@@ -430,17 +448,20 @@ int main(int argc, char** argv) {
       "validate", "Run the scenario's collectives for real and check their results");
   validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
   add_run_options(validate, validate_args.backend, validate_args.iters, validate_args.warmup,
-                  validate_args.timeout);
+                  validate_args.timeout, validate_args.no_pin);
   validate->add_option("--out", validate_args.out_dir,
                        "Write measured.json and timeline.json here");
 
   CalibrateArgs calibrate_args;
   auto* calibrate =
       app.add_subcommand("calibrate",
-                         "Fit alpha and beta from a point-to-point sweep, or the cost model to "
+                         "Measure the cost model (bandwidth by size, concurrency, reductions, "
+                         "per-op overhead) and write a calibration file, or fit it to "
                          "nccl-tests logs (--nccl-tests)");
   add_run_options(calibrate, calibrate_args.backend, calibrate_args.iters, calibrate_args.warmup,
-                  calibrate_args.timeout);
+                  calibrate_args.timeout, calibrate_args.no_pin);
+  calibrate->add_option("--reduce", calibrate_args.reduce, "Reductions to sweep, \"dtype.op\" comma list")
+      ->capture_default_str();
   calibrate
       ->add_option("--ranks", calibrate_args.ranks,
                    "Ranks: pairs (r, r + ranks/2) ping-pong at once; 2 is point to point")

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <ctime>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "scenario/cost_json.h"
 #include "schedule/builder.h"
 #include "validate/measure.h"
 #include "validate/validation_error.h"
@@ -12,15 +15,21 @@
 namespace collsim {
 namespace {
 
-// Rank r sends n bytes to rank r + K/2, which sends them back: two messages, the
-// second waiting for the first, so each pays the wake-up and start-up cost α too.
-// With K > 2 the K/2 pairs run at once and share whatever they share (memory, links).
-Schedule ping_pong(std::int64_t bytes, int ranks) {
+CollectiveShape pair_shape(std::int64_t bytes, int ranks, DType dtype, ReduceOp op) {
   CollectiveShape shape;
   shape.op = CollectiveOp::SendRecv;
   shape.ranks = ranks;
-  shape.dtype = DType::F32;
-  shape.count = std::max<std::int64_t>(1, bytes / 4);
+  shape.dtype = dtype;
+  shape.reduce_op = op;
+  shape.count = std::max<std::int64_t>(1, bytes / element_size(dtype));
+  return shape;
+}
+
+// Rank r sends n bytes to rank r + K/2, which sends them back: the second copy waits
+// for the first, so the gap between them is the wake-up a dependent op pays.
+// With K > 2 the K/2 pairs run at once and share whatever they share (memory, links).
+Schedule ping_pong(std::int64_t bytes, int ranks) {
+  const CollectiveShape shape = pair_shape(bytes, ranks, DType::F32, ReduceOp::Sum);
   // Buffer 0 holds what is sent, buffer 1 what comes back (send_recv's layout).
   auto b = ScheduleBuilder::uniform(shape, "ping_pong", {shape.count, shape.count});
   const int half = ranks / 2;
@@ -30,9 +39,112 @@ Schedule ping_pong(std::int64_t bytes, int ranks) {
   return b.finish();
 }
 
+// Every rank copies to its peer at the same time, both directions of every pair.
+Schedule both_ways(std::int64_t bytes, int ranks) {
+  const CollectiveShape shape = pair_shape(bytes, ranks, DType::F32, ReduceOp::Sum);
+  auto b = ScheduleBuilder::uniform(shape, "both_ways", {shape.count, shape.count});
+  const int half = ranks / 2;
+  for (int r = 0; r < half; ++r) {
+    b.copy({r, 0, 0}, {r + half, 1, 0}, shape.count);
+    b.copy({r + half, 0, 0}, {r, 1, 0}, shape.count);
+  }
+  return b.finish();
+}
+
+// Rank r reduces its peer's buffer into its own (run by r, reading the peer's memory);
+// `both`: the peer does the same at once, as a ring's reduce-scatter step has them.
+Schedule reduce_from_peer(std::int64_t bytes, int ranks, DType dtype, ReduceOp op, bool both) {
+  const CollectiveShape shape = pair_shape(bytes, ranks, dtype, op);
+  auto b = ScheduleBuilder::uniform(shape, "reduce_from_peer", {shape.count, shape.count});
+  const int half = ranks / 2;
+  for (int r = 0; r < half; ++r) {
+    b.reduce({r + half, 0, 0}, {r, 1, 0}, shape.count);
+    if (both) b.reduce({r, 0, 0}, {r + half, 1, 0}, shape.count);
+  }
+  return b.finish();
+}
+
 double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+// The durations of ops [0, count) (all when count is 0) in every measured iteration, pooled.
+CalibrationSample op_durations(const Schedule& s, const Measurement& m, std::size_t count = 0) {
+  std::vector<double> d;
+  for (const auto& ops : m.iteration_ops)
+    for (std::size_t i = 0; i < ops.size() && (count == 0 || i < count); ++i)
+      d.push_back(to_seconds(ops[i].end - ops[i].start));
+  return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
+}
+
+// In a ping-pong: from each first copy's end to the dependent copy's start.
+std::vector<double> wake_gaps(const Measurement& m, int ranks) {
+  std::vector<double> gaps;
+  const int half = ranks / 2;
+  for (const auto& ops : m.iteration_ops)
+    for (int r = 0; r < half; ++r)
+      gaps.push_back(std::max(0.0, to_seconds(ops[half + r].start - ops[r].end)));
+  return gaps;
+}
+
+double load_average() {
+  double load = 0;
+  std::ifstream("/proc/loadavg") >> load;
+  return load;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  return date;
+}
+
+// "float32.sum" -> its dtype and op; throws naming the option on anything else.
+std::pair<DType, ReduceOp> parse_reduction(const std::string& key) {
+  const auto dot = key.find('.');
+  const auto t = dot == std::string::npos ? std::nullopt : dtype_from_name(key.substr(0, dot));
+  const auto op = dot == std::string::npos ? std::nullopt : reduce_op_from_name(key.substr(dot + 1));
+  if (!t || !op)
+    throw ValidationError(fmt::format(
+        "--reduce: \"{}\" is not a reduction like float32.sum (a dtype, a dot, an op)", key));
+  return {*t, *op};
+}
+
+// The host's memory as seen by `ranks` ops at once: their bytes over the time they
+// took, never below one op alone (a lone transfer is not slowed by it).
+Sweep memory_sweep(const std::string& name, const Sweep& concurrent, const Sweep& one_way,
+                   int ranks) {
+  Sweep m{name, {}, {}, 0, 0, 0, false};
+  for (std::size_t i = 0; i < concurrent.samples.size(); ++i) {
+    CalibrationSample s = concurrent.samples[i];
+    const double alone = one_way.curve.empty() ? s.median_s
+                                               : static_cast<double>(s.bytes) /
+                                                     one_way.curve.at(s.bytes);
+    s.median_s = std::min(s.median_s / ranks, alone);
+    s.p10_s = std::min(s.p10_s / ranks, alone);
+    s.p90_s = std::min(s.p90_s / ranks, alone);
+    m.samples.push_back(s);
+  }
+  fit_curve(m);
+  return m;
+}
+
+// How far a rate may lie from a side's prediction and still agree with it.
+constexpr double kOutlier = 0.25;
+
+// The rate at i extrapolated from its two neighbours on one side (dir -1: left, +1:
+// right) as a power law, a line in log-log (a rate proportional to the size, as small
+// copies have, is followed exactly); one neighbour: its rate.
+double side_prediction(const std::vector<double>& x, const std::vector<double>& rate,
+                       std::size_t i, int dir) {
+  const std::size_t a = i + dir;  // the near neighbour, always present here
+  if ((dir < 0 && a == 0) || (dir > 0 && a + 1 == rate.size())) return rate[a];
+  const std::size_t b = a + dir;
+  const double slope = (std::log(rate[a]) - std::log(rate[b])) / (x[a] - x[b]);
+  return rate[a] * std::exp(slope * (x[i] - x[a]));
 }
 
 }  // namespace
@@ -67,47 +179,205 @@ void fit_alpha_beta(Calibration& c) {
   c.r2 = tot > 0 ? 1 - res / tot : 1;
 }
 
-Calibration calibrate(const std::vector<std::int64_t>& sizes, int ranks,
-                      const RunOptions& options) {
+void fit_curve(Sweep& s, double tolerance_pct) {
+  std::sort(s.samples.begin(), s.samples.end(),
+            [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  std::vector<double> rate;
+  for (const auto& p : s.samples) rate.push_back(static_cast<double>(p.bytes) / p.median_s);
+  // A size beyond both neighbours' rates that neither side's trend explains (a rank
+  // descheduled in most of its iterations) takes the mean of what the two sides
+  // predict, held between the neighbours. Anything between its neighbours is kept, and
+  // one side agreeing is enough: a cache cliff agrees with the side beyond it.
+  std::vector<double> x;
+  for (const auto& p : s.samples) x.push_back(std::log(static_cast<double>(p.bytes)));
+  std::vector<std::pair<std::int64_t, double>> knots;
+  for (std::size_t i = 0; i < rate.size(); ++i) {
+    double v = rate[i];
+    if (i > 0 && i + 1 < rate.size()) {
+      const double lo = std::min(rate[i - 1], rate[i + 1]), hi = std::max(rate[i - 1], rate[i + 1]);
+      const double left = side_prediction(x, rate, i, -1), right = side_prediction(x, rate, i, +1);
+      const auto agrees = [&](double p) { return std::fabs(v - p) <= kOutlier * p; };
+      const bool beyond = v > hi * (1 + kOutlier) || v < lo * (1 - kOutlier);
+      if (beyond && !agrees(left) && !agrees(right)) v = std::clamp((left + right) / 2, lo, hi);
+    }
+    if (!knots.empty() && knots.back().first == s.samples[i].bytes) continue;
+    knots.emplace_back(s.samples[i].bytes, v);
+  }
+  s.curve = SizeCurve(std::move(knots));
+  double sum = 0, spread = 0;
+  s.max_residual_pct = 0;
+  for (auto& p : s.samples) {
+    p.fit_s = static_cast<double>(p.bytes) / s.curve.at(p.bytes);
+    const double r = std::fabs(p.median_s - p.fit_s) / p.median_s * 100;
+    sum += r * r;
+    spread = std::max(spread, (p.p90_s - p.p10_s) / p.median_s * 100);
+    if (r >= s.max_residual_pct) {
+      s.max_residual_pct = r;
+      s.worst_bytes = p.bytes;
+    }
+  }
+  s.rms_residual_pct = s.samples.empty() ? 0 : std::sqrt(sum / static_cast<double>(s.samples.size()));
+  // Noise shows either as sizes off the curve or as iterations far apart.
+  s.max_spread_pct = spread;
+  s.poor = s.max_residual_pct > tolerance_pct || spread > 4 * tolerance_pct;
+}
+
+Calibration calibrate(const CalibrateRequest& request, const RunOptions& options) {
+  const int ranks = request.ranks;
   if (ranks < 2 || ranks % 2)
     throw ValidationError(fmt::format("--ranks must be even and at least 2, not {}", ranks));
+  if (request.sizes.size() < 2)
+    throw ValidationError("--sizes: calibrate needs at least two sizes to fit curves");
   Calibration c;
   c.backend = name_of(options.backend);
   c.device = backend_device(options.backend);
   c.ranks = ranks;
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  c.date = date;
-  for (std::int64_t bytes : sizes) {
-    const Measurement m = run_for_real(ping_pong(bytes, ranks), options);
-    std::vector<double> one_way;
-    for (double t : m.iteration_s) one_way.push_back(t / 2);
-    c.samples.push_back({std::max<std::int64_t>(4, bytes / 4 * 4), m.median_s / 2,
-                         percentile(one_way, 0.1), percentile(one_way, 0.9)});
+  c.date = today();
+  c.iterations = options.iterations;
+  c.warmup = options.warmup;
+  c.load_before = load_average();
+  const auto reductions = [&] {
+    std::vector<std::pair<DType, ReduceOp>> out;
+    for (const auto& key : request.reductions) out.push_back(parse_reduction(key));
+    return out;
+  }();
+
+  Sweep one_way{"one_way", {}, {}, 0, 0, 0, false}, concurrent{"concurrent", {}, {}, 0, 0, 0, false};
+  std::vector<double> gaps;
+  for (std::int64_t bytes : request.sizes) {
+    const Schedule pp = ping_pong(bytes, ranks);
+    const Measurement m = run_for_real(pp, options);
+    c.pinning = m.pinning;
+    // Only the first copy of each pair: it reads the sender's own buffer, as the copies
+    // of a collective do; the return copy reads what the peer's cache holds, slower.
+    one_way.samples.push_back(op_durations(pp, m, static_cast<std::size_t>(ranks / 2)));
+    // The wake-up is read where copies are short, so a busy core shows less in it.
+    if (bytes <= 4096 || gaps.empty()) {
+      const auto g = wake_gaps(m, ranks);
+      gaps.insert(gaps.end(), g.begin(), g.end());
+    }
+    const Schedule bw = both_ways(bytes, ranks);
+    concurrent.samples.push_back(op_durations(bw, run_for_real(bw, options)));
   }
+  fit_curve(one_way);
+  fit_curve(concurrent);
+  c.sweeps = {one_way, concurrent, memory_sweep("host_memory", concurrent, one_way, ranks)};
+  for (std::size_t i = 0; i < reductions.size(); ++i) {
+    const std::string& key = request.reductions[i];
+    Sweep alone{key, {}, {}, 0, 0, 0, false}, both{"concurrent " + key, {}, {}, 0, 0, 0, false};
+    for (std::int64_t bytes : request.sizes) {
+      const auto [dtype, op] = reductions[i];
+      const Schedule one = reduce_from_peer(bytes, ranks, dtype, op, false);
+      alone.samples.push_back(op_durations(one, run_for_real(one, options)));
+      const Schedule two = reduce_from_peer(bytes, ranks, dtype, op, true);
+      both.samples.push_back(op_durations(two, run_for_real(two, options)));
+    }
+    fit_curve(alone);
+    fit_curve(both);
+    Sweep memory = memory_sweep("host_memory " + key, both, alone, ranks);
+    c.sweeps.insert(c.sweeps.end(), {std::move(alone), std::move(both), std::move(memory)});
+  }
+  c.load_after = load_average();
+
+  c.model.op_overhead = from_seconds(percentile(gaps, 0.5));
+  c.overhead_p10_s = percentile(gaps, 0.1);
+  c.overhead_p90_s = percentile(gaps, 0.9);
+  for (auto& k : c.model.links) k.bandwidth = c.sweeps[0].curve;
+  c.model.local_copy = c.sweeps[0].curve;  // a copy inside a rank is the same memcpy
+  c.model.host_memory = c.sweeps[2].curve;
+  for (std::size_t i = 3; i + 2 < c.sweeps.size(); i += 3) {
+    c.model.reduce.push_back({c.sweeps[i].name, c.sweeps[i].curve});
+    c.model.reduce_memory.push_back({c.sweeps[i].name, c.sweeps[i + 2].curve});
+  }
+  // The classic line, for comparison: one message = the wake-up plus the copy.
+  for (const auto& s : c.sweeps[0].samples)
+    c.samples.push_back({s.bytes, s.median_s + to_seconds(c.model.op_overhead), s.p10_s, s.p90_s});
   fit_alpha_beta(c);
-  if (c.bandwidth_Bps <= 0)
-    throw ValidationError(fmt::format(
-        "the measured times do not grow with the message size ({} to {} bytes), so no bandwidth "
-        "can be fitted: measure a wider --sizes range, or more --iters on a quieter machine",
-        sizes.front(), sizes.back()));
   return c;
 }
 
+namespace {
+
+nlohmann::json samples_json(const std::vector<CalibrationSample>& samples) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : samples)
+    out.push_back({{"bytes", s.bytes},
+                   {"median_s", s.median_s},
+                   {"p10_s", s.p10_s},
+                   {"p90_s", s.p90_s},
+                   {"fit_s", s.fit_s},
+                   {"residual_pct", (s.median_s - s.fit_s) / s.median_s * 100}});
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json calibration_json(const Calibration& c) {
-  nlohmann::json samples = nlohmann::json::array();
-  for (const auto& s : c.samples)
-    samples.push_back({{"bytes", s.bytes},
-                       {"median_s", s.median_s},
-                       {"p10_s", s.p10_s},
-                       {"p90_s", s.p90_s},
-                       {"fit_s", s.fit_s},
-                       {"residual_pct", (s.median_s - s.fit_s) / s.median_s * 100}});
-  return {{"alpha_s", c.alpha_s}, {"bandwidth_Bps", c.bandwidth_Bps},
-          {"r2", c.r2},           {"samples", samples},
-          {"backend", c.backend}, {"device", c.device},
-          {"ranks", c.ranks},     {"date", c.date}};
+  // Link curves go once, as the top-level curve every link kind reads.
+  CostModel model = c.model;
+  for (auto& k : model.links) k.bandwidth = SizeCurve();
+  nlohmann::json out = cost_model_json(model);
+  const SizeCurve& curve = c.model.links[0].bandwidth;
+  double top = c.bandwidth_Bps;
+  if (!curve.empty()) {
+    out["bandwidth_curve"] = size_curve_json(curve);
+    top = *std::max_element(curve.values().begin(), curve.values().end());
+  }
+  // α is in the overhead and the curve now; the links' nominal rate is the curve's top.
+  out["alpha_s"] = 0.0;
+  out["bandwidth_Bps"] = top;
+  nlohmann::json sweeps = nlohmann::json::object();
+  for (const auto& s : c.sweeps)
+    sweeps[s.name] = {{"samples", samples_json(s.samples)},
+                      {"rms_residual_pct", s.rms_residual_pct},
+                      {"max_residual_pct", s.max_residual_pct},
+                      {"max_spread_pct", s.max_spread_pct},
+                      {"poor_fit", s.poor}};
+  out["provenance"] = {{"backend", c.backend},
+                       {"device", c.device},
+                       {"date", c.date},
+                       {"ranks", c.ranks},
+                       {"pinned", c.pinning.pinned},
+                       {"pinning", c.pinning.note},
+                       {"ranks_share_units", c.pinning.shared},
+                       {"iterations", c.iterations},
+                       {"warmup", c.warmup},
+                       {"load_average", {c.load_before, c.load_after}},
+                       {"samples", c.sweeps.empty() ? 0 : c.sweeps[0].samples.size()}};
+  out["overhead"] = {{"median_s", to_seconds(c.model.op_overhead)},
+                     {"p10_s", c.overhead_p10_s},
+                     {"p90_s", c.overhead_p90_s}};
+  out["alpha_beta"] = {{"alpha_s", c.alpha_s}, {"bandwidth_Bps", c.bandwidth_Bps}, {"r2", c.r2}};
+  out["sweeps"] = sweeps;
+  // Where earlier readers looked: the provenance at the top level too.
+  for (const char* k : {"backend", "device", "date", "ranks"}) out[k] = out["provenance"][k];
+  return out;
+}
+
+std::string calibration_report(const Calibration& c) {
+  std::string out = fmt::format(
+      "# {} on {}; {}; median of {} iterations after {} warm-up; load average {:.2f} -> {:.2f}\n",
+      c.backend, c.device, c.pinning.note, c.iterations, c.warmup, c.load_before, c.load_after);
+  out += "# rates in GB/s (1 GB = 1e9 bytes); residual = (measured - fitted) / measured time\n";
+  for (const auto& s : c.sweeps) {
+    out += fmt::format("# {}\n# {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", s.name, "bytes",
+                       "median us", "p10 us", "p90 us", "GB/s", "fit GB/s", "residual");
+    for (const auto& p : s.samples)
+      out += fmt::format("  {:>10} {:>10.3f} {:>10.3f} {:>10.3f} {:>9.2f} {:>9.2f} {:>8.1f}%\n",
+                         p.bytes, p.median_s * 1e6, p.p10_s * 1e6, p.p90_s * 1e6,
+                         static_cast<double>(p.bytes) / p.median_s / 1e9,
+                         static_cast<double>(p.bytes) / p.fit_s / 1e9,
+                         (p.median_s - p.fit_s) / p.median_s * 100);
+    out += fmt::format(
+        "# {}: rms residual {:.1f}%, largest {:.1f}% at {} bytes; widest p10-p90 spread {:.0f}%\n",
+        s.name, s.rms_residual_pct, s.max_residual_pct, s.worst_bytes, s.max_spread_pct);
+  }
+  out += fmt::format("# op overhead (wake-up after a dependency): {:.3f} us (p10 {:.3f}, p90 {:.3f})\n",
+                     to_seconds(c.model.op_overhead) * 1e6, c.overhead_p10_s * 1e6,
+                     c.overhead_p90_s * 1e6);
+  out += fmt::format("# alpha-beta line for comparison: alpha {:.3f} us, beta {:.2f} GB/s, R^2 {:.4f}\n",
+                     c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2);
+  return out;
 }
 
 }  // namespace collsim

@@ -1,38 +1,87 @@
 #pragma once
-// α-β calibration: a point-to-point ping-pong between two ranks over a range of
-// sizes, and a least-squares fit of time = α + n/β in relative error (so small
-// messages, where α lives, count as much as large ones).
+// Calibration: what the cost model (sim/network/cost_model.h) needs, measured on this
+// machine with the runner, and written as a calibration file a scenario can load.
+//
+// Four sweeps over transfer sizes, each op timed inside the rank that runs it:
+//   one_way     a ping-pong: the first copy's duration gives the bandwidth curve, and the
+//               gap between one rank's copy ending and the other's starting (it waited
+//               on it) gives the per-op overhead, the wake-up;
+//   concurrent  every rank copies to its peer at once: the host's memory as a capacity
+//               those copies share (host_memory; it binds once data leaves the caches);
+//   reduce      one rank reduces its peer's buffer into its own, per "dtype.op": the
+//               fused read-reduce-write loop's rate; then both ranks at once: the host
+//               memory as reductions share it (reduce_memory; they read twice what a
+//               copy reads).
+// Each curve keeps the measured rate at every size, except a size more than 25% off
+// what both sides' trends predict (noise), which takes their mean; printed with its
+// residuals.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
+#include "network/cost_model.h"
 #include "validate/runner.h"
 
 namespace collsim {
 
 struct CalibrationSample {
   std::int64_t bytes;
-  double median_s;  // one message: half a round trip
+  double median_s;  // one op's duration (one message)
   double p10_s, p90_s;
-  double fit_s = 0;
+  double fit_s = 0;  // the fitted curve's time for these bytes
+};
+
+// One sweep over sizes, and the curve fitted to it (rates in B/s).
+struct Sweep {
+  std::string name;  // "one_way", "concurrent", "float32.sum"
+  std::vector<CalibrationSample> samples;
+  SizeCurve curve;
+  double rms_residual_pct = 0, max_residual_pct = 0;
+  std::int64_t worst_bytes = 0;  // where the largest residual is
+  double max_spread_pct = 0;     // widest (p90 - p10) / median over its sizes
+  bool poor = false;             // residuals or spread too large to trust
 };
 
 struct Calibration {
+  // The classic α-β line through the one-way sweep, kept as provenance.
   double alpha_s = 0;
   double bandwidth_Bps = 0;
   double r2 = 0;  // weighted by 1/t^2, as the fit is
-  std::vector<CalibrationSample> samples;
+  std::vector<CalibrationSample> samples;  // the α-β fit's input (and fit_s)
+
+  CostModel model;  // what the simulator uses
+  double overhead_p10_s = 0, overhead_p90_s = 0;
+  // one_way, concurrent, host_memory, then per reduction: alone, concurrent, its memory
+  std::vector<Sweep> sweeps;
+
   std::string backend, device, date;
   int ranks = 2;
+  int iterations = 0, warmup = 0;
+  Pinning pinning;
+  double load_before = 0, load_after = 0;  // 1-minute load average around the run
 };
 
 // Fits α and β to (bytes, seconds) samples, minimising the sum of squared relative errors.
 void fit_alpha_beta(Calibration& c);
 
-// Ping-pong over the options' backend between `ranks` / 2 pairs at once (rank r with
-// r + ranks / 2): 2 is the plain point-to-point figure, more measures under load.
-Calibration calibrate(const std::vector<std::int64_t>& sizes, int ranks, const RunOptions& options);
+// Fits a size -> rate curve to a sweep's samples (outlying sizes replaced, see above)
+// and fills in its residuals; `poor` when they or the samples' spread pass `tolerance_pct`.
+void fit_curve(Sweep& s, double tolerance_pct = 10);
+
+// What calibrate measures: ranks / 2 pairs (rank r with r + ranks / 2) at once.
+struct CalibrateRequest {
+  std::vector<std::int64_t> sizes;
+  int ranks = 2;
+  std::vector<std::string> reductions = {"float32.sum"};  // "dtype.op"
+};
+
+Calibration calibrate(const CalibrateRequest& request, const RunOptions& options);
+
+// The file: the cost model's keys (cost_json), "alpha_s" 0 and "bandwidth_Bps" the
+// curve's top (the nominal rate the curve stretches), and provenance.
 nlohmann::json calibration_json(const Calibration& c);
+// Each sweep with its fitted curve and residuals, the overhead, and warnings.
+std::string calibration_report(const Calibration& c);
 
 }  // namespace collsim

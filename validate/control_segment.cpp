@@ -34,6 +34,22 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) {
           0);
 }
 
+void sleep_on(const Segment& seg, std::atomic<std::uint32_t>& word, std::uint32_t seen,
+              long timeout_ns) {
+  // Sequentially consistent on both sides (here: count, then re-read the word; in wake:
+  // change the word, then read the count): one of the two sees the other's write, so a
+  // waker never skips a sleeper that missed its change.
+  auto& sleepers = seg.header().sleepers;
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (word.load(std::memory_order_seq_cst) == seen) futex_wait(word, seen, timeout_ns);
+  sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void wake(const Segment& seg, std::atomic<std::uint32_t>& word) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (seg.header().sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(word);
+}
+
 bool wait_for(const Segment& seg, std::atomic<std::uint32_t>& word, std::uint32_t target) {
   // Spin briefly before sleeping in the kernel, as communication libraries do: waking a
   // sleeping rank cost 5-7 us here, and small-message times flipped between that and
@@ -46,14 +62,14 @@ bool wait_for(const Segment& seg, std::atomic<std::uint32_t>& word, std::uint32_
   }
   for (std::uint32_t v; (v = word.load(std::memory_order_acquire)) < target;) {
     if (seg.header().abort.load()) return false;
-    futex_wait(word, v, 50'000'000);
+    sleep_on(seg, word, v, 50'000'000);
   }
   return true;
 }
 
-void arrive(std::atomic<std::uint32_t>& word) {
-  word.fetch_add(1, std::memory_order_acq_rel);
-  futex_wake_all(word);
+void arrive(const Segment&, std::atomic<std::uint32_t>& word) {
+  word.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(word);  // barriers between phases: the runner sleeps on them uncounted
 }
 
 }  // namespace collsim

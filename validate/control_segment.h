@@ -21,7 +21,7 @@ constexpr std::size_t kErrorBytes = 256;
 // Where each array sits in the segment (byte offsets from its start).
 struct SegmentLayout {
   std::uint64_t off_ops, off_dep_begin, off_deps, off_done, off_times, off_current, off_buffer_at,
-      off_errors, off_rank_handles, off_op_handles, off_data, size;
+      off_errors, off_rank_handles, off_op_handles, off_affinity, off_data, size;
 };
 
 // The run goes through phases 1..iterations (run the schedule once each), then
@@ -41,9 +41,15 @@ struct SegmentHeader {
   SegmentLayout layout;
   std::atomic<std::uint32_t> ready;   // ranks whose transport is set up and handles published
   std::atomic<std::uint32_t> loaded;  // ranks x iterations whose inputs are in place
+  std::atomic<std::uint32_t> go;      // the iteration whose start time is set
+  std::atomic<std::int64_t> start_ns;  // when every rank starts it (CLOCK_MONOTONIC)
   std::atomic<std::uint32_t> phase;
   std::atomic<std::uint32_t> finished;  // ranks done with the current phase
   std::atomic<std::uint32_t> abort;
+  // Ranks inside (or about to enter) a futex wait for an op or a start: a rank finishing
+  // an op skips the wake-up system call when none is, which would otherwise delay its
+  // next op by about half a microsecond. (The runner sleeps only on phase barriers.)
+  std::atomic<std::uint32_t> sleepers;
 
   std::uint32_t collect_phase() const { return iterations + 1; }
   std::uint32_t exit_phase() const { return iterations + 2; }
@@ -82,6 +88,11 @@ struct Segment {
   char* op_handle(OpId id) const {
     return at<char>(layout().off_op_handles) + static_cast<std::size_t>(id) * kHandleBytes;
   }
+  // What each rank's process reads back of its own CPU affinity: {CPUs allowed, the
+  // lowest of them}, written by the rank itself so that a test sees what the kernel holds.
+  std::int32_t* affinity(int rank) const {
+    return at<std::int32_t>(layout().off_affinity) + 2 * rank;
+  }
   std::uint64_t* buffer_at() const { return at<std::uint64_t>(layout().off_buffer_at); }
   // Offset of a rank's buffer within the data area.
   std::uint64_t buffer_offset(int rank, int b) const {
@@ -105,9 +116,14 @@ std::int64_t monotonic_ns();
 // Shared (not process-private) futexes: the waiters live in other processes.
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, long timeout_ns);
 void futex_wake_all(std::atomic<std::uint32_t>& word);
+// Sleeps while `word` still holds `seen` (or timeout_ns passes), counted in sleepers.
+void sleep_on(const Segment& seg, std::atomic<std::uint32_t>& word, std::uint32_t seen,
+              long timeout_ns);
+// Wakes the waiters on `word` after a change, if anyone sleeps at all.
+void wake(const Segment& seg, std::atomic<std::uint32_t>& word);
 // Waits for `word` to reach `target`; false if the runner called the run off.
 bool wait_for(const Segment& seg, std::atomic<std::uint32_t>& word, std::uint32_t target);
 // Adds one to `word` and wakes its waiters.
-void arrive(std::atomic<std::uint32_t>& word);
+void arrive(const Segment& seg, std::atomic<std::uint32_t>& word);
 
 }  // namespace collsim

@@ -31,6 +31,7 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   for (auto& c : plan.collectives) {
     MeasuredCollective mc{std::move(c.spec), std::move(c.schedule), c.digest, {}};
     mc.m = run_for_real(mc.schedule, options);
+    if (mc.m.pinning.cpus.size() >= out.pinning.cpus.size()) out.pinning = mc.m.pinning;
     out.collectives.push_back(std::move(mc));
   }
   return out;
@@ -39,12 +40,8 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
 std::string measured_table(const MeasuredScenario& m) {
   std::string out = fmt::format("# measured on {} ({}), median of {} iterations after {} warm-up\n",
                                 m.backend, m.device, m.iterations, m.warmup);
-  int most = 0;
-  for (const auto& c : m.collectives) most = std::max(most, c.spec.shape.ranks);
-  if (most > m.units.count)
-    out += fmt::format(
-        "# {} ranks share {} {}{}: they take turns, so times include waiting for a turn\n", most,
-        m.units.count, m.units.name, m.units.count == 1 ? "" : "s");
+  out += "# " + m.pinning.note + "\n";
+  if (m.pinning.shared) out += "# ranks share cores or GPUs: times include waiting for a turn\n";
   out +=
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); #wrong: elements differing "
       "from the replayer\n";
@@ -93,8 +90,13 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
          {"ops", ops}});
     at += t;
   }
-  return {{"scenario", s.name},         {"backend", m.backend}, {"device", m.device},
-          {"iterations", m.iterations}, {"warmup", m.warmup},   {"collectives", cols}};
+  const nlohmann::json pinning = {{"pinned", m.pinning.pinned},
+                                  {"cpus", m.pinning.cpus},
+                                  {"ranks_share_units", m.pinning.shared},
+                                  {"note", m.pinning.note}};
+  return {{"scenario", s.name},   {"backend", m.backend},       {"device", m.device},
+          {"pinning", pinning},   {"iterations", m.iterations}, {"warmup", m.warmup},
+          {"collectives", cols}};
 }
 
 void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m) {

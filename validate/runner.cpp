@@ -1,6 +1,7 @@
 #include "validate/runner.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -58,6 +60,7 @@ SegmentLayout plan_layout(const Schedule& s, Backend backend, std::uint32_t iter
   l.off_rank_handles = take(K * kHandleBytes);
   // An event handle per op only where ranks exchange them (cuda-ipc).
   l.off_op_handles = take(backend == Backend::CudaIpc ? n * kHandleBytes : 0);
+  l.off_affinity = take(K * 2 * sizeof(std::int32_t));
   std::uint64_t data = 0;
   for (std::int64_t count : s.buffer_counts) {
     buffer_at.push_back(data);
@@ -110,7 +113,8 @@ class Run {
     return seg_;
   }
 
-  void spawn(const std::string& exe, int ranks) {
+  // cpus[r] >= 0: rank r is bound to that CPU before it runs anything (kept across exec).
+  void spawn(const std::string& exe, int ranks, const std::vector<int>& cpus) {
     const pid_t parent = getpid();
     for (int r = 0; r < ranks; ++r) {
       const pid_t pid = fork();
@@ -119,6 +123,7 @@ class Run {
         // If the runner dies without cleaning up (SIGKILL), its ranks die with it.
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(1);
+        if (cpus[r] >= 0) pin_to(r, cpus[r]);
         const std::string rank = std::to_string(r), fd = "fd:" + std::to_string(fd_);
         execl(exe.c_str(), exe.c_str(), "__rank", fd.c_str(), rank.c_str(),
               static_cast<char*>(nullptr));
@@ -204,6 +209,17 @@ class Run {
     return out.empty() ? "no rank inside an op" : out;
   }
 
+  // In the child, before exec: a failure is the rank's error, reported by the runner.
+  void pin_to(int rank, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) == 0) return;
+    std::snprintf(seg_.error(rank), kErrorBytes, "cannot bind to CPU %d: %s (try --no-pin)", cpu,
+                  std::strerror(errno));
+    _exit(1);
+  }
+
   int fd_ = -1;
   Segment seg_;
   std::vector<pid_t> pids_;
@@ -262,6 +278,9 @@ void collect_times(const Schedule& s, const Segment& seg, const RunOptions& opti
     }
     const double len = n ? static_cast<double>(last - first) / 1e9 : 0;
     m.iteration_s.push_back(len);
+    auto& ops = m.iteration_ops.emplace_back();
+    for (std::size_t op = 0; op < n; ++op)
+      ops.push_back({(t[2 * op] - first) * 1000, (t[2 * op + 1] - first) * 1000});
     by_length.emplace_back(len, it);
   }
   std::sort(by_length.begin(), by_length.end());
@@ -298,14 +317,36 @@ std::vector<OpId> ops_run_by(const Segment& seg, int rank) {
   return mine;
 }
 
+// A barrier that releases every rank at the same instant: the last to arrive sets a
+// start time a little ahead, and all spin on the clock until it. Released by the
+// barrier alone, the ranks that waited would start a wake-up (~0.5 us) after the last
+// one, a skew the simulator, whose ranks all start at zero, has no term for.
+bool start_together(const Segment& seg, std::uint32_t it) {
+  SegmentHeader& h = seg.header();
+  constexpr std::int64_t kLeadNs = 2000;  // enough for a spinning rank to see the time
+  if (h.loaded.fetch_add(1, std::memory_order_seq_cst) + 1 == it * h.ranks) {
+    h.start_ns.store(monotonic_ns() + kLeadNs, std::memory_order_seq_cst);
+    h.go.store(it, std::memory_order_seq_cst);
+    wake(seg, h.go);
+  } else if (!wait_for(seg, h.go, it)) {
+    return false;
+  }
+  const std::int64_t start = h.start_ns.load(std::memory_order_seq_cst);
+  while (monotonic_ns() < start) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return true;
+}
+
 // One iteration of the schedule on this rank. False if the runner called the run off.
 bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpId>& mine, int rank,
                    std::uint32_t it) {
   SegmentHeader& h = seg.header();
   device.load_inputs();
   // Nobody may write into or read from a peer's buffers before that peer's inputs are in.
-  arrive(h.loaded);
-  if (!wait_for(seg, h.loaded, it * h.ranks)) return false;
+  if (!start_together(seg, it)) return false;
   std::int64_t* times = seg.iteration_times(it - 1);
   for (OpId id : mine) {
     seg.current()[rank] = static_cast<std::int32_t>(id);
@@ -314,28 +355,51 @@ bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpI
     for (std::uint32_t d = seg.dep_begin()[id]; d < seg.dep_begin()[id + 1]; ++d)
       if (!wait_for(seg, seg.done()[seg.deps()[d]], it)) return false;
     device.run(id, times);
-    seg.done()[id].store(it, std::memory_order_release);
-    futex_wake_all(seg.done()[id]);
+    seg.done()[id].store(it, std::memory_order_seq_cst);
+    wake(seg, seg.done()[id]);
   }
   device.end_iteration(times);
   seg.current()[rank] = -1;
   return true;
 }
 
+// What the kernel holds for this process: how many CPUs it may use, and the lowest.
+void record_affinity(const Segment& seg, int rank) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::int32_t* out = seg.affinity(rank);
+  out[0] = out[1] = -1;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  out[0] = CPU_COUNT(&set);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) {
+      out[1] = c;
+      break;
+    }
+}
+
+// The last rank to finish a phase wakes the runner; earlier ones do not, or the runner
+// would take a core from a rank still running its ops (a broadcast's root copied at
+// a third of its speed while the idle rank's wake-up let the runner run).
+void finish_phase(SegmentHeader& h) {
+  if (h.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == h.ranks) futex_wake_all(h.finished);
+}
+
 int rank_loop(const Segment& seg, int rank) {
   SegmentHeader& h = seg.header();
+  record_affinity(seg, rank);
   const std::unique_ptr<RankDevice> device = make_device(seg, rank);
-  arrive(h.ready);
+  arrive(seg, h.ready);
   if (!wait_for(seg, h.ready, h.ranks)) return 4;
   device->connect();
   const std::vector<OpId> mine = ops_run_by(seg, rank);
   for (std::uint32_t it = 1; it <= h.iterations; ++it) {
     if (!wait_for(seg, h.phase, it) || !run_iteration(seg, *device, mine, rank, it)) return 4;
-    arrive(h.finished);
+    finish_phase(h);
   }
   if (!wait_for(seg, h.phase, h.collect_phase())) return 4;
   device->collect_outputs();
-  arrive(h.finished);
+  finish_phase(h);
   if (!wait_for(seg, h.phase, h.exit_phase())) return 4;
   return 0;  // the device goes now: every peer has stopped using this rank's memory
 }
@@ -371,6 +435,45 @@ SharedUnits backend_units(Backend b) {
   return {static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), "CPU core"};
 }
 
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  if (out.empty()) out.push_back(0);  // no mask readable: one CPU is the safe guess
+  return out;
+}
+
+Pinning plan_pinning(int ranks, const std::vector<int>& allowed, bool pin, int gpus) {
+  Pinning p;
+  p.pinned = pin;
+  p.allowed = static_cast<int>(allowed.size());
+  p.gpus = gpus;
+  for (int r = 0; r < ranks; ++r)
+    p.cpus.push_back(pin ? allowed[static_cast<std::size_t>(r) % allowed.size()] : -1);
+  const bool cpus_shared = ranks > p.allowed, gpus_shared = gpus > 0 && ranks > gpus;
+  p.shared = cpus_shared || gpus_shared;
+  if (!pin)
+    p.note = fmt::format("{} ranks not pinned (--no-pin): the scheduler places them on {} CPU{}",
+                         ranks, p.allowed, p.allowed == 1 ? "" : "s");
+  else if (cpus_shared)
+    p.note = fmt::format(
+        "{} ranks on {} CPU{}: pinned round-robin (rank r on CPU {} of the allowed set), so "
+        "ranks share cores and take turns",
+        ranks, p.allowed, p.allowed == 1 ? "" : "s", "r mod " + std::to_string(p.allowed));
+  else
+    p.note = fmt::format("{} ranks pinned one per CPU core (CPUs {})", ranks,
+                         fmt::join(p.cpus.begin(), p.cpus.end(), ","));
+  if (gpus_shared)
+    p.note += fmt::format("; {} ranks on {} GPU{}: rank r on GPU r mod {}, so ranks share GPUs",
+                          ranks, gpus, gpus == 1 ? "" : "s", gpus);
+  else if (gpus > 0)
+    p.note += "; one GPU per rank (rank r on GPU r)";
+  return p;
+}
+
 std::vector<std::string> leftover_segments() {
   std::vector<std::string> out;
   std::error_code ec;
@@ -404,7 +507,10 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     h.fail_rank = options.fail_rank;
     h.dtype = s.shape.dtype;
     h.reduce_op = s.shape.reduce_op;
-    h.spin_ns = K <= sysconf(_SC_NPROCESSORS_ONLN) ? 20'000 : 0;
+    const int gpus = options.backend == Backend::CudaIpc ? backend_units(options.backend).count : 0;
+    m.pinning = plan_pinning(K, allowed_cpus(), options.pin, gpus);
+    // Spinning only helps when every rank has a core to spin on.
+    h.spin_ns = K <= m.pinning.allowed ? 20'000 : 0;
     h.layout = layout;
     copy_in(seg.ops(), s.ops);
     copy_in(seg.dep_begin(), s.dep_begin);
@@ -418,7 +524,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     Buffers<T> expected = inputs;
     replay_by_step(s, expected);
 
-    run.spawn(options.executable, K);
+    run.spawn(options.executable, K, m.pinning.cpus);
     for (std::uint32_t it = 1; it <= iterations; ++it) {
       for (int r = 0; r < K; ++r)
         for (int b = 0; b < s.num_buffers; ++b) copy_in(seg.buffer(r, b), inputs.at(r, b));
@@ -428,6 +534,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     run.finish(options.timeout_s);
     check_outputs(s, seg, expected, m);
     collect_times(s, seg, options, m);
+    for (int r = 0; r < K; ++r) m.affinity.push_back({seg.affinity(r)[0], seg.affinity(r)[1]});
   });
   return m;
 }

@@ -6,6 +6,7 @@
 // enqueued, with the GPU ordering the rest). The runner owns every process and the
 // segment; whatever happens — a rank crashing, hanging past the timeout, Ctrl-C — it
 // stops the others, removes the segment, and says which rank failed at which op.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,9 +23,23 @@ struct RunOptions {
   int warmup = 1;
   double timeout_s = 60;   // per iteration
   std::string executable;  // this program, re-executed for each rank
+  bool pin = true;          // each rank bound to its own CPU core, as mpirun --bind-to core
   int kill_rank = -1;      // fault injection for tests: this rank kills itself at its first op
   int fail_rank = -1;      // ... this rank reports an error and exits at its first op
 };
+
+// Where the ranks run: rank r is bound to the r-th CPU of the process's allowed set
+// (round-robin when ranks outnumber them); for cuda-ipc also to GPU r mod GPUs.
+struct Pinning {
+  bool pinned = false;
+  std::vector<int> cpus;  // per rank: the CPU it is bound to; -1 when not pinned
+  int allowed = 0;        // CPUs this process may run on
+  int gpus = 0;           // cuda-ipc: GPUs visible; 0 otherwise
+  bool shared = false;    // ranks outnumber CPUs (or GPUs): some share one, taking turns
+  std::string note;       // one line saying all of it, for stderr and provenance
+};
+Pinning plan_pinning(int ranks, const std::vector<int>& allowed_cpus, bool pin, int gpus = 0);
+std::vector<int> allowed_cpus();  // this process's affinity mask, lowest CPU first
 
 struct Measurement {
   std::vector<double> iteration_s;  // each measured iteration: first op start to last op end
@@ -32,6 +47,11 @@ struct Measurement {
   std::vector<OpTiming> ops;  // op timings (ps from the iteration's start) of the median iteration
   std::int64_t checked = 0;   // output elements compared with the replayer's
   std::int64_t wrong = 0;     // nccl-tests' #wrong
+  // Every measured iteration's op timings (ps from that iteration's first op start).
+  std::vector<std::vector<OpTiming>> iteration_ops;
+  Pinning pinning;
+  // What each rank read back of its own affinity: {CPUs allowed, the lowest of them}.
+  std::vector<std::array<int, 2>> affinity;
 };
 
 std::string_view name_of(Backend b);

@@ -31,9 +31,12 @@ double SizeCurve::at(std::int64_t bytes) const {
   return values_[lo] + f * (values_[hi] - values_[lo]);
 }
 
-const SizeCurve* CostModel::reduce_rate(std::string_view dtype, std::string_view op) const {
+namespace {
+
+const SizeCurve* find_rate(const std::vector<ReduceRate>& rates, std::string_view dtype,
+                           std::string_view op) {
   const SizeCurve* any = nullptr;
-  for (const ReduceRate& r : reduce) {
+  for (const ReduceRate& r : rates) {
     const std::string_view key = r.key;
     if (key == "any") any = &r.rate;
     const auto dot = key.find('.');
@@ -43,14 +46,26 @@ const SizeCurve* CostModel::reduce_rate(std::string_view dtype, std::string_view
   return any;
 }
 
+}  // namespace
+
+const SizeCurve* CostModel::reduce_rate(std::string_view dtype, std::string_view op) const {
+  return find_rate(reduce, dtype, op);
+}
+
+const SizeCurve* CostModel::memory_for_reduce(std::string_view dtype, std::string_view op) const {
+  const SizeCurve* own = find_rate(reduce_memory, dtype, op);
+  return own ? own : (host_memory.empty() ? nullptr : &host_memory);
+}
+
 bool CostModel::trivial() const {
-  return !latency_replaces_alpha && launch == 0 && op_overhead == 0 && reduce.empty() && local_copy.empty() &&
+  return !latency_replaces_alpha && launch == 0 && op_overhead == 0 && reduce.empty() &&
+         local_copy.empty() && host_memory.empty() && reduce_memory.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }
 
 TransferCost transfer_cost(const CostModel& model, const Topology& topology,
                            std::span<const LinkId> route, std::int64_t bytes,
-                           const SizeCurve* reduce) {
+                           const SizeCurve* reduce, const SizeCurve* memory) {
   // Both bottlenecks over the same links: the model divides by the nominal one, so
   // stretching the bytes by nominal/effective makes it divide by the effective one.
   double nominal = INFINITY, effective = INFINITY;
@@ -65,6 +80,8 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
     cost.latency = std::max(cost.latency, k.latency);
   }
   if (reduce) effective = std::min(effective, reduce->at(bytes));
+  if (!memory && !model.host_memory.empty()) memory = &model.host_memory;
+  if (memory) cost.memory_Bps = memory->at(bytes);
   if (std::isfinite(nominal) && effective > 0) cost.stretch = nominal / effective;
   return cost;
 }

@@ -59,10 +59,20 @@ struct ReduceRate {
 
 struct CostModel {
   Time launch = 0;       // once per collective, before its first op (kernel launch, base latency)
-  Time op_overhead = 0;  // per op, on the rank that completes it, one op at a time per rank
+  // Per op that waits on another (the wake-up), on the rank that completes it, one op
+  // at a time per rank; ops with no dependency start with the collective.
+  Time op_overhead = 0;
   std::array<LinkKindCost, kLinkKindCount> links;
   std::vector<ReduceRate> reduce;  // pace of a Reduce: the slower of the link and this
   SizeCurve local_copy;            // B/s of a copy inside one rank; free when empty
+  // A host's memory as a capacity its transfers share (flow model only): B/s of all the
+  // transfers in flight at once, by transfer size. Memory bandwidth is shared once the
+  // working set leaves the caches, so concurrent copies slow each other there; inside the
+  // caches the curve lies above the sum of their rates and costs nothing.
+  SizeCurve host_memory;
+  // The same capacity as reductions see it, per "dtype.op" or "any": concurrent reduce
+  // loops read twice what a copy reads, so they share the memory more slowly.
+  std::vector<ReduceRate> reduce_memory;
   // The per-kind latencies stand in for the network's alpha instead of adding to it
   // (a protocol's per-hop latency is NCCL's measure of the same start-up cost).
   bool latency_replaces_alpha = false;
@@ -71,6 +81,8 @@ struct CostModel {
   const LinkKindCost& link(LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
   // The rate for "dtype.op", else "any", else nullptr (reductions cost nothing extra).
   const SizeCurve* reduce_rate(std::string_view dtype, std::string_view op) const;
+  // The host memory for those reductions: reduce_memory's entry, else host_memory.
+  const SizeCurve* memory_for_reduce(std::string_view dtype, std::string_view op) const;
   bool trivial() const;  // nothing beyond α-β: the simulator's fast path
 };
 
@@ -79,16 +91,20 @@ struct CostModel {
 struct TransferCost {
   double stretch = 1.0;
   Time latency = 0;
+  // > 0: the transfer also draws on its hosts' memory, a capacity of this many B/s
+  // (host_memory at its size) shared with the other transfers there (flow model).
+  double memory_Bps = 0;
   bool replaces_alpha = false;  // `latency` instead of the model's alpha, not on top of it
 
   Time start_up(Time alpha) const { return replaces_alpha ? latency : add_time(alpha, latency); }
 };
 
 // The cost of `bytes` over `route` (links of `topology`); `reduce` is the rate of the
-// receiver's reduction when the op reduces, else nullptr.
+// receiver's reduction when the op reduces, else nullptr; `memory` the host memory the
+// op draws on (host_memory when null).
 TransferCost transfer_cost(const CostModel& model, const Topology& topology,
                            std::span<const LinkId> route, std::int64_t bytes,
-                           const SizeCurve* reduce);
+                           const SizeCurve* reduce, const SizeCurve* memory = nullptr);
 
 // Time a rank spends on an op that never leaves it (a copy or reduce in place).
 Time local_op_time(const CostModel& model, std::int64_t bytes, const SizeCurve* reduce);

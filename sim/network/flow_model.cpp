@@ -19,6 +19,14 @@ bool later_due(const auto& a, const auto& b) {
 FlowModel::FlowModel(const NetworkParams& params, const Topology& topology, Router& router)
     : alpha_(params.alpha), router_(router) {
   for (const Link& l : topology.links()) capacity_.push_back(l.bandwidth);
+  real_links_ = capacity_.size();
+  // One memory constraint per host, the last for nodes of no known host.
+  int hosts = 0;
+  for (const Node& n : topology.nodes()) hosts = std::max(hosts, n.host + 1);
+  for (const Node& n : topology.nodes())
+    memory_of_node_.push_back(static_cast<LinkId>(real_links_ + (n.host >= 0 ? n.host : hosts)));
+  capacity_.resize(real_links_ + hosts + 1, 0.0);  // set per resolve from the flows on it
+  topology_ = &topology;
   on_link_.resize(capacity_.size());
   link_seen_.assign(capacity_.size(), 0);
   local_index_.assign(capacity_.size(), -1);
@@ -38,10 +46,39 @@ FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, double bytes) {
   return s;
 }
 
+template <class F>
+void FlowModel::each_constraint(Slot s, F&& f) const {
+  for (LinkId l : router_.links(flows_[s].path)) f(l);
+  for (LinkId m : flows_[s].memory)
+    if (m >= 0) f(m);
+}
+
+void FlowModel::join_memory(Slot s, const TransferCost& cost) {
+  Flow& f = flows_[s];
+  f.memory = {-1, -1};
+  const auto links = router_.links(f.path);
+  if (!(cost.memory_Bps > 0) || links.empty()) return;
+  f.memory_capacity = cost.memory_Bps * cost.stretch;
+  f.memory[0] = memory_of_node_[topology_->link(links.front()).src];
+  const LinkId to = memory_of_node_[topology_->link(links.back()).dst];
+  if (to != f.memory[0]) f.memory[1] = to;  // across hosts: both memories
+}
+
+// A host's memory in solver units: the mean of what its flows say it is (see the header).
+double FlowModel::capacity_of(LinkId l) const {
+  if (static_cast<std::size_t>(l) < real_links_) return capacity_[l];
+  const auto& on = on_link_[l];
+  if (on.empty()) return 1.0;  // no flow to constrain
+  double sum = 0;
+  for (Slot s : on) sum += flows_[s].memory_capacity;
+  return sum / static_cast<double>(on.size());
+}
+
 void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
                                const TransferCost& cost) {
   // A stretched transfer is, to the solver, a larger one on the same links.
   const Slot s = allocate(id, path, static_cast<double>(bytes) * cost.stretch);
+  join_memory(s, cost);
   for (LinkId l : router_.links(path)) host.link_counters().enter(l, bytes, host.now());
   const Time delay = add_time(cost.start_up(alpha_), router_.info(path).latency);
   host.schedule_wakeup(add_time(host.now(), delay), make_cookie(kActivate, s));
@@ -70,22 +107,22 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   Flow& f = flows_[s];
   f.active = true;
   f.last_update = host.now();
-  for (LinkId l : router_.links(f.path)) on_link_[l].push_back(s);
+  each_constraint(s, [&](LinkId l) { on_link_[l].push_back(s); });
   mark_dirty(s);
   request_resolve(host);
 }
 
 void FlowModel::leave_links(Slot s) {
-  for (LinkId l : router_.links(flows_[s].path)) {
+  each_constraint(s, [&](LinkId l) {
     auto& v = on_link_[l];
     auto it = std::find(v.begin(), v.end(), s);
     *it = v.back();
     v.pop_back();
-  }
+  });
 }
 
 void FlowModel::mark_dirty(Slot s) {
-  for (LinkId l : router_.links(flows_[s].path)) dirty_links_.push_back(l);
+  each_constraint(s, [&](LinkId l) { dirty_links_.push_back(l); });
 }
 
 // Changes at one instant are solved together: the resolve wakeup is queued behind
@@ -115,24 +152,24 @@ void FlowModel::resolve(NetworkHost& host) {
       if (flow_seen_[s] == epoch_) continue;
       flow_seen_[s] = epoch_;
       comp_flows_.push_back(s);
-      for (LinkId l : router_.links(flows_[s].path)) {
-        if (link_seen_[l] == epoch_) continue;
+      each_constraint(s, [&](LinkId l) {
+        if (link_seen_[l] == epoch_) return;
         link_seen_[l] = epoch_;
         comp_links_.push_back(l);
-      }
+      });
     }
   }
   // Solve on local indices.
   local_capacity_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     local_index_[comp_links_[i]] = static_cast<std::int32_t>(i);
-    local_capacity_.push_back(capacity_[comp_links_[i]]);
+    local_capacity_.push_back(capacity_of(comp_links_[i]));
   }
   local_paths_.clear();
   starts_.clear();
   for (Slot s : comp_flows_) {
     starts_.push_back(local_paths_.size());
-    for (LinkId l : router_.links(flows_[s].path)) local_paths_.push_back(local_index_[l]);
+    each_constraint(s, [&](LinkId l) { local_paths_.push_back(local_index_[l]); });
   }
   starts_.push_back(local_paths_.size());
   local_flows_.clear();

@@ -4,6 +4,14 @@
 // the path's link latencies), then joins the network; rates are recomputed when
 // flows join or leave, only for the flows and links connected to the change,
 // and once per instant however many changes that instant brings.
+//
+// Shared resources: when the cost model has a host_memory curve, each host's memory
+// is one more constraint for the solver, joined by every transfer from or to a GPU on
+// that host. Its capacity is host_memory at the transfer's size; in the solver's units
+// (stretched bytes, see TransferCost) that is memory_Bps x stretch, averaged over the
+// transfers on it: exact when they move at the same per-byte cost (a step of one
+// collective), a blend when they differ. GPUs of no known host share one memory.
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +41,8 @@ class FlowModel final : public NetworkModel {
     Time finish = kTimeNever;
     std::uint32_t version = 0;  // bumps when `finish` changes: stale heap entries are skipped
     bool active = false;
+    std::array<LinkId, 2> memory{-1, -1};  // the hosts' memory constraints it draws on
+    double memory_capacity = 0;           // solver units: memory_Bps x stretch
   };
   struct Due {
     Time finish;
@@ -41,6 +51,11 @@ class FlowModel final : public NetworkModel {
   };
 
   Slot allocate(TransferId id, PathId path, double bytes);
+  // Calls f on every constraint the flow is in: its links, then its hosts' memory.
+  template <class F>
+  void each_constraint(Slot s, F&& f) const;
+  void join_memory(Slot s, const TransferCost& cost);
+  double capacity_of(LinkId l) const;
   void activate(NetworkHost& host, Slot s);
   void leave_links(Slot s);
   void mark_dirty(Slot s);
@@ -52,6 +67,9 @@ class FlowModel final : public NetworkModel {
   Time alpha_;
   Router& router_;
   std::vector<double> capacity_;
+  std::size_t real_links_ = 0;           // constraints past this are hosts' memory
+  std::vector<LinkId> memory_of_node_;   // a node's host memory constraint
+  const Topology* topology_ = nullptr;
   std::vector<Flow> flows_;
   std::vector<Slot> free_slots_;
   std::vector<std::vector<Slot>> on_link_;  // active flows per link

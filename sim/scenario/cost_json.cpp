@@ -45,6 +45,18 @@ void read_link_kind(const JsonView& v, LinkKindCost& k) {
   if (auto c = v.find("bandwidth_curve")) k.bandwidth = read_curve(*c);
 }
 
+// {"dtype.op" or "any": curve} under `key`.
+void read_rates(const JsonView& v, const char* key, std::vector<ReduceRate>& out) {
+  auto r = v.find(key);
+  if (!r) return;
+  if (!r->is_object()) r->fail("an object of rates keyed \"dtype.op\" or \"any\"");
+  for (const auto& [name, entry] : r->raw().items()) {
+    if (name != "any" && name.find('.') == std::string::npos)
+      (*r)[name].fail_message("keys are \"dtype.op\" (\"float32.sum\") or \"any\"");
+    out.push_back({name, read_curve((*r)[name])});
+  }
+}
+
 }  // namespace
 
 void read_cost_model(const JsonView& v, CostModel& model) {
@@ -65,15 +77,10 @@ void read_cost_model(const JsonView& v, CostModel& model) {
       read_link_kind(e, model.link(*kind));
     }
   }
-  if (auto r = v.find("reduce")) {
-    if (!r->is_object()) r->fail("an object of reduction rates keyed \"dtype.op\" or \"any\"");
-    for (const auto& [key, entry] : r->raw().items()) {
-      if (key != "any" && key.find('.') == std::string::npos)
-        (*r)[key].fail_message("keys are \"dtype.op\" (\"float32.sum\") or \"any\"");
-      model.reduce.push_back({key, read_curve((*r)[key])});
-    }
-  }
+  read_rates(v, "reduce", model.reduce);
+  read_rates(v, "reduce_memory", model.reduce_memory);
   if (auto c = v.find("local_copy")) model.local_copy = read_curve(*c);
+  if (auto c = v.find("host_memory")) model.host_memory = read_curve(*c);
 }
 
 nlohmann::json size_curve_json(const SizeCurve& curve) {
@@ -97,7 +104,10 @@ nlohmann::json cost_model_json(const CostModel& model) {
     out["links"][std::string(name_of(static_cast<LinkKind>(i)))] = e;
   }
   for (const ReduceRate& r : model.reduce) out["reduce"][r.key] = size_curve_json(r.rate);
+  for (const ReduceRate& r : model.reduce_memory)
+    out["reduce_memory"][r.key] = size_curve_json(r.rate);
   if (!model.local_copy.empty()) out["local_copy"] = size_curve_json(model.local_copy);
+  if (!model.host_memory.empty()) out["host_memory"] = size_curve_json(model.host_memory);
   return out;
 }
 

@@ -14,7 +14,8 @@ class JsonView;
 void read_cost_model(const JsonView& v, CostModel& model);
 // The keys read_cost_model reads.
 inline constexpr std::string_view kCostModelKeys[] = {"launch_s", "op_overhead_s", "links",
-                                                      "bandwidth_curve", "reduce", "local_copy"};
+                                                      "bandwidth_curve", "reduce", "local_copy",
+                                                      "host_memory", "reduce_memory"};
 
 // The same keys, written as read_cost_model reads them (seconds and bytes per second).
 nlohmann::json cost_model_json(const CostModel& model);

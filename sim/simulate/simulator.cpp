@@ -36,6 +36,7 @@ struct Simulator::TaskState {
   std::vector<std::size_t> dependents;  // tasks waiting on this one
   const CostModel* cost = nullptr;      // null: plain α-β, the fast path
   const SizeCurve* reduce = nullptr;    // the cost of this collective's reductions
+  const SizeCurve* reduce_memory = nullptr;  // the host memory as they see it
   // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
   // down, and that switch's efficiency; per op, legs still in flight.
   std::vector<PathId> up, down;
@@ -116,6 +117,8 @@ void Simulator::prepare_task(std::size_t index) {
   if (task.cost && !task.cost->trivial()) {
     st.cost = task.cost.get();
     st.reduce = st.cost->reduce_rate(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
+    st.reduce_memory =
+        st.cost->memory_for_reduce(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
   }
   st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
   st.ops_left = s.size();
@@ -244,10 +247,14 @@ void Simulator::start_ready_ops(std::size_t index) {
 void Simulator::start_op(std::size_t task, OpId id) {
   if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
   const CostModel* cost = state_[task].cost;
-  if (!cost || cost->op_overhead == 0) return begin_op(task, id);
+  const CollectiveTask& t = (*tasks_)[task];
+  // The overhead is the wake-up after a dependency: ops that wait on none start with
+  // the collective (its launch covers them), as a real run's first ops do.
+  const Schedule& s = *t.schedule;
+  if (!cost || cost->op_overhead == 0 || s.dep_begin[id] == s.dep_begin[id + 1])
+    return begin_op(task, id);
   // The rank that completes the op (the receiver: it waits, wakes and reduces) handles
   // one op's overhead at a time, so a step's ops on one rank queue behind each other.
-  const CollectiveTask& t = (*tasks_)[task];
   Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
   busy = add_time(std::max(busy, engine_.now()), cost->op_overhead);
   engine_.schedule(busy, kOpReady, transfer_id(task, id));
@@ -269,7 +276,8 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   ++result_.transfers;
   const PathId path = result_.tasks[task].paths[id];
   const TransferCost cost =
-      st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce)
+      st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce,
+                              op.kind == OpKind::Reduce ? st.reduce_memory : nullptr)
               : TransferCost{};
   model_.start_transfer(*this, transfer_id(task, id), path, bytes, cost);
 }
