@@ -228,6 +228,6 @@ TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines"
   const nlohmann::json doc = {
       {"topology", "dgx-h100"},
       {"collectives",
-       {{{"name", "bcast"}, {"op", "broadcast"}, {"algorithm", "nccl"}, {"bytes", "1MiB"}}}}};
+       {{{"name", "bcast"}, {"op", "broadcast"}, {"algorithm", "nccl"}, {"bytes", "64MiB"}}}}};
   CHECK(make_plan(parse_scenario(doc, ".")).collectives[0].spec.options.segments > 1);
 }

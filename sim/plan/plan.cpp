@@ -139,14 +139,15 @@ class Tuner {
                                      "for {}; exclude it with \"nccl_algo\"",
                                      name_of(p.chosen.algorithm), name_of(spec.shape.op)));
       s.protocol = std::string(name_of(p.chosen.protocol));
-      // NCCL pipelines its trees and chains in small chunks: the tuner finds the segments.
-      s.options.auto_segments = p.chosen.algorithm == NcclAlgo::Tree ||
-                                spec.shape.op == CollectiveOp::Broadcast ||
-                                spec.shape.op == CollectiveOp::Reduce;
+      // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
+      // time, trees and chains (broadcast, reduce) one per channel.
+      const bool nvls = p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
+      const bool chain = spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
+      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * spec.shape.ranks);
+      if (p.chosen.algorithm == NcclAlgo::Tree || chain)
+        s.options.segments = chunk_segments(spec.bytes, p.channels);
       // One channel per rail across hosts; inside a host channels share every link.
       s.options.auto_channels = true;
-      if (p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree)
-        s.options.segments = nvls_segments(spec, p.channels);
       pick = describe(p);
     }
     PlannedCollective out = plan(s);
@@ -155,10 +156,10 @@ class Tuner {
     return out;
   }
 
-  // NCCL's NVLS moves 128 KiB chunks, one per channel and head at a time.
-  static int nvls_segments(const CollectiveSpec& spec, int channels) {
-    const double step = 128.0 * 1024 * channels * spec.shape.ranks;
-    return static_cast<int>(std::clamp(std::ceil(static_cast<double>(spec.bytes) / step), 1.0, 1024.0));
+  // Segments for `bytes` moved as 128 KiB chunks, `at_once` of them in flight.
+  static int chunk_segments(std::int64_t bytes, int at_once) {
+    const double step = 128.0 * 1024 * std::max(1, at_once);
+    return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0, 1024.0));
   }
 
   static std::string catalogue_name(NcclAlgo a) {
