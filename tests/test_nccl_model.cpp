@@ -198,6 +198,14 @@ TEST_CASE("protocol and nccl fields are refused where they do not belong", "[ncc
   CHECK_THAT(error(R"("algorithm": "ring", "protocol": "ll")"),
              Catch::Contains("collectives[0].protocol"));
   CHECK(error(R"("algorithm": "nccl", "nccl_proto": "^LL128")") == "no error");
+  CHECK_THAT(test::error_of(R"({"topology": "dgx-h100", "network": {"model": "flow"},
+        "collectives": [{"op": "all_reduce", "bytes": "1MiB", "algorithm": "nvls", "protocol": "LL"}]})"),
+             Catch::Contains("collectives[0].protocol") && Catch::Contains("Simple protocol only"));
+  // "auto" tries only Simple there: NCCL's NVLS constants exist for no other protocol.
+  const ScenarioResult r = run_scenario(parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100",
+      "network": {"model": "flow"}, "collectives": [{"op": "all_reduce", "bytes": "1MiB",
+      "algorithm": "nvls", "protocol": "auto"}]})"), "."));
+  CHECK(r.labels[0] == "nvls Simple");
 }
 
 TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines", "[nccl]") {

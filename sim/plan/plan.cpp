@@ -63,11 +63,11 @@ class Tuner {
       PlannedCollective trial = base;
       trial.spec.algorithm = a;
       trial.spec.options = entry.own(spec.options);
-      const auto protocols = protocols_to_try(spec.protocol);
+      const auto protocols = protocols_to_try(spec.protocol, a);
       try {
         fill_defaults(entry, trial);
         if (!auto_algorithm && !has_auto(trial.spec.options) && protocols.size() == 1) {
-          with_protocol(trial, spec.protocol);
+          with_protocol(trial, protocols.front());
           trial.schedule = generate_schedule(trial.spec);
           return finish(std::move(trial));  // nothing to choose
         }
@@ -97,8 +97,16 @@ class Tuner {
   }
 
  private:
-  static std::vector<std::string> protocols_to_try(const std::string& protocol) {
+  // NVLS and PAT run on Simple only, as in NCCL.
+  static bool simple_only(const std::string& algorithm) {
+    const NcclAlgo family = nccl_family(algorithm);
+    return family == NcclAlgo::Nvls || family == NcclAlgo::NvlsTree || family == NcclAlgo::Pat;
+  }
+
+  static std::vector<std::string> protocols_to_try(const std::string& protocol,
+                                                   const std::string& algorithm) {
     if (protocol != "auto") return {protocol};
+    if (simple_only(algorithm)) return {"Simple"};
     std::vector<std::string> all;
     for (Protocol p : kProtocols) all.emplace_back(name_of(p));
     return all;
@@ -106,6 +114,9 @@ class Tuner {
 
   // The protocol's latencies and efficiencies over the network's own cost model.
   void with_protocol(PlannedCollective& c, const std::string& protocol) const {
+    if (!protocol.empty() && protocol != "Simple" && simple_only(c.spec.algorithm))
+      throw InputError(c.spec.json_path + ".protocol",
+                       fmt::format("{} runs on the Simple protocol only", c.spec.algorithm));
     c.spec.protocol = protocol;
     c.cost = scenario_.network.cost;
     if (auto p = protocol_from_name(protocol))
