@@ -236,20 +236,28 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
   return candidates;
 }
 
+// How NCCL's env vars spell a name: any case, "_" optional ("NVLSTree", "nvls_tree").
+std::string nccl_key(std::string_view name) {
+  std::string key;
+  for (char ch : name)
+    if (ch != '_') key += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return key;
+}
+
 // NCCL_ALGO / NCCL_PROTO's form: "ring,tree", or "^ll128" for all but those.
 template <typename T>
-std::vector<T> parse_nccl_list(const JsonView& v, std::vector<T> all, auto from_name,
-                               std::string_view names) {
+std::vector<T> parse_nccl_list(const JsonView& v, std::vector<T> all, std::string_view names) {
   std::string text = v.as_string();
   const bool except = !text.empty() && text.front() == '^';
   if (except) text.erase(0, 1);
   std::vector<T> listed;
   for (std::size_t at = 0; at <= text.size();) {
     const std::size_t comma = std::min(text.find(',', at), text.size());
-    std::string name = text.substr(at, comma - at);
-    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    const auto x = from_name(name);
-    if (!x) v.fail(fmt::format("a comma-separated list of {} (\"^\" first: all but those)", names));
+    const std::string key = nccl_key(std::string_view(text).substr(at, comma - at));
+    const auto x = std::find_if(all.begin(), all.end(),
+                                [&](T candidate) { return nccl_key(name_of(candidate)) == key; });
+    if (x == all.end())
+      v.fail(fmt::format("a comma-separated list of {} (\"^\" first: all but those)", names));
     listed.push_back(*x);
     at = comma + 1;
   }
@@ -268,25 +276,12 @@ void parse_protocols(const JsonView& v, CollectiveSpec& c) {
     if (nccl) p->fail_message("NCCL picks the protocol; restrict it with \"nccl_proto\"");
     c.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
   }
-  const auto lower_protocol = [](const std::string& n) -> std::optional<Protocol> {
-    for (Protocol p : kProtocols) {
-      std::string l(name_of(p));
-      for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      if (l == n) return p;
-    }
-    return std::nullopt;
-  };
-  const auto algo = [](const std::string& n) -> std::optional<NcclAlgo> {
-    for (NcclAlgo a : kNcclAlgos)
-      if (name_of(a) == n || (n == "nvlstree" && a == NcclAlgo::NvlsTree)) return a;
-    return std::nullopt;
-  };
   if (auto a = v.find("nccl_algo"))
     c.nccl_filter.algorithms = parse_nccl_list<NcclAlgo>(
-        *a, {std::begin(kNcclAlgos), std::end(kNcclAlgos)}, algo, "ring, tree, nvls, nvlstree, pat");
+        *a, {std::begin(kNcclAlgos), std::end(kNcclAlgos)}, "ring, tree, nvls, nvlstree, pat");
   if (auto p = v.find("nccl_proto"))
     c.nccl_filter.protocols = parse_nccl_list<Protocol>(
-        *p, {std::begin(kProtocols), std::end(kProtocols)}, lower_protocol, "ll, ll128, simple");
+        *p, {std::begin(kProtocols), std::end(kProtocols)}, "ll, ll128, simple");
 }
 
 void parse_options(const JsonView& v, CollectiveSpec& c,

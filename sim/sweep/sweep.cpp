@@ -108,6 +108,8 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
       }
     });
 
+  const bool with_nccl =
+      std::find(algorithms.begin(), algorithms.end(), "nccl") != algorithms.end();
   const std::size_t total = rank_counts.size() * algorithms.size() * req.sizes.size();
   const int esize = element_size(base.shape.dtype);
   for (int n : rank_counts) {
@@ -130,7 +132,6 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         c.options = a == "nccl" ? AlgorithmOptions{} : find_algorithm(base.shape.op, a)->own(base.options);
         if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
         // Beside NCCL's pick the others pay protocol costs too: each its fastest protocol.
-        const bool with_nccl = std::find(algorithms.begin(), algorithms.end(), "nccl") != algorithms.end();
         if (a != "nccl" && (with_nccl || base.algorithm == "nccl"))
           c.protocol = base.protocol.empty() || base.algorithm == "nccl" ? "auto" : base.protocol;
         if (a != "nccl") c.nccl_filter = {};
