@@ -1,0 +1,26 @@
+#include "workload/step_graph.h"
+
+#include <stdexcept>
+
+namespace collsim {
+
+std::int32_t StepGraphBuilder::add(StepTask task, const std::string& stream) {
+  const auto id = static_cast<std::int32_t>(graph_.tasks.size());
+  for (std::int32_t a : task.after)
+    if (a < 0 || a >= id)
+      throw std::logic_error("step task \"" + task.name + "\" waits on a later task");
+  auto [it, fresh] = last_.try_emplace(stream, id);
+  if (!fresh) {
+    task.after.push_back(it->second);
+    it->second = id;
+  }
+  graph_.tasks.push_back(std::move(task));
+  return id;
+}
+
+std::int32_t StepGraphBuilder::last(const std::string& stream) const {
+  const auto it = last_.find(stream);
+  return it == last_.end() ? -1 : it->second;
+}
+
+}  // namespace collsim

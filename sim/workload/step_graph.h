@@ -1,0 +1,54 @@
+#pragma once
+// A training step as data: a DAG of tasks, each compute on some GPUs or a collective
+// (point to point included) among some ranks. Workload builders (data, tensor,
+// pipeline and expert parallelism; Chakra traces) produce one; the simulator plays it,
+// so overlap and contention fall out of the run rather than out of a formula.
+//
+// Streams are not a separate concept: a builder puts the tasks of one stream in a
+// chain of `after` edges (StepGraphBuilder keeps the chain per stream).
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scenario/scenario.h"
+
+namespace collsim {
+
+enum class StepTaskKind : std::uint8_t { Compute, Collective };
+
+struct StepTask {
+  StepTaskKind kind = StepTaskKind::Compute;
+  std::string name;      // "stage2.mb5.fwd", "dp.bucket3"
+  std::string category;  // what reports total by: "compute", "dp", "tp", "pp", "ep", "fsdp", ...
+  // Topology ranks. Compute: the GPUs that run it, in lockstep. Collective: its ranks in
+  // the algorithm's order (rank i of the schedule runs on ranks[i]).
+  std::vector<int> ranks;
+  std::vector<std::int32_t> after;  // indices of earlier tasks that must finish first
+  double duration_s = 0;            // compute only
+  // Collective only: what it computes and how (op, bytes, dtype, algorithm, options,
+  // protocol). Its own name, ranks and after are not read: the task's are.
+  CollectiveSpec collective;
+};
+
+struct StepGraph {
+  std::vector<StepTask> tasks;  // in an order where every `after` points backwards
+};
+
+// Appends tasks, chaining each to the previous task of the same stream of the same
+// ranks (a GPU's compute stream, a group's communication stream).
+class StepGraphBuilder {
+ public:
+  // `stream` names a stream: tasks on one stream run one after another.
+  std::int32_t add(StepTask task, const std::string& stream);
+  // The last task added to `stream`, or -1.
+  std::int32_t last(const std::string& stream) const;
+  StepGraph take() { return std::move(graph_); }
+  const StepGraph& graph() const { return graph_; }
+
+ private:
+  StepGraph graph_;
+  std::unordered_map<std::string, std::int32_t> last_;
+};
+
+}  // namespace collsim
