@@ -159,7 +159,7 @@ void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult&
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
-    const bool timed = o.time_s > 0;
+    const bool timed = o.time_s > 0 && c.bytes > 0;  // a barrier moves no data
     std::string bottleneck = "-";
     if (i < traffic.per_collective.size() && traffic.per_collective[i].link >= 0)
       bottleneck = s.topology.link_label(traffic.per_collective[i].link);
@@ -379,6 +379,10 @@ void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult&
   std::size_t used = 0;
   for (const auto& lt : traffic.links) used += lt.bytes > 0;
   out << "<h2>Link utilisation over time</h2>\n";
+  if (shown.empty()) {
+    out << "<p class=\"note\" id=\"heatmap-note\">No link carried bytes.</p>\n";
+    return;
+  }
   out << fmt::format(
       "<p class=\"note\" id=\"heatmap-note\">{} of the {} links that carried bytes: each "
       "collective's {} busiest over its own duration, then the busiest over the whole run (by "
