@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "report/html_report.h"
+#include "report/output_dir.h"
 #include "report/reports.h"
+#include "report/trace_file.h"
 #include "report/traffic.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -328,5 +330,32 @@ TEST_CASE("run --trace-gzip writes timeline.json.gz, the same trace compressed",
   run_command(run + (dir / "gz").string(), &status);
   CHECK(fs::exists(dir / "gz" / "timeline.json"));
   CHECK_FALSE(fs::exists(dir / "gz" / "timeline.json.gz"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("TraceFile: plain below the size, gzip past it, the content the same", "[trace]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("collsim-tracefile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "{\"event\": " + std::to_string(i) + "},\n";
+  auto write = [&](std::size_t above) {
+    OutputDir out(dir);
+    TraceFile trace(out, "t.json", false, above);
+    std::ostream stream(&trace);
+    // In pieces, as the trace writer streams it.
+    for (std::size_t at = 0; at < text.size(); at += 1000) stream << text.substr(at, 1000);
+    stream.flush();
+    const std::string name = trace.finish();
+    out.commit();
+    return name;
+  };
+  CHECK(write(text.size()) == "t.json");  // exactly at the size: still plain
+  CHECK(read(dir / "t.json") == text);
+  CHECK(write(text.size() / 3) == "t.json.gz");  // past it part way through
+  CHECK_FALSE(fs::exists(dir / "t.json"));
+  int status = -1;
+  CHECK(run_command("gzip -dc " + (dir / "t.json.gz").string(), &status) == text);
+  CHECK(status == 0);
   fs::remove_all(dir);
 }
