@@ -17,6 +17,7 @@
 #include "report/html_report.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
+#include "report/trace_file.h"
 #include "scenario/scenario.h"
 #include "schedule/layout.h"
 #include "simulate/run_scenario.h"
@@ -39,6 +40,7 @@ struct RunArgs {
   std::string format = "text";
   std::string out_dir;
   std::size_t trace_transfers = kTraceTransfers;
+  bool trace_gzip = false;
 };
 
 // Every command but run times collectives alone: a workload-only scenario is refused.
@@ -91,11 +93,16 @@ int run_command(const RunArgs& args) {
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     out.open("result.json") << result_json(scenario, result, traffic).dump(2) << "\n";
-    write_links_csv(out.open("links.csv"), scenario, traffic);
-    write_ranks_csv(out.open("ranks.csv"), traffic);
+    write_links_csv(out.open("links.csv"), scenario, result, traffic);
+    write_ranks_csv(out.open("ranks.csv"), scenario, result, traffic);
     write_steps_csv(out.open("steps.csv"), scenario, result, traffic);
     write_utilisation_csv(out.open("utilisation.csv"), scenario, traffic);
-    write_chrome_trace(out.open("timeline.json"), scenario, result, traffic, args.trace_transfers);
+    {
+      TraceFile trace(out, "timeline.json", args.trace_gzip);
+      std::ostream stream(&trace);
+      write_chrome_trace(stream, scenario, result, traffic, args.trace_transfers);
+      trace.finish();
+    }
     write_html_report(out.open("report.html"), scenario, result, traffic);
     out.commit();
   }
@@ -443,6 +450,9 @@ int main(int argc, char** argv) {
                   "time bins of how busy it was")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  run->add_flag("--trace-gzip", run_args.trace_gzip,
+                "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
+                "done anyway past 32 MiB");
 
   TraceArgs trace_args;
   auto* trace = app.add_subcommand(
