@@ -256,6 +256,67 @@ TEST_CASE("the schema refuses what the loader refuses", "[schema]") {
   CHECK(loader_error(no_op) != "");
 }
 
+TEST_CASE("the schema accepts what the loader accepts, field by field", "[schema]") {
+  // Fields the bundled files leave out, each in a form the loader takes.
+  const json rich = json::parse(R"({
+    "$schema": "schema/scenario.schema.json",
+    "name": "rich", "description": "every optional field",
+    "topology": {"$schema": "x", "preset": "cluster", "nodes": 2, "gpus_per_node": 4,
+                 "nvlink": "450GB/s", "nvlink_latency": "100ns", "pcie": "64GB/s", "nic": "400Gbps",
+                 "nic_latency": 1e-6, "radix": 8, "oversubscription": 1.5, "spines": 2,
+                 "fabric": "roce"},
+    "placement": ["n1.gpu0", "n1.gpu1", "n1.gpu2", "n1.gpu3", "n0.gpu0", "n0.gpu1", "n0.gpu2", "n0.gpu3"],
+    "network": {"model": "packet", "alpha": "2us", "routing": "single", "packet": "4KiB",
+                "switching": "cut_through",
+                "cost": {"launch_s": 2e-6, "op_overhead_s": "1us",
+                         "links": {"nvlink": {"efficiency": 0.9, "latency_s": 1e-7,
+                                              "bandwidth_curve": [[1024, "10GB/s"], ["1MiB", 4e11]]}},
+                         "bandwidth_curve": [[1, 1e9]], "reduce": {"float32.sum": [[1, 1e11]]},
+                         "reduce_memory": {"any": [[1, 1e11]]}, "local_copy": [[1, 1e11]],
+                         "host_memory": [[1, 1e11]]}},
+    "collectives": [
+      {"name": "a", "op": "all_reduce", "algorithm": "ring", "bytes": 4096, "dtype": "bfloat16",
+       "redop": "max", "channels": "auto", "protocol": "LL128"},
+      {"name": "b", "op": "all_reduce", "algorithm": "hierarchical", "bytes": "64KiB",
+       "levels": [{"size": 4, "algorithm": "ring", "channels": 2}, {"size": 2, "algorithm": "binomial_tree", "segments": 4}],
+       "after": []},
+      {"name": "c", "op": "all_reduce", "algorithm": "parameter_server", "bytes": "1MB", "servers": [0, 4]},
+      {"name": "d", "op": "all_reduce", "algorithm": "nccl", "bytes": "1MiB", "nccl_algo": "^nvls",
+       "nccl_proto": "simple"},
+      {"name": "e", "op": "broadcast", "algorithm": "auto", "bytes": "1MiB", "root": 3,
+       "segments": "auto", "ranks": [0, 1, 2, 3]},
+      {"name": "f", "op": "all_to_all", "routing": {"tokens_per_rank": 64, "bytes_per_token": "2KiB",
+       "experts": 6, "top_k": 2, "expert_load": [0.5, 0.1, 0.1, 0.1, 0.1, 0.1],
+       "expert_ranks": [0, 1, 2, 3, 4, 5]}},
+      {"name": "g", "op": "all_to_all", "ranks": [0, 1], "routing": {"bytes_per_token": 8,
+       "matrix": [[0, 3], [5, 0]]}},
+      {"op": "barrier", "algorithm": "dissemination"}
+    ]})");
+  INFO(violations(schemas().scenario, rich));
+  CHECK(violations(schemas().scenario, rich) == "");
+  CHECK(loader_error(rich) == "");
+  const json graph = json::parse(R"({"name": "pair", "description": "two GPUs and a switch",
+    "nodes": [{"name": "g0", "kind": "gpu", "rank": 1, "host": 0}, {"name": "g1", "kind": "gpu", "rank": 0, "host": 0},
+              {"name": "sw", "kind": "nvswitch", "sharp": true, "sharp_efficiency": 0.8}],
+    "links": [{"src": "g0", "dst": "sw", "bandwidth": "100GB/s", "latency": "1us", "kind": "nvlink"},
+              {"src": "g1", "dst": "sw", "bandwidth": "100GB/s", "kind": "nvlink", "duplex": false},
+              {"src": "sw", "dst": "g1", "bandwidth": "100GB/s", "kind": "nvlink", "duplex": false}]})");
+  CHECK(violations(schemas().topology, graph) == "");
+  CHECK_NOTHROW(collsim::load_topology(collsim::JsonView(graph, "t"), "."));
+  for (
+      const char* preset :
+      {R"({"preset": "ring", "gpus": 4, "bandwidth": "1GB/s", "bidirectional": false, "kind": "pcie"})",
+       R"({"preset": "nvl72"})", R"({"preset": "dgx-h100", "gpus_per_node": 4})",
+       R"({"preset": "torus", "dims": [2, 2, 2], "bandwidth": "1GB/s", "latency": "1ns"})",
+       R"({"preset": "cluster", "nodes": 8, "pod_nodes": 4, "cores": 2, "core_oversubscription": 2})",
+       R"({"preset": "multidim", "dims": [{"shape": "fully_connected", "size": 3, "bandwidth": "1Gbps"}]})"}) {
+    INFO(preset);
+    const json doc = json::parse(preset);
+    CHECK(violations(schemas().topology, doc) == "");
+    CHECK_NOTHROW(collsim::load_topology(collsim::JsonView(doc, "t"), "."));
+  }
+}
+
 TEST_CASE("the schema and the loader take the same fields", "[schema]") {
   for (const auto& [doc, objects] : {std::pair{&schemas().scenario_doc, scenario_objects()},
                                      std::pair{&schemas().topology_doc, topology_objects()}}) {
