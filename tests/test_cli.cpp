@@ -221,3 +221,28 @@ TEST_CASE("a trace of more transfers than --trace-transfers holds busy-time bins
   CHECK(received == Approx(total).epsilon(1e-6));
   fs::remove_all(d);
 }
+
+TEST_CASE("collsim topo takes a scenario file: its topology, with its placement", "[topo]") {
+  const fs::path dir = temp_dir("topo-scenario");
+  const std::string file = write_file(dir, "case.json", R"({"topology": "cluster-8x8-2to1",
+      "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})");
+  const Outcome o = run_collsim("topo " + file + " --format json");
+  REQUIRE(o.status == 0);
+  const auto doc = nlohmann::json::parse(o.out);
+  CHECK(doc["name"] == "cluster-8x8-2to1");
+  CHECK(doc["tiers"][0]["oversubscription"] == 2.0);
+  CHECK(doc["injection"]["scale_out_Bps"] == 50e9);
+  // The scenario's placement moves rank 0.
+  const std::string placed = write_file(dir, "placed.json", R"({"topology": "dgx-h100",
+      "placement": ["gpu7", "gpu6", "gpu5", "gpu4", "gpu3", "gpu2", "gpu1", "gpu0"],
+      "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})");
+  const Outcome p = run_collsim("topo " + placed);
+  CHECK(p.status == 0);
+  CHECK_THAT(p.out, Catch::Contains("per-GPU injection (rank 0, gpu7): nvlink 450 GB/s"));
+  // A bad scenario is reported like `run` reports it, not as a bad topology.
+  const std::string bad = write_file(dir, "bad.json", R"({"topology": "dgx-h100",
+      "collectives": [{"op": "all_reduce", "bytes": -5}]})");
+  const Outcome e = run_collsim("topo " + bad);
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Catch::Contains("collectives[0].bytes: expected a size"));
+}

@@ -1,4 +1,5 @@
 // The cluster presets: structure, routing through them, and the topo command.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
@@ -180,9 +181,58 @@ TEST_CASE("Graphviz output draws every cable once") {
   std::ostringstream dot;
   write_graphviz(dot, t);
   const std::string s = dot.str();
-  CHECK(s.starts_with("digraph G {"));
-  CHECK(std::count(s.begin(), s.end(), '>') == 16);  // 16 cables, 32 directed links
-  CHECK_THAT(s, Catch::Contains("label=\"gpu3\" shape=box") && Catch::Contains("nvlink 450 GB/s"));
+  CHECK(s.starts_with("graph topology {"));
+  std::size_t cables = 0;
+  for (std::size_t at = s.find("[color="); at != std::string::npos; at = s.find("[color=", at + 1))
+    ++cables;
+  CHECK(cables == 16);  // 16 cables, 32 directed links
+  CHECK_THAT(s, Catch::Contains("label=\"gpu3\\nrank 3\" shape=box") &&
+                    Catch::Contains("label=\"nvlink 450 GB/s\"") &&
+                    !Catch::Contains("subgraph cluster_host"));  // one host: no box
+}
+
+TEST_CASE("Graphviz of a cluster: a box per host, ranks and rails in order", "[topo]") {
+  const Topology t = load(R"({"preset": "cluster", "nodes": 4})");
+  std::ostringstream dot;
+  write_graphviz(dot, t);
+  const std::string s = dot.str();
+  for (int h = 0; h < 4; ++h)
+    CHECK_THAT(s, Catch::Contains(fmt::format("subgraph cluster_host{} {{", h)));
+  CHECK_THAT(s, Catch::Contains("label=\"n3.gpu7\\nrank 31\""));
+  CHECK_THAT(s, Catch::Contains("label=\"leaf5.0\\nrail 5\""));
+  // Invisible flat edges keep a host's GPUs in rank order and the leaves rail after rail.
+  const auto id = [&](const char* name) { return *t.find(name); };
+  CHECK_THAT(s, Catch::Contains(fmt::format("n{} -- n{};", id("n1.gpu0"), id("n1.gpu1"))));
+  CHECK_THAT(s, Catch::Contains(fmt::format("n{} -- n{};", id("leaf2.0"), id("leaf3.0"))));
+  // 104 cables, too many to label (the legend gives the rates): 32 nvlink, 32 pcie, 32 + 8 ib.
+  CHECK_THAT(s, !Catch::Contains("label=\"ib 50 GB/s\""));
+  CHECK_THAT(s, Catch::Contains("<td>50 GB/s, 200 GB/s per direction</td>"));
+}
+
+TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, NIC injection",
+          "[topo]") {
+  const std::string flat = topology_summary(load(R"({"preset": "cluster", "nodes": 8})"));
+  const std::string thin =
+      topology_summary(load(R"({"preset": "cluster", "nodes": 8, "oversubscription": 2})"));
+  CHECK_THAT(flat, Catch::StartsWith("topology cluster-8x8: 64 GPUs on 8 hosts"));
+  CHECK_THAT(thin, Catch::StartsWith("topology cluster-8x8-2to1: 64 GPUs on 8 hosts"));
+  CHECK_THAT(flat,
+             Catch::Contains("per-GPU injection (rank 0, n0.gpu0): nvlink 450 GB/s, pcie 64 GB/s\n"
+                             "  through its NIC (ib 50 GB/s onward): 50 GB/s out of the host"));
+  // Each leaf takes 8 NICs at 50 GB/s; its uplinks carry all of it at 1:1, half at 2:1.
+  CHECK_THAT(flat, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 3200 GB/s up: "
+                                   "oversubscription 1:1"));
+  CHECK_THAT(thin, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 1600 GB/s up: "
+                                   "oversubscription 2:1"));
+  CHECK_THAT(thin, Catch::Contains("spine     1 switch  : 1600 GB/s in from below"));
+  const TopologySummary three = summarise_topology(load(
+      R"({"preset": "cluster", "nodes": 8, "pod_nodes": 4, "cores": 2, "core_oversubscription": 4})"));
+  CHECK(three.name == "cluster-8x8-pods4-2cores-core4to1");
+  REQUIRE(three.tiers.size() == 3);
+  CHECK(three.tiers[2].kind == "core");
+  // Each pod spine takes 1600 GB/s from its leaves and sends 1600 / 4 up, split over 2 cores.
+  CHECK(three.tiers[1].oversubscription() == Approx(4));
+  CHECK(three.tiers[2].from_below == Approx(2 * 2 * 200e9));
 }
 
 TEST_CASE("preset errors name the path") {

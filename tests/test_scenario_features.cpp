@@ -1,5 +1,6 @@
 // Scenario features beyond a fixed algorithm: auto choices, segments, MoE
 // routing, hierarchical levels, parameter servers, overlapping collectives.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -57,7 +58,7 @@ TEST_CASE("algorithm auto picks the fastest candidate and names the runner-up") 
 }
 
 TEST_CASE("MoE routing: rows sum to tokens x top_k, skew moves tokens to the hot expert's rank") {
-  MoeRouting uniform{1000, 8, 2, {}};
+  MoeRouting uniform{1000, 8, 2, {}, {}};
   const auto u = moe_dispatch_tokens(uniform, 8);
   for (int s = 0; s < 8; ++s) {
     std::int64_t row = 0;
@@ -65,7 +66,7 @@ TEST_CASE("MoE routing: rows sum to tokens x top_k, skew moves tokens to the hot
     CHECK(row == 2000);
     CHECK(u[s * 8 + 3] == 250);
   }
-  MoeRouting skewed{1000, 16, 1, std::vector<double>(16, 1.0)};
+  MoeRouting skewed{1000, 16, 1, std::vector<double>(16, 1.0), {}};
   skewed.expert_load[0] =
       30.0 / 15.0 * 2;  // expert 0 takes a quarter of all tokens, 2x its fair share pair
   const auto k = moe_dispatch_tokens(skewed, 8);
@@ -86,7 +87,7 @@ TEST_CASE(
   const auto small =
       run_text(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"},
     "collectives": [{"name": "m", "op": "all_to_all", "routing": {"tokens_per_rank": 40, "bytes_per_token": 8,
-                     "experts": 8, "top_k": 2, "expert_load": [4, 1, 1, 1, 1, 1, 1, 1]}}]})");
+                     "experts": 8, "top_k": 2, "expert_load": [0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]}}]})");
   for (const auto& s : small.schedules) {
     CHECK(check_schedule(s) == "");
     CHECK(verify_exact(s, 7, 2).ok());
@@ -95,6 +96,53 @@ TEST_CASE(
   const double balanced = r.outcomes[0].time_s, skewed = r.outcomes[2].time_s;
   CHECK(skewed / balanced > 1.7);
   CHECK(skewed / balanced < 2.1);
+}
+
+TEST_CASE("MoE placement: contiguous expert blocks per rank, or expert_ranks", "[moe]") {
+  // 12 experts on 4 ranks: rank r hosts experts 3r..3r+2, so it takes their summed load.
+  MoeRouting blocks{1200, 12, 1, std::vector<double>(12, 0.0), {}};
+  blocks.expert_load[2] = 0.5;  // rank 0
+  blocks.expert_load[3] = 0.5;  // rank 1
+  CHECK(moe_dispatch_tokens(blocks, 4) ==
+        std::vector<std::int64_t>{600, 600, 0, 0, 600, 600, 0, 0, 600, 600, 0, 0, 600, 600, 0, 0});
+  CHECK(expert_rank(blocks, 11, 4) == 3);
+  // 6 experts on 4 ranks only with a placement: experts 0-2 on rank 3, 3-5 on rank 1.
+  MoeRouting placed{600, 6, 1, {}, {3, 3, 3, 1, 1, 1}};
+  CHECK(moe_dispatch_tokens(placed, 4)[0 * 4 + 3] == 300);
+  CHECK(moe_dispatch_tokens(placed, 4)[2 * 4 + 1] == 300);
+  CHECK(moe_dispatch_tokens(placed, 4)[2 * 4 + 0] == 0);
+  placed.expert_ranks.clear();
+  CHECK_THROWS_AS(moe_dispatch_tokens(placed, 4), std::invalid_argument);
+
+  auto error_of = [](const std::string& routing) {
+    try {
+      run_text(R"({"topology": {"preset": "switch", "gpus": 64, "bandwidth": "10GB/s"},
+        "collectives": [{"op": "all_to_all", "routing": {"tokens_per_rank": 96, "bytes_per_token": 4, )" +
+               routing + "}}]}");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of(R"("experts": 96)") ==
+        "collectives[0].routing.experts: 96 experts do not split evenly over 64 ranks; give "
+        "\"expert_ranks\": the rank of each expert (a position in the collective's ranks)");
+  std::string ranks = "0";
+  for (int e = 1; e < 96; ++e) ranks += fmt::format(", {}", e % 64);
+  CHECK(error_of(R"("experts": 96, "expert_ranks": [)" + ranks + "]") == "no error");
+  CHECK(error_of(R"("experts": 96, "expert_ranks": [0, 1])") ==
+        "collectives[0].routing.expert_ranks: expected 96 ranks, one per expert, got [0,1]");
+  CHECK(error_of(R"("experts": 2, "expert_ranks": [0, 64])") ==
+        "collectives[0].routing.expert_ranks[1]: expected an integer in 0..63, got 64");
+  CHECK(error_of(R"("experts": 128)") == "no error");
+  // Shares that do not sum to 1 are refused, not rescaled.
+  std::string doubled = "2";
+  for (int e = 1; e < 64; ++e) doubled += ", 2";
+  CHECK(error_of(R"("experts": 64, "expert_load": [)" + doubled + "]") ==
+        "collectives[0].routing.expert_load: the shares sum to 128, not 1: each is the fraction "
+        "of routed tokens its expert receives (divide each by 128)");
+  CHECK(error_of(R"("matrix": [], "experts": 4)") ==  // tokens_per_rank comes first
+        "collectives[0].routing.tokens_per_rank: \"matrix\" gives the token counts: leave it out");
 }
 
 TEST_CASE("hierarchical takes its levels from the topology's hosts, or from \"levels\"") {

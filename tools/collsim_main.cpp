@@ -219,18 +219,18 @@ struct TopoArgs {
   std::string topology;
   bool dot = false;
   bool json = false;
+  std::string format = "text";
 };
 
-// A topology by bundled name, file, or inline JSON ({"preset": "cluster", ...}).
+// A topology by bundled name, file, scenario file, or inline JSON ({"preset": "cluster", ...}).
 int topo_command(const TopoArgs& args) {
-  nlohmann::json spec = args.topology;
-  if (!args.topology.empty() && args.topology.front() == '{')
-    spec = parse_json_text(args.topology, "topology");
-  const Topology t = load_topology(JsonView(spec, "topology"), std::filesystem::current_path());
+  const Topology t = load_topology_argument(args.topology, std::filesystem::current_path());
   if (args.dot)
     write_graphviz(std::cout, t);
   else if (args.json)
     std::cout << topology_to_json(t).dump(2) << "\n";
+  else if (args.format == "json")
+    std::cout << topology_summary_json(t).dump(2) << "\n";
   else
     std::cout << topology_summary(t);
   return 0;
@@ -583,12 +583,18 @@ int main(int argc, char** argv) {
 
   TopoArgs topo_args;
   auto* topo = app.add_subcommand(
-      "topo", "Summarise a topology (counts, injection and bisection bandwidth), or draw it");
+      "topo",
+      "Summarise a topology (counts, per-GPU injection, switch tiers and their oversubscription, "
+      "bisection bandwidth), or draw it");
   topo->add_option("topology", topo_args.topology,
-                   "Bundled name (dgx-h100), file, or inline JSON like '{\"preset\": \"cluster\", "
-                   "\"nodes\": 4}'")
+                   "Bundled name (dgx-h100), topology or scenario file, or inline JSON like "
+                   "'{\"preset\": \"cluster\", \"nodes\": 4}'")
       ->required();
-  topo->add_flag("--dot", topo_args.dot, "Print Graphviz (render with: dot -Tsvg)");
+  topo->add_option("--format", topo_args.format, "The summary as text, or JSON in bytes/s")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  topo->add_flag("--dot", topo_args.dot,
+                 "Print Graphviz, a box per host and per rail (render with: dot -Tsvg)");
   topo->add_flag("--json", topo_args.json, "Print the topology as an explicit node/link JSON file");
 
   try {

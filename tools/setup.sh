@@ -8,8 +8,10 @@ packages=(
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   catch2
   zlib1g-dev  # timeline.json.gz
+  libvalijson-dev  # the schema test checks scenario and topology files against scenarios/schema/
   chromium  # the report test opens report.html in headless Chromium
   procps    # pgrep, in the cuda-ipc fault test
+  pybind11-dev python3-dev python3-pytest  # the Python module (import collsim) and its tests
   clang libclang-rt-14-dev  # the libFuzzer target (libclang_rt.fuzzer is in libclang-rt-14-dev)
 )
 

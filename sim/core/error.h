@@ -10,7 +10,16 @@ namespace collsim {
 class InputError : public std::runtime_error {
  public:
   InputError(const std::string& where, const std::string& what)
-      : std::runtime_error(where.empty() ? what : where + ": " + what) {}
+      : std::runtime_error(where.empty() ? what : where + ": " + what),
+        where_(where),
+        message_(what) {}
+
+  // The two halves of what(), apart (Python's collsim.InputError carries both).
+  const std::string& where() const { return where_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string where_, message_;
 };
 
 }  // namespace collsim

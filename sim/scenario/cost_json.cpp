@@ -36,7 +36,7 @@ SizeCurve read_curve(const JsonView& v) {
 
 void read_link_kind(const JsonView& v, LinkKindCost& k) {
   if (!v.is_object()) v.fail("an object with \"bandwidth_Bps\", \"efficiency\", \"latency_s\" or \"bandwidth_curve\"");
-  v.allow_only({"bandwidth_Bps", "efficiency", "latency_s", "bandwidth_curve"});
+  v.allow_only(kLinkCostKeys);
   if (auto e = v.find("efficiency")) {
     k.efficiency = e->as_number();
     if (!(k.efficiency > 0 && k.efficiency <= 1)) e->fail("a share of the bandwidth in (0, 1]");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
@@ -70,7 +71,7 @@ void check_packet_count(const JsonView& root, const NetworkParams& network, doub
 }
 
 NetworkParams parse_network(const JsonView& v) {
-  v.allow_only({"model", "alpha", "routing", "packet", "switching", "calibration", "cost"});
+  v.allow_only(kNetworkFields);
   NetworkParams p;
   if (auto c = v.find("cost")) {
     if (!c->is_object()) c->fail("an object of cost-model terms (docs/models.md)");
@@ -188,11 +189,6 @@ void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
   c.shape.count = c.bytes / esize;
 }
 
-// Fields every collective takes; the rest belong to its algorithm's entry.
-constexpr std::string_view kCollectiveFields[] = {
-    "name", "op",    "algorithm", "bytes",    "dtype",     "redop",
-    "root", "ranks", "after",     "routing",  "protocol", "nccl_algo", "nccl_proto"};
-
 // A field no candidate takes: name the algorithms that do, if any.
 void refuse_foreign_options(const JsonView& v, const CollectiveSpec& c,
                             const std::vector<const AlgorithmEntry*>& candidates,
@@ -291,11 +287,53 @@ void parse_options(const JsonView& v, CollectiveSpec& c,
   for (const auto* e : entries) e->parse(v, c.options, ctx);
 }
 
+// "expert_load": one share per expert, summing to 1. Shares that do not are refused,
+// not rescaled: a silent rescale hides a forgotten or mistyped expert.
+std::vector<double> parse_expert_load(const JsonView& load, int experts) {
+  if (load.size() != static_cast<std::size_t>(experts))
+    load.fail(fmt::format("{} shares, one per expert", experts));
+  std::vector<double> shares;
+  double total = 0;
+  for (std::size_t e = 0; e < load.size(); ++e) {
+    const double x = load[e].as_number();
+    if (x < 0) load[e].fail("a share of at least 0");
+    shares.push_back(x);
+    total += x;
+  }
+  if (std::abs(total - 1) > 1e-6)
+    load.fail_message(fmt::format(
+        "the shares sum to {:.6g}, not 1: each is the fraction of routed tokens its expert "
+        "receives{}",
+        total, total > 0 ? fmt::format(" (divide each by {:.6g})", total) : ""));
+  return shares;
+}
+
+// "expert_ranks": the rank (position in the collective's "ranks") hosting each expert.
+// Without it experts split evenly over the ranks in contiguous blocks (workload/moe.h),
+// which needs the expert count to be a multiple of the rank count.
+std::vector<int> parse_expert_ranks(const JsonView& routing, int experts, int ranks) {
+  auto v = routing.find("expert_ranks");
+  if (!v) {
+    if (experts % ranks != 0)
+      routing["experts"].fail_message(fmt::format(
+          "{} experts do not split evenly over {} ranks; give \"expert_ranks\": the rank of "
+          "each expert (a position in the collective's ranks)",
+          experts, ranks));
+    return {};
+  }
+  std::vector<int> placed = v->as_int_list(0, ranks - 1);
+  if (placed.size() != static_cast<std::size_t>(experts))
+    v->fail(fmt::format("{} ranks, one per expert", experts));
+  return placed;
+}
+
 // MoE routing: the collective becomes a dispatch all-to-allv and a combine, the
 // combine sending every token back.
 std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
-  v.allow_only({"tokens_per_rank", "bytes_per_token", "experts", "top_k", "expert_load", "matrix"});
+  v.allow_only(kRoutingFields);
   if (auto m = v.find("matrix")) {
+    for (const char* moe : {"tokens_per_rank", "experts", "top_k", "expert_load", "expert_ranks"})
+      if (v.has(moe)) v[moe].fail_message("\"matrix\" gives the token counts: leave it out");
     if (m->size() != static_cast<std::size_t>(ranks))
       m->fail(fmt::format("a {0} x {0} matrix of token counts (one row per sending rank)", ranks));
     std::vector<std::int64_t> tokens;
@@ -312,18 +350,8 @@ std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
   r.tokens_per_rank = v["tokens_per_rank"].as_int(0, std::int64_t{1} << 40);
   r.experts = static_cast<int>(v["experts"].as_int(1, 1 << 20));
   r.top_k = v.has("top_k") ? static_cast<int>(v["top_k"].as_int(1, r.experts)) : 1;
-  if (auto load = v.find("expert_load")) {
-    if (load->size() != static_cast<std::size_t>(r.experts))
-      load->fail(fmt::format("{} shares, one per expert", r.experts));
-    double total = 0;
-    for (std::size_t e = 0; e < load->size(); ++e) {
-      const double x = (*load)[e].as_number();
-      if (x < 0) (*load)[e].fail("a share of at least 0");
-      r.expert_load.push_back(x);
-      total += x;
-    }
-    if (total <= 0) load->fail_message("the shares must not all be zero");
-  }
+  if (auto load = v.find("expert_load")) r.expert_load = parse_expert_load(*load, r.experts);
+  r.expert_ranks = parse_expert_ranks(v, r.experts, ranks);
   return moe_dispatch_tokens(r, ranks);
 }
 
@@ -403,8 +431,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
   const JsonView root(doc, "");
   if (!root.is_object())
     root.fail("a JSON object with \"topology\", \"network\" and \"collectives\"");
-  root.allow_only(
-      {"name", "description", "topology", "placement", "network", "collectives", "workload"});
+  root.allow_only(kScenarioFields);
   Scenario s;
   s.name = root.has("name") ? root["name"].as_string() : std::move(default_name);
   if (root.has("description")) s.description = root["description"].as_string();
@@ -475,6 +502,27 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   CostModel model = s.network.cost ? *s.network.cost : CostModel{};
   read_cost_model(c, model);
   s.network.cost = model.trivial() ? nullptr : std::make_shared<const CostModel>(std::move(model));
+}
+
+namespace {
+
+bool is_scenario(const nlohmann::json& doc) {
+  return doc.is_object() && doc.contains("collectives");
+}
+
+}  // namespace
+
+Topology load_topology_argument(const std::string& arg, const fs::path& base_dir) {
+  if (!arg.empty() && arg.front() == '{') {
+    const nlohmann::json doc = parse_json_text(arg, "topology");
+    if (is_scenario(doc)) return parse_scenario(doc, base_dir).topology;
+    return load_topology(JsonView(doc, "topology"), base_dir);
+  }
+  const fs::path file = base_dir / arg;
+  if (fs::is_regular_file(file) && is_scenario(read_json_file(file.string(), arg)))
+    return load_scenario(file).topology;
+  const nlohmann::json name = arg;
+  return load_topology(JsonView(name, "topology"), base_dir);
 }
 
 Scenario load_scenario(const fs::path& file) {

@@ -4,10 +4,11 @@
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "network/network_model.h"
 #include "nccl/nccl_model.h"
+#include "network/network_model.h"
 #include "schedule/algorithms.h"
 #include "topology/topology.h"
 #include "workload/workload.h"
@@ -21,8 +22,8 @@ struct CollectiveSpec {
   std::string algorithm;     // "auto": the planner picks the fastest (plan/plan.h)
   AlgorithmOptions options;  // as written; the planner fills in the rest
   std::int64_t bytes = 0;    // nccl-tests' "size"
-  std::vector<int> ranks;             // topology ranks taking part, in the algorithm's rank order
-  std::vector<int> after;             // indices of collectives that must finish first
+  std::vector<int> ranks;    // topology ranks taking part, in the algorithm's rank order
+  std::vector<int> after;    // indices of collectives that must finish first
   // "LL", "LL128", "Simple", "auto" (the tuner tries each), or "" (plain α-β).
   std::string protocol;
   NcclFilter nccl_filter;  // "algorithm": "nccl": what "nccl_algo" / "nccl_proto" allow
@@ -37,7 +38,29 @@ struct Scenario {
   std::vector<WorkloadSpec> workloads;  // training jobs ("workload"), run with the collectives
 };
 
+// The fields each part of a scenario file takes; the loader refuses any other, and
+// tests/test_schema.cpp checks scenarios/schema/scenario.schema.json lists the same.
+// "$schema" names the JSON Schema for editors; the loader ignores it.
+inline constexpr std::string_view kScenarioFields[] = {
+    "$schema", "name", "description", "topology", "placement", "network", "collectives", "workload"};
+inline constexpr std::string_view kNetworkFields[] = {
+    "model", "alpha", "routing", "packet", "switching", "calibration", "cost"};
+// Fields every collective takes; the rest belong to its algorithm's entry (the
+// catalogue's AlgorithmEntry::options).
+inline constexpr std::string_view kCollectiveFields[] = {
+    "name",  "op",    "algorithm", "bytes",    "dtype",     "redop",     "root",
+    "ranks", "after", "routing",   "protocol", "nccl_algo", "nccl_proto"};
+// An all-to-all's "routing": MoE token routing, or an explicit token matrix.
+inline constexpr std::string_view kRoutingFields[] = {
+    "tokens_per_rank", "bytes_per_token", "experts", "top_k",
+    "expert_load",     "expert_ranks",    "matrix"};
+
 Scenario load_scenario(const std::filesystem::path& file);
+
+// A topology as `collsim topo` and Python's collsim.topology take it: a bundled name,
+// a topology file, a scenario file (its topology, with its placement), or JSON text of
+// either. Relative file names resolve against `base_dir`.
+Topology load_topology_argument(const std::string& arg, const std::filesystem::path& base_dir);
 
 // A calibration file (`collsim calibrate`): its α replaces the network's, its
 // bandwidth every link's ({"alpha_s", "bandwidth_Bps"}), or per link kind

@@ -101,11 +101,28 @@ std::vector<NodeId> add_leaf_spine(Topology& t, const ClusterParams& p,
   return spines;
 }
 
+// Names that differ where the fabrics do: the shape, then whatever is not the default
+// ("cluster-8x8-2to1", "cluster-512x8-8spines-pods32-16cores"). Bandwidths are left to
+// the summary, which prints them.
+std::string cluster_name(const ClusterParams& p) {
+  const ClusterParams d;
+  std::string name = fmt::format("cluster-{}x{}", p.nodes, p.server.gpus);
+  if (p.oversubscription != d.oversubscription) name += fmt::format("-{:g}to1", p.oversubscription);
+  if (p.spines != d.spines) name += fmt::format("-{}spines", p.spines);
+  if (p.fabric != d.fabric) name += fmt::format("-{}", name_of(p.fabric));
+  if (p.pod_nodes <= 0 || p.pod_nodes >= p.nodes) return name;
+  name += fmt::format("-pods{}", p.pod_nodes);
+  if (p.cores != d.cores) name += fmt::format("-{}cores", p.cores);
+  if (p.core_oversubscription != d.core_oversubscription)
+    name += fmt::format("-core{:g}to1", p.core_oversubscription);
+  return name;
+}
+
 }  // namespace
 
 Topology make_cluster_topology(const ClusterParams& p) {
   Topology t;
-  t.name = fmt::format("cluster-{}x{}", p.nodes, p.server.gpus);
+  t.name = cluster_name(p);
   std::vector<std::vector<NodeId>> nics;  // [node][rail]
   for (int n = 0; n < p.nodes; ++n)
     nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));
@@ -114,7 +131,6 @@ Topology make_cluster_topology(const ClusterParams& p) {
     t.assign_ranks();
     return t;
   }
-  t.name += fmt::format("-pods{}", p.pod_nodes);
   std::vector<NodeId> cores;
   for (int c = 0; c < p.cores; ++c)
     cores.push_back(t.add_node({fmt::format("core{}", c), NodeKind::Core}));

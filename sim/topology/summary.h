@@ -1,8 +1,12 @@
 #pragma once
-// What `collsim topo` prints: counts, per-GPU bandwidth, bisection bandwidth,
+// What `collsim topo` prints: counts, per-GPU injection by link kind (NICs included),
+// the switch tiers with their oversubscription and capacity, bisection bandwidth,
 // and a Graphviz drawing.
+#include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "topology/topology.h"
 
@@ -12,10 +16,47 @@ namespace collsim {
 // the capacity of the tightest cut between them.
 double bisection_bandwidth(const Topology& t);
 
-std::string topology_summary(const Topology& t);
+// One tier of a fat tree (leaf, spine or core switches). Capacities are one direction.
+struct TierSummary {
+  std::string kind;  // "leaf", "spine", "core"
+  int switches = 0;
+  double from_below = 0;  // what the tier below can send into these switches
+  double to_above = 0;    // their links up to the next tier (0 at the top)
+  // from_below : to_above, 2 meaning 2:1; 0 at the top tier.
+  double oversubscription() const { return to_above > 0 ? from_below / to_above : 0; }
+};
 
-// Graphviz, through Boost.Graph's writer: GPUs as boxes, links labelled with
-// kind and bandwidth (a full-duplex pair drawn once).
+// What one GPU (rank 0's) can send at once.
+struct InjectionSummary {
+  std::string gpu;                        // its node name
+  std::map<std::string, double> by_kind;  // links leaving the GPU, summed per kind
+  // Through its NICs into the fabric: per NIC the lesser of the GPU's link to it and
+  // the NIC's own links onward, summed; `nic_kinds` is those onward links by kind.
+  int nics = 0;
+  std::map<std::string, double> nic_kinds;
+  double scale_out = 0;
+};
+
+struct TopologySummary {
+  std::string name;
+  int gpus = 0;
+  int hosts = 0;  // distinct host indices of GPUs (servers), 0 when unknown
+  std::size_t nodes = 0, links = 0;
+  std::map<std::string, int> nodes_by_kind, links_by_kind;  // links directed
+  std::map<std::string, double> bandwidth_by_kind;          // total over directed links of a kind
+  InjectionSummary injection;                               // empty gpu when there are no GPUs
+  std::vector<TierSummary> tiers;  // bottom up; empty without leaf/spine/core switches
+  double bisection = 0;
+};
+
+TopologySummary summarise_topology(const Topology& t);
+std::string topology_summary(const Topology& t);  // the text `collsim topo` prints
+// The same figures in bytes/s (`collsim topo --summary-json`, Python's collsim.topology).
+nlohmann::json topology_summary_json(const Topology& t);
+
+// Graphviz, left to right from the top switch tier down to the GPUs: each host's
+// GPUs (labelled with their rank, in rank order), NICs and NVSwitch in a box of their
+// own, leaves rail after rail, links coloured by kind with a legend of the rates.
 void write_graphviz(std::ostream& out, const Topology& t);
 
 }  // namespace collsim

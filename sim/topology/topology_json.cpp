@@ -44,7 +44,7 @@ ServerParams server_from_json(const JsonView& spec) {
 }
 
 Dimension dimension_from_json(const JsonView& v) {
-  v.allow_only({"shape", "size", "bandwidth", "latency", "kind"});
+  v.allow_only(kDimensionFields);
   Dimension d;
   const std::string shape = v["shape"].as_choice({"ring", "switch", "fully_connected"});
   d.shape = shape == "ring"     ? Dimension::Shape::Ring
@@ -89,7 +89,7 @@ Topology preset_from_json(const JsonView& spec) {
   const std::string preset = spec["preset"].as_choice(
       {"switch", "ring", "dgx-h100", "cluster", "nvl72", "torus", "multidim"});
   if (preset == "switch" || preset == "nvl72") {
-    spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind"});
+    spec.allow_only(kSwitchPresetFields);
     const int gpus = spec.has("gpus") || preset == "switch"
                          ? static_cast<int>(spec["gpus"].as_int(1, kMaxGpus))
                          : 72;
@@ -101,7 +101,7 @@ Topology preset_from_json(const JsonView& spec) {
                                 kind);
   }
   if (preset == "ring") {
-    spec.allow_only({"preset", "gpus", "bandwidth", "latency", "kind", "bidirectional"});
+    spec.allow_only(kRingPresetFields);
     const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
     const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
     const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
@@ -109,14 +109,11 @@ Topology preset_from_json(const JsonView& spec) {
                               bidir, kind);
   }
   if (preset == "dgx-h100") {
-    spec.allow_only(
-        {"preset", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency"});
+    spec.allow_only(kDgxPresetFields);
     return make_dgx_topology(server_from_json(spec));
   }
   if (preset == "cluster") {
-    spec.allow_only({"preset", "nodes", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic",
-                     "nic_latency", "radix", "oversubscription", "spines", "fabric", "pod_nodes",
-                     "cores", "core_oversubscription"});
+    spec.allow_only(kClusterPresetFields);
     ClusterParams p;
     p.nodes = static_cast<int>(spec["nodes"].as_int(1, kMaxGpus));
     p.server = server_from_json(spec);
@@ -150,7 +147,7 @@ Topology preset_from_json(const JsonView& spec) {
     return make_cluster_topology(p);
   }
   if (preset == "torus") {
-    spec.allow_only({"preset", "dims", "bandwidth", "latency", "kind"});
+    spec.allow_only(kTorusPresetFields);
     const std::vector<int> sizes = spec["dims"].as_int_list(1, 1 << 16);
     if (sizes.empty() || sizes.size() > 3)
       spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
@@ -166,7 +163,7 @@ Topology preset_from_json(const JsonView& spec) {
     check_cable_count(spec, cables_of(dims));
     return make_multidim_topology(dims, "torus");
   }
-  spec.allow_only({"preset", "dims"});
+  spec.allow_only(kMultidimPresetFields);
   std::vector<Dimension> dims;
   long long total = 1;
   const JsonView list = spec["dims"];
@@ -191,13 +188,13 @@ NodeId node_ref(const Topology& t, const JsonView& v) {
 }
 
 Topology graph_from_json(const JsonView& spec) {
-  spec.allow_only({"name", "description", "nodes", "links"});
+  spec.allow_only(kGraphFields);
   Topology t;
   t.name = spec.has("name") ? spec["name"].as_string() : "custom";
   const JsonView nodes = spec["nodes"];
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const JsonView n = nodes[i];
-    n.allow_only({"name", "kind", "rank", "host", "sharp", "sharp_efficiency"});
+    n.allow_only(kNodeFields);
     Node node;
     node.name = n["name"].as_string();
     node.kind = *node_kind_from_name(n["kind"].as_choice(all_node_kind_names()));
@@ -227,7 +224,7 @@ Topology graph_from_json(const JsonView& spec) {
   std::vector<bool> linked(t.nodes().size(), false);
   for (std::size_t i = 0; i < links.size(); ++i) {
     const JsonView l = links[i];
-    l.allow_only({"src", "dst", "bandwidth", "latency", "kind", "duplex"});
+    l.allow_only(kLinkFields);
     const NodeId src = node_ref(t, l["src"]);
     const NodeId dst = node_ref(t, l["dst"]);
     if (src == dst) l["dst"].fail_message("a link must join two different nodes");

@@ -1,18 +1,27 @@
 #include "workload/moe.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace collsim {
+
+int expert_rank(const MoeRouting& r, int expert, int ranks) {
+  if (!r.expert_ranks.empty()) return r.expert_ranks.at(expert);
+  if (ranks <= 0 || r.experts % ranks != 0)
+    throw std::invalid_argument(fmt::format(
+        "{} experts do not split evenly over {} ranks: give each expert's rank", r.experts, ranks));
+  return expert / (r.experts / ranks);
+}
 
 std::vector<std::int64_t> moe_dispatch_tokens(const MoeRouting& r, int ranks) {
   std::vector<double> load = r.expert_load;
   if (load.empty()) load.assign(r.experts, 1.0);
   const double total = std::accumulate(load.begin(), load.end(), 0.0);
   std::vector<double> share(ranks, 0.0);  // share of a rank's routed tokens that each rank receives
-  for (int e = 0; e < r.experts; ++e)
-    share[static_cast<int>(static_cast<std::int64_t>(e) * ranks / r.experts)] += load[e] / total;
+  for (int e = 0; e < r.experts; ++e) share[expert_rank(r, e, ranks)] += load[e] / total;
 
   const std::int64_t routed = r.tokens_per_rank * r.top_k;
   std::vector<std::int64_t> row(ranks);

@@ -9,20 +9,6 @@
 namespace collsim {
 namespace workload_json {
 
-constexpr std::string_view kJobKeys[] = {"name",           "ranks",        "gradients",
-                                         "compute",        "scaling",      "bucket",
-                                         "overlap",        "algorithm",    "protocol",
-                                         "dtype",          "accumulation", "backward_fraction",
-                                         "model",          "gpu",          "mfu",
-                                         "tokens_per_gpu", "sequence",     "param_dtype",
-                                         "grad_dtype",     "parallelism",  "expert_load"};
-constexpr std::string_view kParallelismKeys[] = {
-    "dp",   "tp", "pp", "ep", "zero", "fsdp", "sequence_parallel", "pipeline", "micro_batches",
-    "order"};
-constexpr std::string_view kModelKeys[] = {
-    "name",  "layers",           "hidden",        "vocab",         "sequence",
-    "heads", "attention_params", "mlp_params",    "attention_dim", "experts",
-    "top_k", "shared_experts",   "expert_params", "dense_layers",  "tied_embeddings"};
 
 DType parse_dtype(const JsonView& v) {
   return *dtype_from_name(v.as_choice(all_dtype_names()));
@@ -75,7 +61,7 @@ GpuSpec parse_gpu(const JsonView& v) {
         fmt::format("no GPU preset \"{}\"; presets: {}", name, preset_list(gpu_preset_names())));
   }
   if (!v.is_object()) v.fail("a GPU preset name or {\"peak_flops\": 989e12, \"memory\": \"80GB\"}");
-  v.allow_only({"name", "peak_flops", "memory"});
+  v.allow_only(kGpuKeys);
   GpuSpec g;
   g.name = v.has("name") ? v["name"].as_string() : "gpu";
   g.peak_flops = v["peak_flops"].as_number();

@@ -8,6 +8,9 @@
 
 namespace collsim {
 
+// What a "levels" entry takes besides its algorithm's options.
+inline constexpr std::string_view kLevelFields[] = {"size", "algorithm"};
+
 void register_hierarchical(std::vector<AlgorithmEntry>& catalogue);
 
 }  // namespace collsim

@@ -1,0 +1,81 @@
+"""The Python module against the command line: the same documents, errors as exceptions."""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import collsim
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCENARIO = ROOT / "scenarios" / "dgx-h100-allreduce.json"
+# The command line next to the module: build/python/collsim*.so -> build/tools/collsim.
+CLI = pathlib.Path(collsim.__file__).resolve().parents[1] / "tools" / "collsim"
+
+
+def cli_json(*args):
+    out = subprocess.run([str(CLI), *args], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def test_run_returns_what_the_cli_prints():
+    assert collsim.run(str(SCENARIO)) == cli_json("run", str(SCENARIO), "--format", "json")
+
+
+def test_run_takes_a_path_or_a_dict():
+    doc = json.loads(SCENARIO.read_text())
+    from_path = collsim.run(SCENARIO)  # a pathlib.Path is a path too
+    from_dict = collsim.run(doc)
+    # The dict has no file name, so the scenario is named "scenario"; the rest is equal.
+    from_path.pop("scenario")
+    from_dict.pop("scenario")
+    assert from_dict == from_path
+    assert from_path["collectives"][0]["time_s"] > 0
+
+
+def test_a_dict_changes_what_runs():
+    doc = json.loads(SCENARIO.read_text())
+    small = dict(doc, collectives=[dict(doc["collectives"][0], bytes="1MiB")])
+    big = dict(doc, collectives=[dict(doc["collectives"][0], bytes="1GiB")])
+    # 1 GiB: 4.25 ms; 1 MiB: 74 us, mostly the 14 steps' alpha.
+    assert collsim.run(big)["collectives"][0]["time_s"] > 50 * collsim.run(small)["collectives"][0]["time_s"]
+
+
+def test_errors_carry_the_json_path():
+    doc = {"topology": "dgx-h100", "collectives": [{"op": "all_reduce", "bytes": -5}]}
+    with pytest.raises(collsim.InputError) as e:
+        collsim.run(doc)
+    assert e.value.path == "collectives[0].bytes"
+    assert e.value.message.startswith('expected a size like "64MiB"')
+    assert str(e.value) == e.value.path + ": " + e.value.message
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(collsim.InputError, match="no such scenario file"):
+        collsim.run("no/such/file.json")
+
+
+def test_sweep_returns_what_the_cli_prints():
+    args = dict(sizes="1MiB,16MiB", algorithms="ring,binomial_tree")
+    expected = cli_json("sweep", str(SCENARIO), "--sizes", "1MiB,16MiB",
+                        "--algorithms", "ring,binomial_tree", "--format", "json")
+    assert collsim.sweep(SCENARIO, **args) == expected
+    # Lists work as well as the CLI's comma strings.
+    assert collsim.sweep(SCENARIO, sizes=[1 << 20, 16 << 20],
+                         algorithms=["ring", "binomial_tree"]) == expected
+
+
+def test_topology_summary():
+    flat = collsim.topology("cluster-8x8")
+    thin = collsim.topology("cluster-8x8-2to1")
+    assert flat == cli_json("topo", "cluster-8x8", "--format", "json")
+    assert flat["name"] != thin["name"]
+    assert [t["kind"] for t in flat["tiers"]] == ["leaf", "spine"]
+    assert flat["tiers"][0]["oversubscription"] == pytest.approx(1)
+    assert thin["tiers"][0]["oversubscription"] == pytest.approx(2)
+    assert flat["injection"]["scale_out_Bps"] == pytest.approx(50e9)
+    # A scenario file gives its topology; so does a dict.
+    assert collsim.topology(SCENARIO)["name"] == "dgx-h100"
+    assert collsim.topology({"preset": "switch", "gpus": 4, "bandwidth": "10GB/s"})["gpus"] == 4
+    with pytest.raises(collsim.InputError) as e:
+        collsim.topology({"preset": "switch", "gpus": 0, "bandwidth": "10GB/s"})
+    assert e.value.path == "topology.gpus"
