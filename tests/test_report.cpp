@@ -113,7 +113,7 @@ TEST_CASE(
   CHECK(r.crossovers[0].from == "binomial_tree");
   CHECK(r.crossovers[0].to == "ring");
   CHECK(r.crossovers[0].estimate == Approx(235'294).epsilon(0.01));  // docs/models.md: about 235 KB
-  const std::string table = sweep_table(s, r);
+  const std::string table = sweep_table(r);
   CHECK_THAT(table, Catch::Contains("# ranks 8, algorithm ring") &&
                         Catch::Contains("binomial_tree -> ring at"));
   for (std::size_t k = 0; k < req.sizes.size(); ++k)  // exactly one winner per size

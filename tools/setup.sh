@@ -9,6 +9,7 @@ packages=(
   catch2
   chromium  # the report test opens report.html in headless Chromium
   procps    # pgrep, in the cuda-ipc fault test
+  libopenmpi-dev openmpi-bin  # mpirun -n N collsim sweep (optional in the build; tested when found)
   clang libclang-rt-14-dev  # the libFuzzer target (libclang_rt.fuzzer is in libclang-rt-14-dev)
 )
 
