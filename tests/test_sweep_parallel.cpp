@@ -97,6 +97,13 @@ TEST_CASE("sweep on 2 and 3 threads gives the one-thread sweep byte for byte",
   CHECK(calls == 99);
   CHECK(all_outputs(two) == expected);
   CHECK(all_outputs(run_sweep(s, request(), {}, 3)) == expected);
+  // More threads than points, and no points at all (an MPI rank beyond the points).
+  const SweepPlan plan = plan_sweep(s, request());
+  const std::vector<std::size_t> two_points{5, 98};
+  const auto rows = run_sweep_points(s, plan, two_points, 8);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].time_s == one.rows[98].time_s);
+  CHECK(run_sweep_points(s, plan, {}, 4).empty());
 }
 
 TEST_CASE("shards cover every point once, round robin", "[sweep][shard]") {
@@ -122,6 +129,14 @@ TEST_CASE("shards merged in any order give the single-process sweep byte for byt
   for (auto& f : files) f.doc = nlohmann::json::parse(f.doc.dump(1));
   std::swap(files[0], files[3]);
   CHECK(all_outputs(merge_shards(files)) == expected);
+
+  // More shards than points: the last shard has none, and still counts.
+  SweepRequest one_point;
+  one_point.sizes = {1024};
+  one_point.algorithms = {"ring"};
+  const auto few = shard_files(s, one_point, 2);
+  CHECK(few[1].doc["rows"].empty());
+  CHECK(all_outputs(merge_shards(few)) == all_outputs(run_sweep(s, one_point)));
 }
 
 TEST_CASE("merge refuses incomplete or mismatched shard sets, naming the file", "[sweep][shard]") {

@@ -180,6 +180,7 @@ SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k
 std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
                                        std::span<const std::size_t> points, int threads,
                                        const SweepProgress& progress) {
+  if (points.empty()) return {};  // an MPI rank beyond the points, a shard of none
   std::vector<std::optional<SweepRow>> rows(points.size());
   std::vector<std::exception_ptr> errors(points.size());
   std::atomic<std::size_t> next{0};
