@@ -245,12 +245,18 @@ TEST_CASE("mpirun -n 2 collsim sweep matches the single-process sweep", "[sweep]
   REQUIRE(status == 0);
   CHECK(outputs_of(dir / "mpi", test::slurp(out_file)) == outputs_of(dir / "plain", plain.out));
 
-  // An error is printed once, by rank 0, and every rank exits with its status.
-  status = shell(mpi_sweep + " --ranks 9999 > /dev/null 2>" + (dir / "err.txt").string());
+  // Ranks on other machines read their own copy of the scenario: rank 0 checks it is
+  // the same file (here rank 1's has one more newline).
+  std::ofstream(dir / "copy.json") << test::slurp(kScenario) << "\n";
+  const std::string mpmd = env + mpirun + " -n 1 " + COLLSIM_EXE + " " + kSweep + " : -n 1 " +
+                           COLLSIM_EXE + " sweep " + (dir / "copy.json").string() +
+                           " --sizes 1KiB..1MiB";
+  status = shell(mpmd + " > /dev/null 2>" + (dir / "err.txt").string());
+  // Printed once, by rank 0, and every rank exits with its status.
+  CHECK(status == 2);
   const std::string err = test::slurp(dir / "err.txt");
-  CHECK(status != 0);
-  const std::string message = "collsim: error: --ranks: 9999 ranks; the topology has 8 GPUs";
-  CHECK(err.find(message) != std::string::npos);
+  const std::string message = "collsim: error: MPI rank 1: read another scenario than rank 0";
+  CHECK_THAT(err, Catch::Contains(message));
   CHECK(err.find(message, err.find(message) + 1) == std::string::npos);
   fs::remove_all(dir);
 }

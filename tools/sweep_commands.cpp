@@ -187,6 +187,12 @@ int finish_on_rank_0(const SweepArgs& args, const std::optional<SweepShare>& min
                   << "\n";
         return m["status"].get<int>();
       }
+      // Ranks on other machines read their own copy of the scenario: the same one?
+      if (m["digest"] != mine->digest || m["sweep"] != sweep_plan_json(mine->plan))
+        throw InputError(fmt::format("MPI rank {}", r),
+                         fmt::format("read another scenario than rank 0 (digest {}, not {}), "
+                                     "or planned another sweep from it",
+                                     m["digest"].get<std::string>(), mine->digest));
       for (auto& row : rows_from_json(mine->plan, m["rows"], fmt::format("MPI rank {}", r)))
         rows.push_back(std::move(row));
     }
@@ -256,7 +262,10 @@ int sweep_command(const SweepArgs& args) {
   std::string message;
   try {
     share = compute_share(args, world);
-    message = nlohmann::json{{"rows", rows_json(share->points, share->rows)}}.dump();
+    message = nlohmann::json{{"rows", rows_json(share->points, share->rows)},
+                             {"digest", share->digest},
+                             {"sweep", sweep_plan_json(share->plan)}}
+                  .dump();
   } catch (...) {
     const Failure f = failure_of(std::current_exception());
     message = nlohmann::json{{"error", f.message}, {"status", f.status}}.dump();
