@@ -122,7 +122,7 @@ TEST_CASE("sweep: nccl-tests table per algorithm, winners, and the ring/tree cro
   CHECK(r.crossovers[0].from == "binomial_tree");
   CHECK(r.crossovers[0].to == "ring");
   CHECK(r.crossovers[0].estimate == Approx(235'294).epsilon(0.01));  // docs/models.md: about 235 KB
-  const std::string table = sweep_table(s, r);
+  const std::string table = sweep_table(r);
   CHECK_THAT(table, Catch::Contains("# ranks 8, algorithm ring") &&
                         Catch::Contains("binomial_tree -> ring at"));
   for (std::size_t k = 0; k < req.sizes.size(); ++k)  // exactly one winner per size
@@ -281,7 +281,7 @@ TEST_CASE("sweep.html: coloured legend, coinciding lines said, round ticks, labe
   req.algorithms = {"binomial_tree", "ring", "naive", "parameter_server"};
   const SweepResult r = run_sweep(s, req);
   std::ostringstream page;
-  write_sweep_html(page, s, r);
+  write_sweep_html(page, r);
   const std::string html = page.str();
   // Each legend name is painted (style beats CSS) in its line's colour.
   for (const char* name : {"binomial_tree", "ring", "naive"}) {

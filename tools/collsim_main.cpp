@@ -3,7 +3,6 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -25,6 +24,7 @@
 #include "report/workload_report.h"
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
+#include "sweep_commands.h"
 #include "topology/summary.h"
 #include "topology/topology_json.h"
 #include "validate/calibrate.h"
@@ -236,71 +236,6 @@ int topo_command(const TopoArgs& args) {
   return 0;
 }
 
-struct SweepArgs {
-  std::string scenario;
-  std::string collective;
-  std::string sizes = "1KiB..1GiB";
-  std::string step = "x2";
-  std::string algorithms;
-  std::string ranks;
-  std::string format = "text";
-  std::string out_dir;
-};
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  for (std::size_t a = 0; a < text.size();) {
-    std::size_t b = text.find(',', a);
-    if (b == std::string::npos) b = text.size();
-    if (b > a) out.push_back(text.substr(a, b - a));
-    a = b + 1;
-  }
-  return out;
-}
-
-int sweep_command(const SweepArgs& args) {
-  const Scenario scenario = load_collectives(args.scenario);
-  SweepRequest req;
-  req.collective = args.collective;
-  req.sizes = parse_sizes(args.sizes, args.step);
-  req.algorithms = split_commas(args.algorithms);
-  for (const auto& n : split_commas(args.ranks)) {
-    try {
-      req.rank_counts.push_back(std::stoi(n));
-    } catch (const std::exception&) {
-      throw InputError("--ranks", "expected rank counts like 8,64,512, got \"" + n + "\"");
-    }
-  }
-  // A progress bar only for people watching a terminal, and only once it is worth one.
-  const bool tty = isatty(STDERR_FILENO);
-  const auto started = std::chrono::steady_clock::now();
-  bool drew = false;
-  auto progress = [&](std::size_t done, std::size_t total) {
-    if (!tty || std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) return;
-    const int width = 40, filled = static_cast<int>(width * done / total);
-    std::cerr << fmt::format("\r[{}{}] {}/{}", std::string(filled, '#'),
-                             std::string(width - filled, ' '), done, total)
-              << std::flush;
-    drew = true;
-  };
-  const SweepResult result = run_sweep(scenario, req, progress);
-  if (drew) std::cerr << "\r" << std::string(60, ' ') << "\r" << std::flush;
-  if (!args.out_dir.empty()) {
-    OutputDir out(args.out_dir);
-    write_sweep_csv(out.open("sweep.csv"), scenario, result);
-    out.open("sweep.json") << sweep_json(scenario, result).dump(2) << "\n";
-    write_sweep_html(out.open("sweep.html"), scenario, result);
-    out.commit();
-  }
-  if (args.format == "csv")
-    write_sweep_csv(std::cout, scenario, result);
-  else if (args.format == "json")
-    std::cout << sweep_json(scenario, result).dump(2) << "\n";
-  else
-    std::cout << sweep_table(scenario, result);
-  return 0;
-}
-
 std::string self_executable() {
   return std::filesystem::read_symlink("/proc/self/exe").string();
 }
@@ -502,23 +437,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   SweepArgs sweep_args;
-  auto* sweep = app.add_subcommand(
-      "sweep", "Run a scenario's collective across sizes, algorithms and rank counts");
-  sweep->add_option("scenario", sweep_args.scenario, "Scenario JSON file")->required();
-  sweep->add_option("--collective", sweep_args.collective, "Which collective (default: the first)");
-  sweep->add_option("--sizes", sweep_args.sizes, "A..B range or a comma list of sizes")
-      ->capture_default_str();
-  sweep->add_option("--step", sweep_args.step, "Factor between sizes in a range")
-      ->capture_default_str();
-  sweep->add_option("--algorithms", sweep_args.algorithms,
-                    "Comma list (default: every applicable one)");
-  sweep->add_option("--ranks", sweep_args.ranks,
-                    "Comma list of rank counts (default: the collective's)");
-  sweep->add_option("--format", sweep_args.format, "Output on stdout")
-      ->check(CLI::IsMember({"text", "csv", "json"}))
-      ->capture_default_str();
-  sweep->add_option("--out", sweep_args.out_dir,
-                    "Also write sweep.csv, sweep.json and sweep.html here");
+  auto* sweep = add_sweep_command(app, sweep_args);
+  MergeArgs merge_args;
+  auto* merge = add_merge_command(app, merge_args);
 
   WorkloadSweepArgs wsweep_args;
   auto* wsweep = app.add_subcommand(
@@ -609,6 +530,7 @@ int main(int argc, char** argv) {
     if (*topo) return topo_command(topo_args);
     if (*sweep) return sweep_command(sweep_args);
     if (*wsweep) return workload_sweep_command(wsweep_args);
+    if (*merge) return merge_command(merge_args);
     if (*validate) return validate_command(validate_args);
     if (*calibrate && !nccl_calibrate_args.logs.empty())
       return nccl_calibrate_command(nccl_calibrate_args, calibrate, calibrate_args.out,

@@ -12,6 +12,7 @@ packages=(
   chromium  # the report test opens report.html in headless Chromium
   procps    # pgrep, in the cuda-ipc fault test
   pybind11-dev python3-dev python3-pytest  # the Python module (import collsim) and its tests
+  libopenmpi-dev openmpi-bin  # mpirun -n N collsim sweep (optional in the build; tested when found)
   clang libclang-rt-14-dev  # the libFuzzer target (libclang_rt.fuzzer is in libclang-rt-14-dev)
 )
 

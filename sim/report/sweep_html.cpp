@@ -220,20 +220,20 @@ void plot(std::ostream& out, const SweepResult& r, int ranks, const char* id, co
 
 }  // namespace
 
-void write_sweep_html(std::ostream& out, const Scenario& s, const SweepResult& r) {
+void write_sweep_html(std::ostream& out, const SweepResult& r) {
+  const SweepAbout& about = r.plan.about;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>collsim "
          "sweep</title>\n<style>body{font-family:sans-serif;margin:20px;color:#222}"
          ".tick{font-size:10px;fill:#333}.axis{font-size:11px;fill:#333;font-weight:bold}"
          ".legendname{font-size:12px}.xlabel{font-size:10px;fill:#444}"
          ".grid{stroke:#000;stroke-opacity:0.08}.note{font-size:13px;color:#444}</style>"
          "</head><body>\n";
-  out << fmt::format("<h1>collsim sweep: {} on {}</h1>\n", name_of(r.spec->shape.op),
-                     s.topology.name);
+  out << fmt::format("<h1>collsim sweep: {} on {}</h1>\n", about.op, about.topology);
   out << fmt::format(
       "<p class=\"note\">Network model {} (\u03b1 {}). Each algorithm simulated "
       "alone at each size; dashed verticals mark where the fastest algorithm "
       "changes.</p>\n",
-      s.network.model, format_duration(to_seconds(s.network.alpha)));
+      about.network, format_duration(to_seconds(about.alpha)));
   std::vector<int> rank_counts;
   for (const auto& row : r.rows)
     if (std::find(rank_counts.begin(), rank_counts.end(), row.ranks) == rank_counts.end())

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+#include <thread>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -51,30 +57,77 @@ double crossing(double x0, double x1, double a0, double a1, double b0, double b1
   return x0 + (x1 - x0) * d0 / (d0 - d1);
 }
 
+// The swept collective at one point: `a` on `n` ranks (0..n-1 unless its own), `bytes`.
+CollectiveSpec point_collective(const CollectiveSpec& base, bool own_ranks, const std::string& a,
+                                int n, std::int64_t bytes) {
+  const int esize = element_size(base.shape.dtype);
+  CollectiveSpec c = base;
+  c.algorithm = a;
+  c.after.clear();
+  if (!own_ranks) {
+    c.ranks.resize(n);
+    for (int i = 0; i < n; ++i) c.ranks[i] = i;
+  }
+  c.shape.ranks = static_cast<int>(c.ranks.size());
+  c.shape.count = bytes / esize;  // like nccl-tests: count = size / type size
+  c.bytes = c.shape.count * esize;
+  // The options this algorithm takes, as the scenario gave them; the planner
+  // derives the rest (hierarchical levels from the hosts of these ranks).
+  c.options =
+      a == "nccl" ? AlgorithmOptions{} : find_algorithm(base.shape.op, a)->own(base.options);
+  if (!own_ranks) c.options = c.options.for_other_ranks();
+  return c;
+}
+
+SweepAbout about_of(const Scenario& s, const CollectiveSpec& c) {
+  SweepAbout a;
+  a.scenario = s.name;
+  a.topology = s.topology.name;
+  a.network = s.network.model;
+  a.gpus = s.topology.num_ranks();
+  a.alpha = s.network.alpha;
+  a.collective = c.name;
+  a.op = name_of(c.shape.op);
+  a.dtype = name_of(c.shape.dtype);
+  if (is_reducing(c.shape.op)) a.redop = name_of(c.shape.reduce_op);
+  if (is_rooted(c.shape.op)) a.root = c.shape.root;
+  return a;
+}
+
 }  // namespace
 
-SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
-                      const std::function<void(std::size_t, std::size_t)>& progress) {
-  SweepResult out;
+SweepPoint SweepPlan::point(std::size_t k) const {
+  const std::size_t per_ranks = algorithms.size() * sizes.size();
+  return {rank_counts.at(k / per_ranks), algorithms[k / sizes.size() % algorithms.size()],
+          sizes[k % sizes.size()]};
+}
+
+SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
+  SweepPlan plan;
+  const CollectiveSpec* found = nullptr;
   for (const auto& c : s.collectives)
     if (req.collective.empty() ? &c == &s.collectives.front() : c.name == req.collective)
-      out.spec = &c;
-  if (!out.spec)
+      found = &c;
+  if (!found)
     throw InputError("--collective",
                      "no collective named \"" + req.collective + "\" in the scenario");
-  const CollectiveSpec& base = *out.spec;
+  const CollectiveSpec& base = *found;
   if (base.shape.op == CollectiveOp::Barrier)
     throw InputError("--collective", "\"" + base.name +
                                          "\" is a barrier: it has no size to sweep; pick another "
                                          "with --collective");
-  std::vector<int> rank_counts =
-      req.rank_counts.empty() ? std::vector<int>{base.shape.ranks} : req.rank_counts;
-  for (int n : rank_counts)
+  if (req.sizes.empty()) throw InputError("--sizes", "no sizes to sweep");
+  plan.about = about_of(s, base);
+  plan.collective = static_cast<std::size_t>(found - s.collectives.data());
+  plan.own_ranks = req.rank_counts.empty();
+  plan.sizes = req.sizes;
+  plan.rank_counts = plan.own_ranks ? std::vector<int>{base.shape.ranks} : req.rank_counts;
+  for (int n : plan.rank_counts)
     if (n < 1 || n > s.topology.num_ranks())
       throw InputError(
           "--ranks", fmt::format("{} ranks; the topology has {} GPUs", n, s.topology.num_ranks()));
-  std::vector<std::string> algorithms =
-      req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
+  std::vector<std::string>& algorithms = plan.algorithms;
+  algorithms = req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
   if (req.algorithms.empty() && nccl_has_algorithms(base.shape.op)) algorithms.push_back("nccl");
   for (const auto& a : algorithms)
     if (a != "nccl" && !find_algorithm(base.shape.op, a))
@@ -87,19 +140,8 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
     std::erase_if(algorithms, [&](const std::string& a) {
       if (a == "nccl") return false;
       Scenario one = s;
-      CollectiveSpec c = base;
-      c.algorithm = a;
-      c.after.clear();
-      if (!req.rank_counts.empty()) {
-        c.ranks.resize(rank_counts.front());
-        for (int i = 0; i < rank_counts.front(); ++i) c.ranks[i] = i;
-      }
-      c.shape.ranks = static_cast<int>(c.ranks.size());
-      c.shape.count = req.sizes.front() / element_size(base.shape.dtype);
-      c.bytes = c.shape.count * element_size(base.shape.dtype);
-      c.options = find_algorithm(base.shape.op, a)->own(base.options);
-      if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
-      one.collectives = {c};
+      one.collectives = {
+          point_collective(base, plan.own_ranks, a, plan.rank_counts.front(), req.sizes.front())};
       try {
         make_plan(one);
         return false;
@@ -107,48 +149,92 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
         return true;
       }
     });
+  return plan;
+}
 
+SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k) {
+  const SweepPoint p = plan.point(k);
+  const CollectiveSpec& base = s.collectives.at(plan.collective);
   const bool with_nccl =
-      std::find(algorithms.begin(), algorithms.end(), "nccl") != algorithms.end();
-  const std::size_t total = rank_counts.size() * algorithms.size() * req.sizes.size();
-  const int esize = element_size(base.shape.dtype);
-  for (int n : rank_counts) {
-    const std::size_t first_row = out.rows.size();
-    for (const auto& a : algorithms) {
-      for (std::int64_t bytes : req.sizes) {
-        Scenario one = s;  // the collective alone on the scenario's network
-        CollectiveSpec c = base;
-        c.algorithm = a;
-        c.after.clear();
-        if (!req.rank_counts.empty()) {
-          c.ranks.resize(n);
-          for (int i = 0; i < n; ++i) c.ranks[i] = i;
-        }
-        c.shape.ranks = static_cast<int>(c.ranks.size());
-        c.shape.count = bytes / esize;  // like nccl-tests: count = size / type size
-        c.bytes = c.shape.count * esize;
-        // The options this algorithm takes, as the scenario gave them; the planner
-        // derives the rest (hierarchical levels from the hosts of these ranks).
-        c.options = a == "nccl" ? AlgorithmOptions{} : find_algorithm(base.shape.op, a)->own(base.options);
-        if (!req.rank_counts.empty()) c.options = c.options.for_other_ranks();
-        // Beside NCCL's pick the others pay protocol costs too: each its fastest protocol.
-        if (a != "nccl" && (with_nccl || base.algorithm == "nccl"))
-          c.protocol = base.protocol.empty() || base.algorithm == "nccl" ? "auto" : base.protocol;
-        if (a != "nccl") c.nccl_filter = {};
-        one.collectives = {c};
-        const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
-        const auto& o = r.outcomes[0];
-        out.rows.push_back({static_cast<int>(c.ranks.size()), a, c.bytes, c.shape.count, o.time_s,
-                            o.algbw_Bps, o.busbw_Bps, false, r.labels[0]});
-        if (progress) progress(out.rows.size(), total);
+      std::find(plan.algorithms.begin(), plan.algorithms.end(), "nccl") != plan.algorithms.end();
+  Scenario one = s;  // the collective alone on the scenario's network
+  CollectiveSpec c = point_collective(base, plan.own_ranks, p.algorithm, p.ranks, p.bytes);
+  // Beside NCCL's pick the others pay protocol costs too: each its fastest protocol.
+  if (p.algorithm != "nccl" && (with_nccl || base.algorithm == "nccl"))
+    c.protocol = base.protocol.empty() || base.algorithm == "nccl" ? "auto" : base.protocol;
+  if (p.algorithm != "nccl") c.nccl_filter = {};
+  one.collectives = {c};
+  const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
+  const auto& o = r.outcomes[0];
+  return {static_cast<int>(c.ranks.size()),
+          p.algorithm,
+          c.bytes,
+          c.shape.count,
+          o.time_s,
+          o.algbw_Bps,
+          o.busbw_Bps,
+          false,
+          r.labels[0]};
+}
+
+std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
+                                       std::span<const std::size_t> points, int threads,
+                                       const SweepProgress& progress) {
+  if (points.empty()) return {};  // an MPI rank beyond the points, a shard of none
+  std::vector<std::optional<SweepRow>> rows(points.size());
+  std::vector<std::exception_ptr> errors(points.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  // Points are taken in order, so when one fails every earlier one has been taken
+  // and finishes: the earliest error is the one a single thread would have met.
+  auto work = [&] {
+    for (std::size_t i; !failed && (i = next++) < points.size();) {
+      try {
+        rows[i] = run_sweep_point(s, plan, points[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        failed = true;
+        continue;
       }
+      if (!progress) continue;
+      std::lock_guard lock(progress_mutex);
+      progress(++done, points.size());
     }
+  };
+  const std::size_t helpers =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), points.size()) - 1;
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+    work();
+  }  // joined
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<SweepRow> out;
+  out.reserve(rows.size());
+  for (auto& r : rows) out.push_back(std::move(*r));
+  return out;
+}
+
+SweepResult finish_sweep(SweepPlan plan, std::vector<SweepRow> rows) {
+  SweepResult out;
+  out.plan = std::move(plan);
+  out.rows = std::move(rows);
+  if (out.rows.size() != out.plan.points())
+    throw std::logic_error(
+        fmt::format("finish_sweep: {} rows for {} points", out.rows.size(), out.plan.points()));
+  const auto& algorithms = out.plan.algorithms;
+  const std::size_t per_alg = out.plan.sizes.size();
+  const auto nccl = std::find(algorithms.begin(), algorithms.end(), "nccl");
+  const std::size_t nccl_index = static_cast<std::size_t>(nccl - algorithms.begin());
+  for (std::size_t ri = 0; ri < out.plan.rank_counts.size(); ++ri) {
+    const int n = out.plan.rank_counts[ri];
+    const std::size_t first_row = ri * algorithms.size() * per_alg;
     // Winners per size, then where they change.
-    const std::size_t per_alg = req.sizes.size();
     std::vector<std::size_t> best(
         per_alg);  // row index of the fastest at each size; ties to the earlier
-    const auto nccl = std::find(algorithms.begin(), algorithms.end(), "nccl");
-    const std::size_t nccl_index = static_cast<std::size_t>(nccl - algorithms.begin());
     for (std::size_t k = 0; k < per_alg; ++k) {
       std::optional<std::size_t> b;
       for (std::size_t a = 0; a < algorithms.size(); ++a) {
@@ -181,15 +267,22 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
   return out;
 }
 
-std::string sweep_table(const Scenario& s, const SweepResult& r) {
-  const auto& c = *r.spec;
-  const std::string root = is_rooted(c.shape.op) ? std::to_string(c.shape.root) : "-1";
-  const std::string redop =
-      is_reducing(c.shape.op) ? std::string(name_of(c.shape.reduce_op)) : "none";
-  std::string out =
-      fmt::format("# collsim sweep {}: {} on {} ({}), network {} (alpha {})\n", s.name,
-                  name_of(c.shape.op), s.topology.name, s.topology.num_ranks(), s.network.model,
-                  format_duration(to_seconds(s.network.alpha)));
+SweepResult run_sweep(const Scenario& s, const SweepRequest& req, const SweepProgress& progress,
+                      int threads) {
+  SweepPlan plan = plan_sweep(s, req);
+  std::vector<std::size_t> all(plan.points());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::vector<SweepRow> rows = run_sweep_points(s, plan, all, threads, progress);
+  return finish_sweep(std::move(plan), std::move(rows));
+}
+
+std::string sweep_table(const SweepResult& r) {
+  const SweepAbout& about = r.plan.about;
+  const std::string root = std::to_string(about.root);
+  const std::string& redop = about.redop;
+  std::string out = fmt::format("# collsim sweep {}: {} on {} ({}), network {} (alpha {})\n",
+                                about.scenario, about.op, about.topology, about.gpus, about.network,
+                                format_duration(to_seconds(about.alpha)));
   out +=
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at "
       "that size\n";
@@ -204,13 +297,15 @@ std::string sweep_table(const Scenario& s, const SweepResult& r) {
           ranks, algorithm, "size", "count", "type", "redop", "root", "time", "algbw", "busbw");
     }
     out += fmt::format("  {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {}\n",
-                       row.bytes, row.count, name_of(c.shape.dtype), redop, root, row.time_s * 1e6,
+                       row.bytes, row.count, about.dtype, redop, root, row.time_s * 1e6,
                        row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? "*" : "");
   }
   out += "#\n";
   if (!r.nccl.empty())
-    out += fmt::format("# NCCL's pick (simulated) against the fastest simulated plan\n# {:>5} {:>12} {:<28} {:>12} {:<34} {:>12} {:>8}\n",
-                       "ranks", "size", "nccl picks", "time", "fastest", "time", "nccl +%");
+    out += fmt::format(
+        "# NCCL's pick (simulated) against the fastest simulated plan\n# {:>5} {:>12} {:<28} "
+        "{:>12} {:<34} {:>12} {:>8}\n",
+        "ranks", "size", "nccl picks", "time", "fastest", "time", "nccl +%");
   for (const auto& x : r.nccl)
     out += fmt::format("  {:>5} {:>12} {:<28} {:>12.2f} {:<34} {:>12.2f} {:>8.1f}\n", x.ranks,
                        x.bytes, x.nccl_plan, x.nccl_s * 1e6, x.best_plan, x.best_s * 1e6,
@@ -224,15 +319,15 @@ std::string sweep_table(const Scenario& s, const SweepResult& r) {
   return out;
 }
 
-void write_sweep_csv(std::ostream& out, const Scenario&, const SweepResult& r) {
+void write_sweep_csv(std::ostream& out, const SweepResult& r) {
   out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner\n";
   for (const auto& row : r.rows)
     out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", row.ranks, row.algorithm,
-                       row.bytes, row.count, name_of(r.spec->shape.dtype), row.time_s * 1e6,
+                       row.bytes, row.count, r.plan.about.dtype, row.time_s * 1e6,
                        row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? 1 : 0);
 }
 
-nlohmann::json sweep_json(const Scenario& s, const SweepResult& r) {
+nlohmann::json sweep_json(const SweepResult& r) {
   nlohmann::json rows = nlohmann::json::array(), xs = nlohmann::json::array();
   for (const auto& row : r.rows)
     rows.push_back({{"ranks", row.ranks},
@@ -259,8 +354,8 @@ nlohmann::json sweep_json(const Scenario& s, const SweepResult& r) {
                     {"nccl_time_s", x.nccl_s},
                     {"fastest_plan", x.best_plan},
                     {"fastest_time_s", x.best_s}});
-  return {{"scenario", s.name},
-          {"op", name_of(r.spec->shape.op)},
+  return {{"scenario", r.plan.about.scenario},
+          {"op", r.plan.about.op},
           {"rows", rows},
           {"crossovers", xs},
           {"nccl_vs_fastest", nccl}};

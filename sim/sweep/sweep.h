@@ -1,23 +1,61 @@
 #pragma once
 // Size x algorithm x rank-count sweeps of one collective, nccl-tests style, with
 // the winner at each size and where the winner changes.
+//
+// A sweep is settled first (plan_sweep: every point, in report order), then its
+// points run, each on its own copy of the scenario with its own router and network
+// model, so points run on any thread, shard or MPI rank alike; finish_sweep puts the
+// rows back together. Same points in, same bytes out, however they were split.
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
-#include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/time.h"
 #include "scenario/scenario.h"
 
 namespace collsim {
 
 struct SweepRequest {
-  std::string collective;               // which of the scenario's; empty: the first
-  std::vector<std::int64_t> sizes;      // bytes
+  std::string collective;           // which of the scenario's; empty: the first
+  std::vector<std::int64_t> sizes;  // bytes
   // empty: every one that applies, and "nccl" (NCCL's own pick) where NCCL has one
   std::vector<std::string> algorithms;
-  std::vector<int> rank_counts;         // empty: the collective's own
+  std::vector<int> rank_counts;  // empty: the collective's own
+};
+
+// What the reports say about the swept collective and its network: kept apart from
+// the Scenario so that `collsim merge` writes the reports from shard files alone.
+struct SweepAbout {
+  std::string scenario, topology, network;  // the names, and the network model
+  int gpus = 0;
+  Time alpha = 0;
+  std::string collective, op, dtype;
+  std::string redop = "none";  // "none" when the collective does not reduce
+  int root = -1;               // -1 when it has no root
+};
+
+struct SweepPoint {
+  int ranks;
+  std::string algorithm;
+  std::int64_t bytes;
+};
+
+// Every point of a sweep, settled before any runs. Point k is
+// (rank_counts[k / (A*S)], algorithms[k / S % A], sizes[k % S]): the report's order.
+struct SweepPlan {
+  SweepAbout about;
+  std::size_t collective = 0;  // its index among the scenario's collectives
+  bool own_ranks = true;       // the collective's own ranks (no rank counts asked for)
+  std::vector<int> rank_counts;
+  std::vector<std::string> algorithms;
+  std::vector<std::int64_t> sizes;
+
+  std::size_t points() const { return rank_counts.size() * algorithms.size() * sizes.size(); }
+  SweepPoint point(std::size_t k) const;
 };
 
 struct SweepRow {
@@ -28,7 +66,7 @@ struct SweepRow {
   double time_s;
   double algbw_Bps;
   double busbw_Bps;
-  bool winner;  // fastest at this (ranks, size); "nccl" rows never win, they are compared
+  bool winner;       // fastest at this (ranks, size); "nccl" rows never win, they are compared
   std::string plan;  // the planned label: "ring (8 channels) LL128", "nccl: ring/LL/24ch"
 };
 
@@ -48,8 +86,8 @@ struct Crossover {
 };
 
 struct SweepResult {
-  const CollectiveSpec* spec = nullptr;
-  std::vector<SweepRow> rows;  // by ranks, then algorithm, then size
+  SweepPlan plan;
+  std::vector<SweepRow> rows;  // by ranks, then algorithm, then size: one per point
   std::vector<Crossover> crossovers;
   std::vector<NcclVersusBest> nccl;  // when "nccl" is among the algorithms
 };
@@ -57,14 +95,33 @@ struct SweepResult {
 // "1KiB..1GiB" with step "x2" (or "x4", ...), or a comma list "1KiB,1MiB".
 std::vector<std::int64_t> parse_sizes(const std::string& sizes, const std::string& step);
 
-// `progress(done, total)` is called after each simulation.
-SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
-                      const std::function<void(std::size_t, std::size_t)>& progress = {});
+// Checks the request against the scenario and lists its points.
+SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req);
 
-std::string sweep_table(const Scenario& s, const SweepResult& r);
-void write_sweep_csv(std::ostream& out, const Scenario& s, const SweepResult& r);
-nlohmann::json sweep_json(const Scenario& s, const SweepResult& r);
+// Simulates point k of the plan (winner left false).
+SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k);
+
+// Called after each point with (points done, points to do); never two calls at once.
+using SweepProgress = std::function<void(std::size_t, std::size_t)>;
+
+// Simulates the given points on `threads` threads (each takes the next point not yet
+// taken); rows in the order of `points`. When points fail, rethrows the error of the
+// earliest, as one thread would.
+std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
+                                       std::span<const std::size_t> points, int threads = 1,
+                                       const SweepProgress& progress = {});
+
+// Winners, crossovers and NCCL's picks from one row per point, in point order.
+SweepResult finish_sweep(SweepPlan plan, std::vector<SweepRow> rows);
+
+// plan_sweep, every point on `threads` threads, finish_sweep.
+SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
+                      const SweepProgress& progress = {}, int threads = 1);
+
+std::string sweep_table(const SweepResult& r);
+void write_sweep_csv(std::ostream& out, const SweepResult& r);
+nlohmann::json sweep_json(const SweepResult& r);
 // Time and busbw against size, log-log, one line per algorithm, crossovers marked.
-void write_sweep_html(std::ostream& out, const Scenario& s, const SweepResult& r);
+void write_sweep_html(std::ostream& out, const SweepResult& r);
 
 }  // namespace collsim

@@ -89,7 +89,7 @@ py::object sweep(const py::object& scenario, const std::string& collective, cons
   nlohmann::json doc;
   {
     py::gil_scoped_release unlocked;
-    doc = sweep_json(s, run_sweep(s, req));
+    doc = sweep_json(run_sweep(s, req));
   }
   return to_python(doc);
 }

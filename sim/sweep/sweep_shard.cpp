@@ -1,0 +1,260 @@
+#include "sweep/sweep_shard.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/error.h"
+#include "core/json_view.h"
+
+namespace collsim {
+
+namespace {
+
+constexpr const char* kShardFormat = "collsim sweep shard";
+constexpr int kShardVersion = 1;
+
+std::string shard_text(Shard s) {
+  return fmt::format("{}/{}", s.index, s.count);
+}
+
+}  // namespace
+
+Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  auto number = [&](std::string_view part, int& out) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return ec == std::errc() && end == part.data() + part.size() && !part.empty();
+  };
+  Shard s;
+  const std::string_view t(text);
+  if (slash == std::string::npos || !number(t.substr(0, slash), s.index) ||
+      !number(t.substr(slash + 1), s.count))
+    throw InputError("--shard", fmt::format("expected i/n like \"2/8\", got \"{}\"", text));
+  if (s.count < 1 || s.index < 1 || s.index > s.count)
+    throw InputError("--shard", fmt::format("shard {} of {}: expected 1 <= i <= n (shards are "
+                                            "numbered from 1, as Slurm's --array=1-N)",
+                                            s.index, s.count));
+  return s;
+}
+
+std::vector<std::size_t> shard_points(std::size_t points, Shard shard) {
+  std::vector<std::size_t> out;
+  for (std::size_t k = static_cast<std::size_t>(shard.index - 1); k < points;
+       k += static_cast<std::size_t>(shard.count))
+    out.push_back(k);
+  return out;
+}
+
+std::string shard_file_name(Shard shard) {
+  return fmt::format("sweep-shard-{}-of-{}.json", shard.index, shard.count);
+}
+
+std::string text_digest(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return fmt::format("{:016x}", h);
+}
+
+nlohmann::json rows_json(std::span<const std::size_t> points, std::span<const SweepRow> rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    // nlohmann writes the shortest decimal that reads back as the same double.
+    out.push_back({{"point", points[i]},
+                   {"ranks", r.ranks},
+                   {"algorithm", r.algorithm},
+                   {"bytes", r.bytes},
+                   {"count", r.count},
+                   {"time_s", r.time_s},
+                   {"algbw_Bps", r.algbw_Bps},
+                   {"busbw_Bps", r.busbw_Bps},
+                   {"plan", r.plan}});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& plan,
+                                                             const nlohmann::json& rows,
+                                                             const std::string& where) {
+  const JsonView all(rows, where);
+  if (!all.is_array()) all.fail("an array of rows");
+  std::vector<std::pair<std::size_t, SweepRow>> out;
+  const auto max = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const JsonView v = all[i];
+    const auto k = static_cast<std::size_t>(
+        v["point"].as_int(0, static_cast<std::int64_t>(plan.points()) - 1));
+    SweepRow r{};
+    r.ranks = static_cast<int>(v["ranks"].as_int(1, std::numeric_limits<int>::max()));
+    r.algorithm = v["algorithm"].as_string();
+    if (r.algorithm != plan.point(k).algorithm)
+      v["algorithm"].fail(fmt::format("\"{}\" (point {})", plan.point(k).algorithm, k));
+    r.bytes = v["bytes"].as_int(0, max);
+    r.count = v["count"].as_int(0, max);
+    r.time_s = v["time_s"].as_number();
+    r.algbw_Bps = v["algbw_Bps"].as_number();
+    r.busbw_Bps = v["busbw_Bps"].as_number();
+    r.plan = v["plan"].as_string();
+    out.emplace_back(k, std::move(r));
+  }
+  return out;
+}
+
+nlohmann::json sweep_plan_json(const SweepPlan& p) {
+  const SweepAbout& a = p.about;
+  return {{"scenario", a.scenario},
+          {"topology", a.topology},
+          {"network", a.network},
+          {"gpus", a.gpus},
+          {"alpha_ps", a.alpha},
+          {"collective", a.collective},
+          {"collective_index", p.collective},
+          {"op", a.op},
+          {"dtype", a.dtype},
+          {"redop", a.redop},
+          {"root", a.root},
+          {"own_ranks", p.own_ranks},
+          {"rank_counts", p.rank_counts},
+          {"algorithms", p.algorithms},
+          {"sizes", p.sizes}};
+}
+
+SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& where) {
+  const JsonView v(doc, where);
+  const auto max = std::numeric_limits<std::int64_t>::max();
+  const auto max_int = std::numeric_limits<int>::max();
+  SweepPlan p;
+  SweepAbout& a = p.about;
+  a.scenario = v["scenario"].as_string();
+  a.topology = v["topology"].as_string();
+  a.network = v["network"].as_string();
+  a.gpus = static_cast<int>(v["gpus"].as_int(1, max_int));
+  a.alpha = v["alpha_ps"].as_int(0, max);
+  a.collective = v["collective"].as_string();
+  p.collective = static_cast<std::size_t>(v["collective_index"].as_int(0, max));
+  a.op = v["op"].as_string();
+  a.dtype = v["dtype"].as_string();
+  a.redop = v["redop"].as_string();
+  a.root = static_cast<int>(v["root"].as_int(-1, max_int));
+  p.own_ranks = v["own_ranks"].as_bool();
+  p.rank_counts = v["rank_counts"].as_int_list(1, max_int);
+  p.algorithms = v["algorithms"].as_string_list();
+  const JsonView sizes = v["sizes"];
+  if (!sizes.is_array()) sizes.fail("an array of sizes in bytes");
+  for (std::size_t i = 0; i < sizes.size(); ++i) p.sizes.push_back(sizes[i].as_int(1, max));
+  if (p.points() == 0) v.fail_message("a sweep of no points");
+  return p;
+}
+
+nlohmann::json shard_json(const SweepPlan& plan, const std::string& scenario_digest, Shard shard,
+                          std::span<const SweepRow> rows) {
+  const std::vector<std::size_t> points = shard_points(plan.points(), shard);
+  return {{"format", kShardFormat},
+          {"version", kShardVersion},
+          {"shard", shard.index},
+          {"shards", shard.count},
+          {"scenario_digest", scenario_digest},
+          {"sweep", sweep_plan_json(plan)},
+          {"rows", rows_json(points, rows)}};
+}
+
+namespace {
+
+// One shard file, checked on its own: its shard and its rows, exactly that shard's points.
+struct ReadShard {
+  Shard shard;
+  std::string digest;
+  const nlohmann::json* sweep;
+  std::vector<std::pair<std::size_t, SweepRow>> rows;
+};
+
+ReadShard read_shard(const ShardFile& f) {
+  const JsonView v(f.doc, f.name + ":");
+  if (!f.doc.is_object() || !f.doc.contains("format") || f.doc["format"] != kShardFormat)
+    throw InputError(f.name, "not a shard file of collsim sweep --shard (no \"format\": \"" +
+                                 std::string(kShardFormat) + "\")");
+  if (f.doc.value("version", 0) != kShardVersion)
+    v["version"].fail(fmt::format("{} (made by another collsim version)", kShardVersion));
+  ReadShard s;
+  s.shard.count = static_cast<int>(v["shards"].as_int(1, std::numeric_limits<int>::max()));
+  s.shard.index = static_cast<int>(v["shard"].as_int(1, s.shard.count));
+  s.digest = v["scenario_digest"].as_string();
+  s.sweep = &f.doc["sweep"];
+  const SweepPlan plan = sweep_plan_from_json(*s.sweep, f.name + ":sweep");
+  s.rows = rows_from_json(plan, f.doc["rows"], f.name + ":rows");
+  const auto want = shard_points(plan.points(), s.shard);
+  if (s.rows.size() != want.size())
+    throw InputError(f.name, fmt::format("{} rows, but shard {} has {} points: the file is "
+                                         "incomplete (did the shard finish?)",
+                                         s.rows.size(), shard_text(s.shard), want.size()));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (s.rows[i].first != want[i])
+      throw InputError(f.name + ":rows[" + std::to_string(i) + "].point",
+                       fmt::format("expected point {} of shard {}, got {}", want[i],
+                                   shard_text(s.shard), s.rows[i].first));
+  return s;
+}
+
+}  // namespace
+
+SweepResult merge_shards(std::span<const ShardFile> files) {
+  if (files.empty()) throw InputError("merge", "no shard files given");
+  std::vector<ReadShard> read;
+  for (const auto& f : files) read.push_back(read_shard(f));
+  const ReadShard& first = read.front();
+  std::vector<const ShardFile*> seen(static_cast<std::size_t>(first.shard.count), nullptr);
+  std::vector<std::pair<std::size_t, SweepRow>> rows;
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    const ReadShard& s = read[i];
+    const std::string& name = files[i].name;
+    if (*s.sweep != *first.sweep)
+      throw InputError(name, fmt::format("a shard of another sweep than {} (the scenario's "
+                                         "collective or the sweep's options differ)",
+                                         files[0].name));
+    if (s.digest != first.digest)
+      throw InputError(name, fmt::format("ran another scenario file than {} (digest {}, not {})",
+                                         files[0].name, s.digest, first.digest));
+    if (s.shard.count != first.shard.count)
+      throw InputError(name,
+                       fmt::format("shard {}, but {} is shard {}: one sweep's shards "
+                                   "share their count",
+                                   shard_text(s.shard), files[0].name, shard_text(first.shard)));
+    const ShardFile*& slot = seen[static_cast<std::size_t>(s.shard.index - 1)];
+    if (slot)
+      throw InputError(name, fmt::format("shard {} again: {} is that shard too",
+                                         shard_text(s.shard), slot->name));
+    slot = &files[i];
+    for (auto& r : read[i].rows) rows.push_back(std::move(r));
+  }
+  std::vector<std::string> missing;
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i]) missing.push_back(fmt::format("{}/{}", i + 1, seen.size()));
+  if (!missing.empty())
+    throw InputError(
+        "merge", fmt::format("shard{} {} missing: merge needs all {} shards' files",
+                             missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), seen.size()));
+  return assemble_sweep(sweep_plan_from_json(*first.sweep, files[0].name + ":sweep"),
+                        std::move(rows), "merge");
+}
+
+SweepResult assemble_sweep(SweepPlan plan, std::vector<std::pair<std::size_t, SweepRow>> rows,
+                           const std::string& where) {
+  std::vector<std::optional<SweepRow>> at(plan.points());
+  for (auto& [k, row] : rows) {
+    if (k >= at.size() || at[k])
+      throw InputError(where, fmt::format("point {} given twice or out of range", k));
+    at[k] = std::move(row);
+  }
+  std::vector<SweepRow> ordered;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    if (!at[k]) throw InputError(where, fmt::format("no row for point {}", k));
+    ordered.push_back(std::move(*at[k]));
+  }
+  return finish_sweep(std::move(plan), std::move(ordered));
+}
+
+}  // namespace collsim

@@ -1,0 +1,262 @@
+// Sweeps split up: threads (-j), shards (--shard i/n + merge) and MPI ranks each give
+// the single-process sweep's output byte for byte, and broken shard sets are refused.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "helpers.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_shard.h"
+
+namespace fs = std::filesystem;
+using namespace collsim;
+
+namespace sweep_parallel_test {
+
+const std::string kScenario =
+    std::string(COLLSIM_SOURCE_DIR) + "/scenarios/ring-vs-tree-vs-naive.json";
+// 9 algorithms (nccl among them) x 11 sizes: 99 points, a fraction of a second.
+const std::string kSweep = "sweep " + kScenario + " --sizes 1KiB..1MiB";
+
+// Every output of a sweep, as text: what "byte for byte the same" compares.
+std::string all_outputs(const SweepResult& r) {
+  std::ostringstream csv, html;
+  write_sweep_csv(csv, r);
+  write_sweep_html(html, r);
+  return sweep_table(r) + csv.str() + sweep_json(r).dump(2) + html.str();
+}
+
+SweepRequest request() {
+  SweepRequest req;
+  req.sizes = parse_sizes("1KiB..1MiB", "x2");
+  return req;
+}
+
+// The files a sweep --out folder holds, and stdout.
+std::string outputs_of(const fs::path& dir, const std::string& stdout_text) {
+  std::string all = stdout_text;
+  for (const char* f : {"sweep.csv", "sweep.json", "sweep.html"})
+    all += std::string("\n== ") + f + "\n" + test::slurp(dir / f);
+  return all;
+}
+
+// Shard files written by the library, for the merge error tests.
+std::vector<ShardFile> shard_files(const Scenario& s, const SweepRequest& req, int n) {
+  const SweepPlan plan = plan_sweep(s, req);
+  std::vector<ShardFile> out;
+  for (int i = 1; i <= n; ++i) {
+    const Shard shard{i, n};
+    const auto rows = run_sweep_points(s, plan, shard_points(plan.points(), shard));
+    out.push_back({shard_file_name(shard), shard_json(plan, "digest", shard, rows)});
+  }
+  return out;
+}
+
+// A shell command's exit status.
+int shell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string merge_error(const std::vector<ShardFile>& files) {
+  try {
+    merge_shards(files);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace sweep_parallel_test
+
+using namespace sweep_parallel_test;
+
+TEST_CASE("sweep on 2 and 3 threads gives the one-thread sweep byte for byte",
+          "[sweep][parallel]") {
+  const Scenario s = load_scenario(kScenario);
+  const SweepResult one = run_sweep(s, request(), {}, 1);
+  REQUIRE(one.rows.size() == 99);
+  REQUIRE(!one.crossovers.empty());
+  REQUIRE(!one.nccl.empty());
+  const std::string expected = all_outputs(one);
+  std::size_t calls = 0, last = 0;
+  const SweepResult two = run_sweep(
+      s, request(),
+      [&](std::size_t done, std::size_t total) {
+        ++calls;
+        CHECK(done == last + 1);  // one call at a time, counting up
+        CHECK(total == 99);
+        last = done;
+      },
+      2);
+  CHECK(calls == 99);
+  CHECK(all_outputs(two) == expected);
+  CHECK(all_outputs(run_sweep(s, request(), {}, 3)) == expected);
+  // More threads than points, and no points at all (an MPI rank beyond the points).
+  const SweepPlan plan = plan_sweep(s, request());
+  const std::vector<std::size_t> two_points{5, 98};
+  const auto rows = run_sweep_points(s, plan, two_points, 8);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].time_s == one.rows[98].time_s);
+  CHECK(run_sweep_points(s, plan, {}, 4).empty());
+}
+
+TEST_CASE("shards cover every point once, round robin", "[sweep][shard]") {
+  CHECK(shard_points(7, {1, 3}) == std::vector<std::size_t>{0, 3, 6});
+  CHECK(shard_points(7, {3, 3}) == std::vector<std::size_t>{2, 5});
+  CHECK(shard_points(2, {3, 3}).empty());  // more shards than points: some have none
+  CHECK(parse_shard("2/8").index == 2);
+  CHECK(parse_shard("2/8").count == 8);
+  CHECK_THROWS_WITH(parse_shard("2"), "--shard: expected i/n like \"2/8\", got \"2\"");
+  CHECK_THROWS_WITH(parse_shard("a/3"), "--shard: expected i/n like \"2/8\", got \"a/3\"");
+  CHECK_THROWS_WITH(parse_shard("1/3x"), "--shard: expected i/n like \"2/8\", got \"1/3x\"");
+  CHECK_THROWS_WITH(parse_shard("0/3"),
+                    Catch::StartsWith("--shard: shard 0 of 3: expected 1 <= i <= n"));
+  CHECK_THROWS_WITH(parse_shard("4/3"), Catch::StartsWith("--shard: shard 4 of 3"));
+}
+
+TEST_CASE("shards merged in any order give the single-process sweep byte for byte",
+          "[sweep][shard]") {
+  const Scenario s = load_scenario(kScenario);
+  const std::string expected = all_outputs(run_sweep(s, request()));
+  auto files = shard_files(s, request(), 4);
+  // Through text, as the files are read back: every double must survive the trip.
+  for (auto& f : files) f.doc = nlohmann::json::parse(f.doc.dump(1));
+  std::swap(files[0], files[3]);
+  CHECK(all_outputs(merge_shards(files)) == expected);
+
+  // More shards than points: the last shard has none, and still counts.
+  SweepRequest one_point;
+  one_point.sizes = {1024};
+  one_point.algorithms = {"ring"};
+  const auto few = shard_files(s, one_point, 2);
+  CHECK(few[1].doc["rows"].empty());
+  CHECK(all_outputs(merge_shards(few)) == all_outputs(run_sweep(s, one_point)));
+}
+
+TEST_CASE("merge refuses incomplete or mismatched shard sets, naming the file", "[sweep][shard]") {
+  const Scenario s = load_scenario(kScenario);
+  const auto files = shard_files(s, request(), 3);
+
+  CHECK(merge_error({files[0], files[2]}) ==
+        "merge: shard 2/3 missing: merge needs all 3 shards' files");
+  CHECK(merge_error({files[0]}) ==
+        "merge: shards 2/3, 3/3 missing: merge needs all 3 shards' files");
+  CHECK(merge_error({files[0], files[1], files[1], files[2]}) ==
+        "sweep-shard-2-of-3.json: shard 2/3 again: sweep-shard-2-of-3.json is that shard too");
+
+  auto truncated = files;
+  truncated[1].doc["rows"].erase(truncated[1].doc["rows"].size() - 1);
+  CHECK_THAT(merge_error(truncated),
+             Catch::StartsWith("sweep-shard-2-of-3.json: 32 rows, but shard 2/3 has 33 points"));
+
+  auto other_sizes = request();
+  other_sizes.sizes.pop_back();
+  auto mixed = files;
+  mixed[2] = shard_files(s, other_sizes, 3)[2];
+  CHECK_THAT(merge_error(mixed),
+             Catch::StartsWith("sweep-shard-3-of-3.json: a shard of another sweep than "
+                               "sweep-shard-1-of-3.json"));
+
+  auto other_scenario = files;
+  other_scenario[1].doc["scenario_digest"] = "0123456789abcdef";
+  CHECK_THAT(merge_error(other_scenario),
+             Catch::StartsWith("sweep-shard-2-of-3.json: ran another scenario file than"));
+
+  auto other_count = files;
+  other_count[1] = shard_files(s, request(), 2)[1];
+  CHECK_THAT(merge_error(other_count), Catch::Contains("shard 2/2, but sweep-shard-1-of-3.json "
+                                                       "is shard 1/3"));
+
+  auto not_shard = files;
+  not_shard[0].doc = {{"rows", nlohmann::json::array()}};
+  CHECK_THAT(merge_error(not_shard),
+             Catch::StartsWith("sweep-shard-1-of-3.json: not a shard file of collsim sweep"));
+
+  auto bad_row = files;
+  bad_row[0].doc["rows"][1]["time_s"] = "fast";
+  CHECK_THAT(merge_error(bad_row),
+             Catch::StartsWith("sweep-shard-1-of-3.json:rows[1].time_s: expected"));
+}
+
+TEST_CASE("collsim sweep -j 2, and --shard i/n then collsim merge, match the plain sweep",
+          "[sweep][shard][cli]") {
+  const fs::path dir = test::temp_dir("sweep-shards");
+  const auto plain = test::run_collsim(kSweep + " --out " + (dir / "plain").string());
+  REQUIRE(plain.status == 0);
+  const std::string expected = outputs_of(dir / "plain", plain.out);
+  CHECK_THAT(plain.out, Catch::Contains("# ranks 8, algorithm nccl"));
+
+  const auto threads = test::run_collsim(kSweep + " -j 2 --out " + (dir / "j2").string());
+  REQUIRE(threads.status == 0);
+  CHECK(outputs_of(dir / "j2", threads.out) == expected);
+
+  for (const char* shard : {"1/2", "2/2"}) {
+    const auto part =
+        test::run_collsim(kSweep + " --shard " + shard + " -j 2 --out " + (dir / "parts").string());
+    REQUIRE(part.status == 0);
+    CHECK_THAT(part.out, Catch::Contains("of the sweep's 99 points"));
+  }
+  const auto merged = test::run_collsim(
+      "merge " + (dir / "parts" / "sweep-shard-2-of-2.json").string() + " " +
+      (dir / "parts" / "sweep-shard-1-of-2.json").string() + " --out " + (dir / "merged").string());
+  REQUIRE(merged.status == 0);
+  CHECK(outputs_of(dir / "merged", merged.out) == expected);
+
+  // One shard alone is not the sweep; a shard needs a folder for its file.
+  const auto alone =
+      test::run_collsim("merge " + (dir / "parts" / "sweep-shard-1-of-2.json").string());
+  CHECK(alone.status == 2);
+  CHECK_THAT(alone.err, Catch::Contains("merge: shard 2/2 missing"));
+  const auto no_out = test::run_collsim(kSweep + " --shard 1/2");
+  CHECK(no_out.status == 2);
+  CHECK_THAT(no_out.err, Catch::Contains("--shard: needs --out DIR"));
+  const auto bad = test::run_collsim(kSweep + " --shard 3/2 --out " + dir.string());
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--shard: shard 3 of 2"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("mpirun -n 2 collsim sweep matches the single-process sweep", "[sweep][mpi][cli]") {
+  const std::string mpirun = COLLSIM_MPIEXEC;
+  if (mpirun.empty()) {
+    WARN("skipped: collsim was built without MPI (tools/setup.sh installs libopenmpi-dev)");
+    return;
+  }
+  const fs::path dir = test::temp_dir("sweep-mpi");
+  const auto plain = test::run_collsim(kSweep + " --out " + (dir / "plain").string());
+  REQUIRE(plain.status == 0);
+  // Open MPI refuses root and counts slots by cores unless told otherwise (CI runs as
+  // root on 2 cores); the sanitizers' leak check would report MPI's own allocations.
+  const std::string env =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
+      "ASAN_OPTIONS=detect_leaks=0 ";
+  const std::string mpi_sweep = env + mpirun + " -n 2 " + COLLSIM_EXE + " " + kSweep;
+  const auto out_file = dir / "mpi.txt";
+  int status = shell(mpi_sweep + " --out " + (dir / "mpi").string() + " > " + out_file.string() +
+                     " 2>" + (dir / "mpi.err").string());
+  INFO(test::slurp(dir / "mpi.err"));
+  REQUIRE(status == 0);
+  CHECK(outputs_of(dir / "mpi", test::slurp(out_file)) == outputs_of(dir / "plain", plain.out));
+
+  // Ranks on other machines read their own copy of the scenario: rank 0 checks it is
+  // the same file (here rank 1's has one more newline).
+  std::ofstream(dir / "copy.json") << test::slurp(kScenario) << "\n";
+  const std::string mpmd = env + mpirun + " -n 1 " + COLLSIM_EXE + " " + kSweep + " : -n 1 " +
+                           COLLSIM_EXE + " sweep " + (dir / "copy.json").string() +
+                           " --sizes 1KiB..1MiB";
+  status = shell(mpmd + " > /dev/null 2>" + (dir / "err.txt").string());
+  // Printed once, by rank 0, and every rank exits with its status.
+  CHECK(status == 2);
+  const std::string err = test::slurp(dir / "err.txt");
+  const std::string message = "collsim: error: MPI rank 1: read another scenario than rank 0";
+  CHECK_THAT(err, Catch::Contains(message));
+  CHECK(err.find(message, err.find(message) + 1) == std::string::npos);
+  fs::remove_all(dir);
+}
