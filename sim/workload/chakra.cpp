@@ -154,7 +154,14 @@ class GraphMaker {
 
   StepGraph make() {
     check_options();
-    for (int r = 0; r < K_; ++r) graphs_.push_back(rank_graph(traces_[r], r, where_));
+    for (int r = 0; r < K_; ++r) {
+      graphs_.push_back(rank_graph(traces_[r], r, where_));
+      for (const ChakraNode& n : traces_[r].nodes)
+        if (static_cast<ChakraNodeType>(n.type) == ChakraNodeType::Collective && n.pg_name) {
+          auto& users = users_[*n.pg_name];
+          if (users.empty() || users.back() != r) users.push_back(r);
+        }
+    }
     unit_of_.resize(K_);
     for (int r = 0; r < K_; ++r) {
       unit_of_[r].assign(traces_[r].nodes.size(), kPassThrough);
@@ -267,13 +274,7 @@ class GraphMaker {
       } else if (auto given = opt_.process_groups.find(key); given != opt_.process_groups.end()) {
         ranks = given->second;
       } else {  // the ranks whose traces use the name
-        for (int q = 0; q < K_; ++q)
-          if (std::any_of(
-                  traces_[q].nodes.begin(), traces_[q].nodes.end(), [&](const ChakraNode& m) {
-                    return static_cast<ChakraNodeType>(m.type) == ChakraNodeType::Collective &&
-                           m.pg_name == key;
-                  }))
-            ranks.push_back(q);
+        ranks = users_.at(key);
       }
       it = groups_.emplace(key, std::move(ranks)).first;
     }
@@ -515,6 +516,7 @@ class GraphMaker {
   std::vector<std::vector<std::int32_t>> unit_of_;  // [rank][node]: its unit, or kPassThrough
   std::vector<Unit> units_;
   std::map<std::string, std::vector<int>> groups_;     // pg_name ("" = every rank) -> ranks
+  std::map<std::string, std::vector<int>> users_;      // pg_name -> the ranks using it, ascending
   std::map<std::pair<std::string, int>, int> issued_;  // (pg, rank) -> collectives
   std::map<std::pair<std::string, int>, std::int32_t> collectives_;  // (pg, k) -> unit
   std::map<std::tuple<int, int, std::int64_t>, int> sends_, recvs_;  // (s, d, tag) -> count
