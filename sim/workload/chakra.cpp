@@ -162,6 +162,9 @@ class GraphMaker {
           if (users.empty() || users.back() != r) users.push_back(r);
         }
     }
+    std::size_t nodes = 0;
+    for (const auto& t : traces_) nodes += t.nodes.size();
+    units_.reserve(nodes);  // at most one unit per node; no task is copied on growth
     unit_of_.resize(K_);
     for (int r = 0; r < K_; ++r) {
       unit_of_[r].assign(traces_[r].nodes.size(), kPassThrough);
