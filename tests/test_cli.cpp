@@ -101,7 +101,8 @@ TEST_CASE(
   CHECK(finishes == transfers);
   CHECK(counters == 16 * 101);  // 16 busy links, 100 bins and a closing zero
   CHECK(slurp(d / "links.csv")
-            .starts_with("src,dst,kind,bandwidth_Bps,bytes,busy_s,utilisation,peak_transfers\n"));
+            .starts_with("scope,collective,src,dst,kind,bandwidth_Bps,bytes,window_s,utilisation,"
+                          "busy_s,peak_transfers\n"));
   for (const char* f : {"ranks.csv", "steps.csv", "utilisation.csv", "report.html", "result.json"})
     CHECK(fs::exists(d / f));
 }
@@ -201,7 +202,7 @@ TEST_CASE("a trace of more transfers than --trace-transfers holds busy-time bins
     const std::string ph = e["ph"];
     arrows += ph == "s" || ph == "f";
     if (ph != "X") continue;
-    CHECK(e["cat"] == "busy");
+    CHECK(e["cat"] == "grads");  // binned, each slice still names its collective
     const double busy = e["args"]["busy"];
     CHECK(busy > 0);
     CHECK(busy <= 1);
@@ -210,7 +211,7 @@ TEST_CASE("a trace of more transfers than --trace-transfers holds busy-time bins
     last_end[key] = e["ts"].get<double>() + e["dur"].get<double>();
     ++bins[key];
     const std::string name = e["name"];
-    (name.starts_with("sending") ? sent : received) += e["args"]["bytes"].get<double>();
+    (name.starts_with("grads: sending") ? sent : received) += e["args"]["bytes"].get<double>();
   }
   CHECK(arrows == 0);
   CHECK(bins.size() == 16);                           // a send and a receive track per rank

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -213,43 +214,90 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
   fs::remove_all(dir);
 }
 
-// Past --trace-transfers the trace holds time bins per rank; transfers spanning many
-// bins (16 ring all-reduces at once) must count whole in each bin they cover.
-TEST_CASE("chrome trace: binned transfers spanning many bins keep bytes and busy time") {
-  const fs::path dir = fs::temp_directory_path() / ("collsim-bins-" + std::to_string(::getpid()));
+namespace record_test {
+
+// Runs `scenario` with --trace-transfers `budget` and returns the binned slices ("X").
+std::vector<nlohmann::json> binned_slices(const std::string& tag, const nlohmann::json& scenario,
+                                          int budget) {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-" + tag + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  std::ofstream(dir / "bins.json") << scenario.dump();
+  REQUIRE(exit_status_of(std::string(COLLSIM_EXE) + " run " + (dir / "bins.json").string() +
+                         " --trace-transfers " + std::to_string(budget) + " --out " +
+                         (dir / "out").string()) == 0);
+  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
+  std::vector<nlohmann::json> out;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e["ph"] == "X") out.push_back(e);
+  fs::remove_all(dir);
+  return out;
+}
+
+nlohmann::json ring(const std::string& name, const std::string& bytes, nlohmann::json after) {
+  return {{"name", name},
+          {"op", "all_reduce"},
+          {"algorithm", "ring"},
+          {"bytes", bytes},
+          {"after", std::move(after)}};
+}
+
+}  // namespace record_test
+
+// Past --trace-transfers the trace holds time bins per rank and collective; a transfer
+// spanning many bins must count whole in each bin it covers.
+TEST_CASE("chrome trace: binned transfers spanning many bins keep bytes and busy time", "[trace]") {
+  // A 1 GiB ring (112 transfers, each 1/14 of it), then a pipelined 64 KiB tree with
+  // thousands of short transfers: 100 bins per track, so each big transfer spans about 7.
+  nlohmann::json small = record_test::ring("small", "64KiB", {"big"});
+  small["algorithm"] = "binomial_tree";
+  small["segments"] = 256;
+  const nlohmann::json scenario = {
+      {"topology", {{"preset", "switch"}, {"gpus", 8}, {"bandwidth", "100GB/s"}}},
+      {"network", {{"model", "ideal"}, {"alpha", "1us"}}},
+      {"collectives", {record_test::ring("big", "1GiB", nlohmann::json::array()), small}}};
+  const auto slices = record_test::binned_slices("bins", scenario, 1600);
+  double sent = 0, received = 0;
+  std::map<std::string, int> per_collective;
+  for (const auto& e : slices) {
+    const std::string cat = e["cat"], name = e["name"];
+    ++per_collective[cat];
+    CHECK(e["args"]["collective"] == cat);
+    CHECK(name.starts_with(cat + ": "));  // the bin says which collective it belongs to
+    if (cat != "big") continue;
+    // Every rank sends and receives throughout the big ring: each bin is fully busy.
+    CHECK(e["args"]["busy"].get<double>() == Approx(1.0).margin(1e-3));
+    (name.find("sending") != std::string::npos ? sent : received) +=
+        e["args"]["bytes"].get<double>();
+  }
+  CHECK(per_collective["big"] >= 2 * 8 * 95);  // about 100 bins per track, minus the small one's
+  CHECK(per_collective["small"] >= 2 * 8);
+  const double total = 2.0 * 7 * (1 << 30);  // ring all-reduce: 2 (K - 1) N over all ranks
+  CHECK(sent == Approx(total).epsilon(1e-6));
+  CHECK(received == Approx(total).epsilon(1e-6));
+}
+
+// Collectives at once share each rank's tracks in lanes: the bins per collective shrink
+// so that the trace stays within its budget, and each keeps its own bytes.
+TEST_CASE("chrome trace: binned concurrent collectives each keep their name and bytes", "[trace]") {
   nlohmann::json collectives = nlohmann::json::array();
   for (int i = 0; i < 16; ++i)
-    collectives.push_back({{"name", "ar" + std::to_string(i)},
-                           {"op", "all_reduce"},
-                           {"algorithm", "ring"},
-                           {"bytes", "1MiB"},
-                           {"after", nlohmann::json::array()}});
+    collectives.push_back(
+        record_test::ring("ar" + std::to_string(i), "1MiB", nlohmann::json::array()));
   const nlohmann::json scenario = {
       {"topology", {{"preset", "switch"}, {"gpus", 8}, {"bandwidth", "100GB/s"}}},
       {"network", {{"model", "ideal"}}},
       {"collectives", collectives}};
-  std::ofstream(dir / "bins.json") << scenario.dump();
-  // 16 x 112 transfers, room for 1600: 100 bins per track, each transfer spans about 7.
-  REQUIRE(exit_status_of(std::string(COLLSIM_EXE) + " run " + (dir / "bins.json").string() +
-                         " --trace-transfers 1600 --out " + (dir / "out").string()) == 0);
-  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
-  double sent = 0, received = 0;
-  int slices = 0;
-  for (const auto& e : trace.at("traceEvents")) {
-    if (e["ph"] != "X") continue;
-    ++slices;
-    CHECK(e["cat"] == "busy");
-    // Every rank sends and receives throughout: each bin is fully busy, 16 transfers at least.
+  // 16 x 112 transfers, room for 1600, 16 at once: 1600 / (2 x 8 x 16) = 6 bins per track.
+  const auto slices = record_test::binned_slices("conc", scenario, 1600);
+  std::map<std::string, double> sent;
+  for (const auto& e : slices) {
     CHECK(e["args"]["busy"].get<double>() == Approx(1.0).margin(1e-4));
-    CHECK(e["args"]["transfers"].get<int>() >= 16);
-    (e["name"].get<std::string>().starts_with("sending") ? sent : received) +=
-        e["args"]["bytes"].get<double>();
+    if (e["name"].get<std::string>().find("sending") != std::string::npos)
+      sent[e["cat"]] += e["args"]["bytes"].get<double>();
   }
-  CHECK(slices == 2 * 8 * 100);
-  const double total = 16 * 2.0 * 7 * (1 << 20);  // ring all-reduce: 2 (K - 1) N over all ranks
-  CHECK(sent == Approx(total).epsilon(1e-6));
-  CHECK(received == Approx(total).epsilon(1e-6));
-  fs::remove_all(dir);
+  CHECK(slices.size() == 16 * 2 * 8 * 6);
+  REQUIRE(sent.size() == 16);
+  // Each slice rounds its bytes to a whole number: within half a byte per slice.
+  for (const auto& [name, bytes] : sent) CHECK(bytes == Approx(2.0 * 7 * (1 << 20)).margin(48));
 }

@@ -6,8 +6,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 
+#include "report/html_report.h"
+#include "report/output_dir.h"
+#include "report/reports.h"
+#include "report/trace_file.h"
 #include "report/traffic.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -39,7 +47,7 @@ const std::string kScenarios = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/";
 
 }  // namespace
 
-TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up") {
+TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up", "[report]") {
   const Scenario s = load_scenario(kScenarios + "hierarchical-vs-flat.json");
   const ScenarioResult r = run_scenario(s);
   const TrafficReport t = analyse_traffic(s, r, 50);
@@ -65,7 +73,7 @@ TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up") {
   }
 }
 
-TEST_CASE("report.html renders in headless Chromium without console errors") {
+TEST_CASE("report.html renders in headless Chromium without console errors", "[report][browser]") {
   const fs::path dir = fs::temp_directory_path() / ("collsim-report-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   int status = -1;
@@ -81,8 +89,9 @@ TEST_CASE("report.html renders in headless Chromium without console errors") {
   const std::string dom = run_command(
       "timeout 120 " + chromium + flags + "--dump-dom " + url + " 2>" + log.string(), &status);
   REQUIRE(status == 0);
-  for (const char* id : {"id=\"summary\"", "id=\"timeline\"", "id=\"heatmap\"", "id=\"kind-bars\"",
-                         "id=\"topology\"", "class=\"op\""})
+  for (const char* id : {"id=\"summary\"", "id=\"per-collective\"", "id=\"timeline\"",
+                         "id=\"heatmap\"", "id=\"heatmap-note\"", "id=\"kind-bars\"",
+                         "id=\"topology\"", "id=\"topology-legend\"", "class=\"band\""})
     CHECK_THAT(dom, Catch::Contains(id));
   // Console messages land in the log as CONSOLE lines; an uncaught error would be one.
   std::istringstream lines(read(log));
@@ -100,8 +109,8 @@ TEST_CASE("report.html renders in headless Chromium without console errors") {
   CHECK(fs::file_size(shot) > 10000);
 }
 
-TEST_CASE(
-    "sweep: nccl-tests table per algorithm, winners, and the ring/tree crossover near 235 KB") {
+TEST_CASE("sweep: nccl-tests table per algorithm, winners, and the ring/tree crossover near 235 KB",
+          "[sweep]") {
   Scenario s = load_scenario(kScenarios + "ring-vs-tree-vs-naive.json");
   s.network.model = "ideal";
   SweepRequest req;
@@ -120,7 +129,7 @@ TEST_CASE(
     CHECK(r.rows[k].winner + r.rows[req.sizes.size() + k].winner == 1);
 }
 
-TEST_CASE("sweep over rank counts and sizes by list") {
+TEST_CASE("sweep over rank counts and sizes by list", "[sweep]") {
   Scenario s = load_scenario(kScenarios + "parameter-server-scaling.json");
   SweepRequest req;
   req.sizes = parse_sizes("1MiB,16MiB", "x2");
@@ -133,4 +142,220 @@ TEST_CASE("sweep over rank counts and sizes by list") {
   CHECK_THROWS_WITH(parse_sizes("1KiB..1MiB", "2"), "--step: expected a factor like \"x2\"");
   CHECK_THROWS_WITH(parse_sizes("1KiB..lots", "x2"),
                     "--sizes: expected a size like \"1KiB\", got \"lots\"");
+}
+
+namespace report_test {
+
+// The rows of a CSV written by collsim (no quoted fields in these scenarios), split at commas.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> cells;
+    std::size_t a = 0;
+    for (std::size_t b; (b = line.find(',', a)) != std::string::npos; a = b + 1)
+      cells.push_back(line.substr(a, b - a));
+    cells.push_back(line.substr(a));
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+}  // namespace report_test
+
+// Balanced and skewed MoE exchanges in one scenario: each collective judged over its own
+// window, so the skewed one's hot link and its receivers' imbalance show in one file.
+TEST_CASE("per-collective accounting tells balanced and skewed all-to-all apart", "[report]") {
+  const Scenario s = load_scenario(kScenarios + "moe-all-to-all.json");
+  const ScenarioResult r = run_scenario(s);
+  const TrafficReport t = analyse_traffic(s, r);
+  REQUIRE(t.collectives.size() == r.resolved.size());
+  std::map<std::string, const CollectiveTraffic*> by_name;
+  for (std::size_t c = 0; c < r.resolved.size(); ++c)
+    by_name[r.resolved[c].name] = &t.collectives[c];
+  const CollectiveTraffic& balanced = *by_name.at("balanced.dispatch");
+  const CollectiveTraffic& skewed = *by_name.at("skewed.dispatch");
+  // Dispatch: expert 0's GPU receives twice its share when skewed, an even share when not.
+  CHECK(spread(balanced.ranks, &RankTraffic::received).imbalance() == Approx(1.0).epsilon(0.01));
+  CHECK(spread(skewed.ranks, &RankTraffic::received).imbalance() == Approx(2.0).epsilon(0.05));
+  CHECK(skewed.ranks[0].received > 1.9 * balanced.ranks[0].received);
+  // Over its own window the skewed exchange's hottest link is nearly full; over the whole
+  // run (four exchanges one after another) no link is.
+  const auto hot = skewed.hottest(1);
+  REQUIRE(hot.size() == 1);
+  CHECK(hot[0].utilisation > 0.9);
+  CHECK(t.links[hot[0].link].utilisation < 0.85);
+  CHECK(hot[0].utilisation ==
+        Approx(static_cast<double>(hot[0].bytes) /
+               (s.topology.link(hot[0].link).bandwidth * skewed.duration_s())));
+  // The collectives' shares add up to the run's totals, per link and per rank.
+  std::vector<std::int64_t> link_sum(t.links.size(), 0), sent_sum(t.ranks.size(), 0);
+  for (std::size_t c = 0; c < t.collectives.size(); ++c) {
+    for (const auto& lb : t.collectives[c].links) link_sum[lb.link] += lb.bytes;
+    for (std::size_t i = 0; i < t.collectives[c].ranks.size(); ++i)
+      sent_sum[r.resolved[c].ranks[i]] += t.collectives[c].ranks[i].sent;
+  }
+  for (std::size_t l = 0; l < t.links.size(); ++l) CHECK(link_sum[l] == t.links[l].bytes);
+  for (std::size_t k = 0; k < t.ranks.size(); ++k) CHECK(sent_sum[k] == t.ranks[k].sent);
+}
+
+TEST_CASE("links.csv, ranks.csv and result.json carry each collective's own share", "[report]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("collsim-percoll-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  int status = -1;
+  run_command(
+      std::string(COLLSIM_EXE) + " run " + kScenarios + "moe-all-to-all.json --out " + dir.string(),
+      &status);
+  REQUIRE(status == 0);
+  const auto links = report_test::csv_rows(read(dir / "links.csv"));
+  REQUIRE(links[0] == std::vector<std::string>{"scope", "collective", "src", "dst", "kind",
+                                               "bandwidth_Bps", "bytes", "window_s", "utilisation",
+                                               "busy_s", "peak_transfers"});
+  // Per link: the run's bytes = the sum of the collectives' rows.
+  std::map<std::string, double> run_bytes, coll_bytes;
+  std::set<std::string> collectives;
+  for (std::size_t i = 1; i < links.size(); ++i) {
+    REQUIRE(links[i].size() == 11);
+    const std::string key = links[i][2] + ">" + links[i][3];
+    (links[i][0] == "run" ? run_bytes : coll_bytes)[key] += std::stod(links[i][6]);
+    if (links[i][0] == "collective") collectives.insert(links[i][1]);
+  }
+  CHECK(collectives == std::set<std::string>{"balanced.dispatch", "balanced.combine",
+                                             "skewed.dispatch", "skewed.combine"});
+  for (const auto& [key, bytes] : run_bytes) CHECK(coll_bytes[key] == bytes);
+  const auto ranks = report_test::csv_rows(read(dir / "ranks.csv"));
+  CHECK(ranks[0] == std::vector<std::string>{"scope", "collective", "rank", "gpu", "sent_bytes",
+                                             "received_bytes", "window_s", "busy_s", "idle_s"});
+  CHECK(ranks.size() == 1 + 8 + 4 * 8);  // the run, then each collective, per rank
+  const auto result = nlohmann::json::parse(read(dir / "result.json"));
+  for (const auto& c : result["collectives"]) {
+    INFO(c["name"]);
+    CHECK(c["per_rank"]["received_bytes"].size() == 8);
+    CHECK(c["hottest_links"].size() == 5);
+    CHECK(c["hottest_links"][0]["utilisation"].get<double>() > 0.9);  // over its own window
+  }
+  CHECK(result["collectives"][2]["received_bytes_per_rank"]["max"].get<double>() >
+        1.9 * result["collectives"][2]["received_bytes_per_rank"]["mean"].get<double>());
+  fs::remove_all(dir);
+}
+
+// What a reader needs on the page, and a size that opens at once: the detail is in the trace.
+TEST_CASE("report.html: named bands, time axes with units, heatmap scale, human units",
+          "[report]") {
+  const Scenario s = load_scenario(kScenarios + "moe-all-to-all.json");
+  const ScenarioResult r = run_scenario(s);
+  const TrafficReport t = analyse_traffic(s, r);
+  std::ostringstream page;
+  write_html_report(page, s, r, t);
+  const std::string html = page.str();
+  CHECK(html.size() < 300'000);     // the budget: well under 1 MB
+  for (const auto& c : r.resolved)  // every collective named on the timeline
+    CHECK_THAT(html, Catch::Contains("class=\"bandname\">" + c.name + "</text>"));
+  // Round ticks in microseconds (the run takes 803 us): 0, 200, 400, 600, 800.
+  for (const char* tick : {">0 \u00b5s<", ">200 \u00b5s<", ">800 \u00b5s<"})
+    CHECK_THAT(html, Catch::Contains(tick));
+  CHECK_THAT(html, Catch::Contains("id=\"load\"") && Catch::Contains(">100%<"));  // colour scale
+  CHECK_THAT(html, Catch::Contains("16 of the 16 links that carried bytes"));
+  CHECK_THAT(
+      html, Catch::Contains(">64 MiB<") && Catch::Contains(">135 us<") && Catch::Contains("GB/s<"));
+  CHECK_THAT(html, !Catch::Contains("67108864"));  // no raw byte counts
+  // Skew: the skewed dispatch's receivers are 2.00x the mean.
+  CHECK_THAT(html, Catch::Contains("received 2.00"));
+  // Many transfers: aggregated rows instead of a bar each, and the page stays small.
+  Scenario big = load_scenario(kScenarios + "hierarchical-vs-flat.json");
+  const ScenarioResult rb = run_scenario(big);
+  std::ostringstream big_page;
+  write_html_report(big_page, big, rb, analyse_traffic(big, rb));
+  CHECK(big_page.str().size() < 400'000);
+  CHECK_THAT(big_page.str(), Catch::Contains("too many to draw one by one") &&
+                                 Catch::Contains("class=\"tick\">server 7<"));
+}
+
+TEST_CASE("sweep.html: coloured legend, coinciding lines said, round ticks, labelled crossover",
+          "[sweep]") {
+  Scenario s = load_scenario(kScenarios + "ring-vs-tree-vs-naive.json");
+  s.network.model = "ideal";
+  SweepRequest req;
+  req.sizes = parse_sizes("1KiB..16MiB", "x4");
+  req.algorithms = {"binomial_tree", "ring", "naive", "parameter_server"};
+  const SweepResult r = run_sweep(s, req);
+  std::ostringstream page;
+  write_sweep_html(page, s, r);
+  const std::string html = page.str();
+  // Each legend name is painted (style beats CSS) in its line's colour.
+  for (const char* name : {"binomial_tree", "ring", "naive"}) {
+    std::smatch line, legend;
+    REQUIRE(std::regex_search(html, line,
+                              std::regex(std::string("<title>") + name +
+                                         "</title><polyline points=\"[^\"]*\" fill=\"none\" "
+                                         "stroke=\"(#[0-9a-f]{6})\"")));
+    REQUIRE(std::regex_search(
+        html, legend, std::regex("style=\"fill:(#[0-9a-f]{6})\">" + std::string(name) + "[<( ]")));
+    CHECK(line[1] == legend[1]);
+  }
+  CHECK_THAT(html, !Catch::Contains(".label{"));  // the rule that painted legends grey
+  CHECK_THAT(html, Catch::Contains("naive and parameter_server coincide"));
+  CHECK_THAT(html, Catch::Contains("parameter_server (= naive)"));
+  for (const char* tick : {">1 KiB<", ">1 MiB<", ">16 MiB<"})
+    CHECK_THAT(html, Catch::Contains(tick));
+  CHECK_THAT(html, !Catch::Contains("9.77") && !Catch::Contains("97.7"));
+  REQUIRE(!r.crossovers.empty());
+  CHECK_THAT(html, Catch::Contains("class=\"xlabel\"") &&
+                       Catch::Contains(r.crossovers[0].from + " \u2192 " + r.crossovers[0].to));
+}
+
+TEST_CASE("run --trace-gzip writes timeline.json.gz, the same trace compressed",
+          "[report][trace]") {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-gzip-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string run =
+      std::string(COLLSIM_EXE) + " run " + kScenarios + "dgx-h100-allreduce.json --out ";
+  int status = -1;
+  run_command(run + (dir / "plain").string(), &status);
+  REQUIRE(status == 0);
+  run_command(run + (dir / "gz").string() + " --trace-gzip", &status);
+  REQUIRE(status == 0);
+  REQUIRE(fs::exists(dir / "gz" / "timeline.json.gz"));
+  CHECK_FALSE(fs::exists(dir / "gz" / "timeline.json"));
+  const std::string unzipped =
+      run_command("gzip -dc " + (dir / "gz" / "timeline.json.gz").string(), &status);
+  CHECK(status == 0);
+  CHECK(unzipped == read(dir / "plain" / "timeline.json"));
+  const std::string first = read(dir / "gz" / "timeline.json.gz");
+  CHECK(first.size() < unzipped.size() / 4);
+  // Byte for byte the same again; a plain run into that folder replaces the .gz.
+  run_command(run + (dir / "gz").string() + " --trace-gzip", &status);
+  CHECK(read(dir / "gz" / "timeline.json.gz") == first);
+  run_command(run + (dir / "gz").string(), &status);
+  CHECK(fs::exists(dir / "gz" / "timeline.json"));
+  CHECK_FALSE(fs::exists(dir / "gz" / "timeline.json.gz"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("TraceFile: plain below the size, gzip past it, the content the same", "[trace]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("collsim-tracefile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "{\"event\": " + std::to_string(i) + "},\n";
+  auto write = [&](std::size_t above) {
+    OutputDir out(dir);
+    TraceFile trace(out, "t.json", false, above);
+    std::ostream stream(&trace);
+    // In pieces, as the trace writer streams it.
+    for (std::size_t at = 0; at < text.size(); at += 1000) stream << text.substr(at, 1000);
+    stream.flush();
+    const std::string name = trace.finish();
+    out.commit();
+    return name;
+  };
+  CHECK(write(text.size()) == "t.json");  // exactly at the size: still plain
+  CHECK(read(dir / "t.json") == text);
+  CHECK(write(text.size() / 3) == "t.json.gz");  // past it part way through
+  CHECK_FALSE(fs::exists(dir / "t.json"));
+  int status = -1;
+  CHECK(run_command("gzip -dc " + (dir / "t.json.gz").string(), &status) == text);
+  CHECK(status == 0);
+  fs::remove_all(dir);
 }

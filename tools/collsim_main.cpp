@@ -17,9 +17,12 @@
 #include "report/html_report.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
+#include "report/trace_file.h"
 #include "scenario/scenario.h"
 #include "schedule/layout.h"
 #include "simulate/run_scenario.h"
+#include "simulate/run_workload.h"
+#include "report/workload_report.h"
 #include "sweep/sweep.h"
 #include "topology/summary.h"
 #include "topology/topology_json.h"
@@ -37,10 +40,50 @@ struct RunArgs {
   std::string format = "text";
   std::string out_dir;
   std::size_t trace_transfers = kTraceTransfers;
+  bool trace_gzip = false;
 };
+
+// Every command but run times collectives alone: a workload-only scenario is refused.
+Scenario load_collectives(const std::string& file) {
+  Scenario s = load_scenario(file);
+  if (s.collectives.empty())
+    throw InputError("collectives", "this command works on the scenario's collectives and it has "
+                                    "only a \"workload\"; `collsim run` simulates that");
+  return s;
+}
+
+// A training step: the jobs (and any collectives) of the scenario together.
+int run_workload_command(const Scenario& scenario, const RunArgs& args) {
+  const WorkloadRun run = run_workloads(scenario);
+  nlohmann::json doc = {{"scenario", scenario.name}, {"workload", workload_json(scenario, run)}};
+  if (!scenario.collectives.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t i = 0; i < scenario.collectives.size(); ++i) {
+      const auto& o = run.step.tasks[i];
+      list.push_back({{"name", scenario.collectives[i].name},
+                      {"plan", run.step.plans[o.plan]},
+                      {"start_s", o.start_s},
+                      {"end_s", o.end_s},
+                      {"time_s", o.end_s - o.start_s}});
+    }
+    doc["collectives"] = std::move(list);
+  }
+  if (!args.out_dir.empty()) {
+    OutputDir out(args.out_dir);
+    out.open("result.json") << doc.dump(2) << "\n";
+    write_workload_trace(out.open("timeline.json"), scenario, run);
+    out.commit();
+  }
+  if (args.format == "json")
+    std::cout << doc.dump(2) << "\n";
+  else
+    std::cout << workload_table(scenario, run);
+  return 0;
+}
 
 int run_command(const RunArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
+  if (!scenario.workloads.empty()) return run_workload_command(scenario, args);
   SimulationOptions options;
   options.record_ops = !args.out_dir.empty();  // the timeline is the only per-op output
   const ScenarioResult result = run_scenario(scenario, options);
@@ -50,11 +93,16 @@ int run_command(const RunArgs& args) {
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     out.open("result.json") << result_json(scenario, result, traffic).dump(2) << "\n";
-    write_links_csv(out.open("links.csv"), scenario, traffic);
-    write_ranks_csv(out.open("ranks.csv"), traffic);
+    write_links_csv(out.open("links.csv"), scenario, result, traffic);
+    write_ranks_csv(out.open("ranks.csv"), scenario, result, traffic);
     write_steps_csv(out.open("steps.csv"), scenario, result, traffic);
     write_utilisation_csv(out.open("utilisation.csv"), scenario, traffic);
-    write_chrome_trace(out.open("timeline.json"), scenario, result, traffic, args.trace_transfers);
+    {
+      TraceFile trace(out, "timeline.json", args.trace_gzip);
+      std::ostream stream(&trace);
+      write_chrome_trace(stream, scenario, result, traffic, args.trace_transfers);
+      trace.finish();
+    }
     write_html_report(out.open("report.html"), scenario, result, traffic);
     out.commit();
   }
@@ -72,7 +120,7 @@ struct TraceArgs {
 };
 
 int trace_command(const TraceArgs& args) {
-  const Scenario scenario = load_scenario(args.scenario);
+  const Scenario scenario = load_collectives(args.scenario);
   const Plan plan = make_plan(scenario);
   const PlannedCollective* chosen = &plan.collectives.front();
   if (!args.collective.empty()) {
@@ -132,7 +180,7 @@ struct PlanArgs {
 
 // What every other command will run: each collective with its choices settled.
 int plan_command(const PlanArgs& args) {
-  const Scenario scenario = load_scenario(args.scenario);
+  const Scenario scenario = load_collectives(args.scenario);
   const Plan plan = make_plan(scenario);
   if (args.format == "json")
     std::cout << plan_json(scenario, plan).dump(2) << "\n";
@@ -185,7 +233,7 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 int sweep_command(const SweepArgs& args) {
-  const Scenario scenario = load_scenario(args.scenario);
+  const Scenario scenario = load_collectives(args.scenario);
   SweepRequest req;
   req.collective = args.collective;
   req.sizes = parse_sizes(args.sizes, args.step);
@@ -257,7 +305,7 @@ struct ValidateArgs {
 };
 
 int validate_command(const ValidateArgs& args) {
-  const Scenario scenario = load_scenario(args.scenario);
+  const Scenario scenario = load_collectives(args.scenario);
   const MeasuredScenario m =
       measure_scenario(make_plan(scenario), run_options(args.backend, args.iters, args.warmup,
                                                         args.timeout, args.no_pin));
@@ -327,7 +375,7 @@ struct CompareArgs {
 };
 
 int compare_command(const CompareArgs& args) {
-  Scenario scenario = load_scenario(args.scenario);
+  Scenario scenario = load_collectives(args.scenario);
   if (!args.calibration.empty())
     apply_calibration(scenario, read_json_file(args.calibration, "--calibration"),
                       args.calibration);
@@ -402,6 +450,9 @@ int main(int argc, char** argv) {
                   "time bins of how busy it was")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  run->add_flag("--trace-gzip", run_args.trace_gzip,
+                "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
+                "done anyway past 32 MiB");
 
   TraceArgs trace_args;
   auto* trace = app.add_subcommand(

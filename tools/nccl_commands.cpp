@@ -96,6 +96,8 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
                          const std::string& calibration, const std::string& out_dir,
                          const NcclCompareArgs& args) {
   Scenario scenario = load_scenario(scenario_file);
+  if (scenario.collectives.empty())
+    throw InputError("collectives", "compare times the scenario's collectives; it has only a \"workload\"");
   if (!calibration.empty())
     apply_calibration(scenario, read_json_file(calibration, "--calibration"), calibration);
   const CollectiveSpec& base = pick_collective(scenario, args.collective);

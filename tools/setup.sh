@@ -8,6 +8,7 @@ packages=(
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   catch2
   libprotobuf-dev protobuf-compiler  # Chakra execution traces (optional: built when found)
+  zlib1g-dev  # timeline.json.gz
   chromium  # the report test opens report.html in headless Chromium
   procps    # pgrep, in the cuda-ipc fault test
   clang libclang-rt-14-dev  # the libFuzzer target (libclang_rt.fuzzer is in libclang-rt-14-dev)

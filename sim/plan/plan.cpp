@@ -42,13 +42,9 @@ class Tuner {
 
   PlannedCollective plan(const CollectiveSpec& spec) {
     if (spec.algorithm == "nccl") return plan_nccl(spec);
-    PlannedCollective base{spec,
-                           std::nullopt,
-                           {},
-                           placement(scenario_.topology, spec.ranks),
-                           0,
-                           scenario_.network.cost,
-                           {}};
+    PlannedCollective base{
+        spec, std::nullopt,           {}, placement(scenario_.topology, spec.ranks),
+        0,    scenario_.network.cost, {}};
     check_reachable(scenario_.topology, base, router_);
     const bool auto_algorithm = spec.algorithm == "auto";
     std::vector<std::string> algorithms{spec.algorithm};
@@ -152,8 +148,10 @@ class Tuner {
       s.protocol = std::string(name_of(p.chosen.protocol));
       // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
       // time, trees and chains (broadcast, reduce) one per channel.
-      const bool nvls = p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
-      const bool chain = spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
+      const bool nvls =
+          p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
+      const bool chain =
+          spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
       if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * spec.shape.ranks);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels);
@@ -194,9 +192,9 @@ class Tuner {
   }
 
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
-    entry.fill_defaults(c.spec.options, {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path,
-                                         &scenario_.topology, c.spec.ranks,
-                                         scenario_.network.model});
+    entry.fill_defaults(c.spec.options,
+                        {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path, &scenario_.topology,
+                         c.spec.ranks, scenario_.network.model});
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.
@@ -329,20 +327,28 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
   Plan plan;
   plan.collectives.reserve(scenario.collectives.size());
   for (const auto& spec : scenario.collectives)
-    plan.collectives.push_back(Tuner(scenario, router, cost).plan(spec));
+    plan.collectives.push_back(plan_collective(scenario, router, cost, spec));
   return plan;
 }
 
-Plan make_plan(const Scenario& scenario) {
-  Router router(scenario.topology, scenario.network.routing);
-  // A candidate alone on the scenario's network, without per-op records.
-  const CostFunction simulated_alone = [&](const PlannedCollective& c) {
+PlannedCollective plan_collective(const Scenario& scenario, Router& router,
+                                  const CostFunction& cost, const CollectiveSpec& spec) {
+  return Tuner(scenario, router, cost).plan(spec);
+}
+
+CostFunction simulated_alone(const Scenario& scenario, Router& router) {
+  // Without per-op records.
+  return [&scenario, &router](const PlannedCollective& c) {
     auto model = make_network_model(scenario.network, scenario.topology, router);
     Simulator sim(scenario.topology, router, *model, SimulationOptions{.record_ops = false});
     const auto r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
     return to_seconds(r.tasks[0].end - r.tasks[0].start);
   };
-  return make_plan(scenario, router, simulated_alone);
+}
+
+Plan make_plan(const Scenario& scenario) {
+  Router router(scenario.topology, scenario.network.routing);
+  return make_plan(scenario, router, simulated_alone(scenario, router));
 }
 
 std::string digest_text(std::uint64_t digest) {

@@ -38,8 +38,8 @@ struct PlannedCollective {
   CollectiveSpec spec;  // algorithm and every option settled: no "auto" left
   std::optional<AutoChoice> choice;
   Schedule schedule;
-  std::vector<NodeId> gpus;  // the schedule's rank r runs on GPU node gpus[r]
-  std::uint64_t digest = 0;  // schedule_digest(schedule): which schedule, op for op
+  std::vector<NodeId> gpus;               // the schedule's rank r runs on GPU node gpus[r]
+  std::uint64_t digest = 0;               // schedule_digest(schedule): which schedule, op for op
   std::shared_ptr<const CostModel> cost;  // beyond α-β: the network's, as the protocol adjusts it
   // "algorithm": "nccl": what NCCL's cost model picked ("ring/LL128/24ch"), which the
   // schedule above runs; empty otherwise.
@@ -63,6 +63,13 @@ using CostFunction = std::function<double(const PlannedCollective&)>;
 Plan make_plan(const Scenario& scenario);
 // The same with another cost; `router` must route the scenario's topology.
 Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost);
+
+// One collective settled the way make_plan settles each of a scenario's (workloads
+// plan theirs one by one).
+PlannedCollective plan_collective(const Scenario& scenario, Router& router,
+                                  const CostFunction& cost, const CollectiveSpec& spec);
+// make_plan's default cost: the candidate simulated alone on the scenario's network.
+CostFunction simulated_alone(const Scenario& scenario, Router& router);
 
 // The collective's schedule, checked; a generator's refusal becomes an InputError
 // naming the collective, a structurally broken schedule a std::logic_error.

@@ -1,18 +1,31 @@
 #include "report/html_report.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "core/units.h"
+#include "report/reports.h"
 
 namespace collsim {
 namespace {
 
-constexpr int kMaxTimelineBars = 20000;  // beyond this the page gets slow to open
-constexpr int kMaxHeatmapLinks = 64;
+// Budgets that keep the page small (well under 1 MB) whatever the run: past them the
+// page shows aggregates and leaves the detail to timeline.json and the CSVs.
+constexpr std::size_t kMaxTimelineBars = 1500;  // one bar per transfer up to this many
+constexpr int kMaxTimelineRows = 64;            // beyond: a row per group of ranks
+constexpr int kTimelineBins = 200;              // columns of the aggregated timeline
+constexpr std::size_t kHeatmapLinks = 24;
+constexpr int kHottestPerCollective = 3;
 constexpr int kMaxDrawnNodes = 400;
+
+constexpr int kPlotLeft = 170;   // where time axes start (row labels to the left)
+constexpr int kPlotWidth = 960;  // pixels for the whole run
 
 std::string escape(std::string_view text) {
   std::string out;
@@ -37,104 +50,388 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-// Steps cycle through well-separated hues; utilisation goes from pale to dark red.
-std::string step_colour(int step) {
-  return fmt::format("hsl({},65%,55%)", (step * 47) % 360);
+// Well-separated hues per collective (golden angle); utilisation from pale to dark red.
+std::string collective_colour(std::size_t c, int lightness = 50) {
+  return fmt::format("hsl({:.0f},62%,{}%)", std::fmod(c * 137.508 + 210, 360.0), lightness);
 }
 std::string load_colour(double u) {
   u = std::clamp(u, 0.0, 1.0);
-  return fmt::format("rgb({},{},{})", 255, static_cast<int>(240 - 200 * u),
-                     static_cast<int>(230 - 210 * u));
+  return fmt::format("rgb({},{},{})", static_cast<int>(255 - 75 * u),
+                     static_cast<int>(245 - 225 * u), static_cast<int>(235 - 215 * u));
+}
+std::string percent(double u) {
+  return fmt::format("{:.1f}%", u * 100);
+}
+std::string gbps(double bytes_per_s) {
+  return fmt::format("{:.1f} GB/s", bytes_per_s / 1e9);
 }
 
-void summary_section(std::ostream& out, const ScenarioResult& r) {
-  out << "<h2>Collectives</h2>\n<table "
-         "id=\"summary\"><tr><th>name</th><th>op</th><th>algorithm</th><th>ranks</th>"
-         "<th>size (B)</th><th>time (us)</th><th>algbw (GB/s)</th><th>busbw (GB/s)</th></tr>\n";
+// Ticks for [0, span] seconds: a step of 1, 2 or 5 x 10^k in the unit that keeps the
+// labels short (ns, us, ms, s), about `want` of them.
+struct TimeTicks {
+  double unit_s;  // seconds per unit
+  const char* unit;
+  double step;  // in units
+};
+TimeTicks time_ticks(double span, int want = 8) {
+  TimeTicks t{1, "s", 1};
+  if (span < 1e-6)
+    t = {1e-9, "ns", 1};
+  else if (span < 1e-3)
+    t = {1e-6, "\u00b5s", 1};
+  else if (span < 1)
+    t = {1e-3, "ms", 1};
+  const double raw = span / t.unit_s / want;
+  const double mag = std::pow(10, std::floor(std::log10(std::max(raw, 1e-12))));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) {
+      t.step = m * mag;
+      break;
+    }
+  return t;
+}
+
+// A time axis under a plot that spans [0, span] seconds over kPlotWidth pixels at `y`.
+void time_axis(std::ostream& out, double span, int y, int grid_top) {
+  if (span <= 0) return;
+  const TimeTicks t = time_ticks(span);
+  const double px = kPlotWidth / (span / t.unit_s);  // pixels per unit
+  out << fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#666\"/>\n", kPlotLeft,
+                     y, kPlotLeft + kPlotWidth, y);
+  for (double v = 0; v <= span / t.unit_s * (1 + 1e-9); v += t.step) {
+    const double x = kPlotLeft + v * px;
+    out << fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#000\" "
+        "stroke-opacity=\"0.12\"/><line x1=\"{0:.1f}\" y1=\"{2}\" x2=\"{0:.1f}\" y2=\"{3}\" "
+        "stroke=\"#666\"/><text x=\"{0:.1f}\" y=\"{4}\" class=\"tick\" "
+        "text-anchor=\"middle\">{5:g} {6}</text>\n",
+        x, grid_top, y, y + 4, y + 15, std::round(v / t.step) * t.step, t.unit);
+  }
+  out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">time</text>\n",
+                     kPlotLeft - 26, y + 15);
+}
+
+// Each collective as a named band over [start, end]; overlapping ones stacked in lanes.
+// Returns the height used.
+int collective_bands(std::ostream& out, const ScenarioResult& r, double span, int y) {
+  const double scale = span > 0 ? kPlotWidth / span : 0;
+  std::vector<double> lane_end;
+  const int lane_h = 18;
+  for (std::size_t c = 0; c < r.outcomes.size(); ++c) {
+    const auto& o = r.outcomes[c];
+    std::size_t lane = 0;
+    while (lane < lane_end.size() && lane_end[lane] > o.start_s + 1e-15) ++lane;
+    if (lane == lane_end.size()) lane_end.push_back(0);
+    lane_end[lane] = o.end_s;
+    const double x = kPlotLeft + o.start_s * scale,
+                 w = std::max(1.0, (o.end_s - o.start_s) * scale);
+    const std::string& name = r.resolved[c].name;
+    out << fmt::format(
+        "<g class=\"band\"><title>{}: {} to {} ({})</title><rect x=\"{:.1f}\" y=\"{}\" "
+        "width=\"{:.1f}\" height=\"{}\" fill=\"{}\" rx=\"3\"/>",
+        escape(name), format_duration(o.start_s), format_duration(o.end_s),
+        format_duration(o.time_s), x, y + lane * lane_h, w, lane_h - 3, collective_colour(c));
+    // The name where it fits (about 6 px a character), else only in the tooltip.
+    if (w > 6.0 * name.size() + 8)
+      out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"bandname\">{}</text>", x + 4,
+                         y + lane * lane_h + 11, escape(name));
+    out << "</g>\n";
+  }
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">collectives</text>\n",
+      kPlotLeft - 6, y + 11);
+  return static_cast<int>(lane_end.size()) * lane_h + 4;
+}
+
+void facts_line(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
+  out << fmt::format(
+      "<p class=\"facts\">Topology <b>{}</b> ({} GPUs, {} links) &middot; network model <b>{}</b> "
+      "(\u03b1 {}) &middot; everything done at <b>{}</b></p>\n",
+      escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(), s.network.model,
+      format_duration(to_seconds(s.network.alpha)), format_duration(traffic.makespan_s));
+}
+
+void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                     const TrafficReport& traffic) {
+  out << "<h2>Collectives</h2>\n<table id=\"summary\"><tr><th>name</th><th>op</th><th>plan</th>"
+         "<th>ranks</th><th>size</th><th>start</th><th>time</th><th>algbw</th><th>busbw</th>"
+         "<th>bottleneck link</th></tr>\n";
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
+    const bool timed = o.time_s > 0 && c.bytes > 0;  // a barrier moves no data
+    std::string bottleneck = "-";
+    if (i < traffic.per_collective.size() && traffic.per_collective[i].link >= 0)
+      bottleneck = s.topology.link_label(traffic.per_collective[i].link);
     out << fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td>"
-        "<td>{:.2f}</td></tr>\n",
-        escape(c.name), name_of(c.shape.op), escape(c.algorithm), c.ranks.size(), c.bytes,
-        o.time_s * 1e6, o.algbw_Bps / 1e9, o.busbw_Bps / 1e9);
+        "<tr><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td>"
+        "<td>{}</td><td class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td class=\"name\">{}</td></tr>\n",
+        collective_colour(i), escape(c.name), name_of(c.shape.op), escape(r.labels[i]),
+        c.ranks.size(), format_bytes(c.bytes), format_duration(o.start_s),
+        format_duration(o.time_s), timed ? gbps(o.algbw_Bps) : "-", timed ? gbps(o.busbw_Bps) : "-",
+        escape(bottleneck));
+  }
+  out << "</table>\n<p class=\"note\">Sizes in binary units (1 MiB = 2<sup>20</sup> B); "
+         "bandwidths in GB/s (1 GB = 10<sup>9</sup> B); busbw as nccl-tests computes it.</p>\n";
+}
+
+// Each collective over its own duration: its busiest links and how evenly its ranks sent.
+void per_collective_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                            const TrafficReport& traffic) {
+  out << "<h2>Per collective</h2>\n<p class=\"note\">Each collective judged over its own "
+         "duration (not the whole run): utilisation = bytes / (capacity &times; its "
+         "time).</p>\n<table id=\"per-collective\"><tr><th>collective</th><th>time</th>"
+         "<th>busiest links (utilisation, bytes)</th><th>links used</th><th>sent per rank "
+         "(min / mean / max)</th><th>received per rank (min / mean / max)</th><th>skew (max / "
+         "mean)</th></tr>\n";
+  for (std::size_t c = 0; c < traffic.collectives.size(); ++c) {
+    const CollectiveTraffic& ct = traffic.collectives[c];
+    std::string links;
+    for (const auto& lb : ct.hottest(kHottestPerCollective))
+      links += fmt::format("{}{} {} ({})", links.empty() ? "" : "<br>",
+                           escape(s.topology.link_label(lb.link)), percent(lb.utilisation),
+                           format_bytes(lb.bytes));
+    const RankSpread sent = spread(ct.ranks, &RankTraffic::sent),
+                     received = spread(ct.ranks, &RankTraffic::received);
+    out << fmt::format(
+        "<tr><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td>"
+        "<td>{}</td><td class=\"name\">{}</td><td>{}</td><td>{} / {} / {}</td>"
+        "<td>{} / {} / {}</td><td>sent {:.2f}, received {:.2f}</td></tr>\n",
+        collective_colour(c), escape(r.resolved[c].name), format_duration(ct.duration_s()),
+        links.empty() ? "-" : links, ct.links.size(), format_bytes(sent.min),
+        format_bytes(sent.mean), format_bytes(sent.max), format_bytes(received.min),
+        format_bytes(received.mean), format_bytes(received.max), sent.imbalance(),
+        received.imbalance());
   }
   out << "</table>\n";
 }
 
-void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
-                      double makespan) {
-  const int K = s.topology.num_ranks();
-  const int width = 1000, row = 18, left = 80;
-  std::size_t total = 0;
-  for (const auto& t : r.sim.tasks) total += t.ops.size();
-  out << "<h2>Timeline</h2>\n<p>One row per rank; each bar is a transfer it sends, coloured by "
-         "step. Hover for "
-         "details.";
-  if (total > kMaxTimelineBars)
-    out << fmt::format(" Showing the first {} of {} transfers.", kMaxTimelineBars, total);
-  out << "</p>\n";
-  out << fmt::format(
-      "<svg id=\"timeline\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-      left + width + 10, K * row + 30);
-  for (int rank = 0; rank < K; ++rank)
-    out << fmt::format("<text x=\"4\" y=\"{}\" class=\"label\">rank {}</text>\n", rank * row + 13,
-                       rank);
-  const double scale = makespan > 0 ? width / makespan : 0;
-  int drawn = 0;
-  for (std::size_t c = 0; c < r.resolved.size() && drawn < kMaxTimelineBars; ++c) {
-    const auto& timing = r.sim.tasks[c].ops;
-    for (OpId id = 0; id < timing.size() && drawn < kMaxTimelineBars; ++id, ++drawn) {
-      const Op& op = r.schedules[c].ops[id];
-      const int src = r.resolved[c].ranks[op.src_rank], dst = r.resolved[c].ranks[op.dst_rank];
-      const double x = left + to_seconds(timing[id].start) * scale;
-      const double w = std::max(0.5, to_seconds(timing[id].end - timing[id].start) * scale);
-      out << fmt::format(
-          "<rect class=\"op\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" "
-          "fill-opacity=\"0.8\">"
-          "<title>{}: step {} {} {}\u2192{}, {}, {:.3f}-{:.3f} us</title></rect>\n",
-          x, src * row + 2, w, row - 4, step_colour(op.step), escape(r.resolved[c].name), op.step,
-          op_kind_name(op.kind), src, dst,
-          format_bytes(r.schedules[c].bytes(op)), to_seconds(timing[id].start) * 1e6,
-          to_seconds(timing[id].end) * 1e6);
-    }
+// Rows of the timeline: a rank each, or groups of consecutive ranks when there are many.
+struct Rows {
+  int ranks_per_row = 1;
+  int count = 0;
+  std::string label(int row, int K) const {
+    if (ranks_per_row == 1) return fmt::format("rank {}", row);
+    return fmt::format("ranks {}\u2013{}", row * ranks_per_row,
+                       std::min(K, (row + 1) * ranks_per_row) - 1);
   }
-  out << fmt::format(
-      "<text x=\"{}\" y=\"{}\" class=\"label\">0</text><text x=\"{}\" y=\"{}\" class=\"label\" "
-      "text-anchor=\"end\">{}</text>\n</svg>\n",
-      left, K * row + 20, left + width, K * row + 20, format_duration(makespan));
+};
+
+std::size_t total_ops(const ScenarioResult& r) {
+  std::size_t n = 0;
+  for (const auto& t : r.sim.tasks) n += t.ops.size();
+  return n;
 }
 
-void heatmap_section(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
+// One bar per transfer, at its sender's row: the collective's colour, darker on odd steps.
+void timeline_bars(std::ostream& out, const ScenarioResult& r, double scale, int top, int row_h) {
+  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
+    const auto& timing = r.sim.tasks[c].ops;
+    for (OpId id = 0; id < timing.size(); ++id) {
+      const Op& op = r.schedules[c].ops[id];
+      const int src = r.resolved[c].ranks[op.src_rank], dst = r.resolved[c].ranks[op.dst_rank];
+      const double a = to_seconds(timing[id].start), b = to_seconds(timing[id].end);
+      out << fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: "
+          "step {} {} {}\u2192{}, {}, {} to {}</title></rect>\n",
+          kPlotLeft + a * scale, top + src * row_h + 2, std::max(0.6, (b - a) * scale), row_h - 4,
+          collective_colour(c, op.step % 2 ? 38 : 55), escape(r.resolved[c].name), op.step,
+          op_kind_name(op.kind), src, dst, format_bytes(r.schedules[c].bytes(op)),
+          format_duration(a), format_duration(b));
+    }
+  }
+}
+
+// Too many transfers for a bar each: per row and time column, the share of the time its
+// ranks were sending, in the colour of the collective that sent most there.
+void timeline_bins(std::ostream& out, const ScenarioResult& r, const Rows& rows, double span, int K,
+                   int top, int row_h) {
+  const int B = kTimelineBins;
+  const double width = span / B;
+  const std::size_t cells = static_cast<std::size_t>(rows.count) * B;
+  std::vector<double> busy(cells, 0), best(cells, 0), mine(cells, 0);
+  std::vector<int> owner(cells, -1);
+  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
+    std::fill(mine.begin(), mine.end(), 0.0);
+    const auto& timing = r.sim.tasks[c].ops;
+    for (OpId id = 0; id < timing.size(); ++id) {
+      const Op& op = r.schedules[c].ops[id];
+      const int row = r.resolved[c].ranks[op.src_rank] / rows.ranks_per_row;
+      const double a = to_seconds(timing[id].start), b = to_seconds(timing[id].end);
+      const int k0 = std::min(B - 1, static_cast<int>(a / width)),
+                k1 = std::min(B - 1, static_cast<int>(b / width));
+      for (int k = k0; k <= k1; ++k)
+        mine[static_cast<std::size_t>(row) * B + k] +=
+            std::max(0.0, std::min(b, (k + 1) * width) - std::max(a, k * width));
+    }
+    for (std::size_t i = 0; i < cells; ++i) {
+      busy[i] += mine[i];
+      if (mine[i] > best[i]) best[i] = mine[i], owner[i] = static_cast<int>(c);
+    }
+  }
+  const double px = static_cast<double>(kPlotWidth) / B;
+  for (int row = 0; row < rows.count; ++row) {
+    const int in_row = std::min(K, (row + 1) * rows.ranks_per_row) - row * rows.ranks_per_row;
+    // Runs of columns with the same collective and the same shade (quarters) are one rect.
+    auto level = [&](int k) {
+      const std::size_t i = static_cast<std::size_t>(row) * B + k;
+      const double share = std::min(1.0, busy[i] / (width * in_row));
+      return std::make_pair(owner[i],
+                            share > 0 ? std::max(1, static_cast<int>(share * 4 + 0.5)) : 0);
+    };
+    for (int k = 0; k < B;) {
+      const auto here = level(k);
+      int end = k + 1;
+      while (end < B && level(end) == here) ++end;
+      if (here.second > 0)
+        out << fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
+            "fill-opacity=\"{}\"/>\n",
+            kPlotLeft + k * px, top + row * row_h + 2, (end - k) * px, row_h - 4,
+            collective_colour(here.first), here.second / 4.0);
+      k = end;
+    }
+  }
+}
+
+void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                      const TrafficReport& traffic) {
+  const int K = s.topology.num_ranks();
+  const double span = traffic.makespan_s;
+  Rows rows;
+  rows.ranks_per_row = (K + kMaxTimelineRows - 1) / kMaxTimelineRows;
+  rows.count = (K + rows.ranks_per_row - 1) / rows.ranks_per_row;
+  const std::size_t ops = total_ops(r);
+  const bool bars = ops <= kMaxTimelineBars && rows.ranks_per_row == 1;
+  out << "<h2>Timeline</h2>\n<p class=\"note\">";
+  if (bars)
+    out << "One row per rank; each bar is a transfer it sends, in its collective's colour "
+           "(darker on odd steps). Hover for details.";
+  else
+    out << fmt::format(
+        "{} transfers are too many to draw one by one: each row shows, per time column, the "
+        "share of the time {} sending (darker is busier), in the colour of the collective that "
+        "sent most there. Every transfer is in timeline.json (open it in ui.perfetto.dev).",
+        ops, rows.ranks_per_row == 1 ? "its rank was" : "its ranks were");
+  out << "</p>\n";
+  const int row_h = rows.count > 32 ? 10 : 18;
+  const int bands_top = 6;
+  std::ostringstream body;
+  const int bands_h = collective_bands(body, r, span, bands_top);
+  const int top = bands_top + bands_h + 4;
+  const int axis_y = top + rows.count * row_h + 4;
+  out << fmt::format(
+      "<svg id=\"timeline\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+      kPlotLeft + kPlotWidth + 30, axis_y + 24);
+  out << body.str();
+  for (int row = 0; row < rows.count; ++row)
+    if (rows.count <= 32 || row % 2 == 0 || rows.ranks_per_row > 1)
+      out << fmt::format(
+          "<text x=\"{}\" y=\"{}\" class=\"rowname\" text-anchor=\"end\">{}</text>\n",
+          kPlotLeft - 6, top + row * row_h + row_h - 5, rows.label(row, K));
+  time_axis(out, span, axis_y, top);
+  if (bars)
+    timeline_bars(out, r, span > 0 ? kPlotWidth / span : 0, top, row_h);
+  else
+    timeline_bins(out, r, rows, span, K, top, row_h);
+  out << "</svg>\n";
+}
+
+// The links the heatmap shows: each collective's busiest few (over its own duration),
+// then the busiest over the whole run, up to kHeatmapLinks.
+std::vector<LinkId> heatmap_links(const TrafficReport& traffic) {
+  std::vector<LinkId> shown;
+  std::set<LinkId> seen;
+  auto add = [&](LinkId l) {
+    if (shown.size() < kHeatmapLinks && seen.insert(l).second) shown.push_back(l);
+  };
+  for (const auto& ct : traffic.collectives)
+    for (const auto& lb : ct.hottest(kHottestPerCollective)) add(lb.link);
   std::vector<LinkId> busiest;
   for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l)
     if (traffic.links[l].bytes > 0) busiest.push_back(l);
   std::stable_sort(busiest.begin(), busiest.end(), [&](LinkId a, LinkId b) {
     return traffic.links[a].utilisation > traffic.links[b].utilisation;
   });
-  if (busiest.size() > kMaxHeatmapLinks) busiest.resize(kMaxHeatmapLinks);
-  const int left = 220, cell_h = 12, width = 800;
-  out << "<h2>Link utilisation over time</h2>\n<p>The most utilised links (rows) across time bins; "
-         "darker is "
-         "closer to full capacity.</p>\n";
+  for (LinkId l : busiest) add(l);
+  return shown;
+}
+
+void colour_scale(std::ostream& out, int x, int y) {
+  out << fmt::format(
+      "<defs><linearGradient id=\"load\">{}</linearGradient></defs>"
+      "<text x=\"{}\" y=\"{}\" class=\"axis\">utilisation</text>"
+      "<rect x=\"{}\" y=\"{}\" width=\"200\" height=\"10\" fill=\"url(#load)\" stroke=\"#999\"/>",
+      fmt::format("<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"0.5\" "
+                  "stop-color=\"{}\"/><stop offset=\"1\" stop-color=\"{}\"/>",
+                  load_colour(0), load_colour(0.5), load_colour(1)),
+      x, y + 9, x + 70, y);
+  for (int p : {0, 50, 100})
+    out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}%</text>",
+                       x + 70 + 2 * p, y + 22, p);
+  out << "\n";
+}
+
+void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                     const TrafficReport& traffic) {
+  const std::vector<LinkId> shown = heatmap_links(traffic);
+  std::size_t used = 0;
+  for (const auto& lt : traffic.links) used += lt.bytes > 0;
+  out << "<h2>Link utilisation over time</h2>\n";
+  if (shown.empty()) {
+    out << "<p class=\"note\" id=\"heatmap-note\">No link carried bytes.</p>\n";
+    return;
+  }
+  out << fmt::format(
+      "<p class=\"note\" id=\"heatmap-note\">{} of the {} links that carried bytes: each "
+      "collective's {} busiest over its own duration, then the busiest over the whole run (by "
+      "bytes / (capacity &times; run time)). Each row is one direction of a link, in {} time "
+      "columns of {}. Every link is in utilisation.csv.</p>\n",
+      shown.size(), used, kHottestPerCollective, traffic.bins, format_duration(traffic.bin_s));
+  const int cell_h = 14, bands_top = 34;
+  std::ostringstream body;
+  colour_scale(body, kPlotLeft, 4);
+  const int bands_h = collective_bands(body, r, traffic.makespan_s, bands_top);
+  const int top = bands_top + bands_h + 4;
+  const int axis_y = top + static_cast<int>(shown.size()) * cell_h + 2;
   out << fmt::format(
       "<svg id=\"heatmap\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-      left + width + 10, busiest.size() * cell_h + 20);
-  const double cell_w = traffic.bins > 0 ? static_cast<double>(width) / traffic.bins : width;
-  for (std::size_t i = 0; i < busiest.size(); ++i) {
-    const LinkId l = busiest[i];
-    out << fmt::format("<text x=\"2\" y=\"{}\" class=\"label\">{}</text>\n", i * cell_h + 10,
-                       escape(s.topology.link_label(l)));
-    const auto& bins = traffic.links[l].bins;
-    for (std::size_t k = 0; k < bins.size(); ++k)
-      out << fmt::format(
-          "<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{} bin "
-          "{}: "
-          "{:.0f}%</title></rect>\n",
-          left + k * cell_w, i * cell_h, cell_w + 0.3, cell_h - 1, load_colour(bins[k]),
-          escape(s.topology.link_label(l)), k, bins[k] * 100);
+      kPlotLeft + kPlotWidth + 30, axis_y + 24);
+  out << body.str();
+  const double cell_w = traffic.bins > 0 ? static_cast<double>(kPlotWidth) / traffic.bins : 0;
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const LinkId l = shown[i];
+    const LinkTraffic& lt = traffic.links[l];
+    const int y = top + static_cast<int>(i) * cell_h;
+    float peak = 0;
+    for (float u : lt.bins) peak = std::max(peak, u);
+    out << fmt::format(
+        "<g><title>{} ({}, {}): {} carried, {} over the run, peak column {}</title>"
+        "<text x=\"{}\" y=\"{}\" class=\"rowname\" text-anchor=\"end\">{}</text>",
+        escape(s.topology.link_label(l)), name_of(s.topology.link(l).kind),
+        gbps(s.topology.link(l).bandwidth), format_bytes(lt.bytes), percent(lt.utilisation),
+        percent(peak), kPlotLeft - 6, y + cell_h - 4, escape(s.topology.link_label(l)));
+    // Runs of columns in the same tenth of utilisation are one rect.
+    auto tenth = [&](int k) { return static_cast<int>(std::ceil(lt.bins[k] * 10 - 1e-6)); };
+    for (int k = 0; k < traffic.bins;) {
+      const int level = tenth(k);
+      int end = k + 1;
+      while (end < traffic.bins && tenth(end) == level) ++end;
+      if (level > 0)
+        out << fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" "
+            "fill=\"{}\"/>",
+            kPlotLeft + k * cell_w, y, (end - k) * cell_w, cell_h - 1, load_colour(level / 10.0));
+      k = end;
+    }
+    out << "</g>\n";
   }
+  out << fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+      "stroke=\"#bbb\"/>\n",
+      kPlotLeft, top, kPlotWidth, axis_y - top - 2);
+  time_axis(out, traffic.makespan_s, axis_y, top);
   out << "</svg>\n";
 }
 
@@ -144,7 +441,8 @@ void kind_bars_section(std::ostream& out, const Scenario& s, const TrafficReport
     by_kind[std::string(name_of(s.topology.link(l).kind))] += traffic.links[l].bytes;
   std::int64_t most = 1;
   for (const auto& [k, b] : by_kind) most = std::max(most, b);
-  out << "<h2>Bytes per link kind</h2>\n";
+  out << "<h2>Bytes per link kind</h2>\n<p class=\"note\">Summed over every link of the kind, "
+         "both directions (a byte crossing three links counts three times).</p>\n";
   out << fmt::format(
       "<svg id=\"kind-bars\" width=\"760\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
       by_kind.size() * 24 + 10);
@@ -152,9 +450,9 @@ void kind_bars_section(std::ostream& out, const Scenario& s, const TrafficReport
   for (const auto& [kind, bytes] : by_kind) {
     const double w = 500.0 * static_cast<double>(bytes) / static_cast<double>(most);
     out << fmt::format(
-        "<text x=\"2\" y=\"{}\" class=\"label\">{}</text><rect x=\"90\" y=\"{}\" width=\"{:.1f}\" "
-        "height=\"16\" fill=\"steelblue\"><title>{}: {}</title></rect><text x=\"{:.1f}\" y=\"{}\" "
-        "class=\"label\">{}</text>\n",
+        "<text x=\"84\" y=\"{}\" class=\"rowname\" text-anchor=\"end\">{}</text><rect x=\"90\" "
+        "y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"steelblue\"><title>{}: {}</title></rect>"
+        "<text x=\"{:.1f}\" y=\"{}\" class=\"tick\">{}</text>\n",
         i * 24 + 14, kind, i * 24 + 2, w, kind, format_bytes(bytes), 96 + w, i * 24 + 14,
         format_bytes(bytes));
     ++i;
@@ -162,26 +460,108 @@ void kind_bars_section(std::ostream& out, const Scenario& s, const TrafficReport
   out << "</svg>\n";
 }
 
-// Layers by node kind: GPUs at the bottom, then NICs, NVSwitches, leaves, spines.
-int layer_of(NodeKind k) {
+// Inside a server, bottom to top: GPUs, then NICs / PCIe switches / CPUs, then NVSwitches.
+// Outside (the fabric), bottom to top: switches and leaves, spines, cores.
+int inner_layer(NodeKind k) {
   switch (k) {
     case NodeKind::Gpu:
       return 0;
-    case NodeKind::Nic:
-    case NodeKind::PcieSwitch:
-    case NodeKind::Cpu:
-      return 1;
     case NodeKind::NvSwitch:
       return 2;
-    case NodeKind::Switch:
-    case NodeKind::Leaf:
-      return 3;
-    case NodeKind::Spine:
-      return 4;
-    case NodeKind::Core:
-      return 5;
+    default:
+      return 1;
   }
-  return 3;
+}
+int fabric_layer(NodeKind k) {
+  switch (k) {
+    case NodeKind::Spine:
+      return 1;
+    case NodeKind::Core:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+struct Placed {
+  double x = 0, y = 0;
+};
+
+// A position for every node: each server (Node::host) a box with its GPUs at the bottom,
+// fabric switches in rows above all servers. Returns the drawing's width and height.
+std::pair<int, int> place_nodes(const Topology& t, std::vector<Placed>& pos,
+                                std::map<int, std::pair<double, double>>& boxes) {
+  std::map<int, std::array<std::vector<NodeId>, 3>> hosts;  // host -> inner layers
+  std::map<int, std::vector<NodeId>> fabric;                // layer -> nodes
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
+    const Node& node = t.node(n);
+    if (node.host >= 0 || node.kind == NodeKind::Gpu)
+      hosts[std::max(0, node.host)][inner_layer(node.kind)].push_back(n);
+    else
+      fabric[fabric_layer(node.kind)].push_back(n);
+  }
+  // Slots as wide as fits all servers side by side in about 1180 px (at least 15 px:
+  // beyond that the drawing scrolls).
+  const int pad = 8, gap = 10, inner_gap = 44;
+  std::size_t slots = 0;
+  for (const auto& [host, layers] : hosts) {
+    std::size_t most = 1;
+    for (const auto& l : layers) most = std::max(most, l.size());
+    slots += most;
+  }
+  const int room = 1180 - static_cast<int>(hosts.size()) * (2 * pad + gap);
+  const int slot = std::clamp(room / static_cast<int>(std::max<std::size_t>(1, slots)), 15, 30);
+  int width = 10;
+  for (const auto& [host, layers] : hosts) {
+    std::size_t most = 1;
+    for (const auto& l : layers) most = std::max(most, l.size());
+    const int w = static_cast<int>(most) * slot + 2 * pad;
+    boxes[host] = {width, width + w};
+    width += w + gap;
+  }
+  width = std::max(width, 600);
+  const int fabric_gap = 80;
+  const int fabric_h = static_cast<int>(fabric.size()) * fabric_gap;
+  const int box_top = 30 + fabric_h, box_bottom = box_top + 3 * inner_gap + 10;
+  for (const auto& [host, layers] : hosts) {
+    const auto [x0, x1] = boxes[host];
+    for (int layer = 0; layer < 3; ++layer) {
+      const auto& nodes = layers[layer];
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        pos[nodes[i]] = {x0 + pad + (i + 0.5) * (x1 - x0 - 2 * pad) / nodes.size(),
+                         box_bottom - 22.0 - layer * inner_gap};
+    }
+  }
+  int level = 0;
+  for (const auto& [layer, nodes] : fabric) {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      pos[nodes[i]] = {10 + (i + 0.5) * (width - 20) / nodes.size(),
+                       box_top - 40.0 - level * fabric_gap};
+    ++level;
+  }
+  return {width, box_bottom + 8};
+}
+
+void topology_legend(std::ostream& out, const Topology& t) {
+  std::set<NodeKind> kinds;
+  for (const auto& n : t.nodes()) kinds.insert(n.kind);
+  out << "<p class=\"note\" id=\"topology-legend\">";
+  out << "<svg width=\"14\" height=\"12\"><circle cx=\"7\" cy=\"6\" r=\"5\" fill=\"#2a7\"/>"
+         "</svg> GPU (its rank below) ";
+  if (kinds.count(NodeKind::Nic))
+    out << "<svg width=\"14\" height=\"12\"><rect x=\"2\" y=\"1\" width=\"10\" height=\"10\" "
+           "fill=\"#d90\"/></svg> NIC ";
+  out << "<svg width=\"22\" height=\"12\"><rect x=\"1\" y=\"1\" width=\"20\" height=\"10\" "
+         "rx=\"2\" fill=\"#557\"/></svg> switch (NVSwitch, PCIe, leaf, spine, core) &middot; "
+         "a grey box is one server &middot; a line is a cable, both directions: its width the "
+         "bytes it carried, its colour the busier direction's utilisation over the run "
+         "(grey: unused).";
+  bool leaves = false;
+  for (const auto& n : t.nodes()) leaves |= n.kind == NodeKind::Leaf && n.name.find("leaf") == 0;
+  if (leaves)
+    out << " Fabric names: <code>leafR.J</code> is leaf switch J of rail R (rail R joins NIC R "
+           "of every server), <code>spineS</code> spine switch S.";
+  out << "</p>\n";
 }
 
 void topology_section(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
@@ -189,31 +569,39 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
   out << "<h2>Topology and load</h2>\n";
   if (t.nodes().size() > kMaxDrawnNodes) {
     out << fmt::format(
-        "<p id=\"topology\">{} nodes are too many to draw legibly; see links.csv.</p>\n",
+        "<p id=\"topology\">{} nodes are too many to draw legibly; each link's load is in "
+        "links.csv (`collsim topo --dot` draws the graph).</p>\n",
         t.nodes().size());
     return;
   }
-  std::map<int, std::vector<NodeId>> layers;
-  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-    layers[layer_of(t.node(n).kind)].push_back(n);
-  const int width = 1000, gap = 110;
-  const int height = static_cast<int>(layers.size()) * gap + 20;
-  std::vector<std::pair<double, double>> pos(t.nodes().size());
-  int level = 0;
-  for (const auto& [layer, nodes] : layers) {
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      pos[nodes[i]] = {(i + 0.5) * width / nodes.size(), height - 30.0 - level * gap};
-    ++level;
-  }
+  std::vector<Placed> pos(t.nodes().size());
+  std::map<int, std::pair<double, double>> boxes;
+  const auto [width, height] = place_nodes(t, pos, boxes);
   std::int64_t most = 1;
   for (const auto& lt : traffic.links) most = std::max(most, lt.bytes);
-  out << "<p>Line width: bytes carried (both directions); colour: the busier direction's "
-         "utilisation.</p>\n";
+  topology_legend(out, t);
   out << fmt::format(
-      "<svg id=\"topology\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-      width, height);
-  std::map<std::pair<NodeId, NodeId>, std::pair<std::int64_t, double>>
-      cables;  // bytes, max utilisation
+      "<div class=\"scroll\"><svg id=\"topology\" width=\"{}\" height=\"{}\" "
+      "xmlns=\"http://www.w3.org/2000/svg\">\n",
+      width, height + 30);
+  colour_scale(out, 10, height + 4);
+  // Server boxes, named by host number (and the GPU-name prefix the presets use).
+  double box_top = height;
+  for (const auto& p : pos) box_top = std::min(box_top, p.y);
+  for (const auto& [host, span] : boxes) {
+    double top = 1e9;
+    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
+      if (std::max(0, t.node(n).host) == host &&
+          (t.node(n).host >= 0 || t.node(n).kind == NodeKind::Gpu))
+        top = std::min(top, pos[n].y);
+    out << fmt::format(
+        "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\" "
+        "stroke=\"#ccc\" rx=\"6\"/><text x=\"{:.0f}\" y=\"{:.0f}\" class=\"tick\">server "
+        "{}</text>\n",
+        span.first, top - 22, span.second - span.first, height - top + 14, span.first + 4, top - 11,
+        host);
+  }
+  std::map<std::pair<NodeId, NodeId>, std::pair<std::int64_t, double>> cables;
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
     const auto key = std::minmax(t.link(l).src, t.link(l).dst);
     auto& [bytes, util] = cables[{key.first, key.second}];
@@ -222,23 +610,49 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
   }
   for (const auto& [ends, load] : cables) {
     const auto [a, b] = ends;
-    const double w = 0.5 + 6.0 * static_cast<double>(load.first) / static_cast<double>(most);
+    const double w = 0.6 + 5.0 * static_cast<double>(load.first) / static_cast<double>(most);
     out << fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
-        "stroke-width=\"{:.2f}\"><title>{} - {}: {}, {:.0f}% utilised</title></line>\n",
-        pos[a].first, pos[a].second, pos[b].first, pos[b].second,
-        load.first > 0 ? load_colour(0.15 + 0.85 * load.second) : "#ccc", w, escape(t.node(a).name),
-        escape(t.node(b).name), format_bytes(load.first), load.second * 100);
+        "stroke-width=\"{:.1f}\"><title>{} \u2014 {}: {}, {} utilised</title></line>\n",
+        pos[a].x, pos[a].y, pos[b].x, pos[b].y, load.first > 0 ? load_colour(load.second) : "#ccc",
+        w, escape(t.node(a).name), escape(t.node(b).name), format_bytes(load.first),
+        percent(load.second));
   }
+  // Switch names where they fit: fabric rows get a name each only while they are sparse.
+  std::map<int, int> per_row;
+  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
+    ++per_row[static_cast<int>(pos[n].y)];
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
-    const bool gpu = t.node(n).kind == NodeKind::Gpu;
-    out << fmt::format(
-        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{} "
-        "({})</title></circle>\n",
-        pos[n].first, pos[n].second, gpu ? 6 : 5, gpu ? "#2a7" : "#557", escape(t.node(n).name),
-        name_of(t.node(n).kind));
+    const Node& node = t.node(n);
+    const auto [x, y] = pos[n];
+    const std::string title =
+        fmt::format("<title>{} ({}{})</title>", escape(node.name), name_of(node.kind),
+                    node.rank >= 0 ? fmt::format(", rank {}", node.rank) : "");
+    if (node.kind == NodeKind::Gpu) {
+      out << fmt::format(
+          "<g><circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"6\" fill=\"#2a7\"/><text x=\"{:.1f}\" "
+          "y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>{}</g>\n",
+          x, y, x, y + 17, node.rank, title);
+    } else if (node.kind == NodeKind::Nic) {
+      out << fmt::format(
+          "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"#d90\"/>{}</g>\n",
+          x - 5, y - 5, title);
+    } else {
+      const bool named = width / per_row[static_cast<int>(y)] >= 64;
+      const double w = named ? std::min(58.0, 7.0 * node.name.size() + 8) : 14;
+      out << fmt::format(
+          "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"14\" rx=\"3\" "
+          "fill=\"#557\"/>{}{}</g>\n",
+          x - w / 2, y - 7, w,
+          named ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" "
+                              "class=\"nodename\" text-anchor=\"middle\">{}"
+                              "</text>",
+                              x, y + 4, escape(node.name))
+                : "",
+          title);
+    }
   }
-  out << "</svg>\n";
+  out << "</svg></div>\n";
 }
 
 }  // namespace
@@ -246,33 +660,39 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
 void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r,
                        const TrafficReport& traffic) {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>collsim: "
-      << escape(s.name)
-      << "</"
-         "title>\n<style>body{font-family:sans-serif;margin:20px;color:#222}table{border-collapse:"
-         "collapse}"
+      << escape(s.name) << "</title>\n<style>\n"
+      << "body{font-family:sans-serif;margin:20px;color:#222;max-width:1200px}\n"
+         "table{border-collapse:collapse;font-size:13px}\n"
          "td,th{border:1px solid #ccc;padding:2px "
-         "8px;text-align:right}.label{font-size:10px;fill:#333}"
-         "#hover{position:fixed;top:8px;right:8px;background:#ffe;border:1px solid "
-         "#999;padding:4px 8px;"
-         "font-size:12px;max-width:420px}</style>\n</head><body>\n";
+         "8px;text-align:right;vertical-align:top;white-space:nowrap}\n"
+         "th{background:#f0f0f0}td.name{text-align:left}\n"
+         ".swatch{display:inline-block;width:10px;height:10px;margin-right:5px}\n"
+         ".note,.facts{font-size:13px;color:#444;max-width:1100px}\n"
+         ".tick{font-size:10px;fill:#333}.axis{font-size:11px;fill:#333;font-weight:bold}\n"
+         ".rowname{font-size:10px;fill:#333}.bandname{font-size:10px;fill:#fff;"
+         "font-weight:bold}\n.nodename{font-size:9px;fill:#fff}\n"
+         ".scroll{overflow-x:auto;max-width:1200px}\n"
+         "#hover{position:fixed;top:8px;right:8px;background:#ffe;border:1px solid #999;"
+         "padding:4px 8px;font-size:12px;max-width:420px}\n</style>\n</head><body>\n";
   out << "<h1>collsim: " << escape(s.name) << "</h1>\n";
-  if (!s.description.empty()) out << "<p>" << escape(s.description) << "</p>\n";
-  out << fmt::format(
-      "<p>Topology {} ({} GPUs, {} links); network {} (alpha {}); all done at {}.</p>\n",
-      escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(), s.network.model,
-      format_duration(to_seconds(s.network.alpha)), format_duration(traffic.makespan_s));
-  out << "<div id=\"hover\">hover over a bar, cell or link</div>\n";
-  summary_section(out, r);
+  if (!s.description.empty()) out << "<p class=\"note\">" << escape(s.description) << "</p>\n";
+  facts_line(out, s, traffic);
+  out << "<div id=\"hover\">hover over a bar, band, row or link</div>\n";
+  summary_section(out, s, r, traffic);
+  per_collective_section(out, s, r, traffic);
   if (traffic.timed) {
-    timeline_section(out, s, r, traffic.makespan_s);
-    heatmap_section(out, s, traffic);
+    timeline_section(out, s, r, traffic);
+    heatmap_section(out, s, r, traffic);
   }
   kind_bars_section(out, s, traffic);
   topology_section(out, s, traffic);
-  // Hovering shows an element's <title> in a fixed panel, for readers who do not wait for tooltips.
+  // Hovering shows the nearest <title> (the element's or its group's) in a fixed panel,
+  // for readers who do not wait for tooltips.
   out << "<script>\ndocument.addEventListener('mouseover', function (e) {\n"
-         "  var t = e.target.querySelector ? e.target.querySelector('title') : null;\n"
-         "  if (t) document.getElementById('hover').textContent = t.textContent;\n"
+         "  for (var n = e.target; n && n.querySelector; n = n.parentNode) {\n"
+         "    var t = n.querySelector(':scope > title');\n"
+         "    if (t) { document.getElementById('hover').textContent = t.textContent; return; }\n"
+         "  }\n"
          "});\n</script>\n</body></html>\n";
 }
 

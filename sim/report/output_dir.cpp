@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/error.h"
@@ -51,10 +52,19 @@ std::ofstream& OutputDir::open(const std::string& name) {
   return current_;
 }
 
+void OutputDir::drop(const std::string& name) {
+  dropped_.push_back(name);
+}
+
 void OutputDir::commit() {
   close_current();
+  std::erase_if(dropped_, [&](const std::string& d) {
+    return std::find(names_.begin(), names_.end(), d) != names_.end();
+  });
   // Every destination checked before the first rename.
-  for (const auto& name : names_) {
+  std::vector<std::string> replaced = names_;
+  replaced.insert(replaced.end(), dropped_.begin(), dropped_.end());
+  for (const auto& name : replaced) {
     const fs::path dest = dir_ / name;
     std::error_code ec;
     const auto st = fs::symlink_status(dest, ec);
@@ -72,7 +82,7 @@ void OutputDir::commit() {
     for (const auto& name : placed) fs::rename(dir_ / name, staging_ / name, ignore);
     for (const auto& name : moved_aside) fs::rename(old_dir / name, dir_ / name, ignore);
   };
-  for (const auto& name : names_) {
+  for (const auto& name : replaced) {
     if (!fs::exists(fs::symlink_status(dir_ / name, ec))) continue;
     fs::rename(dir_ / name, old_dir / name, ec);
     if (ec) {

@@ -21,6 +21,9 @@ class OutputDir {
 
   // Starts writing `name`; the stream stays valid until the next open() or commit().
   std::ofstream& open(const std::string& name);
+  // Removes `name` from the destination at commit (a stale file of an earlier run that
+  // this one replaces under another name); rolled back like the rest.
+  void drop(const std::string& name);
   // Throws InputError naming the destination that cannot be replaced, before
   // replacing any.
   void commit();
@@ -31,6 +34,7 @@ class OutputDir {
   std::filesystem::path staging_;
   std::ofstream current_;
   std::vector<std::string> names_;  // in the order opened
+  std::vector<std::string> dropped_;
 };
 
 }  // namespace collsim

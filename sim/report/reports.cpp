@@ -31,7 +31,52 @@ std::string network_line(const Scenario& s) {
                      format_duration(to_seconds(s.network.alpha)));
 }
 
+// Each collective judged over its own window: its busiest links and how evenly its
+// ranks sent (a skewed all-to-all shows as max far above mean).
+std::string per_collective_lines(const Scenario& s, const ScenarioResult& r,
+                                 const TrafficReport& traffic) {
+  std::string out = "# per collective, over its own duration:\n";
+  for (std::size_t c = 0; c < traffic.collectives.size(); ++c) {
+    const CollectiveTraffic& ct = traffic.collectives[c];
+    const RankSpread sent = spread(ct.ranks, &RankTraffic::sent),
+                     received = spread(ct.ranks, &RankTraffic::received);
+    out += fmt::format(
+        "#   {} ({} from {}): per rank sent {} mean, {} max ({:.2f}x); received {} mean, {} max "
+        "({:.2f}x)\n",
+        r.resolved[c].name, format_duration(ct.duration_s()), format_duration(ct.start_s),
+        format_bytes(sent.mean), format_bytes(sent.max), sent.imbalance(),
+        format_bytes(received.mean), format_bytes(received.max), received.imbalance());
+    for (const auto& lb : ct.hottest(3))
+      out +=
+          fmt::format("#     {:<28} {:5.1f}% utilised  {:>10} carried\n",
+                      s.topology.link_label(lb.link), lb.utilisation * 100, format_bytes(lb.bytes));
+  }
+  return out;
+}
+
+// A field for a CSV row: quoted when it holds a comma, quote or line break.
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
 }  // namespace
+
+RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::*field) {
+  RankSpread out;
+  if (ranks.empty()) return out;
+  out.min = out.max = ranks.front().*field;
+  std::int64_t sum = 0;
+  for (const RankTraffic& rt : ranks) {
+    out.min = std::min(out.min, rt.*field);
+    out.max = std::max(out.max, rt.*field);
+    sum += rt.*field;
+  }
+  out.mean = sum / static_cast<std::int64_t>(ranks.size());
+  return out;
+}
 
 std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
                           int hottest) {
@@ -64,7 +109,7 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   if (r.resolved.size() > 1) {
     double end = 0;
     for (const auto& o : r.outcomes) end = std::max(end, o.end_s);
-    out += fmt::format("# all collectives done at {:.2f} us\n", end * 1e6);
+    out += fmt::format("# all collectives done at {}\n", format_duration(end));
   }
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
@@ -98,12 +143,44 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   }
   for (const auto& b : traffic.per_collective) {
     if (b.link < 0 || r.resolved.size() < 2) continue;
-    out += fmt::format("# {}: bottleneck {} ({} in {:.2f} us at full rate)\n",
+    out += fmt::format("# {}: bottleneck {} ({} in {} at full rate)\n",
                        r.resolved[b.collective].name, s.topology.link_label(b.link),
-                       format_bytes(b.bytes), b.seconds * 1e6);
+                       format_bytes(b.bytes), format_duration(b.seconds));
   }
+  if (r.resolved.size() > 1) out += per_collective_lines(s, r, traffic);
   return out;
 }
+
+namespace {
+
+// collectives[i]: its busiest links and its ranks' bytes, over its own window.
+void add_own_traffic(nlohmann::json& c, const Topology& t, const CollectiveTraffic& ct,
+                     bool timed) {
+  nlohmann::json hottest = nlohmann::json::array();
+  for (const auto& lb : ct.hottest(5))
+    hottest.push_back({{"link", t.link_label(lb.link)},
+                       {"kind", name_of(t.link(lb.link).kind)},
+                       {"bandwidth_Bps", t.link(lb.link).bandwidth},
+                       {"bytes", lb.bytes},
+                       {"utilisation", lb.utilisation}});
+  c["hottest_links"] = std::move(hottest);
+  c["links_used"] = ct.links.size();
+  nlohmann::json sent = nlohmann::json::array(), received = nlohmann::json::array(),
+                 busy = nlohmann::json::array();
+  for (const RankTraffic& rt : ct.ranks) {
+    sent.push_back(rt.sent);
+    received.push_back(rt.received);
+    if (timed) busy.push_back(rt.busy_s);
+  }
+  const RankSpread s = spread(ct.ranks, &RankTraffic::sent),
+                   r = spread(ct.ranks, &RankTraffic::received);
+  c["per_rank"] = {{"sent_bytes", std::move(sent)}, {"received_bytes", std::move(received)}};
+  if (timed) c["per_rank"]["busy_s"] = std::move(busy);
+  c["sent_bytes_per_rank"] = {{"min", s.min}, {"mean", s.mean}, {"max", s.max}};
+  c["received_bytes_per_rank"] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}};
+}
+
+}  // namespace
 
 nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            const TrafficReport& traffic) {
@@ -173,6 +250,8 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
     collectives[b.collective]["bottleneck"] = {
         {"link", t.link_label(b.link)}, {"bytes", b.bytes}, {"seconds_at_full_rate", b.seconds}};
   }
+  for (std::size_t c = 0; c < traffic.collectives.size(); ++c)
+    add_own_traffic(collectives[c], t, traffic.collectives[c], traffic.timed);
   return {{"scenario", s.name},
           {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
           {"network", {{"model", s.network.model}, {"alpha_s", to_seconds(s.network.alpha)}}},
@@ -182,23 +261,53 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
           {"ranks", std::move(ranks)}};
 }
 
-void write_links_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
+void write_links_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                     const TrafficReport& traffic) {
   const auto& t = s.topology;
-  out << "src,dst,kind,bandwidth_Bps,bytes,busy_s,utilisation,peak_transfers\n";
-  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
+  out << "scope,collective,src,dst,kind,bandwidth_Bps,bytes,window_s,utilisation,busy_s,"
+         "peak_transfers\n";
+  auto ends = [&](LinkId l) {
     const Link& link = t.link(l);
+    return fmt::format("{},{},{},{}", csv_field(t.node(link.src).name),
+                       csv_field(t.node(link.dst).name), name_of(link.kind), link.bandwidth);
+  };
+  // The whole run: every link, with the network model's busy time and peak concurrency.
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
     const LinkTraffic& lt = traffic.links[l];
-    fmt::print(out, "{},{},{},{},{},{:.12g},{:.6g},{}\n", t.node(link.src).name,
-               t.node(link.dst).name, name_of(link.kind), link.bandwidth, lt.bytes, lt.busy_s,
-               lt.utilisation, lt.peak_transfers);
+    fmt::print(out, "run,,{},{},{:.12g},{:.6g},{:.12g},{}\n", ends(l), lt.bytes, traffic.makespan_s,
+               lt.utilisation, lt.busy_s, lt.peak_transfers);
+  }
+  // Each collective: the links it used, over its own window (busy and peak are the run's).
+  for (std::size_t c = 0; c < traffic.collectives.size(); ++c) {
+    const CollectiveTraffic& ct = traffic.collectives[c];
+    const std::string name = csv_field(r.resolved[c].name);
+    for (const auto& lb : ct.links)
+      fmt::print(out, "collective,{},{},{},{:.12g},{:.6g},,\n", name, ends(lb.link), lb.bytes,
+                 ct.duration_s(), lb.utilisation);
   }
 }
 
-void write_ranks_csv(std::ostream& out, const TrafficReport& traffic) {
-  out << "rank,sent_bytes,received_bytes,busy_s,idle_s\n";
-  for (std::size_t r = 0; r < traffic.ranks.size(); ++r) {
-    const RankTraffic& rt = traffic.ranks[r];
-    fmt::print(out, "{},{},{},{:.12g},{:.12g}\n", r, rt.sent, rt.received, rt.busy_s, rt.idle_s);
+void write_ranks_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                     const TrafficReport& traffic) {
+  const auto& t = s.topology;
+  out << "scope,collective,rank,gpu,sent_bytes,received_bytes,window_s,busy_s,idle_s\n";
+  auto row = [&](std::string_view scope, std::string_view name, int rank, const RankTraffic& rt,
+                 double window) {
+    const std::string gpu = csv_field(t.node(t.gpu_of_rank(rank)).name);
+    if (traffic.timed)
+      fmt::print(out, "{},{},{},{},{},{},{:.12g},{:.12g},{:.12g}\n", scope, name, rank, gpu,
+                 rt.sent, rt.received, window, rt.busy_s, rt.idle_s);
+    else
+      fmt::print(out, "{},{},{},{},{},{},{:.12g},,\n", scope, name, rank, gpu, rt.sent, rt.received,
+                 window);
+  };
+  for (std::size_t rank = 0; rank < traffic.ranks.size(); ++rank)
+    row("run", "", static_cast<int>(rank), traffic.ranks[rank], traffic.makespan_s);
+  for (std::size_t c = 0; c < traffic.collectives.size(); ++c) {
+    const CollectiveTraffic& ct = traffic.collectives[c];
+    const std::string name = csv_field(r.resolved[c].name);
+    for (std::size_t i = 0; i < ct.ranks.size(); ++i)
+      row("collective", name, r.resolved[c].ranks[i], ct.ranks[i], ct.duration_s());
   }
 }
 
@@ -206,14 +315,15 @@ void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult&
                      const TrafficReport& traffic) {
   out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate\n";
   for (const auto& b : traffic.per_step)
-    fmt::print(out, "{},{},{},{},{},{:.12g}\n", r.resolved[b.collective].name, b.step,
+    fmt::print(out, "{},{},{},{},{},{:.12g}\n", csv_field(r.resolved[b.collective].name), b.step,
                s.topology.link_label(b.link), name_of(s.topology.link(b.link).kind), b.bytes,
                b.seconds);
 }
 
 void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
   out << "link";
-  for (int k = 0; k < traffic.bins; ++k) fmt::print(out, ",{:.9g}", k * traffic.bin_s);
+  // Each column is named by its bin's start time, in seconds.
+  for (int k = 0; k < traffic.bins; ++k) fmt::print(out, ",{:.9g}s", k * traffic.bin_s);
   out << "\n";
   for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
     out << s.topology.link_label(l);
@@ -275,21 +385,47 @@ void for_each_transfer(std::span<const TimelineCollective> collectives, F&& f) {
   }
 }
 
-// Too many transfers for a viewer: per rank and side, `bins` equal time bins over the
-// run, each with how busy the rank was, what it moved (spread over each transfer's
-// lifetime) and how many transfers it touched. Empty bins are left out. A transfer
-// adds its partial first and last bins directly and the whole bins between them as a
-// difference (summed up once per bin at the end), so long transfers cost no more than
-// short ones: the work is transfers + bins, not transfers x bins.
-std::vector<TraceTransfer> busy_bins(std::span<const TimelineCollective> collectives, int ranks,
-                                     int bins) {
-  Time first = kTimeNever, last = 0;
-  for (const TimelineCollective& tc : collectives)
-    for (const OpTiming& o : tc.ops) {
-      first = std::min(first, o.start);
-      last = std::max(last, o.end);
-    }
-  const double width = std::max<double>(1, static_cast<double>(last - first) / bins);
+// The time bins that binned collectives share: `bins` equal ones over the run.
+struct BinGrid {
+  Time first = 0;
+  double width = 1;
+  int bins = 1;
+};
+
+// Most collectives in flight at one instant (at least 1): they share each rank's
+// tracks, in lanes, so the bin budget is split among that many.
+int peak_overlap(std::span<const TimelineCollective> collectives) {
+  std::vector<std::pair<Time, int>> edges;  // (time, +1 start / -1 end); ends first at ties
+  for (const TimelineCollective& tc : collectives) {
+    if (tc.ops.empty()) continue;
+    Time a = kTimeNever, b = 0;
+    for (const OpTiming& o : tc.ops) a = std::min(a, o.start), b = std::max(b, o.end);
+    edges.emplace_back(a, 1);
+    edges.emplace_back(b, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int now = 0, most = 1;
+  for (const auto& [t, d] : edges) most = std::max(most, now += d);
+  return most;
+}
+
+// Too many transfers for a viewer: one collective's transfers, per rank and side, in
+// the grid's time bins (clipped to the collective's own span), each with how busy the
+// rank was, what it moved (spread over each transfer's lifetime) and how many transfers
+// it touched. Empty bins are left out. A transfer adds its partial first and last bins
+// directly and the whole bins between them as a difference (summed up once per bin at
+// the end), so long transfers cost no more than short ones: the work is transfers +
+// bins, not transfers x bins.
+std::vector<TraceTransfer> busy_bins(const TimelineCollective& tc, std::size_t collective,
+                                     int ranks, const BinGrid& grid) {
+  const int bins = grid.bins;
+  const double width = grid.width;
+  const Time first = grid.first;
+  Time own_first = kTimeNever, own_last = 0;
+  for (const OpTiming& o : tc.ops) {
+    own_first = std::min(own_first, o.start);
+    own_last = std::max(own_last, o.end);
+  }
   const std::size_t n = static_cast<std::size_t>(ranks) * 2 * bins;
   std::vector<double> busy(n, 0), moved(n, 0);
   std::vector<std::int64_t> touched(n, 0);
@@ -297,31 +433,35 @@ std::vector<TraceTransfer> busy_bins(std::span<const TimelineCollective> collect
   // +1 transfer from the bin after the first, undone at the last.
   std::vector<double> whole_busy(n + 1, 0), whole_moved(n + 1, 0);
   std::vector<std::int64_t> whole_touched(n + 1, 0);
-  for_each_transfer(collectives, [&](const TraceTransfer& x) {
-    const int b0 = std::min(bins - 1, static_cast<int>((x.start - first) / width));
-    const int b1 = std::min(bins - 1, static_cast<int>((x.end - first) / width));
-    const double span = static_cast<double>(x.end - x.start);
+  for (OpId op_id = 0; op_id < tc.ops.size(); ++op_id) {
+    const Op& op = tc.schedule->ops[op_id];
+    const Time start = tc.ops[op_id].start, end = tc.ops[op_id].end;
+    const std::int64_t bytes = tc.schedule->bytes(op);
+    const int src = (*tc.ranks)[op.src_rank], dst = (*tc.ranks)[op.dst_rank];
+    const int b0 = std::min(bins - 1, static_cast<int>((start - first) / width));
+    const int b1 = std::min(bins - 1, static_cast<int>((end - first) / width));
+    const double span = static_cast<double>(end - start);
     for (int side = 0; side < 2; ++side) {
-      const std::size_t row = (static_cast<std::size_t>(side ? x.dst : x.src) * 2 + side) * bins;
+      const std::size_t row = (static_cast<std::size_t>(side ? dst : src) * 2 + side) * bins;
       auto edge = [&](int b) {
-        const double lo = std::max<double>(x.start - first, b * width);
-        const double hi = std::min<double>(x.end - first, (b + 1) * width);
-        busy[row + b] += (hi - lo) / width;
-        moved[row + b] += span > 0 ? x.bytes * (hi - lo) / span : x.bytes;
+        const double lo = std::max<double>(start - first, b * width);
+        const double hi = std::min<double>(end - first, (b + 1) * width);
+        busy[row + b] += hi - lo;
+        moved[row + b] += span > 0 ? bytes * (hi - lo) / span : bytes;
         ++touched[row + b];
       };
       edge(b0);
       if (b1 == b0) continue;
       edge(b1);
       if (b1 == b0 + 1) continue;
-      whole_busy[row + b0 + 1] += 1;
-      whole_busy[row + b1] -= 1;
-      whole_moved[row + b0 + 1] += x.bytes * width / span;
-      whole_moved[row + b1] -= x.bytes * width / span;
+      whole_busy[row + b0 + 1] += width;
+      whole_busy[row + b1] -= width;
+      whole_moved[row + b0 + 1] += bytes * width / span;
+      whole_moved[row + b1] -= bytes * width / span;
       ++whole_touched[row + b0 + 1];
       --whole_touched[row + b1];
     }
-  });
+  }
   std::vector<TraceTransfer> out;
   double run_busy = 0, run_moved = 0;
   std::int64_t run_touched = 0;
@@ -336,11 +476,15 @@ std::vector<TraceTransfer> busy_bins(std::span<const TimelineCollective> collect
     TraceTransfer c{};
     c.src = c.dst = static_cast<int>(at / bins / 2);
     c.side = side;
-    c.start = first + static_cast<Time>(b * width);
-    c.end = first + static_cast<Time>((b + 1) * width);
+    c.collective = collective;
+    // The bin, clipped to the collective's span: collectives that run one after another
+    // do not overlap on a track.
+    c.start = std::max(own_first, first + static_cast<Time>(b * width));
+    c.end = std::min(own_last, first + static_cast<Time>((b + 1) * width));
+    if (c.end <= c.start) c.end = c.start + 1;
     c.bytes = static_cast<std::int64_t>(moved[at] + run_moved + 0.5);
     c.transfers = static_cast<int>(transfers);
-    c.busy = std::min(1.0, busy[at] + run_busy);
+    c.busy = std::min(1.0, (busy[at] + run_busy) / static_cast<double>(c.end - c.start));
     out.push_back(c);
   }
   return out;
@@ -356,7 +500,22 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
   for (const TimelineCollective& tc : collectives) total += tc.ops.size();
   std::vector<TraceTransfer> transfers;
   if (total > max_transfers) {
-    transfers = busy_bins(collectives, K, std::max(1, static_cast<int>(max_transfers / (2 * K))));
+    BinGrid grid;
+    grid.first = kTimeNever;
+    Time last = 0;
+    for (const TimelineCollective& tc : collectives)
+      for (const OpTiming& o : tc.ops) {
+        grid.first = std::min(grid.first, o.start);
+        last = std::max(last, o.end);
+      }
+    grid.bins = std::max(
+        1, static_cast<int>(max_transfers / (2 * static_cast<std::size_t>(K) *
+                                             static_cast<std::size_t>(peak_overlap(collectives)))));
+    grid.width = std::max<double>(1, static_cast<double>(last - grid.first) / grid.bins);
+    for (std::size_t c = 0; c < collectives.size(); ++c) {
+      auto bins = busy_bins(collectives[c], c, K, grid);
+      transfers.insert(transfers.end(), bins.begin(), bins.end());
+    }
   } else {
     transfers.reserve(total);
     for_each_transfer(collectives, [&](const TraceTransfer& x) { transfers.push_back(x); });
@@ -408,16 +567,19 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
     const int send_tid = first_tid[x.src] + lane_of[i].first;
     const int recv_tid =
         first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
-    if (x.side >= 0) {  // a time bin of the rank's sends or receives
+    const std::string_view collective = collectives[x.collective].name;
+    if (x.side >= 0) {  // a time bin of the rank's sends or receives for one collective
       trace
-          .complete(0, x.side ? recv_tid : send_tid, ts, dur,
-                    named("{} {:.0f}%", x.side ? "receiving" : "sending", x.busy * 100), "busy")
+          .complete(
+              0, x.side ? recv_tid : send_tid, ts, dur,
+              named("{}: {} {:.0f}%", collective, x.side ? "receiving" : "sending", x.busy * 100),
+              collective)
+          .arg("collective", collective)
           .arg("busy", x.busy, "{:.4f}")
           .arg("bytes", x.bytes)
           .arg("transfers", x.transfers);
       continue;
     }
-    const std::string_view collective = collectives[x.collective].name;
     for (int side = 0; side < 2; ++side)
       trace
           .complete(0, side ? recv_tid : send_tid, ts, dur,

@@ -14,14 +14,25 @@
 
 namespace collsim {
 
+// How evenly a collective's ranks sent or received (bytes).
+struct RankSpread {
+  std::int64_t min = 0, max = 0, mean = 0;
+  double imbalance() const { return mean > 0 ? static_cast<double>(max) / mean : 1.0; }
+};
+RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::*field);
+
 // nccl-tests-style table, one row per collective, then the hottest links.
 std::string summary_table(const Scenario& scenario, const ScenarioResult& result,
                           const TrafficReport& traffic, int hottest = 5);
 // {scenario, topology, network, makespan_s, collectives[], links[], ranks[]}
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
-void write_links_csv(std::ostream& out, const Scenario& scenario, const TrafficReport& traffic);
-void write_ranks_csv(std::ostream& out, const TrafficReport& traffic);
+// Rows with scope "run" (every link or rank, over the whole run), then rows with scope
+// "collective" (what each collective moved, over its own window): README lists the columns.
+void write_links_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
+                     const TrafficReport& traffic);
+void write_ranks_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
+                     const TrafficReport& traffic);
 // The bottleneck link of every step of every collective.
 void write_steps_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
                      const TrafficReport& traffic);

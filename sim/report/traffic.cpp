@@ -28,6 +28,15 @@ double union_length(std::vector<std::pair<Time, Time>>& intervals) {
 
 }  // namespace
 
+std::vector<CollectiveTraffic::LinkBytes> CollectiveTraffic::hottest(std::size_t n) const {
+  std::vector<LinkBytes> out = links;
+  std::stable_sort(out.begin(), out.end(), [](const LinkBytes& a, const LinkBytes& b) {
+    return a.utilisation > b.utilisation;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
 TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
   const Topology& t = s.topology;
   TrafficReport rep;
@@ -74,7 +83,14 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       touched.clear();
       if (b.link >= 0) rep.per_step.push_back(b);  // a barrier's steps carry no bytes
     };
-    // Bytes over one route, at the op's step and time; `src` and `dst` are busy meanwhile.
+    // This collective's own record, by its rank index (spec.ranks[i] is topology rank i).
+    CollectiveTraffic own;
+    own.start_s = r.outcomes[c].start_s;
+    own.end_s = r.outcomes[c].end_s;
+    own.ranks.resize(spec.ranks.size());
+    std::vector<std::vector<std::pair<Time, Time>>> own_busy(spec.ranks.size());
+    // Bytes over one route, at the op's step and time; ranks `src` and `dst` (its own
+    // indices) are busy meanwhile.
     auto account = [&](OpId id, std::span<const LinkId> path, std::int64_t bytes, int src,
                        int dst) {
       const Op& op = sched.ops[id];
@@ -89,8 +105,8 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       }
       if (!rep.timed) return;
       const OpTiming& ot = r.sim.tasks[c].ops[id];
-      rank_busy[src].emplace_back(ot.start, ot.end);
-      rank_busy[dst].emplace_back(ot.start, ot.end);
+      own_busy[src].emplace_back(ot.start, ot.end);
+      if (dst != src) own_busy[dst].emplace_back(ot.start, ot.end);
       const double a = to_seconds(ot.start), b = to_seconds(ot.end);
       for (LinkId l : path) {
         // Spread the bytes evenly over [a, b] into the bins they cover.
@@ -120,17 +136,35 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
         if (!sw) continue;  // the simulator refused it already
         const bool reduce = op.kind == OpKind::SwitchReduce;
         for (int leg = 0; leg <= n; ++leg) {
-          const int rank = spec.ranks[leg < n ? first + leg : op.src_rank];
-          const NodeId g = t.gpu_of_rank(rank);
+          const int rank = leg < n ? first + leg : op.src_rank;
+          const NodeId g = t.gpu_of_rank(spec.ranks[rank]);
           const bool up = reduce == (leg < n);
+          (up ? own.ranks[rank].sent : own.ranks[rank].received) += bytes;
           account(id, router->links(up ? router->route(g, *sw) : router->route(*sw, g)), bytes,
                   rank, rank);
         }
         continue;
       }
-      account(id, r.sim.routes[paths[id]], bytes, spec.ranks[op.src_rank],
-              spec.ranks[op.dst_rank]);
+      own.ranks[op.src_rank].sent += bytes;
+      own.ranks[op.dst_rank].received += bytes;
+      account(id, r.sim.routes[paths[id]], bytes, op.src_rank, op.dst_rank);
     }
+    const double window = own.duration_s();
+    for (std::size_t l = 0; l < L; ++l)
+      if (coll_bytes[l] > 0)
+        own.links.push_back(
+            {static_cast<LinkId>(l), coll_bytes[l],
+             window > 0 ? coll_bytes[l] / (t.link(static_cast<LinkId>(l)).bandwidth * window)
+                        : 0.0});
+    if (rep.timed)
+      for (std::size_t i = 0; i < own.ranks.size(); ++i) {
+        auto& busy = rank_busy[spec.ranks[i]];
+        busy.insert(busy.end(), own_busy[i].begin(), own_busy[i].end());
+        own.ranks[i].busy_s = union_length(own_busy[i]);
+        own.ranks[i].idle_s = std::max(0.0, window - own.ranks[i].busy_s);
+        std::vector<std::pair<Time, Time>>().swap(own_busy[i]);  // memory back as we go
+      }
+    rep.collectives.push_back(std::move(own));
     Bottleneck whole{c, -1};
     for (std::size_t l = 0; l < L; ++l) {
       const double secs = coll_bytes[l] / t.link(l).bandwidth;

@@ -32,15 +32,33 @@ struct Bottleneck {
   std::int64_t bytes = 0;
 };
 
+// One collective's own share: what it moved, judged over its own window
+// [start_s, end_s], so collectives that ran one after another can be compared.
+struct CollectiveTraffic {
+  double start_s = 0;
+  double end_s = 0;
+  struct LinkBytes {
+    LinkId link;
+    std::int64_t bytes;
+    double utilisation;  // bytes / (capacity x (end_s - start_s))
+  };
+  std::vector<LinkBytes> links;    // the links it used, by link id
+  std::vector<RankTraffic> ranks;  // by its own rank index (CollectiveSpec::ranks[i])
+  double duration_s() const { return end_s - start_s; }
+  // Its links, busiest first (ties: lower link id), at most n of them.
+  std::vector<LinkBytes> hottest(std::size_t n) const;
+};
+
 struct TrafficReport {
   double makespan_s = 0;
   int bins = 0;
   double bin_s = 0;
   std::vector<LinkTraffic> links;
-  std::vector<RankTraffic> ranks;          // by topology rank
-  std::vector<Bottleneck> per_collective;  // one per collective
-  std::vector<Bottleneck> per_step;        // every step of every collective that carries bytes
-  bool timed = false;                      // whether per-op timing was there (bins, rank busy)
+  std::vector<RankTraffic> ranks;              // by topology rank
+  std::vector<Bottleneck> per_collective;      // one per collective
+  std::vector<Bottleneck> per_step;            // every step of every collective that carries bytes
+  std::vector<CollectiveTraffic> collectives;  // one per collective, in scenario order
+  bool timed = false;                          // whether per-op timing was there (bins, rank busy)
 };
 
 // Reads the run's record: each op's recorded route (nothing is routed again) and the

@@ -1,4 +1,5 @@
 #include "scenario/scenario.h"
+#include "workload/workload_json.h"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -402,7 +403,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
   const JsonView root(doc, "");
   if (!root.is_object())
     root.fail("a JSON object with \"topology\", \"network\" and \"collectives\"");
-  root.allow_only({"name", "description", "topology", "placement", "network", "collectives"});
+  root.allow_only(
+      {"name", "description", "topology", "placement", "network", "collectives", "workload"});
   Scenario s;
   s.name = root.has("name") ? root["name"].as_string() : std::move(default_name);
   if (root.has("description")) s.description = root["description"].as_string();
@@ -416,8 +418,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
       apply_calibration(s, read_json_file(file.string(), c->path()), file.string());
     }
   }
-  const JsonView list = root["collectives"];
-  if (list.size() == 0) list.fail("at least one collective");
+  if (auto w = root.find("workload")) s.workloads = parse_workloads(*w, s.topology);
+  const std::optional<JsonView> given = root.find("collectives");
+  if (!given && s.workloads.empty()) root["collectives"];  // names what is missing
+  const nlohmann::json none = nlohmann::json::array();
+  const JsonView list = given ? *given : JsonView(none, "collectives");
+  if (given && list.size() == 0) list.fail("at least one collective");
   CollectiveNames names;
   double data = 0;  // bytes x ranks over every collective
   for (std::size_t i = 0; i < list.size(); ++i) {

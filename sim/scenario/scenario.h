@@ -10,6 +10,7 @@
 #include "nccl/nccl_model.h"
 #include "schedule/algorithms.h"
 #include "topology/topology.h"
+#include "workload/workload.h"
 
 namespace collsim {
 
@@ -33,6 +34,7 @@ struct Scenario {
   Topology topology;
   NetworkParams network;
   std::vector<CollectiveSpec> collectives;
+  std::vector<WorkloadSpec> workloads;  // training jobs ("workload"), run with the collectives
 };
 
 Scenario load_scenario(const std::filesystem::path& file);

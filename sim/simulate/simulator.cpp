@@ -7,7 +7,14 @@
 namespace collsim {
 namespace {
 
-enum EventTag : std::uint32_t { kTaskStart, kTaskLaunched, kNetworkWakeup, kOpReady, kLocalOpDone };
+enum EventTag : std::uint32_t {
+  kTaskStart,
+  kTaskLaunched,
+  kNetworkWakeup,
+  kOpReady,
+  kLocalOpDone,
+  kComputeDone
+};
 
 // A transfer id carries its task in the high bits, so no lookup is needed; between
 // them and the op, a switch op's leg (which rank's link it crosses).
@@ -29,21 +36,19 @@ int leg_of(TransferId id) {
 }  // namespace
 
 struct Simulator::TaskState {
-  ScheduleGraph graph;
-  std::vector<std::uint32_t> waiting;  // per op: dependencies not yet done
+  const ScheduleGraph* graph = nullptr;  // null for compute tasks
+  std::vector<std::uint32_t> waiting;    // per op: dependencies not yet done
   std::size_t ops_left = 0;
   std::size_t prerequisites_left = 0;
-  std::vector<std::size_t> dependents;  // tasks waiting on this one
-  const CostModel* cost = nullptr;      // null: plain α-β, the fast path
-  const SizeCurve* reduce = nullptr;    // the cost of this collective's reductions
+  std::vector<std::size_t> dependents;       // tasks waiting on this one
+  const CostModel* cost = nullptr;           // null: plain α-β, the fast path
+  const SizeCurve* reduce = nullptr;         // the cost of this collective's reductions
   const SizeCurve* reduce_memory = nullptr;  // the host memory as they see it
   // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
   // down, and that switch's efficiency; per op, legs still in flight.
   std::vector<PathId> up, down;
   std::vector<double> efficiency;
   std::vector<std::uint16_t> legs_left;
-
-  explicit TaskState(const Schedule& s) : graph(s) {}
 };
 
 Simulator::Simulator(const Topology& topology, Router& router, NetworkModel& model,
@@ -67,8 +72,9 @@ void Simulator::transfer_finished(TransferId id) {
     // or the reduced result coming back to the issuer.
     const int leg = leg_of(id), n = s.switch_group_size();
     if ((o.kind == OpKind::Multicast) == (leg < n))
-      result_.node_received[(*tasks_)[task].rank_gpu[leg < n ? s.switch_group_first(o) + leg
-                                                             : o.src_rank]] += s.bytes(o);
+      result_.node_received[(*tasks_)[task]
+                                .rank_gpu[leg < n ? s.switch_group_first(o) + leg : o.src_rank]] +=
+          s.bytes(o);
     if (--state_[task].legs_left[op] > 0) return;
   }
   finish_op(task, op);
@@ -76,11 +82,18 @@ void Simulator::transfer_finished(TransferId id) {
 
 void Simulator::prepare_task(std::size_t index) {
   const CollectiveTask& task = (*tasks_)[index];
+  if (task.is_compute()) {
+    if (task.duration < 0)
+      throw std::invalid_argument("task \"" + task.name + "\": negative compute time");
+    state_.emplace_back();
+    return;
+  }
   const Schedule& s = *task.schedule;
   if (static_cast<int>(task.rank_gpu.size()) != s.shape.ranks)
     throw std::invalid_argument("task \"" + task.name +
                                 "\": rank placement does not match the schedule");
-  TaskState& st = state_.emplace_back(s);
+  TaskState& st = state_.emplace_back();
+  st.graph = &graph_of(s);
   // Each op's route goes straight into the record, which the run reads as well.
   std::vector<PathId>& path = result_.tasks[index].paths;
   // Most ops reuse a route, and a rank mostly talks to the peer it talked to last:
@@ -120,7 +133,7 @@ void Simulator::prepare_task(std::size_t index) {
     st.reduce_memory =
         st.cost->memory_for_reduce(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
   }
-  st.waiting = std::move(st.graph.indegree);  // the graph's copy is not needed again
+  st.waiting = st.graph->indegree;
   st.ops_left = s.size();
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
 }
@@ -143,9 +156,9 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
                                    task.rank_gpu.begin() + first + n);
     const auto sw = sharp_switch_of(topology_, gpus);
     if (!sw)
-      throw std::invalid_argument(
-          "task \"" + task.name + "\": switch ops need ranks " + std::to_string(first) + ".." +
-          std::to_string(first + n - 1) + " on one NVSwitch with \"sharp\": true");
+      throw std::invalid_argument("task \"" + task.name + "\": switch ops need ranks " +
+                                  std::to_string(first) + ".." + std::to_string(first + n - 1) +
+                                  " on one NVSwitch with \"sharp\": true");
     for (NodeId g : gpus) {
       st.up.push_back(router_.route(g, *sw));
       st.down.push_back(router_.route(*sw, g));
@@ -170,6 +183,7 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   rank_busy_until_.assign(topology_.nodes().size(), 0);
   state_.clear();
   state_.reserve(tasks.size());
+  graphs_.clear();
   for (std::size_t i = 0; i < tasks.size(); ++i) prepare_task(i);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     for (int before : tasks[i].after) {
@@ -202,6 +216,9 @@ SimulationResult Simulator::run_loaded() {
       case kLocalOpDone:
         finish_op(task_of(e.id), op_of(e.id));
         break;
+      case kComputeDone:
+        finish_task(static_cast<std::size_t>(e.id));
+        break;
     }
   });
   result_.events = engine_.events_processed();
@@ -211,6 +228,12 @@ SimulationResult Simulator::run_loaded() {
       throw std::logic_error("task \"" + tasks[i].name + "\" never finished (dependency cycle?)");
   tasks_ = nullptr;
   return std::move(result_);
+}
+
+const ScheduleGraph& Simulator::graph_of(const Schedule& s) {
+  auto& slot = graphs_[&s];
+  if (!slot) slot = std::make_unique<const ScheduleGraph>(s);
+  return *slot;
 }
 
 void Simulator::record_routes() {
@@ -230,6 +253,9 @@ void Simulator::record_routes() {
 
 void Simulator::start_task(std::size_t index) {
   result_.tasks[index].start = engine_.now();
+  const CollectiveTask& task = (*tasks_)[index];
+  if (task.is_compute())
+    return engine_.schedule(add_time(engine_.now(), task.duration), kComputeDone, index);
   TaskState& st = state_[index];
   if (st.ops_left == 0) return finish_task(index);
   // The launch is part of the collective's time: its ops wait for it.
@@ -304,9 +330,9 @@ void Simulator::begin_switch_op(std::size_t task, OpId id) {
     const bool up = reduce == (leg < n);
     const PathId path = up ? st.up[r] : st.down[r];
     if (up) result_.node_sent[t.rank_gpu[r]] += bytes;
-    TransferCost cost = st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes,
-                                                nullptr)
-                                : TransferCost{};
+    TransferCost cost =
+        st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, nullptr)
+                : TransferCost{};
     cost.stretch /= st.efficiency[issuer];
     model_.start_transfer(*this, transfer_id(task, id, leg), path, bytes, cost);
   }
@@ -319,7 +345,7 @@ void Simulator::finish_op(std::size_t task, OpId id) {
   if (!op.is_local() && !op.is_switch())
     result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
   TaskState& st = state_[task];
-  for (OpId next : st.graph.successors(id))
+  for (OpId next : st.graph->successors(id))
     if (--st.waiting[next] == 0) start_op(task, next);
   if (--st.ops_left == 0) finish_task(task);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/engine.h"
@@ -15,6 +16,8 @@
 
 namespace collsim {
 
+// A collective, or (no schedule) a compute task: `duration` on the GPUs of rank_gpu,
+// which moves no bytes and takes no link.
 struct CollectiveTask {
   std::string name;
   const Schedule* schedule = nullptr;
@@ -23,6 +26,9 @@ struct CollectiveTask {
   // Costs beyond the links' α-β (launch, per-op overhead, size-dependent bandwidth,
   // reductions); null: none.
   std::shared_ptr<const CostModel> cost;
+  Time duration = 0;  // compute tasks only
+
+  bool is_compute() const { return schedule == nullptr; }
 };
 
 struct OpTiming {
@@ -88,12 +94,13 @@ class Simulator final : private NetworkHost {
   void prepare_task(std::size_t index);
   void start_task(std::size_t index);
   void start_ready_ops(std::size_t task);
-  void start_op(std::size_t task, OpId op);  // its dependencies are done
-  void begin_op(std::size_t task, OpId op);  // its rank's overhead is paid too
+  void start_op(std::size_t task, OpId op);                      // its dependencies are done
+  void begin_op(std::size_t task, OpId op);                      // its rank's overhead is paid too
   void prepare_switch_routes(std::size_t index, TaskState& st);  // NVLS switch ops
   void begin_switch_op(std::size_t task, OpId op);
   void finish_op(std::size_t task, OpId op);
   void finish_task(std::size_t index);
+  const ScheduleGraph& graph_of(const Schedule& s);
   void record_routes();
 
   const Topology& topology_;
@@ -103,6 +110,8 @@ class Simulator final : private NetworkHost {
   Engine engine_;
   const std::vector<CollectiveTask>* tasks_ = nullptr;
   std::vector<TaskState> state_;
+  // Tasks sharing a schedule (a workload's thousand identical all-reduces) share its graph.
+  std::unordered_map<const Schedule*, std::unique_ptr<const ScheduleGraph>> graphs_;
   std::vector<Time> rank_busy_until_;  // per topology node: CostModel::op_overhead's queue
   SimulationResult result_;
 };

@@ -1,19 +1,28 @@
 #include "workload/step_graph.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace collsim {
 
 std::int32_t StepGraphBuilder::add(StepTask task, const std::string& stream) {
+  return add(std::move(task), std::vector<std::string>{stream});
+}
+
+std::int32_t StepGraphBuilder::add(StepTask task, const std::vector<std::string>& streams) {
   const auto id = static_cast<std::int32_t>(graph_.tasks.size());
   for (std::int32_t a : task.after)
     if (a < 0 || a >= id)
       throw std::logic_error("step task \"" + task.name + "\" waits on a later task");
-  auto [it, fresh] = last_.try_emplace(stream, id);
-  if (!fresh) {
-    task.after.push_back(it->second);
-    it->second = id;
+  for (const auto& stream : streams) {
+    auto [it, fresh] = last_.try_emplace(stream, id);
+    if (!fresh) {
+      task.after.push_back(it->second);
+      it->second = id;
+    }
   }
+  std::sort(task.after.begin(), task.after.end());
+  task.after.erase(std::unique(task.after.begin(), task.after.end()), task.after.end());
   graph_.tasks.push_back(std::move(task));
   return id;
 }

@@ -41,6 +41,9 @@ class StepGraphBuilder {
  public:
   // `stream` names a stream: tasks on one stream run one after another.
   std::int32_t add(StepTask task, const std::string& stream);
+  // On several streams at once (an all-to-all joining the compute streams of its
+  // ranks): it waits for the last task of each, and becomes the last of each.
+  std::int32_t add(StepTask task, const std::vector<std::string>& streams);
   // The last task added to `stream`, or -1.
   std::int32_t last(const std::string& stream) const;
   StepGraph take() { return std::move(graph_); }

@@ -1,0 +1,258 @@
+// sweep.html: time and bus bandwidth against size, log-log, one line per algorithm.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "core/units.h"
+#include "sweep/sweep.h"
+
+namespace collsim {
+namespace {
+
+constexpr int kW = 700, kH = 380, kLeft = 70, kBottom = 44, kTop = 28, kRight = 10;
+constexpr int kLegend = 300;  // room right of the plot for the legend
+
+std::string colour_of(std::size_t i) {
+  static constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+                                             "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
+  return kColours[i % std::size(kColours)];
+}
+
+// A marker shape per series, centred on (x, y): circle, square, triangle, diamond,
+// down-triangle, cross, plus, then again hollow.
+std::string marker(std::size_t i, double x, double y, const std::string& colour) {
+  const double r = 4;
+  const bool hollow = (i / 7) % 2 == 1;
+  const std::string paint = hollow ? fmt::format("fill=\"white\" stroke=\"{}\"", colour)
+                                   : fmt::format("fill=\"{0}\" stroke=\"{0}\"", colour);
+  switch (i % 7) {
+    case 0:
+      return fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" {}/>", x, y, r, paint);
+    case 1:
+      return fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" {}/>", x - r,
+                         y - r, 2 * r, 2 * r, paint);
+    case 2:
+      return fmt::format("<path d=\"M{:.1f} {:.1f}l{} {}h{}z\" {}/>", x, y - r - 1, r + 1,
+                         2 * r + 1, -2 * r - 2, paint);
+    case 3:
+      return fmt::format("<path d=\"M{:.1f} {:.1f}l{} {}l{} {}l{} {}z\" {}/>", x, y - r - 1, r + 1,
+                         r + 1, -r - 1, r + 1, -r - 1, -r - 1, paint);
+    case 4:
+      return fmt::format("<path d=\"M{:.1f} {:.1f}l{} {}h{}z\" {}/>", x, y + r + 1, r + 1,
+                         -2 * r - 1, -2 * r - 2, paint);
+    case 5:
+      return fmt::format(
+          "<path d=\"M{0:.1f} {1:.1f}l{2} {2}m0 {3}l{3} {2}\" stroke=\"{4}\" "
+          "stroke-width=\"2.2\"/>",
+          x - r, y - r, 2 * r, -2 * r, colour);
+    default:
+      return fmt::format(
+          "<path d=\"M{0:.1f} {1:.1f}h{2}M{3:.1f} {4:.1f}v{2}\" stroke=\"{5}\" "
+          "stroke-width=\"2.2\"/>",
+          x - r - 1, y, 2 * r + 2, x, y - r - 1, colour);
+  }
+}
+
+// Sizes: powers of two, every 1, 2, 5 or 10 doublings (10: 1 KiB, 1 MiB, 1 GiB), so
+// labels are round binary sizes.
+std::vector<double> size_ticks(double lo, double hi) {
+  const int k0 = static_cast<int>(std::ceil(std::log2(lo) - 1e-9)),
+            k1 = static_cast<int>(std::floor(std::log2(hi) + 1e-9));
+  int stride = 10;
+  for (int s : {1, 2, 5})
+    if ((k1 - k0) / s <= 8) {
+      stride = s;
+      break;
+    }
+  std::vector<double> out;
+  for (int k = k0; k <= k1; ++k)
+    if (k % stride == 0) out.push_back(std::ldexp(1.0, k));
+  if (out.empty()) out.push_back(std::ldexp(1.0, k0));
+  return out;
+}
+
+// Values: 1, 2 and 5 per decade when the range is short, else only the decades.
+std::vector<double> value_ticks(double lo, double hi) {
+  const int d0 = static_cast<int>(std::floor(std::log10(lo))),
+            d1 = static_cast<int>(std::ceil(std::log10(hi)));
+  std::vector<double> out;
+  for (int d = d0; d <= d1; ++d)
+    for (double m : d1 - d0 <= 3 ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
+      const double v = m * std::pow(10.0, d);
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push_back(v);
+    }
+  return out;
+}
+
+std::string time_label(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:g} \u00b5s", std::round(seconds * 1e9) / 1e3);
+  if (seconds < 1) return fmt::format("{:g} ms", std::round(seconds * 1e6) / 1e3);
+  return fmt::format("{:g} s", seconds);
+}
+
+struct Series {
+  std::string name;
+  std::vector<const SweepRow*> rows;
+  int same_as = -1;  // an earlier series with exactly these values
+};
+
+// Series that have the same value at every size as an earlier one are marked, so the
+// plot can say that one line hides another.
+void find_coinciding(std::vector<Series>& series,
+                     const std::function<double(const SweepRow&)>& value) {
+  for (std::size_t b = 0; b < series.size(); ++b)
+    for (std::size_t a = 0; a < b && series[b].same_as < 0; ++a) {
+      if (series[a].same_as >= 0 || series[a].rows.size() != series[b].rows.size()) continue;
+      bool same = true;
+      for (std::size_t k = 0; k < series[a].rows.size() && same; ++k)
+        same = series[a].rows[k]->bytes == series[b].rows[k]->bytes &&
+               std::fabs(value(*series[a].rows[k]) - value(*series[b].rows[k])) <=
+                   1e-9 * std::fabs(value(*series[a].rows[k]));
+      if (same) series[b].same_as = static_cast<int>(a);
+    }
+}
+
+// One log-log plot: x = size, y = value(row) (seconds or bytes/s); a line with markers
+// per algorithm, crossovers as labelled dashed verticals.
+void plot(std::ostream& out, const SweepResult& r, int ranks, const char* id, const char* ylabel,
+          bool time, const std::function<double(const SweepRow&)>& value) {
+  std::vector<Series> series;
+  std::map<std::string, std::size_t> index;
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const auto& row : r.rows) {
+    if (row.ranks != ranks || value(row) <= 0) continue;
+    auto [it, fresh] = index.emplace(row.algorithm, series.size());
+    if (fresh) series.push_back({row.algorithm, {}});
+    series[it->second].rows.push_back(&row);
+    xmin = std::min(xmin, static_cast<double>(row.bytes));
+    xmax = std::max(xmax, static_cast<double>(row.bytes));
+    ymin = std::min(ymin, value(row));
+    ymax = std::max(ymax, value(row));
+  }
+  if (series.empty() || xmax <= xmin || ymax <= 0) return;
+  // Whole decades or half decades around the data, so the ticks frame it.
+  ymin = std::pow(10, std::floor(std::log10(ymin) * 2) / 2);
+  ymax = std::pow(10, std::ceil(std::log10(ymax) * 2) / 2);
+  if (ymax <= ymin) ymax = ymin * 10;
+  find_coinciding(series, value);
+  auto X = [&](double x) {
+    return kLeft + (kW - kLeft - kRight) * (std::log2(x) - std::log2(xmin)) /
+                       (std::log2(xmax) - std::log2(xmin));
+  };
+  auto Y = [&](double y) {
+    return kH - kBottom -
+           (kH - kBottom - kTop) * (std::log10(y) - std::log10(ymin)) /
+               (std::log10(ymax) - std::log10(ymin));
+  };
+  out << fmt::format(
+      "<svg id=\"{}-{}\" class=\"plot\" width=\"{}\" height=\"{}\" "
+      "xmlns=\"http://www.w3.org/2000/svg\">\n",
+      id, ranks, kW + kLegend, kH);
+  out << fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", kLeft,
+      kTop, kW - kLeft - kRight, kH - kBottom - kTop);
+  for (double d : size_ticks(xmin, xmax))
+    out << fmt::format(
+        "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"grid\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" class=\"tick\" text-anchor=\"middle\">{4}</text>\n",
+        X(d), kTop, kH - kBottom, kH - kBottom + 14, format_bytes(static_cast<std::int64_t>(d)));
+  for (double d : value_ticks(ymin, ymax))
+    out << fmt::format(
+        "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" class=\"grid\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" class=\"tick\" text-anchor=\"end\">{5}</text>\n",
+        kLeft, kW - kRight, Y(d), kLeft - 4, Y(d) + 3,
+        time ? time_label(d) : fmt::format("{:g}", d));
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"middle\">message size (binary: 1 "
+      "KiB = 1024 B)</text><text x=\"{}\" y=\"16\" class=\"axis\">{}</text>\n",
+      (kLeft + kW) / 2, kH - 8, kLeft, ylabel);
+  // Crossovers under the lines: a dashed vertical each, labelled at the top.
+  for (const auto& x : r.crossovers) {
+    if (x.ranks != ranks || x.estimate < xmin || x.estimate > xmax) continue;
+    const std::string label =
+        fmt::format("{} \u2192 {} \u2248 {}", x.from, x.to, format_bytes(std::llround(x.estimate)));
+    const double px = X(x.estimate);
+    out << fmt::format(
+        "<g class=\"crossover\"><title>{0}</title><line x1=\"{1:.1f}\" x2=\"{1:.1f}\" y1=\"{2}\" "
+        "y2=\"{3}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/><text x=\"{4:.1f}\" y=\"{5}\" "
+        "class=\"xlabel\" transform=\"rotate(90 {4:.1f} {5})\">{0}</text></g>\n",
+        label, px, kTop, kH - kBottom, px + 3, kTop + 4);
+  }
+  // Lines; one that coincides with an earlier one is dashed so both show.
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    const std::string colour = colour_of(i);
+    std::string points, marks;
+    for (const auto* row : s.rows) {
+      const double x = X(static_cast<double>(row->bytes)), y = Y(value(*row));
+      points += fmt::format("{:.1f},{:.1f} ", x, y);
+      marks += marker(i, x, y, colour);
+    }
+    out << fmt::format(
+        "<g class=\"series\"><title>{}</title><polyline points=\"{}\" fill=\"none\" "
+        "stroke=\"{}\" stroke-width=\"2\"{}/>{}</g>\n",
+        s.name, points, colour, s.same_as >= 0 ? " stroke-dasharray=\"6 4\"" : "", marks);
+  }
+  // The legend: each name in its line's colour, with its marker and dash.
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    const int y = kTop + 8 + 18 * static_cast<int>(i);
+    const std::string colour = colour_of(i);
+    out << fmt::format(
+        "<g class=\"legend\"><line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" "
+        "stroke-width=\"2\"{4}/>{5}<text x=\"{6}\" y=\"{7}\" class=\"legendname\" "
+        "style=\"fill:{3}\">{8}{9}</text></g>\n",
+        kW + 8, kW + 36, y, colour, s.same_as >= 0 ? " stroke-dasharray=\"6 4\"" : "",
+        marker(i, kW + 22, y, colour), kW + 42, y + 4, s.name,
+        s.same_as >= 0 ? fmt::format(" (= {})", series[s.same_as].name) : "");
+  }
+  out << "</svg>\n";
+  for (const Series& s : series)
+    if (s.same_as >= 0)
+      out << fmt::format(
+          "<p class=\"note coincide\">{} and {} coincide: the same {} at every size, so one "
+          "line lies on the other (dashed, with its own markers).</p>\n",
+          series[s.same_as].name, s.name, time ? "time" : "bus bandwidth");
+}
+
+}  // namespace
+
+void write_sweep_html(std::ostream& out, const Scenario& s, const SweepResult& r) {
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>collsim "
+         "sweep</title>\n<style>body{font-family:sans-serif;margin:20px;color:#222}"
+         ".tick{font-size:10px;fill:#333}.axis{font-size:11px;fill:#333;font-weight:bold}"
+         ".legendname{font-size:12px}.xlabel{font-size:10px;fill:#444}"
+         ".grid{stroke:#000;stroke-opacity:0.08}.note{font-size:13px;color:#444}</style>"
+         "</head><body>\n";
+  out << fmt::format("<h1>collsim sweep: {} on {}</h1>\n", name_of(r.spec->shape.op),
+                     s.topology.name);
+  out << fmt::format(
+      "<p class=\"note\">Network model {} (\u03b1 {}). Each algorithm simulated "
+      "alone at each size; dashed verticals mark where the fastest algorithm "
+      "changes.</p>\n",
+      s.network.model, format_duration(to_seconds(s.network.alpha)));
+  std::vector<int> rank_counts;
+  for (const auto& row : r.rows)
+    if (std::find(rank_counts.begin(), rank_counts.end(), row.ranks) == rank_counts.end())
+      rank_counts.push_back(row.ranks);
+  for (int n : rank_counts) {
+    out << fmt::format("<h2>{} ranks</h2>\n<h3>Time against size</h3>\n", n);
+    plot(out, r, n, "time", "time", true, [](const SweepRow& row) { return row.time_s; });
+    out << "<h3>Bus bandwidth against size</h3>\n";
+    plot(out, r, n, "busbw", "busbw (GB/s, 1 GB = 1e9 B)", false,
+         [](const SweepRow& row) { return row.busbw_Bps / 1e9; });
+    out << "<ul>\n";
+    for (const auto& x : r.crossovers)
+      if (x.ranks == n)
+        out << fmt::format("<li>{} &rarr; {} at about {} (between {} and {})</li>\n", x.from, x.to,
+                           format_bytes(std::llround(x.estimate)), format_bytes(x.below),
+                           format_bytes(x.above));
+    out << "</ul>\n";
+  }
+  out << "</body></html>\n";
+}
+
+}  // namespace collsim

@@ -1,0 +1,199 @@
+#include "report/workload_report.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <ostream>
+
+#include "core/units.h"
+#include "report/chrome_trace.h"
+
+namespace collsim {
+namespace workload_report {
+
+// The links that were busy longest over the step.
+std::vector<LinkId> hottest_links(const StepResult& r, std::size_t n) {
+  std::vector<LinkId> links(r.sim.links.busy.size());
+  std::iota(links.begin(), links.end(), 0);
+  std::stable_sort(links.begin(), links.end(),
+                   [&](LinkId a, LinkId b) { return r.sim.links.busy[a] > r.sim.links.busy[b]; });
+  links.resize(std::min(n, links.size()));
+  while (!links.empty() && r.sim.links.busy[links.back()] == 0) links.pop_back();
+  return links;
+}
+
+std::string gigabytes(std::int64_t bytes) {
+  return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
+}
+
+nlohmann::json job_json(const JobOutcome& j) {
+  const WorkloadSpec& w = *j.spec;
+  nlohmann::json o = {{"name", w.name},
+                      {"gpus", w.ranks.size()},
+                      {"step_s", j.step_s},
+                      {"compute_s", j.compute_s},
+                      {"comm_s", j.comm_s},
+                      {"exposed_comm_s", j.exposed_comm_s},
+                      {"overlap", j.overlap},
+                      {"idle_s", j.idle_s},
+                      {"one_gpu_step_s", j.facts.one_gpu_step_s},
+                      {"speedup", j.speedup},
+                      {"scaling_efficiency", j.scaling_efficiency},
+                      {"buckets", j.facts.gradient_buckets},
+                      {"gradient_bytes", j.facts.gradient_bytes}};
+  if (j.alone_step_s > 0) {
+    o["alone_step_s"] = j.alone_step_s;
+    o["slowdown"] = j.step_s / j.alone_step_s;
+  }
+  if (w.has_model()) {
+    const Parallelism& p = w.parallelism;
+    o["model"] = {{"name", w.model->name},
+                  {"params", w.model->total_params()},
+                  {"active_params", w.model->active_params()}};
+    o["gpu"] = w.gpu.name;
+    o["mfu"] = w.mfu;
+    o["flops_per_step"] = j.facts.flops_per_step;
+    o["parallelism"] = {{"dp", p.dp},
+                        {"tp", p.tp},
+                        {"pp", p.pp},
+                        {"ep", p.ep},
+                        {"zero", p.zero},
+                        {"micro_batches", p.micro_batches},
+                        {"pipeline", p.pipeline},
+                        {"sequence_parallel", p.sequence_parallel},
+                        {"order", p.order}};
+    o["memory_bytes"] = {
+        {"params", j.facts.memory_params},       {"gradients", j.facts.memory_gradients},
+        {"optimizer", j.facts.memory_optimizer}, {"activations", j.facts.memory_activations},
+        {"total", j.facts.memory_total()},       {"gpu", w.gpu.memory}};
+  }
+  nlohmann::json cats = nlohmann::json::array();
+  for (const auto& c : j.categories)
+    cats.push_back(
+        {{"category", c.category}, {"tasks", c.tasks}, {"bytes", c.bytes}, {"time_s", c.time_s}});
+  o["categories"] = std::move(cats);
+  o["warnings"] = j.facts.warnings;
+  return o;
+}
+
+}  // namespace workload_report
+
+std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
+  using namespace workload_report;
+  std::string out;
+  for (const JobOutcome& j : run.jobs) {
+    const WorkloadSpec& w = *j.spec;
+    out += fmt::format("# {} on {} GPUs", w.name, w.ranks.size());
+    if (w.has_model()) {
+      const Parallelism& p = w.parallelism;
+      out += fmt::format(": {} ({:.1f}B params) on {} at MFU {:.0f}%, dp {} tp {} pp {} ep {}",
+                         w.model->name, w.model->total_params() / 1e9, w.gpu.name, w.mfu * 100,
+                         p.dp, p.tp, p.pp, p.ep);
+      if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
+      if (p.pp > 1) out += fmt::format(", {} x {} micro-batches", p.pipeline, p.micro_batches);
+    }
+    out += "\n";
+    out += fmt::format("step            {}\n", format_duration(j.step_s));
+    out += fmt::format("compute         {}   (per GPU, mean)\n", format_duration(j.compute_s));
+    out += fmt::format("communication   {}   ({:.0f}% hidden behind compute)\n",
+                       format_duration(j.comm_s), j.overlap * 100);
+    out += fmt::format("exposed comm    {}   ({:.1f}% of the step)\n",
+                       format_duration(j.exposed_comm_s),
+                       j.step_s > 0 ? 100 * j.exposed_comm_s / j.step_s : 0.0);
+    out += fmt::format("idle            {}   (waiting: pipeline bubble, stragglers)\n",
+                       format_duration(j.idle_s));
+    out +=
+        fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",
+                    j.speedup, format_duration(j.facts.one_gpu_step_s), 100 * j.scaling_efficiency);
+    out += fmt::format("gradients       {} in {} bucket{}\n", format_bytes(j.facts.gradient_bytes),
+                       j.facts.gradient_buckets, j.facts.gradient_buckets == 1 ? "" : "s");
+    if (w.has_model())
+      out += fmt::format(
+          "memory per GPU  {} (weights {}, gradients {}, optimizer {}, activations {}) of {}\n",
+          gigabytes(j.facts.memory_total()), gigabytes(j.facts.memory_params),
+          gigabytes(j.facts.memory_gradients), gigabytes(j.facts.memory_optimizer),
+          gigabytes(j.facts.memory_activations), gigabytes(w.gpu.memory));
+    if (j.alone_step_s > 0)
+      out += fmt::format("alone           {}   (sharing the cluster costs {:.1f}%)\n",
+                         format_duration(j.alone_step_s), 100 * (j.step_s / j.alone_step_s - 1));
+    out +=
+        fmt::format("{:<12} {:>9} {:>12} {:>14}\n", "category", "tasks", "bytes", "time (summed)");
+    for (const auto& c : j.categories)
+      out += fmt::format("{:<12} {:>9} {:>12} {:>14}\n", c.category, c.tasks,
+                         c.bytes > 0 ? format_bytes(c.bytes) : "-", format_duration(c.time_s));
+    for (const auto& warning : j.facts.warnings) out += "warning: " + warning + "\n";
+    out += "\n";
+  }
+  const auto hot = hottest_links(run.step, 5);
+  if (!hot.empty()) {
+    out += "# hottest links (busy time over the step)\n";
+    for (LinkId l : hot)
+      out += fmt::format("{:<28} busy {:>10} ({:>5.1f}%)  {}\n", scenario.topology.link_label(l),
+                         format_duration(to_seconds(run.step.sim.links.busy[l])),
+                         100 * to_seconds(run.step.sim.links.busy[l]) / run.step.step_s,
+                         format_bytes(run.step.sim.links.bytes[l]));
+  }
+  return out;
+}
+
+nlohmann::json workload_json(const Scenario& scenario, const WorkloadRun& run) {
+  using namespace workload_report;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const JobOutcome& j : run.jobs) jobs.push_back(job_json(j));
+  nlohmann::json links = nlohmann::json::array();
+  for (LinkId l : hottest_links(run.step, 10))
+    links.push_back({{"link", scenario.topology.link_label(l)},
+                     {"busy_s", to_seconds(run.step.sim.links.busy[l])},
+                     {"bytes", run.step.sim.links.bytes[l]}});
+  for (auto& j : jobs) j["hottest_links"] = links;
+  return jobs.size() == 1 ? jobs[0] : jobs;
+}
+
+void write_workload_trace(std::ostream& out, const Scenario& scenario, const WorkloadRun& run,
+                          int max_ranks) {
+  fmt::memory_buffer b;
+  const int ranks = std::min(max_ranks, scenario.topology.num_ranks());
+  fmt::format_to(std::back_inserter(b),
+                 "{{\"displayTimeUnit\": \"ms\", \"otherData\": "
+                 "{{\"ranks_drawn\": {}, \"ranks\": {}}}, \"traceEvents\": [\n",
+                 ranks, scenario.topology.num_ranks());
+  bool first = true;
+  const auto sep = [&] {
+    fmt::format_to(std::back_inserter(b), "{}", first ? "" : ",\n");
+    first = false;
+  };
+  for (int r = 0; r < ranks; ++r) {
+    sep();
+    fmt::format_to(std::back_inserter(b),
+                   "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {0}, \"args\": "
+                   "{{\"name\": \"rank {0}\"}}}},\n"
+                   "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, \"tid\": 0, "
+                   "\"args\": {{\"name\": \"compute\"}}}},\n"
+                   "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, \"tid\": 1, "
+                   "\"args\": {{\"name\": \"communication\"}}}}",
+                   r);
+  }
+  for (std::size_t i = 0; i < run.graph.tasks.size(); ++i) {
+    const StepTask& t = run.graph.tasks[i];
+    const auto& o = run.step.tasks[i];
+    const bool is_compute = t.kind == StepTaskKind::Compute;
+    for (int r : t.ranks) {
+      if (r >= ranks) continue;
+      sep();
+      fmt::format_to(std::back_inserter(b),
+                     "{{\"ph\": \"X\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, \"dur\": {:.3f}, "
+                     "\"name\": {}, \"cat\": \"{}\"",
+                     r, is_compute ? 0 : 1, o.start_s * 1e6, (o.end_s - o.start_s) * 1e6,
+                     json_quote(t.name), t.category);
+      if (!is_compute)
+        fmt::format_to(std::back_inserter(b), ", \"args\": {{\"bytes\": {}, \"plan\": {}}}",
+                       t.collective.bytes, json_quote(run.step.plans[o.plan]));
+      fmt::format_to(std::back_inserter(b), "}}");
+    }
+  }
+  fmt::format_to(std::back_inserter(b), "\n]}}\n");
+  out.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+}  // namespace collsim

@@ -1,0 +1,95 @@
+#include "simulate/run_workload.h"
+
+#include <algorithm>
+#include <map>
+
+namespace collsim {
+namespace workload_run {
+
+// The scenario's own collectives first, as tasks of no job.
+void add_collectives(const Scenario& s, StepGraphBuilder& b, std::vector<int>& job_of_task) {
+  for (const CollectiveSpec& c : s.collectives) {
+    StepTask t;
+    t.kind = StepTaskKind::Collective;
+    t.name = c.name;
+    t.category = "collective";
+    t.ranks = c.ranks;
+    t.after.assign(c.after.begin(), c.after.end());
+    t.collective = c;
+    b.add(std::move(t), std::vector<std::string>{});
+    job_of_task.push_back(-1);
+  }
+}
+
+JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const StepGraph& g,
+                     const std::vector<int>& job_of_task, int job, const StepResult& r,
+                     int num_ranks) {
+  JobOutcome o;
+  o.spec = &w;
+  o.facts = facts;
+  std::vector<bool> keep(g.tasks.size());
+  std::map<std::string, CategoryTotal> categories;
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    if (job_of_task[i] != job) continue;
+    keep[i] = true;
+    o.step_s = std::max(o.step_s, r.tasks[i].end_s);
+    const StepTask& t = g.tasks[i];
+    CategoryTotal& c = categories[t.category];
+    c.category = t.category;
+    ++c.tasks;
+    if (t.kind == StepTaskKind::Collective) c.bytes += t.collective.bytes;
+    c.time_s += r.tasks[i].end_s - r.tasks[i].start_s;
+  }
+  for (auto& [name, c] : categories) o.categories.push_back(c);
+  const auto times = rank_times(g, r, num_ranks, keep);
+  for (int rank : w.ranks) {
+    o.compute_s += times[rank].compute_s;
+    o.comm_s += times[rank].comm_s;
+    o.exposed_comm_s += times[rank].exposed_comm_s;
+    o.idle_s += std::max(0.0, o.step_s - times[rank].busy_s);
+  }
+  const double n = static_cast<double>(w.ranks.size());
+  o.compute_s /= n;
+  o.comm_s /= n;
+  o.exposed_comm_s /= n;
+  o.idle_s /= n;
+  o.overlap = o.comm_s > 0 ? 1 - o.exposed_comm_s / o.comm_s : 0;
+  o.speedup = o.step_s > 0 ? facts.one_gpu_step_s / o.step_s : 0;
+  o.scaling_efficiency = o.speedup / n;
+  return o;
+}
+
+}  // namespace workload_run
+
+WorkloadRun run_workloads(const Scenario& scenario) {
+  using namespace workload_run;
+  WorkloadRun run;
+  StepGraphBuilder builder;
+  add_collectives(scenario, builder, run.job_of_task);
+  std::vector<WorkloadFacts> facts;
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // each job's task range
+  for (std::size_t j = 0; j < scenario.workloads.size(); ++j) {
+    const std::size_t first = builder.graph().tasks.size();
+    facts.push_back(build_workload(scenario.workloads[j], builder));
+    spans.push_back({first, builder.graph().tasks.size()});
+    run.job_of_task.resize(builder.graph().tasks.size(), static_cast<int>(j));
+  }
+  run.graph = builder.take();
+  run.step = simulate_step(scenario, run.graph);
+  const int ranks = scenario.topology.num_ranks();
+  for (std::size_t j = 0; j < scenario.workloads.size(); ++j)
+    run.jobs.push_back(summarise(scenario.workloads[j], facts[j], run.graph, run.job_of_task,
+                                 static_cast<int>(j), run.step, ranks));
+  // With company on the cluster, each job again alone: what contention cost it.
+  if (scenario.workloads.size() + (scenario.collectives.empty() ? 0 : 1) > 1) {
+    for (std::size_t j = 0; j < scenario.workloads.size(); ++j) {
+      StepGraphBuilder alone;
+      build_workload(scenario.workloads[j], alone);
+      const StepResult r = simulate_step(scenario, alone.graph());
+      run.jobs[j].alone_step_s = r.step_s;
+    }
+  }
+  return run;
+}
+
+}  // namespace collsim

@@ -1,0 +1,610 @@
+#include "workload/workload.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "schedule/algorithms.h"
+#include "workload/moe.h"
+#include "workload/step_graph.h"
+
+namespace collsim {
+namespace workload_build {
+
+std::int64_t dtype_bytes(DType t) {
+  return element_size(t);
+}
+
+StepTask compute_task(std::string name, std::vector<int> ranks, double seconds) {
+  StepTask t;
+  t.kind = StepTaskKind::Compute;
+  t.name = std::move(name);
+  t.category = "compute";
+  t.ranks = std::move(ranks);
+  t.duration_s = seconds;
+  return t;
+}
+
+StepTask collective_task(const WorkloadSpec& w, std::string name, std::string category,
+                         CollectiveOp op, std::int64_t bytes, DType dtype, std::vector<int> ranks) {
+  StepTask t;
+  t.kind = StepTaskKind::Collective;
+  t.name = std::move(name);
+  t.category = std::move(category);
+  CollectiveSpec& c = t.collective;
+  c.name = t.name;
+  c.json_path = w.json_path;
+  c.shape.op = op;
+  c.shape.dtype = dtype;
+  c.shape.ranks = static_cast<int>(ranks.size());
+  const std::int64_t esize = element_size(dtype);
+  c.shape.count = (bytes + esize - 1) / esize;  // whole elements
+  c.bytes = c.shape.count * esize;
+  // The workload's algorithm wherever the collective has it ("auto" and "nccl" everywhere);
+  // elsewhere (the all-to-alls of a "ring" workload) the catalogue's default.
+  const auto algorithms = algorithms_for(op);
+  const bool applies =
+      w.algorithm == "auto" || w.algorithm == "nccl" ||
+      std::find(algorithms.begin(), algorithms.end(), w.algorithm) != algorithms.end();
+  c.algorithm = applies ? w.algorithm : algorithms.front();
+  c.protocol = w.protocol;
+  c.ranks = ranks;
+  t.ranks = std::move(ranks);
+  return t;
+}
+
+// Splits `total` bytes into buckets of `bucket` (the last takes the rest); nullopt: one.
+std::vector<std::int64_t> bucket_sizes(std::int64_t total, std::optional<std::int64_t> bucket) {
+  std::vector<std::int64_t> out;
+  if (!bucket || *bucket >= total) return {total};
+  for (std::int64_t at = 0; at < total; at += *bucket) out.push_back(std::min(*bucket, total - at));
+  return out;
+}
+
+std::string stream(const WorkloadSpec& w, const std::string& what) {
+  return w.name + "/" + what;
+}
+
+// The minimal form: every rank computes in lockstep, backward in one slice per
+// bucket (gradients become ready in reverse order as backward runs), one all-reduce
+// per bucket on the data-parallel stream, on the last micro-batch only.
+WorkloadFacts build_minimal(const WorkloadSpec& w, StepGraphBuilder& b) {
+  WorkloadFacts facts;
+  const int n = static_cast<int>(w.ranks.size());
+  const int micro = w.parallelism.micro_batches;
+  const double per_gpu = w.strong_scaling ? w.compute_s / n : w.compute_s;
+  facts.one_gpu_step_s = w.strong_scaling ? w.compute_s : w.compute_s * n;
+  const double forward = per_gpu * (1 - w.backward_fraction) / micro;
+  const double backward = per_gpu * w.backward_fraction / micro;
+  const auto buckets = bucket_sizes(w.gradients, w.bucket);
+  facts.gradient_buckets = static_cast<int>(buckets.size());
+  facts.gradient_bytes = w.gradients;
+  const std::string compute = stream(w, "compute"), dp = stream(w, "dp");
+  for (int m = 0; m < micro; ++m) {
+    const std::string mb = micro > 1 ? fmt::format(".mb{}", m) : "";
+    b.add(compute_task(w.name + mb + ".forward", w.ranks, forward), compute);
+    const bool sync = m == micro - 1 && n > 1;
+    std::vector<std::int32_t> ready;  // per bucket: the backward slice that completes it
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      const double share = static_cast<double>(buckets[i]) / static_cast<double>(w.gradients);
+      ready.push_back(b.add(
+          compute_task(fmt::format("{}{}.backward{}", w.name, mb, i), w.ranks, backward * share),
+          compute));
+    }
+    if (!sync) continue;
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      StepTask t = collective_task(w, fmt::format("{}.bucket{}", w.name, i), "dp",
+                                   CollectiveOp::AllReduce, buckets[i], w.grad_dtype, w.ranks);
+      t.after = {w.overlap ? ready[i] : ready.back()};
+      b.add(std::move(t), dp);
+    }
+  }
+  return facts;
+}
+
+// The model form. Ranks are coordinates (t, e, p, d): tensor rank, expert rank, pipeline
+// stage, data-parallel replica outside EP (dp = ep x dpo). Each stage runs its work in
+// phases: compute on every GPU of the stage, then the collectives that compute feeds;
+// a stage's phases run in order (its "frontier"), stages meet through point-to-point
+// activations and gradients, and data-parallel collectives run on streams of their own.
+class TrainingBuilder {
+ public:
+  TrainingBuilder(const WorkloadSpec& w, StepGraphBuilder& b)
+      : w_(w), m_(*w.model), par_(w.parallelism), b_(b) {
+    dpo_ = par_.dp / par_.ep;
+    micro_ = par_.micro_batches;
+    seq_ = w.sequence > 0 ? w.sequence : m_.sequence;
+    const double global_tokens = static_cast<double>(w.tokens_per_gpu) * par_.gpus();
+    mb_tokens_ = global_tokens / par_.dp / micro_;
+    rate_ = w.gpu.peak_flops * w.mfu;
+    act_bytes_ = dtype_bytes(w.param_dtype);
+    for (int p = 0; p < par_.pp; ++p) {
+      const int first = p * m_.layers / par_.pp, last = (p + 1) * m_.layers / par_.pp;
+      stage_layers_.push_back({first, last});
+    }
+    frontier_.resize(par_.pp);
+    inbox_fwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
+    inbox_bwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
+    for (const auto& name : par_.order) {
+      if (name == "tp") radix_.push_back(par_.tp);
+      if (name == "ep") radix_.push_back(par_.ep);
+      if (name == "pp") radix_.push_back(par_.pp);
+      if (name == "dp") radix_.push_back(dpo_);
+    }
+  }
+
+  WorkloadFacts build() {
+    facts_.flops_per_step =
+        flops_per_token_step() * static_cast<double>(w_.tokens_per_gpu) * par_.gpus();
+    facts_.one_gpu_step_s = facts_.flops_per_step / rate_;
+    for (int p = 0; p < par_.pp; ++p) plan_gradients(p);
+    run_pipeline();
+    account_memory();
+    return facts_;
+  }
+
+ private:
+  struct Bucket {
+    std::int64_t bytes = 0;
+    int ready_layer = 0;  // the layer whose backward completes it
+    bool expert = false;
+  };
+
+  int rank_at(int t, int e, int p, int d) const {
+    int index = 0, scale = 1;
+    for (std::size_t i = 0; i < par_.order.size(); ++i) {
+      const std::string& name = par_.order[i];
+      const int c = name == "tp" ? t : name == "ep" ? e : name == "pp" ? p : d;
+      index += c * scale;
+      scale *= radix_[i];
+    }
+    return w_.ranks[index];
+  }
+  std::vector<int> tp_group(int e, int p, int d) const {
+    std::vector<int> r;
+    for (int t = 0; t < par_.tp; ++t) r.push_back(rank_at(t, e, p, d));
+    return r;
+  }
+  std::vector<int> stage_ranks(int p) const {
+    std::vector<int> r;
+    for (int d = 0; d < dpo_; ++d)
+      for (int e = 0; e < par_.ep; ++e)
+        for (int t = 0; t < par_.tp; ++t) r.push_back(rank_at(t, e, p, d));
+    return r;
+  }
+  // The data-parallel group of tensor rank t on stage p; expert weights: only the
+  // replicas holding the same experts (same e).
+  std::vector<int> dp_group(int t, int p, int e_only = -1) const {
+    std::vector<int> r;
+    for (int d = 0; d < dpo_; ++d)
+      for (int e = 0; e < par_.ep; ++e)
+        if (e_only < 0 || e == e_only) r.push_back(rank_at(t, e, p, d));
+    return r;
+  }
+
+  double flops_per_token_step() const {
+    double f = m_.head_forward_flops_per_token();
+    for (int l = 0; l < m_.layers; ++l) f += m_.layer_forward_flops_per_token(l, seq_);
+    return 3 * f;
+  }
+  double attention_flops(int layer) const {
+    return 2 * m_.attention_params + 4 * static_cast<double>(seq_) * m_.attention_dim +
+           (m_.layer_is_moe(layer) ? 2.0 * m_.hidden * m_.experts : 0);
+  }
+  double mlp_flops(int layer) const {
+    if (!m_.layer_is_moe(layer)) return 2 * m_.dense_mlp_params;
+    return 2 * (m_.top_k + m_.shared_experts) * m_.expert_params;
+  }
+  // Weights one GPU holds of a layer: dense weights split over TP, experts over EP too.
+  double dense_params(int layer) const {
+    const double dense = m_.layer_is_moe(layer)
+                             ? m_.attention_params + m_.shared_experts * m_.expert_params +
+                                   static_cast<double>(m_.hidden) * m_.experts
+                             : m_.layer_params(layer);
+    return dense / par_.tp;
+  }
+  double expert_params(int layer) const {
+    if (!m_.layer_is_moe(layer)) return 0;
+    return m_.experts * m_.expert_params / (par_.tp * par_.ep);
+  }
+  double embedding_params(int p) const {
+    const double table = static_cast<double>(m_.vocab) * m_.hidden / par_.tp;
+    double held = 0;
+    if (p == 0) held += table;
+    if (p == par_.pp - 1 && !m_.tied_embeddings) held += table;
+    return held;
+  }
+  double stage_params(int p) const {
+    double held = embedding_params(p);
+    for (int l = stage_layers_[p].first; l < stage_layers_[p].second; ++l)
+      held += dense_params(l) + expert_params(l);
+    return held;
+  }
+  bool moe_split(int layer) const { return m_.layer_is_moe(layer) && par_.ep > 1; }
+
+  // Gradient buckets of stage p in the order backward produces them (last layer first):
+  // a bucket fills up to `bucket` bytes and is ready when the layer holding its last
+  // byte is done. FSDP (ZeRO-3) reduces one layer at a time instead.
+  void plan_gradients(int p) {
+    std::vector<Bucket> dense, expert;
+    const bool per_layer = par_.zero == 3;
+    const auto fill = [&](std::vector<Bucket>& out, double params, int layer, bool is_expert) {
+      std::int64_t left = static_cast<std::int64_t>(params) * dtype_bytes(w_.grad_dtype);
+      if (left <= 0) return;
+      if (per_layer) return out.push_back({left, layer, is_expert});
+      while (left > 0) {
+        if (out.empty() || (w_.bucket && out.back().bytes >= *w_.bucket))
+          out.push_back({0, layer, is_expert});
+        const std::int64_t take = w_.bucket ? std::min(left, *w_.bucket - out.back().bytes) : left;
+        out.back().bytes += take;
+        out.back().ready_layer = layer;
+        left -= take;
+      }
+    };
+    const auto [first, last] = stage_layers_[p];
+    const double table = static_cast<double>(m_.vocab) * m_.hidden / par_.tp;
+    if (p == par_.pp - 1 && !m_.tied_embeddings) fill(dense, table, last - 1, false);
+    for (int l = last - 1; l >= first; --l) {
+      fill(dense, dense_params(l), l, false);
+      if (dpo_ > 1) fill(expert, expert_params(l), l, true);
+    }
+    if (p == 0) fill(dense, table, first, false);
+    if (par_.dp == 1) dense.clear();
+    for (const auto& bk : dense) facts_.gradient_bytes += bk.bytes;
+    dense.insert(dense.end(), expert.begin(), expert.end());
+    facts_.gradient_buckets += static_cast<int>(dense.size());
+    buckets_.push_back(std::move(dense));
+  }
+
+  // One compute phase on stage p: every GPU of the stage, after the stage's frontier and
+  // `extra`. With skewed expert routing each tensor group runs its own duration.
+  void compute(int p, const std::string& name, double flops_per_token,
+               const std::vector<std::int32_t>& extra = {},
+               const std::vector<double>* skew = nullptr) {
+    std::vector<std::int32_t> after = frontier_[p];
+    after.insert(after.end(), extra.begin(), extra.end());
+    std::vector<std::int32_t> ids;
+    if (!skew) {
+      const double s = flops_per_token * mb_tokens_ / par_.tp / rate_;
+      StepTask t = compute_task(name, stage_ranks(p), s);
+      t.after = after;
+      ids.push_back(b_.add(std::move(t), stream(w_, fmt::format("compute{}", p))));
+    } else {
+      for (int d = 0; d < dpo_; ++d)
+        for (int e = 0; e < par_.ep; ++e) {
+          const double s = flops_per_token * mb_tokens_ * (*skew)[e] / par_.tp / rate_;
+          StepTask t = compute_task(fmt::format("{}.e{}.d{}", name, e, d), tp_group(e, p, d), s);
+          t.after = after;
+          ids.push_back(b_.add(std::move(t), stream(w_, fmt::format("compute{}.{}.{}", p, e, d))));
+        }
+    }
+    frontier_[p] = std::move(ids);
+  }
+
+  // Collectives that follow the frontier; they become the frontier.
+  void communicate(int p, std::vector<StepTask> tasks) {
+    std::vector<std::int32_t> ids;
+    for (auto& t : tasks) {
+      t.after.insert(t.after.end(), frontier_[p].begin(), frontier_[p].end());
+      ids.push_back(b_.add(std::move(t), std::vector<std::string>{}));
+    }
+    if (!ids.empty()) frontier_[p] = std::move(ids);
+  }
+
+  // Megatron's tensor-parallel exchange after (forward) or before (backward) a block:
+  // an all-reduce of the block's activations, or with sequence parallelism a
+  // reduce-scatter (the all-gather before the next block is the same size).
+  void tensor_exchange(int p, const std::string& name) {
+    if (par_.tp == 1) return;
+    const auto bytes = static_cast<std::int64_t>(mb_tokens_ * m_.hidden * act_bytes_);
+    std::vector<StepTask> tasks;
+    for (int d = 0; d < dpo_; ++d)
+      for (int e = 0; e < par_.ep; ++e) {
+        const auto group = tp_group(e, p, d);
+        if (par_.sequence_parallel) {
+          tasks.push_back(collective_task(w_, fmt::format("{}.rs.e{}.d{}", name, e, d), "tp",
+                                          CollectiveOp::ReduceScatter, bytes, w_.param_dtype,
+                                          group));
+          tasks.push_back(collective_task(w_, fmt::format("{}.ag.e{}.d{}", name, e, d), "tp",
+                                          CollectiveOp::AllGather, bytes, w_.param_dtype, group));
+        } else {
+          tasks.push_back(collective_task(w_, fmt::format("{}.e{}.d{}", name, e, d), "tp",
+                                          CollectiveOp::AllReduce, bytes, w_.param_dtype, group));
+        }
+      }
+    communicate(p, std::move(tasks));
+  }
+
+  // MoE dispatch or combine: an all-to-allv among the EP ranks of each (t, d).
+  void expert_exchange(int p, const std::string& name, bool combine) {
+    std::vector<StepTask> tasks;
+    const auto matrix = combine ? combine_matrix_ : dispatch_matrix_;
+    for (int d = 0; d < dpo_; ++d)
+      for (int t = 0; t < par_.tp; ++t) {
+        std::vector<int> group;
+        for (int e = 0; e < par_.ep; ++e) group.push_back(rank_at(t, e, p, d));
+        StepTask task = collective_task(w_, fmt::format("{}.t{}.d{}", name, t, d), "ep",
+                                        CollectiveOp::AllToAll, 0, w_.param_dtype, group);
+        std::int64_t total = 0;
+        for (auto v : *matrix) total += v;
+        task.collective.shape.matrix = matrix;
+        task.collective.shape.count = total / par_.ep;
+        task.collective.bytes = task.collective.shape.count * act_bytes_;
+        tasks.push_back(std::move(task));
+      }
+    communicate(p, std::move(tasks));
+  }
+
+  void prepare_routing() {
+    if (!m_.is_moe() || par_.ep == 1) return;
+    MoeRouting r;
+    r.tokens_per_rank = static_cast<std::int64_t>(mb_tokens_ / par_.tp);
+    r.experts = m_.experts;
+    r.top_k = m_.top_k;
+    r.expert_load = w_.expert_load;
+    const auto tokens = moe_dispatch_tokens(r, par_.ep);
+    auto elements = std::make_shared<std::vector<std::int64_t>>(tokens.size());
+    for (std::size_t i = 0; i < tokens.size(); ++i) (*elements)[i] = tokens[i] * m_.hidden;
+    dispatch_matrix_ = elements;
+    combine_matrix_ = std::make_shared<std::vector<std::int64_t>>(transpose(*elements, par_.ep));
+    // Expert compute per EP rank: what it receives over the mean.
+    const double mean = static_cast<double>(r.tokens_per_rank * r.top_k);
+    expert_skew_.assign(par_.ep, 0);
+    for (int s = 0; s < par_.ep; ++s)
+      for (int d = 0; d < par_.ep; ++d)
+        expert_skew_[d] += static_cast<double>(tokens[s * par_.ep + d]) / mean;
+    skewed_ = !w_.expert_load.empty();
+  }
+
+  // FSDP: a layer's weights gathered before use, the dense ones over the data-parallel
+  // group, the experts over the replicas holding the same experts.
+  std::vector<std::int32_t> gather_layer(int p, int layer, const std::string& name) {
+    std::vector<std::int32_t> ids;
+    if (par_.zero != 3) return ids;
+    const auto gather = [&](double params, int e, const std::string& what) {
+      const auto bytes = static_cast<std::int64_t>(params * dtype_bytes(w_.param_dtype));
+      for (int t = 0; t < par_.tp; ++t)
+        ids.push_back(b_.add(
+            collective_task(w_, fmt::format("{}.{}.t{}", name, what, t), "fsdp",
+                            CollectiveOp::AllGather, bytes, w_.param_dtype, dp_group(t, p, e)),
+            stream(w_, fmt::format("dp{}.{}.{}", p, t, std::max(e, 0)))));
+    };
+    if (par_.dp > 1) gather(dense_params(layer), -1, "gather");
+    if (dpo_ > 1 && expert_params(layer) > 0)
+      for (int e = 0; e < par_.ep; ++e)
+        gather(expert_params(layer), e, fmt::format("gather.e{}", e));
+    return ids;
+  }
+
+  void forward(int p, int mb) {
+    const auto [first, last] = stage_layers_[p];
+    std::vector<std::int32_t> extra = inbox_fwd_[p][mb];
+    for (int l = first; l < last; ++l) {
+      const std::string name = fmt::format("{}.s{}.mb{}.L{}.fwd", w_.name, p, mb, l);
+      auto gathered = gather_layer(p, l, name);
+      extra.insert(extra.end(), gathered.begin(), gathered.end());
+      if (par_.tp == 1 && !moe_split(l)) {
+        compute(p, name, attention_flops(l) + mlp_flops(l), extra);
+      } else {
+        compute(p, name + ".attn", attention_flops(l), extra);
+        tensor_exchange(p, name + ".attn.tp");
+        if (moe_split(l)) expert_exchange(p, name + ".dispatch", false);
+        compute(p, name + ".mlp", mlp_flops(l), {},
+                moe_split(l) && skewed_ ? &expert_skew_ : nullptr);
+        if (moe_split(l)) expert_exchange(p, name + ".combine", true);
+        tensor_exchange(p, name + ".mlp.tp");
+      }
+      extra.clear();
+    }
+    if (p == par_.pp - 1)
+      compute(p, fmt::format("{}.s{}.mb{}.head.fwd", w_.name, p, mb),
+              m_.head_forward_flops_per_token());
+    if (p + 1 < par_.pp) send(p, p + 1, mb, inbox_fwd_[p + 1][mb], "act");
+  }
+
+  void backward(int p, int mb) {
+    const auto [first, last] = stage_layers_[p];
+    std::vector<std::int32_t> extra = inbox_bwd_[p][mb];
+    if (p == par_.pp - 1) {
+      compute(p, fmt::format("{}.s{}.mb{}.head.bwd", w_.name, p, mb),
+              2 * m_.head_forward_flops_per_token(), extra);
+      extra.clear();
+    }
+    const bool last_mb = mb == micro_ - 1;
+    for (int l = last - 1; l >= first; --l) {
+      const std::string name = fmt::format("{}.s{}.mb{}.L{}.bwd", w_.name, p, mb, l);
+      auto gathered = gather_layer(p, l, name);
+      extra.insert(extra.end(), gathered.begin(), gathered.end());
+      if (par_.tp == 1 && !moe_split(l)) {
+        compute(p, name, 2 * (attention_flops(l) + mlp_flops(l)), extra);
+      } else {
+        tensor_exchange(p, name + ".mlp.tp");
+        if (moe_split(l)) expert_exchange(p, name + ".combine", false);
+        compute(p, name + ".mlp", 2 * mlp_flops(l), extra,
+                moe_split(l) && skewed_ ? &expert_skew_ : nullptr);
+        if (moe_split(l)) expert_exchange(p, name + ".dispatch", true);
+        tensor_exchange(p, name + ".attn.tp");
+        compute(p, name + ".attn", 2 * attention_flops(l));
+      }
+      extra.clear();
+      if (last_mb) layer_done_[p][l] = frontier_[p];
+      if (last_mb && w_.overlap) sync_ready(p, l);
+    }
+    if (p > 0) send(p, p - 1, mb, inbox_bwd_[p - 1][mb], "grad");
+  }
+
+  // Activations (forward) or their gradients (backward) to the neighbouring stage:
+  // tensor rank t to tensor rank t, each its 1/tp share (Megatron's scatter-gather).
+  void send(int from, int to, int mb, std::vector<std::int32_t>& inbox, const char* what) {
+    const auto elements = static_cast<std::int64_t>(mb_tokens_ * m_.hidden / par_.tp);
+    for (int d = 0; d < dpo_; ++d)
+      for (int e = 0; e < par_.ep; ++e) {
+        std::vector<int> group = tp_group(e, from, d);
+        const auto dst = tp_group(e, to, d);
+        group.insert(group.end(), dst.begin(), dst.end());
+        const int n = 2 * par_.tp;
+        auto matrix =
+            std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(n * n), 0);
+        for (int t = 0; t < par_.tp; ++t) (*matrix)[t * n + par_.tp + t] = elements;
+        StepTask task = collective_task(
+            w_, fmt::format("{}.s{}.mb{}.{}.e{}.d{}", w_.name, from, mb, what, e, d), "pp",
+            CollectiveOp::AllToAll, 0, w_.param_dtype, group);
+        task.collective.shape.matrix = matrix;
+        task.collective.shape.count = elements * par_.tp / n;
+        task.collective.bytes = task.collective.shape.count * act_bytes_;
+        task.after = frontier_[from];
+        inbox.push_back(
+            b_.add(std::move(task), stream(w_, fmt::format("pp{}.{}.{}.{}", from, to, e, d))));
+      }
+  }
+
+  // Gradient buckets whose last layer is `layer` start their collective.
+  void sync_ready(int p, int layer) {
+    for (const Bucket& bk : buckets_[p])
+      if (bk.ready_layer == layer) sync_bucket(p, bk, layer_done_[p][layer]);
+  }
+
+  void sync_bucket(int p, const Bucket& bk, const std::vector<std::int32_t>& after) {
+    const CollectiveOp op = par_.zero >= 2 ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    const int index = bucket_index_[p]++;
+    for (int t = 0; t < par_.tp; ++t)
+      for (int e = 0; e < (bk.expert ? par_.ep : 1); ++e) {
+        StepTask task =
+            collective_task(w_,
+                            fmt::format("{}.s{}.grad{}{}.t{}", w_.name, p, index,
+                                        bk.expert ? fmt::format(".e{}", e) : "", t),
+                            "dp", op, bk.bytes, w_.grad_dtype, dp_group(t, p, bk.expert ? e : -1));
+        task.after = after;
+        sync_ids_[p].push_back(
+            b_.add(std::move(task), stream(w_, fmt::format("dp{}.{}.{}", p, t, e))));
+      }
+  }
+
+  // ZeRO-1/2: the optimizer updates its shard, then the replicas gather the weights.
+  void gather_updated(int p) {
+    if (par_.zero != 1 && par_.zero != 2) return;
+    for (const Bucket& bk : buckets_[p])
+      for (int t = 0; t < par_.tp; ++t)
+        for (int e = 0; e < (bk.expert ? par_.ep : 1); ++e) {
+          StepTask task =
+              collective_task(w_, fmt::format("{}.s{}.params{}.t{}", w_.name, p, bk.ready_layer, t),
+                              "dp", CollectiveOp::AllGather,
+                              bk.bytes / dtype_bytes(w_.grad_dtype) * dtype_bytes(w_.param_dtype),
+                              w_.param_dtype, dp_group(t, p, bk.expert ? e : -1));
+          task.after = sync_ids_[p];
+          b_.add(std::move(task), stream(w_, fmt::format("dp{}.{}.{}", p, t, e)));
+        }
+  }
+
+  // Each stage's order of forward (F) and backward (B) micro-batches, then a list
+  // schedule: a stage runs its next item once what it receives has been produced.
+  void run_pipeline() {
+    prepare_routing();
+    layer_done_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(m_.layers));
+    bucket_index_.assign(par_.pp, 0);
+    sync_ids_.assign(par_.pp, {});
+    std::vector<std::vector<std::pair<bool, int>>> order(par_.pp);  // (is_backward, micro-batch)
+    for (int p = 0; p < par_.pp; ++p) {
+      const int warmup = par_.pipeline == "gpipe" ? micro_ : std::min(par_.pp - p - 1, micro_);
+      for (int i = 0; i < warmup; ++i) order[p].push_back({false, i});
+      for (int i = 0; i < micro_ - warmup; ++i) {
+        order[p].push_back({false, warmup + i});
+        order[p].push_back({true, i});
+      }
+      for (int i = micro_ - warmup; i < micro_; ++i) order[p].push_back({true, i});
+    }
+    std::vector<std::size_t> next(par_.pp, 0);
+    std::vector<std::vector<bool>> fwd_done(par_.pp, std::vector<bool>(micro_)),
+        bwd_done(par_.pp, std::vector<bool>(micro_));
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int p = 0; p < par_.pp; ++p) {
+        while (next[p] < order[p].size()) {
+          const auto [is_bwd, mb] = order[p][next[p]];
+          const bool ready =
+              is_bwd ? (p == par_.pp - 1 || bwd_done[p + 1][mb]) : (p == 0 || fwd_done[p - 1][mb]);
+          if (!ready) break;
+          if (is_bwd) {
+            backward(p, mb);
+            bwd_done[p][mb] = true;
+          } else {
+            forward(p, mb);
+            fwd_done[p][mb] = true;
+          }
+          ++next[p];
+          progress = true;
+        }
+      }
+    }
+    for (int p = 0; p < par_.pp; ++p) {
+      if (next[p] != order[p].size()) throw std::logic_error("pipeline schedule deadlocked");
+      if (!w_.overlap)
+        for (const Bucket& bk : buckets_[p]) sync_bucket(p, bk, frontier_[p]);
+      gather_updated(p);
+    }
+  }
+
+  // Per GPU, the most loaded stage: weights, gradients and Adam's fp32 master copy and
+  // two moments (12 bytes a weight), sharded by ZeRO's stage; activations kept for
+  // backward per Korthikanti et al. 2022 with flash attention: sbh(10 + 24/t) per layer,
+  // sbh x 34/t with sequence parallelism, for every micro-batch in flight.
+  void account_memory() {
+    for (int p = 0; p < par_.pp; ++p) {
+      const double params = stage_params(p);
+      const double dp = par_.dp;
+      const double weights = params * dtype_bytes(w_.param_dtype) / (par_.zero >= 3 ? dp : 1);
+      const double grads = params * dtype_bytes(w_.grad_dtype) / (par_.zero >= 2 ? dp : 1);
+      const double optimizer = params * 12 / (par_.zero >= 1 ? dp : 1);
+      const double per_layer_token =
+          m_.hidden * (par_.sequence_parallel ? 34.0 / par_.tp : 10.0 + 24.0 / par_.tp);
+      const int in_flight = par_.pipeline == "gpipe" ? micro_ : std::min(par_.pp - p, micro_);
+      const double activations = per_layer_token * mb_tokens_ *
+                                 (stage_layers_[p].second - stage_layers_[p].first) * in_flight;
+      const double total = weights + grads + optimizer + activations;
+      if (total > static_cast<double>(facts_.memory_total())) {
+        facts_.memory_params = static_cast<std::int64_t>(weights);
+        facts_.memory_gradients = static_cast<std::int64_t>(grads);
+        facts_.memory_optimizer = static_cast<std::int64_t>(optimizer);
+        facts_.memory_activations = static_cast<std::int64_t>(activations);
+      }
+    }
+    if (facts_.memory_total() > w_.gpu.memory)
+      facts_.warnings.push_back(fmt::format(
+          "{}: {:.1f} GB per GPU (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
+          "activations {:.1f}) exceeds the {}'s {:.0f} GB",
+          w_.name, facts_.memory_total() / 1e9, facts_.memory_params / 1e9,
+          facts_.memory_gradients / 1e9, facts_.memory_optimizer / 1e9,
+          facts_.memory_activations / 1e9, w_.gpu.name, static_cast<double>(w_.gpu.memory) / 1e9));
+  }
+
+  const WorkloadSpec& w_;
+  const ModelSpec& m_;
+  const Parallelism& par_;
+  StepGraphBuilder& b_;
+  WorkloadFacts facts_;
+  int dpo_ = 1, micro_ = 1;
+  std::int64_t seq_ = 0;
+  double mb_tokens_ = 0, rate_ = 0;
+  std::int64_t act_bytes_ = 2;
+  std::vector<int> radix_;
+  std::vector<std::pair<int, int>> stage_layers_;
+  std::vector<std::vector<std::int32_t>> frontier_;
+  std::vector<std::vector<std::vector<std::int32_t>>> inbox_fwd_, inbox_bwd_;
+  std::vector<std::vector<Bucket>> buckets_;
+  std::vector<std::vector<std::vector<std::int32_t>>> layer_done_;
+  std::vector<int> bucket_index_;
+  std::vector<std::vector<std::int32_t>> sync_ids_;
+  std::shared_ptr<const std::vector<std::int64_t>> dispatch_matrix_, combine_matrix_;
+  std::vector<double> expert_skew_;
+  bool skewed_ = false;
+};
+
+}  // namespace workload_build
+
+WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder) {
+  if (!w.has_model()) return workload_build::build_minimal(w, builder);
+  return workload_build::TrainingBuilder(w, builder).build();
+}
+
+}  // namespace collsim

@@ -1,0 +1,89 @@
+#pragma once
+// A training job: what the scenario's "workload" section describes, and how it
+// becomes a step graph (workload/step_graph.h).
+//
+// Two forms. The minimal one is data parallelism by hand: a gradient size and a
+// one-GPU compute time. The model one names a model, a GPU, an MFU, tokens and a
+// parallelism (DP with ZeRO stages or FSDP, Megatron TP, PP with GPipe or 1F1B, EP),
+// and the builder derives every compute and communication task of one step.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/collective.h"
+#include "workload/model.h"
+
+namespace collsim {
+
+class StepGraphBuilder;
+
+struct Parallelism {
+  int dp = 1;  // data-parallel replicas (EP is carved out of them: ep divides dp)
+  int tp = 1;
+  int pp = 1;
+  int ep = 1;
+  int zero = 0;  // 0 (DDP), 1, 2 or 3 (FSDP is 3)
+  bool sequence_parallel = false;
+  std::string pipeline = "1f1b";  // or "gpipe"
+  int micro_batches = 1;          // per step, per pipeline (gradient accumulation without PP)
+  // Placement: which coordinate varies fastest over the job's ranks. TP first keeps a
+  // tensor-parallel group inside a node.
+  std::vector<std::string> order{"tp", "ep", "pp", "dp"};
+
+  int gpus() const { return dp * tp * pp; }
+};
+
+struct WorkloadSpec {
+  std::string name;        // "job0" unless named
+  std::string json_path;   // "workload", "workload[1]"
+  std::vector<int> ranks;  // topology ranks the job runs on, in placement order
+
+  // Gradient synchronisation, both forms.
+  std::optional<std::int64_t> bucket = 25'000'000;  // nullopt: one bucket (PyTorch's default 25 MB)
+  bool overlap = true;                              // buckets all-reduce while backward runs
+  std::string algorithm;  // of every collective: "" (the catalogue's default), "auto", "nccl", ...
+  std::string protocol;
+
+  // Minimal form (no model): gradients in bytes and the one-GPU compute of a step.
+  std::int64_t gradients = 0;
+  double compute_s = 0;
+  bool strong_scaling = true;
+  double backward_fraction = 2.0 / 3.0;  // of compute: backward is twice the forward
+
+  // Model form.
+  std::optional<ModelSpec> model;
+  GpuSpec gpu;
+  double mfu = 0.4;
+  std::int64_t tokens_per_gpu = 0;  // per step
+  std::int64_t sequence = 0;        // 0: the model's
+  DType param_dtype = DType::BF16;
+  DType grad_dtype = DType::BF16;
+  Parallelism parallelism;
+  std::vector<double> expert_load;  // MoE routing skew; empty: uniform
+
+  bool has_model() const { return model.has_value(); }
+};
+
+// What the builder worked out besides the graph: for the report.
+struct WorkloadFacts {
+  double one_gpu_step_s = 0;  // the whole step's compute on one GPU at this MFU
+  double flops_per_step = 0;  // model form
+  int gradient_buckets = 0;
+  std::int64_t gradient_bytes = 0;  // per data-parallel group, synchronised each step
+  // Memory per GPU (the most loaded one), model form.
+  std::int64_t memory_params = 0;
+  std::int64_t memory_gradients = 0;
+  std::int64_t memory_optimizer = 0;
+  std::int64_t memory_activations = 0;
+  std::int64_t memory_total() const {
+    return memory_params + memory_gradients + memory_optimizer + memory_activations;
+  }
+  std::vector<std::string> warnings;
+};
+
+// Appends the job's tasks to `builder` (streams named per job, so jobs never chain
+// into each other) and returns what it worked out.
+WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder);
+
+}  // namespace collsim

@@ -1,0 +1,266 @@
+#include "workload/workload_json.h"
+
+#include <fmt/format.h>
+#include <numeric>
+#include <set>
+
+#include "schedule/algorithms.h"
+
+namespace collsim {
+namespace workload_json {
+
+constexpr std::string_view kJobKeys[] = {"name",           "ranks",        "gradients",
+                                         "compute",        "scaling",      "bucket",
+                                         "overlap",        "algorithm",    "protocol",
+                                         "dtype",          "accumulation", "backward_fraction",
+                                         "model",          "gpu",          "mfu",
+                                         "tokens_per_gpu", "sequence",     "param_dtype",
+                                         "grad_dtype",     "parallelism",  "expert_load"};
+constexpr std::string_view kParallelismKeys[] = {
+    "dp",   "tp", "pp", "ep", "zero", "fsdp", "sequence_parallel", "pipeline", "micro_batches",
+    "order"};
+constexpr std::string_view kModelKeys[] = {
+    "name",  "layers",           "hidden",        "vocab",         "sequence",
+    "heads", "attention_params", "mlp_params",    "attention_dim", "experts",
+    "top_k", "shared_experts",   "expert_params", "dense_layers",  "tied_embeddings"};
+
+DType parse_dtype(const JsonView& v) {
+  return *dtype_from_name(v.as_choice(all_dtype_names()));
+}
+
+std::string preset_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+ModelSpec parse_model(const JsonView& v) {
+  if (v.is_string()) {
+    const std::string name = v.as_string();
+    if (auto m = model_preset(name)) return *m;
+    v.fail_message(fmt::format("no model preset \"{}\"; presets: {}", name,
+                               preset_list(model_preset_names())));
+  }
+  if (!v.is_object()) v.fail("a model preset name or an object with \"layers\" and \"hidden\"");
+  v.allow_only(kModelKeys);
+  ModelSpec m;
+  m.name = v.has("name") ? v["name"].as_string() : "model";
+  m.layers = static_cast<int>(v["layers"].as_int(1, 100000));
+  m.hidden = v["hidden"].as_int(1, 1 << 20);
+  if (auto x = v.find("vocab")) m.vocab = x->as_int(0, 1 << 24);
+  if (auto x = v.find("sequence")) m.sequence = x->as_int(1, 1 << 24);
+  const double h = static_cast<double>(m.hidden);
+  // Defaults: multi-head attention (4h^2) and a 4h MLP, the classic transformer.
+  m.attention_params =
+      v.has("attention_params") ? static_cast<double>(v["attention_params"].as_size()) : 4 * h * h;
+  m.dense_mlp_params =
+      v.has("mlp_params") ? static_cast<double>(v["mlp_params"].as_size()) : 8 * h * h;
+  m.attention_dim = v.has("attention_dim") ? v["attention_dim"].as_int(1, 1 << 24) : m.hidden;
+  if (auto x = v.find("experts")) m.experts = static_cast<int>(x->as_int(0, 1 << 16));
+  if (auto x = v.find("top_k")) m.top_k = static_cast<int>(x->as_int(1, std::max(1, m.experts)));
+  if (auto x = v.find("shared_experts")) m.shared_experts = static_cast<int>(x->as_int(0, 64));
+  if (auto x = v.find("dense_layers")) m.dense_layers = static_cast<int>(x->as_int(0, m.layers));
+  if (auto x = v.find("tied_embeddings")) m.tied_embeddings = x->as_bool();
+  m.expert_params = v.has("expert_params") ? static_cast<double>(v["expert_params"].as_size())
+                                           : m.dense_mlp_params;
+  if (m.experts > 0 && m.top_k > m.experts) v["top_k"].fail("at most \"experts\"");
+  return m;
+}
+
+GpuSpec parse_gpu(const JsonView& v) {
+  if (v.is_string()) {
+    const std::string name = v.as_string();
+    if (auto g = gpu_preset(name)) return *g;
+    v.fail_message(
+        fmt::format("no GPU preset \"{}\"; presets: {}", name, preset_list(gpu_preset_names())));
+  }
+  if (!v.is_object()) v.fail("a GPU preset name or {\"peak_flops\": 989e12, \"memory\": \"80GB\"}");
+  v.allow_only({"name", "peak_flops", "memory"});
+  GpuSpec g;
+  g.name = v.has("name") ? v["name"].as_string() : "gpu";
+  g.peak_flops = v["peak_flops"].as_number();
+  if (!(g.peak_flops >= 1e9 && g.peak_flops <= 1e18))
+    v["peak_flops"].fail("FLOP/s between 1e9 and 1e18");
+  g.memory = v["memory"].as_size();
+  return g;
+}
+
+void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
+  Parallelism& p = w.parallelism;
+  if (!v.is_object()) v.fail("an object like {\"dp\": 8, \"tp\": 8, \"pp\": 1, \"ep\": 1}");
+  v.allow_only(kParallelismKeys);
+  const auto degree = [&](const char* key, int& into) {
+    if (auto x = v.find(key)) into = static_cast<int>(x->as_int(1, 1 << 20));
+  };
+  degree("tp", p.tp);
+  degree("pp", p.pp);
+  degree("ep", p.ep);
+  if (v.has("dp")) {
+    degree("dp", p.dp);
+  } else if (ranks % (p.tp * p.pp) == 0) {
+    p.dp = ranks / (p.tp * p.pp);  // what the ranks leave
+  }
+  if (static_cast<std::int64_t>(p.dp) * p.tp * p.pp != ranks)
+    v.fail_message(fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs, but the job has {} ranks",
+                               p.dp, p.tp, p.pp, static_cast<std::int64_t>(p.dp) * p.tp * p.pp,
+                               ranks));
+  if (p.dp % p.ep != 0)
+    v["ep"].fail_message(
+        fmt::format("expert parallelism is carved out of data parallelism: ep "
+                    "({}) must divide dp ({})",
+                    p.ep, p.dp));
+  if (auto z = v.find("zero")) p.zero = static_cast<int>(z->as_int(0, 3));
+  if (auto f = v.find("fsdp"); f && f->as_bool()) {
+    if (v.has("zero") && p.zero != 3)
+      (*f).fail_message("FSDP is ZeRO stage 3; leave out \"zero\" or make it 3");
+    p.zero = 3;
+  }
+  if (auto s = v.find("sequence_parallel")) p.sequence_parallel = s->as_bool();
+  if (auto s = v.find("pipeline")) p.pipeline = s->as_choice({"1f1b", "gpipe"});
+  if (auto m = v.find("micro_batches")) p.micro_batches = static_cast<int>(m->as_int(1, 1 << 16));
+  if (auto o = v.find("order")) {
+    p.order = o->as_string_list();
+    std::vector<std::string> sorted = p.order;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"})
+      o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first");
+  }
+}
+
+// The model form: tokens, MFU, GPU, dtypes and parallelism; the gradients are the model's.
+void parse_model_form(const JsonView& v, WorkloadSpec& w) {
+  for (const char* key : {"gradients", "compute", "scaling", "backward_fraction", "dtype"})
+    if (v.has(key))
+      v[key].fail_message(
+          "the model gives the gradients and the compute: leave it out, or leave "
+          "out \"model\" for the minimal form");
+  w.model = parse_model(v["model"]);
+  w.gpu = parse_gpu(v.has("gpu") ? v["gpu"] : JsonView(nlohmann::json("h100"), v.path() + ".gpu"));
+  if (auto m = v.find("mfu")) {
+    w.mfu = m->as_number();
+    if (!(w.mfu > 0 && w.mfu <= 1)) m->fail("a fraction of peak in (0, 1]");
+  }
+  w.tokens_per_gpu = v["tokens_per_gpu"].as_int(1, std::int64_t{1} << 40);
+  if (auto s = v.find("sequence")) w.sequence = s->as_int(1, 1 << 24);
+  if (auto d = v.find("param_dtype")) w.param_dtype = parse_dtype(*d);
+  if (auto d = v.find("grad_dtype")) w.grad_dtype = parse_dtype(*d);
+  if (v.has("accumulation"))
+    v["accumulation"].fail_message("with a model, use \"parallelism\": {\"micro_batches\": N}");
+  parse_parallelism(v.has("parallelism")
+                        ? v["parallelism"]
+                        : JsonView(nlohmann::json::object(), v.path() + ".parallelism"),
+                    w, static_cast<int>(w.ranks.size()));
+  if (auto e = v.find("expert_load")) {
+    if (!w.model->is_moe()) e->fail_message("the model has no experts");
+    for (std::size_t i = 0; i < e->size(); ++i) {
+      const double x = (*e)[i].as_number();
+      if (!(x >= 0)) (*e)[i].fail("a share >= 0");
+      w.expert_load.push_back(x);
+    }
+    if (w.expert_load.size() != static_cast<std::size_t>(w.model->experts))
+      e->fail(fmt::format("one share per expert ({})", w.model->experts));
+  }
+  if (w.model->is_moe() && w.parallelism.ep > 1 && w.model->experts % w.parallelism.ep != 0)
+    v["parallelism"]["ep"].fail_message(fmt::format("{} experts do not split evenly over ep = {}",
+                                                    w.model->experts, w.parallelism.ep));
+}
+
+void parse_minimal_form(const JsonView& v, WorkloadSpec& w) {
+  for (const char* key :
+       {"gpu", "mfu", "tokens_per_gpu", "sequence", "param_dtype", "parallelism", "expert_load"})
+    if (v.has(key)) v[key].fail_message("only a workload with a \"model\" takes it");
+  if (auto d = v.find("dtype")) w.grad_dtype = parse_dtype(*d);
+  w.gradients = v["gradients"].as_size();
+  if (w.gradients <= 0) v["gradients"].fail("a positive size");
+  w.compute_s = v["compute"].as_duration();
+  if (auto s = v.find("scaling")) w.strong_scaling = s->as_choice({"strong", "weak"}) == "strong";
+  if (auto f = v.find("backward_fraction")) {
+    w.backward_fraction = f->as_number();
+    if (!(w.backward_fraction >= 0 && w.backward_fraction <= 1)) f->fail("a fraction in [0, 1]");
+  }
+  if (auto a = v.find("accumulation"))
+    w.parallelism.micro_batches = static_cast<int>(a->as_int(1, 1 << 16));
+  w.parallelism.dp = static_cast<int>(w.ranks.size());
+}
+
+WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t index,
+                       std::vector<bool>& taken, int& next_free) {
+  if (!v.is_object())
+    v.fail("a workload object like {\"gradients\": \"1GiB\", \"compute\": \"20ms\"}");
+  v.allow_only(kJobKeys);
+  WorkloadSpec w;
+  w.json_path = v.path();
+  w.name = v.has("name") ? v["name"].as_string() : fmt::format("job{}", index);
+  if (auto r = v.find("ranks")) {
+    w.ranks = r->as_int_list(0, topology.num_ranks() - 1);
+    if (w.ranks.empty()) r->fail("a non-empty list of ranks");
+  } else {
+    // As many ranks as the parallelism asks for, else every rank left.
+    int want = topology.num_ranks() - next_free;
+    if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
+      std::int64_t n = 1;
+      for (const char* k : {"dp", "tp", "pp"})
+        if (auto x = p->find(k)) n *= x->as_int(1, 1 << 20);
+      want = static_cast<int>(std::min<std::int64_t>(n, topology.num_ranks() + 1));
+    }
+    if (next_free + want > topology.num_ranks())
+      v.fail_message(fmt::format("needs {} ranks but only {} are left on the topology", want,
+                                 topology.num_ranks() - next_free));
+    w.ranks.resize(want);
+    std::iota(w.ranks.begin(), w.ranks.end(), next_free);
+  }
+  for (std::size_t i = 0; i < w.ranks.size(); ++i) {
+    if (taken[w.ranks[i]])
+      (v.has("ranks") ? v["ranks"][i] : v)
+          .fail_message(fmt::format("rank {} already belongs to another job (or is listed twice)",
+                                    w.ranks[i]));
+    taken[w.ranks[i]] = true;
+  }
+  next_free = std::max(next_free, *std::max_element(w.ranks.begin(), w.ranks.end()) + 1);
+  if (auto b = v.find("bucket")) {
+    if (b->raw().is_null()) {
+      w.bucket.reset();
+    } else {
+      w.bucket = b->as_size();
+      if (*w.bucket <= 0) b->fail("a positive size, or null for one bucket");
+    }
+  }
+  if (auto o = v.find("overlap")) w.overlap = o->as_bool();
+  if (auto a = v.find("algorithm")) {
+    w.algorithm = a->as_string();
+    const auto all_reduce = algorithms_for(CollectiveOp::AllReduce);
+    if (w.algorithm != "auto" && w.algorithm != "nccl" &&
+        std::find(all_reduce.begin(), all_reduce.end(), w.algorithm) == all_reduce.end())
+      a->fail_message(fmt::format("no all_reduce algorithm \"{}\"; available: {}, auto, nccl",
+                                  w.algorithm, preset_list(all_reduce)));
+  }
+  if (auto p = v.find("protocol")) w.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
+  if (v.has("model"))
+    parse_model_form(v, w);
+  else
+    parse_minimal_form(v, w);
+  return w;
+}
+
+}  // namespace workload_json
+
+std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& topology) {
+  std::vector<WorkloadSpec> out;
+  std::vector<bool> taken(topology.num_ranks(), false);
+  int next_free = 0;
+  std::set<std::string> names;
+  const auto add = [&](const JsonView& job, std::size_t i) {
+    out.push_back(workload_json::parse_job(job, topology, i, taken, next_free));
+    if (!names.insert(out.back().name).second)
+      job["name"].fail_message(fmt::format("another job is already named \"{}\"", out.back().name));
+  };
+  if (v.is_array()) {
+    if (v.size() == 0) v.fail("at least one job");
+    for (std::size_t i = 0; i < v.size(); ++i) add(v[i], i);
+  } else {
+    add(v, 0);
+  }
+  return out;
+}
+
+}  // namespace collsim

@@ -1,0 +1,287 @@
+// Training steps: compute in the engine, the minimal DDP form against its closed
+// forms, model presets against their published sizes, pipeline bubbles, tensor and
+// expert parallelism, several jobs sharing links, and the errors a user can make.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "simulate/run_workload.h"
+#include "workload/model.h"
+
+using namespace collsim;
+using collsim::test::error_of;
+
+namespace workload_test {
+
+WorkloadRun run_text(const std::string& text) {
+  const Scenario s = parse_scenario(parse_json_text(text, "scenario.json"), ".");
+  return run_workloads(s);
+}
+
+// The minimal form on an ideal switch: alpha 5 us, per-GPU links of `bandwidth`.
+std::string ddp(int gpus, const std::string& bandwidth, const std::string& workload) {
+  return R"({"topology": {"preset": "switch", "gpus": )" + std::to_string(gpus) +
+         R"(, "bandwidth": ")" + bandwidth + R"(", "latency": "0us"},
+            "network": {"model": "ideal", "alpha": "5us"}, "workload": )" +
+         workload + "}";
+}
+
+// Ring all-reduce: 2 (K - 1) steps of alpha + n / (K beta).
+double ring(int k, double bytes, double bandwidth, double alpha = 5e-6) {
+  return 2.0 * (k - 1) * (alpha + bytes / k / bandwidth);
+}
+
+double category_time(const JobOutcome& j, const std::string& name) {
+  for (const auto& c : j.categories)
+    if (c.category == name) return c.time_s;
+  return 0;
+}
+
+std::int64_t category_tasks(const JobOutcome& j, const std::string& name) {
+  for (const auto& c : j.categories)
+    if (c.category == name) return c.tasks;
+  return 0;
+}
+
+}  // namespace workload_test
+
+using namespace workload_test;
+
+TEST_CASE("compute tasks take their time and order the collectives after them", "[workload]") {
+  const Topology t = make_switch_topology(2, 100e9, 0);
+  Router router(t);
+  NetworkParams p;
+  auto net = make_network_model(p, t, router);
+  const Schedule s = test::generate(CollectiveOp::AllReduce, "ring",
+                                    test::shape_of(CollectiveOp::AllReduce, 2, 1 << 20));
+  Simulator sim(t, router, *net);
+  std::vector<CollectiveTask> tasks(3);
+  tasks[0] = {"compute", nullptr, {t.gpu_of_rank(0), t.gpu_of_rank(1)},
+              {},        nullptr, from_seconds(1e-3)};
+  tasks[1] = {"ar", &s, {t.gpu_of_rank(0), t.gpu_of_rank(1)}, {0}, nullptr, 0};
+  tasks[2] = {"more", nullptr, {t.gpu_of_rank(0)}, {1}, nullptr, from_seconds(2e-3)};
+  const auto r = sim.run(tasks);
+  const double ar = to_seconds(r.tasks[1].end - r.tasks[1].start);
+  CHECK(to_seconds(r.tasks[0].end) == Approx(1e-3));
+  CHECK(to_seconds(r.tasks[1].start) == Approx(1e-3));
+  CHECK(ar == Approx(ring(2, 4 << 20, 100e9, 0)));
+  CHECK(to_seconds(r.tasks[2].end) == Approx(1e-3 + ar + 2e-3));
+}
+
+TEST_CASE("DDP without overlap: step = compute / N + the ring all-reduce", "[workload]") {
+  // The issue's experiment: one-GPU step 20 ms, strong scaling, alpha 5 us, 25 GB/s.
+  for (auto [gpus, grads] : {std::pair{8, 10e6}, std::pair{8, 100e6}, std::pair{2, 400e6}}) {
+    const auto run = run_text(ddp(gpus, "25GB/s",
+                                  R"({"gradients": ")" + std::to_string(static_cast<long>(grads)) +
+                                      R"(B", "compute": "20ms", "scaling": "strong", "bucket": null,
+                                          "overlap": false, "algorithm": "ring"})"));
+    const JobOutcome& j = run.jobs.at(0);
+    const double step = 20e-3 / gpus + ring(gpus, grads, 25e9);
+    CHECK(j.step_s == Approx(step).epsilon(1e-9));
+    CHECK(j.speedup == Approx(20e-3 / step).epsilon(1e-9));
+    CHECK(j.exposed_comm_s == Approx(ring(gpus, grads, 25e9)).epsilon(1e-9));
+    CHECK(j.overlap == Approx(0).margin(1e-12));
+  }
+  // Weak scaling keeps the per-GPU compute: N times the one-GPU work per step.
+  const auto weak = run_text(ddp(8, "25GB/s", R"({"gradients": "10MB", "compute": "20ms",
+                                   "scaling": "weak", "bucket": null, "overlap": false})"));
+  CHECK(weak.jobs[0].step_s == Approx(20e-3 + ring(8, 10e6, 25e9)));
+  CHECK(weak.jobs[0].speedup == Approx(8 * 20e-3 / (20e-3 + ring(8, 10e6, 25e9))));
+}
+
+TEST_CASE("25 MB buckets cost one alpha term per extra bucket and hide behind backward",
+          "[workload]") {
+  const double one = ring(8, 1073741824.0, 450e9);
+  const auto single = run_text(ddp(8, "450GB/s", R"({"gradients": "1GiB", "compute": "0s",
+                                     "bucket": null, "overlap": false})"));
+  CHECK(category_time(single.jobs[0], "dp") == Approx(one).epsilon(1e-9));
+  const auto bucketed = run_text(ddp(8, "450GB/s", R"({"gradients": "1GiB", "compute": "0s",
+                                       "bucket": "25MB", "overlap": false})"));
+  const JobOutcome& b = bucketed.jobs[0];
+  CHECK(b.facts.gradient_buckets == 43);  // 42 full buckets and 23.7 MB left over
+  CHECK(category_time(b, "dp") == Approx(one + 42 * 14 * 5e-6).epsilon(1e-6));  // ns rounding
+  // Overlap, with a backward as long as the one-bucket all-reduce (weak: no division).
+  const std::string overlapped = R"({"gradients": "1GiB", "compute": ")" +
+                                 std::to_string(one * 1e6) + R"(us", "scaling": "weak",
+                                 "backward_fraction": 1, "bucket": "25MB", "overlap": true})";
+  const auto overlapped_run = run_text(ddp(8, "450GB/s", overlapped));
+  const JobOutcome& o = overlapped_run.jobs[0];
+  // Each bucket's all-reduce takes longer than the backward slice filling the next, so the
+  // data-parallel stream never idles after the first bucket is ready.
+  const double first_slice = one * 25e6 / 1073741824.0;
+  CHECK(o.step_s == Approx(first_slice + category_time(b, "dp")).epsilon(1e-6));
+  CHECK(o.exposed_comm_s == Approx(o.step_s - one).epsilon(1e-6));
+  CHECK(o.overlap > 0.5);
+}
+
+TEST_CASE("gradient accumulation all-reduces on the last micro-batch only", "[workload]") {
+  const auto run = run_text(ddp(4, "100GB/s", R"({"gradients": "100MB", "compute": "8ms",
+                                       "bucket": "25MB", "accumulation": 4, "overlap": true})"));
+  const JobOutcome& j = run.jobs[0];
+  CHECK(category_tasks(j, "dp") == 4);
+  CHECK(category_tasks(j, "compute") == 4 * (1 + 4));  // a forward and a slice per bucket
+}
+
+TEST_CASE("model presets match their published sizes", "[workload]") {
+  const auto params = [](const char* name) { return model_preset(name)->total_params() / 1e9; };
+  const auto active = [](const char* name) { return model_preset(name)->active_params() / 1e9; };
+  CHECK(params("llama3-8b") == Approx(8.03).epsilon(0.01));
+  CHECK(params("llama3-70b") == Approx(70.6).epsilon(0.01));
+  CHECK(params("mixtral-8x7b") == Approx(46.7).epsilon(0.01));
+  CHECK(active("mixtral-8x7b") == Approx(12.9).epsilon(0.02));
+  CHECK(params("deepseek-v3") == Approx(671).epsilon(0.01));
+  CHECK(active("deepseek-v3") == Approx(37).epsilon(0.03));
+  CHECK(gpu_preset("h100")->peak_flops == 989e12);
+  CHECK_FALSE(model_preset("gpt-5"));
+}
+
+namespace workload_test {
+
+// 4 stages of 2 layers, FLOPs per token per layer 2 x 3e6 + 4 x 1024 x 1024 = 10,194,304,
+// 512 tokens per micro-batch, 1e12 FLOP/s at MFU 0.5: a stage's forward takes f below.
+constexpr double kStageForward = 2 * 10194304.0 * 512 / 5e11;
+
+std::string pipeline(const std::string& schedule, int micro) {
+  return R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "1000TB/s", "latency": "0us"},
+    "network": {"model": "ideal"},
+    "workload": {"model": {"layers": 8, "hidden": 1024, "vocab": 0, "sequence": 1024,
+                           "attention_params": 1000000, "mlp_params": 2000000},
+                 "gpu": {"peak_flops": 1e12, "memory": "80GB"}, "mfu": 0.5,
+                 "tokens_per_gpu": )" +
+         std::to_string(512 * micro / 4) + R"(, "parallelism": {"pp": 4, "micro_batches": )" +
+         std::to_string(micro) + R"(, "pipeline": ")" + schedule + R"("}}})";
+}
+
+}  // namespace workload_test
+
+TEST_CASE("1F1B and GPipe: step (m + p - 1) x (f + b), bubble (p - 1) x (f + b)", "[workload]") {
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    const auto run = run_text(pipeline(schedule, 8));
+    const JobOutcome& j = run.jobs[0];
+    INFO(schedule);
+    CHECK(j.step_s == Approx(11 * 3 * kStageForward).epsilon(1e-6));
+    CHECK(j.compute_s == Approx(8 * 3 * kStageForward).epsilon(1e-6));
+    CHECK(j.idle_s == Approx(3 * 3 * kStageForward).epsilon(1e-4));
+    CHECK(category_tasks(j, "pp") == 2 * 3 * 8);  // activations and gradients per boundary
+  }
+  // GPipe keeps every micro-batch's activations; 1F1B at most p on the first stage.
+  const auto g = run_text(pipeline("gpipe", 8)).jobs[0].facts.memory_activations;
+  const auto f = run_text(pipeline("1f1b", 8)).jobs[0].facts.memory_activations;
+  CHECK(static_cast<double>(g) / static_cast<double>(f) == Approx(2.0).epsilon(1e-6));
+}
+
+TEST_CASE("tensor parallelism: two all-reduces per layer each way, or RS + AG with SP",
+          "[workload]") {
+  const auto text = [](bool sp) {
+    return R"({"topology": "dgx-h100", "network": {"model": "flow"},
+      "workload": {"model": "llama3-8b", "tokens_per_gpu": 1024,
+                   "parallelism": {"tp": 8, "sequence_parallel": )" +
+           std::string(sp ? "true" : "false") + "}}}";
+  };
+  const auto plain_run = run_text(text(false));
+  const JobOutcome& plain = plain_run.jobs[0];
+  CHECK(category_tasks(plain, "tp") == 32 * 4);
+  CHECK(category_tasks(plain, "dp") == 0);  // one replica: nothing to synchronise
+  const auto sp_run = run_text(text(true));
+  const JobOutcome& sp = sp_run.jobs[0];
+  CHECK(category_tasks(sp, "tp") == 32 * 8);
+  CHECK(plain.comm_s > 0);
+  CHECK(plain.exposed_comm_s == Approx(plain.comm_s));  // Megatron's exchanges block compute
+}
+
+TEST_CASE("expert parallelism: an MoE layer's all-to-alls carry tokens x top_k x hidden",
+          "[workload]") {
+  // The issue's experiment: 8 GPUs, 8192 tokens each, top-1, hidden 7168, bf16.
+  const auto run = run_text(R"({"topology": "dgx-h100", "network": {"model": "flow"},
+    "workload": {"model": {"layers": 1, "hidden": 7168, "vocab": 0, "experts": 8, "top_k": 1},
+                 "tokens_per_gpu": 8192, "parallelism": {"dp": 8, "ep": 8}}})");
+  int all_to_alls = 0;
+  for (std::size_t i = 0; i < run.graph.tasks.size(); ++i) {
+    const StepTask& t = run.graph.tasks[i];
+    if (t.category != "ep") continue;
+    ++all_to_alls;
+    const auto& m = *t.collective.shape.matrix;
+    REQUIRE(m.size() == 64);
+    for (int s = 0; s < 8; ++s) {
+      std::int64_t off_rank = 0;
+      for (int d = 0; d < 8; ++d)
+        if (d != s) off_rank += m[s * 8 + d];
+      CHECK(off_rank * 2 == 7 * 1024 * 7168 * 2);  // 7/8 of 8192 tokens leave the GPU
+    }
+  }
+  CHECK(all_to_alls == 4);  // dispatch and combine, forward and backward
+}
+
+TEST_CASE("two jobs sharing a link each slow down against running alone", "[workload]") {
+  const auto run = run_text(R"({
+    "topology": {"nodes": [{"name": "g0", "kind": "gpu"}, {"name": "g1", "kind": "gpu"},
+                           {"name": "g2", "kind": "gpu"}, {"name": "g3", "kind": "gpu"},
+                           {"name": "s0", "kind": "switch"}, {"name": "s1", "kind": "switch"}],
+                 "links": [{"src": "g0", "dst": "s0", "bandwidth": "100GB/s", "kind": "nvlink"},
+                           {"src": "g1", "dst": "s0", "bandwidth": "100GB/s", "kind": "nvlink"},
+                           {"src": "g2", "dst": "s1", "bandwidth": "100GB/s", "kind": "nvlink"},
+                           {"src": "g3", "dst": "s1", "bandwidth": "100GB/s", "kind": "nvlink"},
+                           {"src": "s0", "dst": "s1", "bandwidth": "10GB/s", "kind": "nvlink"}]},
+    "network": {"model": "flow"},
+    "workload": [{"name": "a", "ranks": [0, 2], "gradients": "100MB", "compute": "1ms", "overlap": false, "bucket": null},
+                 {"name": "b", "ranks": [1, 3], "gradients": "100MB", "compute": "1ms", "overlap": false, "bucket": null}]})");
+  REQUIRE(run.jobs.size() == 2);
+  for (const auto& j : run.jobs) {
+    const double comm_alone = ring(2, 100e6, 10e9, 0);
+    CHECK(j.alone_step_s == Approx(0.5e-3 + comm_alone).epsilon(1e-6));
+    CHECK(j.step_s == Approx(0.5e-3 + 2 * comm_alone).epsilon(1e-6));  // the spine link halved
+  }
+}
+
+TEST_CASE("workload errors name the path and the expectation", "[workload]") {
+  const std::string topo =
+      R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s", "kind": "nvlink"}, "workload": )";
+  CHECK_THAT(
+      error_of(topo +
+               R"({"model": "llama3-8b", "tokens_per_gpu": 1024, "ranks": [0, 1, 2, 3, 4, 5, 6, 7],
+                                         "parallelism": {"dp": 2, "tp": 2}}})"),
+      Catch::Contains(
+          "workload.parallelism: dp x tp x pp = 2 x 2 x 1 = 4 GPUs, but the job has 8 ranks"));
+  CHECK_THAT(
+      error_of(
+          topo +
+          R"({"model": "mixtral-8x7b", "tokens_per_gpu": 1024, "parallelism": {"dp": 8, "ep": 3}}})"),
+      Catch::Contains(
+          "workload.parallelism.ep: expert parallelism is carved out of data parallelism"));
+  CHECK_THAT(error_of(topo + R"({"model": "llama4", "tokens_per_gpu": 1}})"),
+             Catch::Contains("workload.model: no model preset \"llama4\"; presets: llama3-8b"));
+  CHECK_THAT(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 1, "gradients": "1GB"}})"),
+             Catch::Contains("workload.gradients: the model gives the gradients"));
+  CHECK_THAT(error_of(topo + R"({"gradients": "1GB"}})"), Catch::Contains("workload: "));
+  CHECK_THAT(error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "bukcet": "1MB"}})"),
+             Catch::Contains("bucket"));
+  CHECK_THAT(error_of(topo + R"([{"ranks": [0, 1], "gradients": "1GB", "compute": "1ms"},
+                                 {"ranks": [1, 2], "gradients": "1GB", "compute": "1ms"}]})"),
+             Catch::Contains("workload[1].ranks[0]: rank 1 already belongs to another job"));
+  CHECK_THAT(error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "algorithm": "rng"}})"),
+             Catch::Contains("workload.algorithm: no all_reduce algorithm \"rng\""));
+}
+
+TEST_CASE("every bundled workload scenario runs", "[workload]") {
+  int jobs = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    nlohmann::json doc = read_json_file(e.path().string(), e.path().string());
+    if (!doc.contains("workload")) continue;
+    INFO(e.path().filename().string());
+    // Fewer micro-batches keep this quick under the sanitizers; the shape stays.
+    for (auto* job : doc["workload"].is_array() ? std::vector<nlohmann::json*>{}
+                                                : std::vector<nlohmann::json*>{&doc["workload"]})
+      if (job->contains("parallelism") && (*job)["parallelism"].contains("micro_batches"))
+        (*job)["parallelism"]["micro_batches"] = 2;
+    const WorkloadRun run = run_workloads(parse_scenario(doc, e.path().parent_path()));
+    for (const auto& j : run.jobs) {
+      CHECK(j.step_s > 0);
+      CHECK(j.compute_s > 0);
+      CHECK(j.step_s >= j.compute_s);
+      ++jobs;
+    }
+  }
+  CHECK(jobs >= 6);
+}
