@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_view.h"
+#include "scenario/scenario.h"
+#include "simulate/run_workload.h"
 #include "workload/chakra.h"
 
 using namespace collsim;
@@ -415,4 +419,71 @@ TEST_CASE("Chakra step graph: broken traces are refused, naming rank and node", 
   ChakraOptions bad;
   bad.mfu = 0;
   CHECK_THAT(graph_error({a}, bad), Catch::Contains("MFU must be in (0, 1]"));
+}
+
+namespace chakra_test {
+
+// ASTRA-sim 2.0's analytical backend on the Ring_<K>npus networks with one chunk, 1 ns
+// endpoint delay and unlimited local memory bandwidth, as docs/data.md records them (ns).
+struct Microbenchmark {
+  std::string op;
+  int ranks;
+  double astra_sim_ns;
+};
+const Microbenchmark kMicrobenchmarks[] = {
+    {"all_reduce", 4, 32299}, {"all_reduce", 8, 41189},  {"all_reduce", 16, 51631},
+    {"all_gather", 4, 60097}, {"all_gather", 8, 140225}, {"all_gather", 16, 300481},
+};
+
+// The step of a scenario with this topology whose workload is the trace at `prefix`.
+double step_of(const fs::path& prefix, const std::string& topology, const std::string& model) {
+  const std::string text = R"({"topology": )" + topology + R"(, "network": {"model": ")" + model +
+                           R"(", "alpha": "0us"}, "workload": {"chakra": ")" + prefix.string() +
+                           R"(", "algorithm": "ring"}})";
+  const WorkloadRun run = run_workloads(parse_scenario(parse_json_text(text, "t.json"), "."));
+  REQUIRE(run.jobs.size() == 1);
+  return run.jobs[0].step_s;
+}
+
+}  // namespace chakra_test
+
+TEST_CASE("Chakra microbenchmarks simulate to the ring closed form on ASTRA-sim's networks",
+          "[chakra]") {
+  if (!chakra_files_supported()) {
+    WARN("skipped: collsim was built without protobuf");
+    return;
+  }
+  const double N = 1 << 20;  // comm_size: 1 MiB
+  for (const auto& m : kMicrobenchmarks) {
+    const fs::path prefix = shared_prefix(m.op, m.ranks);
+    if (prefix.empty()) {
+      WARN("skipped: no " << m.op << " " << m.ranks << " under " << COLLSIM_SHARED_DIR);
+      continue;
+    }
+    INFO(m.op << " on " << m.ranks);
+    const double K = m.ranks;
+    // Ring_<K>npus: a ring of 50 GiB/s links (ASTRA-sim's "GB/s" are GiB/s), 500 ns each.
+    const std::string ring = fmt::format(
+        R"({{"preset": "ring", "gpus": {}, "bandwidth": "50GiB/s", "latency": "500ns"}})", m.ranks);
+    const double beta = 50.0 * (1 << 30), L = 500e-9;
+    // Ring all-reduce: 2(K-1) steps of N/K; all-gather: K-1 steps of one rank's N.
+    const double closed =
+        m.op == "all_reduce" ? 2 * (K - 1) * (L + N / (K * beta)) : (K - 1) * (L + N / beta);
+    for (const char* model : {"ideal", "flow"}) {
+      INFO(model);
+      const double step = step_of(prefix, ring, model);
+      CHECK(step == Approx(closed).epsilon(1e-6));
+      // ASTRA-sim adds about 1 ns of endpoint delay per step: within 0.05%.
+      CHECK(std::abs(step * 1e9 - m.astra_sim_ns) / m.astra_sim_ns < 5e-4);
+    }
+    if (m.ranks != 8) continue;
+    // HGX-H100-validated: 8 NPUs on one switch, 400 GiB/s and 936.25 ns per link, so a
+    // message crosses two links and pays two latencies.
+    const std::string hgx =
+        R"({"preset": "switch", "gpus": 8, "bandwidth": "400GiB/s", "latency": "936.25ns"})";
+    const double hbeta = 400.0 * (1 << 30), hL = 2 * 936.25e-9;
+    const double hclosed =
+        m.op == "all_reduce" ? 2 * (K - 1) * (hL + N / (K * hbeta)) : (K - 1) * (hL + N / hbeta);
+    CHECK(step_of(prefix, hgx, "flow") == Approx(hclosed).epsilon(1e-6));
+  }
 }
