@@ -24,6 +24,7 @@
 #include "simulate/run_workload.h"
 #include "report/workload_report.h"
 #include "sweep/sweep.h"
+#include "sweep/workload_sweep.h"
 #include "topology/summary.h"
 #include "topology/topology_json.h"
 #include "validate/calibrate.h"
@@ -110,6 +111,31 @@ int run_command(const RunArgs& args) {
     std::cout << result_json(scenario, result, traffic).dump(2) << "\n";
   else
     std::cout << summary_table(scenario, result, traffic);
+  return 0;
+}
+
+struct WorkloadSweepArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  bool splits = false;
+  std::string format = "text";
+};
+
+int workload_sweep_command(const WorkloadSweepArgs& args) {
+  WorkloadSweepOptions options;
+  for (const auto& s : args.sets) options.axes.push_back(parse_axis(s));
+  options.splits = args.splits;
+  if (options.axes.empty() && !options.splits)
+    throw InputError("--set", "give at least one --set PATH=V1,V2 or --splits");
+  const auto doc = read_json_file(args.scenario, args.scenario);
+  const WorkloadSweep sweep =
+      sweep_workload(doc, std::filesystem::path(args.scenario).parent_path(), options);
+  if (args.format == "csv")
+    std::cout << workload_sweep_csv(sweep);
+  else if (args.format == "json")
+    std::cout << workload_sweep_json(sweep).dump(2) << "\n";
+  else
+    std::cout << workload_sweep_table(sweep);
   return 0;
 }
 
@@ -494,6 +520,19 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", sweep_args.out_dir,
                     "Also write sweep.csv, sweep.json and sweep.html here");
 
+  WorkloadSweepArgs wsweep_args;
+  auto* wsweep = app.add_subcommand(
+      "workload-sweep", "Run a scenario's training step across settings or parallel splits");
+  wsweep->add_option("scenario", wsweep_args.scenario, "Scenario JSON file with a workload")->required();
+  wsweep->add_option("--set", wsweep_args.sets,
+                     "PATH=V1,V2,...: a scenario field through values (repeatable), e.g. "
+                     "workload.bucket=10MB,25MB or topology.nodes=1,2,4");
+  wsweep->add_flag("--splits", wsweep_args.splits,
+                   "Also every dp x tp x pp of the job's GPUs (tp a power of two within a node)");
+  wsweep->add_option("--format", wsweep_args.format, "Output on stdout")
+      ->check(CLI::IsMember({"text", "csv", "json"}))
+      ->capture_default_str();
+
   ValidateArgs validate_args;
   auto* validate = app.add_subcommand(
       "validate", "Run the scenario's collectives for real and check their results");
@@ -563,6 +602,7 @@ int main(int argc, char** argv) {
     if (*plan) return plan_command(plan_args);
     if (*topo) return topo_command(topo_args);
     if (*sweep) return sweep_command(sweep_args);
+    if (*wsweep) return workload_sweep_command(wsweep_args);
     if (*validate) return validate_command(validate_args);
     if (*calibrate && !nccl_calibrate_args.logs.empty())
       return nccl_calibrate_command(nccl_calibrate_args, calibrate, calibrate_args.out,

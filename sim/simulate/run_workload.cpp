@@ -46,7 +46,8 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
     o.compute_s += times[rank].compute_s;
     o.comm_s += times[rank].comm_s;
     o.exposed_comm_s += times[rank].exposed_comm_s;
-    o.idle_s += std::max(0.0, o.step_s - times[rank].busy_s);
+    const double waiting = o.step_s - times[rank].busy_s;
+    o.idle_s += waiting > 1e-9 * o.step_s ? waiting : 0;  // not rounding noise
   }
   const double n = static_cast<double>(w.ranks.size());
   o.compute_s /= n;

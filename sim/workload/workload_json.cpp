@@ -161,6 +161,11 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w) {
                         ? v["parallelism"]
                         : JsonView(nlohmann::json::object(), v.path() + ".parallelism"),
                     w, static_cast<int>(w.ranks.size()));
+  if (w.parallelism.pp > w.model->layers)
+    v["parallelism"]["pp"].fail_message(
+        fmt::format("{} pipeline stages for {} layers: at most one "
+                    "stage per layer",
+                    w.parallelism.pp, w.model->layers));
   if (auto e = v.find("expert_load")) {
     if (!w.model->is_moe()) e->fail_message("the model has no experts");
     for (std::size_t i = 0; i < e->size(); ++i) {

@@ -1,0 +1,232 @@
+#include "sweep/workload_sweep.h"
+
+#include <fmt/format.h>
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "core/units.h"
+#include "scenario/scenario.h"
+#include "simulate/run_workload.h"
+
+namespace collsim {
+namespace workload_sweep {
+
+nlohmann::json value_of(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    return text;  // "10MB", "ring": strings
+  }
+}
+
+// The object at a dotted path (created as needed); the first job when it meets a list.
+nlohmann::json& at_path(nlohmann::json& doc, const std::string& path) {
+  nlohmann::json* at = &doc;
+  std::size_t from = 0;
+  while (true) {
+    if (at->is_array() && !at->empty()) at = &(*at)[0];
+    const std::size_t dot = path.find('.', from);
+    const std::string key = path.substr(from, dot - from);
+    if (!at->is_object())
+      throw InputError("--set", fmt::format("\"{}\": \"{}\" is not inside an object", path, key));
+    at = &(*at)[key];
+    if (dot == std::string::npos) return *at;
+    from = dot + 1;
+  }
+}
+
+// Every (dp, tp, pp) with dp x tp x pp = gpus, tp a power of two up to a node's GPUs.
+std::vector<std::array<int, 3>> splits_of(int gpus, int per_node) {
+  std::vector<std::array<int, 3>> out;
+  for (int tp = 1; tp <= std::min(gpus, per_node); tp *= 2)
+    for (int pp = 1; pp * tp <= gpus; ++pp)
+      if (gpus % (tp * pp) == 0) out.push_back({gpus / (tp * pp), tp, pp});
+  return out;
+}
+
+WorkloadPoint measure(const nlohmann::json& doc, const std::filesystem::path& base) {
+  WorkloadPoint p;
+  try {
+    const Scenario s = parse_scenario(doc, base);
+    if (s.workloads.empty()) throw InputError("workload", "the scenario has no workload to sweep");
+    const WorkloadRun run = run_workloads(s);
+    const JobOutcome& j = run.jobs[0];
+    p.step_s = j.step_s;
+    p.compute_s = j.compute_s;
+    p.exposed_comm_s = j.exposed_comm_s;
+    p.idle_s = j.idle_s;
+    p.speedup = j.speedup;
+    p.scaling_efficiency = j.scaling_efficiency;
+    p.gpus = static_cast<int>(j.spec->ranks.size());
+    if (j.spec->has_model()) {
+      p.memory_bytes = static_cast<double>(j.facts.memory_total());
+      p.fits = j.facts.memory_total() <= j.spec->gpu.memory;
+    }
+  } catch (const InputError& e) {
+    p.error = e.what();
+    p.fits = false;
+  }
+  return p;
+}
+
+int gpus_per_node(const nlohmann::json& doc, const std::filesystem::path& base) {
+  const Scenario s = parse_scenario(doc, base);
+  int most = 1;
+  std::vector<int> count;
+  for (int r = 0; r < s.topology.num_ranks(); ++r) {
+    const int host = s.topology.node(s.topology.gpu_of_rank(r)).host;
+    if (host < 0) return s.topology.num_ranks();  // no hosts known: one node
+    if (host >= static_cast<int>(count.size())) count.resize(host + 1);
+    most = std::max(most, ++count[host]);
+  }
+  return most;
+}
+
+}  // namespace workload_sweep
+
+SweepAxis parse_axis(const std::string& text) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError(
+        "--set",
+        fmt::format("expected PATH=V1,V2,... like workload.bucket=10MB,25MB, got \"{}\"", text));
+  SweepAxis a;
+  a.path = text.substr(0, eq);
+  for (std::size_t from = eq + 1; from <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    a.values.push_back(text.substr(from, comma - from));
+    if (a.values.back().empty())
+      throw InputError("--set", fmt::format("an empty value in \"{}\"", text));
+    from = comma + 1;
+  }
+  return a;
+}
+
+WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::path& base_dir,
+                             const WorkloadSweepOptions& options) {
+  using namespace workload_sweep;
+  WorkloadSweep out;
+  for (const auto& a : options.axes) out.columns.push_back(a.path);
+  if (options.splits) out.columns.insert(out.columns.end(), {"dp", "tp", "pp"});
+  // The cartesian product of the axes, the last varying fastest.
+  std::vector<std::size_t> index(options.axes.size(), 0);
+  while (true) {
+    nlohmann::json point = doc;
+    std::vector<std::string> settings;
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      at_path(point, options.axes[i].path) = value_of(options.axes[i].values[index[i]]);
+      settings.push_back(options.axes[i].values[index[i]]);
+    }
+    if (!options.splits) {
+      out.points.push_back(measure(point, base_dir));
+      out.points.back().settings = settings;
+    } else {
+      // The job's GPUs as this point's scenario has them.
+      const Scenario s = parse_scenario(point, base_dir);
+      if (s.workloads.empty())
+        throw InputError("workload", "the scenario has no workload to sweep");
+      const int gpus = static_cast<int>(s.workloads[0].ranks.size());
+      for (const auto& [dp, tp, pp] : splits_of(gpus, gpus_per_node(point, base_dir))) {
+        nlohmann::json split = point;
+        nlohmann::json& par = at_path(split, "workload.parallelism");
+        if (!par.is_object()) par = nlohmann::json::object();
+        par["dp"] = dp;
+        par["tp"] = tp;
+        par["pp"] = pp;
+        if (par.contains("ep") && dp % par["ep"].get<int>() != 0) continue;
+        out.points.push_back(measure(split, base_dir));
+        auto& st = out.points.back().settings;
+        st = settings;
+        st.insert(st.end(), {std::to_string(dp), std::to_string(tp), std::to_string(pp)});
+      }
+    }
+    std::size_t axis = index.size();
+    while (axis > 0 && ++index[axis - 1] == options.axes[axis - 1].values.size()) index[--axis] = 0;
+    if (axis == 0) break;
+  }
+  for (std::size_t i = 0; i < out.points.size(); ++i) {
+    const auto& p = out.points[i];
+    if (p.error.empty() && p.fits && (out.best < 0 || p.step_s < out.points[out.best].step_s))
+      out.best = static_cast<int>(i);
+  }
+  return out;
+}
+
+std::string workload_sweep_table(const WorkloadSweep& s) {
+  std::string out;
+  std::vector<std::size_t> width;
+  for (std::size_t c = 0; c < s.columns.size(); ++c) {
+    std::size_t w = s.columns[c].size();
+    for (const auto& p : s.points) w = std::max(w, p.settings[c].size());
+    width.push_back(w);
+    out += fmt::format("{:<{}}  ", s.columns[c], w);
+  }
+  out += fmt::format("{:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6} {:>9}\n", "gpus", "step",
+                     "compute", "exposed", "idle", "speedup", "eff", "mem/GPU");
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    for (std::size_t c = 0; c < s.columns.size(); ++c)
+      out += fmt::format("{:<{}}  ", p.settings[c], width[c]);
+    if (!p.error.empty()) {
+      out += "refused: " + p.error + "\n";
+      continue;
+    }
+    out += fmt::format(
+        "{:>5} {:>10} {:>10} {:>10} {:>10} {:>8.2f}x {:>5.1f}% {:>9}{}{}\n", p.gpus,
+        format_duration(p.step_s), format_duration(p.compute_s), format_duration(p.exposed_comm_s),
+        format_duration(p.idle_s), p.speedup, 100 * p.scaling_efficiency,
+        p.memory_bytes > 0 ? fmt::format("{:.1f} GB", p.memory_bytes / 1e9) : "-",
+        p.fits ? "" : " (does not fit)", static_cast<int>(i) == s.best ? "  <- best" : "");
+  }
+  if (s.best < 0) out += "# no point fits in the GPU's memory\n";
+  return out;
+}
+
+std::string workload_sweep_csv(const WorkloadSweep& s) {
+  std::string out;
+  for (const auto& c : s.columns) out += c + ",";
+  out +=
+      "gpus,step_s,compute_s,exposed_comm_s,idle_s,speedup,scaling_efficiency,memory_bytes,fits,"
+      "best,error\n";
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    for (const auto& v : p.settings) out += "\"" + v + "\",";
+    std::string error = p.error;
+    for (auto& ch : error)
+      if (ch == '"') ch = '\'';
+    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{},{},\"{}\"\n", p.gpus,
+                       p.step_s, p.compute_s, p.exposed_comm_s, p.idle_s, p.speedup,
+                       p.scaling_efficiency, p.memory_bytes, p.fits ? 1 : 0,
+                       static_cast<int>(i) == s.best ? 1 : 0, error);
+  }
+  return out;
+}
+
+nlohmann::json workload_sweep_json(const WorkloadSweep& s) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : s.points) {
+    nlohmann::json o;
+    for (std::size_t c = 0; c < s.columns.size(); ++c) o["settings"][s.columns[c]] = p.settings[c];
+    if (!p.error.empty()) {
+      o["error"] = p.error;
+    } else {
+      o.update({{"gpus", p.gpus},
+                {"step_s", p.step_s},
+                {"compute_s", p.compute_s},
+                {"exposed_comm_s", p.exposed_comm_s},
+                {"idle_s", p.idle_s},
+                {"speedup", p.speedup},
+                {"scaling_efficiency", p.scaling_efficiency},
+                {"memory_bytes", p.memory_bytes},
+                {"fits", p.fits}});
+    }
+    points.push_back(std::move(o));
+  }
+  return {{"columns", s.columns},
+          {"points", points},
+          {"best", s.best < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.best)}};
+}
+
+}  // namespace collsim

@@ -1,0 +1,50 @@
+#pragma once
+// Sweeps over a training step: any field of the scenario (a bucket size, a
+// parallelism degree, the topology's node count) through a list of values, or
+// every dp x tp x pp split of the job's GPUs; per point the step time, speedup,
+// scaling efficiency and whether it fits in memory, and the best point that fits.
+#include <filesystem>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace collsim {
+
+struct SweepAxis {
+  std::string path;                 // dotted, from the scenario's root: "workload.bucket"
+  std::vector<std::string> values;  // JSON text where it parses ("8", "null"), else a string
+};
+
+struct WorkloadSweepOptions {
+  std::vector<SweepAxis> axes;
+  bool splits = false;  // also every dp x tp x pp of the first job's GPUs (tp within a node)
+};
+
+struct WorkloadPoint {
+  std::vector<std::string> settings;  // per axis (then dp, tp, pp with splits)
+  double step_s = 0, compute_s = 0, exposed_comm_s = 0, idle_s = 0;
+  double speedup = 0, scaling_efficiency = 0;
+  int gpus = 0;
+  double memory_bytes = 0;  // per GPU, model form; 0 otherwise
+  bool fits = true;
+  std::string error;  // a point the scenario refuses (e.g. tp not dividing the GPUs)
+};
+
+struct WorkloadSweep {
+  std::vector<std::string> columns;
+  std::vector<WorkloadPoint> points;
+  int best = -1;  // fastest point that fits in memory
+};
+
+// `doc` is the scenario's JSON; the first job of its workload is the one measured.
+WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::path& base_dir,
+                             const WorkloadSweepOptions& options);
+
+// "workload.bucket=10MB,25MB,null" -> an axis; an InputError naming `--set` otherwise.
+SweepAxis parse_axis(const std::string& text);
+
+std::string workload_sweep_table(const WorkloadSweep& s);
+std::string workload_sweep_csv(const WorkloadSweep& s);
+nlohmann::json workload_sweep_json(const WorkloadSweep& s);
+
+}  // namespace collsim
