@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "helpers.h"
 #include "scenario/scenario.h"
 #include "simulate/run_workload.h"
 #include "workload/chakra.h"
@@ -486,4 +487,22 @@ TEST_CASE("Chakra microbenchmarks simulate to the ring closed form on ASTRA-sim'
         m.op == "all_reduce" ? 2 * (K - 1) * (hL + N / (K * hbeta)) : (K - 1) * (hL + N / hbeta);
     CHECK(step_of(prefix, hgx, "flow") == Approx(hclosed).epsilon(1e-6));
   }
+}
+
+TEST_CASE("Chakra workload errors name the path", "[chakra]") {
+  const std::string topo =
+      R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "1GB/s"}, "workload": )";
+  using collsim::test::error_of;
+  CHECK_THAT(error_of(topo + R"({"chakra": "nowhere/x"}})"),
+             Catch::Contains("workload.chakra: nowhere/x: expected a trace prefix DIR/NAME"));
+  CHECK_THAT(
+      error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "serialize_compute": true}})"),
+      Catch::Contains("workload.serialize_compute: only a workload with a \"chakra\" trace"));
+  const fs::path prefix = shared_prefix("all_reduce", 4);
+  if (prefix.empty()) return;
+  const std::string chakra = R"({"chakra": ")" + prefix.string() + "\"";
+  CHECK_THAT(error_of(topo + chakra + R"(, "gradients": "1GB"}})"),
+             Catch::Contains("workload.gradients: a Chakra trace gives every task of the step"));
+  CHECK_THAT(error_of(topo + chakra + R"(, "ranks": [0, 1]}})"),
+             Catch::Contains("workload.ranks: the Chakra trace has 4 ranks (one file each) but 2"));
 }
