@@ -19,6 +19,7 @@
 #include "simulate/run_scenario.h"
 #include "simulate/simulator.h"
 #include "topology/presets.h"
+#include "workload/chakra.h"
 
 namespace collsim::test {
 
@@ -104,6 +105,26 @@ inline std::string error_of(const std::string& text) {
     return e.what();
   }
   return "no error";
+}
+
+// A bundled scenario whose workload reads a Chakra trace that this build cannot
+// (no protobuf) or that this checkout lacks (the published traces are in ../shared):
+// the loops over every bundled scenario skip it. `dir` resolves relative prefixes.
+inline bool chakra_trace_unavailable(const nlohmann::json& doc, const std::filesystem::path& dir) {
+  if (!doc.contains("workload")) return false;
+  const auto& w = doc["workload"];
+  const std::vector<nlohmann::json> jobs =
+      w.is_array() ? w.get<std::vector<nlohmann::json>>() : std::vector<nlohmann::json>{w};
+  for (const auto& job : jobs) {
+    if (!job.is_object() || !job.contains("chakra")) continue;
+    if (!chakra_files_supported()) return true;
+    try {
+      chakra_rank_files(dir / job["chakra"].get<std::string>(), 0);
+    } catch (const InputError&) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace collsim::test

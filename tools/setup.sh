@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   catch2
+  libprotobuf-dev protobuf-compiler  # Chakra execution traces (optional: built when found)
   zlib1g-dev  # timeline.json.gz
   libvalijson-dev  # the schema test checks scenario and topology files against scenarios/schema/
   chromium  # the report test opens report.html in headless Chromium

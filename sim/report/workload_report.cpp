@@ -46,6 +46,7 @@ nlohmann::json job_json(const JobOutcome& j) {
     o["alone_step_s"] = j.alone_step_s;
     o["slowdown"] = j.step_s / j.alone_step_s;
   }
+  if (w.is_chakra()) o["chakra"] = w.chakra;
   if (w.has_model()) {
     const Parallelism& p = w.parallelism;
     o["model"] = {{"name", w.model->name},
@@ -93,6 +94,7 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
       if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
       if (p.pp > 1) out += fmt::format(", {} x {} micro-batches", p.pipeline, p.micro_batches);
     }
+    if (w.is_chakra()) out += fmt::format(": Chakra trace {}", w.chakra);
     out += "\n";
     out += fmt::format("step            {}\n", format_duration(j.step_s));
     out += fmt::format("compute         {}   (per GPU, mean)\n", format_duration(j.compute_s));
@@ -103,11 +105,14 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
                        j.step_s > 0 ? 100 * j.exposed_comm_s / j.step_s : 0.0);
     out += fmt::format("idle            {}   (waiting: pipeline bubble, stragglers)\n",
                        format_duration(j.idle_s));
-    out +=
-        fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",
-                    j.speedup, format_duration(j.facts.one_gpu_step_s), 100 * j.scaling_efficiency);
-    out += fmt::format("gradients       {} in {} bucket{}\n", format_bytes(j.facts.gradient_bytes),
-                       j.facts.gradient_buckets, j.facts.gradient_buckets == 1 ? "" : "s");
+    if (j.facts.one_gpu_step_s > 0)  // a trace without compute has no one-GPU step
+      out += fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",
+                         j.speedup, format_duration(j.facts.one_gpu_step_s),
+                         100 * j.scaling_efficiency);
+    if (!w.is_chakra())  // a trace's gradients are among its collectives
+      out +=
+          fmt::format("gradients       {} in {} bucket{}\n", format_bytes(j.facts.gradient_bytes),
+                      j.facts.gradient_buckets, j.facts.gradient_buckets == 1 ? "" : "s");
     if (w.has_model())
       out += fmt::format(
           "memory per GPU  {} (weights {}, gradients {}, optimizer {}, activations {}) of {}\n",

@@ -445,7 +445,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
       apply_calibration(s, read_json_file(file.string(), c->path()), file.string());
     }
   }
-  if (auto w = root.find("workload")) s.workloads = parse_workloads(*w, s.topology);
+  if (auto w = root.find("workload")) s.workloads = parse_workloads(*w, s.topology, base_dir);
   const std::optional<JsonView> given = root.find("collectives");
   if (!given && s.workloads.empty()) root["collectives"];  // names what is missing
   const nlohmann::json none = nlohmann::json::array();

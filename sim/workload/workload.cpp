@@ -5,7 +5,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/error.h"
 #include "schedule/algorithms.h"
+#include "workload/chakra.h"
 #include "workload/moe.h"
 #include "workload/step_graph.h"
 
@@ -26,6 +28,16 @@ StepTask compute_task(std::string name, std::vector<int> ranks, double seconds) 
   return t;
 }
 
+// The workload's algorithm wherever the collective has it ("auto" and "nccl" everywhere);
+// elsewhere (the all-to-alls of a "ring" workload) the catalogue's default.
+std::string algorithm_for(const WorkloadSpec& w, CollectiveOp op) {
+  const auto algorithms = algorithms_for(op);
+  const bool applies =
+      w.algorithm == "auto" || w.algorithm == "nccl" ||
+      std::find(algorithms.begin(), algorithms.end(), w.algorithm) != algorithms.end();
+  return applies ? w.algorithm : algorithms.front();
+}
+
 StepTask collective_task(const WorkloadSpec& w, std::string name, std::string category,
                          CollectiveOp op, std::int64_t bytes, DType dtype, std::vector<int> ranks) {
   StepTask t;
@@ -41,13 +53,7 @@ StepTask collective_task(const WorkloadSpec& w, std::string name, std::string ca
   const std::int64_t esize = element_size(dtype);
   c.shape.count = (bytes + esize - 1) / esize;  // whole elements
   c.bytes = c.shape.count * esize;
-  // The workload's algorithm wherever the collective has it ("auto" and "nccl" everywhere);
-  // elsewhere (the all-to-alls of a "ring" workload) the catalogue's default.
-  const auto algorithms = algorithms_for(op);
-  const bool applies =
-      w.algorithm == "auto" || w.algorithm == "nccl" ||
-      std::find(algorithms.begin(), algorithms.end(), w.algorithm) != algorithms.end();
-  c.algorithm = applies ? w.algorithm : algorithms.front();
+  c.algorithm = algorithm_for(w, op);
   c.protocol = w.protocol;
   c.ranks = ranks;
   t.ranks = std::move(ranks);
@@ -600,9 +606,39 @@ class TrainingBuilder {
   bool skewed_ = false;
 };
 
+// A Chakra trace: its tasks as they are, trace rank r on the job's r-th rank, with the
+// workload's algorithm and protocol on its collectives (point to point stays "direct").
+// Its one-GPU step is all its compute done on one GPU.
+WorkloadFacts build_chakra(const WorkloadSpec& w, StepGraphBuilder& b) {
+  StepGraph g;
+  try {
+    g = read_chakra(w.chakra, w.chakra_options);
+  } catch (const InputError& e) {
+    throw InputError(w.json_path + ".chakra", e.what());
+  }
+  WorkloadFacts facts;
+  const auto base = static_cast<std::int32_t>(b.graph().tasks.size());
+  for (StepTask& t : g.tasks) {
+    for (int& r : t.ranks) r = w.ranks[r];
+    for (std::int32_t& a : t.after) a += base;
+    if (t.kind == StepTaskKind::Collective) {
+      t.collective.ranks = t.ranks;
+      if (t.category != "p2p") {
+        t.collective.algorithm = algorithm_for(w, t.collective.shape.op);
+        t.collective.protocol = w.protocol;
+      }
+    } else if (t.category == "compute") {
+      facts.one_gpu_step_s += t.duration_s;
+    }
+    b.add(std::move(t), std::vector<std::string>{});
+  }
+  return facts;
+}
+
 }  // namespace workload_build
 
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder) {
+  if (w.is_chakra()) return workload_build::build_chakra(w, builder);
   if (!w.has_model()) return workload_build::build_minimal(w, builder);
   return workload_build::TrainingBuilder(w, builder).build();
 }

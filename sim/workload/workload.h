@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "schedule/collective.h"
+#include "workload/chakra_options.h"
 #include "workload/model.h"
 
 namespace collsim {
@@ -62,7 +63,13 @@ struct WorkloadSpec {
   Parallelism parallelism;
   std::vector<double> expert_load;  // MoE routing skew; empty: uniform
 
+  // Chakra form: the trace prefix DIR/NAME (resolved against the scenario's folder);
+  // trace rank r runs on ranks[r]. The trace gives every task of the step.
+  std::string chakra;
+  ChakraOptions chakra_options;
+
   bool has_model() const { return model.has_value(); }
+  bool is_chakra() const { return !chakra.empty(); }
 };
 
 // What the builder worked out besides the graph: for the report.

@@ -2,13 +2,24 @@
 
 #include <fmt/format.h>
 #include <numeric>
+#include <optional>
 #include <set>
 
+#include "core/error.h"
 #include "schedule/algorithms.h"
+#include "workload/chakra.h"
 
 namespace collsim {
 namespace workload_json {
 
+// Keys only a Chakra workload takes (besides "chakra"), and keys it refuses (the trace
+// gives the step).
+constexpr std::string_view kChakraOnlyKeys[] = {"memory_bandwidth", "serialize_compute",
+                                                "process_groups"};
+constexpr std::string_view kNotWithChakra[] = {
+    "gradients",    "compute",           "scaling",     "bucket",         "overlap",
+    "accumulation", "backward_fraction", "model",       "tokens_per_gpu", "sequence",
+    "param_dtype",  "grad_dtype",        "parallelism", "expert_load"};
 
 DType parse_dtype(const JsonView& v) {
   return *dtype_from_name(v.as_choice(all_dtype_names()));
@@ -174,20 +185,76 @@ void parse_minimal_form(const JsonView& v, WorkloadSpec& w) {
   w.parallelism.dp = static_cast<int>(w.ranks.size());
 }
 
+// The Chakra form: the trace prefix, resolved against the scenario's folder, and how
+// many ranks its files hold (read now, so a wrong path is reported with the scenario).
+int parse_chakra_prefix(const JsonView& v, const std::filesystem::path& base_dir, WorkloadSpec& w) {
+  const std::filesystem::path prefix = v.as_string();
+  w.chakra = (prefix.is_absolute() ? prefix : base_dir / prefix).lexically_normal().string();
+  try {
+    return static_cast<int>(chakra_rank_files(w.chakra, 0).size());
+  } catch (const InputError& e) {
+    v.fail_message(e.what());
+  }
+}
+
+void parse_chakra_form(const JsonView& v, WorkloadSpec& w) {
+  for (std::string_view key : kNotWithChakra)
+    if (v.has(key))
+      v[key].fail_message("a Chakra trace gives every task of the step: leave it out");
+  ChakraOptions& o = w.chakra_options;
+  o.ranks = static_cast<int>(w.ranks.size());
+  o.algorithm = w.algorithm;
+  if (auto g = v.find("gpu")) {
+    w.gpu = parse_gpu(*g);
+    o.peak_flops = w.gpu.peak_flops;
+  }
+  if (auto m = v.find("mfu")) {
+    w.mfu = m->as_number();
+    if (!(w.mfu > 0 && w.mfu <= 1)) m->fail("a fraction of peak in (0, 1]");
+  }
+  o.mfu = w.mfu;
+  if (auto b = v.find("memory_bandwidth")) o.memory_bandwidth = b->as_bandwidth();
+  if (auto s = v.find("serialize_compute")) o.serialize_compute = s->as_bool();
+  if (auto d = v.find("dtype")) o.dtype = parse_dtype(*d);
+  if (auto groups = v.find("process_groups")) {
+    if (!groups->is_object())
+      groups->fail("an object of process group name -> trace ranks, like {\"tp0\": [0, 1]}");
+    for (const auto& [name, ranks] : groups->raw().items()) {
+      const JsonView list = (*groups)[name];
+      o.process_groups[name] = list.as_int_list(0, static_cast<int>(w.ranks.size()) - 1);
+      if (o.process_groups[name].empty()) list.fail("a non-empty list of trace ranks");
+    }
+  }
+}
+
 WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t index,
-                       std::vector<bool>& taken, int& next_free) {
+                       std::vector<bool>& taken, int& next_free,
+                       const std::filesystem::path& base_dir) {
   if (!v.is_object())
     v.fail("a workload object like {\"gradients\": \"1GiB\", \"compute\": \"20ms\"}");
-  v.allow_only(kJobKeys);
+  const std::vector<std::string_view> keys(std::begin(kJobKeys), std::end(kJobKeys));
+  v.allow_only(keys);
   WorkloadSpec w;
   w.json_path = v.path();
   w.name = v.has("name") ? v["name"].as_string() : fmt::format("job{}", index);
+  std::optional<int> trace_ranks;
+  if (auto c = v.find("chakra")) {
+    trace_ranks = parse_chakra_prefix(*c, base_dir, w);
+  } else {
+    for (std::string_view key : kChakraOnlyKeys)
+      if (v.has(key)) v[key].fail_message("only a workload with a \"chakra\" trace takes it");
+  }
   if (auto r = v.find("ranks")) {
     w.ranks = r->as_int_list(0, topology.num_ranks() - 1);
     if (w.ranks.empty()) r->fail("a non-empty list of ranks");
+    if (trace_ranks && static_cast<int>(w.ranks.size()) != *trace_ranks)
+      r->fail_message(
+          fmt::format("the Chakra trace has {} ranks (one file each) but {} are "
+                      "listed",
+                      *trace_ranks, w.ranks.size()));
   } else {
-    // As many ranks as the parallelism asks for, else every rank left.
-    int want = topology.num_ranks() - next_free;
+    // As many ranks as the trace or the parallelism asks for, else every rank left.
+    int want = trace_ranks.value_or(topology.num_ranks() - next_free);
     if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
       std::int64_t n = 1;
       for (const char* k : {"dp", "tp", "pp"})
@@ -226,7 +293,9 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
                                   w.algorithm, preset_list(all_reduce)));
   }
   if (auto p = v.find("protocol")) w.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
-  if (v.has("model"))
+  if (trace_ranks)
+    parse_chakra_form(v, w);
+  else if (v.has("model"))
     parse_model_form(v, w);
   else
     parse_minimal_form(v, w);
@@ -235,13 +304,14 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
 
 }  // namespace workload_json
 
-std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& topology) {
+std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& topology,
+                                          const std::filesystem::path& base_dir) {
   std::vector<WorkloadSpec> out;
   std::vector<bool> taken(topology.num_ranks(), false);
   int next_free = 0;
   std::set<std::string> names;
   const auto add = [&](const JsonView& job, std::size_t i) {
-    out.push_back(workload_json::parse_job(job, topology, i, taken, next_free));
+    out.push_back(workload_json::parse_job(job, topology, i, taken, next_free, base_dir));
     if (!names.insert(out.back().name).second)
       job["name"].fail_message(fmt::format("another job is already named \"{}\"", out.back().name));
   };

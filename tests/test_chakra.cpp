@@ -1,0 +1,508 @@
+// Chakra execution traces: the reader on ASTRA-sim's published microbenchmarks in
+// ../shared/data/chakra (skipped without them), and the mapping to a step graph on
+// traces written here: compute, collectives per process group, send/recv pairs,
+// data and control dependencies, and the errors a broken trace gets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "helpers.h"
+#include "scenario/scenario.h"
+#include "simulate/run_workload.h"
+#include "workload/chakra.h"
+
+using namespace collsim;
+
+namespace chakra_test {
+
+namespace fs = std::filesystem;
+
+// ../shared/data/chakra/microbenchmarks/<op>/<K>npus_1MB/<op>, or empty when absent.
+fs::path shared_prefix(const std::string& op, int ranks) {
+  const fs::path dir = fs::path(COLLSIM_SHARED_DIR) / "data" / "chakra" / "microbenchmarks" / op /
+                       fmt::format("{}npus_1MB", ranks);
+  return fs::exists(dir) ? dir / op : fs::path();
+}
+
+// A fresh folder under the build tree for written traces.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(COLLSIM_BINARY_DIR) / "chakra-test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+ChakraNode node(std::uint64_t id, ChakraNodeType type, std::vector<std::uint64_t> deps = {}) {
+  ChakraNode n;
+  n.id = id;
+  n.type = static_cast<int>(type);
+  n.name = fmt::format("n{}", id);
+  n.data_deps = std::move(deps);
+  return n;
+}
+
+ChakraNode compute(std::uint64_t id, std::uint64_t micros, std::vector<std::uint64_t> deps = {}) {
+  ChakraNode n = node(id, ChakraNodeType::Compute, std::move(deps));
+  n.duration_micros = micros;
+  n.is_cpu_op = false;
+  return n;
+}
+
+ChakraNode collective(std::uint64_t id, ChakraCommType type, std::int64_t bytes,
+                      std::vector<std::uint64_t> deps = {}, std::optional<std::string> pg = {}) {
+  ChakraNode n = node(id, ChakraNodeType::Collective, std::move(deps));
+  n.comm_type = static_cast<int>(type);
+  n.comm_size = bytes;
+  n.pg_name = std::move(pg);
+  return n;
+}
+
+ChakraNode send(std::uint64_t id, int dst, std::int64_t bytes, std::int64_t tag,
+                std::vector<std::uint64_t> deps = {}) {
+  ChakraNode n = node(id, ChakraNodeType::Send, std::move(deps));
+  n.comm_dst = dst;
+  n.comm_size = bytes;
+  n.comm_tag = tag;
+  return n;
+}
+
+ChakraNode recv(std::uint64_t id, int src, std::int64_t bytes, std::int64_t tag,
+                std::vector<std::uint64_t> deps = {}) {
+  ChakraNode n = node(id, ChakraNodeType::Recv, std::move(deps));
+  n.comm_src = src;
+  n.comm_size = bytes;
+  n.comm_tag = tag;
+  return n;
+}
+
+std::string graph_error(const std::vector<ChakraTrace>& traces, ChakraOptions options = {}) {
+  try {
+    chakra_step_graph(traces, options, "trace");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The task named `name`, which must exist.
+const StepTask& task(const StepGraph& g, const std::string& name) {
+  for (const auto& t : g.tasks)
+    if (t.name == name) return t;
+  FAIL("no task " << name);
+  throw std::logic_error("unreachable");
+}
+
+std::int32_t index_of(const StepGraph& g, const std::string& name) {
+  return static_cast<std::int32_t>(&task(g, name) - g.tasks.data());
+}
+
+// The positions of the named tasks, ascending (as `after` lists them).
+std::vector<std::int32_t> indices(const StepGraph& g, const std::vector<std::string>& names) {
+  std::vector<std::int32_t> out;
+  for (const auto& n : names) out.push_back(index_of(g, n));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace chakra_test
+
+using namespace chakra_test;
+
+TEST_CASE("Chakra microbenchmarks: every rank file of every shared trace as ASTRA-sim wrote it",
+          "[chakra]") {
+  if (!chakra_files_supported()) {
+    WARN("skipped: collsim was built without protobuf");
+    return;
+  }
+  for (const std::string op : {"all_reduce", "all_gather"})
+    for (int K : {4, 8, 16}) {
+      const fs::path prefix = shared_prefix(op, K);
+      if (prefix.empty()) {
+        WARN("skipped: no " << op << " " << K << " under " << COLLSIM_SHARED_DIR);
+        continue;
+      }
+      INFO(prefix.string());
+      const auto files = chakra_rank_files(prefix, 0);
+      REQUIRE(files.size() == static_cast<std::size_t>(K));  // ranks found by the files present
+      for (int r = 0; r < K; ++r) {
+        const ChakraTrace t = read_chakra_file(files[r]);
+        CHECK(t.version == "0.0.4");
+        REQUIRE(t.nodes.size() == 1);
+        const ChakraNode& n = t.nodes[0];
+        CHECK(n.id == static_cast<std::uint64_t>(r));  // these files number the node by rank
+        CHECK(n.name == fmt::format("{}_{}npus_1MB", op, K));
+        CHECK(n.type == static_cast<int>(ChakraNodeType::Collective));
+        CHECK(n.comm_type == (op == "all_reduce" ? 0 : 2));
+        CHECK(n.comm_size == 1048576);
+        CHECK(n.is_cpu_op == false);
+        CHECK(n.data_deps.empty());
+        CHECK(n.ctrl_deps.empty());
+        CHECK(n.duration_micros == 0);
+        CHECK_FALSE(n.pg_name);
+      }
+      // One collective over all K ranks; an all-gather's 1 MiB is each rank's share.
+      const StepGraph g = read_chakra(prefix);
+      REQUIRE(g.tasks.size() == 1);
+      const StepTask& c = g.tasks[0];
+      CHECK(c.kind == StepTaskKind::Collective);
+      CHECK(c.after.empty());
+      CHECK(c.ranks.size() == static_cast<std::size_t>(K));
+      CHECK(c.ranks.back() == K - 1);
+      CHECK(c.collective.shape.op ==
+            (op == "all_reduce" ? CollectiveOp::AllReduce : CollectiveOp::AllGather));
+      CHECK(c.collective.bytes == (op == "all_reduce" ? 1048576 : 1048576LL * K));
+      CHECK(c.collective.shape.count == c.collective.bytes);  // bytes as u8 elements
+      CHECK(c.collective.shape.ranks == K);
+      CHECK(c.collective.algorithm.empty());
+
+      ChakraOptions wrong;
+      wrong.ranks = K / 2;  // files for ranks >= K/2 are there: refused
+      CHECK_THROWS_WITH(read_chakra(prefix, wrong),
+                        Catch::Contains(fmt::format("{}.{}.et is there but the trace should "
+                                                    "have {} ranks",
+                                                    op, K - 1, K / 2)));
+    }
+}
+
+TEST_CASE("Chakra files: written and read back, framing checked, gaps and damage refused",
+          "[chakra]") {
+  if (!chakra_files_supported()) {
+    CHECK_THROWS_WITH(read_chakra("nowhere/x"), Catch::Contains("built without protobuf"));
+    return;
+  }
+  const fs::path dir = scratch("roundtrip");
+  ChakraTrace t;
+  t.version = "0.0.4";
+  t.nodes = {compute(5, 30, {7}), collective(7, ChakraCommType::AllToAll, 4096, {}, "ep"),
+             send(9, 1, 100, 3)};
+  t.nodes[0].ctrl_deps = {9};
+  t.nodes[1].involved_dim = {true, true};
+  t.nodes[2].num_ops = 12;
+  t.nodes[2].tensor_size = 34;
+  write_chakra_file(dir / "w.0.et", t);
+  const ChakraTrace back = read_chakra_file(dir / "w.0.et");
+  CHECK(back.version == "0.0.4");
+  REQUIRE(back.nodes.size() == 3);
+  CHECK(back.nodes[0].id == 5);
+  CHECK(back.nodes[0].duration_micros == 30);
+  CHECK(back.nodes[0].data_deps == std::vector<std::uint64_t>{7});
+  CHECK(back.nodes[0].ctrl_deps == std::vector<std::uint64_t>{9});
+  CHECK(back.nodes[0].is_cpu_op == false);
+  CHECK(back.nodes[1].comm_type == 6);
+  CHECK(back.nodes[1].pg_name == "ep");
+  CHECK(back.nodes[1].involved_dim == std::vector<bool>{true, true});
+  CHECK(back.nodes[2].comm_dst == 1);
+  CHECK(back.nodes[2].comm_tag == 3);
+  CHECK(back.nodes[2].comm_size == 100);
+  CHECK(back.nodes[2].num_ops == 12);
+  CHECK(back.nodes[2].tensor_size == 34);
+  CHECK_FALSE(back.nodes[2].comm_src);
+
+  // The first message is the metadata, each one prefixed by its varint length: the
+  // file starts with the metadata's length, then field 1 (version) as a string.
+  {
+    std::ifstream in(dir / "w.0.et", std::ios::binary);
+    std::vector<unsigned char> head(4);
+    in.read(reinterpret_cast<char*>(head.data()), 4);
+    CHECK(head == std::vector<unsigned char>{7, 0x0a, 5, '0'});
+  }
+
+  // Cut inside the last node: damaged, naming which message.
+  const auto size = fs::file_size(dir / "w.0.et");
+  fs::copy_file(dir / "w.0.et", dir / "cut.0.et");
+  fs::resize_file(dir / "cut.0.et", size - 3);
+  CHECK_THROWS_WITH(read_chakra_file(dir / "cut.0.et"),
+                    Catch::Contains("node message #3 (after 2 whole nodes) is damaged"));
+  std::ofstream(dir / "empty.0.et").close();
+  CHECK_THROWS_WITH(read_chakra_file(dir / "empty.0.et"), Catch::Contains("empty file"));
+
+  // Ranks 0 and 2 without 1: a gap.
+  write_chakra_file(dir / "w.2.et", t);
+  CHECK_THROWS_WITH(chakra_rank_files(dir / "w", 0), Catch::Contains("w.1.et is missing"));
+  CHECK_THROWS_WITH(chakra_rank_files(dir / "nothing", 0), Catch::Contains("no files"));
+  // "w.02.et" and "w.x.et" are not rank files.
+  fs::copy_file(dir / "w.0.et", dir / "w.02.et");
+  fs::copy_file(dir / "w.0.et", dir / "w.x.et");
+  fs::remove(dir / "w.2.et");
+  CHECK(chakra_rank_files(dir / "w", 0).size() == 1);
+}
+
+TEST_CASE("Chakra step graph: compute, a collective joining ranks, send/recv as one transfer",
+          "[chakra]") {
+  // Two ranks: each computes, all-reduces its gradients, and rank 0 sends rank 1 an
+  // activation that rank 1 needs before its last compute. Dependencies point forward
+  // on rank 1 (allowed), one is a control dependency, one goes through a metadata node.
+  ChakraTrace r0, r1;
+  r0.nodes = {compute(1, 100), collective(2, ChakraCommType::AllReduce, 1 << 20, {1}),
+              send(3, 1, 4096, 7, {1}), compute(4, 50, {2, 3})};
+  r1.nodes = {compute(10, 40, {}), node(11, ChakraNodeType::Metadata, {10}),
+              collective(12, ChakraCommType::AllReduce, 1 << 20, {11}), compute(14, 25, {13}),
+              recv(13, 0, 4096, 7)};
+  r1.nodes[3].ctrl_deps = {12};
+
+  const StepGraph g = chakra_step_graph({r0, r1}, {}, "t");
+  REQUIRE(g.tasks.size() == 6);  // 4 compute, 1 all-reduce, 1 transfer (metadata is no task)
+  for (std::size_t i = 0; i < g.tasks.size(); ++i)
+    for (auto a : g.tasks[i].after) CHECK(a < static_cast<std::int32_t>(i));
+
+  const StepTask& c1 = task(g, "rank0.n1");
+  CHECK(c1.kind == StepTaskKind::Compute);
+  CHECK(c1.ranks == std::vector<int>{0});
+  CHECK(c1.duration_s == Approx(100e-6));
+  CHECK(c1.after.empty());
+
+  const StepTask& ar = task(g, "n2");  // named after its first member
+  CHECK(ar.kind == StepTaskKind::Collective);
+  CHECK(ar.ranks == std::vector<int>{0, 1});
+  CHECK(ar.collective.shape.op == CollectiveOp::AllReduce);
+  CHECK(ar.collective.bytes == 1 << 20);
+  // The union of both ranks' dependencies; rank 1's through the metadata node.
+  CHECK(ar.after == indices(g, {"rank0.n1", "rank1.n10"}));
+
+  const StepTask& p2p = task(g, "n3");
+  CHECK(p2p.category == "p2p");
+  CHECK(p2p.ranks == std::vector<int>{0, 1});
+  CHECK(p2p.collective.shape.op == CollectiveOp::AllToAll);
+  CHECK(p2p.collective.algorithm == "direct");
+  REQUIRE(p2p.collective.shape.matrix);
+  CHECK(*p2p.collective.shape.matrix == std::vector<std::int64_t>{0, 4096, 0, 0});  // 0 -> 1 only
+  CHECK(p2p.after ==
+        std::vector<std::int32_t>{index_of(g, "rank0.n1")});  // the recv waits on nothing
+
+  CHECK(task(g, "rank0.n4").after == indices(g, {"n2", "n3"}));
+  // Data dependency on the recv, control dependency on the all-reduce.
+  CHECK(task(g, "rank1.n14").after == indices(g, {"n2", "n3"}));
+  // Independent compute of one rank is not chained...
+  CHECK(task(g, "rank1.n10").after.empty());
+
+  // ...unless asked, as ASTRA-sim runs one compute node at a time.
+  ChakraOptions serial;
+  serial.serialize_compute = true;
+  const StepGraph s = chakra_step_graph({r0, r1}, serial, "t");
+  CHECK(task(s, "rank0.n4").after == indices(s, {"rank0.n1", "n2", "n3"}));
+}
+
+TEST_CASE("Chakra step graph: process groups, sizes, FLOPs and memory nodes", "[chakra]") {
+  // Four ranks, two tensor-parallel pairs {0,1} and {2,3} named "tp0"/"tp1", and a
+  // data-parallel all-gather over everyone.
+  std::vector<ChakraTrace> t(4);
+  for (int r = 0; r < 4; ++r) {
+    const std::string pg = r < 2 ? "tp0" : "tp1";
+    t[r].nodes = {collective(1, ChakraCommType::ReduceScatter, 1000, {}, pg),
+                  collective(2, ChakraCommType::AllGather, 1000, {1})};
+    t[r].nodes[0].name = "rs";
+    t[r].nodes[1].name = "ag";
+  }
+  StepGraph g = chakra_step_graph(t, {}, "t");
+  REQUIRE(g.tasks.size() == 3);
+  CHECK(g.tasks[0].ranks == std::vector<int>{0, 1});  // inferred from who uses "tp0"
+  CHECK(g.tasks[1].ranks == std::vector<int>{2, 3});
+  CHECK(g.tasks[0].collective.shape.op == CollectiveOp::ReduceScatter);
+  CHECK(g.tasks[0].collective.bytes == 1000);  // the whole input, as collsim's
+  CHECK(g.tasks[2].collective.bytes == 4000);  // all-gather: 4 ranks x 1000
+  CHECK(g.tasks[2].after == std::vector<std::int32_t>{0, 1});
+
+  // An explicit group sets the algorithm's rank order.
+  ChakraOptions o;
+  o.process_groups = {{"tp1", {3, 2}}};
+  o.algorithm = "ring";
+  g = chakra_step_graph(t, o, "t");
+  CHECK(g.tasks[1].ranks == std::vector<int>{3, 2});
+  CHECK(g.tasks[1].collective.ranks == std::vector<int>{3, 2});
+  CHECK(g.tasks[1].collective.algorithm == "ring");
+  o.process_groups = {{"tp1", {0, 2, 3}}};  // rank 0 lists no tp1 collective
+  CHECK_THAT(graph_error(t, o), Catch::Contains("but rank 0 issues fewer collectives in "
+                                                "process group \"tp1\""));
+  o.process_groups = {{"tp1", {2, 3, 3}}};
+  CHECK_THAT(graph_error(t, o), Catch::Contains("names rank 3 twice"));
+
+  // FLOPs: timed by peak x MFU; a duration, when there, wins.
+  ChakraTrace c;
+  c.nodes = {compute(1, 0), compute(2, 7)};
+  c.nodes[0].num_ops = 4'000'000'000'000;
+  c.nodes[1].num_ops = 1;
+  CHECK_THAT(graph_error({c}), Catch::Contains("gives 4000000000000 FLOPs (num_ops) but no "
+                                               "duration"));
+  ChakraOptions flops;
+  flops.peak_flops = 1e15;
+  flops.mfu = 0.4;
+  g = chakra_step_graph({c}, flops, "t");
+  CHECK(g.tasks[0].duration_s == Approx(0.01));  // 4e12 / (1e15 x 0.4)
+  CHECK(g.tasks[1].duration_s == Approx(7e-6));
+
+  // Memory nodes: left out (dependencies pass through) unless a bandwidth times them.
+  ChakraTrace m;
+  m.nodes = {node(1, ChakraNodeType::MemLoad), compute(2, 10, {1})};
+  m.nodes[0].tensor_size = 2'000'000;
+  g = chakra_step_graph({m}, {}, "t");
+  REQUIRE(g.tasks.size() == 1);
+  CHECK(g.tasks[0].after.empty());
+  ChakraOptions mem;
+  mem.memory_bandwidth = 1e9;
+  g = chakra_step_graph({m}, mem, "t");
+  REQUIRE(g.tasks.size() == 2);
+  CHECK(g.tasks[0].category == "memory");
+  CHECK(g.tasks[0].duration_s == Approx(2e-3));
+  CHECK(g.tasks[1].after == std::vector<std::int32_t>{0});
+
+  // A comm size must be whole elements of the chosen dtype.
+  ChakraOptions f32;
+  f32.dtype = DType::F32;
+  CHECK(graph_error(t, f32) == "no error");
+  t[0].nodes[0].comm_size = t[1].nodes[0].comm_size = 1001;
+  CHECK_THAT(graph_error(t, f32), Catch::Contains("1001 bytes is not a whole number of float32"));
+}
+
+TEST_CASE("Chakra step graph: broken traces are refused, naming rank and node", "[chakra]") {
+  ChakraTrace a, b;
+  // A send without its recv.
+  a.nodes = {send(1, 1, 10, 0)};
+  b.nodes = {compute(1, 1)};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("rank 0 node 1 (\"n1\") has no matching recv "
+                                                  "on rank 1"));
+  // Matched, but the sizes differ.
+  b.nodes = {recv(1, 0, 11, 0)};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("comm_size differ (10 vs 11)"));
+  // A different tag does not match.
+  b.nodes = {recv(1, 0, 10, 1)};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("has no matching recv"));
+  // Sending to oneself or outside the trace.
+  a.nodes = {send(1, 0, 10, 0)};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("sends to rank 0: expected another rank"));
+
+  // Collectives in crossed orders with dependencies between them: a deadlock.
+  a.nodes = {collective(1, ChakraCommType::AllReduce, 8, {}, "x"),
+             collective(2, ChakraCommType::AllReduce, 8, {1}, "y")};
+  b.nodes = {collective(1, ChakraCommType::AllReduce, 8, {}, "y"),
+             collective(2, ChakraCommType::AllReduce, 8, {1}, "x")};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("the ranks' traces deadlock"));
+  // The same collectives without those dependencies: nothing orders them, no deadlock.
+  a.nodes[1].data_deps.clear();
+  b.nodes[1].data_deps.clear();
+  CHECK(chakra_step_graph({a, b}, {}, "t").tasks.size() == 2);
+  // The k-th collectives of a group disagree.
+  b.nodes = {collective(1, ChakraCommType::AllGather, 8, {}, "x"),
+             collective(2, ChakraCommType::AllReduce, 8, {}, "y")};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("the type or size differs (comm_type 2 vs 0"));
+  // One rank issues fewer.
+  a.nodes = {collective(1, ChakraCommType::AllReduce, 8),
+             collective(2, ChakraCommType::AllReduce, 8)};
+  b.nodes = {collective(2, ChakraCommType::AllReduce, 8)};
+  CHECK_THAT(graph_error({a, b}),
+             Catch::Contains("rank 0 node 2 (\"n2\") is a collective over ranks "
+                             "0,1 but rank 1 issues fewer collectives in the "
+                             "group of all ranks"));
+
+  // Within one rank: a dangling dependency, a cycle, a duplicate id.
+  a.nodes = {compute(1, 1, {9})};
+  CHECK_THAT(graph_error({a}), Catch::Contains("rank 0 node 1 (\"n1\") depends on node 9, which "
+                                               "rank 0's trace lacks"));
+  a.nodes = {compute(1, 1, {2}), compute(2, 1, {1})};
+  CHECK_THAT(graph_error({a}), Catch::Contains("is on a dependency cycle"));
+  a.nodes = {compute(1, 1), compute(1, 1)};
+  CHECK_THAT(graph_error({a}), Catch::Contains("two nodes have the id 1"));
+
+  // What collsim does not read.
+  a.nodes = {collective(1, ChakraCommType::Gather, 8)};
+  CHECK_THAT(graph_error({a}), Catch::Contains("gather and scatter have no agreed size"));
+  a.nodes = {collective(1, ChakraCommType::AllReduce, 8)};
+  a.nodes[0].involved_dim = {true, false};
+  CHECK_THAT(graph_error({a}), Catch::Contains("involved_dim"));
+  a.nodes = {collective(1, ChakraCommType::AllReduce, 8)};
+  a.nodes[0].comm_size.reset();
+  CHECK_THAT(graph_error({a}), Catch::Contains("without a comm_size"));
+  ChakraOptions bad;
+  bad.mfu = 0;
+  CHECK_THAT(graph_error({a}, bad), Catch::Contains("MFU must be in (0, 1]"));
+}
+
+namespace chakra_test {
+
+// ASTRA-sim 2.0's analytical backend on the Ring_<K>npus networks with one chunk, 1 ns
+// endpoint delay and unlimited local memory bandwidth, as docs/data.md records them (ns).
+struct Microbenchmark {
+  std::string op;
+  int ranks;
+  double astra_sim_ns;
+};
+const Microbenchmark kMicrobenchmarks[] = {
+    {"all_reduce", 4, 32299}, {"all_reduce", 8, 41189},  {"all_reduce", 16, 51631},
+    {"all_gather", 4, 60097}, {"all_gather", 8, 140225}, {"all_gather", 16, 300481},
+};
+
+// The step of a scenario with this topology whose workload is the trace at `prefix`.
+double step_of(const fs::path& prefix, const std::string& topology, const std::string& model) {
+  const std::string text = R"({"topology": )" + topology + R"(, "network": {"model": ")" + model +
+                           R"(", "alpha": "0us"}, "workload": {"chakra": ")" + prefix.string() +
+                           R"(", "algorithm": "ring"}})";
+  const WorkloadRun run = run_workloads(parse_scenario(parse_json_text(text, "t.json"), "."));
+  REQUIRE(run.jobs.size() == 1);
+  return run.jobs[0].step_s;
+}
+
+}  // namespace chakra_test
+
+TEST_CASE("Chakra microbenchmarks simulate to the ring closed form on ASTRA-sim's networks",
+          "[chakra]") {
+  if (!chakra_files_supported()) {
+    WARN("skipped: collsim was built without protobuf");
+    return;
+  }
+  const double N = 1 << 20;  // comm_size: 1 MiB
+  for (const auto& m : kMicrobenchmarks) {
+    const fs::path prefix = shared_prefix(m.op, m.ranks);
+    if (prefix.empty()) {
+      WARN("skipped: no " << m.op << " " << m.ranks << " under " << COLLSIM_SHARED_DIR);
+      continue;
+    }
+    INFO(m.op << " on " << m.ranks);
+    const double K = m.ranks;
+    // Ring_<K>npus: a ring of 50 GiB/s links (ASTRA-sim's "GB/s" are GiB/s), 500 ns each.
+    const std::string ring = fmt::format(
+        R"({{"preset": "ring", "gpus": {}, "bandwidth": "50GiB/s", "latency": "500ns"}})", m.ranks);
+    const double beta = 50.0 * (1 << 30), L = 500e-9;
+    // Ring all-reduce: 2(K-1) steps of N/K; all-gather: K-1 steps of one rank's N.
+    const double closed =
+        m.op == "all_reduce" ? 2 * (K - 1) * (L + N / (K * beta)) : (K - 1) * (L + N / beta);
+    for (const char* model : {"ideal", "flow"}) {
+      INFO(model);
+      const double step = step_of(prefix, ring, model);
+      CHECK(step == Approx(closed).epsilon(1e-6));
+      // ASTRA-sim adds about 1 ns of endpoint delay per step: within 0.05%.
+      CHECK(std::abs(step * 1e9 - m.astra_sim_ns) / m.astra_sim_ns < 5e-4);
+    }
+    if (m.ranks != 8) continue;
+    // HGX-H100-validated: 8 NPUs on one switch, 400 GiB/s and 936.25 ns per link, so a
+    // message crosses two links and pays two latencies.
+    const std::string hgx =
+        R"({"preset": "switch", "gpus": 8, "bandwidth": "400GiB/s", "latency": "936.25ns"})";
+    const double hbeta = 400.0 * (1 << 30), hL = 2 * 936.25e-9;
+    const double hclosed =
+        m.op == "all_reduce" ? 2 * (K - 1) * (hL + N / (K * hbeta)) : (K - 1) * (hL + N / hbeta);
+    CHECK(step_of(prefix, hgx, "flow") == Approx(hclosed).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("Chakra workload errors name the path", "[chakra]") {
+  const std::string topo =
+      R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "1GB/s"}, "workload": )";
+  using collsim::test::error_of;
+  CHECK_THAT(error_of(topo + R"({"chakra": "nowhere/x"}})"),
+             Catch::Contains("workload.chakra: nowhere/x: expected a trace prefix DIR/NAME"));
+  CHECK_THAT(
+      error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "serialize_compute": true}})"),
+      Catch::Contains("workload.serialize_compute: only a workload with a \"chakra\" trace"));
+  const fs::path prefix = shared_prefix("all_reduce", 4);
+  if (prefix.empty()) return;
+  const std::string chakra = R"({"chakra": ")" + prefix.string() + "\"";
+  CHECK_THAT(error_of(topo + chakra + R"(, "gradients": "1GB"}})"),
+             Catch::Contains("workload.gradients: a Chakra trace gives every task of the step"));
+  CHECK_THAT(error_of(topo + chakra + R"(, "ranks": [0, 1]}})"),
+             Catch::Contains("workload.ranks: the Chakra trace has 4 ranks (one file each) but 2"));
+}
