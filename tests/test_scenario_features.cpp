@@ -187,6 +187,9 @@ TEST_CASE("every bundled scenario runs and every bundled topology loads") {
   for (const auto& e :
        std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/scenarios")) {
     if (e.path().extension() != ".json") continue;
+    // Under the sanitizers its 'auto' over segments 'auto' on 64 MB takes half a minute;
+    // "segments auto lands near ..." above sanitizes the same search.
+    if (collsim::test::kSanitized && e.path().filename() == "pipelined-broadcast.json") continue;
     INFO(e.path().filename().string());
     const Scenario s = load_scenario(e.path());
     const ScenarioResult r = run_scenario(s);
