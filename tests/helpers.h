@@ -23,6 +23,25 @@
 
 namespace collsim::test {
 
+// CI runs the suite a second time under ASan + UBSan at -O0, about ten times slower
+// (tests/CMakeLists.txt defines COLLSIM_SANITIZE there). The heaviest sweeps then take a
+// reduced set that still reaches every code path; the Release run keeps the full sweep.
+#ifdef COLLSIM_SANITIZE
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// Rank counts 1..max_k; under the sanitizers 1..8 (every small case), then the powers of
+// two, one below each (15, 31, 63, 127: odd, all bits set) and 13 and 17 (primes).
+inline std::vector<int> rank_counts_up_to(int max_k) {
+  std::vector<int> out;
+  for (int k = 1; k <= max_k; ++k)
+    if (!kSanitized || k <= 8 || k == 13 || k == 17 || ((k & (k - 1)) == 0) || (((k + 1) & k) == 0))
+      out.push_back(k);
+  return out;
+}
+
 inline CollectiveShape shape_of(CollectiveOp op, int ranks, std::int64_t count,
                                 DType dtype = DType::F32) {
   CollectiveShape s;

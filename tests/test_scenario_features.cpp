@@ -236,6 +236,9 @@ TEST_CASE("every bundled scenario runs and every bundled topology loads") {
   for (const auto& e :
        std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/scenarios")) {
     if (e.path().extension() != ".json") continue;
+    // Under the sanitizers its 'auto' over segments 'auto' on 64 MB takes half a minute;
+    // "segments auto lands near ..." above sanitizes the same search.
+    if (collsim::test::kSanitized && e.path().filename() == "pipelined-broadcast.json") continue;
     INFO(e.path().filename().string());
     if (collsim::test::chakra_trace_unavailable(
             read_json_file(e.path().string(), e.path().string()), e.path().parent_path()))

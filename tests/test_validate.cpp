@@ -248,12 +248,16 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     REQUIRE(measured["collectives"].size() == planned.size());
     for (std::size_t i = 0; i < planned.size(); ++i) {
       const std::string name = planned[i]["name"], digest = planned[i]["schedule_digest"];
+      // Each command plans all four again (5 s under the sanitizers): there, trace only
+      // the last (auto over segments auto); run, validate and compare still check all.
+      const bool trace_it = !kSanitized || i + 1 == planned.size();
       INFO(name);
       CHECK(planned[i]["algorithm"] != "auto");
       CHECK(result["collectives"][i]["schedule_digest"] == digest);
       CHECK(result["collectives"][i]["plan"] == planned[i]["plan"]);
       CHECK(measured["collectives"][i]["schedule_digest"] == digest);
       CHECK(measured["collectives"][i]["ops"].size() == planned[i]["transfers"]);
+      if (!trace_it) continue;
       const std::string trace = run(exe + " trace " + scenario + " --collective " + name, &status);
       CHECK(status == 0);
       CHECK_THAT(trace, Catch::Contains("schedule " + digest));
