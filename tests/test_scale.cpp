@@ -32,7 +32,7 @@ Schedule out_of_step_order() {
 
 }  // namespace scale_test
 
-using namespace scale_test;
+using scale_test::k2to32;
 
 TEST_CASE("checked_count refuses a count its type cannot hold", "[scale]") {
   CHECK(checked_count<std::uint32_t>(k2to32 - 1, "ops") == 0xffffffffu);
@@ -87,13 +87,13 @@ TEST_CASE("transfer ids carry op ids past 2^32 and every leg", "[scale]") {
 }
 
 TEST_CASE("validity check on ops listed out of step order", "[scale]") {
-  Schedule s = out_of_step_order();
+  Schedule s = scale_test::out_of_step_order();
   REQUIRE(check_schedule(s).empty());
   // Op 2 now writes what op 0 writes in the same step, though it is listed after step 1.
   s.ops[2].dst_offset = 1;
   CHECK(check_schedule(s) == "ops 0 and 2 of step 0 write overlapping elements of rank 1");
   // Op 1 of step 1 reads rank 1's elements 0..2; a step-1 write there races it.
-  s = out_of_step_order();
+  s = scale_test::out_of_step_order();
   s.ops[2].step = 1;
   s.ops[2].src_offset = 6;
   s.ops[2].dst_offset = 1;

@@ -63,7 +63,7 @@ struct Case {
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
 struct Figures {
-  double simulated_s = 0, gen_s = 0, load_s = 0, loop_s = 0, cpu_s = 0, peak_mib = 0,
+  double simulated_s = 0, gen_s = 0, check_s = 0, load_s = 0, loop_s = 0, cpu_s = 0, peak_mib = 0,
          schedule_bytes = 0;
   std::uint64_t transfers = 0, events = 0, packet_hops = 0, resolves = 0;
   int steps = 0;
@@ -103,6 +103,11 @@ Figures run_case(const Case& c) {
   const auto t_gen = Clock::now();
   const Schedule schedule = find_algorithm(shape.op, c.algorithm)->generate(shape, {});
   f.gen_s = seconds_since(t_gen);
+  // What every command does before simulating; timed apart (not in "wall (gen + sim)").
+  const auto t_check = Clock::now();
+  if (const std::string e = check_schedule(schedule); !e.empty())
+    throw std::logic_error("invalid schedule: " + e);
+  f.check_s = seconds_since(t_check);
 
   std::vector<NodeId> gpus;
   for (int r = 0; r < c.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
@@ -131,11 +136,13 @@ Figures run_case(const Case& c) {
 void print_single(const Case& c, const Figures& f, double baseline_mib) {
   const double transfers = static_cast<double>(f.transfers);
   const double sim_s = f.load_s + f.loop_s;
-  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", c.algorithm,
-             c.op, c.size, c.ranks, f.topology, f.transfers, f.steps, c.model);
+  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", c.algorithm, c.op,
+             c.size, c.ranks, f.topology, f.transfers, f.steps, c.model);
   fmt::print("  simulated time    {:.6f} ms\n", f.simulated_s * 1e3);
   fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", f.gen_s,
              transfers / f.gen_s / 1e6);
+  fmt::print("  check_schedule    {:.3f} s  ({:.2f} M transfers/s)\n", f.check_s,
+             transfers / f.check_s / 1e6);
   fmt::print("  route + index     {:.3f} s  ({:.2f} M transfers/s)\n", f.load_s,
              transfers / f.load_s / 1e6);
   fmt::print("  event loop        {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n", f.loop_s,
@@ -177,6 +184,7 @@ Child wait_child(pid_t pid, Clock::time_point t0) {
 std::optional<std::pair<Figures, Child>> run_in_child(const Case& c) {
   int fd[2];
   if (pipe(fd) != 0) return std::nullopt;
+  std::fflush(stdout);  // the child must not inherit (and repeat) buffered output
   const auto t0 = Clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -211,6 +219,7 @@ std::optional<FloorRun> run_floor(const std::string& path, const Case& c) {
   if (pipe(fd) != 0) return std::nullopt;
   const std::string k = std::to_string(c.ranks), bytes = std::to_string(*parse_size(c.size)),
                     bw = fmt::format("{}", c.bandwidth);
+  std::fflush(stdout);  // the child must not inherit (and repeat) buffered output
   const auto t0 = Clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -242,10 +251,8 @@ T median(std::vector<T> v, auto key) {
 // Bytes the machine can still give (MemAvailable), to skip runs that cannot fit.
 double available_bytes() {
   std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  while (in >> key >> kib)
-    if (key == "MemAvailable:") return kib * 1024;
+  for (std::string line; std::getline(in, line);)  // "MemAvailable:   123456 kB"
+    if (line.starts_with("MemAvailable:")) return std::stod(line.substr(13)) * 1024;
   return 0;
 }
 
@@ -271,9 +278,9 @@ int run_targets(const std::string& floor_path, int repeat) {
       {"flow ring 1KiB switch 25GB/s K=1024 (< 0.45 s)", flow_small, 0.45, false},
   };
   for (int k : {1024, 2048, 4096})
-    targets.push_back({fmt::format("flow ring 1GiB cluster K={}{}", k, k == 4096 ? " (< 10 s)" : ""),
-                       Case{.ranks = k, .model = "flow", .topology = "cluster"},
-                       k == 4096 ? 10.0 : 0.0, false});
+    targets.push_back(
+        {fmt::format("flow ring 1GiB cluster K={}{}", k, k == 4096 ? " (< 10 s)" : ""),
+         Case{.ranks = k, .model = "flow", .topology = "cluster"}, k == 4096 ? 10.0 : 0.0, false});
   targets.push_back({"packet ring 256MiB cluster K=64 (>= 40 M packet-hops/s)", packet, 0, false});
 
   fmt::print("median of {} run(s) each; wall and CPU are whole child processes (setup included)\n",
@@ -283,9 +290,10 @@ int run_targets(const std::string& floor_path, int repeat) {
     fmt::print("\n{}\n", t.what);
     const double ops = 2.0 * (t.c.ranks - 1) * t.c.ranks;
     if (t.c.algorithm == "ring" && ops * kStoredBytesPerTransfer > 0.8 * available_bytes()) {
-      fmt::print("  skipped: a stored schedule needs ~{:.0f} GB, {:.0f} GB available "
-                 "(needs streamed schedules)\n",
-                 ops * kStoredBytesPerTransfer / 1e9, available_bytes() / 1e9);
+      fmt::print(
+          "  skipped: a stored schedule needs ~{:.0f} GB, {:.0f} GB available "
+          "(needs streamed schedules)\n",
+          ops * kStoredBytesPerTransfer / 1e9, available_bytes() / 1e9);
       continue;
     }
     std::vector<std::pair<Figures, Child>> runs;
@@ -296,13 +304,16 @@ int run_targets(const std::string& floor_path, int repeat) {
       continue;
     }
     const auto [f, child] = median(runs, [](const auto& r) { return r.second.wall_s; });
-    fmt::print("  simulated {:.6f} ms, {} transfers, {} events\n", f.simulated_s * 1e3,
-               f.transfers, f.events);
-    fmt::print("  wall {:.3f} s (generate {:.3f}, route+index {:.3f}, event loop {:.3f}), CPU {:.3f} s\n",
-               child.wall_s, f.gen_s, f.load_s, f.loop_s, child.cpu_s);
-    fmt::print("  events/s {:.2f} M in the loop, {:.2f} M transfers/s overall; peak RSS {:.1f} MiB\n",
-               static_cast<double>(f.events) / f.loop_s / 1e6,
-               static_cast<double>(f.transfers) / child.wall_s / 1e6, child.peak_mib);
+    fmt::print("  simulated {:.6f} ms, {} transfers, {} events\n", f.simulated_s * 1e3, f.transfers,
+               f.events);
+    fmt::print(
+        "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop {:.3f}), "
+        "CPU {:.3f} s\n",
+        child.wall_s, f.gen_s, f.check_s, f.load_s, f.loop_s, child.cpu_s);
+    fmt::print(
+        "  events/s {:.2f} M in the loop, {:.2f} M transfers/s overall; peak RSS {:.1f} MiB\n",
+        static_cast<double>(f.events) / f.loop_s / 1e6,
+        static_cast<double>(f.transfers) / child.wall_s / 1e6, child.peak_mib);
     if (t.c.model == "packet")
       fmt::print("  packet-hops/s {:.2f} M in the loop ({:.2f} M over the CPU time)\n",
                  static_cast<double>(f.packet_hops) / f.loop_s / 1e6,
@@ -328,9 +339,10 @@ int run_targets(const std::string& floor_path, int repeat) {
     const FloorRun fl = median(floors, [](const FloorRun& r) { return r.child.wall_s; });
     fmt::print("  floor: simulated {:.6f} ms, wall {:.3f} s, CPU {:.3f} s, peak RSS {:.1f} MiB\n",
                fl.simulated_s * 1e3, fl.child.wall_s, fl.child.cpu_s, fl.child.peak_mib);
-    fmt::print("  collsim / floor: wall {:.2f}x, CPU {:.2f}x, memory {:.2f}x (targets 1.5x, < 1x)\n",
-               child.wall_s / fl.child.wall_s, child.cpu_s / fl.child.cpu_s,
-               child.peak_mib / fl.child.peak_mib);
+    fmt::print(
+        "  collsim / floor: wall {:.2f}x, CPU {:.2f}x, memory {:.2f}x (targets 1.5x, < 1x)\n",
+        child.wall_s / fl.child.wall_s, child.cpu_s / fl.child.cpu_s,
+        child.peak_mib / fl.child.peak_mib);
   }
   if (flow_growth.size() >= 2) {
     const auto [k0, t0] = flow_growth.front();
