@@ -1,15 +1,29 @@
 // Benchmark: one collective on K GPUs under a chosen network model. Prints
-// schedule generation, routing/indexing and event-loop rates, wall time and peak
-// memory. One run per process, so peak memory belongs to that run alone:
+// schedule generation, routing/indexing and event-loop rates, wall and CPU time and
+// peak memory. One run per process, so peak memory belongs to that run alone:
 //   collsim-bench --ranks 1024                                  (ring, switch, ideal)
 //   collsim-bench --ranks 1024 --model flow --topology cluster  (128 nodes x 8, rail-optimized)
 //   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct
 //   collsim-bench --ranks 4096 --model flow --topology cluster3  (three tiers: 16 pods of 256)
 //   --bytes 64MiB collsim-bench --ranks 64 --model packet --bytes 256MiB
+//
+// --targets runs every figure of the scale targets (issue 15) in one go, each case in
+// a child process of its own (its peak RSS is that child's), next to the floor
+// (../shared/bench/floor.cpp, the least work any simulator must do; built as the
+// collsim-floor target when that file is there, or given with --floor):
+//   collsim-bench --targets [--floor PATH] [--repeat 3]
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <optional>
 
 #include "core/units.h"
 #include "network/flow_model.h"
@@ -27,96 +41,351 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// CPU seconds of this process: on a shared machine, steadier than the wall clock.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"collsim-bench: simulate one collective and report how fast the simulator ran"};
+struct Case {
   int ranks = 1024;
-  std::string size = "1GiB", model_name = "ideal", topology = "switch", op_name = "all_reduce",
-              algorithm = "ring";
-  std::string packet = "64KiB";
-  app.add_option("--ranks", ranks, "Number of GPUs")->capture_default_str();
-  app.add_option("--bytes", size, "Collective size (nccl-tests meaning)")->capture_default_str();
-  app.add_option("--model", model_name, "ideal, flow or packet")->capture_default_str();
-  app.add_option("--topology", topology,
-                 "switch (450 GB/s), cluster (8 GPUs per node, rail-optimized, 4 spines) or "
-                 "cluster3 (the same in pods of 32 nodes, 4 spines each, 8 cores)")
-      ->capture_default_str();
-  app.add_option("--op", op_name, "Collective")->capture_default_str();
-  app.add_option("--algorithm", algorithm, "Algorithm")->capture_default_str();
-  app.add_option("--packet", packet, "Packet size for the packet model")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  std::string size = "1GiB", model = "ideal", topology = "switch", op = "all_reduce",
+              algorithm = "ring", packet = "64KiB";
+  double bandwidth = 450e9;  // switch topology's links, bytes/s
+};
 
-  const double baseline_mib = peak_rss_mib();
-  Topology topo;
-  if (topology == "cluster" || topology == "cluster3") {
+// What one run measured; plain data, so a child process can hand it over a pipe.
+struct Figures {
+  double simulated_s = 0, gen_s = 0, check_s = 0, load_s = 0, loop_s = 0, cpu_s = 0, peak_mib = 0,
+         schedule_bytes = 0;
+  std::uint64_t transfers = 0, events = 0, packet_hops = 0, resolves = 0;
+  int steps = 0;
+  char topology[64] = {};
+};
+
+Topology make_topology(const Case& c) {
+  if (c.topology == "cluster" || c.topology == "cluster3") {
     ClusterParams p;
-    p.nodes = ranks / 8;
+    p.nodes = c.ranks / 8;
     p.spines = 4;
-    if (topology == "cluster3") {
+    if (c.topology == "cluster3") {
       p.pod_nodes = 32;
       p.cores = 8;
     }
-    topo = make_cluster_topology(p);
-  } else {
-    topo = make_switch_topology(ranks, 450e9, 0);
+    return make_cluster_topology(p);
   }
+  return make_switch_topology(c.ranks, c.bandwidth, 0);
+}
+
+Figures run_case(const Case& c) {
+  const double cpu0 = cpu_seconds();
+  Figures f;
+  Topology topo = make_topology(c);
   Router router(topo);
   NetworkParams params;
-  params.model = model_name;
+  params.model = c.model;
   params.alpha = from_seconds(5e-6);
-  params.packet_bytes = *parse_size(packet);
+  params.packet_bytes = *parse_size(c.packet);
   auto model = make_network_model(params, topo, router);
 
   CollectiveShape shape;
-  shape.op = *collective_from_name(op_name);
-  shape.ranks = ranks;
-  shape.count = *parse_size(size) / 4;
+  shape.op = *collective_from_name(c.op);
+  shape.ranks = c.ranks;
+  shape.count = *parse_size(c.size) / 4;
 
   const auto t_gen = Clock::now();
-  const Schedule schedule = find_algorithm(shape.op, algorithm)->generate(shape, {});
-  const double gen_s = seconds_since(t_gen);
+  const Schedule schedule = find_algorithm(shape.op, c.algorithm)->generate(shape, {});
+  f.gen_s = seconds_since(t_gen);
+  // What every command does before simulating; timed apart (not in "wall (gen + sim)").
+  const auto t_check = Clock::now();
+  if (const std::string e = check_schedule(schedule); !e.empty())
+    throw std::logic_error("invalid schedule: " + e);
+  f.check_s = seconds_since(t_check);
 
   std::vector<NodeId> gpus;
-  for (int r = 0; r < ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
+  for (int r = 0; r < c.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
   std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus, {}, nullptr}};
   Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
   const auto t_load = Clock::now();
   sim.load(tasks);
-  const double load_s = seconds_since(t_load);
+  f.load_s = seconds_since(t_load);
   const auto t_loop = Clock::now();
   const SimulationResult result = sim.run_loaded();
-  const double loop_s = seconds_since(t_loop);
-  const double sim_s = load_s + loop_s;
+  f.loop_s = seconds_since(t_loop);
 
-  const double transfers = static_cast<double>(result.transfers);
-  const double peak = peak_rss_mib();
-  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", algorithm,
-             op_name, size, ranks, topo.name, result.transfers, schedule.num_steps, model_name);
-  fmt::print("  simulated time    {:.6f} ms\n", to_seconds(result.tasks[0].end) * 1e3);
-  fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", gen_s,
-             transfers / gen_s / 1e6);
-  fmt::print("  route + index     {:.3f} s  ({:.2f} M transfers/s)\n", load_s,
-             transfers / load_s / 1e6);
-  fmt::print("  event loop        {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n", loop_s,
-             transfers / loop_s / 1e6, static_cast<double>(result.events) / loop_s / 1e6);
-  if (auto* flow = dynamic_cast<FlowModel*>(model.get()))
-    fmt::print("  rate solves       {}\n", flow->resolves());
-  if (auto* pm = dynamic_cast<PacketModel*>(model.get()))
-    fmt::print("  packet-hops       {} ({:.2f} M/s in the event loop)\n", pm->packet_hops(),
-               static_cast<double>(pm->packet_hops()) / loop_s / 1e6);
+  f.simulated_s = to_seconds(result.tasks[0].end);
+  f.transfers = result.transfers;
+  f.events = result.events;
+  f.steps = schedule.num_steps;
+  f.schedule_bytes = static_cast<double>(schedule.memory_bytes());
+  if (auto* flow = dynamic_cast<FlowModel*>(model.get())) f.resolves = flow->resolves();
+  if (auto* pm = dynamic_cast<PacketModel*>(model.get())) f.packet_hops = pm->packet_hops();
+  fmt::format_to_n(f.topology, sizeof(f.topology) - 1, "{}", topo.name);
+  f.cpu_s = cpu_seconds() - cpu0;
+  f.peak_mib = peak_rss_mib();
+  return f;
+}
+
+void print_single(const Case& c, const Figures& f, double baseline_mib) {
+  const double transfers = static_cast<double>(f.transfers);
+  const double sim_s = f.load_s + f.loop_s;
+  fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", c.algorithm, c.op,
+             c.size, c.ranks, f.topology, f.transfers, f.steps, c.model);
+  fmt::print("  simulated time    {:.6f} ms\n", f.simulated_s * 1e3);
+  fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", f.gen_s,
+             transfers / f.gen_s / 1e6);
+  fmt::print("  check_schedule    {:.3f} s  ({:.2f} M transfers/s)\n", f.check_s,
+             transfers / f.check_s / 1e6);
+  fmt::print("  route + index     {:.3f} s  ({:.2f} M transfers/s)\n", f.load_s,
+             transfers / f.load_s / 1e6);
+  fmt::print("  event loop        {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n", f.loop_s,
+             transfers / f.loop_s / 1e6, static_cast<double>(f.events) / f.loop_s / 1e6);
+  if (c.model == "flow") fmt::print("  rate solves       {}\n", f.resolves);
+  if (c.model == "packet")
+    fmt::print("  packet-hops       {} ({:.2f} M/s in the event loop)\n", f.packet_hops,
+               static_cast<double>(f.packet_hops) / f.loop_s / 1e6);
   fmt::print("  simulate (both)   {:.3f} s  ({:.2f} M transfers/s)\n", sim_s,
              transfers / sim_s / 1e6);
-  fmt::print("  wall (gen + sim)  {:.3f} s\n", gen_s + sim_s);
-  fmt::print("  schedule memory   {:.1f} bytes/transfer\n",
-             static_cast<double>(schedule.memory_bytes()) / transfers);
-  fmt::print("  peak RSS          {:.1f} MiB ({:.1f} bytes/transfer above start)\n", peak,
-             (peak - baseline_mib) * 1024 * 1024 / transfers);
+  fmt::print("  wall (gen + sim)  {:.3f} s\n", f.gen_s + sim_s);
+  fmt::print("  CPU               {:.3f} s\n", f.cpu_s);
+  fmt::print("  schedule memory   {:.1f} bytes/transfer\n", f.schedule_bytes / transfers);
+  fmt::print("  peak RSS          {:.1f} MiB ({:.1f} bytes/transfer above start)\n", f.peak_mib,
+             (f.peak_mib - baseline_mib) * 1024 * 1024 / transfers);
+}
+
+// ---- --targets: every case in a child process ----
+
+struct Child {
+  double wall_s = 0, cpu_s = 0, peak_mib = 0;  // from wait4: the child's own
+  bool ok = false;
+};
+
+Child wait_child(pid_t pid, Clock::time_point t0) {
+  int status = 0;
+  rusage u{};
+  wait4(pid, &status, 0, &u);
+  Child c;
+  c.wall_s = seconds_since(t0);
+  c.cpu_s = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  c.peak_mib = static_cast<double>(u.ru_maxrss) / 1024.0;
+  c.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return c;
+}
+
+// Runs the case in a child; its figures come back over a pipe.
+std::optional<std::pair<Figures, Child>> run_in_child(const Case& c) {
+  int fd[2];
+  if (pipe(fd) != 0) return std::nullopt;
+  std::fflush(stdout);  // the child must not inherit (and repeat) buffered output
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    int rc = 0;
+    try {
+      const Figures f = run_case(c);
+      rc = write(fd[1], &f, sizeof f) == static_cast<ssize_t>(sizeof f) ? 0 : 1;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "  failed: {}\n", e.what());
+      rc = 1;
+    }
+    _exit(rc);
+  }
+  close(fd[1]);
+  Figures f;
+  const bool got = read(fd[0], &f, sizeof f) == static_cast<ssize_t>(sizeof f);
+  close(fd[0]);
+  const Child child = wait_child(pid, t0);
+  if (!got || !child.ok) return std::nullopt;
+  return std::make_pair(f, child);
+}
+
+struct FloorRun {
+  double simulated_s = 0;
+  Child child;
+};
+
+// The floor program on the same ring: K, bytes, α, bandwidth.
+std::optional<FloorRun> run_floor(const std::string& path, const Case& c) {
+  int fd[2];
+  if (pipe(fd) != 0) return std::nullopt;
+  const std::string k = std::to_string(c.ranks), bytes = std::to_string(*parse_size(c.size)),
+                    bw = fmt::format("{}", c.bandwidth);
+  std::fflush(stdout);  // the child must not inherit (and repeat) buffered output
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd[1], STDOUT_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    execl(path.c_str(), path.c_str(), k.c_str(), bytes.c_str(), "5e-6", bw.c_str(), nullptr);
+    _exit(127);
+  }
+  close(fd[1]);
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd[0]);
+  FloorRun r;
+  r.child = wait_child(pid, t0);
+  const auto at = out.find("sim_s=");
+  if (!r.child.ok || at == std::string::npos) return std::nullopt;
+  r.simulated_s = std::stod(out.substr(at + 6));
+  return r;
+}
+
+template <class T>
+T median(std::vector<T> v, auto key) {
+  std::sort(v.begin(), v.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
+  return v[v.size() / 2];
+}
+
+// Bytes the machine can still give (MemAvailable), to skip runs that cannot fit.
+double available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)  // "MemAvailable:   123456 kB"
+    if (line.starts_with("MemAvailable:")) return std::stod(line.substr(13)) * 1024;
+  return 0;
+}
+
+// A stored ring all-reduce costs about this much per transfer at peak (measured at
+// K=4096: schedule, successor graph, per-op route and counters).
+constexpr double kStoredBytesPerTransfer = 120;
+
+struct Target {
+  std::string what;
+  Case c;
+  double max_wall_s = 0;  // 0: no time target (report only)
+  bool with_floor = false;
+};
+
+int run_targets(const std::string& floor_path, int repeat) {
+  Case ideal{.ranks = 4096};
+  Case flow_small{.ranks = 1024, .size = "1KiB", .model = "flow", .bandwidth = 25e9};
+  Case packet{.ranks = 64, .size = "256MiB", .model = "packet", .topology = "cluster"};
+  std::vector<Target> targets{
+      {"ideal ring 1GiB switch K=4096 (<= 1.5x floor wall, < floor memory)", ideal, 0, true},
+      {"ideal ring 1GiB switch K=16384 (< 20 s, < 1 GB)", Case{.ranks = 16384}, 20, false},
+      {"ideal ring 1GiB switch K=100000 (finishes)", Case{.ranks = 100000}, 0, false},
+      {"flow ring 1KiB switch 25GB/s K=1024 (< 0.45 s)", flow_small, 0.45, false},
+  };
+  for (int k : {1024, 2048, 4096})
+    targets.push_back(
+        {fmt::format("flow ring 1GiB cluster K={}{}", k, k == 4096 ? " (< 10 s)" : ""),
+         Case{.ranks = k, .model = "flow", .topology = "cluster"}, k == 4096 ? 10.0 : 0.0, false});
+  targets.push_back({"packet ring 256MiB cluster K=64 (>= 40 M packet-hops/s)", packet, 0, false});
+
+  fmt::print("median of {} run(s) each; wall and CPU are whole child processes (setup included)\n",
+             repeat);
+  std::vector<std::pair<int, double>> flow_growth;  // (K, wall)
+  for (const Target& t : targets) {
+    fmt::print("\n{}\n", t.what);
+    const double ops = 2.0 * (t.c.ranks - 1) * t.c.ranks;
+    if (t.c.algorithm == "ring" && ops * kStoredBytesPerTransfer > 0.8 * available_bytes()) {
+      fmt::print(
+          "  skipped: a stored schedule needs ~{:.0f} GB, {:.0f} GB available "
+          "(needs streamed schedules)\n",
+          ops * kStoredBytesPerTransfer / 1e9, available_bytes() / 1e9);
+      continue;
+    }
+    std::vector<std::pair<Figures, Child>> runs;
+    for (int i = 0; i < repeat; ++i)
+      if (auto r = run_in_child(t.c)) runs.push_back(*r);
+    if (runs.empty()) {
+      fmt::print("  failed\n");
+      continue;
+    }
+    const auto [f, child] = median(runs, [](const auto& r) { return r.second.wall_s; });
+    fmt::print("  simulated {:.6f} ms, {} transfers, {} events\n", f.simulated_s * 1e3, f.transfers,
+               f.events);
+    fmt::print(
+        "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop {:.3f}), "
+        "CPU {:.3f} s\n",
+        child.wall_s, f.gen_s, f.check_s, f.load_s, f.loop_s, child.cpu_s);
+    fmt::print(
+        "  events/s {:.2f} M in the loop, {:.2f} M transfers/s overall; peak RSS {:.1f} MiB\n",
+        static_cast<double>(f.events) / f.loop_s / 1e6,
+        static_cast<double>(f.transfers) / child.wall_s / 1e6, child.peak_mib);
+    if (t.c.model == "packet")
+      fmt::print("  packet-hops/s {:.2f} M in the loop ({:.2f} M over the CPU time)\n",
+                 static_cast<double>(f.packet_hops) / f.loop_s / 1e6,
+                 static_cast<double>(f.packet_hops) / child.cpu_s / 1e6);
+    if (t.max_wall_s > 0)
+      fmt::print("  target < {} s: {} by wall, {} by CPU\n", t.max_wall_s,
+                 child.wall_s < t.max_wall_s ? "met" : "missed",
+                 child.cpu_s < t.max_wall_s ? "met" : "missed");
+    if (t.c.model == "flow" && t.c.topology == "cluster")
+      flow_growth.emplace_back(t.c.ranks, child.cpu_s);
+    if (!t.with_floor) continue;
+    if (floor_path.empty()) {
+      fmt::print("  floor: not built (../shared/bench/floor.cpp missing); pass --floor\n");
+      continue;
+    }
+    std::vector<FloorRun> floors;
+    for (int i = 0; i < repeat; ++i)
+      if (auto r = run_floor(floor_path, t.c)) floors.push_back(*r);
+    if (floors.empty()) {
+      fmt::print("  floor: {} did not run\n", floor_path);
+      continue;
+    }
+    const FloorRun fl = median(floors, [](const FloorRun& r) { return r.child.wall_s; });
+    fmt::print("  floor: simulated {:.6f} ms, wall {:.3f} s, CPU {:.3f} s, peak RSS {:.1f} MiB\n",
+               fl.simulated_s * 1e3, fl.child.wall_s, fl.child.cpu_s, fl.child.peak_mib);
+    fmt::print(
+        "  collsim / floor: wall {:.2f}x, CPU {:.2f}x, memory {:.2f}x (targets 1.5x, < 1x)\n",
+        child.wall_s / fl.child.wall_s, child.cpu_s / fl.child.cpu_s,
+        child.peak_mib / fl.child.peak_mib);
+  }
+  if (flow_growth.size() >= 2) {
+    const auto [k0, t0] = flow_growth.front();
+    const auto [k1, t1] = flow_growth.back();
+    fmt::print("\nflow on cluster: CPU time grows as K^{:.2f} from K={} to K={}\n",
+               std::log(t1 / t0) / std::log(static_cast<double>(k1) / k0), k0, k1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"collsim-bench: simulate one collective and report how fast the simulator ran"};
+  Case c;
+  bool targets = false;
+  int repeat = 3;
+#ifdef COLLSIM_FLOOR
+  std::string floor_path = COLLSIM_FLOOR;
+#else
+  std::string floor_path;
+#endif
+  app.add_option("--ranks", c.ranks, "Number of GPUs")->capture_default_str();
+  app.add_option("--bytes", c.size, "Collective size (nccl-tests meaning)")->capture_default_str();
+  app.add_option("--model", c.model, "ideal, flow or packet")->capture_default_str();
+  app.add_option("--topology", c.topology,
+                 "switch (450 GB/s), cluster (8 GPUs per node, rail-optimized, 4 spines) or "
+                 "cluster3 (the same in pods of 32 nodes, 4 spines each, 8 cores)")
+      ->capture_default_str();
+  app.add_option("--bandwidth", c.bandwidth, "Switch topology link bandwidth, bytes/s")
+      ->capture_default_str();
+  app.add_option("--op", c.op, "Collective")->capture_default_str();
+  app.add_option("--algorithm", c.algorithm, "Algorithm")->capture_default_str();
+  app.add_option("--packet", c.packet, "Packet size for the packet model")->capture_default_str();
+  app.add_flag("--targets", targets, "Run every scale target, each in a child process");
+  app.add_option("--floor", floor_path, "The floor program (../shared/bench/floor.cpp, built)");
+  app.add_option("--repeat", repeat, "--targets: runs per case (the median is printed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (targets) return run_targets(floor_path, repeat);
+  const double baseline_mib = peak_rss_mib();
+  print_single(c, run_case(c), baseline_mib);
   return 0;
 }

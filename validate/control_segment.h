@@ -68,7 +68,7 @@ struct Segment {
   const SegmentLayout& layout() const { return header().layout; }
   Op* ops() const { return at<Op>(layout().off_ops); }
   const Op& op(OpId id) const { return ops()[id]; }
-  std::uint32_t* dep_begin() const { return at<std::uint32_t>(layout().off_dep_begin); }
+  DepIndex* dep_begin() const { return at<DepIndex>(layout().off_dep_begin); }
   OpId* deps() const { return at<OpId>(layout().off_deps); }
   std::atomic<std::uint32_t>* done() const {
     return at<std::atomic<std::uint32_t>>(layout().off_done);

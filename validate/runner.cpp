@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <random>
 
+#include "core/checked.h"
 #include "replay/replayer.h"
 #include "schedule/layout.h"
 #include "validate/element_type.h"
@@ -50,7 +51,7 @@ SegmentLayout plan_layout(const Schedule& s, Backend backend, std::uint32_t iter
   };
   const std::uint64_t K = static_cast<std::uint64_t>(s.shape.ranks), n = s.ops.size();
   l.off_ops = take(n * sizeof(Op));
-  l.off_dep_begin = take(s.dep_begin.size() * sizeof(std::uint32_t));
+  l.off_dep_begin = take(s.dep_begin.size() * sizeof(DepIndex));
   l.off_deps = take(s.deps.size() * sizeof(OpId));
   l.off_done = take(n * sizeof(std::uint32_t));
   l.off_times = take(std::uint64_t{iterations} * n * 2 * sizeof(std::int64_t));
@@ -352,7 +353,7 @@ bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpI
     seg.current()[rank] = static_cast<std::int32_t>(id);
     if (h.kill_rank == rank) kill(getpid(), SIGKILL);  // fault injection (tests)
     if (h.fail_rank == rank) throw ValidationError("injected failure");
-    for (std::uint32_t d = seg.dep_begin()[id]; d < seg.dep_begin()[id + 1]; ++d)
+    for (DepIndex d = seg.dep_begin()[id]; d < seg.dep_begin()[id + 1]; ++d)
       if (!wait_for(seg, seg.done()[seg.deps()[d]], it)) return false;
     device.run(id, times);
     seg.done()[id].store(it, std::memory_order_seq_cst);
@@ -499,7 +500,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     h.magic = kMagic;
     h.backend = options.backend;
     h.ranks = static_cast<std::uint32_t>(K);
-    h.num_ops = static_cast<std::uint32_t>(s.ops.size());
+    h.num_ops = checked_count<std::uint32_t>(s.ops.size(), "ops run for real");
     h.num_buffers = static_cast<std::uint32_t>(s.num_buffers);
     h.switch_group = static_cast<std::uint32_t>(s.switch_group_size());
     h.iterations = iterations;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/slot_pool.h"
 
@@ -107,9 +108,33 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   Flow& f = flows_[s];
   f.active = true;
   f.last_update = host.now();
-  each_constraint(s, [&](LinkId l) { on_link_[l].push_back(s); });
-  mark_dirty(s);
-  request_resolve(host);
+  bool alone = true;
+  each_constraint(s, [&](LinkId l) {
+    alone = alone && on_link_[l].empty();
+    on_link_[l].push_back(s);
+  });
+  if (!alone) {
+    mark_dirty(s);
+    return request_resolve(host);
+  }
+  // Alone on its links: its rate is its bottleneck, as the solver would find, without
+  // a resolve. A flow joining its links later (even at this instant) marks them dirty
+  // and the resolve then sees both.
+  double rate = std::numeric_limits<double>::infinity();
+  each_constraint(s, [&](LinkId l) { rate = std::min(rate, capacity_of(l)); });
+  set_rate(s, rate, host.now());
+  arm_completion_timer(host);
+}
+
+// A changed rate moves the flow's finish time.
+void FlowModel::set_rate(Slot s, double rate, Time now) {
+  Flow& f = flows_[s];
+  f.rate = rate;
+  f.finish = add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
+  ++f.version;
+  due_.push_back({f.finish, s, f.version});
+  std::push_heap(due_.begin(), due_.end(),
+                 [](const Due& a, const Due& b) { return later_due(a, b); });
 }
 
 void FlowModel::leave_links(Slot s) {
@@ -159,24 +184,117 @@ void FlowModel::resolve(NetworkHost& host) {
       });
     }
   }
-  // Solve on local indices.
+  // Disjoint components are separate max-min systems: each is solved on its own, so a
+  // flow alone on its links takes its bottleneck without the solver, and small systems
+  // skip the solver's heap. Local indices keep the order of the walk above, so ties
+  // between equal shares break as they would in one system: the rates are the same.
   local_capacity_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     local_index_[comp_links_[i]] = static_cast<std::int32_t>(i);
     local_capacity_.push_back(capacity_of(comp_links_[i]));
   }
+  split_components();
+  for (std::size_t c = 0; c + 1 < group_first_flow_.size(); ++c) solve_group(c);
+  update_flows(now);
+}
+
+// Labels each gathered link with its component (union-find over the flows' links),
+// then lists flows group by group, each group's flows and links in gathered order.
+void FlowModel::split_components() {
+  const std::size_t L = comp_links_.size();
+  parent_.resize(L);
+  group_index_.resize(L);
+  for (std::size_t i = 0; i < L; ++i) parent_[i] = static_cast<std::int32_t>(i);
+  auto root = [&](std::int32_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  };
+  for (Slot s : comp_flows_) {
+    std::int32_t first = -1;
+    each_constraint(s, [&](LinkId l) {
+      const std::int32_t r = root(local_index_[l]);
+      if (first < 0)
+        first = r;
+      else if (r != first)
+        parent_[r] = first;
+    });
+  }
+  // Group numbers in order of first appearance among the flows; a flow of no links
+  // (rate: infinite) is a group of its own.
+  group_of_link_.assign(L, -1);
+  flow_group_.clear();
+  std::int32_t groups = 0;
+  for (Slot s : comp_flows_) {
+    const auto links = router_.links(flows_[s].path);
+    const bool none = links.empty() && flows_[s].memory[0] < 0;
+    std::int32_t g = groups;
+    if (!none) {
+      const LinkId l0 = links.empty() ? flows_[s].memory[0] : links.front();
+      std::int32_t& label = group_of_link_[root(local_index_[l0])];
+      if (label < 0) label = groups++;
+      g = label;
+    } else {
+      ++groups;
+    }
+    flow_group_.push_back(g);
+  }
+  // Counting sort of flows (by position in comp_flows_) and links into their groups.
+  group_first_flow_.assign(static_cast<std::size_t>(groups) + 1, 0);
+  group_first_link_.assign(static_cast<std::size_t>(groups) + 1, 0);
+  // A dirty link whose flows all left is in no group.
+  auto group_of = [&](std::size_t i) { return group_of_link_[root(static_cast<std::int32_t>(i))]; };
+  for (std::int32_t g : flow_group_) ++group_first_flow_[g + 1];
+  for (std::size_t i = 0; i < L; ++i)
+    if (group_of(i) >= 0) ++group_first_link_[group_of(i) + 1];
+  for (std::int32_t g = 0; g < groups; ++g) {
+    group_first_flow_[g + 1] += group_first_flow_[g];
+    group_first_link_[g + 1] += group_first_link_[g];
+  }
+  group_flows_.resize(comp_flows_.size());
+  group_links_.resize(L);
+  cursor_.assign(group_first_flow_.begin(), group_first_flow_.end() - 1);
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i)
+    group_flows_[cursor_[flow_group_[i]]++] = static_cast<std::int32_t>(i);
+  cursor_.assign(group_first_link_.begin(), group_first_link_.end() - 1);
+  for (std::size_t i = 0; i < L; ++i) {
+    const std::int32_t g = group_of(i);
+    if (g < 0) continue;
+    group_index_[i] = static_cast<std::int32_t>(cursor_[g] - group_first_link_[g]);
+    group_links_[cursor_[g]++] = static_cast<std::int32_t>(i);
+  }
+  rates_.assign(comp_flows_.size(), 0.0);
+}
+
+// Solves group c: rates_ of its flows, by position in comp_flows_.
+void FlowModel::solve_group(std::size_t c) {
+  const std::size_t f0 = group_first_flow_[c], f1 = group_first_flow_[c + 1];
+  const std::size_t l0 = group_first_link_[c], l1 = group_first_link_[c + 1];
+  if (f1 - f0 == 1) {  // alone on its links: its bottleneck (+inf on none)
+    double rate = std::numeric_limits<double>::infinity();
+    each_constraint(comp_flows_[group_flows_[f0]],
+                    [&](LinkId l) { rate = std::min(rate, local_capacity_[local_index_[l]]); });
+    rates_[group_flows_[f0]] = rate;
+    return;
+  }
+  group_capacity_.clear();
+  for (std::size_t i = l0; i < l1; ++i) group_capacity_.push_back(local_capacity_[group_links_[i]]);
   local_paths_.clear();
   starts_.clear();
-  for (Slot s : comp_flows_) {
+  for (std::size_t i = f0; i < f1; ++i) {
     starts_.push_back(local_paths_.size());
-    each_constraint(s, [&](LinkId l) { local_paths_.push_back(local_index_[l]); });
+    each_constraint(comp_flows_[group_flows_[i]],
+                    [&](LinkId l) { local_paths_.push_back(group_index_[local_index_[l]]); });
   }
   starts_.push_back(local_paths_.size());
   local_flows_.clear();
-  for (std::size_t i = 0; i < comp_flows_.size(); ++i)
+  for (std::size_t i = 0; i + 1 < starts_.size(); ++i)
     local_flows_.emplace_back(local_paths_.data() + starts_[i], starts_[i + 1] - starts_[i]);
-  solver_.solve(local_capacity_, local_flows_, rates_);
+  solver_.solve(group_capacity_, local_flows_, group_rates_);
+  for (std::size_t i = f0; i < f1; ++i) rates_[group_flows_[i]] = group_rates_[i - f0];
+}
 
+// Brings the gathered flows up to date at their new rates.
+void FlowModel::update_flows(Time now) {
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
     Flow& f = flows_[comp_flows_[i]];
     const double rate = rates_[i];
@@ -184,13 +302,7 @@ void FlowModel::resolve(NetworkHost& host) {
       f.remaining = std::max(0.0, f.remaining - f.rate * to_seconds(now - f.last_update));
     f.last_update = now;
     if (rate == f.rate && f.finish != kTimeNever) continue;  // unchanged: its finish time stands
-    f.rate = rate;
-    f.finish =
-        add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
-    ++f.version;
-    due_.push_back({f.finish, comp_flows_[i], f.version});
-    std::push_heap(due_.begin(), due_.end(),
-                   [](const Due& a, const Due& b) { return later_due(a, b); });
+    set_rate(comp_flows_[i], rate, now);
   }
 }
 
@@ -204,8 +316,11 @@ void FlowModel::complete_due(NetworkHost& host) {
     Flow& f = flows_[d.slot];
     if (!f.active || d.version != f.version) continue;
     f.active = false;
-    mark_dirty(d.slot);
     leave_links(d.slot);
+    // Flows left on its links may speed up; links it had to itself need no resolve.
+    each_constraint(d.slot, [&](LinkId l) {
+      if (!on_link_[l].empty()) dirty_links_.push_back(l);
+    });
     for (LinkId l : router_.links(f.path)) host.link_counters().leave(l, now);
     free_slots_.push_back(d.slot);
     host.transfer_finished(f.id);

@@ -57,10 +57,14 @@ class FlowModel final : public NetworkModel {
   void join_memory(Slot s, const TransferCost& cost);
   double capacity_of(LinkId l) const;
   void activate(NetworkHost& host, Slot s);
+  void set_rate(Slot s, double rate, Time now);
   void leave_links(Slot s);
   void mark_dirty(Slot s);
   void request_resolve(NetworkHost& host);
   void resolve(NetworkHost& host);
+  void split_components();
+  void solve_group(std::size_t group);
+  void update_flows(Time now);
   void complete_due(NetworkHost& host);
   void arm_completion_timer(NetworkHost& host);
 
@@ -90,7 +94,14 @@ class FlowModel final : public NetworkModel {
   std::vector<std::int32_t> local_paths_;
   std::vector<std::size_t> starts_;
   std::vector<std::span<const std::int32_t>> local_flows_;
-  std::vector<double> rates_;
+  std::vector<double> rates_;  // per gathered flow
+  // resolve()'s components: union-find over local link indices, then per group its
+  // flows (positions in comp_flows_) and links (local indices), and each link's index
+  // within its group.
+  std::vector<std::int32_t> parent_, group_of_link_, flow_group_, group_flows_, group_links_;
+  std::vector<std::int32_t> group_index_;
+  std::vector<std::size_t> group_first_flow_, group_first_link_, cursor_;
+  std::vector<double> group_capacity_, group_rates_;
   MaxMinSolver solver_;
 };
 

@@ -25,17 +25,20 @@ void MaxMinSolver::solve(std::span<const double> capacity,
   }
   remaining_.assign(capacity.begin(), capacity.end());
   unfrozen_.assign(L, 0);
-  version_.assign(L, 0);
-  if (flows_on_link_.size() < L) flows_on_link_.resize(L);
-  for (std::size_t l = 0; l < L; ++l) flows_on_link_[l].clear();
   rates.assign(flows.size(), -1.0);
   for (std::size_t f = 0; f < flows.size(); ++f) {
     if (flows[f].empty()) rates[f] = std::numeric_limits<double>::infinity();
-    for (std::int32_t l : flows[f]) {
-      ++unfrozen_[l];
-      flows_on_link_[l].push_back(static_cast<std::int32_t>(f));
-    }
+    for (std::int32_t l : flows[f]) ++unfrozen_[l];
   }
+  if (L <= kSmall) {
+    solve_small(flows, rates);
+    return;
+  }
+  version_.assign(L, 0);
+  if (flows_on_link_.size() < L) flows_on_link_.resize(L);
+  for (std::size_t l = 0; l < L; ++l) flows_on_link_[l].clear();
+  for (std::size_t f = 0; f < flows.size(); ++f)
+    for (std::int32_t l : flows[f]) flows_on_link_[l].push_back(static_cast<std::int32_t>(f));
   heap_.clear();
   for (std::size_t l = 0; l < L; ++l)
     if (unfrozen_[l] > 0)
@@ -63,6 +66,36 @@ void MaxMinSolver::solve(std::span<const double> capacity,
           std::push_heap(heap_.begin(), heap_.end(),
                          [](const Entry& a, const Entry& b) { return after(a, b); });
         }
+      }
+    }
+  }
+}
+
+// The same progressive filling without the heap: each round scans the links for the
+// tightest. Every share is computed from the same state with the same expression as
+// the heap's live entry for that link, and ties go to the lower index as there, so the
+// rates are identical; for a handful of links the scan is cheaper than the heap.
+void MaxMinSolver::solve_small(std::span<const std::span<const std::int32_t>> flows,
+                               std::vector<double>& rates) {
+  const std::int32_t L = static_cast<std::int32_t>(remaining_.size());
+  for (;;) {
+    std::int32_t top = -1;
+    double best = 0;
+    for (std::int32_t l = 0; l < L; ++l) {
+      if (unfrozen_[l] == 0) continue;
+      const double share = remaining_[l] / unfrozen_[l];
+      if (top < 0 || share < best) top = l, best = share;
+    }
+    if (top < 0) return;
+    const double share = std::max(0.0, best);
+    // The unfrozen flows on `top`, in index order as flows_on_link_ would list them.
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      if (rates[f] >= 0 || std::find(flows[f].begin(), flows[f].end(), top) == flows[f].end())
+        continue;
+      rates[f] = share;
+      for (std::int32_t l : flows[f]) {
+        remaining_[l] -= share;
+        --unfrozen_[l];
       }
     }
   }

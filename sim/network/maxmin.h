@@ -22,6 +22,10 @@ class MaxMinSolver {
              std::vector<double>& rates);
 
  private:
+  static constexpr std::size_t kSmall = 16;  // links; fewer are scanned, not heaped
+  void solve_small(std::span<const std::span<const std::int32_t>> flows,
+                   std::vector<double>& rates);
+
   struct Entry {
     double share;
     std::int32_t link;

@@ -1,7 +1,6 @@
 #include "schedule/builder.h"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 
 namespace collsim {
@@ -70,9 +69,7 @@ void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_
 void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
                              int channel) {
   if (channel < 0 || channel >= channels_) throw std::logic_error("schedule channel out of range");
-  if (schedule_.ops.size() >= std::numeric_limits<OpId>::max())
-    throw std::length_error("schedule has more than 2^32 ops");
-  const OpId id = static_cast<OpId>(schedule_.ops.size());
+  const OpId id = schedule_.ops.size();
 
   // Switch ops touch every rank of their group; others their source and destination.
   const bool every_rank = kind == OpKind::SwitchReduce || kind == OpKind::Multicast;
@@ -91,7 +88,7 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   std::sort(scratch_deps_.begin(), scratch_deps_.end());
   scratch_deps_.erase(std::unique(scratch_deps_.begin(), scratch_deps_.end()), scratch_deps_.end());
   schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());
-  schedule_.dep_begin.push_back(static_cast<std::uint32_t>(schedule_.deps.size()));
+  schedule_.dep_begin.push_back(schedule_.deps.size());
 
   schedule_.ops.push_back(Op{src.offset, dst.offset, count, src.rank, dst.rank, step_, kind,
                              static_cast<std::uint8_t>(src.buffer),

@@ -2,31 +2,35 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+
 #include <numeric>
+#include <ranges>
 #include <tuple>
+#include "core/checked.h"
 
 namespace collsim {
 
 std::size_t Schedule::memory_bytes() const {
-  return ops.capacity() * sizeof(Op) + dep_begin.capacity() * sizeof(std::uint32_t) +
+  return ops.capacity() * sizeof(Op) + dep_begin.capacity() * sizeof(DepIndex) +
          deps.capacity() * sizeof(OpId) + buffer_counts.capacity() * sizeof(std::int64_t);
 }
 
 ScheduleGraph::ScheduleGraph(const Schedule& s) {
   const std::size_t n = s.size();
   const std::size_t edges = s.deps.size();
-  const std::uint32_t* dep_begin = s.dep_begin.data();
+  const DepIndex* dep_begin = s.dep_begin.data();
   const OpId* deps = s.deps.data();
   succ_begin.assign(n + 1, 0);
   for (std::size_t e = 0; e < edges; ++e) ++succ_begin[deps[e] + 1];
   std::partial_sum(succ_begin.begin(), succ_begin.end(), succ_begin.begin());
   // Walking ops in id order appends each op's successors in increasing id order.
   succ.resize(edges);
-  std::vector<std::uint32_t> cursor(succ_begin.begin(), succ_begin.end() - 1);
+  std::vector<DepIndex> cursor(succ_begin.begin(), succ_begin.end() - 1);
   indegree.resize(n);
   for (OpId id = 0; id < n; ++id) {
-    indegree[id] = dep_begin[id + 1] - dep_begin[id];
-    for (std::uint32_t e = dep_begin[id]; e < dep_begin[id + 1]; ++e) succ[cursor[deps[e]]++] = id;
+    indegree[id] =
+        checked_count<std::uint32_t>(dep_begin[id + 1] - dep_begin[id], "dependencies of one op");
+    for (DepIndex e = dep_begin[id]; e < dep_begin[id + 1]; ++e) succ[cursor[deps[e]]++] = id;
   }
 }
 
@@ -37,48 +41,124 @@ struct Access {
   std::uint8_t buffer;
   std::int64_t begin, end;
   OpId op;
-
-  auto key() const { return std::tie(rank, buffer, begin); }
 };
 
 bool overlaps(const Access& a, const Access& b) {
   return a.rank == b.rank && a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
 }
 
-// Within one step, writes must be disjoint and no read may overlap a write.
-// `writes` and `reads` are scratch space, reused from step to step.
-std::string check_step_conflicts(const Schedule& s, std::span<const OpId> step_ops,
-                                 std::vector<Access>& writes, std::vector<Access>& reads) {
-  writes.clear();
-  reads.clear();
-  for (OpId id : step_ops) {
-    const Op& op = s.ops[id];
-    // A switch op reads (SwitchReduce) or writes (Multicast) its range on every rank
-    // of its group; a SwitchReduce also writes, and a Multicast reads, the issuer's.
-    const int first = op.is_switch() ? s.switch_group_first(op) : 0;
-    const int n = op.is_switch() ? s.switch_group_size() : 1;
-    for (int r = 0; r < (op.writes_every_rank() ? n : 1); ++r)
-      writes.push_back({op.writes_every_rank() ? first + r : op.dst_rank, op.dst_buffer,
-                        op.dst_offset, op.dst_offset + op.count, id});
-    for (int r = 0; r < (op.reads_every_rank() ? n : 1); ++r)
-      reads.push_back({op.reads_every_rank() ? first + r : op.src_rank, op.src_buffer,
-                       op.src_offset, op.src_offset + op.count, id});
+bool before(const Access& a, const Access& b) {
+  return std::tie(a.buffer, a.begin) < std::tie(b.buffer, b.begin);
+}
+
+// Within one step, writes must be disjoint and no read may overlap a write. The
+// step's writes are grouped by rank (a counting sort over the ranks the step
+// touches), and only each rank's few writes are sorted: linear in the step's ops,
+// where one sort of all of them cost a log factor. Scratch space lives here,
+// reused from step to step; `first_` is all -1 between steps.
+class StepChecker {
+ public:
+  explicit StepChecker(int ranks) : first_(ranks, -1), count_(ranks, 0) {}
+
+  template <class Ids>
+  std::string check(const Schedule& s, const Ids& step_ops) {
+    collect(s, step_ops);
+    std::string error = conflicts(s);
+    for (std::int32_t r : touched_) first_[r] = -1, count_[r] = 0;
+    return error;
   }
-  auto by_key = [](const Access& a, const Access& b) { return a.key() < b.key(); };
-  std::sort(writes.begin(), writes.end(), by_key);
-  for (std::size_t i = 1; i < writes.size(); ++i) {
-    if (overlaps(writes[i - 1], writes[i]))
-      return fmt::format("ops {} and {} of step {} write overlapping elements of rank {}",
-                         writes[i - 1].op, writes[i].op, s.ops[writes[i].op].step, writes[i].rank);
-  }
-  for (const Access& r : reads) {
-    auto it = std::lower_bound(writes.begin(), writes.end(), r, by_key);
-    for (auto cand : {it, it == writes.begin() ? it : it - 1}) {
-      if (cand != writes.end() && cand->op != r.op && overlaps(*cand, r))
-        return fmt::format("op {} of step {} reads elements of rank {} that op {} writes", r.op,
-                           s.ops[r.op].step, r.rank, cand->op);
+
+ private:
+  template <class Ids>
+  void collect(const Schedule& s, const Ids& step_ops) {
+    writes_.clear();
+    reads_.clear();
+    touched_.clear();
+    for (OpId id : step_ops) {
+      const Op& op = s.ops[id];
+      // A switch op reads (SwitchReduce) or writes (Multicast) its range on every rank
+      // of its group; a SwitchReduce also writes, and a Multicast reads, the issuer's.
+      const int first = op.is_switch() ? s.switch_group_first(op) : 0;
+      const int n = op.is_switch() ? s.switch_group_size() : 1;
+      for (int r = 0; r < (op.writes_every_rank() ? n : 1); ++r)
+        writes_.push_back({op.writes_every_rank() ? first + r : op.dst_rank, op.dst_buffer,
+                           op.dst_offset, op.dst_offset + op.count, id});
+      for (int r = 0; r < (op.reads_every_rank() ? n : 1); ++r)
+        reads_.push_back({op.reads_every_rank() ? first + r : op.src_rank, op.src_buffer,
+                          op.src_offset, op.src_offset + op.count, id});
+    }
+    // Counting sort of the writes by rank, ranks in the order the step first writes them.
+    for (const Access& w : writes_)
+      if (count_[w.rank]++ == 0) touched_.push_back(w.rank);
+    std::int64_t at = 0;
+    for (std::int32_t r : touched_) {
+      first_[r] = at;
+      at += count_[r];
+      count_[r] = 0;
+    }
+    by_rank_.resize(writes_.size());
+    for (const Access& w : writes_) by_rank_[first_[w.rank] + count_[w.rank]++] = w;
+    for (std::int32_t r : touched_) {  // a rank's writes in one step: usually one or two
+      const auto begin = by_rank_.begin() + first_[r];
+      std::sort(begin, begin + count_[r], before);
     }
   }
+
+  std::string conflicts(const Schedule& s) const {
+    for (std::int32_t r : touched_) {
+      for (std::int64_t i = first_[r] + 1; i < first_[r] + count_[r]; ++i)
+        if (overlaps(by_rank_[i - 1], by_rank_[i]))
+          return fmt::format("ops {} and {} of step {} write overlapping elements of rank {}",
+                             by_rank_[i - 1].op, by_rank_[i].op, s.ops[by_rank_[i].op].step, r);
+    }
+    for (const Access& rd : reads_) {
+      if (first_[rd.rank] < 0) continue;  // nothing written on that rank
+      const auto begin = by_rank_.begin() + first_[rd.rank], end = begin + count_[rd.rank];
+      // Writes are disjoint and sorted: only the last one starting before the read and
+      // the first one starting at or after it can overlap it.
+      const auto it = std::lower_bound(begin, end, rd, before);
+      for (auto cand : {it, it == begin ? it : it - 1}) {
+        if (cand != end && cand->op != rd.op && overlaps(*cand, rd))
+          return fmt::format("op {} of step {} reads elements of rank {} that op {} writes", rd.op,
+                             s.ops[rd.op].step, rd.rank, cand->op);
+      }
+    }
+    return {};
+  }
+
+  std::vector<std::int64_t> first_;  // per rank: its writes' start in by_rank_, or -1
+  std::vector<std::int64_t> count_;  // per rank: how many
+  std::vector<std::int32_t> touched_;
+  std::vector<Access> writes_, reads_, by_rank_;
+};
+
+// Calls f(ids) with each step's ops in id order: straight runs of ids when the ops are
+// in step order (as builders emit them), else a counting sort by step.
+template <class F>
+std::string for_each_step(const Schedule& s, F&& f) {
+  const std::size_t n = s.size();
+  bool sorted = true;
+  for (std::size_t i = 1; i < n && sorted; ++i) sorted = s.ops[i - 1].step <= s.ops[i].step;
+  if (sorted) {
+    for (std::size_t i = 0; i < n;) {
+      std::size_t j = i;
+      while (j < n && s.ops[j].step == s.ops[i].step) ++j;
+      if (auto e = f(std::views::iota(OpId{i}, OpId{j})); !e.empty()) return e;
+      i = j;
+    }
+    return {};
+  }
+  std::vector<std::size_t> step_first(static_cast<std::size_t>(s.num_steps) + 1, 0);
+  for (const Op& op : s.ops) ++step_first[op.step + 1];
+  std::partial_sum(step_first.begin(), step_first.end(), step_first.begin());
+  std::vector<OpId> order(n);
+  std::vector<std::size_t> cursor(step_first.begin(), step_first.end() - 1);
+  for (OpId id = 0; id < n; ++id) order[cursor[s.ops[id].step]++] = id;
+  for (int step = 0; step < s.num_steps; ++step)
+    if (auto e =
+            f(std::span(order).subspan(step_first[step], step_first[step + 1] - step_first[step]));
+        !e.empty())
+      return e;
   return {};
 }
 
@@ -87,6 +167,9 @@ std::string check_step_conflicts(const Schedule& s, std::span<const OpId> step_o
 std::string check_schedule(const Schedule& s) {
   const int K = s.shape.ranks;
   if (s.dep_begin.size() != s.ops.size() + 1) return "dependency index has the wrong size";
+  if (s.dep_begin.front() != 0 || !std::is_sorted(s.dep_begin.begin(), s.dep_begin.end()) ||
+      s.dep_begin.back() != s.deps.size())
+    return "dependency index does not cover the dependencies";
   if (s.buffer_counts.size() != static_cast<std::size_t>(K) * s.num_buffers)
     return "buffer sizes do not cover every rank";
   for (OpId id = 0; id < s.size(); ++id) {
@@ -126,23 +209,8 @@ std::string check_schedule(const Schedule& s) {
     }
   }
   // Every dependency points to an earlier step, so the graph has no cycle.
-
-  // Builders emit ops in step order; sort only a schedule that is not.
-  std::vector<OpId> order(s.size());
-  std::iota(order.begin(), order.end(), 0);
-  auto by_step = [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; };
-  if (!std::is_sorted(order.begin(), order.end(), by_step))
-    std::stable_sort(order.begin(), order.end(), by_step);
-  std::vector<Access> writes, reads;
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    while (j < order.size() && s.ops[order[j]].step == s.ops[order[i]].step) ++j;
-    if (auto e = check_step_conflicts(s, std::span(order).subspan(i, j - i), writes, reads);
-        !e.empty())
-      return e;
-    i = j;
-  }
-  return {};
+  StepChecker checker(K);
+  return for_each_step(s, [&](const auto& ids) { return checker.check(s, ids); });
 }
 
 }  // namespace collsim
@@ -189,7 +257,7 @@ std::uint64_t schedule_digest(const Schedule& s) {
     h.add(static_cast<std::uint64_t>(op.kind) | op.src_buffer << 8 | op.dst_buffer << 16 |
           op.channel << 24);
   }
-  for (std::uint32_t b : s.dep_begin) h.add(b);
+  for (DepIndex b : s.dep_begin) h.add(b);
   for (OpId d : s.deps) h.add(d);
   return h.value();
 }

@@ -15,7 +15,10 @@
 
 namespace collsim {
 
-using OpId = std::uint32_t;
+// 64-bit: a ring all-reduce passes 2^32 ops at 46,342 ranks and 2^32 dependencies at
+// 26,756. Every index into ops or dependencies is one of these.
+using OpId = std::uint64_t;
+using DepIndex = std::uint64_t;  // into Schedule::deps / ScheduleGraph::succ
 
 enum class OpKind : std::uint8_t {
   Copy,    // dst = src
@@ -75,7 +78,7 @@ class Schedule {
   int num_buffers = 1;
   std::vector<std::int64_t> buffer_counts;  // [rank * num_buffers + buffer], in elements
   std::vector<Op> ops;
-  std::vector<std::uint32_t> dep_begin;  // size ops.size() + 1
+  std::vector<DepIndex> dep_begin;  // size ops.size() + 1
   std::vector<OpId> deps;
   int num_steps = 0;
   // Switch ops act on aligned blocks of this many consecutive ranks (the GPUs of one
@@ -103,9 +106,9 @@ class Schedule {
 // Successor lists and in-degrees, derived once from a schedule's dependencies:
 // what the simulator, the replayer and the validity check all walk.
 struct ScheduleGraph {
-  std::vector<std::uint32_t> succ_begin;
+  std::vector<DepIndex> succ_begin;
   std::vector<OpId> succ;
-  std::vector<std::uint32_t> indegree;
+  std::vector<std::uint32_t> indegree;  // one op's dependency count (checked on the way in)
 
   explicit ScheduleGraph(const Schedule& s);
   std::span<const OpId> successors(OpId id) const {

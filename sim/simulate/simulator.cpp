@@ -16,22 +16,7 @@ enum EventTag : std::uint32_t {
   kComputeDone
 };
 
-// A transfer id carries its task in the high bits, so no lookup is needed; between
-// them and the op, a switch op's leg (which rank's link it crosses).
-constexpr int kOpBits = 40;
-constexpr int kMaxLegs = 1 << (kOpBits - 32);
-TransferId transfer_id(std::size_t task, OpId op, int leg = 0) {
-  return (static_cast<TransferId>(task) << kOpBits) | (static_cast<TransferId>(leg) << 32) | op;
-}
-std::size_t task_of(TransferId id) {
-  return static_cast<std::size_t>(id >> kOpBits);
-}
-OpId op_of(TransferId id) {
-  return static_cast<OpId>(id & 0xffffffffu);
-}
-int leg_of(TransferId id) {
-  return static_cast<int>((id >> 32) & (kMaxLegs - 1));
-}
+constexpr int kMaxLegs = TransferIds::kMaxLegs;
 
 }  // namespace
 
@@ -62,15 +47,14 @@ void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
 }
 
 void Simulator::transfer_finished(TransferId id) {
-  const std::size_t task = task_of(id);
-  const OpId op = op_of(id);
+  const auto [task, op, leg] = ids_.decode(id);
   const Schedule& s = *(*tasks_)[task].schedule;
   const Op& o = s.ops[op];
   if (o.is_switch()) {
     // Legs 0..n-1 cross the group's links (up for a reduce, down for a multicast), leg
     // n the issuer's the other way: what arrives at a GPU is a multicast's leg to it,
     // or the reduced result coming back to the issuer.
-    const int leg = leg_of(id), n = s.switch_group_size();
+    const int n = s.switch_group_size();
     if ((o.kind == OpKind::Multicast) == (leg < n))
       result_.node_received[(*tasks_)[task]
                                 .rank_gpu[leg < n ? s.switch_group_first(o) + leg : o.src_rank]] +=
@@ -106,22 +90,23 @@ void Simulator::prepare_task(std::size_t index) {
   auto lookup = [&](const Op& op) {
     if (memo_dst[op.src_rank] == op.dst_rank) return memo_path[op.src_rank];
     const PathId p = router_.cached(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
-    if (p >= 0) {
-      memo_dst[op.src_rank] = op.dst_rank;
-      memo_path[op.src_rank] = p;
-    }
+    memo_dst[op.src_rank] = op.dst_rank;
+    memo_path[op.src_rank] = p;  // -1: not routed yet
     return p;
   };
   bool any_switch = false;
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
     any_switch = any_switch || op.is_switch();
-    if (op.is_local() || op.is_switch()) continue;  // switch ops: routes per rank below
+    if (op.is_local() || op.is_switch()) continue;            // switch ops: routes per rank below
+    const bool asked = memo_dst[op.src_rank] == op.dst_rank;  // a miss is listed once
     path[id] = lookup(op);
-    if (path[id] < 0) missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
+    if (path[id] < 0 && !asked)
+      missing.emplace_back(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);
   }
   if (!missing.empty()) {
     router_.prepare(missing);
+    std::fill(memo_dst.begin(), memo_dst.end(), -1);
     for (OpId id = 0; id < s.size(); ++id)
       if (!s.ops[id].is_local() && !s.ops[id].is_switch() && path[id] < 0)
         path[id] = lookup(s.ops[id]);
@@ -184,6 +169,10 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   state_.clear();
   state_.reserve(tasks.size());
   graphs_.clear();
+  std::vector<std::size_t> ops_per_task;
+  for (const CollectiveTask& t : tasks)
+    ops_per_task.push_back(t.is_compute() ? 0 : t.schedule->size());
+  ids_.assign(ops_per_task);
   for (std::size_t i = 0; i < tasks.size(); ++i) prepare_task(i);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     for (int before : tasks[i].after) {
@@ -207,15 +196,19 @@ SimulationResult Simulator::run_loaded() {
       case kTaskLaunched:
         start_ready_ops(static_cast<std::size_t>(e.id));
         break;
-      case kOpReady:
-        begin_op(task_of(e.id), op_of(e.id));
+      case kOpReady: {
+        const auto op = ids_.decode(e.id);
+        begin_op(op.task, op.op);
         break;
+      }
       case kNetworkWakeup:
         model_.wakeup(*this, e.id);
         break;
-      case kLocalOpDone:
-        finish_op(task_of(e.id), op_of(e.id));
+      case kLocalOpDone: {
+        const auto op = ids_.decode(e.id);
+        finish_op(op.task, op.op);
         break;
+      }
       case kComputeDone:
         finish_task(static_cast<std::size_t>(e.id));
         break;
@@ -247,7 +240,7 @@ void Simulator::record_routes() {
   for (PathId p = 0; p <= most; ++p) {
     const auto links = router_.links(p);
     routes.links.insert(routes.links.end(), links.begin(), links.end());
-    routes.first.push_back(static_cast<std::uint32_t>(routes.links.size()));
+    routes.first.push_back(routes.links.size());
   }
 }
 
@@ -283,7 +276,7 @@ void Simulator::start_op(std::size_t task, OpId id) {
   // one op's overhead at a time, so a step's ops on one rank queue behind each other.
   Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
   busy = add_time(std::max(busy, engine_.now()), cost->op_overhead);
-  engine_.schedule(busy, kOpReady, transfer_id(task, id));
+  engine_.schedule(busy, kOpReady, ids_.id(task, id));
 }
 
 void Simulator::begin_op(std::size_t task, OpId id) {
@@ -295,7 +288,7 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   if (op.is_switch()) return begin_switch_op(task, id);
   if (op.is_local()) {
     const Time took = st.cost ? local_op_time(*st.cost, bytes, reduce) : 0;
-    engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, transfer_id(task, id));
+    engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, ids_.id(task, id));
     return;
   }
   result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
@@ -305,7 +298,7 @@ void Simulator::begin_op(std::size_t task, OpId id) {
       st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce,
                               op.kind == OpKind::Reduce ? st.reduce_memory : nullptr)
               : TransferCost{};
-  model_.start_transfer(*this, transfer_id(task, id), path, bytes, cost);
+  model_.start_transfer(*this, ids_.id(task, id), path, bytes, cost);
 }
 
 // A switch op is n + 1 transfers at once. SwitchReduce (multimem.ld_reduce): the
@@ -334,7 +327,7 @@ void Simulator::begin_switch_op(std::size_t task, OpId id) {
         st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, nullptr)
                 : TransferCost{};
     cost.stretch /= st.efficiency[issuer];
-    model_.start_transfer(*this, transfer_id(task, id, leg), path, bytes, cost);
+    model_.start_transfer(*this, ids_.id(task, id, leg), path, bytes, cost);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "network/network_model.h"
 #include "schedule/schedule.h"
+#include "simulate/transfer_ids.h"
 
 namespace collsim {
 
@@ -48,7 +49,7 @@ struct TaskTiming {
 // The links of every route the ops took, by PathId: copied from the router once per
 // run (one entry per distinct route, not per op), so the record outlives the router.
 struct RouteTable {
-  std::vector<std::uint32_t> first{0};  // route p's links are links[first[p], first[p + 1])
+  std::vector<std::uint64_t> first{0};  // route p's links are links[first[p], first[p + 1])
   std::vector<LinkId> links;
 
   std::size_t size() const { return first.size() - 1; }
@@ -112,6 +113,7 @@ class Simulator final : private NetworkHost {
   std::vector<TaskState> state_;
   // Tasks sharing a schedule (a workload's thousand identical all-reduces) share its graph.
   std::unordered_map<const Schedule*, std::unique_ptr<const ScheduleGraph>> graphs_;
+  TransferIds ids_;  // (task, op, leg) <-> the id a network model hands back
   std::vector<Time> rank_busy_until_;  // per topology node: CostModel::op_overhead's queue
   SimulationResult result_;
 };

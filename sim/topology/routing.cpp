@@ -5,9 +5,12 @@
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/reverse_graph.hpp>
+#include <boost/pending/queue.hpp>
 #include <limits>
 #include <stdexcept>
 #include <unordered_set>
+
+#include "core/checked.h"
 
 namespace collsim {
 
@@ -60,6 +63,26 @@ void shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
       boost::visitor(ShortestPathRecorder<G>(dist, preds)));
 }
 
+// The same, seeded with several nodes at distance 1 (in order) and no source: a GPU's
+// tree, with the GPU itself left out (see Router::search_from).
+template <class G>
+void shortest_paths_from_seeds(const G& g, std::span<const NodeId> seeds, std::vector<int>& dist,
+                               std::vector<std::vector<LinkId>>& preds) {
+  using Vertex = typename boost::graph_traits<G>::vertex_descriptor;
+  dist.assign(dist.size(), -1);
+  for (auto& p : preds) p.clear();
+  std::vector<Vertex> sources;
+  for (NodeId s : seeds) {
+    dist[s] = 1;
+    sources.push_back(static_cast<Vertex>(s));
+  }
+  boost::queue<Vertex> queue;
+  std::vector<boost::default_color_type> color(dist.size(), boost::white_color);
+  boost::breadth_first_search(
+      g, sources.begin(), sources.end(), queue, ShortestPathRecorder<G>(dist, preds),
+      boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g)));
+}
+
 template <class G>
 std::vector<bool> reached_from(const G& g, NodeId source, std::size_t n) {
   std::vector<int> dist(n, -1);
@@ -71,7 +94,8 @@ std::vector<bool> reached_from(const G& g, NodeId source, std::size_t n) {
 }
 
 // GPUs do not forward traffic between other GPUs while any path avoids them:
-// only links leaving the source GPU, or leaving a non-GPU node, are kept.
+// only links leaving the source GPU (none when source is -1), or leaving a non-GPU
+// node, are kept.
 struct NotThroughOtherGpus {
   const Topology* topology = nullptr;
   const Router::Graph* graph = nullptr;
@@ -106,15 +130,44 @@ bool NotThroughOtherGpus::operator()(const Edge& e) const {
   return from == source || topology->node(from).kind != NodeKind::Gpu;
 }
 
+// A GPU whose links all lead to switches (or NICs) has the same shortest-path tree as
+// every GPU attached to the same nodes in the same order, but for the GPU itself and
+// its first hop: a breadth-first search from it discovers its attachments, then goes
+// on from them exactly as a search seeded with them would. So such GPUs share one
+// seeded search (one per switch on a regular topology: O(K) routing, not O(K^2)), and
+// each takes its own links to the attachments: the routes, ECMP picks included, are
+// those of a search per GPU.
 void Router::search_from(NodeId src) {
   if (tree_source_ == src) return;
   const std::size_t n = topology_.nodes().size();
   dist_.resize(n);
   preds_.resize(n);
-  const NotThroughOtherGpus keep{&topology_, graph_.get(), src};
-  shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_);
   direct_only_ = true;
   tree_source_ = src;
+  attachments_.clear();
+  bool shared = topology_.node(src).kind == NodeKind::Gpu;
+  for (auto e : boost::make_iterator_range(boost::out_edges(src, graph_->g))) {
+    const auto to = static_cast<NodeId>(boost::target(e, graph_->g));
+    shared = shared && topology_.node(to).kind != NodeKind::Gpu;
+    if (std::find(attachments_.begin(), attachments_.end(), to) == attachments_.end())
+      attachments_.push_back(to);
+  }
+  if (shared && !attachments_.empty()) {
+    if (attachments_ != tree_seeds_) {
+      const NotThroughOtherGpus keep{&topology_, graph_.get(), -1};
+      shortest_paths_from_seeds(boost::make_filtered_graph(graph_->g, keep), attachments_, dist_,
+                                preds_);
+      tree_seeds_ = attachments_;
+    }
+    // The first hops are the source's own links.
+    for (NodeId a : tree_seeds_) preds_[a].clear();
+    for (auto e : boost::make_iterator_range(boost::out_edges(src, graph_->g)))
+      preds_[boost::target(e, graph_->g)].push_back(boost::get(boost::edge_index, graph_->g, e));
+    return;
+  }
+  tree_seeds_.clear();
+  const NotThroughOtherGpus keep{&topology_, graph_.get(), src};
+  shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_);
 }
 
 PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
@@ -122,12 +175,13 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
     // No path avoids forwarding through other GPUs (a ring of GPUs, say): allow it.
     shortest_paths(graph_->g, src, dist_, preds_);
     direct_only_ = false;
+    tree_seeds_.clear();
   }
   if (dist_[dst] < 0)
     throw std::runtime_error(topology_.node(src).name + " cannot reach " +
                              topology_.node(dst).name);
   PathInfo info;
-  info.first = static_cast<std::uint32_t>(links_.size());
+  info.first = links_.size();
   info.bottleneck = std::numeric_limits<double>::infinity();
   const std::uint64_t pair_hash = mix(pair_key(src, dst));
   for (NodeId at = dst; at != src;) {
@@ -146,9 +200,10 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   }
   std::reverse(links_.begin() + info.first, links_.end());
   info.length = static_cast<std::uint32_t>(links_.size() - info.first);
+  const PathId id = checked_count<PathId>(paths_.size(), "distinct routes");
   paths_.push_back(info);
   if (!direct_only_) tree_source_ = -1;  // the unfiltered search is not the cached one
-  return static_cast<PathId>(paths_.size() - 1);
+  return id;
 }
 
 void Router::prepare(std::span<const std::pair<NodeId, NodeId>> pairs) {

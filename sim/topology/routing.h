@@ -16,7 +16,7 @@ namespace collsim {
 using PathId = std::int32_t;
 
 struct PathInfo {
-  std::uint32_t first = 0;   // into the router's flat link array
+  std::uint64_t first = 0;   // into the router's flat link array
   std::uint32_t length = 0;  // number of links; 0 for a node to itself
   Time latency = 0;          // sum of the links' latencies
   double bottleneck = 0;     // slowest link's bandwidth (bytes/s); +inf when empty
@@ -60,6 +60,10 @@ class Router {
   bool direct_only_ = true;  // whether they avoid forwarding through other GPUs
   std::vector<int> dist_;
   std::vector<std::vector<LinkId>> preds_;  // per node: links into it on a shortest path
+  // When dist_/preds_ are a search seeded with these nodes (a GPU's attachments, see
+  // search_from), shared by the GPUs attached to them; empty otherwise.
+  std::vector<NodeId> tree_seeds_;
+  std::vector<NodeId> attachments_;  // scratch
 };
 
 }  // namespace collsim

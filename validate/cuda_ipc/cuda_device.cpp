@@ -87,7 +87,7 @@ class CudaIpcDevice final : public RankDevice {
       const Op& op = seg_.op(id);
       open_memory(op.src_rank);
       open_memory(op.dst_rank);
-      for (std::uint32_t d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d)
+      for (DepIndex d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d)
         open_event(seg_.deps()[d]);
     }
   }
@@ -107,7 +107,7 @@ class CudaIpcDevice final : public RankDevice {
     const Op& op = seg_.op(id);
     if (op.is_switch())  // would need multimem (NVLS) or a per-peer fallback
       throw std::runtime_error("the CUDA IPC transport does not run NVLS switch ops yet");
-    for (std::uint32_t d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d)
+    for (DepIndex d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d)
       if (cudaEvent_t e = peer_event_[seg_.deps()[d]])
         check(cudaStreamWaitEvent(stream_, e, 0), "cudaStreamWaitEvent");
     const int slot = slot_[id];
@@ -157,7 +157,7 @@ class CudaIpcDevice final : public RankDevice {
     const SegmentHeader& h = seg_.header();
     std::vector<bool> awaited(h.num_ops, false);
     for (OpId id = 0; id < h.num_ops; ++id)
-      for (std::uint32_t d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d) {
+      for (DepIndex d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d) {
         const OpId dep = seg_.deps()[d];
         if (executor_of(seg_.op(dep)) != executor_of(seg_.op(id))) awaited[dep] = true;
       }
