@@ -56,23 +56,12 @@ Scenario load_collectives(const std::string& file) {
 // A training step: the jobs (and any collectives) of the scenario together.
 int run_workload_command(const Scenario& scenario, const RunArgs& args) {
   const WorkloadRun run = run_workloads(scenario);
-  nlohmann::json doc = {{"scenario", scenario.name}, {"workload", workload_json(scenario, run)}};
-  if (!scenario.collectives.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (std::size_t i = 0; i < scenario.collectives.size(); ++i) {
-      const auto& o = run.step.tasks[i];
-      list.push_back({{"name", scenario.collectives[i].name},
-                      {"plan", run.step.plans[o.plan]},
-                      {"start_s", o.start_s},
-                      {"end_s", o.end_s},
-                      {"time_s", o.end_s - o.start_s}});
-    }
-    doc["collectives"] = std::move(list);
-  }
+  const nlohmann::json doc = workload_document(scenario, run);
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
     out.open("result.json") << doc.dump(2) << "\n";
     write_workload_trace(out.open("timeline.json"), scenario, run);
+    write_workload_links_csv(out.open("links.csv"), scenario, run);
     out.commit();
   }
   if (args.format == "json")

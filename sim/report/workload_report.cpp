@@ -155,6 +155,37 @@ nlohmann::json workload_json(const Scenario& scenario, const WorkloadRun& run) {
   return jobs.size() == 1 ? jobs[0] : jobs;
 }
 
+nlohmann::json workload_document(const Scenario& scenario, const WorkloadRun& run) {
+  nlohmann::json doc = {{"scenario", scenario.name}, {"workload", workload_json(scenario, run)}};
+  if (scenario.collectives.empty()) return doc;
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < scenario.collectives.size(); ++i) {
+    const auto& o = run.step.tasks[i];  // the scenario's collectives come first in the graph
+    list.push_back({{"name", scenario.collectives[i].name},
+                    {"plan", run.step.plans[o.plan]},
+                    {"start_s", o.start_s},
+                    {"end_s", o.end_s},
+                    {"time_s", o.end_s - o.start_s}});
+  }
+  doc["collectives"] = std::move(list);
+  return doc;
+}
+
+void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const WorkloadRun& run) {
+  fmt::memory_buffer b;
+  fmt::format_to(std::back_inserter(b), "link,kind,bandwidth_Bps,bytes,busy_s,utilisation\n");
+  const Topology& t = scenario.topology;
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
+    const double busy = to_seconds(run.step.sim.links.busy[l]);
+    const double bw = t.links()[l].bandwidth;
+    const double bytes = static_cast<double>(run.step.sim.links.bytes[l]);
+    fmt::format_to(std::back_inserter(b), "{},{},{:.12g},{},{:.12g},{:.6f}\n", t.link_label(l),
+                   name_of(t.links()[l].kind), bw, run.step.sim.links.bytes[l], busy,
+                   run.step.step_s > 0 ? bytes / (bw * run.step.step_s) : 0.0);
+  }
+  out.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
 void write_workload_trace(std::ostream& out, const Scenario& scenario, const WorkloadRun& run,
                           int max_ranks) {
   fmt::memory_buffer b;

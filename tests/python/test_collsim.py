@@ -79,3 +79,11 @@ def test_topology_summary():
     with pytest.raises(collsim.InputError) as e:
         collsim.topology({"preset": "switch", "gpus": 0, "bandwidth": "10GB/s"})
     assert e.value.path == "topology.gpus"
+
+
+def test_a_training_step_returns_what_the_cli_prints():
+    workload = ROOT / "scenarios" / "workload-ddp-speedup.json"
+    doc = collsim.run(workload)
+    assert doc == cli_json("run", str(workload), "--format", "json")
+    # 8 GPUs, 10 MB of gradients: 20 ms / 8 + 2 x 7 x (5 us + 10 MB / 8 / 25 GB/s).
+    assert doc["workload"][0]["step_s"] == pytest.approx(2.5e-3 + 14 * (5e-6 + 10e6 / 8 / 25e9))

@@ -14,8 +14,10 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "report/reports.h"
+#include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
+#include "simulate/run_workload.h"
 #include "sweep/sweep.h"
 #include "topology/summary.h"
 
@@ -49,8 +51,12 @@ py::object run(const py::object& scenario) {
     py::gil_scoped_release unlocked;  // other Python threads run while this one simulates
     SimulationOptions options;
     options.record_ops = false;  // as `collsim run` without --out: no per-op timeline
-    const ScenarioResult result = run_scenario(s, options);
-    doc = result_json(s, result, analyse_traffic(s, result));
+    if (!s.workloads.empty()) {
+      doc = workload_document(s, run_workloads(s));  // as `collsim run` on a training step
+    } else {
+      const ScenarioResult result = run_scenario(s, options);
+      doc = result_json(s, result, analyse_traffic(s, result));
+    }
   }
   return to_python(doc);
 }
