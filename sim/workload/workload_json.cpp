@@ -10,7 +10,7 @@
 #include "workload/chakra.h"
 
 namespace collsim {
-namespace workload_json {
+namespace workload_parse {
 
 // Keys only a Chakra workload takes (besides "chakra"), and keys it refuses (the trace
 // gives the step).
@@ -302,7 +302,7 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
   return w;
 }
 
-}  // namespace workload_json
+}  // namespace workload_parse
 
 std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& topology,
                                           const std::filesystem::path& base_dir) {
@@ -311,7 +311,7 @@ std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& top
   int next_free = 0;
   std::set<std::string> names;
   const auto add = [&](const JsonView& job, std::size_t i) {
-    out.push_back(workload_json::parse_job(job, topology, i, taken, next_free, base_dir));
+    out.push_back(workload_parse::parse_job(job, topology, i, taken, next_free, base_dir));
     if (!names.insert(out.back().name).second)
       job["name"].fail_message(fmt::format("another job is already named \"{}\"", out.back().name));
   };
