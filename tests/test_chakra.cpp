@@ -441,7 +441,8 @@ double step_of(const fs::path& prefix, const std::string& topology, const std::s
   const std::string text = R"({"topology": )" + topology + R"(, "network": {"model": ")" + model +
                            R"(", "alpha": "0us"}, "workload": {"chakra": ")" + prefix.string() +
                            R"(", "algorithm": "ring"}})";
-  const WorkloadRun run = run_workloads(parse_scenario(parse_json_text(text, "t.json"), "."));
+  const Scenario scenario = parse_scenario(parse_json_text(text, "t.json"), ".");
+  const WorkloadRun run = run_workloads(scenario);
   REQUIRE(run.jobs.size() == 1);
   return run.jobs[0].step_s;
 }

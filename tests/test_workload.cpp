@@ -279,7 +279,8 @@ TEST_CASE("every bundled workload scenario runs", "[workload]") {
                                                 : std::vector<nlohmann::json*>{&doc["workload"]})
       if (job->contains("parallelism") && (*job)["parallelism"].contains("micro_batches"))
         (*job)["parallelism"]["micro_batches"] = 2;
-    const WorkloadRun run = run_workloads(parse_scenario(doc, e.path().parent_path()));
+    const Scenario scenario = parse_scenario(doc, e.path().parent_path());
+    const WorkloadRun run = run_workloads(scenario);
     for (const auto& j : run.jobs) {
       CHECK(j.step_s > 0);
       if (!j.spec->is_chakra()) CHECK(j.compute_s > 0);  // a microbenchmark trace has none

@@ -40,5 +40,7 @@ struct WorkloadRun {
 };
 
 WorkloadRun run_workloads(const Scenario& scenario);
+// The run points into the scenario (JobOutcome::spec): it must outlive the run.
+WorkloadRun run_workloads(Scenario&&) = delete;
 
 }  // namespace collsim
