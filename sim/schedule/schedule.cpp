@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include <numeric>
-#include <ranges>
 #include <tuple>
 #include "core/checked.h"
 
@@ -132,6 +131,20 @@ class StepChecker {
   std::vector<Access> writes_, reads_, by_rank_;
 };
 
+// A run of consecutive op ids, iterable. (std::views::iota would do, but clang 14 with
+// libstdc++ 12, the fuzz build's pair, cannot compile iota_view.)
+struct IdRun {
+  struct Iterator {
+    OpId id;
+    OpId operator*() const { return id; }
+    Iterator& operator++() { return ++id, *this; }
+    bool operator!=(const Iterator& other) const { return id != other.id; }
+  };
+  OpId first, last;
+  Iterator begin() const { return {first}; }
+  Iterator end() const { return {last}; }
+};
+
 // Calls f(ids) with each step's ops in id order: straight runs of ids when the ops are
 // in step order (as builders emit them), else a counting sort by step.
 template <class F>
@@ -143,7 +156,7 @@ std::string for_each_step(const Schedule& s, F&& f) {
     for (std::size_t i = 0; i < n;) {
       std::size_t j = i;
       while (j < n && s.ops[j].step == s.ops[i].step) ++j;
-      if (auto e = f(std::views::iota(OpId{i}, OpId{j})); !e.empty()) return e;
+      if (auto e = f(IdRun{OpId{i}, OpId{j}}); !e.empty()) return e;
       i = j;
     }
     return {};
