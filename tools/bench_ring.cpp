@@ -30,6 +30,7 @@
 #include "network/packet_model.h"
 #include "schedule/algorithms.h"
 #include "simulate/simulator.h"
+#include "simulate/streamed.h"
 #include "topology/presets.h"
 
 namespace {
@@ -59,13 +60,14 @@ struct Case {
   std::string size = "1GiB", model = "ideal", topology = "switch", op = "all_reduce",
               algorithm = "ring", packet = "64KiB";
   double bandwidth = 450e9;  // switch topology's links, bytes/s
+  bool stream = false;       // generate and simulate at once (simulate/streamed.h)
 };
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
 struct Figures {
   double simulated_s = 0, gen_s = 0, check_s = 0, load_s = 0, loop_s = 0, cpu_s = 0, peak_mib = 0,
          schedule_bytes = 0;
-  std::uint64_t transfers = 0, events = 0, packet_hops = 0, resolves = 0;
+  std::uint64_t transfers = 0, events = 0, packet_hops = 0, resolves = 0, peak_held = 0;
   int steps = 0;
   char topology[64] = {};
 };
@@ -100,8 +102,34 @@ Figures run_case(const Case& c) {
   shape.ranks = c.ranks;
   shape.count = *parse_size(c.size) / 4;
 
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < c.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
+  const AlgorithmEntry* entry = find_algorithm(shape.op, c.algorithm);
+  if (!entry) throw std::invalid_argument("no algorithm " + c.algorithm + " for " + c.op);
+  auto finish = [&](Figures& out) {
+    if (auto* flow = dynamic_cast<FlowModel*>(model.get())) out.resolves = flow->resolves();
+    if (auto* pm = dynamic_cast<PacketModel*>(model.get())) out.packet_hops = pm->packet_hops();
+    fmt::format_to_n(out.topology, sizeof(out.topology) - 1, "{}", topo.name);
+    out.cpu_s = cpu_seconds() - cpu0;
+    out.peak_mib = peak_rss_mib();
+  };
+  if (c.stream) {  // generation and simulation interleave: all of it is the event loop
+    const auto t_loop = Clock::now();
+    const StreamedResult r = simulate_streamed(topo, router, *model, {gpus, nullptr},
+                                               [&] { return entry->generate(shape, {}); });
+    f.loop_s = seconds_since(t_loop);
+    f.simulated_s = to_seconds(r.end);
+    f.transfers = r.transfers;
+    f.events = r.events;
+    f.steps = r.steps;
+    f.schedule_bytes = static_cast<double>(r.held_bytes);
+    f.peak_held = r.peak_held;
+    finish(f);
+    return f;
+  }
+
   const auto t_gen = Clock::now();
-  const Schedule schedule = find_algorithm(shape.op, c.algorithm)->generate(shape, {});
+  const Schedule schedule = entry->generate(shape, {});
   f.gen_s = seconds_since(t_gen);
   // What every command does before simulating; timed apart (not in "wall (gen + sim)").
   const auto t_check = Clock::now();
@@ -109,8 +137,6 @@ Figures run_case(const Case& c) {
     throw std::logic_error("invalid schedule: " + e);
   f.check_s = seconds_since(t_check);
 
-  std::vector<NodeId> gpus;
-  for (int r = 0; r < c.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
   std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus, {}, nullptr}};
   Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
   const auto t_load = Clock::now();
@@ -125,11 +151,7 @@ Figures run_case(const Case& c) {
   f.events = result.events;
   f.steps = schedule.num_steps;
   f.schedule_bytes = static_cast<double>(schedule.memory_bytes());
-  if (auto* flow = dynamic_cast<FlowModel*>(model.get())) f.resolves = flow->resolves();
-  if (auto* pm = dynamic_cast<PacketModel*>(model.get())) f.packet_hops = pm->packet_hops();
-  fmt::format_to_n(f.topology, sizeof(f.topology) - 1, "{}", topo.name);
-  f.cpu_s = cpu_seconds() - cpu0;
-  f.peak_mib = peak_rss_mib();
+  finish(f);
   return f;
 }
 
@@ -139,6 +161,15 @@ void print_single(const Case& c, const Figures& f, double baseline_mib) {
   fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", c.algorithm, c.op,
              c.size, c.ranks, f.topology, f.transfers, f.steps, c.model);
   fmt::print("  simulated time    {:.6f} ms\n", f.simulated_s * 1e3);
+  if (c.stream) {
+    fmt::print("  generate + simulate, streamed  {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n",
+               f.loop_s, transfers / f.loop_s / 1e6, static_cast<double>(f.events) / f.loop_s / 1e6);
+    fmt::print("  ops held at most  {} ({:.1f} MiB with their successor lists)\n", f.peak_held,
+               f.schedule_bytes / (1 << 20));
+    fmt::print("  CPU               {:.3f} s\n", f.cpu_s);
+    fmt::print("  peak RSS          {:.1f} MiB\n", f.peak_mib);
+    return;
+  }
   fmt::print("  generate          {:.3f} s  ({:.2f} M transfers/s)\n", f.gen_s,
              transfers / f.gen_s / 1e6);
   fmt::print("  check_schedule    {:.3f} s  ({:.2f} M transfers/s)\n", f.check_s,
@@ -271,16 +302,23 @@ int run_targets(const std::string& floor_path, int repeat) {
   Case ideal{.ranks = 4096};
   Case flow_small{.ranks = 1024, .size = "1KiB", .model = "flow", .bandwidth = 25e9};
   Case packet{.ranks = 64, .size = "256MiB", .model = "packet", .topology = "cluster"};
+  Case ideal_streamed = ideal;
+  ideal_streamed.stream = true;
   std::vector<Target> targets{
-      {"ideal ring 1GiB switch K=4096 (<= 1.5x floor wall, < floor memory)", ideal, 0, true},
-      {"ideal ring 1GiB switch K=16384 (< 20 s, < 1 GB)", Case{.ranks = 16384}, 20, false},
-      {"ideal ring 1GiB switch K=100000 (finishes)", Case{.ranks = 100000}, 0, false},
+      {"ideal ring 1GiB switch K=4096, stored schedule", ideal, 0, true},
+      {"ideal ring 1GiB switch K=4096, streamed (<= 1.5x floor wall, < floor memory)",
+       ideal_streamed, 0, true},
+      {"ideal ring 1GiB switch K=16384, streamed (< 20 s, < 1 GB)",
+       Case{.ranks = 16384, .stream = true}, 20, false},
+      {"ideal ring 1GiB switch K=100000, streamed (finishes)",
+       Case{.ranks = 100000, .stream = true}, 0, false},
       {"flow ring 1KiB switch 25GB/s K=1024 (< 0.45 s)", flow_small, 0.45, false},
   };
   for (int k : {1024, 2048, 4096})
     targets.push_back(
-        {fmt::format("flow ring 1GiB cluster K={}{}", k, k == 4096 ? " (< 10 s)" : ""),
-         Case{.ranks = k, .model = "flow", .topology = "cluster"}, k == 4096 ? 10.0 : 0.0, false});
+        {fmt::format("flow ring 1GiB cluster K={}, streamed{}", k, k == 4096 ? " (< 10 s)" : ""),
+         Case{.ranks = k, .model = "flow", .topology = "cluster", .stream = true},
+         k == 4096 ? 10.0 : 0.0, false});
   targets.push_back({"packet ring 256MiB cluster K=64 (>= 40 M packet-hops/s)", packet, 0, false});
 
   fmt::print("median of {} run(s) each; wall and CPU are whole child processes (setup included)\n",
@@ -289,10 +327,10 @@ int run_targets(const std::string& floor_path, int repeat) {
   for (const Target& t : targets) {
     fmt::print("\n{}\n", t.what);
     const double ops = 2.0 * (t.c.ranks - 1) * t.c.ranks;
-    if (t.c.algorithm == "ring" && ops * kStoredBytesPerTransfer > 0.8 * available_bytes()) {
+    if (!t.c.stream && ops * kStoredBytesPerTransfer > 0.8 * available_bytes()) {
       fmt::print(
           "  skipped: a stored schedule needs ~{:.0f} GB, {:.0f} GB available "
-          "(needs streamed schedules)\n",
+          "(--stream runs it)\n",
           ops * kStoredBytesPerTransfer / 1e9, available_bytes() / 1e9);
       continue;
     }
@@ -304,12 +342,17 @@ int run_targets(const std::string& floor_path, int repeat) {
       continue;
     }
     const auto [f, child] = median(runs, [](const auto& r) { return r.second.wall_s; });
-    fmt::print("  simulated {:.6f} ms, {} transfers, {} events\n", f.simulated_s * 1e3, f.transfers,
-               f.events);
-    fmt::print(
-        "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop {:.3f}), "
-        "CPU {:.3f} s\n",
-        child.wall_s, f.gen_s, f.check_s, f.load_s, f.loop_s, child.cpu_s);
+    fmt::print("  simulated {:.6f} ms, {} transfers, {} events{}\n", f.simulated_s * 1e3,
+               f.transfers, f.events,
+               t.c.stream ? fmt::format(", at most {} ops held", f.peak_held) : "");
+    if (t.c.stream)
+      fmt::print("  wall {:.3f} s (generate and simulate, streamed, {:.3f}), CPU {:.3f} s\n",
+                 child.wall_s, f.loop_s, child.cpu_s);
+    else
+      fmt::print(
+          "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop "
+          "{:.3f}), CPU {:.3f} s\n",
+          child.wall_s, f.gen_s, f.check_s, f.load_s, f.loop_s, child.cpu_s);
     fmt::print(
         "  events/s {:.2f} M in the loop, {:.2f} M transfers/s overall; peak RSS {:.1f} MiB\n",
         static_cast<double>(f.events) / f.loop_s / 1e6,
@@ -377,6 +420,8 @@ int main(int argc, char** argv) {
   app.add_option("--op", c.op, "Collective")->capture_default_str();
   app.add_option("--algorithm", c.algorithm, "Algorithm")->capture_default_str();
   app.add_option("--packet", c.packet, "Packet size for the packet model")->capture_default_str();
+  app.add_flag("--stream", c.stream,
+               "Generate and simulate at once, holding only the ops in flight (no per-op record)");
   app.add_flag("--targets", targets, "Run every scale target, each in a child process");
   app.add_option("--floor", floor_path, "The floor program (../shared/bench/floor.cpp, built)");
   app.add_option("--repeat", repeat, "--targets: runs per case (the median is printed)")

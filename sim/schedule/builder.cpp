@@ -1,5 +1,7 @@
 #include "schedule/builder.h"
 
+#include "schedule/stream.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -7,7 +9,7 @@ namespace collsim {
 
 ScheduleBuilder::ScheduleBuilder(CollectiveShape shape, std::string algorithm, int num_buffers,
                                  std::vector<std::int64_t> buffer_counts, int channels)
-    : ranks_(shape.ranks), channels_(channels) {
+    : sink_(StreamScope::take()), ranks_(shape.ranks), channels_(channels) {
   schedule_.shape = shape;
   schedule_.algorithm = std::move(algorithm);
   schedule_.num_buffers = num_buffers;
@@ -15,6 +17,7 @@ ScheduleBuilder::ScheduleBuilder(CollectiveShape shape, std::string algorithm, i
   schedule_.dep_begin.push_back(0);
   done_.resize(static_cast<std::size_t>(channels) * ranks_);
   open_.resize(done_.size());
+  if (sink_) sink_->start(schedule_, channels);
 }
 
 ScheduleBuilder ScheduleBuilder::uniform(CollectiveShape shape, std::string algorithm,
@@ -29,13 +32,24 @@ ScheduleBuilder ScheduleBuilder::uniform(CollectiveShape shape, std::string algo
 }
 
 void ScheduleBuilder::reserve(std::size_t ops, std::size_t deps) {
+  if (sink_) return;  // a streamed schedule holds one step, never the whole
   schedule_.ops.reserve(ops);
   schedule_.dep_begin.reserve(ops + 1);
   schedule_.deps.reserve(deps);
 }
 
+void ScheduleBuilder::flush_step() {
+  if (!sink_ || schedule_.ops.empty()) return;
+  sink_->take_step({streamed_, schedule_.ops, schedule_.dep_begin, schedule_.deps});
+  streamed_ += schedule_.ops.size();
+  schedule_.ops.clear();
+  schedule_.deps.clear();
+  schedule_.dep_begin.resize(1);
+}
+
 void ScheduleBuilder::next_step() {
   if (!step_has_ops_) return;
+  flush_step();
   for (int slot : touched_) {
     std::swap(done_[slot], open_[slot]);
     open_[slot].clear();
@@ -69,7 +83,7 @@ void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_
 void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
                              int channel) {
   if (channel < 0 || channel >= channels_) throw std::logic_error("schedule channel out of range");
-  const OpId id = schedule_.ops.size();
+  const OpId id = streamed_ + schedule_.ops.size();
 
   // Switch ops touch every rank of their group; others their source and destination.
   const bool every_rank = kind == OpKind::SwitchReduce || kind == OpKind::Multicast;
@@ -110,6 +124,7 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
 
 Schedule ScheduleBuilder::finish() {
   schedule_.num_steps = step_has_ops_ ? step_ + 1 : step_;
+  flush_step();
   // Generators that reserved exactly pay nothing here; others give back the slack.
   schedule_.ops.shrink_to_fit();
   schedule_.deps.shrink_to_fit();

@@ -13,6 +13,8 @@
 
 namespace collsim {
 
+class StepSink;
+
 struct BufferRef {
   int rank;
   int buffer;
@@ -55,14 +57,18 @@ class ScheduleBuilder {
   // Optional: room for `ops` ops and `deps` dependencies, to avoid regrowing.
   void reserve(std::size_t ops, std::size_t deps);
   const CollectiveShape& shape() const { return schedule_.shape; }
+  // Stored: the schedule. Streamed (schedule/stream.h): its header, without ops.
   Schedule finish();
 
  private:
+  void flush_step();  // streamed: hands the open step to the sink
   void append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
   std::vector<OpId>& done_list(int channel, int rank) { return done_[channel * ranks_ + rank]; }
   std::vector<OpId>& open_list(int channel, int rank) { return open_[channel * ranks_ + rank]; }
 
-  Schedule schedule_;
+  Schedule schedule_;  // streamed: the header and the open step's ops only
+  StepSink* sink_ = nullptr;
+  OpId streamed_ = 0;  // ops already handed to the sink: the open step's first id
   int ranks_;
   int channels_;
   int step_ = 0;

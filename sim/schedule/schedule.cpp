@@ -229,50 +229,45 @@ std::string check_schedule(const Schedule& s) {
 }  // namespace collsim
 
 namespace collsim {
-namespace {
 
-// A word-at-a-time multiply-xorshift hash, fed field by field (never raw structs:
-// padding bytes are not data). Not cryptographic: it tells schedules apart.
-class WordHash {
- public:
-  void add(std::uint64_t v) {
-    h_ = (h_ ^ v) * 0x9e3779b97f4a7c15ULL;
-    h_ ^= h_ >> 29;
-  }
-  std::uint64_t value() const { return h_; }
+// Not cryptographic: it tells schedules apart. Fed field by field, never raw structs
+// (padding bytes are not data), in an order a stream can follow.
+DigestBuilder::DigestBuilder(const Schedule& s) {
+  add(static_cast<std::uint64_t>(s.shape.op));
+  add(static_cast<std::uint64_t>(s.shape.reduce_op));
+  add(static_cast<std::uint64_t>(s.shape.dtype));
+  add(static_cast<std::uint64_t>(s.shape.ranks));
+  add(static_cast<std::uint64_t>(s.shape.count));
+  add(static_cast<std::uint64_t>(s.shape.root));
+  add(static_cast<std::uint64_t>(s.num_buffers));
+  add(static_cast<std::uint64_t>(s.switch_group));
+  if (s.shape.matrix)
+    for (std::int64_t x : *s.shape.matrix) add(static_cast<std::uint64_t>(x));
+  for (std::int64_t c : s.buffer_counts) add(static_cast<std::uint64_t>(c));
+}
 
- private:
-  std::uint64_t h_ = 0xcbf29ce484222325ULL;
-};
+void DigestBuilder::add_op(const Op& op, std::span<const OpId> deps) {
+  add(static_cast<std::uint64_t>(op.src_offset));
+  add(static_cast<std::uint64_t>(op.dst_offset));
+  add(static_cast<std::uint64_t>(op.count));
+  add(static_cast<std::uint64_t>(op.src_rank) << 32 | static_cast<std::uint32_t>(op.dst_rank));
+  add(static_cast<std::uint64_t>(op.step));
+  add(static_cast<std::uint64_t>(op.kind) | op.src_buffer << 8 | op.dst_buffer << 16 |
+      op.channel << 24);
+  add(deps.size());
+  for (OpId d : deps) add(d);
+}
 
-}  // namespace
+std::uint64_t DigestBuilder::finish(std::uint64_t ops) const {
+  DigestBuilder last = *this;
+  last.add(ops);
+  return last.h_;
+}
 
 std::uint64_t schedule_digest(const Schedule& s) {
-  WordHash h;
-  h.add(static_cast<std::uint64_t>(s.shape.op));
-  h.add(static_cast<std::uint64_t>(s.shape.reduce_op));
-  h.add(static_cast<std::uint64_t>(s.shape.dtype));
-  h.add(static_cast<std::uint64_t>(s.shape.ranks));
-  h.add(static_cast<std::uint64_t>(s.shape.count));
-  h.add(static_cast<std::uint64_t>(s.shape.root));
-  h.add(static_cast<std::uint64_t>(s.num_buffers));
-  h.add(static_cast<std::uint64_t>(s.switch_group));
-  if (s.shape.matrix)
-    for (std::int64_t x : *s.shape.matrix) h.add(static_cast<std::uint64_t>(x));
-  for (std::int64_t c : s.buffer_counts) h.add(static_cast<std::uint64_t>(c));
-  h.add(s.ops.size());
-  for (const Op& op : s.ops) {
-    h.add(static_cast<std::uint64_t>(op.src_offset));
-    h.add(static_cast<std::uint64_t>(op.dst_offset));
-    h.add(static_cast<std::uint64_t>(op.count));
-    h.add(static_cast<std::uint64_t>(op.src_rank) << 32 | static_cast<std::uint32_t>(op.dst_rank));
-    h.add(static_cast<std::uint64_t>(op.step));
-    h.add(static_cast<std::uint64_t>(op.kind) | op.src_buffer << 8 | op.dst_buffer << 16 |
-          op.channel << 24);
-  }
-  for (DepIndex b : s.dep_begin) h.add(b);
-  for (OpId d : s.deps) h.add(d);
-  return h.value();
+  DigestBuilder h(s);
+  for (OpId id = 0; id < s.size(); ++id) h.add_op(s.ops[id], s.deps_of(id));
+  return h.finish(s.size());
 }
 
 }  // namespace collsim

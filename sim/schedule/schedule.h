@@ -128,4 +128,21 @@ std::string check_schedule(const Schedule& s);
 // every practical purpose, the same schedule op for op.
 std::uint64_t schedule_digest(const Schedule& s);
 
+// schedule_digest one op at a time, for schedules that are streamed (schedule/stream.h)
+// rather than stored: the header's words, then each op with its dependencies, then
+// the op count.
+class DigestBuilder {
+ public:
+  explicit DigestBuilder(const Schedule& header);  // shape and buffers; ops ignored
+  void add_op(const Op& op, std::span<const OpId> deps);
+  std::uint64_t finish(std::uint64_t ops) const;
+
+ private:
+  void add(std::uint64_t v) {
+    h_ = (h_ ^ v) * 0x9e3779b97f4a7c15ULL;  // word-at-a-time multiply-xorshift
+    h_ ^= h_ >> 29;
+  }
+  std::uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
 }  // namespace collsim

@@ -1,0 +1,287 @@
+#include "simulate/streamed.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+#include "engine/engine.h"
+#include "schedule/stream.h"
+
+namespace collsim {
+namespace {
+
+enum EventTag : std::uint32_t { kLaunched, kNetworkWakeup, kOpReady, kLocalOpDone };
+
+constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max();
+constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
+
+// An op between the oldest unfinished one and the newest generated.
+struct HeldOp {
+  Op op;
+  PathId path = -1;
+  std::uint32_t waiting = 0;  // dependencies not yet done
+  std::uint32_t first_successor = kNoSuccessor;
+  bool has_deps = false;
+  bool done = false;
+};
+
+// One entry of an op's successor list; entries are recycled when the op finishes.
+struct SuccessorLink {
+  OpId op;
+  std::uint32_t next;
+};
+
+class StreamedSimulator final : private NetworkHost, public StepSink {
+ public:
+  StreamedSimulator(const Topology& topology, Router& router, NetworkModel& model,
+                    const StreamedCollective& collective)
+      : topology_(topology), router_(router), model_(model), collective_(collective) {
+    result_.links.resize(topology.links().size());
+    result_.node_sent.assign(topology.nodes().size(), 0);
+    result_.node_received.assign(topology.nodes().size(), 0);
+    rank_busy_until_.assign(topology.nodes().size(), 0);
+  }
+
+  StreamedResult run(const std::function<Schedule()>& generate) {
+    {
+      StreamScope scope(*this);
+      const Schedule header = generate();
+      if (!header.ops.empty())
+        throw std::logic_error("the generator built its schedule outside the stream");
+      result_.steps = header.num_steps;
+    }
+    generated_all_ = true;
+    play();
+    if (finished_ != next_)
+      throw std::logic_error("a streamed op never finished (dependency cycle?)");
+    result_.ops = next_;
+    result_.digest = digest_ ? digest_->finish(next_) : 0;
+    result_.events = engine_.events_processed();
+    result_.held_bytes = result_.peak_held * sizeof(HeldOp) + successors_.capacity() * sizeof(SuccessorLink);
+    return std::move(result_);
+  }
+
+ private:
+  // --- StepSink: the generator's side ---
+  void start(const Schedule& header, int channels) override {
+    if (static_cast<int>(collective_.rank_gpu.size()) != header.shape.ranks)
+      throw std::invalid_argument("streamed collective: rank placement does not match the schedule");
+    ranks_ = header.shape.ranks;
+    element_bytes_ = header.element_bytes();
+    digest_.emplace(header);
+    latest_.assign(static_cast<std::size_t>(channels) * ranks_, kNoOp);
+    idle_slots_ = latest_.size();  // a rank with no op yet could start one at once
+    memo_dst_.assign(ranks_, -1);
+    memo_path_.assign(ranks_, -1);
+    reserve_window(2 * static_cast<std::size_t>(ranks_));
+    const CostModel* cost = collective_.cost.get();
+    if (cost && !cost->trivial()) {
+      cost_ = cost;
+      reduce_ = cost->reduce_rate(name_of(header.shape.dtype), name_of(header.shape.reduce_op));
+      reduce_memory_ =
+          cost->memory_for_reduce(name_of(header.shape.dtype), name_of(header.shape.reduce_op));
+    }
+    engine_.schedule(cost_ ? cost_->launch : 0, kLaunched, 0);
+  }
+
+  void take_step(const StepView& step) override {
+    for (std::size_t i = 0; i < step.ops.size(); ++i) admit(step.first + i, step.ops[i], step.deps_of(i));
+    for (std::size_t i = 0; i < step.ops.size(); ++i) {
+      const OpId id = step.first + i;
+      if (held(id).waiting != 0) continue;
+      if (launched_) start_op(id);
+      else waiting_for_launch_.push_back(id);
+    }
+    play();
+  }
+
+  void admit(OpId id, const Op& op, std::span<const OpId> deps) {
+    if (op.is_switch()) throw std::invalid_argument("switch ops (nvls) are not streamed");
+    if (id != next_) throw std::logic_error("streamed ops out of order");
+    if (next_ - oldest_ == window_.size()) reserve_window(2 * window_.size());
+    ++next_;
+    result_.peak_held = std::max(result_.peak_held, next_ - oldest_);
+    digest_->add_op(op, deps);
+    HeldOp& h = held(id);
+    h = HeldOp{op};
+    h.has_deps = !deps.empty();
+    for (OpId d : deps) {
+      if (d < oldest_ || held(d).done) continue;
+      ++h.waiting;
+      link_successor(d, id);
+    }
+    if (!op.is_local()) h.path = route(op);
+    for (int slot : slots_of(op)) {
+      if (latest_[slot] == kNoOp || held_done(latest_[slot])) --idle_slots_;
+      latest_[slot] = id;
+    }
+  }
+
+  // --- the event loop ---
+  // Plays events while no op still to come could start before them.
+  void play() {
+    while (!engine_.empty() && (generated_all_ || idle_slots_ == 0)) handle(engine_.pop());
+  }
+
+  void handle(const Event& e) {
+    switch (e.tag) {
+      case kLaunched:
+        launched_ = true;
+        for (OpId id : waiting_for_launch_) start_op(id);
+        waiting_for_launch_.clear();
+        break;
+      case kNetworkWakeup:
+        model_.wakeup(*this, e.id);
+        break;
+      case kOpReady:
+        begin_op(e.id);
+        break;
+      case kLocalOpDone:
+        finish_op(e.id);
+        break;
+    }
+  }
+
+  void start_op(OpId id) {
+    const HeldOp& h = held(id);
+    if (!cost_ || cost_->op_overhead == 0 || !h.has_deps) return begin_op(id);
+    // As Simulator::start_op: the receiving rank pays one op's overhead at a time.
+    Time& busy = rank_busy_until_[collective_.rank_gpu[h.op.dst_rank]];
+    busy = add_time(std::max(busy, engine_.now()), cost_->op_overhead);
+    engine_.schedule(busy, kOpReady, id);
+  }
+
+  void begin_op(OpId id) {
+    const HeldOp& h = held(id);
+    const std::int64_t bytes = h.op.count * element_bytes_;
+    const SizeCurve* reduce = h.op.kind == OpKind::Reduce ? reduce_ : nullptr;
+    if (h.op.is_local()) {
+      const Time took = cost_ ? local_op_time(*cost_, bytes, reduce) : 0;
+      return engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, id);
+    }
+    result_.node_sent[collective_.rank_gpu[h.op.src_rank]] += bytes;
+    ++result_.transfers;
+    const TransferCost cost =
+        cost_ ? transfer_cost(*cost_, topology_, router_.links(h.path), bytes, reduce,
+                              h.op.kind == OpKind::Reduce ? reduce_memory_ : nullptr)
+              : TransferCost{};
+    model_.start_transfer(*this, id, h.path, bytes, cost);
+  }
+
+  void finish_op(OpId id) {
+    HeldOp& h = held(id);
+    if (!h.op.is_local())
+      result_.node_received[collective_.rank_gpu[h.op.dst_rank]] += h.op.count * element_bytes_;
+    h.done = true;
+    ++finished_;
+    result_.end = engine_.now();
+    for (int slot : slots_of(h.op))
+      if (latest_[slot] == id) ++idle_slots_;  // its rank has no unfinished op left
+    for (std::uint32_t s = h.first_successor; s != kNoSuccessor;) {
+      const SuccessorLink link = successors_[s];
+      successors_[s].next = free_successor_;
+      free_successor_ = s;
+      s = link.next;
+      if (--held(link.op).waiting == 0) start_op(link.op);
+    }
+    h.first_successor = kNoSuccessor;
+    while (oldest_ < next_ && held(oldest_).done) ++oldest_;
+  }
+
+  // --- NetworkHost ---
+  Time now() const override { return engine_.now(); }
+  void schedule_wakeup(Time at, std::uint64_t cookie) override {
+    engine_.schedule(at, kNetworkWakeup, cookie);
+  }
+  void transfer_finished(TransferId id) override { finish_op(id); }
+  LinkCounters& link_counters() override { return result_.links; }
+
+  // --- the window of held ops: a ring indexed by op id ---
+  HeldOp& held(OpId id) { return window_[id & (window_.size() - 1)]; }
+  bool held_done(OpId id) { return id < oldest_ || held(id).done; }
+
+  void reserve_window(std::size_t at_least) {
+    std::size_t size = 1024;
+    while (size < at_least) size *= 2;
+    if (size <= window_.size()) return;
+    std::vector<HeldOp> bigger(size);
+    for (OpId id = oldest_; id < next_; ++id) bigger[id & (size - 1)] = held(id);
+    window_ = std::move(bigger);
+  }
+
+  void link_successor(OpId of, OpId successor) {
+    std::uint32_t s = free_successor_;
+    if (s != kNoSuccessor) {
+      free_successor_ = successors_[s].next;
+    } else {
+      s = static_cast<std::uint32_t>(successors_.size());
+      if (s == kNoSuccessor) throw std::length_error("more than 2^32 dependencies in flight");
+      successors_.emplace_back();
+    }
+    HeldOp& h = held(of);
+    successors_[s] = {successor, h.first_successor};
+    h.first_successor = s;
+  }
+
+  // The (channel, rank) slots an op takes part in: its source's and its destination's.
+  struct Slots {
+    int slot[2];
+    int n;
+    const int* begin() const { return slot; }
+    const int* end() const { return slot + n; }
+  };
+  Slots slots_of(const Op& op) const {
+    const int base = op.channel * ranks_;
+    if (op.src_rank == op.dst_rank) return {{base + op.src_rank, 0}, 1};
+    return {{base + op.src_rank, base + op.dst_rank}, 2};
+  }
+
+  // A rank mostly sends to the peer it sent to last: a one-entry memo per source.
+  PathId route(const Op& op) {
+    if (memo_dst_[op.src_rank] == op.dst_rank) return memo_path_[op.src_rank];
+    memo_dst_[op.src_rank] = op.dst_rank;
+    return memo_path_[op.src_rank] =
+               router_.route(collective_.rank_gpu[op.src_rank], collective_.rank_gpu[op.dst_rank]);
+  }
+
+  const Topology& topology_;
+  Router& router_;
+  NetworkModel& model_;
+  const StreamedCollective& collective_;
+  Engine engine_;
+  StreamedResult result_;
+  std::optional<DigestBuilder> digest_;
+  int ranks_ = 0;
+  std::int64_t element_bytes_ = 1;
+  const CostModel* cost_ = nullptr;
+  const SizeCurve* reduce_ = nullptr;
+  const SizeCurve* reduce_memory_ = nullptr;
+
+  std::vector<HeldOp> window_;
+  OpId oldest_ = 0;  // every op before it is done
+  OpId next_ = 0;    // the next op to arrive
+  std::uint64_t finished_ = 0;
+  std::vector<SuccessorLink> successors_;
+  std::uint32_t free_successor_ = kNoSuccessor;
+
+  std::vector<OpId> latest_;     // per (channel, rank): its latest op, or kNoOp
+  std::size_t idle_slots_ = 0;   // slots whose latest op is done, or that have none
+  bool generated_all_ = false;
+  bool launched_ = false;
+  std::vector<OpId> waiting_for_launch_;
+  std::vector<Time> rank_busy_until_;  // per topology node, as in Simulator
+  std::vector<int> memo_dst_;
+  std::vector<PathId> memo_path_;
+};
+
+}  // namespace
+
+StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
+                                 const StreamedCollective& collective,
+                                 const std::function<Schedule()>& generate) {
+  StreamedSimulator sim(topology, router, model, collective);
+  return sim.run(generate);
+}
+
+}  // namespace collsim

@@ -1,0 +1,53 @@
+#pragma once
+// Simulates a collective while its schedule is being generated (schedule/stream.h), so
+// memory follows the ops in flight instead of the whole schedule: a 100,000-rank ring,
+// 2e10 transfers, runs in a few megabytes of ops.
+//
+// The generator writes a step; the simulator takes it in and plays events for as long
+// as no op still to come could start before them. That holds while every (channel,
+// rank) has an unfinished op among those generated: a later op on that rank depends
+// on the rank's latest op (directly or through ops in between), so it cannot start
+// before that op ends. Once a rank's latest op finishes, the simulator stops and the
+// generator writes on until that rank has work again (or the schedule ends). Ops
+// that arrive with every dependency done start at once: their last dependency ended
+// exactly now. The result, event for event, is what Simulator gives for the stored
+// schedule (tests/test_streamed.cpp), without the per-op record: it aggregates link
+// and rank counters as it goes.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "network/network_model.h"
+#include "schedule/schedule.h"
+
+namespace collsim {
+
+struct StreamedCollective {
+  std::vector<NodeId> rank_gpu;  // the schedule's rank r runs on GPU node rank_gpu[r]
+  // Costs beyond the links' α-β; null: none.
+  std::shared_ptr<const CostModel> cost;
+};
+
+struct StreamedResult {
+  Time end = 0;  // when the last op finished
+  std::uint64_t ops = 0;
+  std::uint64_t transfers = 0;
+  std::uint64_t events = 0;
+  int steps = 0;
+  std::uint64_t digest = 0;      // schedule_digest of the schedule streamed
+  std::uint64_t peak_held = 0;   // most ops held at once
+  std::uint64_t held_bytes = 0;  // memory of the held ops and their successor lists, at most
+  LinkCounters links;
+  std::vector<std::int64_t> node_sent;      // per topology node
+  std::vector<std::int64_t> node_received;  // per topology node
+};
+
+// Calls `generate` (an AlgorithmEntry's generate, or anything that builds one schedule
+// with a ScheduleBuilder) with its steps streamed into the simulation. Switch ops
+// (NVLS) are not streamed: std::invalid_argument.
+StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
+                                 const StreamedCollective& collective,
+                                 const std::function<Schedule()>& generate);
+
+}  // namespace collsim

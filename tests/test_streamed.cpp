@@ -1,0 +1,237 @@
+// Streamed schedules: what a generator streams is, op for op, the schedule it stores,
+// and simulating the stream gives what simulating the stored schedule gives, while
+// holding only the ops in flight.
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+#include "schedule/builder.h"
+#include "schedule/stream.h"
+#include "simulate/streamed.h"
+
+using namespace collsim;
+using namespace collsim::test;
+
+namespace streamed_test {
+
+// Collects a stream back into a stored schedule, to compare with the generator's own.
+class Collect final : public StepSink {
+ public:
+  Schedule s;
+  int steps_seen = 0;
+  void start(const Schedule& header, int) override {
+    s = header;
+    s.dep_begin.assign(1, 0);
+  }
+  void take_step(const StepView& step) override {
+    REQUIRE(step.first == s.ops.size());
+    for (std::size_t i = 0; i < step.ops.size(); ++i) {
+      s.ops.push_back(step.ops[i]);
+      for (OpId d : step.deps_of(i)) s.deps.push_back(d);
+      s.dep_begin.push_back(s.deps.size());
+    }
+    ++steps_seen;
+  }
+};
+
+bool streams(const AlgorithmEntry& e) {
+  return e.algorithm != "nvls" && e.algorithm != "nvls_tree";  // switch ops: stored only
+}
+
+// The options each entry is streamed with: its defaults, and segments / levels /
+// channels where it takes them.
+std::vector<AlgorithmOptions> options_for(const AlgorithmEntry& e, int K) {
+  std::vector<AlgorithmOptions> out(1);
+  if (e.takes("levels")) {
+    out[0].levels = {{K, "ring", {}}};
+    for (int f = 2; f * f <= K; ++f)
+      if (K % f == 0) {
+        out[0].levels = {{f, "ring", {}}, {K / f, "double_binary_tree", {}}};
+        break;
+      }
+  }
+  if (e.takes("segments")) {
+    out.push_back(out[0]);
+    out.back().segments = 3;
+  }
+  if (e.takes("channels") && K > 1) {
+    out.push_back(out[0]);
+    out.back().channels = 2;
+  }
+  return out;
+}
+
+Schedule streamed_copy(const AlgorithmEntry& e, const CollectiveShape& shape,
+                       const AlgorithmOptions& opt, int& steps_seen) {
+  Collect sink;
+  Schedule header;
+  {
+    StreamScope scope(sink);
+    header = e.generate(shape, opt);
+  }
+  CHECK(header.ops.empty());
+  sink.s.num_steps = header.num_steps;
+  steps_seen = sink.steps_seen;
+  return std::move(sink.s);
+}
+
+void require_same_run(const SimulationResult& stored, const StreamedResult& streamed) {
+  REQUIRE(streamed.end == stored.tasks[0].end);
+  CHECK(streamed.transfers == stored.transfers);
+  CHECK(streamed.links.bytes == stored.links.bytes);
+  CHECK(streamed.links.busy == stored.links.busy);
+  CHECK(streamed.links.peak_in_flight == stored.links.peak_in_flight);
+  CHECK(streamed.node_sent == stored.node_sent);
+  CHECK(streamed.node_received == stored.node_received);
+}
+
+// Both ways on a fresh router and model each: the stored schedule through Simulator,
+// the generator streamed through simulate_streamed.
+void compare_runs(const AlgorithmEntry& e, const CollectiveShape& shape,
+                  const AlgorithmOptions& opt, const Topology& topo, const NetworkParams& params,
+                  std::shared_ptr<const CostModel> cost = nullptr) {
+  const Schedule stored = e.generate(shape, opt);
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < shape.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
+  Router r1(topo), r2(topo);
+  auto m1 = make_network_model(params, topo, r1);
+  auto m2 = make_network_model(params, topo, r2);
+  Simulator sim(topo, r1, *m1);
+  const SimulationResult a = sim.run({{"stored", &stored, gpus, {}, cost}});
+  const StreamedResult b = simulate_streamed(topo, r2, *m2, {gpus, cost},
+                                             [&] { return e.generate(shape, opt); });
+  INFO(e.algorithm << " " << name_of(shape.op) << " K=" << shape.ranks << " model "
+                   << params.model);
+  require_same_run(a, b);
+  CHECK(b.ops == stored.size());
+  CHECK(b.digest == schedule_digest(stored));
+  CHECK(b.steps == stored.num_steps);
+}
+
+}  // namespace streamed_test
+
+using namespace streamed_test;
+
+TEST_CASE("every generator streams exactly the schedule it stores", "[stream]") {
+  for (const AlgorithmEntry& e : algorithm_catalogue()) {
+    if (!streams(e)) continue;
+    for (int K : {1, 2, 3, 5, 8, 13, 16, 31}) {
+      for (std::int64_t count : {std::int64_t{1}, 3 * std::int64_t{K} + 1}) {
+        CollectiveShape shape = shape_of(e.op, K, count);
+        if (is_rooted(e.op)) shape.root = K / 2;
+        for (const AlgorithmOptions& opt : options_for(e, K)) {
+          INFO(e.algorithm << " " << name_of(e.op) << " K=" << K << " count=" << count
+                           << " segments=" << opt.segments << " channels=" << opt.channels);
+          const Schedule stored = e.generate(shape, opt);
+          int steps_seen = 0;
+          const Schedule streamed = streamed_copy(e, shape, opt, steps_seen);
+          REQUIRE(streamed.size() == stored.size());
+          CHECK(streamed.deps == stored.deps);
+          CHECK(streamed.dep_begin == stored.dep_begin);
+          CHECK(streamed.num_steps == stored.num_steps);
+          CHECK(schedule_digest(streamed) == schedule_digest(stored));
+          CHECK(steps_seen <= stored.num_steps);  // one hand-over per step that has ops
+          StreamDigest digest;
+          {
+            StreamScope scope(digest);
+            e.generate(shape, opt);
+          }
+          CHECK(digest.digest() == schedule_digest(stored));
+          CHECK(digest.ops() == stored.size());
+          CHECK(digest.deps() == stored.deps.size());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the digest tells schedules apart op by op", "[stream]") {
+  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 64));
+  Schedule t = s;
+  t.ops[5].dst_offset += 1;
+  CHECK(schedule_digest(t) != schedule_digest(s));
+  Schedule u = s;
+  u.deps.back() -= 1;
+  CHECK(schedule_digest(u) != schedule_digest(s));
+}
+
+TEST_CASE("a streamed run is the stored run, on every generator and network model", "[stream]") {
+  NetworkParams ideal;
+  ideal.alpha = from_seconds(2e-6);
+  NetworkParams flow = ideal;
+  flow.model = "flow";
+  for (const AlgorithmEntry& e : algorithm_catalogue()) {
+    if (!streams(e)) continue;
+    for (int K : {1, 2, 5, 8, 13}) {
+      const Topology topo = make_switch_topology(K, 50e9, from_seconds(1e-7));
+      CollectiveShape shape = shape_of(e.op, K, 4096 * std::int64_t{K} + 7);
+      if (is_rooted(e.op)) shape.root = K - 1;
+      for (const AlgorithmOptions& opt : options_for(e, K)) {
+        compare_runs(e, shape, opt, topo, ideal);
+        compare_runs(e, shape, opt, topo, flow);
+      }
+    }
+  }
+}
+
+TEST_CASE("a streamed run shares links as the stored run does, with the cost model", "[stream]") {
+  // Two 4-GPU hosts behind an oversubscribed leaf: rings and trees contend there.
+  ClusterParams p;
+  p.nodes = 2;
+  p.server.gpus = 4;
+  p.oversubscription = 4;
+  const Topology topo = make_cluster_topology(p);
+  auto cost = std::make_shared<CostModel>();
+  cost->launch = from_seconds(10e-6);
+  cost->op_overhead = from_seconds(0.3e-6);
+  cost->link(LinkKind::NvLink).efficiency = 0.8;
+  NetworkParams flow;
+  flow.model = "flow";
+  flow.alpha = from_seconds(1e-6);
+  for (const char* name : {"ring", "double_binary_tree", "halving_doubling", "direct"}) {
+    for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::AllToAll}) {
+      const AlgorithmEntry* e = find_algorithm(op, name);
+      if (!e) continue;
+      const CollectiveShape shape = shape_of(op, 8, 1 << 20);
+      compare_runs(*e, shape, {}, topo, flow, cost);
+      NetworkParams ideal = flow;
+      ideal.model = "ideal";
+      compare_runs(*e, shape, {}, topo, ideal, cost);
+    }
+  }
+}
+
+TEST_CASE("a streamed ring holds a few steps of ops, not the schedule", "[stream]") {
+  const int K = 512;
+  const Topology topo = make_switch_topology(K, 450e9, 0);
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < K; ++r) gpus.push_back(topo.gpu_of_rank(r));
+  Router router(topo);
+  NetworkParams p;
+  p.alpha = from_seconds(5e-6);
+  auto model = make_network_model(p, topo, router);
+  const AlgorithmEntry* ring = find_algorithm(CollectiveOp::AllReduce, "ring");
+  const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, K, std::int64_t{1} << 24);
+  const StreamedResult r =
+      simulate_streamed(topo, router, *model, {gpus, nullptr}, [&] { return ring->generate(shape, {}); });
+  CHECK(r.ops == std::uint64_t{2} * (K - 1) * K);
+  CHECK(r.peak_held <= std::uint64_t{3} * K);  // of 2(K-1)K = 523,264
+  // The textbook ring: 2(K-1) steps of alpha + (S/K)/beta.
+  const double step = 5e-6 + 4.0 * (std::int64_t{1} << 24) / K / 450e9;
+  CHECK(to_seconds(r.end) == Approx(2 * (K - 1) * step).epsilon(1e-6));  // whole picoseconds per step
+}
+
+TEST_CASE("switch ops are refused by the stream, not mis-timed", "[stream]") {
+  const AlgorithmEntry* nvls = find_algorithm(CollectiveOp::AllReduce, "nvls");
+  REQUIRE(nvls);
+  const Topology topo = make_switch_topology(4, 50e9, 0);
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < 4; ++r) gpus.push_back(topo.gpu_of_rank(r));
+  Router router(topo);
+  NetworkParams p;
+  p.model = "flow";
+  auto model = make_network_model(p, topo, router);
+  const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 4, 1024);
+  CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr},
+                                    [&] { return nvls->generate(shape, {}); }),
+                  std::invalid_argument);
+}
