@@ -92,19 +92,22 @@ void compare_runs(const AlgorithmEntry& e, const CollectiveShape& shape,
   const Schedule stored = e.generate(shape, opt);
   std::vector<NodeId> gpus;
   for (int r = 0; r < shape.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
-  Router r1(topo), r2(topo);
+  Router r1(topo);
   auto m1 = make_network_model(params, topo, r1);
-  auto m2 = make_network_model(params, topo, r2);
   Simulator sim(topo, r1, *m1);
   const SimulationResult a = sim.run({{"stored", &stored, gpus, {}, cost}});
-  const StreamedResult b = simulate_streamed(topo, r2, *m2, {gpus, cost},
-                                             [&] { return e.generate(shape, opt); });
   INFO(e.algorithm << " " << name_of(shape.op) << " K=" << shape.ranks << " model "
                    << params.model);
-  require_same_run(a, b);
-  CHECK(b.ops == stored.size());
-  CHECK(b.digest == schedule_digest(stored));
-  CHECK(b.steps == stored.num_steps);
+  for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread}) {
+    Router r2(topo);
+    auto m2 = make_network_model(params, topo, r2);
+    const StreamedResult b = simulate_streamed(topo, r2, *m2, {gpus, cost},
+                                               [&] { return e.generate(shape, opt); }, where);
+    require_same_run(a, b);
+    CHECK(b.ops == stored.size());
+    CHECK(b.digest == schedule_digest(stored));
+    CHECK(b.steps == stored.num_steps);
+  }
 }
 
 }  // namespace streamed_test
@@ -231,7 +234,32 @@ TEST_CASE("switch ops are refused by the stream, not mis-timed", "[stream]") {
   p.model = "flow";
   auto model = make_network_model(p, topo, router);
   const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 4, 1024);
-  CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr},
-                                    [&] { return nvls->generate(shape, {}); }),
-                  std::invalid_argument);
+  for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread})
+    CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr},
+                                      [&] { return nvls->generate(shape, {}); }, where),
+                    std::invalid_argument);
+}
+
+TEST_CASE("a generator that fails on its own thread fails the run, after what it streamed",
+          "[stream]") {
+  const Topology topo = make_switch_topology(4, 50e9, 0);
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < 4; ++r) gpus.push_back(topo.gpu_of_rank(r));
+  Router router(topo);
+  auto model = make_network_model(NetworkParams{}, topo, router);
+  const AlgorithmEntry* ring = find_algorithm(CollectiveOp::AllReduce, "ring");
+  const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 4, 1 << 20);
+  auto failing = [&]() -> Schedule {
+    ring->generate(shape, {});  // streamed: its steps reach the simulator
+    throw std::runtime_error("generator failed");
+  };
+  CHECK_THROWS_WITH(simulate_streamed(topo, router, *model, {gpus, nullptr}, failing),
+                    "generator failed");
+  // A consumer that stops early (a refused op) leaves no producer thread behind: many
+  // runs in a row, each refused at its first step, each joined.
+  const AlgorithmEntry* nvls = find_algorithm(CollectiveOp::AllReduce, "nvls");
+  for (int i = 0; i < 50; ++i)
+    CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr},
+                                      [&] { return nvls->generate(shape, {}); }),
+                    std::invalid_argument);
 }

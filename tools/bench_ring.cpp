@@ -61,6 +61,7 @@ struct Case {
               algorithm = "ring", packet = "64KiB";
   double bandwidth = 450e9;  // switch topology's links, bytes/s
   bool stream = false;       // generate and simulate at once (simulate/streamed.h)
+  bool one_thread = false;   // streamed: the generator on the simulator's thread
 };
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
@@ -116,7 +117,9 @@ Figures run_case(const Case& c) {
   if (c.stream) {  // generation and simulation interleave: all of it is the event loop
     const auto t_loop = Clock::now();
     const StreamedResult r = simulate_streamed(topo, router, *model, {gpus, nullptr},
-                                               [&] { return entry->generate(shape, {}); });
+                                               [&] { return entry->generate(shape, {}); },
+                                               c.one_thread ? GenerateOn::CallerThread
+                                                            : GenerateOn::OwnThread);
     f.loop_s = seconds_since(t_loop);
     f.simulated_s = to_seconds(r.end);
     f.transfers = r.transfers;
@@ -422,6 +425,8 @@ int main(int argc, char** argv) {
   app.add_option("--packet", c.packet, "Packet size for the packet model")->capture_default_str();
   app.add_flag("--stream", c.stream,
                "Generate and simulate at once, holding only the ops in flight (no per-op record)");
+  app.add_flag("--one-thread", c.one_thread,
+               "--stream: generate on the simulator's thread instead of a thread of its own");
   app.add_flag("--targets", targets, "Run every scale target, each in a child process");
   app.add_option("--floor", floor_path, "The floor program (../shared/bench/floor.cpp, built)");
   app.add_option("--repeat", repeat, "--targets: runs per case (the median is printed)")

@@ -6,6 +6,20 @@
 #include <stdexcept>
 
 namespace collsim {
+namespace {
+
+// Sorted, without repeats; insertion sort for the usual handful.
+void sort_unique(std::vector<OpId>& ids) {
+  if (ids.size() > 16) {
+    std::sort(ids.begin(), ids.end());
+  } else {
+    for (std::size_t i = 1; i < ids.size(); ++i)
+      for (std::size_t j = i; j > 0 && ids[j - 1] > ids[j]; --j) std::swap(ids[j - 1], ids[j]);
+  }
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+}  // namespace
 
 ScheduleBuilder::ScheduleBuilder(CollectiveShape shape, std::string algorithm, int num_buffers,
                                  std::vector<std::int64_t> buffer_counts, int channels)
@@ -90,18 +104,16 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   const int group = schedule_.switch_group_size();
   const int first = every_rank ? src.rank - src.rank % group : src.rank;
   const int last = every_rank ? first + group - 1 : src.rank;
+  // Element by element: the lists hold one to three ids, where a ranged insert's call
+  // costs more than the copy (this is the generators' hot loop).
   scratch_deps_.clear();
-  for (int r = first; r <= last; ++r) {
-    const auto& from = done_list(channel, r);
-    scratch_deps_.insert(scratch_deps_.end(), from.begin(), from.end());
-  }
-  if (!every_rank && dst.rank != src.rank) {
-    const auto& from_dst = done_list(channel, dst.rank);
-    scratch_deps_.insert(scratch_deps_.end(), from_dst.begin(), from_dst.end());
-  }
-  std::sort(scratch_deps_.begin(), scratch_deps_.end());
-  scratch_deps_.erase(std::unique(scratch_deps_.begin(), scratch_deps_.end()), scratch_deps_.end());
-  schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());
+  auto gather = [&](int rank) {
+    for (OpId d : done_list(channel, rank)) scratch_deps_.push_back(d);
+  };
+  for (int r = first; r <= last; ++r) gather(r);
+  if (!every_rank && dst.rank != src.rank) gather(dst.rank);
+  sort_unique(scratch_deps_);
+  for (OpId d : scratch_deps_) schedule_.deps.push_back(d);
   schedule_.dep_begin.push_back(schedule_.deps.size());
 
   schedule_.ops.push_back(Op{src.offset, dst.offset, count, src.rank, dst.rank, step_, kind,

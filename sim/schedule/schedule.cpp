@@ -251,8 +251,8 @@ void DigestBuilder::add_op(const Op& op, std::span<const OpId> deps) {
   add(static_cast<std::uint64_t>(op.dst_offset));
   add(static_cast<std::uint64_t>(op.count));
   add(static_cast<std::uint64_t>(op.src_rank) << 32 | static_cast<std::uint32_t>(op.dst_rank));
-  add(static_cast<std::uint64_t>(op.step));
-  add(static_cast<std::uint64_t>(op.kind) | op.src_buffer << 8 | op.dst_buffer << 16 |
+  add(static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.step)) << 32 |
+      static_cast<std::uint64_t>(op.kind) | op.src_buffer << 8 | op.dst_buffer << 16 |
       op.channel << 24);
   add(deps.size());
   for (OpId d : deps) add(d);

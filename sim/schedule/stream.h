@@ -7,9 +7,16 @@
 // buffers, step count) with no ops. Generators are unchanged: they write steps as
 // they always do, and whoever consumes the stream (the streamed simulator, a digest,
 // a check) sees exactly the ops and dependencies a stored schedule would hold.
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <thread>
+#include <vector>
 
 #include "schedule/schedule.h"
 
@@ -68,6 +75,58 @@ class StreamDigest final : public StepSink {
   std::optional<DigestBuilder> builder_;
   std::uint64_t ops_ = 0;
   std::uint64_t deps_ = 0;
+};
+
+// A generator run on a thread of its own, its steps queued for a consumer on this one:
+// generating the next steps overlaps with consuming the last. The queue holds at most
+// `max_ops` ops ahead (at least one step), so memory stays bounded. What the consumer
+// sees is the same sequence of steps whatever the threads' timing.
+class ThreadedStream {
+ public:
+  struct Step {
+    OpId first = 0;
+    std::vector<Op> ops;
+    std::vector<DepIndex> dep_begin;
+    std::vector<OpId> deps;
+    StepView view() const { return {first, ops, dep_begin, deps}; }
+  };
+
+  // Starts `generate` on the producer thread.
+  ThreadedStream(std::function<Schedule()> generate, std::size_t max_ops = std::size_t{1} << 18);
+  ~ThreadedStream();  // stops the producer if the consumer gave up early
+  ThreadedStream(const ThreadedStream&) = delete;
+  ThreadedStream& operator=(const ThreadedStream&) = delete;
+
+  // The header and channel count (StepSink::start); waits for the producer. Null when
+  // the generator ended without building a schedule (then next() rethrows its error).
+  const Schedule* header(int& channels);
+  // The next step, or null once the generator returned; rethrows what the generator
+  // threw. The step stays valid until the next call.
+  const Step* next();
+  // The schedule finish() returned (its header: steps counted), and the digest and op
+  // count of everything streamed (computed on the producer's thread); after next() is null.
+  const Schedule& result() const { return result_; }
+  std::uint64_t digest() const { return digest_.digest(); }
+
+ private:
+  class Producer;
+  struct Cancelled {};
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Step> queue_;
+  std::vector<Step> spare_;  // recycled buffers
+  std::optional<Step> current_;
+  std::size_t queued_ops_ = 0;
+  std::size_t max_ops_;
+  std::optional<Schedule> header_;
+  int channels_ = 1;
+  bool done_ = false;
+  bool cancelled_ = false;
+  std::exception_ptr error_;
+  Schedule result_;
+  StreamDigest digest_;  // the producer's alone until it is done
+  std::thread thread_;
 };
 
 }  // namespace collsim

@@ -43,33 +43,56 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     rank_busy_until_.assign(topology.nodes().size(), 0);
   }
 
+  // The generator writes into this simulator: steps are played as they come.
   StreamedResult run(const std::function<Schedule()>& generate) {
+    digest_ = std::make_unique<StreamDigest>();
+    Schedule header;
     {
       StreamScope scope(*this);
-      const Schedule header = generate();
-      if (!header.ops.empty())
-        throw std::logic_error("the generator built its schedule outside the stream");
-      result_.steps = header.num_steps;
+      header = generate();
     }
+    StreamedResult r = finish(header);
+    r.digest = digest_->digest();
+    return r;
+  }
+
+  // The generator runs on a thread of its own, steps queued ahead of this one.
+  StreamedResult run_threaded(const std::function<Schedule()>& generate) {
+    ThreadedStream stream(generate);
+    int channels = 1;
+    if (const Schedule* header = stream.header(channels)) start(*header, channels);
+    while (const ThreadedStream::Step* step = stream.next()) {
+      admit_step(step->view());
+      play();
+    }
+    StreamedResult r = finish(stream.result());
+    r.digest = stream.digest();
+    return r;
+  }
+
+ private:
+  StreamedResult finish(const Schedule& header) {
+    if (!header.ops.empty())
+      throw std::logic_error("the generator built its schedule outside the stream");
+    result_.steps = header.num_steps;
     generated_all_ = true;
     play();
     if (finished_ != next_)
       throw std::logic_error("a streamed op never finished (dependency cycle?)");
     result_.ops = next_;
-    result_.digest = digest_ ? digest_->finish(next_) : 0;
     result_.events = engine_.events_processed();
-    result_.held_bytes = result_.peak_held * sizeof(HeldOp) + successors_.capacity() * sizeof(SuccessorLink);
+    result_.held_bytes =
+        result_.peak_held * sizeof(HeldOp) + successors_.capacity() * sizeof(SuccessorLink);
     return std::move(result_);
   }
 
- private:
   // --- StepSink: the generator's side ---
   void start(const Schedule& header, int channels) override {
+    if (digest_) digest_->start(header, channels);
     if (static_cast<int>(collective_.rank_gpu.size()) != header.shape.ranks)
       throw std::invalid_argument("streamed collective: rank placement does not match the schedule");
     ranks_ = header.shape.ranks;
     element_bytes_ = header.element_bytes();
-    digest_.emplace(header);
     latest_.assign(static_cast<std::size_t>(channels) * ranks_, kNoOp);
     idle_slots_ = latest_.size();  // a rank with no op yet could start one at once
     memo_dst_.assign(ranks_, -1);
@@ -86,6 +109,12 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   }
 
   void take_step(const StepView& step) override {
+    digest_->take_step(step);
+    admit_step(step);
+    play();
+  }
+
+  void admit_step(const StepView& step) {
     for (std::size_t i = 0; i < step.ops.size(); ++i) admit(step.first + i, step.ops[i], step.deps_of(i));
     for (std::size_t i = 0; i < step.ops.size(); ++i) {
       const OpId id = step.first + i;
@@ -93,7 +122,6 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
       if (launched_) start_op(id);
       else waiting_for_launch_.push_back(id);
     }
-    play();
   }
 
   void admit(OpId id, const Op& op, std::span<const OpId> deps) {
@@ -102,7 +130,6 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     if (next_ - oldest_ == window_.size()) reserve_window(2 * window_.size());
     ++next_;
     result_.peak_held = std::max(result_.peak_held, next_ - oldest_);
-    digest_->add_op(op, deps);
     HeldOp& h = held(id);
     h = HeldOp{op};
     h.has_deps = !deps.empty();
@@ -251,7 +278,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   const StreamedCollective& collective_;
   Engine engine_;
   StreamedResult result_;
-  std::optional<DigestBuilder> digest_;
+  std::unique_ptr<StreamDigest> digest_;  // generated on this thread: the digest is ours
   int ranks_ = 0;
   std::int64_t element_bytes_ = 1;
   const CostModel* cost_ = nullptr;
@@ -279,9 +306,10 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
 
 StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
                                  const StreamedCollective& collective,
-                                 const std::function<Schedule()>& generate) {
+                                 const std::function<Schedule()>& generate,
+                                 GenerateOn where) {
   StreamedSimulator sim(topology, router, model, collective);
-  return sim.run(generate);
+  return where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
 }
 
 }  // namespace collsim

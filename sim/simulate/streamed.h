@@ -43,11 +43,17 @@ struct StreamedResult {
   std::vector<std::int64_t> node_received;  // per topology node
 };
 
+// Where the generator runs: on a thread of its own (generating the next steps while
+// these are simulated; bounded queue), or on the caller's, writing into the simulation.
+// The result is the same either way.
+enum class GenerateOn { OwnThread, CallerThread };
+
 // Calls `generate` (an AlgorithmEntry's generate, or anything that builds one schedule
 // with a ScheduleBuilder) with its steps streamed into the simulation. Switch ops
 // (NVLS) are not streamed: std::invalid_argument.
 StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
                                  const StreamedCollective& collective,
-                                 const std::function<Schedule()>& generate);
+                                 const std::function<Schedule()>& generate,
+                                 GenerateOn where = GenerateOn::OwnThread);
 
 }  // namespace collsim
