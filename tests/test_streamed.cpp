@@ -133,7 +133,7 @@ TEST_CASE("every generator streams exactly the schedule it stores", "[stream]") 
           CHECK(streamed.num_steps == stored.num_steps);
           CHECK(schedule_digest(streamed) == schedule_digest(stored));
           CHECK(steps_seen <= stored.num_steps);  // one hand-over per step that has ops
-          StreamDigest digest;
+          StreamAudit digest;
           {
             StreamScope scope(digest);
             e.generate(shape, opt);
@@ -262,4 +262,101 @@ TEST_CASE("a generator that fails on its own thread fails the run, after what it
     CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr},
                                       [&] { return nvls->generate(shape, {}); }),
                     std::invalid_argument);
+}
+
+TEST_CASE("a streamed schedule is checked as a stored one is, step by step", "[stream]") {
+  // Two ops of one step write the same elements of rank 1: check_schedule refuses it.
+  auto broken = [] {
+    auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 3, 8), "broken", {8});
+    b.copy({0, 0, 0}, {1, 0, 0}, 4);
+    b.copy({2, 0, 2}, {1, 0, 2}, 4);
+    return b.finish();
+  };
+  const std::string stored = check_schedule(broken());
+  REQUIRE(stored.find("overlapping") != std::string::npos);
+  StreamAudit audit;
+  {
+    StreamScope scope(audit);
+    CHECK_THROWS_WITH(broken(), Catch::Contains("broken all_gather generated an invalid schedule") &&
+                                    Catch::Contains("overlapping"));
+  }
+  const Topology topo = make_switch_topology(3, 50e9, 0);
+  std::vector<NodeId> gpus{topo.gpu_of_rank(0), topo.gpu_of_rank(1), topo.gpu_of_rank(2)};
+  for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread}) {
+    Router router(topo);
+    auto model = make_network_model(NetworkParams{}, topo, router);
+    CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr}, broken, where),
+                    std::logic_error);
+  }
+}
+
+namespace streamed_test {
+
+// The bundled scenario, its collectives shrunk (so the stored run is quick), and each
+// made to run after the one before it, which --stream needs.
+Scenario ordered_small(const std::filesystem::path& file) {
+  nlohmann::json doc = read_json_file(file.string(), file.string());
+  auto& cs = doc["collectives"];
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    auto& c = cs[i];
+    if (c.contains("bytes") && c["op"] != "barrier") c["bytes"] = "64KiB";
+    if (c.contains("routing")) {
+      c["routing"]["bytes_per_token"] = "16B";
+      if (c["routing"].contains("tokens_per_rank")) c["routing"]["tokens_per_rank"] = 16;
+    }
+    if (i > 0) c["after"] = {cs[i - 1].value("name", "c" + std::to_string(i - 1))};
+    if (!c.contains("name")) c["name"] = "c" + std::to_string(i);
+  }
+  return parse_scenario(doc, file.parent_path());
+}
+
+}  // namespace streamed_test
+
+TEST_CASE("run --stream gives what run gives, on every bundled scenario of collectives",
+          "[stream]") {
+  int compared = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(COLLSIM_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    nlohmann::json doc = read_json_file(e.path().string(), e.path().string());
+    if (!doc.contains("collectives") || doc.contains("workload")) continue;
+    INFO(e.path().filename().string());
+    const Scenario s = ordered_small(e.path());
+    const ScenarioResult stored = run_scenario(s, SimulationOptions{.record_ops = false});
+    const ScenarioResult streamed = run_scenario_streamed(s);
+    REQUIRE(streamed.outcomes.size() == stored.outcomes.size());
+    for (std::size_t i = 0; i < stored.outcomes.size(); ++i) {
+      INFO(stored.resolved[i].name << ": " << stored.labels[i]);
+      CHECK(streamed.labels[i] == stored.labels[i]);
+      CHECK(streamed.digests[i] == stored.digests[i]);
+      CHECK(streamed.op_count(i) == stored.op_count(i));
+      CHECK(streamed.schedules[i].num_steps == stored.schedules[i].num_steps);
+      CHECK(streamed.outcomes[i].start_s == stored.outcomes[i].start_s);
+      CHECK(streamed.outcomes[i].end_s == stored.outcomes[i].end_s);
+      ++compared;
+    }
+    CHECK(streamed.sim.links.bytes == stored.sim.links.bytes);
+    CHECK(streamed.sim.node_sent == stored.sim.node_sent);
+    CHECK(streamed.sim.node_received == stored.sim.node_received);
+  }
+  CHECK(compared > 30);
+}
+
+TEST_CASE("run --stream refuses what it cannot time exactly or write", "[stream]") {
+  const char* overlapping = R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "50GB/s"},
+    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
+                    {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": []}]})";
+  const Scenario s = parse_scenario(parse_json_text(overlapping, "s.json"), ".");
+  CHECK_THROWS_WITH(run_scenario_streamed(s),
+                    Catch::Contains("collectives[1].after") &&
+                        Catch::Contains("\"b\" may overlap \"a\""));
+  const auto dir = temp_dir("stream-cli");
+  {
+    std::ofstream(dir / "s.json") << overlapping;
+  }
+  const Outcome out = run_collsim("run --stream " + (dir / "s.json").string() + " --out " +
+                                  (dir / "out").string());
+  CHECK(out.status == 2);
+  CHECK_THAT(out.err, Catch::Contains("--out"));
+  CHECK(!std::filesystem::exists(dir / "out"));
 }

@@ -42,6 +42,7 @@ struct RunArgs {
   std::string out_dir;
   std::size_t trace_transfers = kTraceTransfers;
   bool trace_gzip = false;
+  bool stream = false;
 };
 
 // Every command but run times collectives alone: a workload-only scenario is refused.
@@ -71,8 +72,26 @@ int run_workload_command(const Scenario& scenario, const RunArgs& args) {
   return 0;
 }
 
+// Totals without holding a schedule whole: the table or the JSON, no files.
+int run_streamed_command(const Scenario& scenario, const RunArgs& args) {
+  if (!scenario.workloads.empty())
+    throw InputError("workload", "--stream runs a scenario's collectives; a training step "
+                                 "runs without it");
+  if (!args.out_dir.empty())
+    throw InputError("--out", "--stream keeps no per-op record to write a timeline or per-step "
+                              "files from; run without --out (--format json gives result.json)");
+  const ScenarioResult result = run_scenario_streamed(scenario);
+  const TrafficReport traffic = analyse_traffic(scenario, result);
+  if (args.format == "json")
+    std::cout << result_json(scenario, result, traffic).dump(2) << "\n";
+  else
+    std::cout << summary_table(scenario, result, traffic);
+  return 0;
+}
+
 int run_command(const RunArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
+  if (args.stream) return run_streamed_command(scenario, args);
   if (!scenario.workloads.empty()) return run_workload_command(scenario, args);
   SimulationOptions options;
   options.record_ops = !args.out_dir.empty();  // the timeline is the only per-op output
@@ -400,6 +419,9 @@ int main(int argc, char** argv) {
                   "time bins of how busy it was")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  run->add_flag("--stream", run_args.stream,
+                "Generate each collective while simulating it, holding only the ops in flight "
+                "(for schedules too large to store); collectives must run one after another");
   run->add_flag("--trace-gzip", run_args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
                 "done anyway past 32 MiB");

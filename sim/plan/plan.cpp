@@ -37,8 +37,9 @@ void check_reachable(const Topology& t, const PlannedCollective& c, Router& rout
 // collective, or a hierarchical level), by trying candidates at the cost given.
 class Tuner {
  public:
-  Tuner(const Scenario& s, Router& router, const CostFunction& cost)
-      : scenario_(s), router_(router), cost_(cost) {}
+  Tuner(const Scenario& s, Router& router, const CostFunction& cost,
+        ScheduleHolding holding = ScheduleHolding::Stored)
+      : scenario_(s), router_(router), cost_(cost), holding_(holding) {}
 
   PlannedCollective plan(const CollectiveSpec& spec) {
     if (spec.algorithm == "nccl") return plan_nccl(spec);
@@ -64,6 +65,10 @@ class Tuner {
         fill_defaults(entry, trial);
         if (!auto_algorithm && !has_auto(trial.spec.options) && protocols.size() == 1) {
           with_protocol(trial, protocols.front());
+          if (holding_ == ScheduleHolding::Streamed && !uses_switch_ops(trial.spec)) {
+            trial.streamed = true;  // generated (and checked) as it is simulated
+            return trial;
+          }
           trial.schedule = generate_schedule(trial.spec);
           return finish(std::move(trial));  // nothing to choose
         }
@@ -93,6 +98,14 @@ class Tuner {
   }
 
  private:
+  // NVLS generators emit switch ops, at the top or as a level: a stream refuses them.
+  static bool uses_switch_ops(const CollectiveSpec& spec) {
+    auto nvls = [](const std::string& a) { return a.starts_with("nvls"); };
+    return nvls(spec.algorithm) ||
+           std::any_of(spec.options.levels.begin(), spec.options.levels.end(),
+                       [&](const LevelSpec& l) { return nvls(l.algorithm); });
+  }
+
   // NVLS and PAT run on Simple only, as in NCCL.
   static bool simple_only(const std::string& algorithm) {
     const NcclAlgo family = nccl_family(algorithm);
@@ -290,6 +303,7 @@ class Tuner {
   const Scenario& scenario_;
   Router& router_;
   const CostFunction& cost_;
+  ScheduleHolding holding_;
 };
 
 }  // namespace
@@ -307,15 +321,18 @@ const PlannedCollective* Plan::find(std::string_view name) const {
   return nullptr;
 }
 
-Schedule generate_schedule(const CollectiveSpec& c) {
+Schedule run_generator(const CollectiveSpec& c) {
   const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
   if (!entry) throw InputError(c.json_path + ".algorithm", "no such algorithm for this collective");
-  Schedule s;
   try {
-    s = entry->generate(c.shape, c.options);
+    return entry->generate(c.shape, c.options);
   } catch (const std::invalid_argument& e) {
     throw InputError(c.json_path, e.what());
   }
+}
+
+Schedule generate_schedule(const CollectiveSpec& c) {
+  Schedule s = run_generator(c);
   // A generator bug must never be timed as if it were a result.
   if (auto problem = check_schedule(s); !problem.empty())
     throw std::logic_error(fmt::format("{} {} generated an invalid schedule: {}", c.algorithm,
@@ -323,11 +340,12 @@ Schedule generate_schedule(const CollectiveSpec& c) {
   return s;
 }
 
-Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost) {
+Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost,
+               ScheduleHolding holding) {
   Plan plan;
   plan.collectives.reserve(scenario.collectives.size());
   for (const auto& spec : scenario.collectives)
-    plan.collectives.push_back(plan_collective(scenario, router, cost, spec));
+    plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
   return plan;
 }
 

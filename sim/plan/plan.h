@@ -44,6 +44,9 @@ struct PlannedCollective {
   // "algorithm": "nccl": what NCCL's cost model picked ("ring/LL128/24ch"), which the
   // schedule above runs; empty otherwise.
   std::string nccl_pick;
+  // ScheduleHolding::Streamed: `schedule` was not generated; it is generated while it is
+  // simulated (simulate/streamed.h), and `digest` comes from that run.
+  bool streamed = false;
 
   // "ring (8 channels) LL128", or "nccl: ring/LL128/24ch".
   std::string label() const;
@@ -59,10 +62,17 @@ struct Plan {
 // What the tuner minimises: a candidate's cost in seconds.
 using CostFunction = std::function<double(const PlannedCollective&)>;
 
+// Whether the plan generates every schedule now (and checks it), or leaves those with
+// nothing left to choose to be generated while they are simulated, so that none is
+// ever held whole (collsim run --stream). A choice ("auto") is still made on stored
+// schedules, and switch ops (NVLS) are always stored.
+enum class ScheduleHolding { Stored, Streamed };
+
 // The tuner simulates each candidate alone on the scenario's network.
 Plan make_plan(const Scenario& scenario);
 // The same with another cost; `router` must route the scenario's topology.
-Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost);
+Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost,
+               ScheduleHolding holding = ScheduleHolding::Stored);
 
 // One collective settled the way make_plan settles each of a scenario's (workloads
 // plan theirs one by one).
@@ -74,6 +84,9 @@ CostFunction simulated_alone(const Scenario& scenario, Router& router);
 // The collective's schedule, checked; a generator's refusal becomes an InputError
 // naming the collective, a structurally broken schedule a std::logic_error.
 Schedule generate_schedule(const CollectiveSpec& c);
+// Runs the collective's generator unchecked (for a stream, which checks each step),
+// a refusal as an InputError naming the collective.
+Schedule run_generator(const CollectiveSpec& c);
 
 // Hex digits of a digest, as every command prints it.
 std::string digest_text(std::uint64_t digest);

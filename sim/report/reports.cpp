@@ -204,7 +204,7 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
                            {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
                            {"segments", c.options.segments},
-                           {"transfers", r.schedules[i].size()},
+                           {"transfers", r.op_count(i)},
                            {"steps", r.schedules[i].num_steps}});
     if (r.choices[i]) {
       auto candidate = [](const Candidate& x) {

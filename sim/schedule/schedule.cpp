@@ -59,22 +59,23 @@ class StepChecker {
  public:
   explicit StepChecker(int ranks) : first_(ranks, -1), count_(ranks, 0) {}
 
-  template <class Ids>
-  std::string check(const Schedule& s, const Ids& step_ops) {
-    collect(s, step_ops);
-    std::string error = conflicts(s);
+  // `op_at(id)` gives the op of that id: the stored schedule's, or a streamed step's.
+  template <class Ids, class OpAt>
+  std::string check(const Schedule& s, const Ids& step_ops, OpAt&& op_at) {
+    collect(s, step_ops, op_at);
+    std::string error = conflicts(op_at);
     for (std::int32_t r : touched_) first_[r] = -1, count_[r] = 0;
     return error;
   }
 
  private:
-  template <class Ids>
-  void collect(const Schedule& s, const Ids& step_ops) {
+  template <class Ids, class OpAt>
+  void collect(const Schedule& s, const Ids& step_ops, OpAt& op_at) {
     writes_.clear();
     reads_.clear();
     touched_.clear();
     for (OpId id : step_ops) {
-      const Op& op = s.ops[id];
+      const Op& op = op_at(id);
       // A switch op reads (SwitchReduce) or writes (Multicast) its range on every rank
       // of its group; a SwitchReduce also writes, and a Multicast reads, the issuer's.
       const int first = op.is_switch() ? s.switch_group_first(op) : 0;
@@ -103,12 +104,13 @@ class StepChecker {
     }
   }
 
-  std::string conflicts(const Schedule& s) const {
+  template <class OpAt>
+  std::string conflicts(OpAt& op_at) const {
     for (std::int32_t r : touched_) {
       for (std::int64_t i = first_[r] + 1; i < first_[r] + count_[r]; ++i)
         if (overlaps(by_rank_[i - 1], by_rank_[i]))
           return fmt::format("ops {} and {} of step {} write overlapping elements of rank {}",
-                             by_rank_[i - 1].op, by_rank_[i].op, s.ops[by_rank_[i].op].step, r);
+                             by_rank_[i - 1].op, by_rank_[i].op, op_at(by_rank_[i].op).step, r);
     }
     for (const Access& rd : reads_) {
       if (first_[rd.rank] < 0) continue;  // nothing written on that rank
@@ -119,7 +121,7 @@ class StepChecker {
       for (auto cand : {it, it == begin ? it : it - 1}) {
         if (cand != end && cand->op != rd.op && overlaps(*cand, rd))
           return fmt::format("op {} of step {} reads elements of rank {} that op {} writes", rd.op,
-                             s.ops[rd.op].step, rd.rank, cand->op);
+                             op_at(rd.op).step, rd.rank, cand->op);
       }
     }
     return {};
@@ -175,6 +177,37 @@ std::string for_each_step(const Schedule& s, F&& f) {
   return {};
 }
 
+// An op's ranks, buffers, kind and ranges, against the schedule's shape and buffers.
+std::string check_op(const Schedule& s, OpId id, const Op& op) {
+  const int K = s.shape.ranks;
+  if (op.src_rank < 0 || op.src_rank >= K || op.dst_rank < 0 || op.dst_rank >= K)
+    return fmt::format("op {}: rank out of range 0..{}", id, K - 1);
+  if (op.src_buffer >= s.num_buffers || op.dst_buffer >= s.num_buffers)
+    return fmt::format("op {}: buffer out of range", id);
+  // Only a barrier's messages carry no data; anywhere else an empty op is a generator bug.
+  if (s.shape.op == CollectiveOp::Barrier ? op.count != 0 : op.count <= 0)
+    return fmt::format("op {}: {}", id,
+                       op.count ? "a barrier message carrying data" : "empty transfer");
+  if (op.kind > OpKind::Multicast) return fmt::format("op {}: unknown kind", id);
+  if (op.is_switch() && op.src_rank != op.dst_rank)
+    return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
+  if (op.is_switch() && (s.switch_group < 0 || K % s.switch_group_size() != 0))
+    return fmt::format("op {}: switch groups of {} ranks do not tile {} ranks", id,
+                       s.switch_group, K);
+  const int first = op.is_switch() ? s.switch_group_first(op) : 0;
+  for (int r = 0; r < (op.is_switch() ? s.switch_group_size() : 1); ++r) {
+    const int src = op.reads_every_rank() ? first + r : op.src_rank;
+    const int dst = op.writes_every_rank() ? first + r : op.dst_rank;
+    if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(src, op.src_buffer))
+      return fmt::format("op {}: source range outside rank {}'s buffer {}", id, src,
+                         op.src_buffer);
+    if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(dst, op.dst_buffer))
+      return fmt::format("op {}: destination range outside rank {}'s buffer {}", id, dst,
+                         op.dst_buffer);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string check_schedule(const Schedule& s) {
@@ -187,31 +220,7 @@ std::string check_schedule(const Schedule& s) {
     return "buffer sizes do not cover every rank";
   for (OpId id = 0; id < s.size(); ++id) {
     const Op& op = s.ops[id];
-    if (op.src_rank < 0 || op.src_rank >= K || op.dst_rank < 0 || op.dst_rank >= K)
-      return fmt::format("op {}: rank out of range 0..{}", id, K - 1);
-    if (op.src_buffer >= s.num_buffers || op.dst_buffer >= s.num_buffers)
-      return fmt::format("op {}: buffer out of range", id);
-    // Only a barrier's messages carry no data; anywhere else an empty op is a generator bug.
-    if (s.shape.op == CollectiveOp::Barrier ? op.count != 0 : op.count <= 0)
-      return fmt::format("op {}: {}", id,
-                         op.count ? "a barrier message carrying data" : "empty transfer");
-    if (op.kind > OpKind::Multicast) return fmt::format("op {}: unknown kind", id);
-    if (op.is_switch() && op.src_rank != op.dst_rank)
-      return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
-    if (op.is_switch() && (s.switch_group < 0 || K % s.switch_group_size() != 0))
-      return fmt::format("op {}: switch groups of {} ranks do not tile {} ranks", id,
-                         s.switch_group, K);
-    const int first = op.is_switch() ? s.switch_group_first(op) : 0;
-    for (int r = 0; r < (op.is_switch() ? s.switch_group_size() : 1); ++r) {
-      const int src = op.reads_every_rank() ? first + r : op.src_rank;
-      const int dst = op.writes_every_rank() ? first + r : op.dst_rank;
-      if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(src, op.src_buffer))
-        return fmt::format("op {}: source range outside rank {}'s buffer {}", id, src,
-                           op.src_buffer);
-      if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(dst, op.dst_buffer))
-        return fmt::format("op {}: destination range outside rank {}'s buffer {}", id, dst,
-                           op.dst_buffer);
-    }
+    if (std::string e = check_op(s, id, op); !e.empty()) return e;
     if (op.step < 0 || op.step >= s.num_steps) return fmt::format("op {}: step out of range", id);
     for (OpId d : s.deps_of(id)) {
       if (d >= s.size()) return fmt::format("op {}: dependency {} does not exist", id, d);
@@ -223,7 +232,48 @@ std::string check_schedule(const Schedule& s) {
   }
   // Every dependency points to an earlier step, so the graph has no cycle.
   StepChecker checker(K);
-  return for_each_step(s, [&](const auto& ids) { return checker.check(s, ids); });
+  auto op_at = [&](OpId id) -> const Op& { return s.ops[id]; };
+  return for_each_step(s, [&](const auto& ids) { return checker.check(s, ids, op_at); });
+}
+
+struct StepwiseCheck::State {
+  Schedule header;
+  StepChecker steps;
+  int last_step = -1;
+};
+
+StepwiseCheck::StepwiseCheck(const Schedule& header)
+    : state_(std::make_unique<State>(State{header, StepChecker(header.shape.ranks)})) {}
+
+StepwiseCheck::~StepwiseCheck() = default;
+
+std::string StepwiseCheck::check_step(OpId first, std::span<const Op> ops,
+                                      std::span<const DepIndex> dep_begin,
+                                      std::span<const OpId> deps) {
+  const Schedule& s = state_->header;
+  if (ops.empty()) return {};
+  const int step = ops.front().step;
+  if (step <= state_->last_step)
+    return fmt::format("op {}: step {} comes after step {}", first, step, state_->last_step);
+  state_->last_step = step;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpId id = first + i;
+    if (std::string e = check_op(s, id, ops[i]); !e.empty()) return e;
+    if (ops[i].step != step) return fmt::format("op {}: not of its step {}", id, step);
+    for (DepIndex e = dep_begin[i]; e < dep_begin[i + 1]; ++e)
+      if (deps[e] >= first)  // steps arrive in order: earlier steps hold the earlier ids
+        return fmt::format("op {} of step {} depends on op {}, not of an earlier step", id, step,
+                           deps[e]);
+  }
+  auto op_at = [&](OpId id) -> const Op& { return ops[id - first]; };
+  return state_->steps.check(s, IdRun{first, first + ops.size()}, op_at);
+}
+
+std::string StepwiseCheck::finish(int num_steps) const {
+  if (state_->last_step >= num_steps)
+    return fmt::format("step {} out of range: the schedule has {} steps", state_->last_step,
+                       num_steps);
+  return {};
 }
 
 }  // namespace collsim

@@ -7,6 +7,7 @@
 // flat arrays (dependencies in CSR form), so a schedule of tens of millions of
 // transfers is a handful of allocations. A schedule knows nothing of time.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -122,6 +123,25 @@ struct ScheduleGraph {
 // of a rank, nor one reading what another writes.
 // Returns an empty string when valid, else a description of the first problem.
 std::string check_schedule(const Schedule& s);
+
+// check_schedule for a schedule that arrives one step at a time (schedule/stream.h),
+// in one step's memory: the same checks of each op, and of each step's ops against
+// each other. Steps arrive in order, so a dependency on an earlier step is one on an
+// earlier id.
+class StepwiseCheck {
+ public:
+  explicit StepwiseCheck(const Schedule& header);  // shape and buffers; ops ignored
+  ~StepwiseCheck();
+  // One step's ops (ids from `first`) and their dependencies: "" or the first problem.
+  std::string check_step(OpId first, std::span<const Op> ops, std::span<const DepIndex> dep_begin,
+                         std::span<const OpId> deps);
+  // After the last step: "" or the problem (a step past the schedule's count).
+  std::string finish(int num_steps) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // A 64-bit fingerprint of everything that defines the schedule (shape, buffers,
 // every op and dependency in order): two schedules with the same digest are, for

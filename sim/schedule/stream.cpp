@@ -1,6 +1,7 @@
 #include "schedule/stream.h"
 
 #include <optional>
+#include <stdexcept>
 
 namespace collsim {
 namespace {
@@ -19,18 +20,29 @@ StepSink* StreamScope::take() {
   return sink;
 }
 
-void StreamDigest::start(const Schedule& header, int) {
+void StreamAudit::start(const Schedule& header, int) {
   builder_.emplace(header);
+  check_.emplace(header);
+  what_ = header.algorithm + " " + std::string(name_of(header.shape.op));
   ops_ = deps_ = 0;
 }
 
-void StreamDigest::take_step(const StepView& step) {
+void StreamAudit::take_step(const StepView& step) {
+  if (std::string e = check_->check_step(step.first, step.ops, step.dep_begin, step.deps);
+      !e.empty())
+    throw std::logic_error(what_ + " generated an invalid schedule: " + e);
   for (std::size_t i = 0; i < step.ops.size(); ++i) builder_->add_op(step.ops[i], step.deps_of(i));
   ops_ += step.ops.size();
   deps_ += step.deps.size();
 }
 
-std::uint64_t StreamDigest::digest() const { return builder_ ? builder_->finish(ops_) : 0; }
+void StreamAudit::finish(const Schedule& header) const {
+  if (!check_) return;
+  if (std::string e = check_->finish(header.num_steps); !e.empty())
+    throw std::logic_error(what_ + " generated an invalid schedule: " + e);
+}
+
+std::uint64_t StreamAudit::digest() const { return builder_ ? builder_->finish(ops_) : 0; }
 
 // The producer thread's sink: copies each step into a queue buffer and waits while
 // the queue is full.
@@ -38,14 +50,14 @@ class ThreadedStream::Producer final : public StepSink {
  public:
   explicit Producer(ThreadedStream& q) : q_(q) {}
   void start(const Schedule& header, int channels) override {
-    q_.digest_.start(header, channels);
+    q_.audit_.start(header, channels);
     std::lock_guard lock(q_.mutex_);
     q_.header_ = header;
     q_.channels_ = channels;
     q_.changed_.notify_all();
   }
   void take_step(const StepView& step) override {
-    q_.digest_.take_step(step);
+    q_.audit_.take_step(step);
     std::unique_lock lock(q_.mutex_);
     q_.changed_.wait(lock, [&] {
       return q_.cancelled_ || q_.queue_.empty() || q_.queued_ops_ + step.ops.size() <= q_.max_ops_;
@@ -80,6 +92,7 @@ ThreadedStream::ThreadedStream(std::function<Schedule()> generate, std::size_t m
     try {
       StreamScope scope(sink);
       result = generate();
+      audit_.finish(result);
     } catch (const Cancelled&) {
     } catch (...) {
       error = std::current_exception();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -60,19 +61,24 @@ class StreamScope {
   StepSink* previous_;
 };
 
-// The digest and op count schedule_digest and Schedule::size give for the stored
-// schedule, from its stream (memory: one step's).
-class StreamDigest final : public StepSink {
+// What check_schedule, schedule_digest and Schedule::size say of the stored schedule,
+// from its stream (memory: one step's). An invalid step throws std::logic_error: a
+// generator bug must never be timed as if it were a result.
+class StreamAudit final : public StepSink {
  public:
   void start(const Schedule& header, int channels) override;
   void take_step(const StepView& step) override;
-  // Call after the generator returned: the digest of everything streamed.
+  // After the generator returned: checks the step count (std::logic_error).
+  void finish(const Schedule& header) const;
+  // After the generator returned: the digest of everything streamed.
   std::uint64_t digest() const;
   std::uint64_t ops() const { return ops_; }
   std::uint64_t deps() const { return deps_; }
 
  private:
   std::optional<DigestBuilder> builder_;
+  std::optional<StepwiseCheck> check_;
+  std::string what_;  // "ring all_reduce", for the error
   std::uint64_t ops_ = 0;
   std::uint64_t deps_ = 0;
 };
@@ -106,7 +112,7 @@ class ThreadedStream {
   // The schedule finish() returned (its header: steps counted), and the digest and op
   // count of everything streamed (computed on the producer's thread); after next() is null.
   const Schedule& result() const { return result_; }
-  std::uint64_t digest() const { return digest_.digest(); }
+  std::uint64_t digest() const { return audit_.digest(); }
 
  private:
   class Producer;
@@ -125,7 +131,7 @@ class ThreadedStream {
   bool cancelled_ = false;
   std::exception_ptr error_;
   Schedule result_;
-  StreamDigest digest_;  // the producer's alone until it is done
+  StreamAudit audit_;  // the producer's alone until it is done
   std::thread thread_;
 };
 

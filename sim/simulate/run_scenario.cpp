@@ -1,8 +1,61 @@
 #include "simulate/run_scenario.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "simulate/streamed.h"
 #include "topology/routing.h"
 
 namespace collsim {
+namespace {
+
+CollectiveOutcome outcome_of(const CollectiveSpec& c, Time start, Time end) {
+  CollectiveOutcome o;
+  o.start_s = to_seconds(start);
+  o.end_s = to_seconds(end);
+  o.time_s = to_seconds(end - start);
+  if (end > start) {
+    o.algbw_Bps = static_cast<double>(c.bytes) / o.time_s;
+    o.busbw_Bps = o.algbw_Bps * busbw_factor(c.shape.op, c.shape.ranks);
+  }
+  return o;
+}
+
+// Collective i > 0 must wait, directly or through others, on collective i - 1: then
+// each one's ops begin after all of the previous one's end, and alone is exact.
+void require_one_after_another(const Scenario& scenario) {
+  const auto& cs = scenario.collectives;
+  std::vector<std::vector<bool>> waits(cs.size(), std::vector<bool>(cs.size(), false));
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    for (int a : cs[i].after) {
+      if (a < 0 || static_cast<std::size_t>(a) >= i)
+        throw InputError(cs[i].json_path + ".after", "a collective may only wait on earlier ones");
+      waits[i][a] = true;
+      for (std::size_t k = 0; k < i; ++k) waits[i][k] = waits[i][k] || waits[a][k];
+    }
+    if (i > 0 && !waits[i][i - 1])
+      throw InputError(cs[i].json_path + ".after",
+                       fmt::format("--stream times each collective alone, so each must run after "
+                                   "the one before it; \"{}\" may overlap \"{}\"",
+                                   cs[i].name, cs[i - 1].name));
+  }
+}
+
+void add_counters(LinkCounters& into, const LinkCounters& from) {
+  for (std::size_t l = 0; l < into.bytes.size(); ++l) {
+    into.bytes[l] += from.bytes[l];
+    into.busy[l] += from.busy[l];
+    into.peak_in_flight[l] = std::max(into.peak_in_flight[l], from.peak_in_flight[l]);
+  }
+}
+
+void add_counts(std::vector<std::int64_t>& into, const std::vector<std::int64_t>& from) {
+  for (std::size_t i = 0; i < into.size(); ++i) into[i] += from[i];
+}
+
+}  // namespace
 
 ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOptions options) {
   ScenarioResult out;
@@ -23,18 +76,61 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   Simulator sim(scenario.topology, router, *model, options);
   out.sim = sim.run(tasks);
 
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& c = out.resolved[i];
-    const TaskTiming& t = out.sim.tasks[i];
-    CollectiveOutcome o;
-    o.start_s = to_seconds(t.start);
-    o.end_s = to_seconds(t.end);
-    o.time_s = to_seconds(t.end - t.start);
-    if (t.end > t.start) {
-      o.algbw_Bps = static_cast<double>(c.bytes) / o.time_s;
-      o.busbw_Bps = o.algbw_Bps * busbw_factor(c.shape.op, c.shape.ranks);
+  for (std::size_t i = 0; i < n; ++i)
+    out.outcomes.push_back(outcome_of(out.resolved[i], out.sim.tasks[i].start, out.sim.tasks[i].end));
+  return out;
+}
+
+ScenarioResult run_scenario_streamed(const Scenario& scenario) {
+  require_one_after_another(scenario);
+  const Topology& topo = scenario.topology;
+  Router router(topo, scenario.network.routing);
+  Plan plan =
+      make_plan(scenario, router, simulated_alone(scenario, router), ScheduleHolding::Streamed);
+  ScenarioResult out;
+  out.sim.links.resize(topo.links().size());
+  out.sim.node_sent.assign(topo.nodes().size(), 0);
+  out.sim.node_received.assign(topo.nodes().size(), 0);
+  for (PlannedCollective& c : plan.collectives) {
+    Time start = 0;
+    for (int a : c.spec.after) start = std::max(start, out.sim.tasks[a].end);
+    auto model = make_network_model(scenario.network, topo, router);
+    Time took = 0;
+    Schedule header;  // what the reports read of the schedule: its step count
+    std::uint64_t ops = c.schedule.size();
+    auto absorb = [&](const auto& r) {  // a StreamedResult or a SimulationResult
+      add_counters(out.sim.links, r.links);
+      add_counts(out.sim.node_sent, r.node_sent);
+      add_counts(out.sim.node_received, r.node_received);
+      out.sim.events += r.events;
+      out.sim.transfers += r.transfers;
+    };
+    if (c.streamed) {
+      const StreamedResult r = simulate_streamed(topo, router, *model, {c.gpus, c.cost},
+                                                 [&] { return run_generator(c.spec); });
+      took = r.end;
+      c.digest = r.digest;
+      header.num_steps = r.steps;
+      ops = r.ops;
+      absorb(r);
+    } else {  // a choice was made on stored schedules, or NVLS: the stored schedule, alone
+      Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
+      const SimulationResult r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
+      took = r.tasks[0].end - r.tasks[0].start;
+      header.num_steps = c.schedule.num_steps;
+      absorb(r);
     }
-    out.outcomes.push_back(o);
+    TaskTiming timing;
+    timing.start = start;
+    timing.end = add_time(start, took);
+    out.sim.tasks.push_back(timing);
+    out.outcomes.push_back(outcome_of(c.spec, timing.start, timing.end));
+    out.labels.push_back(c.label());
+    out.schedules.push_back(std::move(header));  // no ops: reports read the counters alone
+    out.streamed_ops.push_back(ops);
+    out.digests.push_back(c.digest);
+    out.resolved.push_back(std::move(c.spec));
+    out.choices.push_back(std::move(c.choice));
   }
   return out;
 }

@@ -27,6 +27,12 @@ struct ScenarioResult {
   std::vector<std::string> labels;     // PlannedCollective::label() of each
   std::vector<CollectiveOutcome> outcomes;
   SimulationResult sim;
+  // A streamed run's op count per collective (its schedules hold none); empty otherwise.
+  std::vector<std::uint64_t> streamed_ops;
+
+  std::uint64_t op_count(std::size_t i) const {
+    return streamed_ops.empty() ? schedules[i].size() : streamed_ops[i];
+  }
 };
 
 // Times the plan's schedules together on the scenario's network (collectives
@@ -34,5 +40,14 @@ struct ScenarioResult {
 ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOptions options = {});
 // make_plan, then simulate_plan.
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options = {});
+
+// The same figures without holding any schedule whole (collsim run --stream): each
+// collective is generated while it is simulated (simulate/streamed.h), alone on the
+// network, starting when the collectives it runs `after` have ended. Exact when no two
+// collectives overlap, so the collectives must be ordered one after another by
+// "after" (an InputError names the first that is not). Keeps totals (link and rank
+// counters, times), no per-op record: schedules hold no ops, the digests are the
+// streams'.
+ScenarioResult run_scenario_streamed(const Scenario& scenario);
 
 }  // namespace collsim

@@ -45,14 +45,15 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
 
   // The generator writes into this simulator: steps are played as they come.
   StreamedResult run(const std::function<Schedule()>& generate) {
-    digest_ = std::make_unique<StreamDigest>();
+    audit_ = std::make_unique<StreamAudit>();
     Schedule header;
     {
       StreamScope scope(*this);
       header = generate();
     }
+    audit_->finish(header);
     StreamedResult r = finish(header);
-    r.digest = digest_->digest();
+    r.digest = audit_->digest();
     return r;
   }
 
@@ -88,7 +89,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
 
   // --- StepSink: the generator's side ---
   void start(const Schedule& header, int channels) override {
-    if (digest_) digest_->start(header, channels);
+    if (audit_) audit_->start(header, channels);
     if (static_cast<int>(collective_.rank_gpu.size()) != header.shape.ranks)
       throw std::invalid_argument("streamed collective: rank placement does not match the schedule");
     ranks_ = header.shape.ranks;
@@ -109,7 +110,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   }
 
   void take_step(const StepView& step) override {
-    digest_->take_step(step);
+    audit_->take_step(step);
     admit_step(step);
     play();
   }
@@ -278,7 +279,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   const StreamedCollective& collective_;
   Engine engine_;
   StreamedResult result_;
-  std::unique_ptr<StreamDigest> digest_;  // generated on this thread: the digest is ours
+  std::unique_ptr<StreamAudit> audit_;  // generated on this thread: the digest is ours
   int ranks_ = 0;
   std::int64_t element_bytes_ = 1;
   const CostModel* cost_ = nullptr;
