@@ -164,7 +164,7 @@ TEST_CASE("rank counts whose schedules would not fit in memory are refused befor
                           all_reduce("64"))) ==
         "collectives[0]: 1048576 ranks x 1 segments x 1 channels: a schedule of up to 2.2e+12 "
         "ops, more than the 2^28 collsim holds in memory; use fewer ranks, segments or "
-        "channels");
+        "channels, or collsim run --stream");
   CHECK_THAT(
       error_of(scenario(
           R"({"preset": "multidim", "dims": [{"shape": "fully_connected", "size": 65536, "bandwidth": "1GB/s"}]})",

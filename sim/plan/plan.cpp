@@ -332,6 +332,8 @@ Schedule run_generator(const CollectiveSpec& c) {
 }
 
 Schedule generate_schedule(const CollectiveSpec& c) {
+  if (std::string too_big = schedule_size_problem(c); !too_big.empty())
+    throw InputError(c.json_path, too_big);
   Schedule s = run_generator(c);
   // A generator bug must never be timed as if it were a result.
   if (auto problem = check_schedule(s); !problem.empty())

@@ -42,17 +42,6 @@ double most_segments(const AlgorithmOptions& o, std::int64_t count) {
   return s;
 }
 
-void check_schedule_size(const JsonView& v, const CollectiveSpec& c) {
-  const double K = static_cast<double>(c.ranks.size());
-  const double S = most_segments(c.options, c.shape.count);
-  const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
-  const double ops = 2 * K * std::max(K, S) * C;
-  if (ops > kMaxScheduleOps)
-    v.fail_message(fmt::format(
-        "{} ranks x {} segments x {} channels: a schedule of up to {:.3g} ops, more than the "
-        "2^28 collsim holds in memory; use fewer ranks, segments or channels",
-        c.ranks.size(), S, C, ops));
-}
 
 // The packet model queues every packet of a transfer when it starts: refuse packet
 // counts that would not fit in memory (a rank sends up to about twice a collective's
@@ -456,7 +445,6 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
   for (std::size_t i = 0; i < list.size(); ++i) {
     for (auto& c : parse_collective(list[i], i, s.topology, s.collectives, names)) {
       // Bytes sent and carried are sums of these products: keep them far from int64's end.
-      check_schedule_size(list[i], c);
       data += static_cast<double>(c.bytes) * static_cast<double>(c.ranks.size());
       if (data > kMaxScenarioData)
         list[i].fail_message(
@@ -529,6 +517,18 @@ Scenario load_scenario(const fs::path& file) {
   if (!fs::is_regular_file(file)) throw InputError(file.string(), "no such scenario file");
   const nlohmann::json doc = read_json_file(file.string(), file.string());
   return parse_scenario(doc, file.parent_path(), file.stem().string());
+}
+
+std::string schedule_size_problem(const CollectiveSpec& c) {
+  const double K = static_cast<double>(c.ranks.size());
+  const double S = most_segments(c.options, c.shape.count);
+  const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
+  const double ops = 2 * K * std::max(K, S) * C;
+  if (ops <= kMaxScheduleOps) return {};
+  return fmt::format(
+      "{} ranks x {} segments x {} channels: a schedule of up to {:.3g} ops, more than the 2^28 "
+      "collsim holds in memory; use fewer ranks, segments or channels, or collsim run --stream",
+      c.ranks.size(), S, C, ops);
 }
 
 }  // namespace collsim

@@ -71,4 +71,10 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
 Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& base_dir,
                         std::string default_name = "scenario");
 
+// Why the collective's schedule could not be held whole (about 40 bytes an op with its
+// dependencies, 2^28 ops at most), from a bound on any catalogue algorithm's op count;
+// empty when it fits. Checked before generating a stored schedule (plan/plan.h); a
+// streamed one holds only the ops in flight.
+std::string schedule_size_problem(const CollectiveSpec& c);
+
 }  // namespace collsim
