@@ -20,7 +20,13 @@ struct LinkCounters {
   std::vector<std::int32_t> peak_in_flight;
   std::vector<Time> busy_since;
   std::vector<Time> changed_at;         // enter()/leave(): the instant in_flight last changed
-  std::vector<std::vector<Time>> ends;  // add(): min-heaps of the ends of intervals in flight
+  // add(): the ends of the intervals in flight. Mostly one at a time (a ring's link
+  // carries one transfer after another), kept in a flat slot; a min-heap per link
+  // only while several overlap. The heaps live apart, so touching one is a cache
+  // miss the flat slot avoids.
+  static constexpr Time kNoEnd = -1, kInHeap = -2;
+  std::vector<Time> only_end;           // the one interval's end; kNoEnd, or kInHeap
+  std::vector<std::vector<Time>> ends;  // min-heaps, while more than one is in flight
 
   void resize(std::size_t links) {
     bytes.assign(links, 0);
@@ -30,6 +36,7 @@ struct LinkCounters {
     peak_in_flight.assign(links, 0);
     busy_since.assign(links, 0);
     changed_at.assign(links, -1);
+    only_end.assign(links, kNoEnd);
     ends.assign(links, {});
   }
   // For models that see transfers come and go (flow, packet): exact busy time and
@@ -53,17 +60,35 @@ struct LinkCounters {
     if (to > busy_until[link]) busy_until[link] = to;
     if (to <= from) return;  // ends as it starts: overlaps nothing
     // In flight now: the earlier intervals that end after `from`, and this one.
-    auto& heap = ends[link];
-    while (!heap.empty() && heap.front() <= from) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      heap.pop_back();
+    Time& only = only_end[link];
+    if (only >= 0 && only <= from) only = kNoEnd;  // the one in flight has ended
+    if (only == kInHeap) {
+      auto& heap = ends[link];
+      while (!heap.empty() && heap.front() <= from) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+        heap.pop_back();
+      }
+      if (!heap.empty()) return push_end(link, to);
+      only = kNoEnd;
     }
+    if (only == kNoEnd) {
+      only = to;
+      peak_in_flight[link] = std::max(peak_in_flight[link], std::int32_t{1});
+      return;
+    }
+    ends[link].assign(1, only);  // a second one overlaps the one in flight: a heap of both
+    only = kInHeap;
+    push_end(link, to);
+  }
+
+ private:
+  void push_end(LinkId link, Time to) {
+    auto& heap = ends[link];
     heap.push_back(to);
     std::push_heap(heap.begin(), heap.end(), std::greater<>());
     peak_in_flight[link] = std::max(peak_in_flight[link], static_cast<std::int32_t>(heap.size()));
   }
 
- private:
   // Before the first change of a new instant, the count the last instant left counts
   // towards the peak. After a run every transfer has left, so no count is missed.
   void settle(LinkId link, Time now) {

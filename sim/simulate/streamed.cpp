@@ -11,22 +11,27 @@
 namespace collsim {
 namespace {
 
-enum EventTag : std::uint32_t { kLaunched, kNetworkWakeup, kOpReady, kLocalOpDone };
+enum StreamedEvent : std::uint32_t { kStreamLaunched, kStreamWakeup, kStreamOpReady, kStreamLocalOpDone };
 
 constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max();
 constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
 
-// An op between the oldest unfinished one and the newest generated.
+// An op between the oldest unfinished one and the newest generated. Its first
+// successors sit inline (a ring's ops have one or two); more go to a shared pool,
+// whose entries, recycled, end up scattered: every pool hop can be a cache miss.
 struct HeldOp {
+  static constexpr int kInline = 2;
   Op op;
   PathId path = -1;
   std::uint32_t waiting = 0;  // dependencies not yet done
-  std::uint32_t first_successor = kNoSuccessor;
+  std::uint32_t more_first = kNoSuccessor, more_last = kNoSuccessor;  // pool list, in order
+  std::uint8_t inline_successors = 0;
   bool has_deps = false;
   bool done = false;
+  OpId successor[kInline];
 };
 
-// One entry of an op's successor list; entries are recycled when the op finishes.
+// One entry of an op's pooled successor list; entries are recycled when the op finishes.
 struct SuccessorLink {
   OpId op;
   std::uint32_t next;
@@ -106,7 +111,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
       reduce_memory_ =
           cost->memory_for_reduce(name_of(header.shape.dtype), name_of(header.shape.reduce_op));
     }
-    engine_.schedule(cost_ ? cost_->launch : 0, kLaunched, 0);
+    engine_.schedule(cost_ ? cost_->launch : 0, kStreamLaunched, 0);
   }
 
   void take_step(const StepView& step) override {
@@ -154,18 +159,18 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
 
   void handle(const Event& e) {
     switch (e.tag) {
-      case kLaunched:
+      case kStreamLaunched:
         launched_ = true;
         for (OpId id : waiting_for_launch_) start_op(id);
         waiting_for_launch_.clear();
         break;
-      case kNetworkWakeup:
+      case kStreamWakeup:
         model_.wakeup(*this, e.id);
         break;
-      case kOpReady:
+      case kStreamOpReady:
         begin_op(e.id);
         break;
-      case kLocalOpDone:
+      case kStreamLocalOpDone:
         finish_op(e.id);
         break;
     }
@@ -177,7 +182,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     // As Simulator::start_op: the receiving rank pays one op's overhead at a time.
     Time& busy = rank_busy_until_[collective_.rank_gpu[h.op.dst_rank]];
     busy = add_time(std::max(busy, engine_.now()), cost_->op_overhead);
-    engine_.schedule(busy, kOpReady, id);
+    engine_.schedule(busy, kStreamOpReady, id);
   }
 
   void begin_op(OpId id) {
@@ -186,7 +191,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     const SizeCurve* reduce = h.op.kind == OpKind::Reduce ? reduce_ : nullptr;
     if (h.op.is_local()) {
       const Time took = cost_ ? local_op_time(*cost_, bytes, reduce) : 0;
-      return engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, id);
+      return engine_.schedule(add_time(engine_.now(), took), kStreamLocalOpDone, id);
     }
     result_.node_sent[collective_.rank_gpu[h.op.src_rank]] += bytes;
     ++result_.transfers;
@@ -206,21 +211,28 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     result_.end = engine_.now();
     for (int slot : slots_of(h.op))
       if (latest_[slot] == id) ++idle_slots_;  // its rank has no unfinished op left
-    for (std::uint32_t s = h.first_successor; s != kNoSuccessor;) {
-      const SuccessorLink link = successors_[s];
-      successors_[s].next = free_successor_;
-      free_successor_ = s;
-      s = link.next;
+    // In the order they were linked (id order), as Simulator starts them.
+    const int n = h.inline_successors;
+    const OpId first[HeldOp::kInline] = {h.successor[0], h.successor[1]};
+    std::uint32_t more = h.more_first;
+    h.inline_successors = 0;
+    h.more_first = h.more_last = kNoSuccessor;
+    for (int i = 0; i < n; ++i)
+      if (--held(first[i]).waiting == 0) start_op(first[i]);
+    while (more != kNoSuccessor) {
+      const SuccessorLink link = successors_[more];
+      successors_[more].next = free_successor_;
+      free_successor_ = more;
+      more = link.next;
       if (--held(link.op).waiting == 0) start_op(link.op);
     }
-    h.first_successor = kNoSuccessor;
     while (oldest_ < next_ && held(oldest_).done) ++oldest_;
   }
 
   // --- NetworkHost ---
   Time now() const override { return engine_.now(); }
   void schedule_wakeup(Time at, std::uint64_t cookie) override {
-    engine_.schedule(at, kNetworkWakeup, cookie);
+    engine_.schedule(at, kStreamWakeup, cookie);
   }
   void transfer_finished(TransferId id) override { finish_op(id); }
   LinkCounters& link_counters() override { return result_.links; }
@@ -239,6 +251,11 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   }
 
   void link_successor(OpId of, OpId successor) {
+    HeldOp& h = held(of);
+    if (h.inline_successors < HeldOp::kInline) {
+      h.successor[h.inline_successors++] = successor;
+      return;
+    }
     std::uint32_t s = free_successor_;
     if (s != kNoSuccessor) {
       free_successor_ = successors_[s].next;
@@ -247,9 +264,10 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
       if (s == kNoSuccessor) throw std::length_error("more than 2^32 dependencies in flight");
       successors_.emplace_back();
     }
-    HeldOp& h = held(of);
-    successors_[s] = {successor, h.first_successor};
-    h.first_successor = s;
+    successors_[s] = {successor, kNoSuccessor};
+    if (h.more_last == kNoSuccessor) h.more_first = s;
+    else successors_[h.more_last].next = s;
+    h.more_last = s;
   }
 
   // The (channel, rank) slots an op takes part in: its source's and its destination's.
