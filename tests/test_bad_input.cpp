@@ -162,15 +162,15 @@ TEST_CASE("calibration files are held to a scenario's bounds, naming file and fi
 TEST_CASE("rank counts whose schedules would not fit in memory are refused before generating") {
   CHECK(error_of(scenario(R"({"preset": "switch", "gpus": 1048576, "bandwidth": "100GB/s"})",
                           all_reduce("64"))) ==
-        "collectives[0]: 1048576 ranks x 1 segments x 1 channels: a schedule of up to 2.2e+12 "
-        "ops, more than the 2^28 collsim holds in memory; use fewer ranks, segments or "
-        "channels, or collsim run --stream");
+        "collectives[0]: 1048576 ranks x 1 segments x 1 channels: a schedule of up to "
+        "2199023255552 ops, more than the 2^28 collsim holds in memory; use fewer ranks, "
+        "segments or channels, or collsim run --stream");
   CHECK_THAT(
       error_of(scenario(
           R"({"preset": "multidim", "dims": [{"shape": "fully_connected", "size": 65536, "bandwidth": "1GB/s"}]})",
           all_reduce("64"))),
       Catch::StartsWith(
-          "topology: this preset would build 2.15e+09 links, more than the 16777216"));
+          "topology: this preset would build 2147450880 links, more than the 16777216"));
   CHECK_THAT(error_of(scenario(
                  R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 1024, "spines": 65536})",
                  all_reduce("64"))),
@@ -180,10 +180,10 @@ TEST_CASE("rank counts whose schedules would not fit in memory are refused befor
 TEST_CASE("packet counts that would not fit in memory are refused at load") {
   CHECK(
       error_of(scenario(kSwitch, all_reduce("\"1TiB\""), R"({"model": "packet", "packet": 1})")) ==
-      "network.packet: packets of 1 bytes make up to 8.8e+12 packets of this scenario's data, "
-      "more than the 2^28 collsim holds in memory; use larger packets or the flow model");
+      "network.packet: packets of 1 bytes make up to 8796093022208 packets of this scenario's "
+      "data, more than the 2^28 collsim holds in memory; use larger packets or the flow model");
   CHECK_THAT(error_of(scenario(kSwitch, all_reduce("\"4TiB\""), R"({"model": "packet"})")),
-             Catch::StartsWith("network.model: packets of 65536 bytes make up to 5.37e+08"));
+             Catch::StartsWith("network.model: packets of 65536 bytes make up to 536870912"));
 }
 
 TEST_CASE("duplicate links and switches without links are refused") {

@@ -233,6 +233,12 @@ TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, 
   // Each pod spine takes 1600 GB/s from its leaves and sends 1600 / 4 up, split over 2 cores.
   CHECK(three.tiers[1].oversubscription() == Approx(4));
   CHECK(three.tiers[2].from_below == Approx(2 * 2 * 200e9));
+  // 1024 GPUs: capacities past 10000 GB/s read in TB/s.
+  const std::string big =
+      topology_summary(load(R"({"preset": "cluster", "nodes": 128, "gpus_per_node": 8})"));
+  CHECK_THAT(big, Catch::Contains("leaf     32 switches: 51.2 TB/s in from below, 51.2 TB/s up"));
+  CHECK_THAT(big, Catch::Contains("one direction): 25.6 TB/s\n"));
+  CHECK_THAT(big, !Catch::Contains("e+"));
 }
 
 TEST_CASE("preset errors name the path") {

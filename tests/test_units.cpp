@@ -64,3 +64,26 @@ TEST_CASE("formatting names its units") {
   CHECK(format_duration(85.9e-6) == "85.9 us");
   CHECK(format_duration(2.4e-3) == "2.4 ms");
 }
+
+TEST_CASE("formatting: every figure in plain notation, the unit growing with it") {
+  CHECK(format_duration(319) == "319 s");
+  CHECK(format_duration(1280) == "21.3 min");
+  CHECK(format_duration(999.7e-3) == "1 s");  // rounds up into the next unit
+  CHECK(format_duration(999.7e-9) == "1 us");
+  CHECK(format_duration(90'000) == "25 h");
+  CHECK(format_duration(9e6) == "2500 h");  // the largest unit takes every digit
+  CHECK(format_duration(5e-10) == "0.5 ns");
+  CHECK(format_duration(2e-14) == "0.00002 ns");  // ns the smallest unit
+  CHECK(format_bandwidth(450e9) == "450 GB/s");
+  CHECK(format_bandwidth(3.2e12) == "3200 GB/s");
+  CHECK(format_bandwidth(5.12e13) == "51.2 TB/s");
+  CHECK(format_bandwidth(0.125e9) == "0.125 GB/s");
+  CHECK(format_bandwidth(1) == "0.000000001 GB/s");
+  CHECK(format_bytes(std::int64_t{1000} * 1048576 + 524288) == "1000 MiB");
+  CHECK(format_bytes(std::int64_t{3} << 50) == "3 PiB");
+  CHECK(format_significant(51234, 3) == "51234");
+  CHECK(format_significant(2.5, 3) == "2.5");
+  CHECK(format_significant(1.234e-5, 3) == "0.0000123");
+  CHECK(format_significant(-2e-6, 3) == "-0.000002");
+  CHECK(format_significant(0, 3) == "0");
+}

@@ -1,15 +1,22 @@
 // Training steps: compute in the engine, the minimal DDP form against its closed
 // forms, model presets against their published sizes, pipeline bubbles, tensor and
 // expert parallelism, several jobs sharing links, and the errors a user can make.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "helpers.h"
+#include "report/workload_report.h"
 #include "simulate/run_workload.h"
 #include "workload/model.h"
 
 using namespace collsim;
 using collsim::test::error_of;
+using collsim::test::run_collsim;
+using collsim::test::slurp;
+using collsim::test::temp_dir;
 
 namespace workload_test {
 
@@ -41,6 +48,58 @@ std::int64_t category_tasks(const JobOutcome& j, const std::string& name) {
   for (const auto& c : j.categories)
     if (c.category == name) return c.tasks;
   return 0;
+}
+
+// `collsim run SCENARIO --out DIR`'s timeline.json, for a scenario file or text.
+nlohmann::json timeline_of(const std::string& scenario_path, const std::string& tag) {
+  const auto dir = temp_dir(tag);
+  REQUIRE(run_collsim("run " + scenario_path + " --out " + dir.string()).status == 0);
+  return nlohmann::json::parse(slurp(dir / "timeline.json"));
+}
+
+std::string write_scenario(const std::string& text, const std::string& tag) {
+  const auto path = temp_dir(tag) / "scenario.json";
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// Complete events ("X") on one (pid, tid) that neither nest nor are disjoint. Times are
+// printed to the nanosecond, start and duration rounded apart: an end may be 1 ns off.
+int improperly_nested(const nlohmann::json& trace) {
+  constexpr double kRounding_us = 1e-3 + 1e-6;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") {
+      const double ts = e["ts"], dur = e["dur"];
+      tracks[{e["pid"], e["tid"]}].emplace_back(ts, ts + dur);
+    }
+  int bad = 0;
+  for (auto& [track, slices] : tracks) {
+    // Earliest first, the longer first at equal starts: a parent before its children.
+    std::ranges::sort(slices, [](auto a, auto b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<double> open;  // ends of the slices enclosing the current one
+    for (const auto& [start, end] : slices) {
+      while (!open.empty() && open.back() <= start + kRounding_us) open.pop_back();
+      if (!open.empty() && end > open.back() + kRounding_us) {
+        UNSCOPED_INFO("pid " << track.first << " tid " << track.second << ": [" << start << ", "
+                             << end << ") crosses the end of its enclosing slice at "
+                             << open.back());
+        ++bad;
+      }
+      open.push_back(end);
+    }
+  }
+  return bad;
+}
+
+// Thread names per pid, by tid.
+std::map<int, std::map<int, std::string>> thread_names(const nlohmann::json& trace) {
+  std::map<int, std::map<int, std::string>> out;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") out[e["pid"]][e["tid"]] = e["args"]["name"];
+  return out;
 }
 
 }  // namespace workload_test
@@ -289,4 +348,74 @@ TEST_CASE("every bundled workload scenario runs", "[workload]") {
     }
   }
   CHECK(jobs >= 6);
+}
+
+TEST_CASE("workload timeline: overlapping TP and DP collectives take lanes that nest",
+          "[workload][trace]") {
+  // dp 2 x tp 2: backward's TP all-reduces run while earlier gradient buckets all-reduce.
+  const std::string path = write_scenario(
+      R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "50GB/s", "latency": "1us"},
+          "network": {"model": "flow", "alpha": "5us"},
+          "workload": {"model": {"name": "tiny", "layers": 4, "hidden": 2048, "vocab": 32000},
+                       "gpu": "h100", "tokens_per_gpu": 2048, "bucket": "8MB",
+                       "parallelism": {"dp": 2, "tp": 2}}})",
+      "trace-lanes");
+  const nlohmann::json trace = timeline_of(path, "trace-lanes-out");
+  CHECK(improperly_nested(trace) == 0);
+  const auto names = thread_names(trace);
+  REQUIRE(names.size() == 4);  // every rank fits: all drawn, none listed
+  CHECK_FALSE(trace["otherData"].contains("ranks_shown"));
+  for (const auto& [pid, threads] : names) {
+    INFO("rank " << pid);
+    CHECK(threads ==
+          std::map<int, std::string>{{0, "compute"}, {1, "communication"}, {2, "communication 2"}});
+  }
+  std::map<std::string, int> on_second_lane;  // categories of the slices there
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == 2) ++on_second_lane[e["cat"]];
+  CHECK(on_second_lane["tp"] > 0);
+}
+
+TEST_CASE("workload timeline: a run without overlap keeps one communication thread per rank",
+          "[workload][trace]") {
+  const nlohmann::json trace = timeline_of(
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-ddp-buckets.json", "trace-one-lane");
+  CHECK(improperly_nested(trace) == 0);
+  for (const auto& [pid, threads] : thread_names(trace)) {
+    INFO("rank " << pid);
+    CHECK(threads == std::map<int, std::string>{{0, "compute"}, {1, "communication"}});
+  }
+}
+
+TEST_CASE("workload timeline: past 64 ranks, the first 64 that carry tasks are drawn",
+          "[workload][trace]") {
+  // 72 GPUs, two jobs: ranks 0-7 and 8, 16, ..., 64; the others idle.
+  const nlohmann::json trace = timeline_of(
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-moe-layer.json", "trace-ranks");
+  std::vector<int> busy = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int r = 8; r <= 64; r += 8) busy.push_back(r);
+  CHECK(trace["otherData"]["ranks"] == 72);
+  CHECK(trace["otherData"]["ranks_drawn"] == busy.size());
+  CHECK(trace["otherData"]["ranks_shown"].get<std::vector<int>>() == busy);
+  std::vector<int> processes;
+  std::set<int> with_slices;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.push_back(e["pid"]);
+    if (e["ph"] == "X") with_slices.insert(e["pid"].get<int>());
+  }
+  CHECK(processes == busy);
+  // Rank 64, the eight-nodes job's last GPU, among them.
+  CHECK(with_slices == std::set<int>(busy.begin(), busy.end()));
+  CHECK(improperly_nested(trace) == 0);
+}
+
+TEST_CASE("workload table: long durations in minutes, not e-notation", "[workload]") {
+  // 1280 s of one GPU's compute over 4: the one-GPU step is 21.3 minutes.
+  const Scenario s = parse_scenario(
+      parse_json_text(ddp(4, "100GB/s", R"({"gradients": "1GiB", "compute": "1280s"})"),
+                      "scenario.json"),
+      ".");
+  const std::string table = workload_table(s, run_workloads(s));
+  CHECK_THAT(table, Catch::Contains("over one GPU (21.3 min)"));
+  CHECK_THAT(table, !Catch::Contains("e+"));
 }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <span>
 
 namespace collsim {
 namespace {
@@ -95,30 +96,66 @@ std::optional<double> parse_duration(std::string_view text) {
   return std::nullopt;
 }
 
+namespace {
+
+// A value's figure in this unit is value x times / over: the operations figures were
+// always computed with (seconds x 1e3, bytes/s / 1e9), so that they round as before.
+struct DisplayUnit {
+  std::string_view name;
+  double times = 1, over = 1;
+  double figure(double value) const { return value * times / over; }
+};
+
+// `value` in the first of `units` (smallest first) where it rounds below 10^digits, or
+// in the last: each unit while its figure has at most `digits` digits before the point.
+std::string in_units(double value, std::span<const DisplayUnit> units, int digits) {
+  const double limit = std::pow(10.0, digits) - 0.5;
+  std::size_t u = 0;
+  while (u + 1 < units.size() && std::fabs(units[u].figure(value)) >= limit) ++u;
+  return fmt::format("{} {}", format_significant(units[u].figure(value), digits), units[u].name);
+}
+
+}  // namespace
+
+std::string format_significant(double value, int digits) {
+  const double a = std::fabs(value);
+  // Past 10^digits {:.Ng} switches to e-notation: a whole number, all its digits.
+  if (a >= std::pow(10.0, digits) - 0.5) return fmt::format("{:.0f}", value);
+  // Below 10^-4 too: as many decimals as the digits need. (NaN and 0 take {:.Ng}.)
+  if (a > 0 && a < 1e-4) {
+    const int decimals = digits - 1 - static_cast<int>(std::floor(std::log10(a)));
+    std::string s = fmt::format("{:.{}f}", value, decimals);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  }
+  return fmt::format("{:.{}g}", value, digits);
+}
+
 std::string format_bytes(std::int64_t bytes) {
-  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
-  while (v >= 1024 && u < 4) {
+  while (v >= 1024 && u < 6) {
     v /= 1024;
     ++u;
   }
   if (u == 0) return fmt::format("{} B", bytes);
   if (v == std::floor(v)) return fmt::format("{:.0f} {}", v, kUnits[u]);
-  return fmt::format("{:.3g} {}", v, kUnits[u]);
+  return fmt::format("{} {}", format_significant(v, 3), kUnits[u]);
 }
 
 std::string format_duration(double seconds) {
-  const double a = std::fabs(seconds);
-  if (a == 0) return "0 s";
-  if (a < 1e-6) return fmt::format("{:.3g} ns", seconds * 1e9);
-  if (a < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
-  if (a < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
-  return fmt::format("{:.3g} s", seconds);
+  static constexpr DisplayUnit kUnits[] = {{"ns", 1e9}, {"us", 1e6},    {"ms", 1e3},
+                                           {"s", 1, 1}, {"min", 1, 60}, {"h", 1, 3600}};
+  if (seconds == 0) return "0 s";
+  return in_units(seconds, kUnits, 3);
 }
 
 std::string format_bandwidth(double bytes_per_second) {
-  return fmt::format("{:.4g} GB/s", bytes_per_second / 1e9);
+  // GB/s the smallest: link rates read alike (0.125 GB/s beside 50 GB/s).
+  static constexpr DisplayUnit kUnits[] = {{"GB/s", 1, 1e9}, {"TB/s", 1, 1e12}, {"PB/s", 1, 1e15}};
+  return in_units(bytes_per_second, kUnits, 4);
 }
 
 }  // namespace collsim

@@ -21,8 +21,12 @@ std::optional<std::int64_t> parse_size(std::string_view text);  // bytes
 std::optional<double> parse_bandwidth(std::string_view text);   // bytes per second
 std::optional<double> parse_duration(std::string_view text);    // seconds
 
+// Each figure in the unit that keeps it short, never in e-notation.
 std::string format_bytes(std::int64_t bytes);           // "16 MiB", "1000 B", "1.5 GiB"
-std::string format_duration(double seconds);            // "85.9 us", "2.40 ms"
-std::string format_bandwidth(double bytes_per_second);  // "450 GB/s"
+std::string format_duration(double seconds);            // "85.9 us", "2.4 ms", "21.3 min"
+std::string format_bandwidth(double bytes_per_second);  // "450 GB/s", "51.2 TB/s"
+// `value` to `digits` significant digits as {:.Ng} prints it (trailing zeros dropped),
+// but in plain notation: 51200 rather than 5.12e+04, 0.00001 rather than 1e-05.
+std::string format_significant(double value, int digits);
 
 }  // namespace collsim

@@ -104,8 +104,9 @@ void time_axis(std::ostream& out, double span, int y, int grid_top) {
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#000\" "
         "stroke-opacity=\"0.12\"/><line x1=\"{0:.1f}\" y1=\"{2}\" x2=\"{0:.1f}\" y2=\"{3}\" "
         "stroke=\"#666\"/><text x=\"{0:.1f}\" y=\"{4}\" class=\"tick\" "
-        "text-anchor=\"middle\">{5:g} {6}</text>\n",
-        x, grid_top, y, y + 4, y + 15, std::round(v / t.step) * t.step, t.unit);
+        "text-anchor=\"middle\">{5} {6}</text>\n",
+        x, grid_top, y, y + 4, y + 15, format_significant(std::round(v / t.step) * t.step, 6),
+        t.unit);
   }
   out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">time</text>\n",
                      kPlotLeft - 26, y + 15);

@@ -9,6 +9,7 @@
 
 #include "core/units.h"
 #include "report/chrome_trace.h"
+#include "report/trace_lanes.h"
 
 namespace collsim {
 namespace {
@@ -334,29 +335,6 @@ void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficRe
 
 namespace {
 
-// Slices on one Chrome-trace thread must nest, but a rank's transfers overlap:
-// each rank gets as many lanes (threads) as it has transfers in flight at once,
-// and each transfer the first lane free when it starts.
-class Lanes {
- public:
-  explicit Lanes(int ranks) : free_at_(ranks) {}
-  // The lane index for an interval [start, end) of `rank`; intervals must come in start order.
-  int place(int rank, Time start, Time end) {
-    auto& lanes = free_at_[rank];
-    for (std::size_t i = 0; i < lanes.size(); ++i)
-      if (lanes[i] <= start) {
-        lanes[i] = end;
-        return static_cast<int>(i);
-      }
-    lanes.push_back(end);
-    return static_cast<int>(lanes.size() - 1);
-  }
-  int count(int rank) const { return static_cast<int>(free_at_[rank].size()); }
-
- private:
-  std::vector<std::vector<Time>> free_at_;
-};
-
 // One transfer, or (binned) a rank's sends or receives within one time bin.
 struct TraceTransfer {
   Time start, end;
@@ -523,7 +501,7 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
   std::stable_sort(
       transfers.begin(), transfers.end(),
       [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
-  Lanes send_lanes(K), recv_lanes(K);
+  TraceLanes send_lanes(K), recv_lanes(K);
   std::vector<std::pair<int, int>> lane_of(transfers.size());  // (send lane, receive lane)
   for (std::size_t i = 0; i < transfers.size(); ++i) {
     const TraceTransfer& x = transfers[i];

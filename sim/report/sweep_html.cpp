@@ -88,9 +88,9 @@ std::vector<double> value_ticks(double lo, double hi) {
 }
 
 std::string time_label(double seconds) {
-  if (seconds < 1e-3) return fmt::format("{:g} \u00b5s", std::round(seconds * 1e9) / 1e3);
-  if (seconds < 1) return fmt::format("{:g} ms", std::round(seconds * 1e6) / 1e3);
-  return fmt::format("{:g} s", seconds);
+  if (seconds < 1e-3) return format_significant(std::round(seconds * 1e9) / 1e3, 6) + " \u00b5s";
+  if (seconds < 1) return format_significant(std::round(seconds * 1e6) / 1e3, 6) + " ms";
+  return format_significant(seconds, 6) + " s";
 }
 
 struct Series {
@@ -164,7 +164,7 @@ void plot(std::ostream& out, const SweepResult& r, int ranks, const char* id, co
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" class=\"grid\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" class=\"tick\" text-anchor=\"end\">{5}</text>\n",
         kLeft, kW - kRight, Y(d), kLeft - 4, Y(d) + 3,
-        time ? time_label(d) : fmt::format("{:g}", d));
+        time ? time_label(d) : format_significant(d, 6));
   out << fmt::format(
       "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"middle\">message size (binary: 1 "
       "KiB = 1024 B)</text><text x=\"{}\" y=\"16\" class=\"axis\">{}</text>\n",

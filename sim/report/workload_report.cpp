@@ -1,6 +1,7 @@
 #include "report/workload_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -8,6 +9,7 @@
 
 #include "core/units.h"
 #include "report/chrome_trace.h"
+#include "report/trace_lanes.h"
 
 namespace collsim {
 namespace workload_report {
@@ -186,42 +188,108 @@ void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const
   out.write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 
+namespace workload_report {
+
+// The ranks the timeline draws, in rank order: all when they fit, else the first
+// `max_ranks` that carry a task, so that idle ranks do not take busy ones' places.
+std::vector<int> drawn_ranks(const Scenario& scenario, const WorkloadRun& run, int max_ranks) {
+  const int total = scenario.topology.num_ranks();
+  std::vector<int> out;
+  if (total <= max_ranks) {
+    out.resize(total);
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  std::vector<bool> busy(total, false);
+  for (const StepTask& t : run.graph.tasks)
+    for (int r : t.ranks) busy[r] = true;
+  for (int r = 0; r < total && static_cast<int>(out.size()) < max_ranks; ++r)
+    if (busy[r]) out.push_back(r);
+  return out;
+}
+
+// The communication lane of every collective on every drawn rank: lane[task][k] for the
+// task's k-th rank. TraceLanes takes intervals in start order: collectives are sorted
+// by start, ties kept in graph order so that the lanes are deterministic.
+struct CommLanes {
+  TraceLanes lanes;
+  std::vector<std::vector<int>> lane;
+};
+
+CommLanes comm_lanes(const WorkloadRun& run, const std::vector<bool>& drawn) {
+  const auto& tasks = run.graph.tasks;
+  CommLanes out{TraceLanes(static_cast<int>(drawn.size())), {}};
+  out.lane.resize(tasks.size());
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (tasks[i].kind != StepTaskKind::Compute) order.push_back(i);
+  std::ranges::stable_sort(order, {}, [&](std::size_t i) { return run.step.sim.tasks[i].start; });
+  for (std::size_t i : order) {
+    const TaskTiming& when = run.step.sim.tasks[i];
+    out.lane[i].assign(tasks[i].ranks.size(), -1);
+    for (std::size_t k = 0; k < tasks[i].ranks.size(); ++k)
+      if (const int r = tasks[i].ranks[k]; drawn[r])
+        out.lane[i][k] = out.lanes.place(r, when.start, when.end);
+  }
+  return out;
+}
+
+// "communication", "communication 2", ...: thread 1 + lane of the rank's process.
+std::string comm_thread_name(int lane) {
+  return lane == 0 ? "communication" : fmt::format("communication {}", lane + 1);
+}
+
+}  // namespace workload_report
+
 void write_workload_trace(std::ostream& out, const Scenario& scenario, const WorkloadRun& run,
                           int max_ranks) {
+  using namespace workload_report;
+  const int total = scenario.topology.num_ranks();
+  const std::vector<int> ranks = drawn_ranks(scenario, run, max_ranks);
+  std::vector<bool> drawn(total, false);
+  for (int r : ranks) drawn[r] = true;
+  const CommLanes comm = comm_lanes(run, drawn);
+
   fmt::memory_buffer b;
-  const int ranks = std::min(max_ranks, scenario.topology.num_ranks());
   fmt::format_to(std::back_inserter(b),
                  "{{\"displayTimeUnit\": \"ms\", \"otherData\": "
-                 "{{\"ranks_drawn\": {}, \"ranks\": {}}}, \"traceEvents\": [\n",
-                 ranks, scenario.topology.num_ranks());
+                 "{{\"ranks_drawn\": {}, \"ranks\": {}",
+                 ranks.size(), total);
+  if (static_cast<int>(ranks.size()) < total)  // which ones, when some are left out
+    fmt::format_to(std::back_inserter(b), ", \"ranks_shown\": [{}]", fmt::join(ranks, ", "));
+  fmt::format_to(std::back_inserter(b), "}}, \"traceEvents\": [\n");
   bool first = true;
   const auto sep = [&] {
     fmt::format_to(std::back_inserter(b), "{}", first ? "" : ",\n");
     first = false;
   };
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : ranks) {
     sep();
     fmt::format_to(std::back_inserter(b),
                    "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {0}, \"args\": "
                    "{{\"name\": \"rank {0}\"}}}},\n"
                    "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, \"tid\": 0, "
-                   "\"args\": {{\"name\": \"compute\"}}}},\n"
-                   "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, \"tid\": 1, "
-                   "\"args\": {{\"name\": \"communication\"}}}}",
+                   "\"args\": {{\"name\": \"compute\"}}}}",
                    r);
+    for (int lane = 0; lane < std::max(1, comm.lanes.count(r)); ++lane)
+      fmt::format_to(std::back_inserter(b),
+                     ",\n{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, "
+                     "\"args\": {{\"name\": \"{}\"}}}}",
+                     r, 1 + lane, comm_thread_name(lane));
   }
   for (std::size_t i = 0; i < run.graph.tasks.size(); ++i) {
     const StepTask& t = run.graph.tasks[i];
     const auto& o = run.step.tasks[i];
     const bool is_compute = t.kind == StepTaskKind::Compute;
-    for (int r : t.ranks) {
-      if (r >= ranks) continue;
+    for (std::size_t k = 0; k < t.ranks.size(); ++k) {
+      const int r = t.ranks[k];
+      if (!drawn[r]) continue;
       sep();
       fmt::format_to(std::back_inserter(b),
                      "{{\"ph\": \"X\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, \"dur\": {:.3f}, "
                      "\"name\": {}, \"cat\": \"{}\"",
-                     r, is_compute ? 0 : 1, o.start_s * 1e6, (o.end_s - o.start_s) * 1e6,
-                     json_quote(t.name), t.category);
+                     r, is_compute ? 0 : 1 + comm.lane[i][k], o.start_s * 1e6,
+                     (o.end_s - o.start_s) * 1e6, json_quote(t.name), t.category);
       if (!is_compute)
         fmt::format_to(std::back_inserter(b), ", \"args\": {{\"bytes\": {}, \"plan\": {}}}",
                        t.collective.bytes, json_quote(run.step.plans[o.plan]));

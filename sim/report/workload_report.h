@@ -1,6 +1,7 @@
 #pragma once
 // What a training step simulated to, for people (a table), for programs (JSON) and
-// for Perfetto (a timeline with a compute and a communication track per rank).
+// for Perfetto (a timeline with a compute track per rank and communication tracks, as
+// many as the rank has collectives in flight at once).
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -17,7 +18,8 @@ nlohmann::json workload_json(const Scenario& scenario, const WorkloadRun& run);
 nlohmann::json workload_document(const Scenario& scenario, const WorkloadRun& run);
 // Every link: kind, bandwidth, bytes, busy time and utilisation over the step.
 void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const WorkloadRun& run);
-// Ranks beyond `max_ranks` are left out (the metadata says how many were drawn).
+// Beyond `max_ranks` ranks, the first `max_ranks` that carry tasks are drawn (the
+// metadata says how many, and lists them).
 void write_workload_trace(std::ostream& out, const Scenario& scenario, const WorkloadRun& run,
                           int max_ranks = 64);
 

@@ -53,9 +53,9 @@ void check_packet_count(const JsonView& root, const NetworkParams& network, doub
     const JsonView where =
         root["network"].has("packet") ? root["network"]["packet"] : root["network"]["model"];
     where.fail_message(fmt::format(
-        "packets of {} bytes make up to {:.3g} packets of this scenario's data, more than the "
+        "packets of {} bytes make up to {} packets of this scenario's data, more than the "
         "2^28 collsim holds in memory; use larger packets or the flow model",
-        network.packet_bytes, packets));
+        network.packet_bytes, format_significant(packets, 3)));
   }
 }
 
@@ -291,9 +291,10 @@ std::vector<double> parse_expert_load(const JsonView& load, int experts) {
   }
   if (std::abs(total - 1) > 1e-6)
     load.fail_message(fmt::format(
-        "the shares sum to {:.6g}, not 1: each is the fraction of routed tokens its expert "
+        "the shares sum to {}, not 1: each is the fraction of routed tokens its expert "
         "receives{}",
-        total, total > 0 ? fmt::format(" (divide each by {:.6g})", total) : ""));
+        format_significant(total, 6),
+        total > 0 ? fmt::format(" (divide each by {})", format_significant(total, 6)) : ""));
   return shares;
 }
 
@@ -526,9 +527,9 @@ std::string schedule_size_problem(const CollectiveSpec& c) {
   const double ops = 2 * K * std::max(K, S) * C;
   if (ops <= kMaxScheduleOps) return {};
   return fmt::format(
-      "{} ranks x {} segments x {} channels: a schedule of up to {:.3g} ops, more than the 2^28 "
+      "{} ranks x {} segments x {} channels: a schedule of up to {} ops, more than the 2^28 "
       "collsim holds in memory; use fewer ranks, segments or channels, or collsim run --stream",
-      c.ranks.size(), S, C, ops);
+      c.ranks.size(), S, C, format_significant(ops, 3));
 }
 
 }  // namespace collsim

@@ -7,12 +7,13 @@
 namespace collsim {
 namespace {
 
-enum EventTag : std::uint32_t {
+// Named apart from streamed.cpp's tags: a unity build compiles both files in one unit.
+enum SimulatorEvent : std::uint32_t {
   kTaskStart,
   kTaskLaunched,
-  kNetworkWakeup,
-  kOpReady,
-  kLocalOpDone,
+  kSimNetworkWakeup,
+  kSimOpReady,
+  kSimLocalOpDone,
   kComputeDone
 };
 
@@ -43,7 +44,7 @@ Simulator::Simulator(const Topology& topology, Router& router, NetworkModel& mod
 Simulator::~Simulator() = default;
 
 void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
-  engine_.schedule(at, kNetworkWakeup, cookie);
+  engine_.schedule(at, kSimNetworkWakeup, cookie);
 }
 
 void Simulator::transfer_finished(TransferId id) {
@@ -196,15 +197,15 @@ SimulationResult Simulator::run_loaded() {
       case kTaskLaunched:
         start_ready_ops(static_cast<std::size_t>(e.id));
         break;
-      case kOpReady: {
+      case kSimOpReady: {
         const auto op = ids_.decode(e.id);
         begin_op(op.task, op.op);
         break;
       }
-      case kNetworkWakeup:
+      case kSimNetworkWakeup:
         model_.wakeup(*this, e.id);
         break;
-      case kLocalOpDone: {
+      case kSimLocalOpDone: {
         const auto op = ids_.decode(e.id);
         finish_op(op.task, op.op);
         break;
@@ -276,7 +277,7 @@ void Simulator::start_op(std::size_t task, OpId id) {
   // one op's overhead at a time, so a step's ops on one rank queue behind each other.
   Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
   busy = add_time(std::max(busy, engine_.now()), cost->op_overhead);
-  engine_.schedule(busy, kOpReady, ids_.id(task, id));
+  engine_.schedule(busy, kSimOpReady, ids_.id(task, id));
 }
 
 void Simulator::begin_op(std::size_t task, OpId id) {
@@ -288,7 +289,7 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   if (op.is_switch()) return begin_switch_op(task, id);
   if (op.is_local()) {
     const Time took = st.cost ? local_op_time(*st.cost, bytes, reduce) : 0;
-    engine_.schedule(add_time(engine_.now(), took), kLocalOpDone, ids_.id(task, id));
+    engine_.schedule(add_time(engine_.now(), took), kSimLocalOpDone, ids_.id(task, id));
     return;
   }
   result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;

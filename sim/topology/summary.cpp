@@ -120,7 +120,7 @@ std::string join_kinds(const std::map<std::string, double>& by_kind) {
 }
 
 std::string ratio(double r) {
-  return fmt::format("{:.3g}:1", r);
+  return format_significant(r, 3) + ":1";
 }
 
 }  // namespace

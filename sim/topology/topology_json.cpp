@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "core/units.h"
 #include "topology/presets.h"
 
 #ifndef COLLSIM_SOURCE_TOPOLOGIES
@@ -70,9 +71,9 @@ constexpr double kMaxCables = 1 << 24;
 void check_cable_count(const JsonView& spec, double cables) {
   if (cables > kMaxCables)
     spec.fail_message(
-        fmt::format("this preset would build {:.3g} links, more than the {} collsim "
+        fmt::format("this preset would build {} links, more than the {} collsim "
                     "holds in memory (2^24)",
-                    cables, static_cast<long long>(kMaxCables)));
+                    format_significant(cables, 3), static_cast<long long>(kMaxCables)));
 }
 
 double cables_of(const std::vector<Dimension>& dims) {
