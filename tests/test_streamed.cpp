@@ -101,8 +101,8 @@ void compare_runs(const AlgorithmEntry& e, const CollectiveShape& shape,
   for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread}) {
     Router r2(topo);
     auto m2 = make_network_model(params, topo, r2);
-    const StreamedResult b = simulate_streamed(topo, r2, *m2, {gpus, cost},
-                                               [&] { return e.generate(shape, opt); }, where);
+    const StreamedResult b = simulate_streamed(
+        topo, r2, *m2, {gpus, cost}, [&] { return e.generate(shape, opt); }, where);
     require_same_run(a, b);
     CHECK(b.ops == stored.size());
     CHECK(b.digest == schedule_digest(stored));
@@ -148,7 +148,8 @@ TEST_CASE("every generator streams exactly the schedule it stores", "[stream]") 
 }
 
 TEST_CASE("the digest tells schedules apart op by op", "[stream]") {
-  const Schedule s = generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 64));
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 64));
   Schedule t = s;
   t.ops[5].dst_offset += 1;
   CHECK(schedule_digest(t) != schedule_digest(s));
@@ -191,7 +192,8 @@ TEST_CASE("a streamed run shares links as the stored run does, with the cost mod
   flow.model = "flow";
   flow.alpha = from_seconds(1e-6);
   for (const char* name : {"ring", "double_binary_tree", "halving_doubling", "direct"}) {
-    for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::AllToAll}) {
+    for (CollectiveOp op :
+         {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::AllToAll}) {
       const AlgorithmEntry* e = find_algorithm(op, name);
       if (!e) continue;
       const CollectiveShape shape = shape_of(op, 8, 1 << 20);
@@ -214,13 +216,14 @@ TEST_CASE("a streamed ring holds a few steps of ops, not the schedule", "[stream
   auto model = make_network_model(p, topo, router);
   const AlgorithmEntry* ring = find_algorithm(CollectiveOp::AllReduce, "ring");
   const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, K, std::int64_t{1} << 24);
-  const StreamedResult r =
-      simulate_streamed(topo, router, *model, {gpus, nullptr}, [&] { return ring->generate(shape, {}); });
+  const StreamedResult r = simulate_streamed(topo, router, *model, {gpus, nullptr},
+                                             [&] { return ring->generate(shape, {}); });
   CHECK(r.ops == std::uint64_t{2} * (K - 1) * K);
   CHECK(r.peak_held <= std::uint64_t{3} * K);  // of 2(K-1)K = 523,264
   // The textbook ring: 2(K-1) steps of alpha + (S/K)/beta.
   const double step = 5e-6 + 4.0 * (std::int64_t{1} << 24) / K / 450e9;
-  CHECK(to_seconds(r.end) == Approx(2 * (K - 1) * step).epsilon(1e-6));  // whole picoseconds per step
+  CHECK(to_seconds(r.end) ==
+        Approx(2 * (K - 1) * step).epsilon(1e-6));  // whole picoseconds per step
 }
 
 TEST_CASE("switch ops are refused by the stream, not mis-timed", "[stream]") {
@@ -235,8 +238,9 @@ TEST_CASE("switch ops are refused by the stream, not mis-timed", "[stream]") {
   auto model = make_network_model(p, topo, router);
   const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 4, 1024);
   for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread})
-    CHECK_THROWS_AS(simulate_streamed(topo, router, *model, {gpus, nullptr},
-                                      [&] { return nvls->generate(shape, {}); }, where),
+    CHECK_THROWS_AS(simulate_streamed(
+                        topo, router, *model, {gpus, nullptr},
+                        [&] { return nvls->generate(shape, {}); }, where),
                     std::invalid_argument);
 }
 
@@ -277,8 +281,9 @@ TEST_CASE("a streamed schedule is checked as a stored one is, step by step", "[s
   StreamAudit audit;
   {
     StreamScope scope(audit);
-    CHECK_THROWS_WITH(broken(), Catch::Contains("broken all_gather generated an invalid schedule") &&
-                                    Catch::Contains("overlapping"));
+    CHECK_THROWS_WITH(broken(),
+                      Catch::Contains("broken all_gather generated an invalid schedule") &&
+                          Catch::Contains("overlapping"));
   }
   const Topology topo = make_switch_topology(3, 50e9, 0);
   std::vector<NodeId> gpus{topo.gpu_of_rank(0), topo.gpu_of_rank(1), topo.gpu_of_rank(2)};
@@ -347,15 +352,12 @@ TEST_CASE("run --stream refuses what it cannot time exactly or write", "[stream]
     "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
                     {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": []}]})";
   const Scenario s = parse_scenario(parse_json_text(overlapping, "s.json"), ".");
-  CHECK_THROWS_WITH(run_scenario_streamed(s),
-                    Catch::Contains("collectives[1].after") &&
-                        Catch::Contains("\"b\" may overlap \"a\""));
+  CHECK_THROWS_WITH(run_scenario_streamed(s), Catch::Contains("collectives[1].after") &&
+                                                  Catch::Contains("\"b\" may overlap \"a\""));
   const auto dir = temp_dir("stream-cli");
-  {
-    std::ofstream(dir / "s.json") << overlapping;
-  }
-  const Outcome out = run_collsim("run --stream " + (dir / "s.json").string() + " --out " +
-                                  (dir / "out").string());
+  { std::ofstream(dir / "s.json") << overlapping; }
+  const Outcome out =
+      run_collsim("run --stream " + (dir / "s.json").string() + " --out " + (dir / "out").string());
   CHECK(out.status == 2);
   CHECK_THAT(out.err, Catch::Contains("--out"));
   CHECK(!std::filesystem::exists(dir / "out"));

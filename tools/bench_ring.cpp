@@ -116,10 +116,9 @@ Figures run_case(const Case& c) {
   };
   if (c.stream) {  // generation and simulation interleave: all of it is the event loop
     const auto t_loop = Clock::now();
-    const StreamedResult r = simulate_streamed(topo, router, *model, {gpus, nullptr},
-                                               [&] { return entry->generate(shape, {}); },
-                                               c.one_thread ? GenerateOn::CallerThread
-                                                            : GenerateOn::OwnThread);
+    const StreamedResult r = simulate_streamed(
+        topo, router, *model, {gpus, nullptr}, [&] { return entry->generate(shape, {}); },
+        c.one_thread ? GenerateOn::CallerThread : GenerateOn::OwnThread);
     f.loop_s = seconds_since(t_loop);
     f.simulated_s = to_seconds(r.end);
     f.transfers = r.transfers;
@@ -165,8 +164,9 @@ void print_single(const Case& c, const Figures& f, double baseline_mib) {
              c.size, c.ranks, f.topology, f.transfers, f.steps, c.model);
   fmt::print("  simulated time    {:.6f} ms\n", f.simulated_s * 1e3);
   if (c.stream) {
-    fmt::print("  generate + simulate, streamed  {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n",
-               f.loop_s, transfers / f.loop_s / 1e6, static_cast<double>(f.events) / f.loop_s / 1e6);
+    fmt::print(
+        "  generate + simulate, streamed  {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n",
+        f.loop_s, transfers / f.loop_s / 1e6, static_cast<double>(f.events) / f.loop_s / 1e6);
     fmt::print("  ops held at most  {} ({:.1f} MiB with their successor lists)\n", f.peak_held,
                f.schedule_bytes / (1 << 20));
     fmt::print("  CPU               {:.3f} s\n", f.cpu_s);
@@ -394,8 +394,9 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
         child.peak_mib / fl.child.peak_mib);
   }
   if (!with_100k)
-    fmt::print("\nideal ring 1GiB switch K=100000, streamed: not run (add --k100k: 2e10 "
-               "transfers, most of an hour on two cores)\n");
+    fmt::print(
+        "\nideal ring 1GiB switch K=100000, streamed: not run (add --k100k: 2e10 "
+        "transfers, most of an hour on two cores)\n");
   if (flow_growth.size() >= 2) {
     const auto [k0, t0] = flow_growth.front();
     const auto [k1, t1] = flow_growth.back();

@@ -75,11 +75,13 @@ int run_workload_command(const Scenario& scenario, const RunArgs& args) {
 // Totals without holding a schedule whole: the table or the JSON, no files.
 int run_streamed_command(const Scenario& scenario, const RunArgs& args) {
   if (!scenario.workloads.empty())
-    throw InputError("workload", "--stream runs a scenario's collectives; a training step "
-                                 "runs without it");
+    throw InputError("workload",
+                     "--stream runs a scenario's collectives; a training step "
+                     "runs without it");
   if (!args.out_dir.empty())
-    throw InputError("--out", "--stream keeps no per-op record to write a timeline or per-step "
-                              "files from; run without --out (--format json gives result.json)");
+    throw InputError("--out",
+                     "--stream keeps no per-op record to write a timeline or per-step "
+                     "files from; run without --out (--format json gives result.json)");
   const ScenarioResult result = run_scenario_streamed(scenario);
   const TrafficReport traffic = analyse_traffic(scenario, result);
   if (args.format == "json")

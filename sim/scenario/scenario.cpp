@@ -42,7 +42,6 @@ double most_segments(const AlgorithmOptions& o, std::int64_t count) {
   return s;
 }
 
-
 // The packet model queues every packet of a transfer when it starts: refuse packet
 // counts that would not fit in memory (a rank sends up to about twice a collective's
 // bytes, so 2 x bytes x ranks bounds them).

@@ -192,15 +192,14 @@ std::string check_op(const Schedule& s, OpId id, const Op& op) {
   if (op.is_switch() && op.src_rank != op.dst_rank)
     return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
   if (op.is_switch() && (s.switch_group < 0 || K % s.switch_group_size() != 0))
-    return fmt::format("op {}: switch groups of {} ranks do not tile {} ranks", id,
-                       s.switch_group, K);
+    return fmt::format("op {}: switch groups of {} ranks do not tile {} ranks", id, s.switch_group,
+                       K);
   const int first = op.is_switch() ? s.switch_group_first(op) : 0;
   for (int r = 0; r < (op.is_switch() ? s.switch_group_size() : 1); ++r) {
     const int src = op.reads_every_rank() ? first + r : op.src_rank;
     const int dst = op.writes_every_rank() ? first + r : op.dst_rank;
     if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(src, op.src_buffer))
-      return fmt::format("op {}: source range outside rank {}'s buffer {}", id, src,
-                         op.src_buffer);
+      return fmt::format("op {}: source range outside rank {}'s buffer {}", id, src, op.src_buffer);
     if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(dst, op.dst_buffer))
       return fmt::format("op {}: destination range outside rank {}'s buffer {}", id, dst,
                          op.dst_buffer);

@@ -10,9 +10,13 @@ thread_local StepSink* current_sink = nullptr;
 
 }  // namespace
 
-StreamScope::StreamScope(StepSink& sink) : previous_(current_sink) { current_sink = &sink; }
+StreamScope::StreamScope(StepSink& sink) : previous_(current_sink) {
+  current_sink = &sink;
+}
 
-StreamScope::~StreamScope() { current_sink = previous_; }
+StreamScope::~StreamScope() {
+  current_sink = previous_;
+}
 
 StepSink* StreamScope::take() {
   StepSink* sink = current_sink;
@@ -42,7 +46,9 @@ void StreamAudit::finish(const Schedule& header) const {
     throw std::logic_error(what_ + " generated an invalid schedule: " + e);
 }
 
-std::uint64_t StreamAudit::digest() const { return builder_ ? builder_->finish(ops_) : 0; }
+std::uint64_t StreamAudit::digest() const {
+  return builder_ ? builder_->finish(ops_) : 0;
+}
 
 // The producer thread's sink: copies each step into a queue buffer and waits while
 // the queue is full.

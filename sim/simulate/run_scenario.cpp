@@ -77,7 +77,8 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   out.sim = sim.run(tasks);
 
   for (std::size_t i = 0; i < n; ++i)
-    out.outcomes.push_back(outcome_of(out.resolved[i], out.sim.tasks[i].start, out.sim.tasks[i].end));
+    out.outcomes.push_back(
+        outcome_of(out.resolved[i], out.sim.tasks[i].start, out.sim.tasks[i].end));
   return out;
 }
 

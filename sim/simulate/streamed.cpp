@@ -11,7 +11,12 @@
 namespace collsim {
 namespace {
 
-enum StreamedEvent : std::uint32_t { kStreamLaunched, kStreamWakeup, kStreamOpReady, kStreamLocalOpDone };
+enum StreamedEvent : std::uint32_t {
+  kStreamLaunched,
+  kStreamWakeup,
+  kStreamOpReady,
+  kStreamLocalOpDone
+};
 
 constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max();
 constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
@@ -23,7 +28,7 @@ struct HeldOp {
   static constexpr int kInline = 2;
   Op op;
   PathId path = -1;
-  std::uint32_t waiting = 0;  // dependencies not yet done
+  std::uint32_t waiting = 0;                                          // dependencies not yet done
   std::uint32_t more_first = kNoSuccessor, more_last = kNoSuccessor;  // pool list, in order
   std::uint8_t inline_successors = 0;
   bool has_deps = false;
@@ -96,7 +101,8 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   void start(const Schedule& header, int channels) override {
     if (audit_) audit_->start(header, channels);
     if (static_cast<int>(collective_.rank_gpu.size()) != header.shape.ranks)
-      throw std::invalid_argument("streamed collective: rank placement does not match the schedule");
+      throw std::invalid_argument(
+          "streamed collective: rank placement does not match the schedule");
     ranks_ = header.shape.ranks;
     element_bytes_ = header.element_bytes();
     latest_.assign(static_cast<std::size_t>(channels) * ranks_, kNoOp);
@@ -121,12 +127,15 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   }
 
   void admit_step(const StepView& step) {
-    for (std::size_t i = 0; i < step.ops.size(); ++i) admit(step.first + i, step.ops[i], step.deps_of(i));
+    for (std::size_t i = 0; i < step.ops.size(); ++i)
+      admit(step.first + i, step.ops[i], step.deps_of(i));
     for (std::size_t i = 0; i < step.ops.size(); ++i) {
       const OpId id = step.first + i;
       if (held(id).waiting != 0) continue;
-      if (launched_) start_op(id);
-      else waiting_for_launch_.push_back(id);
+      if (launched_)
+        start_op(id);
+      else
+        waiting_for_launch_.push_back(id);
     }
   }
 
@@ -265,8 +274,10 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
       successors_.emplace_back();
     }
     successors_[s] = {successor, kNoSuccessor};
-    if (h.more_last == kNoSuccessor) h.more_first = s;
-    else successors_[h.more_last].next = s;
+    if (h.more_last == kNoSuccessor)
+      h.more_first = s;
+    else
+      successors_[h.more_last].next = s;
     h.more_last = s;
   }
 
@@ -311,8 +322,8 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   std::vector<SuccessorLink> successors_;
   std::uint32_t free_successor_ = kNoSuccessor;
 
-  std::vector<OpId> latest_;     // per (channel, rank): its latest op, or kNoOp
-  std::size_t idle_slots_ = 0;   // slots whose latest op is done, or that have none
+  std::vector<OpId> latest_;    // per (channel, rank): its latest op, or kNoOp
+  std::size_t idle_slots_ = 0;  // slots whose latest op is done, or that have none
   bool generated_all_ = false;
   bool launched_ = false;
   std::vector<OpId> waiting_for_launch_;
@@ -325,8 +336,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
 
 StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
                                  const StreamedCollective& collective,
-                                 const std::function<Schedule()>& generate,
-                                 GenerateOn where) {
+                                 const std::function<Schedule()>& generate, GenerateOn where) {
   StreamedSimulator sim(topology, router, model, collective);
   return where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
 }
