@@ -33,7 +33,7 @@ struct HeldOp {
   std::uint8_t inline_successors = 0;
   bool has_deps = false;
   bool done = false;
-  OpId successor[kInline];
+  OpId successor[kInline] = {};
 };
 
 // One entry of an op's pooled successor list; entries are recycled when the op finishes.
