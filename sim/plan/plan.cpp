@@ -42,6 +42,10 @@ class Tuner {
       : scenario_(s), router_(router), cost_(cost), holding_(holding) {}
 
   PlannedCollective plan(const CollectiveSpec& spec) {
+    // Before any routing or tuning: a million ranks are refused at once, not after a search.
+    if (holding_ == ScheduleHolding::Stored)
+      if (std::string too_big = schedule_size_problem(spec); !too_big.empty())
+        throw InputError(spec.json_path, too_big);
     if (spec.algorithm == "nccl") return plan_nccl(spec);
     PlannedCollective base{
         spec, std::nullopt,           {}, placement(scenario_.topology, spec.ranks),

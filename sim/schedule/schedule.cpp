@@ -33,7 +33,9 @@ ScheduleGraph::ScheduleGraph(const Schedule& s) {
   }
 }
 
-namespace {
+// Named, not anonymous: StepwiseCheck::State holds a StepChecker (an anonymous type
+// there trips -Wsubobject-linkage in unity builds).
+namespace step_check {
 
 struct Access {
   std::int32_t rank;
@@ -132,6 +134,12 @@ class StepChecker {
   std::vector<std::int32_t> touched_;
   std::vector<Access> writes_, reads_, by_rank_;
 };
+
+}  // namespace step_check
+
+namespace {
+
+using step_check::StepChecker;
 
 // A run of consecutive op ids, iterable. (std::views::iota would do, but clang 14 with
 // libstdc++ 12, the fuzz build's pair, cannot compile iota_view.)
@@ -237,7 +245,7 @@ std::string check_schedule(const Schedule& s) {
 
 struct StepwiseCheck::State {
   Schedule header;
-  StepChecker steps;
+  step_check::StepChecker steps;
   int last_step = -1;
 };
 
