@@ -322,7 +322,7 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
          Case{.ranks = k, .model = "flow", .topology = "cluster", .stream = true},
          k == 4096 ? 10.0 : 0.0, false});
   targets.push_back({"packet ring 256MiB cluster K=64 (>= 40 M packet-hops/s)", packet, 0, false});
-  // 2e10 transfers: most of an hour on two cores, so once, and only when asked.
+  // 2e10 transfers: over an hour on two cores, so once, and only when asked.
   if (with_100k)
     targets.push_back({"ideal ring 1GiB switch K=100000, streamed (finishes; run once)",
                        Case{.ranks = 100000, .stream = true}, 0, false, true});
@@ -396,7 +396,7 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
   if (!with_100k)
     fmt::print(
         "\nideal ring 1GiB switch K=100000, streamed: not run (add --k100k: 2e10 "
-        "transfers, most of an hour on two cores)\n");
+        "transfers: over an hour on two cores)\n");
   if (flow_growth.size() >= 2) {
     const auto [k0, t0] = flow_growth.front();
     const auto [k1, t1] = flow_growth.back();
