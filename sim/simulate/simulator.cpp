@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "simulate/op_costs.h"
+
 namespace collsim {
 namespace {
 
@@ -27,9 +29,7 @@ struct Simulator::TaskState {
   std::size_t ops_left = 0;
   std::size_t prerequisites_left = 0;
   std::vector<std::size_t> dependents;       // tasks waiting on this one
-  const CostModel* cost = nullptr;           // null: plain α-β, the fast path
-  const SizeCurve* reduce = nullptr;         // the cost of this collective's reductions
-  const SizeCurve* reduce_memory = nullptr;  // the host memory as they see it
+  OpCosts costs;                             // none: plain α-β, the fast path
   // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
   // down, and that switch's efficiency; per op, legs still in flight.
   std::vector<PathId> up, down;
@@ -113,12 +113,7 @@ void Simulator::prepare_task(std::size_t index) {
         path[id] = lookup(s.ops[id]);
   }
   if (any_switch) prepare_switch_routes(index, st);
-  if (task.cost && !task.cost->trivial()) {
-    st.cost = task.cost.get();
-    st.reduce = st.cost->reduce_rate(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
-    st.reduce_memory =
-        st.cost->memory_for_reduce(name_of(s.shape.dtype), name_of(s.shape.reduce_op));
-  }
+  st.costs = OpCosts(task.cost.get(), s.shape);
   st.waiting = st.graph->indegree;
   st.ops_left = s.size();
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
@@ -253,8 +248,8 @@ void Simulator::start_task(std::size_t index) {
   TaskState& st = state_[index];
   if (st.ops_left == 0) return finish_task(index);
   // The launch is part of the collective's time: its ops wait for it.
-  if (st.cost && st.cost->launch > 0)
-    return engine_.schedule(add_time(engine_.now(), st.cost->launch), kTaskLaunched, index);
+  if (st.costs.launch() > 0)
+    return engine_.schedule(add_time(engine_.now(), st.costs.launch()), kTaskLaunched, index);
   start_ready_ops(index);
 }
 
@@ -266,18 +261,14 @@ void Simulator::start_ready_ops(std::size_t index) {
 
 void Simulator::start_op(std::size_t task, OpId id) {
   if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
-  const CostModel* cost = state_[task].cost;
+  const OpCosts& costs = state_[task].costs;
   const CollectiveTask& t = (*tasks_)[task];
   // The overhead is the wake-up after a dependency: ops that wait on none start with
   // the collective (its launch covers them), as a real run's first ops do.
   const Schedule& s = *t.schedule;
-  if (!cost || cost->op_overhead == 0 || s.dep_begin[id] == s.dep_begin[id + 1])
-    return begin_op(task, id);
-  // The rank that completes the op (the receiver: it waits, wakes and reduces) handles
-  // one op's overhead at a time, so a step's ops on one rank queue behind each other.
+  if (!costs.has_overhead() || s.dep_begin[id] == s.dep_begin[id + 1]) return begin_op(task, id);
   Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
-  busy = add_time(std::max(busy, engine_.now()), cost->op_overhead);
-  engine_.schedule(busy, kSimOpReady, ids_.id(task, id));
+  engine_.schedule(costs.overhead_paid(busy, engine_.now()), kSimOpReady, ids_.id(task, id));
 }
 
 void Simulator::begin_op(std::size_t task, OpId id) {
@@ -285,20 +276,16 @@ void Simulator::begin_op(std::size_t task, OpId id) {
   const TaskState& st = state_[task];
   const Op& op = t.schedule->ops[id];
   const std::int64_t bytes = t.schedule->bytes(op);
-  const SizeCurve* reduce = op.kind == OpKind::Reduce ? st.reduce : nullptr;
   if (op.is_switch()) return begin_switch_op(task, id);
   if (op.is_local()) {
-    const Time took = st.cost ? local_op_time(*st.cost, bytes, reduce) : 0;
-    engine_.schedule(add_time(engine_.now(), took), kSimLocalOpDone, ids_.id(task, id));
+    engine_.schedule(add_time(engine_.now(), st.costs.local_time(op, bytes)), kSimLocalOpDone,
+                     ids_.id(task, id));
     return;
   }
   result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
   ++result_.transfers;
   const PathId path = result_.tasks[task].paths[id];
-  const TransferCost cost =
-      st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, reduce,
-                              op.kind == OpKind::Reduce ? st.reduce_memory : nullptr)
-              : TransferCost{};
+  const TransferCost cost = st.costs.transfer(topology_, router_.links(path), op, bytes);
   model_.start_transfer(*this, ids_.id(task, id), path, bytes, cost);
 }
 
@@ -324,9 +311,7 @@ void Simulator::begin_switch_op(std::size_t task, OpId id) {
     const bool up = reduce == (leg < n);
     const PathId path = up ? st.up[r] : st.down[r];
     if (up) result_.node_sent[t.rank_gpu[r]] += bytes;
-    TransferCost cost =
-        st.cost ? transfer_cost(*st.cost, topology_, router_.links(path), bytes, nullptr)
-                : TransferCost{};
+    TransferCost cost = st.costs.transfer(topology_, router_.links(path), op, bytes);
     cost.stretch /= st.efficiency[issuer];
     model_.start_transfer(*this, ids_.id(task, id, leg), path, bytes, cost);
   }

@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "schedule/stream.h"
+#include "simulate/op_costs.h"
 
 namespace collsim {
 namespace {
@@ -110,14 +111,8 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     memo_dst_.assign(ranks_, -1);
     memo_path_.assign(ranks_, -1);
     reserve_window(2 * static_cast<std::size_t>(ranks_));
-    const CostModel* cost = collective_.cost.get();
-    if (cost && !cost->trivial()) {
-      cost_ = cost;
-      reduce_ = cost->reduce_rate(name_of(header.shape.dtype), name_of(header.shape.reduce_op));
-      reduce_memory_ =
-          cost->memory_for_reduce(name_of(header.shape.dtype), name_of(header.shape.reduce_op));
-    }
-    engine_.schedule(cost_ ? cost_->launch : 0, kStreamLaunched, 0);
+    costs_ = OpCosts(collective_.cost.get(), header.shape);
+    engine_.schedule(costs_.launch(), kStreamLaunched, 0);
   }
 
   void take_step(const StepView& step) override {
@@ -187,27 +182,20 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
 
   void start_op(OpId id) {
     const HeldOp& h = held(id);
-    if (!cost_ || cost_->op_overhead == 0 || !h.has_deps) return begin_op(id);
-    // As Simulator::start_op: the receiving rank pays one op's overhead at a time.
+    if (!costs_.has_overhead() || !h.has_deps) return begin_op(id);
     Time& busy = rank_busy_until_[collective_.rank_gpu[h.op.dst_rank]];
-    busy = add_time(std::max(busy, engine_.now()), cost_->op_overhead);
-    engine_.schedule(busy, kStreamOpReady, id);
+    engine_.schedule(costs_.overhead_paid(busy, engine_.now()), kStreamOpReady, id);
   }
 
   void begin_op(OpId id) {
     const HeldOp& h = held(id);
     const std::int64_t bytes = h.op.count * element_bytes_;
-    const SizeCurve* reduce = h.op.kind == OpKind::Reduce ? reduce_ : nullptr;
-    if (h.op.is_local()) {
-      const Time took = cost_ ? local_op_time(*cost_, bytes, reduce) : 0;
-      return engine_.schedule(add_time(engine_.now(), took), kStreamLocalOpDone, id);
-    }
+    if (h.op.is_local())
+      return engine_.schedule(add_time(engine_.now(), costs_.local_time(h.op, bytes)),
+                              kStreamLocalOpDone, id);
     result_.node_sent[collective_.rank_gpu[h.op.src_rank]] += bytes;
     ++result_.transfers;
-    const TransferCost cost =
-        cost_ ? transfer_cost(*cost_, topology_, router_.links(h.path), bytes, reduce,
-                              h.op.kind == OpKind::Reduce ? reduce_memory_ : nullptr)
-              : TransferCost{};
+    const TransferCost cost = costs_.transfer(topology_, router_.links(h.path), h.op, bytes);
     model_.start_transfer(*this, id, h.path, bytes, cost);
   }
 
@@ -311,9 +299,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   std::unique_ptr<StreamAudit> audit_;  // generated on this thread: the digest is ours
   int ranks_ = 0;
   std::int64_t element_bytes_ = 1;
-  const CostModel* cost_ = nullptr;
-  const SizeCurve* reduce_ = nullptr;
-  const SizeCurve* reduce_memory_ = nullptr;
+  OpCosts costs_;
 
   std::vector<HeldOp> window_;
   OpId oldest_ = 0;  // every op before it is done
