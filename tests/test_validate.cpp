@@ -119,6 +119,52 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(new_segments(before).empty());
   }
 
+  SECTION("rounds: iterations split over rounds and pooled, each timed from the release") {
+    const Schedule ring =
+        generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 3, 4099));
+    const Schedule bcast = generate(CollectiveOp::Broadcast, "binomial_tree",
+                                    shape_of(CollectiveOp::Broadcast, 3, 777));
+    RunOptions o = options();
+    o.iterations = 7;
+    o.rounds = 3;
+    const std::int64_t checked_once = run_for_real(ring, options()).checked;
+    const std::vector<Measurement> ms = run_in_rounds({&ring, &bcast}, o);
+    REQUIRE(ms.size() == 2);
+    for (const Measurement& m : ms) {
+      CHECK(m.wrong == 0);
+      REQUIRE(m.iteration_s.size() == 7);  // 3 + 2 + 2
+      REQUIRE(m.iteration_ops.size() == 7);
+      std::vector<double> sorted = m.iteration_s;
+      std::sort(sorted.begin(), sorted.end());
+      CHECK(m.median_s == sorted[3]);
+      const auto at = std::find(m.iteration_s.begin(), m.iteration_s.end(), m.median_s);
+      const auto& median_ops =
+          m.iteration_ops[static_cast<std::size_t>(at - m.iteration_s.begin())];
+      REQUIRE(m.ops.size() == median_ops.size());
+      for (std::size_t i = 0; i < m.ops.size(); ++i)
+        CHECK((m.ops[i].start == median_ops[i].start && m.ops[i].end == median_ops[i].end));
+      // From the release: no op starts before it, the iteration ends with its last op,
+      // and the first op of an iteration is not its origin every time (as it would be
+      // if iterations were timed from their first op).
+      bool some_start_after_release = false;
+      for (std::size_t i = 0; i < m.iteration_ops.size(); ++i) {
+        Time first = INT64_MAX, last = 0;
+        for (const OpTiming& t : m.iteration_ops[i]) {
+          CHECK(t.start >= 0);
+          first = std::min(first, t.start);
+          last = std::max(last, t.end);
+        }
+        some_start_after_release |= first > 0;
+        CHECK(std::abs(to_seconds(last) - m.iteration_s[i]) < 1e-9);
+      }
+      CHECK(some_start_after_release);
+    }
+    CHECK(ms[0].checked == 3 * checked_once);  // every round checks its result
+    CHECK(effective_rounds(o) == 3);
+    o.rounds = 50;
+    CHECK(effective_rounds(o) == 7);  // never a round without an iteration
+  }
+
   SECTION("nvls: the issuing rank does the switch's reduce and multicast, bitwise") {
     for (const DType dtype : {DType::F32, DType::BF16, DType::I64}) {
       AlgorithmOptions o;
@@ -351,16 +397,18 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(cal["bandwidth_curve"].size() == 7);
     CHECK(cal["reduce"].contains("float32.sum"));
     CHECK(cal["op_overhead_s"].get<double>() > 0);
+    CHECK(cal["launch_s"].get<double>() > 0);  // release to first op, never free
+    CHECK(cal["provenance"]["rounds"] == 3);   // 4 by default, at most one per iteration
     CHECK(cal["bandwidth_Bps"].get<double>() > 1e8);
     // A scenario simulates with it.
-    const std::string cmp =
-        run(std::string(COLLSIM_EXE) + " run " + COLLSIM_SOURCE_DIR +
-                "/scenarios/validate-shm.json --format json >/dev/null && " + COLLSIM_EXE +
-                " validate " + COLLSIM_SOURCE_DIR + "/scenarios/validate-shm.json --iters 1 --out " +
-                (out / "m").string() + " && " + COLLSIM_EXE + " compare " + COLLSIM_SOURCE_DIR +
-                "/scenarios/validate-shm.json --measured " + (out / "m/measured.json").string() +
-                " --calibration " + (out / "cal.json").string(),
-            &status);
+    const std::string cmp = run(
+        std::string(COLLSIM_EXE) + " run " + COLLSIM_SOURCE_DIR +
+            "/scenarios/validate-shm.json --format json >/dev/null && " + COLLSIM_EXE +
+            " validate " + COLLSIM_SOURCE_DIR + "/scenarios/validate-shm.json --iters 1 --out " +
+            (out / "m").string() + " && " + COLLSIM_EXE + " compare " + COLLSIM_SOURCE_DIR +
+            "/scenarios/validate-shm.json --measured " + (out / "m/measured.json").string() +
+            " --calibration " + (out / "cal.json").string(),
+        &status);
     CHECK(status == 0);
     CHECK_THAT(cmp, Catch::Contains("mean absolute percentage error"));
     const std::string odd =
@@ -386,7 +434,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     REQUIRE(pinned.affinity.size() == 2);
     for (int r = 0; r < 2; ++r) {
       INFO("rank " << r);
-      CHECK(pinned.affinity[r][0] == 1);  // bound to exactly one CPU ...
+      CHECK(pinned.affinity[r][0] == 1);                            // bound to exactly one CPU ...
       CHECK(pinned.affinity[r][1] == allowed[r % allowed.size()]);  // ... the r-th allowed
     }
     CHECK(pinned.pinning.pinned);

@@ -17,11 +17,11 @@
 #include "report/output_dir.h"
 #include "report/reports.h"
 #include "report/trace_file.h"
+#include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "schedule/layout.h"
 #include "simulate/run_scenario.h"
 #include "simulate/run_workload.h"
-#include "report/workload_report.h"
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
 #include "sweep_commands.h"
@@ -49,8 +49,9 @@ struct RunArgs {
 Scenario load_collectives(const std::string& file) {
   Scenario s = load_scenario(file);
   if (s.collectives.empty())
-    throw InputError("collectives", "this command works on the scenario's collectives and it has "
-                                    "only a \"workload\"; `collsim run` simulates that");
+    throw InputError("collectives",
+                     "this command works on the scenario's collectives and it has "
+                     "only a \"workload\"; `collsim run` simulates that");
   return s;
 }
 
@@ -250,15 +251,25 @@ std::string self_executable() {
   return std::filesystem::read_symlink("/proc/self/exe").string();
 }
 
-// What validate and calibrate share.
-RunOptions run_options(const std::string& backend, int iters, int warmup, double timeout,
-                       bool no_pin) {
+// What validate and calibrate share: where to run and how often.
+struct MeasureArgs {
+  MeasureArgs(int default_iters, int default_warmup)
+      : iters(default_iters), warmup(default_warmup) {}
+  std::string backend = "shm";
+  int iters, warmup;
+  int rounds = 4;
+  double timeout = 60;
+  bool no_pin = false;
+};
+
+RunOptions run_options(const MeasureArgs& args) {
   RunOptions opt;
-  opt.pin = !no_pin;
-  opt.backend = *backend_from_name(backend);  // CLI11 checked the name
-  opt.iterations = iters;
-  opt.warmup = warmup;
-  opt.timeout_s = timeout;
+  opt.pin = !args.no_pin;
+  opt.backend = *backend_from_name(args.backend);  // CLI11 checked the name
+  opt.iterations = args.iters;
+  opt.warmup = args.warmup;
+  opt.rounds = args.rounds;
+  opt.timeout_s = args.timeout;
   opt.executable = self_executable();
   // Fault injection, for the tests of the cleanup paths.
   if (const char* k = std::getenv("COLLSIM_VALIDATE_KILL_RANK")) opt.kill_rank = std::atoi(k);
@@ -268,18 +279,13 @@ RunOptions run_options(const std::string& backend, int iters, int warmup, double
 
 struct ValidateArgs {
   std::string scenario;
-  std::string backend = "shm";
-  int iters = 5, warmup = 1;
-  double timeout = 60;
-  bool no_pin = false;
+  MeasureArgs run{5, 1};
   std::string out_dir;
 };
 
 int validate_command(const ValidateArgs& args) {
   const Scenario scenario = load_collectives(args.scenario);
-  const MeasuredScenario m =
-      measure_scenario(make_plan(scenario), run_options(args.backend, args.iters, args.warmup,
-                                                        args.timeout, args.no_pin));
+  const MeasuredScenario m = measure_scenario(make_plan(scenario), run_options(args.run));
   std::cerr << "collsim: " << m.pinning.note << "\n";
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);
@@ -298,10 +304,8 @@ struct CalibrateArgs {
   std::string sizes = "256B..64MiB";
   std::string step = "x2";
   std::string reduce = "float32.sum,float64.sum";
-  int iters = 20, warmup = 3;
+  MeasureArgs run{20, 3};
   int ranks = 2;
-  double timeout = 60;
-  bool no_pin = false;
   std::string out = "calibration.json";
 };
 
@@ -318,8 +322,7 @@ std::vector<std::string> split_list(const std::string& list) {
 int calibrate_command(const CalibrateArgs& args) {
   const CalibrateRequest request{parse_sizes(args.sizes, args.step), args.ranks,
                                  split_list(args.reduce)};
-  const Calibration c = calibrate(request, run_options(args.backend, args.iters, args.warmup,
-                                                       args.timeout, args.no_pin));
+  const Calibration c = calibrate(request, run_options(args.run));
   {
     OutputDir dir(std::filesystem::absolute(args.out).parent_path());
     dir.open(std::filesystem::path(args.out).filename().string())
@@ -327,7 +330,8 @@ int calibrate_command(const CalibrateArgs& args) {
     dir.commit();
   }
   std::cout << calibration_report(c) << "# wrote " << args.out << "\n";
-  if (c.pinning.shared || !c.pinning.pinned) std::cerr << "collsim: warning: " << c.pinning.note << "\n";
+  if (c.pinning.shared || !c.pinning.pinned)
+    std::cerr << "collsim: warning: " << c.pinning.note << "\n";
   for (const auto& s : c.sweeps)
     if (s.poor)
       std::cerr << fmt::format(
@@ -377,22 +381,26 @@ int compare_command(const CompareArgs& args) {
 
 namespace {
 
-// What validate and calibrate share: where to run and how often.
-void add_run_options(CLI::App* cmd, std::string& backend, int& iters, int& warmup,
-                     double& timeout, bool& no_pin) {
-  cmd->add_flag("--no-pin", no_pin,
+void add_run_options(CLI::App* cmd, MeasureArgs& run) {
+  cmd->add_flag("--no-pin", run.no_pin,
                 "Leave ranks where the scheduler puts them (default: rank r bound to the r-th "
                 "allowed CPU, as mpirun --bind-to core)");
-  cmd->add_option("--backend", backend, "shm (processes over shared memory) or cuda-ipc")
+  cmd->add_option("--backend", run.backend, "shm (processes over shared memory) or cuda-ipc")
       ->check(CLI::IsMember({"shm", "cuda-ipc"}))
       ->capture_default_str();
-  cmd->add_option("--iters", iters, "Measured iterations (per size for calibrate)")
+  cmd->add_option("--iters", run.iters, "Measured iterations (per size for calibrate)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--warmup", warmup, "Warm-up iterations")
+  cmd->add_option("--warmup", run.warmup, "Warm-up iterations (in every round)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  cmd->add_option("--timeout", timeout, "Seconds an iteration may take before the run is stopped")
+  cmd->add_option("--rounds", run.rounds,
+                  "Split the iterations over this many rounds, each running every schedule in "
+                  "turn, so that a slow spell of the machine falls on a few iterations of each")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--timeout", run.timeout,
+                  "Seconds an iteration may take before the run is stopped")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
@@ -457,7 +465,8 @@ int main(int argc, char** argv) {
   WorkloadSweepArgs wsweep_args;
   auto* wsweep = app.add_subcommand(
       "workload-sweep", "Run a scenario's training step across settings or parallel splits");
-  wsweep->add_option("scenario", wsweep_args.scenario, "Scenario JSON file with a workload")->required();
+  wsweep->add_option("scenario", wsweep_args.scenario, "Scenario JSON file with a workload")
+      ->required();
   wsweep->add_option("--set", wsweep_args.sets,
                      "PATH=V1,V2,...: a scenario field through values (repeatable), e.g. "
                      "workload.bucket=10MB,25MB or topology.nodes=1,2,4");
@@ -471,8 +480,7 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand(
       "validate", "Run the scenario's collectives for real and check their results");
   validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
-  add_run_options(validate, validate_args.backend, validate_args.iters, validate_args.warmup,
-                  validate_args.timeout, validate_args.no_pin);
+  add_run_options(validate, validate_args.run);
   validate->add_option("--out", validate_args.out_dir,
                        "Write measured.json and timeline.json here");
 
@@ -482,9 +490,10 @@ int main(int argc, char** argv) {
                          "Measure the cost model (bandwidth by size, concurrency, reductions, "
                          "per-op overhead) and write a calibration file, or fit it to "
                          "nccl-tests logs (--nccl-tests)");
-  add_run_options(calibrate, calibrate_args.backend, calibrate_args.iters, calibrate_args.warmup,
-                  calibrate_args.timeout, calibrate_args.no_pin);
-  calibrate->add_option("--reduce", calibrate_args.reduce, "Reductions to sweep, \"dtype.op\" comma list")
+  add_run_options(calibrate, calibrate_args.run);
+  calibrate
+      ->add_option("--reduce", calibrate_args.reduce,
+                   "Reductions to sweep, \"dtype.op\" comma list")
       ->capture_default_str();
   calibrate
       ->add_option("--ranks", calibrate_args.ranks,

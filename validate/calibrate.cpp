@@ -15,51 +15,67 @@
 namespace collsim {
 namespace {
 
-CollectiveShape pair_shape(std::int64_t bytes, int ranks, DType dtype, ReduceOp op) {
+// `collective` names the in-place layout whose inputs the runner fills and whose
+// outputs it checks against the replayer (buffer 0 of `count` elements per rank).
+CollectiveShape pair_shape(std::int64_t bytes, int ranks, CollectiveOp collective, DType dtype,
+                           ReduceOp op, int chunks) {
   CollectiveShape shape;
-  shape.op = CollectiveOp::SendRecv;
+  shape.op = collective;
   shape.ranks = ranks;
   shape.dtype = dtype;
   shape.reduce_op = op;
-  shape.count = std::max<std::int64_t>(1, bytes / element_size(dtype));
+  shape.count = chunks * std::max<std::int64_t>(1, bytes / element_size(dtype));
   return shape;
 }
 
-// Rank r sends n bytes to rank r + K/2, which sends them back: the second copy waits
-// for the first, so the gap between them is the wake-up a dependent op pays.
-// With K > 2 the K/2 pairs run at once and share whatever they share (memory, links).
+// The sweeps use the buffers as the collectives do (in place, layout.h): one data
+// buffer per rank, a ring step moving one chunk of it to the same chunk of the peer's.
+// What a copy costs on shm depends on how much memory each rank touches (4 MiB one
+// way: 105 us from a 4 MiB buffer, 155 us from send_recv's two), so a sweep with
+// another footprint than the collectives' mispredicts them.
+
+// Rank r sends its n bytes to rank r + K/2, which sends them back: the second copy
+// waits for the first, so the gap between them is the wake-up a dependent op pays
+// (a broadcast's footprint: n per rank). With K > 2 the K/2 pairs run at once and
+// share whatever they share (memory, links).
 Schedule ping_pong(std::int64_t bytes, int ranks) {
-  const CollectiveShape shape = pair_shape(bytes, ranks, DType::F32, ReduceOp::Sum);
-  // Buffer 0 holds what is sent, buffer 1 what comes back (send_recv's layout).
-  auto b = ScheduleBuilder::uniform(shape, "ping_pong", {shape.count, shape.count});
+  const auto shape =
+      pair_shape(bytes, ranks, CollectiveOp::Broadcast, DType::F32, ReduceOp::Sum, 1);
+  const std::int64_t n = shape.count;
+  auto b = ScheduleBuilder::uniform(shape, "ping_pong", {n});
   const int half = ranks / 2;
-  for (int r = 0; r < half; ++r) b.copy({r, 0, 0}, {r + half, 1, 0}, shape.count);
+  for (int r = 0; r < half; ++r) b.copy({r, 0, 0}, {r + half, 0, 0}, n);
   b.next_step();
-  for (int r = 0; r < half; ++r) b.copy({r + half, 1, 0}, {r, 1, 0}, shape.count);
+  for (int r = 0; r < half; ++r) b.copy({r + half, 0, 0}, {r, 0, 0}, n);
   return b.finish();
 }
 
-// Every rank copies to its peer at the same time, both directions of every pair.
+// Both ranks of every pair copy their own chunk into the peer's at the same time, as
+// an all-gather step of two chunks of n does.
 Schedule both_ways(std::int64_t bytes, int ranks) {
-  const CollectiveShape shape = pair_shape(bytes, ranks, DType::F32, ReduceOp::Sum);
-  auto b = ScheduleBuilder::uniform(shape, "both_ways", {shape.count, shape.count});
+  const auto shape =
+      pair_shape(bytes, ranks, CollectiveOp::AllGather, DType::F32, ReduceOp::Sum, 2);
+  const std::int64_t n = shape.count / 2;
+  auto b = ScheduleBuilder::uniform(shape, "both_ways", {2 * n});
   const int half = ranks / 2;
   for (int r = 0; r < half; ++r) {
-    b.copy({r, 0, 0}, {r + half, 1, 0}, shape.count);
-    b.copy({r + half, 0, 0}, {r, 1, 0}, shape.count);
+    b.copy({r, 0, 0}, {r + half, 0, 0}, n);
+    b.copy({r + half, 0, n}, {r, 0, n}, n);
   }
   return b.finish();
 }
 
-// Rank r reduces its peer's buffer into its own (run by r, reading the peer's memory);
-// `both`: the peer does the same at once, as a ring's reduce-scatter step has them.
+// Rank r reduces the peer's chunk into its own (run by r, reading the peer's memory);
+// `both`: the peer does the same with the other chunk at once, as a ring's
+// reduce-scatter step of two chunks of n has them.
 Schedule reduce_from_peer(std::int64_t bytes, int ranks, DType dtype, ReduceOp op, bool both) {
-  const CollectiveShape shape = pair_shape(bytes, ranks, dtype, op);
-  auto b = ScheduleBuilder::uniform(shape, "reduce_from_peer", {shape.count, shape.count});
+  const auto shape = pair_shape(bytes, ranks, CollectiveOp::AllReduce, dtype, op, 2);
+  const std::int64_t n = shape.count / 2;
+  auto b = ScheduleBuilder::uniform(shape, "reduce_from_peer", {2 * n});
   const int half = ranks / 2;
   for (int r = 0; r < half; ++r) {
-    b.reduce({r + half, 0, 0}, {r, 1, 0}, shape.count);
-    if (both) b.reduce({r, 0, 0}, {r + half, 1, 0}, shape.count);
+    b.reduce({r + half, 0, 0}, {r, 0, 0}, n);
+    if (both) b.reduce({r, 0, n}, {r + half, 0, n}, n);
   }
   return b.finish();
 }
@@ -70,13 +86,38 @@ double percentile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// The durations of ops [0, count) (all when count is 0) in every measured iteration, pooled.
+// The durations of ops [0, count) (all when count is 0) in every measured iteration,
+// pooled.
 CalibrationSample op_durations(const Schedule& s, const Measurement& m, std::size_t count = 0) {
   std::vector<double> d;
   for (const auto& ops : m.iteration_ops)
     for (std::size_t i = 0; i < ops.size() && (count == 0 || i < count); ++i)
       d.push_back(to_seconds(ops[i].end - ops[i].start));
   return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
+}
+
+// Ops running at once, timed as the step they make: the longest of them per iteration.
+// The simulator gives concurrent equal transfers one rate, and a collective's step ends
+// with its slowest op; the cores need not be alike (one of this VM's two copied 8 MiB
+// at 0.6x the other's rate), and a pooled median would time the step by the faster.
+CalibrationSample step_durations(const Schedule& s, const Measurement& m) {
+  std::vector<double> d;
+  for (const auto& ops : m.iteration_ops) {
+    double longest = 0;
+    for (const auto& op : ops) longest = std::max(longest, to_seconds(op.end - op.start));
+    d.push_back(longest);
+  }
+  return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
+}
+
+// From the release of every rank to the start of each op that waits on nothing: what
+// the simulator's launch stands for (it starts every rank's first ops after it).
+std::vector<double> release_latencies(const Schedule& s, const Measurement& m) {
+  std::vector<double> out;
+  for (const auto& ops : m.iteration_ops)
+    for (OpId i = 0; i < ops.size(); ++i)
+      if (s.dep_begin[i] == s.dep_begin[i + 1]) out.push_back(to_seconds(ops[i].start));
+  return out;
 }
 
 // In a ping-pong: from each first copy's end to the dependent copy's start.
@@ -106,7 +147,8 @@ std::string today() {
 std::pair<DType, ReduceOp> parse_reduction(const std::string& key) {
   const auto dot = key.find('.');
   const auto t = dot == std::string::npos ? std::nullopt : dtype_from_name(key.substr(0, dot));
-  const auto op = dot == std::string::npos ? std::nullopt : reduce_op_from_name(key.substr(dot + 1));
+  const auto op =
+      dot == std::string::npos ? std::nullopt : reduce_op_from_name(key.substr(dot + 1));
   if (!t || !op)
     throw ValidationError(fmt::format(
         "--reduce: \"{}\" is not a reduction like float32.sum (a dtype, a dot, an op)", key));
@@ -120,9 +162,9 @@ Sweep memory_sweep(const std::string& name, const Sweep& concurrent, const Sweep
   Sweep m{name, {}, {}, 0, 0, 0, false};
   for (std::size_t i = 0; i < concurrent.samples.size(); ++i) {
     CalibrationSample s = concurrent.samples[i];
-    const double alone = one_way.curve.empty() ? s.median_s
-                                               : static_cast<double>(s.bytes) /
-                                                     one_way.curve.at(s.bytes);
+    const double alone = one_way.curve.empty()
+                             ? s.median_s
+                             : static_cast<double>(s.bytes) / one_way.curve.at(s.bytes);
     s.median_s = std::min(s.median_s / ranks, alone);
     s.p10_s = std::min(s.p10_s / ranks, alone);
     s.p90_s = std::min(s.p90_s / ranks, alone);
@@ -138,8 +180,8 @@ constexpr double kOutlier = 0.25;
 // The rate at i extrapolated from its two neighbours on one side (dir -1: left, +1:
 // right) as a power law, a line in log-log (a rate proportional to the size, as small
 // copies have, is followed exactly); one neighbour: its rate.
-double side_prediction(const std::vector<double>& x, const std::vector<double>& rate,
-                       std::size_t i, int dir) {
+double side_prediction(const std::vector<double>& x, const std::vector<double>& rate, std::size_t i,
+                       int dir) {
   const std::size_t a = i + dir;  // the near neighbour, always present here
   if ((dir < 0 && a == 0) || (dir > 0 && a + 1 == rate.size())) return rate[a];
   const std::size_t b = a + dir;
@@ -216,7 +258,8 @@ void fit_curve(Sweep& s, double tolerance_pct) {
       s.worst_bytes = p.bytes;
     }
   }
-  s.rms_residual_pct = s.samples.empty() ? 0 : std::sqrt(sum / static_cast<double>(s.samples.size()));
+  s.rms_residual_pct =
+      s.samples.empty() ? 0 : std::sqrt(sum / static_cast<double>(s.samples.size()));
   // Noise shows either as sizes off the curve or as iterations far apart.
   s.max_spread_pct = spread;
   s.poor = s.max_residual_pct > tolerance_pct || spread > 4 * tolerance_pct;
@@ -235,6 +278,7 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   c.date = today();
   c.iterations = options.iterations;
   c.warmup = options.warmup;
+  c.rounds = effective_rounds(options);
   c.load_before = load_average();
   const auto reductions = [&] {
     std::vector<std::pair<DType, ReduceOp>> out;
@@ -242,43 +286,82 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
     return out;
   }();
 
-  Sweep one_way{"one_way", {}, {}, 0, 0, 0, false}, concurrent{"concurrent", {}, {}, 0, 0, 0, false};
-  std::vector<double> gaps;
-  for (std::int64_t bytes : request.sizes) {
-    const Schedule pp = ping_pong(bytes, ranks);
-    const Measurement m = run_for_real(pp, options);
-    c.pinning = m.pinning;
-    // Only the first copy of each pair: it reads the sender's own buffer, as the copies
-    // of a collective do; the return copy reads what the peer's cache holds, slower.
-    one_way.samples.push_back(op_durations(pp, m, static_cast<std::size_t>(ranks / 2)));
-    // The wake-up is read where copies are short, so a busy core shows less in it.
-    if (bytes <= 4096 || gaps.empty()) {
-      const auto g = wake_gaps(m, ranks);
-      gaps.insert(gaps.end(), g.begin(), g.end());
+  // Every sweep's schedules, measured in rounds together (run_in_rounds).
+  enum Kind { PingPong, BothWays, ReduceAlone, ReduceBoth };
+  struct Item {
+    Kind kind;
+    std::size_t size, reduction;
+    Schedule schedule;
+  };
+  std::vector<Item> items;
+  for (std::size_t z = 0; z < request.sizes.size(); ++z) {
+    const std::int64_t bytes = request.sizes[z];
+    items.push_back({PingPong, z, 0, ping_pong(bytes, ranks)});
+    items.push_back({BothWays, z, 0, both_ways(bytes, ranks)});
+    for (std::size_t i = 0; i < reductions.size(); ++i) {
+      const auto [dtype, op] = reductions[i];
+      items.push_back({ReduceAlone, z, i, reduce_from_peer(bytes, ranks, dtype, op, false)});
+      items.push_back({ReduceBoth, z, i, reduce_from_peer(bytes, ranks, dtype, op, true)});
     }
-    const Schedule bw = both_ways(bytes, ranks);
-    concurrent.samples.push_back(op_durations(bw, run_for_real(bw, options)));
+  }
+  std::vector<const Schedule*> schedules;
+  for (const auto& item : items) schedules.push_back(&item.schedule);
+  const std::vector<Measurement> measured = run_in_rounds(schedules, options);
+  c.pinning = measured.front().pinning;
+
+  Sweep one_way{"one_way", {}, {}, 0, 0, 0, false},
+      concurrent{"concurrent", {}, {}, 0, 0, 0, false};
+  std::vector<Sweep> alone, both;
+  for (const auto& key : request.reductions) {
+    alone.push_back({key, {}, {}, 0, 0, 0, false});
+    both.push_back({"concurrent " + key, {}, {}, 0, 0, 0, false});
+  }
+  std::vector<double> gaps, releases;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Item& item = items[i];
+    const Measurement& m = measured[i];
+    // The wake-up and the launch are read where copies are short.
+    const bool short_copies = request.sizes[item.size] <= 4096 || item.size == 0;
+    switch (item.kind) {
+      case PingPong: {
+        // Only the first copy of each pair: it reads the sender's own buffer, as the
+        // copies of a collective do; the return copy reads what the peer just wrote.
+        one_way.samples.push_back(
+            op_durations(item.schedule, m, static_cast<std::size_t>(ranks / 2)));
+        if (!short_copies) break;
+        const auto g = wake_gaps(m, ranks);
+        gaps.insert(gaps.end(), g.begin(), g.end());
+        const auto l = release_latencies(item.schedule, m);
+        releases.insert(releases.end(), l.begin(), l.end());
+        break;
+      }
+      case BothWays: {
+        concurrent.samples.push_back(step_durations(item.schedule, m));
+        if (!short_copies) break;
+        const auto l = release_latencies(item.schedule, m);
+        releases.insert(releases.end(), l.begin(), l.end());
+        break;
+      }
+      case ReduceAlone:
+        alone[item.reduction].samples.push_back(op_durations(item.schedule, m));
+        break;
+      case ReduceBoth:
+        both[item.reduction].samples.push_back(step_durations(item.schedule, m));
+        break;
+    }
   }
   fit_curve(one_way);
   fit_curve(concurrent);
   c.sweeps = {one_way, concurrent, memory_sweep("host_memory", concurrent, one_way, ranks)};
   for (std::size_t i = 0; i < reductions.size(); ++i) {
-    const std::string& key = request.reductions[i];
-    Sweep alone{key, {}, {}, 0, 0, 0, false}, both{"concurrent " + key, {}, {}, 0, 0, 0, false};
-    for (std::int64_t bytes : request.sizes) {
-      const auto [dtype, op] = reductions[i];
-      const Schedule one = reduce_from_peer(bytes, ranks, dtype, op, false);
-      alone.samples.push_back(op_durations(one, run_for_real(one, options)));
-      const Schedule two = reduce_from_peer(bytes, ranks, dtype, op, true);
-      both.samples.push_back(op_durations(two, run_for_real(two, options)));
-    }
-    fit_curve(alone);
-    fit_curve(both);
-    Sweep memory = memory_sweep("host_memory " + key, both, alone, ranks);
-    c.sweeps.insert(c.sweeps.end(), {std::move(alone), std::move(both), std::move(memory)});
+    fit_curve(alone[i]);
+    fit_curve(both[i]);
+    Sweep memory = memory_sweep("host_memory " + request.reductions[i], both[i], alone[i], ranks);
+    c.sweeps.insert(c.sweeps.end(), {std::move(alone[i]), std::move(both[i]), std::move(memory)});
   }
   c.load_after = load_average();
 
+  c.model.launch = from_seconds(percentile(releases, 0.5));
   c.model.op_overhead = from_seconds(percentile(gaps, 0.5));
   c.overhead_p10_s = percentile(gaps, 0.1);
   c.overhead_p90_s = percentile(gaps, 0.9);
@@ -342,6 +425,7 @@ nlohmann::json calibration_json(const Calibration& c) {
                        {"ranks_share_units", c.pinning.shared},
                        {"iterations", c.iterations},
                        {"warmup", c.warmup},
+                       {"rounds", c.rounds},
                        {"load_average", {c.load_before, c.load_after}},
                        {"samples", c.sweeps.empty() ? 0 : c.sweeps[0].samples.size()}};
   out["overhead"] = {{"median_s", to_seconds(c.model.op_overhead)},
@@ -356,8 +440,10 @@ nlohmann::json calibration_json(const Calibration& c) {
 
 std::string calibration_report(const Calibration& c) {
   std::string out = fmt::format(
-      "# {} on {}; {}; median of {} iterations after {} warm-up; load average {:.2f} -> {:.2f}\n",
-      c.backend, c.device, c.pinning.note, c.iterations, c.warmup, c.load_before, c.load_after);
+      "# {} on {}; {}; median of {} iterations in {} round{}, each after {} warm-up; load "
+      "average {:.2f} -> {:.2f}\n",
+      c.backend, c.device, c.pinning.note, c.iterations, c.rounds, c.rounds == 1 ? "" : "s",
+      c.warmup, c.load_before, c.load_after);
   out += "# rates in GB/s (1 GB = 1e9 bytes); residual = (measured - fitted) / measured time\n";
   for (const auto& s : c.sweeps) {
     out += fmt::format("# {}\n# {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", s.name, "bytes",
@@ -372,11 +458,14 @@ std::string calibration_report(const Calibration& c) {
         "# {}: rms residual {:.1f}%, largest {:.1f}% at {} bytes; widest p10-p90 spread {:.0f}%\n",
         s.name, s.rms_residual_pct, s.max_residual_pct, s.worst_bytes, s.max_spread_pct);
   }
-  out += fmt::format("# op overhead (wake-up after a dependency): {:.3f} us (p10 {:.3f}, p90 {:.3f})\n",
-                     to_seconds(c.model.op_overhead) * 1e6, c.overhead_p10_s * 1e6,
-                     c.overhead_p90_s * 1e6);
-  out += fmt::format("# alpha-beta line for comparison: alpha {:.3f} us, beta {:.2f} GB/s, R^2 {:.4f}\n",
-                     c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2);
+  out += fmt::format(
+      "# op overhead (wake-up after a dependency): {:.3f} us (p10 {:.3f}, p90 {:.3f})\n",
+      to_seconds(c.model.op_overhead) * 1e6, c.overhead_p10_s * 1e6, c.overhead_p90_s * 1e6);
+  out += fmt::format("# launch (from the release of all ranks to their first op): {:.3f} us\n",
+                     to_seconds(c.model.launch) * 1e6);
+  out += fmt::format(
+      "# alpha-beta line for comparison: alpha {:.3f} us, beta {:.2f} GB/s, R^2 {:.4f}\n",
+      c.alpha_s * 1e6, c.bandwidth_Bps / 1e9, c.r2);
   return out;
 }
 

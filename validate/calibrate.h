@@ -47,7 +47,7 @@ struct Calibration {
   // The classic α-β line through the one-way sweep, kept as provenance.
   double alpha_s = 0;
   double bandwidth_Bps = 0;
-  double r2 = 0;  // weighted by 1/t^2, as the fit is
+  double r2 = 0;                           // weighted by 1/t^2, as the fit is
   std::vector<CalibrationSample> samples;  // the α-β fit's input (and fit_s)
 
   CostModel model;  // what the simulator uses
@@ -57,7 +57,7 @@ struct Calibration {
 
   std::string backend, device, date;
   int ranks = 2;
-  int iterations = 0, warmup = 0;
+  int iterations = 0, warmup = 0, rounds = 1;
   Pinning pinning;
   double load_before = 0, load_after = 0;  // 1-minute load average around the run
 };

@@ -17,11 +17,12 @@ enum class Backend : std::uint8_t { Shm, CudaIpc };
 // Bytes reserved per exchanged handle (cudaIpcMemHandle_t and cudaIpcEventHandle_t are 64).
 constexpr std::size_t kHandleBytes = 64;
 constexpr std::size_t kErrorBytes = 256;
+constexpr std::uint64_t kLineBytes = 64;  // one cache line
 
 // Where each array sits in the segment (byte offsets from its start).
 struct SegmentLayout {
-  std::uint64_t off_ops, off_dep_begin, off_deps, off_done, off_times, off_current, off_buffer_at,
-      off_errors, off_rank_handles, off_op_handles, off_affinity, off_data, size;
+  std::uint64_t off_ops, off_dep_begin, off_deps, off_done, off_times, off_starts, off_current,
+      off_buffer_at, off_errors, off_rank_handles, off_op_handles, off_affinity, off_data, size;
 };
 
 // The run goes through phases 1..iterations (run the schedule once each), then
@@ -33,15 +34,15 @@ struct SegmentHeader {
   Backend backend;
   std::uint32_t ranks, num_ops, num_buffers, iterations;
   std::uint32_t switch_group;  // Schedule::switch_group_size(): the ranks a switch op spans
-  std::int32_t kill_rank;  // fault injection (tests): this rank kills itself at its first op
-  std::int32_t fail_rank;  // ... this rank reports an error at its first op
+  std::int32_t kill_rank;      // fault injection (tests): this rank kills itself at its first op
+  std::int32_t fail_rank;      // ... this rank reports an error at its first op
   DType dtype;
   ReduceOp reduce_op;
   std::int64_t spin_ns;  // how long a waiting rank spins before it sleeps
   SegmentLayout layout;
-  std::atomic<std::uint32_t> ready;   // ranks whose transport is set up and handles published
-  std::atomic<std::uint32_t> loaded;  // ranks x iterations whose inputs are in place
-  std::atomic<std::uint32_t> go;      // the iteration whose start time is set
+  std::atomic<std::uint32_t> ready;    // ranks whose transport is set up and handles published
+  std::atomic<std::uint32_t> loaded;   // ranks x iterations whose inputs are in place
+  std::atomic<std::uint32_t> go;       // the iteration whose start time is set
   std::atomic<std::int64_t> start_ns;  // when every rank starts it (CLOCK_MONOTONIC)
   std::atomic<std::uint32_t> phase;
   std::atomic<std::uint32_t> finished;  // ranks done with the current phase
@@ -70,16 +71,24 @@ struct Segment {
   const Op& op(OpId id) const { return ops()[id]; }
   DepIndex* dep_begin() const { return at<DepIndex>(layout().off_dep_begin); }
   OpId* deps() const { return at<OpId>(layout().off_deps); }
-  std::atomic<std::uint32_t>* done() const {
-    return at<std::atomic<std::uint32_t>>(layout().off_done);
+  // Each counter a rank writes sits on its own cache line: two ranks storing into one
+  // line while a third spins on it would bounce it between cores, a delay on every op
+  // that a transport with per-peer flags (and the simulator's op overhead) has not.
+  std::atomic<std::uint32_t>& done(OpId id) const {
+    return *at<std::atomic<std::uint32_t>>(layout().off_done + std::uint64_t{id} * kLineBytes);
   }
   // [iteration][op][start, end], nanoseconds of CLOCK_MONOTONIC.
   std::int64_t* iteration_times(std::uint32_t iteration) const {
     return at<std::int64_t>(layout().off_times) +
            static_cast<std::size_t>(iteration) * header().num_ops * 2;
   }
-  std::atomic<std::int32_t>* current() const {
-    return at<std::atomic<std::int32_t>>(layout().off_current);
+  std::atomic<std::int32_t>& current(int rank) const {
+    return *at<std::atomic<std::int32_t>>(layout().off_current +
+                                          static_cast<std::uint64_t>(rank) * kLineBytes);
+  }
+  // When iteration `iteration` (0-based) released every rank (CLOCK_MONOTONIC ns).
+  std::int64_t& iteration_start(std::uint32_t iteration) const {
+    return at<std::int64_t>(layout().off_starts)[iteration];
   }
   char* error(int rank) const { return at<char>(layout().off_errors) + rank * kErrorBytes; }
   char* rank_handle(int rank) const {

@@ -28,18 +28,25 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   out.units = backend_units(options.backend);
   out.iterations = options.iterations;
   out.warmup = options.warmup;
+  out.rounds = effective_rounds(options);
+  std::vector<const Schedule*> schedules;
   for (auto& c : plan.collectives) {
-    MeasuredCollective mc{std::move(c.spec), std::move(c.schedule), c.digest, {}};
-    mc.m = run_for_real(mc.schedule, options);
+    out.collectives.push_back({std::move(c.spec), std::move(c.schedule), c.digest, {}});
+  }
+  for (const auto& mc : out.collectives) schedules.push_back(&mc.schedule);
+  std::vector<Measurement> measured = run_in_rounds(schedules, options);
+  for (std::size_t i = 0; i < out.collectives.size(); ++i) {
+    MeasuredCollective& mc = out.collectives[i];
+    mc.m = std::move(measured[i]);
     if (mc.m.pinning.cpus.size() >= out.pinning.cpus.size()) out.pinning = mc.m.pinning;
-    out.collectives.push_back(std::move(mc));
   }
   return out;
 }
 
 std::string measured_table(const MeasuredScenario& m) {
-  std::string out = fmt::format("# measured on {} ({}), median of {} iterations after {} warm-up\n",
-                                m.backend, m.device, m.iterations, m.warmup);
+  std::string out = fmt::format(
+      "# measured on {} ({}), median of {} iterations in {} round{}, each after {} warm-up\n",
+      m.backend, m.device, m.iterations, m.rounds, m.rounds == 1 ? "" : "s", m.warmup);
   out += "# " + m.pinning.note + "\n";
   if (m.pinning.shared) out += "# ranks share cores or GPUs: times include waiting for a turn\n";
   out +=
@@ -94,9 +101,9 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
                                   {"cpus", m.pinning.cpus},
                                   {"ranks_share_units", m.pinning.shared},
                                   {"note", m.pinning.note}};
-  return {{"scenario", s.name},   {"backend", m.backend},       {"device", m.device},
-          {"pinning", pinning},   {"iterations", m.iterations}, {"warmup", m.warmup},
-          {"collectives", cols}};
+  return {{"scenario", s.name}, {"backend", m.backend},       {"device", m.device},
+          {"pinning", pinning}, {"iterations", m.iterations}, {"warmup", m.warmup},
+          {"rounds", m.rounds}, {"collectives", cols}};
 }
 
 void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m) {

@@ -22,7 +22,7 @@ struct MeasuredScenario {
   std::string backend;
   std::string device;
   SharedUnits units{0, ""};  // what the ranks run on, and how many of them there are
-  int iterations = 0, warmup = 0;
+  int iterations = 0, warmup = 0, rounds = 1;
   Pinning pinning;  // of the collective with the most ranks
   std::vector<MeasuredCollective> collectives;
 };

@@ -53,9 +53,10 @@ SegmentLayout plan_layout(const Schedule& s, Backend backend, std::uint32_t iter
   l.off_ops = take(n * sizeof(Op));
   l.off_dep_begin = take(s.dep_begin.size() * sizeof(DepIndex));
   l.off_deps = take(s.deps.size() * sizeof(OpId));
-  l.off_done = take(n * sizeof(std::uint32_t));
+  l.off_done = take(n * kLineBytes);
   l.off_times = take(std::uint64_t{iterations} * n * 2 * sizeof(std::int64_t));
-  l.off_current = take(K * sizeof(std::int32_t));
+  l.off_starts = take(std::uint64_t{iterations} * sizeof(std::int64_t));
+  l.off_current = take(K * kLineBytes);
   l.off_buffer_at = take(s.buffer_counts.size() * sizeof(std::uint64_t));
   l.off_errors = take(K * kErrorBytes);
   l.off_rank_handles = take(K * kHandleBytes);
@@ -190,7 +191,7 @@ class Run {
                               : WIFSIGNALED(status)
                                   ? fmt::format("was killed by signal {}", WTERMSIG(status))
                                   : fmt::format("exited with status {}", WEXITSTATUS(status));
-      const int op = seg_.current()[r].load();
+      const int op = seg_.current(r).load();
       const std::string when =
           h.ready.load() < h.ranks ? "while setting up" : "during " + phase_name(phase);
       throw ValidationError(fmt::format(
@@ -202,7 +203,7 @@ class Run {
   std::string hung_ranks() const {
     std::string out;
     for (std::size_t r = 0; r < pids_.size(); ++r) {
-      const int op = seg_.current()[r].load();
+      const int op = seg_.current(r).load();
       if (op >= 0)
         out += fmt::format("{}rank {} at op {} (step {})", out.empty() ? "" : ", ", r, op,
                            seg_.op(op).step);
@@ -264,6 +265,17 @@ void check_outputs(const Schedule& s, const Segment& seg, const Buffers<T>& expe
     }
 }
 
+// An iteration is timed from the instant every rank was released, as the simulator
+// starts every rank at zero: timed from its first op instead, it would leave out the
+// first rank's way from the release to its op and keep the others' (the ranks' skew).
+// A GPU's op times come through an epoch estimate, which may put one a little earlier.
+std::int64_t iteration_origin(const Segment& seg, std::uint32_t it) {
+  const std::int64_t* t = seg.iteration_times(it);
+  std::int64_t first = seg.iteration_start(it);
+  for (std::size_t op = 0; op < seg.header().num_ops; ++op) first = std::min(first, t[2 * op]);
+  return first;
+}
+
 // The measured iterations' lengths, and the op timings of the median one.
 void collect_times(const Schedule& s, const Segment& seg, const RunOptions& options,
                    Measurement& m) {
@@ -272,11 +284,8 @@ void collect_times(const Schedule& s, const Segment& seg, const RunOptions& opti
   const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
   for (std::uint32_t it = static_cast<std::uint32_t>(options.warmup); it < iterations; ++it) {
     const std::int64_t* t = seg.iteration_times(it);
-    std::int64_t first = INT64_MAX, last = INT64_MIN;
-    for (std::size_t op = 0; op < n; ++op) {
-      first = std::min(first, t[2 * op]);
-      last = std::max(last, t[2 * op + 1]);
-    }
+    std::int64_t first = iteration_origin(seg, it), last = INT64_MIN;
+    for (std::size_t op = 0; op < n; ++op) last = std::max(last, t[2 * op + 1]);
     const double len = n ? static_cast<double>(last - first) / 1e9 : 0;
     m.iteration_s.push_back(len);
     auto& ops = m.iteration_ops.emplace_back();
@@ -289,8 +298,7 @@ void collect_times(const Schedule& s, const Segment& seg, const RunOptions& opti
   const auto [median, it] = by_length[by_length.size() / 2];
   m.median_s = median;
   const std::int64_t* t = seg.iteration_times(it);
-  std::int64_t first = INT64_MAX;
-  for (std::size_t op = 0; op < n; ++op) first = std::min(first, t[2 * op]);
+  const std::int64_t first = iteration_origin(seg, it);
   for (std::size_t op = 0; op < n; ++op)
     m.ops.push_back({(t[2 * op] - first) * 1000, (t[2 * op + 1] - first) * 1000});
 }
@@ -326,7 +334,9 @@ bool start_together(const Segment& seg, std::uint32_t it) {
   SegmentHeader& h = seg.header();
   constexpr std::int64_t kLeadNs = 2000;  // enough for a spinning rank to see the time
   if (h.loaded.fetch_add(1, std::memory_order_seq_cst) + 1 == it * h.ranks) {
-    h.start_ns.store(monotonic_ns() + kLeadNs, std::memory_order_seq_cst);
+    const std::int64_t start = monotonic_ns() + kLeadNs;
+    seg.iteration_start(it - 1) = start;  // read by the runner once the iteration is over
+    h.start_ns.store(start, std::memory_order_seq_cst);
     h.go.store(it, std::memory_order_seq_cst);
     wake(seg, h.go);
   } else if (!wait_for(seg, h.go, it)) {
@@ -350,17 +360,17 @@ bool run_iteration(const Segment& seg, RankDevice& device, const std::vector<OpI
   if (!start_together(seg, it)) return false;
   std::int64_t* times = seg.iteration_times(it - 1);
   for (OpId id : mine) {
-    seg.current()[rank] = static_cast<std::int32_t>(id);
+    seg.current(rank) = static_cast<std::int32_t>(id);
     if (h.kill_rank == rank) kill(getpid(), SIGKILL);  // fault injection (tests)
     if (h.fail_rank == rank) throw ValidationError("injected failure");
     for (DepIndex d = seg.dep_begin()[id]; d < seg.dep_begin()[id + 1]; ++d)
-      if (!wait_for(seg, seg.done()[seg.deps()[d]], it)) return false;
+      if (!wait_for(seg, seg.done(seg.deps()[d]), it)) return false;
     device.run(id, times);
-    seg.done()[id].store(it, std::memory_order_seq_cst);
-    wake(seg, seg.done()[id]);
+    seg.done(id).store(it, std::memory_order_seq_cst);
+    wake(seg, seg.done(id));
   }
   device.end_iteration(times);
-  seg.current()[rank] = -1;
+  seg.current(rank) = -1;
   return true;
 }
 
@@ -484,6 +494,49 @@ std::vector<std::string> leftover_segments() {
   return out;
 }
 
+namespace {
+
+// The median iteration of everything pooled, and its op timings.
+void settle_median(Measurement& m) {
+  if (m.iteration_s.empty()) return;
+  std::vector<std::pair<double, std::size_t>> by_length;
+  for (std::size_t i = 0; i < m.iteration_s.size(); ++i)
+    by_length.emplace_back(m.iteration_s[i], i);
+  std::sort(by_length.begin(), by_length.end());
+  const auto [median, at] = by_length[by_length.size() / 2];
+  m.median_s = median;
+  m.ops = m.iteration_ops[at];
+}
+
+}  // namespace
+
+int effective_rounds(const RunOptions& options) {
+  return std::clamp(options.rounds, 1, std::max(1, options.iterations));
+}
+
+std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& schedules,
+                                       const RunOptions& options) {
+  const int rounds = effective_rounds(options);
+  std::vector<Measurement> out(schedules.size());
+  for (int round = 0; round < rounds; ++round) {
+    RunOptions part = options;
+    // Iterations spread evenly; the first rounds take the remainder.
+    part.iterations = options.iterations / rounds + (round < options.iterations % rounds ? 1 : 0);
+    for (std::size_t i = 0; i < schedules.size(); ++i) {
+      Measurement m = run_for_real(*schedules[i], part);
+      Measurement& into = out[i];
+      into.iteration_s.insert(into.iteration_s.end(), m.iteration_s.begin(), m.iteration_s.end());
+      for (auto& ops : m.iteration_ops) into.iteration_ops.push_back(std::move(ops));
+      into.checked += m.checked;
+      into.wrong += m.wrong;
+      into.pinning = std::move(m.pinning);
+      into.affinity = std::move(m.affinity);
+    }
+  }
+  for (auto& m : out) settle_median(m);
+  return out;
+}
+
 Measurement run_for_real(const Schedule& s, const RunOptions& options) {
   backend_device(options.backend);  // refuses here, once, rather than in every rank
   Measurement m;
@@ -517,7 +570,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     copy_in(seg.dep_begin(), s.dep_begin);
     copy_in(seg.deps(), s.deps);
     copy_in(seg.buffer_at(), buffer_at);
-    for (int r = 0; r < K; ++r) seg.current()[r] = -1;
+    for (int r = 0; r < K; ++r) seg.current(r) = -1;
 
     // Inputs, and what the replayer says the outputs must be.
     Buffers<T> inputs(s);

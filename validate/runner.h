@@ -21,9 +21,13 @@ struct RunOptions {
   Backend backend = Backend::Shm;
   int iterations = 5;
   int warmup = 1;
+  // run_in_rounds: the measured iterations are split over this many rounds, each round
+  // running every schedule once (with its own warm-up): a slow spell of a shared
+  // machine then falls on a few iterations of each schedule, not on all of one.
+  int rounds = 1;
   double timeout_s = 60;   // per iteration
   std::string executable;  // this program, re-executed for each rank
-  bool pin = true;          // each rank bound to its own CPU core, as mpirun --bind-to core
+  bool pin = true;         // each rank bound to its own CPU core, as mpirun --bind-to core
   int kill_rank = -1;      // fault injection for tests: this rank kills itself at its first op
   int fail_rank = -1;      // ... this rank reports an error and exits at its first op
 };
@@ -42,12 +46,12 @@ Pinning plan_pinning(int ranks, const std::vector<int>& allowed_cpus, bool pin, 
 std::vector<int> allowed_cpus();  // this process's affinity mask, lowest CPU first
 
 struct Measurement {
-  std::vector<double> iteration_s;  // each measured iteration: first op start to last op end
+  std::vector<double> iteration_s;  // each measured iteration: release of all ranks to last op end
   double median_s = 0;
   std::vector<OpTiming> ops;  // op timings (ps from the iteration's start) of the median iteration
   std::int64_t checked = 0;   // output elements compared with the replayer's
   std::int64_t wrong = 0;     // nccl-tests' #wrong
-  // Every measured iteration's op timings (ps from that iteration's first op start).
+  // Every measured iteration's op timings (ps from that iteration's release).
   std::vector<std::vector<OpTiming>> iteration_ops;
   Pinning pinning;
   // What each rank read back of its own affinity: {CPUs allowed, the lowest of them}.
@@ -70,6 +74,12 @@ SharedUnits backend_units(Backend b);
 
 // Runs the schedule for real. Throws ValidationError on a failed rank or timeout.
 Measurement run_for_real(const Schedule& s, const RunOptions& options);
+// Runs every schedule for real, options.rounds times in turn, and pools each one's
+// iterations (median and op timings over all of them; results checked every round).
+// The rounds run_in_rounds makes: options.rounds, at most one per iteration.
+int effective_rounds(const RunOptions& options);
+std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& schedules,
+                                       const RunOptions& options);
 
 // The entry point of a rank process: `collsim __rank fd:N RANK` (the segment's
 // descriptor, inherited from the runner).

@@ -31,7 +31,8 @@ void execute_switch(const Segment& seg, const Op& op) {
     }
     return;
   }
-  const T* from = reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
+  const T* from =
+      reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
   for (int r = first; r < first + n; ++r) {
     T* to = reinterpret_cast<T*>(seg.buffer(r, op.dst_buffer)) + op.dst_offset;
     if (to != from) std::memcpy(to, from, bytes);
@@ -53,13 +54,24 @@ void execute(const Segment& seg, const Op& op) {
 
 class ShmDevice final : public RankDevice {
  public:
-  ShmDevice(const Segment& seg) : seg_(seg) {
+  ShmDevice(const Segment& seg, int rank) : seg_(seg), rank_(rank) {
     // One loop per (type, reduction), chosen once: the compiler vectorises each.
     const SegmentHeader& h = seg.header();
     execute_ = with_element_type(h.dtype, [&](auto element) {
       return reduction::with_reduction(
           h.reduce_op, [&](auto f) { return &execute<decltype(element), decltype(f)>; });
     });
+  }
+
+  // Each iteration starts with the rank's buffers as an application hands them over:
+  // last written by their owner. Without this, what a copy costs depends on which
+  // core last touched its lines in the previous iteration (a broadcast's destination
+  // stays in the root's cache, a ping-pong's does not: 2x apart at 4 MiB), so the
+  // calibration's sweeps and the collectives would be measured in different states.
+  void load_inputs() override {
+    auto* line = reinterpret_cast<volatile unsigned char*>(seg_.buffer(rank_, 0));
+    const std::uint64_t bytes = seg_.rank_bytes(rank_);
+    for (std::uint64_t i = 0; i < bytes; i += 64) line[i] = line[i];
   }
 
   void run(OpId id, std::int64_t* times) override {
@@ -70,13 +82,14 @@ class ShmDevice final : public RankDevice {
 
  private:
   const Segment& seg_;
+  int rank_;
   void (*execute_)(const Segment&, const Op&) = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<RankDevice> make_shm_device(const Segment& seg, int) {
-  return std::make_unique<ShmDevice>(seg);
+std::unique_ptr<RankDevice> make_shm_device(const Segment& seg, int rank) {
+  return std::make_unique<ShmDevice>(seg, rank);
 }
 
 }  // namespace collsim
