@@ -3,20 +3,21 @@
 # scenarios/validate-shm-2.json (2 ranks pinned: ring all-reduce, all-gather and
 # broadcast, 1 KiB..64 MiB), a comparison per calibration, then the MAPE per size band
 # and collective and how far the three calibrations' predictions lie apart.
-#   tools/shm_validation.sh [BUILD_DIR] [OUT_DIR] [ITERS]
+#   tools/shm_validation.sh [BUILD_DIR] [OUT_DIR] [ITERS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 collsim=${1:-build}/tools/collsim
 out=${2:-out/validation-shm-2}
 iters=${3:-20}
+rounds=${4:-4}
 scenario=scenarios/validate-shm-2.json
 mkdir -p "$out"
 
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in 1 2 3; do
-  "$collsim" calibrate --reduce float32.sum --out "$out/cal$i.json" > "$out/cal$i.txt"
+  "$collsim" calibrate --reduce float32.sum --iters "$iters" --rounds "$rounds" --out "$out/cal$i.json" > "$out/cal$i.txt"
 done
-"$collsim" validate "$scenario" --iters "$iters" --out "$out/measured" > "$out/measured.txt"
+"$collsim" validate "$scenario" --iters "$iters" --rounds "$rounds" --out "$out/measured" > "$out/measured.txt"
 for i in 1 2 3; do
   "$collsim" compare "$scenario" --measured "$out/measured/measured.json" \
     --calibration "$out/cal$i.json" --out "$out/compare$i" > "$out/compare$i.txt"

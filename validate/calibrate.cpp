@@ -34,33 +34,33 @@ CollectiveShape pair_shape(std::int64_t bytes, int ranks, CollectiveOp collectiv
 // way: 105 us from a 4 MiB buffer, 155 us from send_recv's two), so a sweep with
 // another footprint than the collectives' mispredicts them.
 
-// Rank r sends its n bytes to rank r + K/2, which sends them back: the second copy
-// waits for the first, so the gap between them is the wake-up a dependent op pays
-// (a broadcast's footprint: n per rank). With K > 2 the K/2 pairs run at once and
-// share whatever they share (memory, links).
-Schedule ping_pong(std::int64_t bytes, int ranks) {
+// Rank r copies its n bytes into rank r + K/2's buffer: a broadcast's step, with its
+// footprint (n per rank). With K > 2 the K/2 pairs run at once and share whatever they
+// share (memory, links).
+Schedule one_way_copy(std::int64_t bytes, int ranks) {
   const auto shape =
       pair_shape(bytes, ranks, CollectiveOp::Broadcast, DType::F32, ReduceOp::Sum, 1);
   const std::int64_t n = shape.count;
-  auto b = ScheduleBuilder::uniform(shape, "ping_pong", {n});
-  const int half = ranks / 2;
-  for (int r = 0; r < half; ++r) b.copy({r, 0, 0}, {r + half, 0, 0}, n);
-  b.next_step();
-  for (int r = 0; r < half; ++r) b.copy({r + half, 0, 0}, {r, 0, 0}, n);
+  auto b = ScheduleBuilder::uniform(shape, "one_way", {n});
+  for (int r = 0; r < ranks / 2; ++r) b.copy({r, 0, 0}, {r + ranks / 2, 0, 0}, n);
   return b.finish();
 }
 
 // Both ranks of every pair copy their own chunk into the peer's at the same time, as
-// an all-gather step of two chunks of n does.
+// an all-gather step of two chunks of n does; then again, as the next step of a ring
+// does, each copy waiting on both of the first (the builder's step dependencies).
 Schedule both_ways(std::int64_t bytes, int ranks) {
   const auto shape =
       pair_shape(bytes, ranks, CollectiveOp::AllGather, DType::F32, ReduceOp::Sum, 2);
   const std::int64_t n = shape.count / 2;
   auto b = ScheduleBuilder::uniform(shape, "both_ways", {2 * n});
   const int half = ranks / 2;
-  for (int r = 0; r < half; ++r) {
-    b.copy({r, 0, 0}, {r + half, 0, 0}, n);
-    b.copy({r + half, 0, n}, {r, 0, n}, n);
+  for (int step = 0; step < 2; ++step) {
+    if (step) b.next_step();
+    for (int r = 0; r < half; ++r) {
+      b.copy({r, 0, 0}, {r + half, 0, 0}, n);
+      b.copy({r + half, 0, n}, {r, 0, n}, n);
+    }
   }
   return b.finish();
 }
@@ -96,37 +96,53 @@ CalibrationSample op_durations(const Schedule& s, const Measurement& m, std::siz
   return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
 }
 
-// Ops running at once, timed as the step they make: the longest of them per iteration.
-// The simulator gives concurrent equal transfers one rate, and a collective's step ends
-// with its slowest op; the cores need not be alike (one of this VM's two copied 8 MiB
-// at 0.6x the other's rate), and a pooled median would time the step by the faster.
+// Ops running at once, timed as the step they make: the longest of the first step's
+// ops per iteration. The simulator gives concurrent equal transfers one rate, and a
+// collective's step ends with its slowest op; the cores need not be alike (one of this
+// VM's two copied 8 MiB at 0.6x the other's rate), and a pooled median would time the
+// step by the faster.
 CalibrationSample step_durations(const Schedule& s, const Measurement& m) {
   std::vector<double> d;
   for (const auto& ops : m.iteration_ops) {
     double longest = 0;
-    for (const auto& op : ops) longest = std::max(longest, to_seconds(op.end - op.start));
+    for (OpId i = 0; i < ops.size() && s.ops[i].step == 0; ++i)
+      longest = std::max(longest, to_seconds(ops[i].end - ops[i].start));
     d.push_back(longest);
   }
   return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
 }
 
-// From the release of every rank to the start of each op that waits on nothing: what
-// the simulator's launch stands for (it starts every rank's first ops after it).
+// From the release of every rank to the start of the last of the ops that wait on
+// nothing, per iteration: what the simulator's launch stands for (it starts every
+// rank's first ops after it). The last, because a step that needs every rank waits
+// for the latest to start (one of two ranks starts 30-70 ns after the other here).
 std::vector<double> release_latencies(const Schedule& s, const Measurement& m) {
   std::vector<double> out;
-  for (const auto& ops : m.iteration_ops)
+  for (const auto& ops : m.iteration_ops) {
+    double latest = 0;
     for (OpId i = 0; i < ops.size(); ++i)
-      if (s.dep_begin[i] == s.dep_begin[i + 1]) out.push_back(to_seconds(ops[i].start));
+      if (s.dep_begin[i] == s.dep_begin[i + 1]) latest = std::max(latest, to_seconds(ops[i].start));
+    out.push_back(latest);
+  }
   return out;
 }
 
-// In a ping-pong: from each first copy's end to the dependent copy's start.
-std::vector<double> wake_gaps(const Measurement& m, int ranks) {
+// Between the two steps of both_ways: from the end of the first step's last op to the
+// start of the second step's last op to start. What a ring step costs beyond its
+// transfers: the rank that finished first wakes when the other's flag changes, the
+// other reads that flag from its peer's cache.
+std::vector<double> step_gaps(const Schedule& s, const Measurement& m) {
   std::vector<double> gaps;
-  const int half = ranks / 2;
-  for (const auto& ops : m.iteration_ops)
-    for (int r = 0; r < half; ++r)
-      gaps.push_back(std::max(0.0, to_seconds(ops[half + r].start - ops[r].end)));
+  for (const auto& ops : m.iteration_ops) {
+    Time first_end = 0, second_start = 0;
+    for (OpId i = 0; i < ops.size(); ++i) {
+      if (s.ops[i].step == 0)
+        first_end = std::max(first_end, ops[i].end);
+      else
+        second_start = std::max(second_start, ops[i].start);
+    }
+    gaps.push_back(std::max(0.0, to_seconds(second_start - first_end)));
+  }
   return gaps;
 }
 
@@ -287,7 +303,7 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   }();
 
   // Every sweep's schedules, measured in rounds together (run_in_rounds).
-  enum Kind { PingPong, BothWays, ReduceAlone, ReduceBoth };
+  enum Kind { OneWay, BothWays, ReduceAlone, ReduceBoth };
   struct Item {
     Kind kind;
     std::size_t size, reduction;
@@ -296,7 +312,7 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   std::vector<Item> items;
   for (std::size_t z = 0; z < request.sizes.size(); ++z) {
     const std::int64_t bytes = request.sizes[z];
-    items.push_back({PingPong, z, 0, ping_pong(bytes, ranks)});
+    items.push_back({OneWay, z, 0, one_way_copy(bytes, ranks)});
     items.push_back({BothWays, z, 0, both_ways(bytes, ranks)});
     for (std::size_t i = 0; i < reductions.size(); ++i) {
       const auto [dtype, op] = reductions[i];
@@ -323,21 +339,14 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
     // The wake-up and the launch are read where copies are short.
     const bool short_copies = request.sizes[item.size] <= 4096 || item.size == 0;
     switch (item.kind) {
-      case PingPong: {
-        // Only the first copy of each pair: it reads the sender's own buffer, as the
-        // copies of a collective do; the return copy reads what the peer just wrote.
-        one_way.samples.push_back(
-            op_durations(item.schedule, m, static_cast<std::size_t>(ranks / 2)));
-        if (!short_copies) break;
-        const auto g = wake_gaps(m, ranks);
-        gaps.insert(gaps.end(), g.begin(), g.end());
-        const auto l = release_latencies(item.schedule, m);
-        releases.insert(releases.end(), l.begin(), l.end());
+      case OneWay:
+        one_way.samples.push_back(op_durations(item.schedule, m));
         break;
-      }
       case BothWays: {
         concurrent.samples.push_back(step_durations(item.schedule, m));
         if (!short_copies) break;
+        const auto g = step_gaps(item.schedule, m);
+        gaps.insert(gaps.end(), g.begin(), g.end());
         const auto l = release_latencies(item.schedule, m);
         releases.insert(releases.end(), l.begin(), l.end());
         break;

@@ -2,16 +2,23 @@
 // Calibration: what the cost model (sim/network/cost_model.h) needs, measured on this
 // machine with the runner, and written as a calibration file a scenario can load.
 //
-// Four sweeps over transfer sizes, each op timed inside the rank that runs it:
-//   one_way     a ping-pong: the first copy's duration gives the bandwidth curve, and the
-//               gap between one rank's copy ending and the other's starting (it waited
-//               on it) gives the per-op overhead, the wake-up;
-//   concurrent  every rank copies to its peer at once: the host's memory as a capacity
-//               those copies share (host_memory; it binds once data leaves the caches);
-//   reduce      one rank reduces its peer's buffer into its own, per "dtype.op": the
+// Four sweeps over transfer sizes, each op timed inside the rank that runs it, on
+// buffers laid out as the collectives' (in place: one data buffer per rank, a step
+// moving a chunk of it into the same chunk of the peer's), because on shm what a copy
+// costs depends on how much memory each rank touches:
+//   one_way     one rank copies its buffer into its peer's: the bandwidth curve;
+//   concurrent  both ranks copy a chunk to each other at once, timed by the slower (a
+//               step ends with its slowest op): the host's memory as a capacity those
+//               copies share (host_memory; it binds once data leaves the caches). Then
+//               a second such step, waiting on the first: the gap between them is the
+//               per-op overhead (a wake-up, a flag read from the peer's cache), and the
+//               way from the release of all ranks to the later one's first op is the
+//               launch;
+//   reduce      one rank reduces its peer's chunk into its own, per "dtype.op": the
 //               fused read-reduce-write loop's rate; then both ranks at once: the host
 //               memory as reductions share it (reduce_memory; they read twice what a
 //               copy reads).
+// All sweeps run in rounds (RunOptions::rounds), every schedule once per round.
 // Each curve keeps the measured rate at every size, except a size more than 25% off
 // what both sides' trends predict (noise), which takes their mean; printed with its
 // residuals.
