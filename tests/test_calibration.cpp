@@ -35,8 +35,7 @@ double two_rank_time(const std::string& model, const std::string& op, std::int64
   nlohmann::json doc = {
       {"topology", {{"preset", "switch"}, {"gpus", 2}, {"bandwidth", "10GB/s"}}},
       {"network", {{"model", model}, {"cost", cost}}},
-      {"collectives",
-       {{{"name", "c"}, {"op", op}, {"algorithm", "ring"}, {"bytes", bytes}}}}};
+      {"collectives", {{{"name", "c"}, {"op", op}, {"algorithm", "ring"}, {"bytes", bytes}}}}};
   return run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
 }
 
@@ -50,7 +49,7 @@ TEST_CASE("calibration curve fit recovers a known curve and drops one outlying s
   fit_curve(s);
   for (const auto& p : s.samples) {
     CHECK(s.curve.at(p.bytes) == Approx(alpha_beta_rate(static_cast<double>(p.bytes))));
-    CHECK(p.fit_s == Approx(p.median_s));
+    CHECK(p.fit_s == Approx(p.time_s));
   }
   CHECK(s.max_residual_pct < 1e-9);
   CHECK_FALSE(s.poor);
@@ -59,7 +58,7 @@ TEST_CASE("calibration curve fit recovers a known curve and drops one outlying s
   // shape there, the residual shows it, and the fit is flagged poor.
   Sweep noisy = sweep_of("one_way", alpha_beta_rate);
   auto& bad = noisy.samples[6];
-  bad.median_s *= 3;
+  bad.time_s *= 3;
   fit_curve(noisy);
   const double truth = alpha_beta_rate(static_cast<double>(bad.bytes));
   const auto rate_at = [&](std::size_t i) {
@@ -92,11 +91,11 @@ TEST_CASE("calibration file round-trips through apply_calibration", "[calibrate]
   CHECK(file["provenance"]["backend"] == "shm");
   CHECK(file["provenance"]["samples"] == c.sweeps[0].samples.size());
 
-  Scenario s = parse_scenario(
-      {{"topology", {{"preset", "switch"}, {"gpus", 2}, {"bandwidth", "10GB/s"}}},
-       {"network", {{"model", "flow"}, {"alpha", "5us"}}},
-       {"collectives", {{{"name", "c"}, {"op", "all_reduce"}, {"bytes", 1024}}}}},
-      ".");
+  Scenario s =
+      parse_scenario({{"topology", {{"preset", "switch"}, {"gpus", 2}, {"bandwidth", "10GB/s"}}},
+                      {"network", {{"model", "flow"}, {"alpha", "5us"}}},
+                      {"collectives", {{{"name", "c"}, {"op", "all_reduce"}, {"bytes", 1024}}}}},
+                     ".");
   apply_calibration(s, nlohmann::json::parse(file.dump()), "cal.json");
   CHECK(s.network.alpha == 0);  // α lives in the overhead and the curve now
   const double top = 20e9 * (64 << 20) / (1e-6 * 20e9 + (64 << 20));
@@ -139,15 +138,13 @@ TEST_CASE("host memory: concurrent transfers on a host share its capacity (flow 
   const std::int64_t n = 8 << 20;  // a 2-rank all-gather: both ranks copy n/2 at once
   const double half = static_cast<double>(n) / 2;
   // No capacity: each copy at the links' 10 GB/s.
-  CHECK(two_rank_time("flow", "all_gather", n, nlohmann::json::object()) ==
-        Approx(half / 10e9));
+  CHECK(two_rank_time("flow", "all_gather", n, nlohmann::json::object()) == Approx(half / 10e9));
   // 6 GB/s of memory shared by two copies: 3 GB/s each.
   const nlohmann::json mem = {{"host_memory", {{1, 6e9}}}};
   CHECK(two_rank_time("flow", "all_gather", n, mem) == Approx(half / 3e9));
   // Alone (a broadcast's single copy) a transfer gets the whole memory, capped by the link.
   CHECK(two_rank_time("flow", "broadcast", n, mem) == Approx(n / 6e9));
-  CHECK(two_rank_time("flow", "broadcast", n, {{"host_memory", {{1, 50e9}}}}) ==
-        Approx(n / 10e9));
+  CHECK(two_rank_time("flow", "broadcast", n, {{"host_memory", {{1, 50e9}}}}) == Approx(n / 10e9));
   // With a bandwidth curve (transfers stretched): 5 GB/s links, memory 6 GB/s for two.
   const nlohmann::json both = {{"bandwidth_curve", {{1, 5e9}}}, {"host_memory", {{1, 6e9}}}};
   CHECK(two_rank_time("flow", "all_gather", n, both) == Approx(half / 3e9));

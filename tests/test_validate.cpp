@@ -102,7 +102,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
       CHECK(m.wrong == 0);
       CHECK(m.checked > 0);
       CHECK(m.iteration_s.size() == 2);
-      CHECK(m.median_s > 0);
+      CHECK(m.time_s > 0);
       CHECK(m.ops.size() == s.size());
     }
     // A barrier: nothing to check, but it must run, and time its messages.
@@ -112,7 +112,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(b.wrong == 0);
     CHECK(b.checked == 0);
     CHECK(b.ops.size() == barrier.size());
-    CHECK(b.median_s > 0);
+    CHECK(b.time_s > 0);
     CollectiveShape avg = shape_of(CollectiveOp::AllReduce, 3, 1001, DType::F32);
     avg.reduce_op = ReduceOp::Avg;
     CHECK(run_for_real(generate(CollectiveOp::AllReduce, "ring", avg), options()).wrong == 0);
@@ -136,8 +136,8 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
       REQUIRE(m.iteration_ops.size() == 7);
       std::vector<double> sorted = m.iteration_s;
       std::sort(sorted.begin(), sorted.end());
-      CHECK(m.median_s == sorted[3]);
-      const auto at = std::find(m.iteration_s.begin(), m.iteration_s.end(), m.median_s);
+      CHECK(m.time_s == sorted[3]);
+      const auto at = std::find(m.iteration_s.begin(), m.iteration_s.end(), m.time_s);
       const auto& median_ops =
           m.iteration_ops[static_cast<std::size_t>(at - m.iteration_s.begin())];
       REQUIRE(m.ops.size() == median_ops.size());
@@ -160,6 +160,17 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
       CHECK(some_start_after_release);
     }
     CHECK(ms[0].checked == 3 * checked_once);  // every round checks its result
+    // The quantile picks the iteration that stands for the run: 0 the fastest, 1 the slowest.
+    o.quantile = 0;
+    const Measurement fastest = run_in_rounds({&ring}, o).front();
+    CHECK(fastest.time_s ==
+          *std::min_element(fastest.iteration_s.begin(), fastest.iteration_s.end()));
+    o.quantile = 1;
+    const Measurement slowest = run_in_rounds({&ring}, o).front();
+    CHECK(slowest.time_s ==
+          *std::max_element(slowest.iteration_s.begin(), slowest.iteration_s.end()));
+    CHECK(quantile_name(0.5) == "median");
+    CHECK(quantile_name(0.25) == "p25");
     CHECK(effective_rounds(o) == 3);
     o.rounds = 50;
     CHECK(effective_rounds(o) == 7);  // never a round without an iteration
@@ -521,7 +532,7 @@ TEST_CASE(
   CHECK(c.bandwidth_Bps == Approx(8e9).epsilon(1e-6));
   CHECK(c.r2 == Approx(1.0));
   // A large-message outlier does not drag alpha away: relative error weighting.
-  c.samples.back().median_s *= 1.5;
+  c.samples.back().time_s *= 1.5;
   fit_alpha_beta(c);
   CHECK(c.alpha_s == Approx(2e-6).epsilon(0.05));
   // Noise that would make alpha negative: alpha is held at 0, beta fitted through the origin.

@@ -258,6 +258,7 @@ struct MeasureArgs {
   std::string backend = "shm";
   int iters, warmup;
   int rounds = 4;
+  double quantile = 0.5;
   double timeout = 60;
   bool no_pin = false;
 };
@@ -269,6 +270,7 @@ RunOptions run_options(const MeasureArgs& args) {
   opt.iterations = args.iters;
   opt.warmup = args.warmup;
   opt.rounds = args.rounds;
+  opt.quantile = args.quantile;
   opt.timeout_s = args.timeout;
   opt.executable = self_executable();
   // Fault injection, for the tests of the cleanup paths.
@@ -399,6 +401,12 @@ void add_run_options(CLI::App* cmd, MeasureArgs& run) {
                   "turn, so that a slow spell of the machine falls on a few iterations of each")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_option("--quantile", run.quantile,
+                  "The iteration that stands for each collective or sweep point: this quantile "
+                  "of the iteration times (0.5, the median; on a shared machine a lower one, "
+                  "as timeit's minimum, leaves out most of the neighbours' interference)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--timeout", run.timeout,
                   "Seconds an iteration may take before the run is stopped")
       ->check(CLI::PositiveNumber)
@@ -497,7 +505,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   calibrate
       ->add_option("--ranks", calibrate_args.ranks,
-                   "Ranks: pairs (r, r + ranks/2) ping-pong at once; 2 is point to point")
+                   "Ranks: pairs (r, r + ranks/2) measured at once; 2 is point to point")
       ->check(CLI::Range(2, 4096))
       ->capture_default_str();
   calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")

@@ -97,7 +97,8 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
                          const NcclCompareArgs& args) {
   Scenario scenario = load_scenario(scenario_file);
   if (scenario.collectives.empty())
-    throw InputError("collectives", "compare times the scenario's collectives; it has only a \"workload\"");
+    throw InputError("collectives",
+                     "compare times the scenario's collectives; it has only a \"workload\"");
   if (!calibration.empty())
     apply_calibration(scenario, read_json_file(calibration, "--calibration"), calibration);
   const CollectiveSpec& base = pick_collective(scenario, args.collective);
@@ -122,7 +123,9 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
 
 int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibrate,
                            const std::string& out, int ranks) {
-  refuse_given(calibrate, {"--backend", "--iters", "--warmup", "--timeout", "--sizes", "--step"},
+  refuse_given(calibrate,
+               {"--backend", "--iters", "--warmup", "--rounds", "--quantile", "--timeout",
+                "--sizes", "--step"},
                "measures on this machine: not with --nccl-tests");
   if (args.topology.empty())
     throw InputError("--topology",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The validation figures for one backend on this machine, in one go: calibrate α and β
-# (ping-pong), run the ring all-reduce sweep of scenarios/validate-ring.json for real
+# The validation figures for one backend on this machine, in one go: calibrate the cost
+# model (collsim calibrate), run the ring all-reduce sweep of scenarios/validate-ring.json for real
 # (2 and 4 ranks, 1 KiB..64 MiB), and compare it with the simulator using that calibration.
 #   tools/validation_report.sh [shm|cuda-ipc] [BUILD_DIR] [OUT_DIR]
 set -euo pipefail

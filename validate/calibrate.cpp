@@ -86,14 +86,17 @@ double percentile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// The durations of ops [0, count) (all when count is 0) in every measured iteration,
-// pooled.
-CalibrationSample op_durations(const Schedule& s, const Measurement& m, std::size_t count = 0) {
+// A sweep's sample: durations at the run's quantile (the median by default), p10, p90.
+CalibrationSample sample_of(const Schedule& s, std::vector<double> d, double q) {
+  return {s.bytes(s.ops[0]), percentile(d, q), percentile(d, 0.1), percentile(d, 0.9)};
+}
+
+// The durations of every op in every measured iteration, pooled.
+CalibrationSample op_durations(const Schedule& s, const Measurement& m, double q) {
   std::vector<double> d;
   for (const auto& ops : m.iteration_ops)
-    for (std::size_t i = 0; i < ops.size() && (count == 0 || i < count); ++i)
-      d.push_back(to_seconds(ops[i].end - ops[i].start));
-  return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
+    for (const auto& op : ops) d.push_back(to_seconds(op.end - op.start));
+  return sample_of(s, std::move(d), q);
 }
 
 // Ops running at once, timed as the step they make: the longest of the first step's
@@ -101,7 +104,7 @@ CalibrationSample op_durations(const Schedule& s, const Measurement& m, std::siz
 // collective's step ends with its slowest op; the cores need not be alike (one of this
 // VM's two copied 8 MiB at 0.6x the other's rate), and a pooled median would time the
 // step by the faster.
-CalibrationSample step_durations(const Schedule& s, const Measurement& m) {
+CalibrationSample step_durations(const Schedule& s, const Measurement& m, double q) {
   std::vector<double> d;
   for (const auto& ops : m.iteration_ops) {
     double longest = 0;
@@ -109,7 +112,7 @@ CalibrationSample step_durations(const Schedule& s, const Measurement& m) {
       longest = std::max(longest, to_seconds(ops[i].end - ops[i].start));
     d.push_back(longest);
   }
-  return {s.bytes(s.ops[0]), percentile(d, 0.5), percentile(d, 0.1), percentile(d, 0.9)};
+  return sample_of(s, std::move(d), q);
 }
 
 // From the release of every rank to the start of the last of the ops that wait on
@@ -178,10 +181,9 @@ Sweep memory_sweep(const std::string& name, const Sweep& concurrent, const Sweep
   Sweep m{name, {}, {}, 0, 0, 0, false};
   for (std::size_t i = 0; i < concurrent.samples.size(); ++i) {
     CalibrationSample s = concurrent.samples[i];
-    const double alone = one_way.curve.empty()
-                             ? s.median_s
-                             : static_cast<double>(s.bytes) / one_way.curve.at(s.bytes);
-    s.median_s = std::min(s.median_s / ranks, alone);
+    const double alone =
+        one_way.curve.empty() ? s.time_s : static_cast<double>(s.bytes) / one_way.curve.at(s.bytes);
+    s.time_s = std::min(s.time_s / ranks, alone);
     s.p10_s = std::min(s.p10_s / ranks, alone);
     s.p90_s = std::min(s.p90_s / ranks, alone);
     m.samples.push_back(s);
@@ -211,12 +213,12 @@ void fit_alpha_beta(Calibration& c) {
   // Weighted least squares with w = 1/t^2 on t = α + n g, g = 1/β.
   double sw = 0, swn = 0, swnn = 0, swt = 0, swnt = 0;
   for (const auto& s : c.samples) {
-    const double w = 1 / (s.median_s * s.median_s), n = static_cast<double>(s.bytes);
+    const double w = 1 / (s.time_s * s.time_s), n = static_cast<double>(s.bytes);
     sw += w;
     swn += w * n;
     swnn += w * n * n;
-    swt += w * s.median_s;
-    swnt += w * n * s.median_s;
+    swt += w * s.time_s;
+    swnt += w * n * s.time_s;
   }
   const double det = sw * swnn - swn * swn;
   double g = det != 0 ? (sw * swnt - swn * swt) / det : 0;
@@ -230,9 +232,9 @@ void fit_alpha_beta(Calibration& c) {
   double res = 0, tot = 0;
   for (auto& s : c.samples) {
     s.fit_s = c.alpha_s + static_cast<double>(s.bytes) * g;
-    const double w = 1 / (s.median_s * s.median_s);
-    res += w * (s.median_s - s.fit_s) * (s.median_s - s.fit_s);
-    tot += w * (s.median_s - mean) * (s.median_s - mean);
+    const double w = 1 / (s.time_s * s.time_s);
+    res += w * (s.time_s - s.fit_s) * (s.time_s - s.fit_s);
+    tot += w * (s.time_s - mean) * (s.time_s - mean);
   }
   c.r2 = tot > 0 ? 1 - res / tot : 1;
 }
@@ -241,7 +243,7 @@ void fit_curve(Sweep& s, double tolerance_pct) {
   std::sort(s.samples.begin(), s.samples.end(),
             [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
   std::vector<double> rate;
-  for (const auto& p : s.samples) rate.push_back(static_cast<double>(p.bytes) / p.median_s);
+  for (const auto& p : s.samples) rate.push_back(static_cast<double>(p.bytes) / p.time_s);
   // A size beyond both neighbours' rates that neither side's trend explains (a rank
   // descheduled in most of its iterations) takes the mean of what the two sides
   // predict, held between the neighbours. Anything between its neighbours is kept, and
@@ -266,9 +268,9 @@ void fit_curve(Sweep& s, double tolerance_pct) {
   s.max_residual_pct = 0;
   for (auto& p : s.samples) {
     p.fit_s = static_cast<double>(p.bytes) / s.curve.at(p.bytes);
-    const double r = std::fabs(p.median_s - p.fit_s) / p.median_s * 100;
+    const double r = std::fabs(p.time_s - p.fit_s) / p.time_s * 100;
     sum += r * r;
-    spread = std::max(spread, (p.p90_s - p.p10_s) / p.median_s * 100);
+    spread = std::max(spread, (p.p90_s - p.p10_s) / p.time_s * 100);
     if (r >= s.max_residual_pct) {
       s.max_residual_pct = r;
       s.worst_bytes = p.bytes;
@@ -295,6 +297,8 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   c.iterations = options.iterations;
   c.warmup = options.warmup;
   c.rounds = effective_rounds(options);
+  c.quantile = options.quantile;
+  const double q = options.quantile;
   c.load_before = load_average();
   const auto reductions = [&] {
     std::vector<std::pair<DType, ReduceOp>> out;
@@ -324,6 +328,11 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   for (const auto& item : items) schedules.push_back(&item.schedule);
   const std::vector<Measurement> measured = run_in_rounds(schedules, options);
   c.pinning = measured.front().pinning;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (measured[i].wrong)  // a transport that moves the wrong bytes has no rate worth fitting
+      throw ValidationError(fmt::format("{} of {} bytes: {} elements differ from the replayer",
+                                        items[i].schedule.algorithm, request.sizes[items[i].size],
+                                        measured[i].wrong));
 
   Sweep one_way{"one_way", {}, {}, 0, 0, 0, false},
       concurrent{"concurrent", {}, {}, 0, 0, 0, false};
@@ -340,10 +349,10 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
     const bool short_copies = request.sizes[item.size] <= 4096 || item.size == 0;
     switch (item.kind) {
       case OneWay:
-        one_way.samples.push_back(op_durations(item.schedule, m));
+        one_way.samples.push_back(op_durations(item.schedule, m, q));
         break;
       case BothWays: {
-        concurrent.samples.push_back(step_durations(item.schedule, m));
+        concurrent.samples.push_back(step_durations(item.schedule, m, q));
         if (!short_copies) break;
         const auto g = step_gaps(item.schedule, m);
         gaps.insert(gaps.end(), g.begin(), g.end());
@@ -352,10 +361,10 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
         break;
       }
       case ReduceAlone:
-        alone[item.reduction].samples.push_back(op_durations(item.schedule, m));
+        alone[item.reduction].samples.push_back(op_durations(item.schedule, m, q));
         break;
       case ReduceBoth:
-        both[item.reduction].samples.push_back(step_durations(item.schedule, m));
+        both[item.reduction].samples.push_back(step_durations(item.schedule, m, q));
         break;
     }
   }
@@ -370,8 +379,8 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   }
   c.load_after = load_average();
 
-  c.model.launch = from_seconds(percentile(releases, 0.5));
-  c.model.op_overhead = from_seconds(percentile(gaps, 0.5));
+  c.model.launch = from_seconds(percentile(releases, q));
+  c.model.op_overhead = from_seconds(percentile(gaps, q));
   c.overhead_p10_s = percentile(gaps, 0.1);
   c.overhead_p90_s = percentile(gaps, 0.9);
   for (auto& k : c.model.links) k.bandwidth = c.sweeps[0].curve;
@@ -383,7 +392,7 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   }
   // The classic line, for comparison: one message = the wake-up plus the copy.
   for (const auto& s : c.sweeps[0].samples)
-    c.samples.push_back({s.bytes, s.median_s + to_seconds(c.model.op_overhead), s.p10_s, s.p90_s});
+    c.samples.push_back({s.bytes, s.time_s + to_seconds(c.model.op_overhead), s.p10_s, s.p90_s});
   fit_alpha_beta(c);
   return c;
 }
@@ -394,11 +403,11 @@ nlohmann::json samples_json(const std::vector<CalibrationSample>& samples) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : samples)
     out.push_back({{"bytes", s.bytes},
-                   {"median_s", s.median_s},
+                   {"time_s", s.time_s},
                    {"p10_s", s.p10_s},
                    {"p90_s", s.p90_s},
                    {"fit_s", s.fit_s},
-                   {"residual_pct", (s.median_s - s.fit_s) / s.median_s * 100}});
+                   {"residual_pct", (s.time_s - s.fit_s) / s.time_s * 100}});
   return out;
 }
 
@@ -435,9 +444,10 @@ nlohmann::json calibration_json(const Calibration& c) {
                        {"iterations", c.iterations},
                        {"warmup", c.warmup},
                        {"rounds", c.rounds},
+                       {"quantile", c.quantile},
                        {"load_average", {c.load_before, c.load_after}},
                        {"samples", c.sweeps.empty() ? 0 : c.sweeps[0].samples.size()}};
-  out["overhead"] = {{"median_s", to_seconds(c.model.op_overhead)},
+  out["overhead"] = {{"time_s", to_seconds(c.model.op_overhead)},
                      {"p10_s", c.overhead_p10_s},
                      {"p90_s", c.overhead_p90_s}};
   out["alpha_beta"] = {{"alpha_s", c.alpha_s}, {"bandwidth_Bps", c.bandwidth_Bps}, {"r2", c.r2}};
@@ -449,20 +459,21 @@ nlohmann::json calibration_json(const Calibration& c) {
 
 std::string calibration_report(const Calibration& c) {
   std::string out = fmt::format(
-      "# {} on {}; {}; median of {} iterations in {} round{}, each after {} warm-up; load "
+      "# {} on {}; {}; {} of {} iterations in {} round{}, each after {} warm-up; load "
       "average {:.2f} -> {:.2f}\n",
-      c.backend, c.device, c.pinning.note, c.iterations, c.rounds, c.rounds == 1 ? "" : "s",
-      c.warmup, c.load_before, c.load_after);
+      c.backend, c.device, c.pinning.note, quantile_name(c.quantile), c.iterations, c.rounds,
+      c.rounds == 1 ? "" : "s", c.warmup, c.load_before, c.load_after);
   out += "# rates in GB/s (1 GB = 1e9 bytes); residual = (measured - fitted) / measured time\n";
   for (const auto& s : c.sweeps) {
     out += fmt::format("# {}\n# {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}\n", s.name, "bytes",
-                       "median us", "p10 us", "p90 us", "GB/s", "fit GB/s", "residual");
+                       quantile_name(c.quantile) + " us", "p10 us", "p90 us", "GB/s", "fit GB/s",
+                       "residual");
     for (const auto& p : s.samples)
       out += fmt::format("  {:>10} {:>10.3f} {:>10.3f} {:>10.3f} {:>9.2f} {:>9.2f} {:>8.1f}%\n",
-                         p.bytes, p.median_s * 1e6, p.p10_s * 1e6, p.p90_s * 1e6,
-                         static_cast<double>(p.bytes) / p.median_s / 1e9,
+                         p.bytes, p.time_s * 1e6, p.p10_s * 1e6, p.p90_s * 1e6,
+                         static_cast<double>(p.bytes) / p.time_s / 1e9,
                          static_cast<double>(p.bytes) / p.fit_s / 1e9,
-                         (p.median_s - p.fit_s) / p.median_s * 100);
+                         (p.time_s - p.fit_s) / p.time_s * 100);
     out += fmt::format(
         "# {}: rms residual {:.1f}%, largest {:.1f}% at {} bytes; widest p10-p90 spread {:.0f}%\n",
         s.name, s.rms_residual_pct, s.max_residual_pct, s.worst_bytes, s.max_spread_pct);

@@ -34,7 +34,7 @@ namespace collsim {
 
 struct CalibrationSample {
   std::int64_t bytes;
-  double median_s;  // one op's duration (one message)
+  double time_s;  // one op's (or step's) duration at the run's quantile
   double p10_s, p90_s;
   double fit_s = 0;  // the fitted curve's time for these bytes
 };
@@ -65,6 +65,7 @@ struct Calibration {
   std::string backend, device, date;
   int ranks = 2;
   int iterations = 0, warmup = 0, rounds = 1;
+  double quantile = 0.5;
   Pinning pinning;
   double load_before = 0, load_after = 0;  // 1-minute load average around the run
 };

@@ -29,6 +29,7 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   out.iterations = options.iterations;
   out.warmup = options.warmup;
   out.rounds = effective_rounds(options);
+  out.quantile = options.quantile;
   std::vector<const Schedule*> schedules;
   for (auto& c : plan.collectives) {
     out.collectives.push_back({std::move(c.spec), std::move(c.schedule), c.digest, {}});
@@ -45,8 +46,9 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
 
 std::string measured_table(const MeasuredScenario& m) {
   std::string out = fmt::format(
-      "# measured on {} ({}), median of {} iterations in {} round{}, each after {} warm-up\n",
-      m.backend, m.device, m.iterations, m.rounds, m.rounds == 1 ? "" : "s", m.warmup);
+      "# measured on {} ({}), {} of {} iterations in {} round{}, each after {} warm-up\n",
+      m.backend, m.device, quantile_name(m.quantile), m.iterations, m.rounds,
+      m.rounds == 1 ? "" : "s", m.warmup);
   out += "# " + m.pinning.note + "\n";
   if (m.pinning.shared) out += "# ranks share cores or GPUs: times include waiting for a turn\n";
   out +=
@@ -55,7 +57,7 @@ std::string measured_table(const MeasuredScenario& m) {
   out += fmt::format("# {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12} {:>9} {:>9} {:>7}\n", "name",
                      "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
   for (const auto& c : m.collectives) {
-    const double t = c.m.median_s;
+    const double t = c.m.time_s;
     const double algbw = t > 0 ? c.spec.bytes / t : 0;
     out += fmt::format(
         "  {:<16} {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {:>7}\n", c.spec.name,
@@ -71,7 +73,7 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
   nlohmann::json cols = nlohmann::json::array();
   double at = 0;
   for (const auto& c : m.collectives) {
-    const double t = c.m.median_s;
+    const double t = c.m.time_s;
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& o : c.m.ops) ops.push_back({to_seconds(o.start), to_seconds(o.end)});
     cols.push_back(
@@ -103,7 +105,7 @@ nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m) {
                                   {"note", m.pinning.note}};
   return {{"scenario", s.name}, {"backend", m.backend},       {"device", m.device},
           {"pinning", pinning}, {"iterations", m.iterations}, {"warmup", m.warmup},
-          {"rounds", m.rounds}, {"collectives", cols}};
+          {"rounds", m.rounds}, {"quantile", m.quantile},     {"collectives", cols}};
 }
 
 void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m) {
@@ -115,7 +117,7 @@ void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredSc
     auto& t = times.emplace_back();
     t.reserve(c.m.ops.size());
     for (const auto& o : c.m.ops) t.push_back({at + o.start, at + o.end});
-    at += from_seconds(c.m.median_s);
+    at += from_seconds(c.m.time_s);
   }
   for (std::size_t i = 0; i < m.collectives.size(); ++i) {
     const auto& c = m.collectives[i];

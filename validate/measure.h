@@ -23,7 +23,8 @@ struct MeasuredScenario {
   std::string device;
   SharedUnits units{0, ""};  // what the ranks run on, and how many of them there are
   int iterations = 0, warmup = 0, rounds = 1;
-  Pinning pinning;  // of the collective with the most ranks
+  double quantile = 0.5;  // which iteration stands for a collective (RunOptions::quantile)
+  Pinning pinning;        // of the collective with the most ranks
   std::vector<MeasuredCollective> collectives;
 };
 
@@ -32,10 +33,10 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options);
 
 std::string measured_table(const MeasuredScenario& m);
 // {scenario, backend, device, collectives[i] = {name, op, ..., time_s, algbw_GBps, busbw_GBps,
-// wrong,
-//  iterations_s[], ops[][2]}}; ops are [start_s, end_s] of the median iteration.
+// wrong, iterations_s[], ops[][2]}}; time_s is the iteration at the run's quantile (the
+// median by default) and ops are [start_s, end_s] of that iteration.
 nlohmann::json measured_json(const Scenario& s, const MeasuredScenario& m);
-// A Chrome trace of the median iterations, laid one after the other.
+// A Chrome trace of those iterations, laid one after the other.
 void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredScenario& m);
 
 // This machine's processor, from /proc/cpuinfo.

@@ -265,6 +265,19 @@ void check_outputs(const Schedule& s, const Segment& seg, const Buffers<T>& expe
     }
 }
 
+// The iteration at quantile q of the lengths (the nearest rank, as percentile() in
+// calibrate.cpp) stands for the run: its length and its op timings.
+void settle_time(Measurement& m, double q) {
+  if (m.iteration_s.empty()) return;
+  std::vector<std::pair<double, std::size_t>> by_length;
+  for (std::size_t i = 0; i < m.iteration_s.size(); ++i)
+    by_length.emplace_back(m.iteration_s[i], i);
+  std::sort(by_length.begin(), by_length.end());
+  const auto at = static_cast<std::size_t>(q * static_cast<double>(by_length.size() - 1) + 0.5);
+  m.time_s = by_length[at].first;
+  m.ops = m.iteration_ops[by_length[at].second];
+}
+
 // An iteration is timed from the instant every rank was released, as the simulator
 // starts every rank at zero: timed from its first op instead, it would leave out the
 // first rank's way from the release to its op and keep the others' (the ranks' skew).
@@ -276,31 +289,21 @@ std::int64_t iteration_origin(const Segment& seg, std::uint32_t it) {
   return first;
 }
 
-// The measured iterations' lengths, and the op timings of the median one.
+// The measured iterations' lengths and op timings, and the one that stands for them.
 void collect_times(const Schedule& s, const Segment& seg, const RunOptions& options,
                    Measurement& m) {
   const std::size_t n = s.ops.size();
-  std::vector<std::pair<double, std::uint32_t>> by_length;
   const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
   for (std::uint32_t it = static_cast<std::uint32_t>(options.warmup); it < iterations; ++it) {
     const std::int64_t* t = seg.iteration_times(it);
-    std::int64_t first = iteration_origin(seg, it), last = INT64_MIN;
+    std::int64_t first = iteration_origin(seg, it), last = first;
     for (std::size_t op = 0; op < n; ++op) last = std::max(last, t[2 * op + 1]);
-    const double len = n ? static_cast<double>(last - first) / 1e9 : 0;
-    m.iteration_s.push_back(len);
+    m.iteration_s.push_back(static_cast<double>(last - first) / 1e9);
     auto& ops = m.iteration_ops.emplace_back();
     for (std::size_t op = 0; op < n; ++op)
       ops.push_back({(t[2 * op] - first) * 1000, (t[2 * op + 1] - first) * 1000});
-    by_length.emplace_back(len, it);
   }
-  std::sort(by_length.begin(), by_length.end());
-  if (by_length.empty()) return;
-  const auto [median, it] = by_length[by_length.size() / 2];
-  m.median_s = median;
-  const std::int64_t* t = seg.iteration_times(it);
-  const std::int64_t first = iteration_origin(seg, it);
-  for (std::size_t op = 0; op < n; ++op)
-    m.ops.push_back({(t[2 * op] - first) * 1000, (t[2 * op + 1] - first) * 1000});
+  settle_time(m, options.quantile);
 }
 
 std::unique_ptr<RankDevice> make_device(const Segment& seg, int rank) {
@@ -494,21 +497,9 @@ std::vector<std::string> leftover_segments() {
   return out;
 }
 
-namespace {
-
-// The median iteration of everything pooled, and its op timings.
-void settle_median(Measurement& m) {
-  if (m.iteration_s.empty()) return;
-  std::vector<std::pair<double, std::size_t>> by_length;
-  for (std::size_t i = 0; i < m.iteration_s.size(); ++i)
-    by_length.emplace_back(m.iteration_s[i], i);
-  std::sort(by_length.begin(), by_length.end());
-  const auto [median, at] = by_length[by_length.size() / 2];
-  m.median_s = median;
-  m.ops = m.iteration_ops[at];
+std::string quantile_name(double q) {
+  return q == 0.5 ? "median" : fmt::format("p{:g}", q * 100);
 }
-
-}  // namespace
 
 int effective_rounds(const RunOptions& options) {
   return std::clamp(options.rounds, 1, std::max(1, options.iterations));
@@ -533,7 +524,7 @@ std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& sched
       into.affinity = std::move(m.affinity);
     }
   }
-  for (auto& m : out) settle_median(m);
+  for (auto& m : out) settle_time(m, options.quantile);
   return out;
 }
 

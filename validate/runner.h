@@ -25,6 +25,10 @@ struct RunOptions {
   // running every schedule once (with its own warm-up): a slow spell of a shared
   // machine then falls on a few iterations of each schedule, not on all of one.
   int rounds = 1;
+  // Which iteration stands for the run: the one at this quantile of the iteration
+  // lengths (0.5, the median). A lower one times a shared machine without most of its
+  // neighbours' interference, as timeit's minimum does.
+  double quantile = 0.5;
   double timeout_s = 60;   // per iteration
   std::string executable;  // this program, re-executed for each rank
   bool pin = true;         // each rank bound to its own CPU core, as mpirun --bind-to core
@@ -47,10 +51,10 @@ std::vector<int> allowed_cpus();  // this process's affinity mask, lowest CPU fi
 
 struct Measurement {
   std::vector<double> iteration_s;  // each measured iteration: release of all ranks to last op end
-  double median_s = 0;
-  std::vector<OpTiming> ops;  // op timings (ps from the iteration's start) of the median iteration
-  std::int64_t checked = 0;   // output elements compared with the replayer's
-  std::int64_t wrong = 0;     // nccl-tests' #wrong
+  double time_s = 0;                // the length of the iteration at RunOptions::quantile
+  std::vector<OpTiming> ops;        // that iteration's op timings (ps from its release)
+  std::int64_t checked = 0;         // output elements compared with the replayer's
+  std::int64_t wrong = 0;           // nccl-tests' #wrong
   // Every measured iteration's op timings (ps from that iteration's release).
   std::vector<std::vector<OpTiming>> iteration_ops;
   Pinning pinning;
@@ -75,7 +79,9 @@ SharedUnits backend_units(Backend b);
 // Runs the schedule for real. Throws ValidationError on a failed rank or timeout.
 Measurement run_for_real(const Schedule& s, const RunOptions& options);
 // Runs every schedule for real, options.rounds times in turn, and pools each one's
-// iterations (median and op timings over all of them; results checked every round).
+// iterations (time_s and ops over all of them; results checked every round).
+// "median", "p25": how tables name RunOptions::quantile.
+std::string quantile_name(double q);
 // The rounds run_in_rounds makes: options.rounds, at most one per iteration.
 int effective_rounds(const RunOptions& options);
 std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& schedules,

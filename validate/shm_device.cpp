@@ -64,10 +64,10 @@ class ShmDevice final : public RankDevice {
   }
 
   // Each iteration starts with the rank's buffers as an application hands them over:
-  // last written by their owner. Without this, what a copy costs depends on which
-  // core last touched its lines in the previous iteration (a broadcast's destination
-  // stays in the root's cache, a ping-pong's does not: 2x apart at 4 MiB), so the
-  // calibration's sweeps and the collectives would be measured in different states.
+  // last written by their owner. Otherwise which core last touched a line depends on
+  // what the previous iteration did (a broadcast's destination stays in the root's
+  // cache), and the calibration's sweeps and the collectives would start from
+  // different states.
   void load_inputs() override {
     auto* line = reinterpret_cast<volatile unsigned char*>(seg_.buffer(rank_, 0));
     const std::uint64_t bytes = seg_.rank_bytes(rank_);
