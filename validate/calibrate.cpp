@@ -86,9 +86,24 @@ double percentile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-// A sweep's sample: durations at the run's quantile (the median by default), p10, p90.
+// What a sweep point stands for: the mean of the samples from quantile q - 0.15 to
+// q + 0.15. One order statistic moves in the clock's steps (10 ns here, a tenth of a
+// small copy), so three calibrations in a row could differ by a step at every small size;
+// the band's mean does not, and still leaves out the tails that interference makes.
+double band_mean(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double last = static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::clamp(q - 0.15, 0.0, 1.0) * last + 0.5);
+  const auto hi = static_cast<std::size_t>(std::clamp(q + 0.15, 0.0, 1.0) * last + 0.5);
+  double sum = 0;
+  for (std::size_t i = lo; i <= hi; ++i) sum += v[i];
+  return sum / static_cast<double>(hi - lo + 1);
+}
+
+// A sweep's sample: durations about the run's quantile (the median by default), p10, p90.
 CalibrationSample sample_of(const Schedule& s, std::vector<double> d, double q) {
-  return {s.bytes(s.ops[0]), percentile(d, q), percentile(d, 0.1), percentile(d, 0.9)};
+  return {s.bytes(s.ops[0]), band_mean(d, q), percentile(d, 0.1), percentile(d, 0.9)};
 }
 
 // The durations of every op in every measured iteration, pooled.
@@ -379,8 +394,8 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   }
   c.load_after = load_average();
 
-  c.model.launch = from_seconds(percentile(releases, q));
-  c.model.op_overhead = from_seconds(percentile(gaps, q));
+  c.model.launch = from_seconds(band_mean(releases, q));
+  c.model.op_overhead = from_seconds(band_mean(gaps, q));
   c.overhead_p10_s = percentile(gaps, 0.1);
   c.overhead_p90_s = percentile(gaps, 0.9);
   for (auto& k : c.model.links) k.bandwidth = c.sweeps[0].curve;
