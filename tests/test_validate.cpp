@@ -2,6 +2,7 @@
 // processes, checked against the replayer; faults cleaned up; α-β fitting.
 #include <dirent.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +52,36 @@ std::string run(const std::string& cmd, int* status) {
   return out;
 }
 
-// Processes whose command line names our rank entry point: none may outlive a run.
+// The parent of a process, from /proc/PID/stat ("pid (comm) state ppid ..."); 0 if gone.
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');  // the command may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  char state = 0;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+bool descends_from_us(pid_t pid) {
+  for (int hops = 0; pid > 1 && hops < 64; ++hops) {
+    pid = parent_of(pid);
+    if (pid == ::getpid()) return true;
+  }
+  return false;
+}
+
+// A rank orphaned by a killed runner would be reparented to init and escape
+// rank_processes(), so this process adopts every orphan of what it starts.
+void adopt_orphans() {
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  REQUIRE(subreaper);
+}
+
+// Our own processes whose command line names the rank entry point: none may outlive a
+// run. Only ours: another validate running on the machine is not this test's leak.
 int rank_processes() {
   int n = 0;
   for (const auto& e : fs::directory_iterator("/proc")) {
@@ -60,7 +90,9 @@ int rank_processes() {
     std::getline(cmd, s, '\0');
     std::string arg1;
     std::getline(cmd, arg1, '\0');
-    n += arg1 == "__rank";
+    if (arg1 != "__rank") continue;
+    const std::string name = e.path().filename().string();
+    n += descends_from_us(static_cast<pid_t>(std::stoi(name)));
   }
   return n;
 }
@@ -78,6 +110,7 @@ std::vector<std::string> new_segments(const std::vector<std::string>& before) {
 // Everything that starts rank processes is one test case (sections), so that a parallel
 // ctest never runs two of them at once: the checks count rank processes system-wide.
 TEST_CASE("shm transport: real runs, faults, the validate and compare commands") {
+  adopt_orphans();
   SECTION("every algorithm runs for real and matches the replayer bitwise") {
     const auto before = leftover_segments();
     struct Case {
