@@ -57,9 +57,34 @@ TEST_CASE("each cost term adds to the ring's closed form exactly", "[cost]") {
         {"launch_s", launch},
         {"op_overhead_s", overhead},
         {"links", every_kind({{"efficiency", eff}, {"latency_s", latency}})}};
-    const double expected =
-        base + launch + (steps - 1) * overhead + steps * latency + steps * chunk / beta * (1 / eff - 1);
+    const double expected = base + launch + (steps - 1) * overhead + steps * latency +
+                            steps * chunk / beta * (1 / eff - 1);
     CHECK(ring_time(model, n, cost) == Approx(expected).margin(1e-11));
+  }
+}
+
+TEST_CASE("an op's recorded start is when it moves data, after the overhead it paid", "[cost]") {
+  // As a real run stamps its ops (after the wake-up), so that compare's steps and ops
+  // set the same intervals side by side.
+  const nlohmann::json doc = {
+      {"topology", {{"preset", "switch"}, {"gpus", 3}, {"bandwidth", "10GB/s"}}},
+      {"network",
+       {{"model", "ideal"},
+        {"alpha", "1us"},
+        {"cost", {{"launch_s", 2e-6}, {"op_overhead_s", 3e-7}}}}},
+      {"collectives",
+       {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", 3 << 20}}}}};
+  const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
+  const Schedule& s = r.schedules[0];
+  const auto& ops = r.sim.tasks[0].ops;
+  REQUIRE(ops.size() == s.size());
+  const Time start = r.sim.tasks[0].start;
+  for (OpId id = 0; id < s.size(); ++id) {
+    Time ready = start + from_seconds(2e-6);  // the launch
+    for (DepIndex d = s.dep_begin[id]; d < s.dep_begin[id + 1]; ++d)
+      ready = std::max(ready, ops[s.deps[d]].end + from_seconds(3e-7));
+    INFO("op " << id << " step " << s.ops[id].step);
+    CHECK(ops[id].start == ready);  // one op with dependencies per rank and step: no queue
   }
 }
 
@@ -121,8 +146,8 @@ TEST_CASE("a cost model's JSON round-trips and bad terms name their place", "[co
   CHECK_THAT(error({{"links", {{"nvlink", {{"efficiency", 1.5}}}}}}),
              Catch::Contains("network.cost.links.nvlink.efficiency"));
   CHECK_THAT(error({{"bandwidth_curve", {{2048, 1e9}, {1024, 2e9}}}}),
-             Catch::Contains("network.cost.bandwidth_curve[1][0]") &&
-                 Catch::Contains("increase"));
-  CHECK_THAT(error({{"reduce", {{"float32", {{1, 1e9}}}}}}), Catch::Contains("network.cost.reduce.float32"));
+             Catch::Contains("network.cost.bandwidth_curve[1][0]") && Catch::Contains("increase"));
+  CHECK_THAT(error({{"reduce", {{"float32", {{1, 1e9}}}}}}),
+             Catch::Contains("network.cost.reduce.float32"));
   CHECK_THAT(error({{"launch", 1e-6}}), Catch::Contains("network.cost"));
 }

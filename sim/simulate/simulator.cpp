@@ -260,7 +260,6 @@ void Simulator::start_ready_ops(std::size_t index) {
 }
 
 void Simulator::start_op(std::size_t task, OpId id) {
-  if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
   const OpCosts& costs = state_[task].costs;
   const CollectiveTask& t = (*tasks_)[task];
   // The overhead is the wake-up after a dependency: ops that wait on none start with
@@ -271,7 +270,10 @@ void Simulator::start_op(std::size_t task, OpId id) {
   engine_.schedule(costs.overhead_paid(busy, engine_.now()), kSimOpReady, ids_.id(task, id));
 }
 
+// An op starts when it begins to move data, after any overhead it paid: a real run
+// stamps its ops there too (after the wake-up), so the two timelines compare op for op.
 void Simulator::begin_op(std::size_t task, OpId id) {
+  if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
   const CollectiveTask& t = (*tasks_)[task];
   const TaskState& st = state_[task];
   const Op& op = t.schedule->ops[id];
