@@ -16,7 +16,7 @@ namespace calibration_test {
 
 // Samples of a sweep whose rate follows `rate(bytes)` exactly.
 Sweep sweep_of(const std::string& name, double (*rate)(double)) {
-  Sweep s{name, {}, {}, 0, 0, 0, false};
+  Sweep s(name);
   for (std::int64_t n = 256; n <= (64 << 20); n *= 2) {
     const double t = static_cast<double>(n) / rate(static_cast<double>(n));
     s.samples.push_back({n, t, t, t});

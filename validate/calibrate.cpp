@@ -83,7 +83,7 @@ Schedule reduce_from_peer(std::int64_t bytes, int ranks, DType dtype, ReduceOp o
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  return v[quantile_index(v.size(), q)];
 }
 
 // What a sweep point stands for: the mean of the samples from quantile q - 0.15 to
@@ -93,9 +93,8 @@ double percentile(std::vector<double> v, double q) {
 double band_mean(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const double last = static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::clamp(q - 0.15, 0.0, 1.0) * last + 0.5);
-  const auto hi = static_cast<std::size_t>(std::clamp(q + 0.15, 0.0, 1.0) * last + 0.5);
+  const std::size_t lo = quantile_index(v.size(), q - 0.15),
+                    hi = quantile_index(v.size(), q + 0.15);
   double sum = 0;
   for (std::size_t i = lo; i <= hi; ++i) sum += v[i];
   return sum / static_cast<double>(hi - lo + 1);
@@ -193,7 +192,7 @@ std::pair<DType, ReduceOp> parse_reduction(const std::string& key) {
 // took, never below one op alone (a lone transfer is not slowed by it).
 Sweep memory_sweep(const std::string& name, const Sweep& concurrent, const Sweep& one_way,
                    int ranks) {
-  Sweep m{name, {}, {}, 0, 0, 0, false};
+  Sweep m(name);
   for (std::size_t i = 0; i < concurrent.samples.size(); ++i) {
     CalibrationSample s = concurrent.samples[i];
     const double alone =
@@ -349,12 +348,11 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
                                         items[i].schedule.algorithm, request.sizes[items[i].size],
                                         measured[i].wrong));
 
-  Sweep one_way{"one_way", {}, {}, 0, 0, 0, false},
-      concurrent{"concurrent", {}, {}, 0, 0, 0, false};
+  Sweep one_way("one_way"), concurrent("concurrent");
   std::vector<Sweep> alone, both;
   for (const auto& key : request.reductions) {
-    alone.push_back({key, {}, {}, 0, 0, 0, false});
-    both.push_back({"concurrent " + key, {}, {}, 0, 0, 0, false});
+    alone.emplace_back(key);
+    both.emplace_back("concurrent " + key);
   }
   std::vector<double> gaps, releases;
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -41,12 +41,13 @@ struct CalibrationSample {
 
 // One sweep over sizes, and the curve fitted to it (rates in B/s).
 struct Sweep {
+  explicit Sweep(std::string sweep_name) : name(std::move(sweep_name)) {}
   std::string name;  // "one_way", "concurrent", "float32.sum"
   std::vector<CalibrationSample> samples;
   SizeCurve curve;
   double rms_residual_pct = 0, max_residual_pct = 0;
   std::int64_t worst_bytes = 0;  // where the largest residual is
-  double max_spread_pct = 0;     // widest (p90 - p10) / median over its sizes
+  double max_spread_pct = 0;     // widest (p90 - p10) / time_s over its sizes
   bool poor = false;             // residuals or spread too large to trust
 };
 

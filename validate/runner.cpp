@@ -265,15 +265,15 @@ void check_outputs(const Schedule& s, const Segment& seg, const Buffers<T>& expe
     }
 }
 
-// The iteration at quantile q of the lengths (the nearest rank, as percentile() in
-// calibrate.cpp) stands for the run: its length and its op timings.
+// The iteration at quantile q of the lengths stands for the run: its length and its op
+// timings.
 void settle_time(Measurement& m, double q) {
   if (m.iteration_s.empty()) return;
   std::vector<std::pair<double, std::size_t>> by_length;
   for (std::size_t i = 0; i < m.iteration_s.size(); ++i)
     by_length.emplace_back(m.iteration_s[i], i);
   std::sort(by_length.begin(), by_length.end());
-  const auto at = static_cast<std::size_t>(q * static_cast<double>(by_length.size() - 1) + 0.5);
+  const std::size_t at = quantile_index(by_length.size(), q);
   m.time_s = by_length[at].first;
   m.ops = m.iteration_ops[by_length[at].second];
 }
@@ -495,6 +495,10 @@ std::vector<std::string> leftover_segments() {
     if (e.path().filename().string().starts_with(kPrefix))
       out.push_back(e.path().filename().string());
   return out;
+}
+
+std::size_t quantile_index(std::size_t n, double q) {
+  return static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1) + 0.5);
 }
 
 std::string quantile_name(double q) {

@@ -80,6 +80,9 @@ SharedUnits backend_units(Backend b);
 Measurement run_for_real(const Schedule& s, const RunOptions& options);
 // Runs every schedule for real, options.rounds times in turn, and pools each one's
 // iterations (time_s and ops over all of them; results checked every round).
+// Where quantile q falls among n sorted values (the nearest rank; n > 0): the one rule
+// for the iteration that stands for a run and for calibrate's sweep points.
+std::size_t quantile_index(std::size_t n, double q);
 // "median", "p25": how tables name RunOptions::quantile.
 std::string quantile_name(double q);
 // The rounds run_in_rounds makes: options.rounds, at most one per iteration.

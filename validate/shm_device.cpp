@@ -71,7 +71,7 @@ class ShmDevice final : public RankDevice {
   void load_inputs() override {
     auto* line = reinterpret_cast<volatile unsigned char*>(seg_.buffer(rank_, 0));
     const std::uint64_t bytes = seg_.rank_bytes(rank_);
-    for (std::uint64_t i = 0; i < bytes; i += 64) line[i] = line[i];
+    for (std::uint64_t i = 0; i < bytes; i += kLineBytes) line[i] = line[i];
   }
 
   void run(OpId id, std::int64_t* times) override {
