@@ -1,5 +1,5 @@
 // Chakra execution traces: the reader on ASTRA-sim's published microbenchmarks in
-// ../shared/data/chakra (skipped without them), and the mapping to a step graph on
+// data/chakra, and the mapping to a step graph on
 // traces written here: compute, collectives per process group, send/recv pairs,
 // data and control dependencies, and the errors a broken trace gets.
 #include <fmt/format.h>
@@ -23,11 +23,11 @@ namespace chakra_test {
 
 namespace fs = std::filesystem;
 
-// ../shared/data/chakra/microbenchmarks/<op>/<K>npus_1MB/<op>, or empty when absent.
-fs::path shared_prefix(const std::string& op, int ranks) {
-  const fs::path dir = fs::path(COLLSIM_SHARED_DIR) / "data" / "chakra" / "microbenchmarks" / op /
-                       fmt::format("{}npus_1MB", ranks);
-  return fs::exists(dir) ? dir / op : fs::path();
+// data/chakra/microbenchmarks/<op>/<K>npus_1MB/<op>: a published trace's file prefix.
+fs::path published_prefix(const std::string& op, int ranks) {
+  return test::data_file(fs::path("chakra") / "microbenchmarks" / op /
+                         fmt::format("{}npus_1MB", ranks)) /
+         op;
 }
 
 // A fresh folder under the build tree for written traces.
@@ -116,17 +116,10 @@ using namespace chakra_test;
 
 TEST_CASE("Chakra microbenchmarks: every rank file of every shared trace as ASTRA-sim wrote it",
           "[chakra]") {
-  if (!chakra_files_supported()) {
-    WARN("skipped: collsim was built without protobuf");
-    return;
-  }
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
   for (const std::string op : {"all_reduce", "all_gather"})
     for (int K : {4, 8, 16}) {
-      const fs::path prefix = shared_prefix(op, K);
-      if (prefix.empty()) {
-        WARN("skipped: no " << op << " " << K << " under " << COLLSIM_SHARED_DIR);
-        continue;
-      }
+      const fs::path prefix = published_prefix(op, K);
       INFO(prefix.string());
       const auto files = chakra_rank_files(prefix, 0);
       REQUIRE(files.size() == static_cast<std::size_t>(K));  // ranks found by the files present
@@ -425,7 +418,7 @@ TEST_CASE("Chakra step graph: broken traces are refused, naming rank and node", 
 namespace chakra_test {
 
 // ASTRA-sim 2.0's analytical backend on the Ring_<K>npus networks with one chunk, 1 ns
-// endpoint delay and unlimited local memory bandwidth, as docs/data.md records them (ns).
+// endpoint delay and unlimited local memory bandwidth, as data/README.md records them (ns).
 struct Microbenchmark {
   std::string op;
   int ranks;
@@ -451,17 +444,10 @@ double step_of(const fs::path& prefix, const std::string& topology, const std::s
 
 TEST_CASE("Chakra microbenchmarks simulate to the ring closed form on ASTRA-sim's networks",
           "[chakra]") {
-  if (!chakra_files_supported()) {
-    WARN("skipped: collsim was built without protobuf");
-    return;
-  }
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
   const double N = 1 << 20;  // comm_size: 1 MiB
   for (const auto& m : kMicrobenchmarks) {
-    const fs::path prefix = shared_prefix(m.op, m.ranks);
-    if (prefix.empty()) {
-      WARN("skipped: no " << m.op << " " << m.ranks << " under " << COLLSIM_SHARED_DIR);
-      continue;
-    }
+    const fs::path prefix = published_prefix(m.op, m.ranks);
     INFO(m.op << " on " << m.ranks);
     const double K = m.ranks;
     // Ring_<K>npus: a ring of 50 GiB/s links (ASTRA-sim's "GB/s" are GiB/s), 500 ns each.
@@ -499,11 +485,23 @@ TEST_CASE("Chakra workload errors name the path", "[chakra]") {
   CHECK_THAT(
       error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "serialize_compute": true}})"),
       Catch::Contains("workload.serialize_compute: only a workload with a \"chakra\" trace"));
-  const fs::path prefix = shared_prefix("all_reduce", 4);
-  if (prefix.empty()) return;
+  if (!chakra_files_supported()) return;  // the trace-reading half needs protobuf
+  const fs::path prefix = published_prefix("all_reduce", 4);
   const std::string chakra = R"({"chakra": ")" + prefix.string() + "\"";
   CHECK_THAT(error_of(topo + chakra + R"(, "gradients": "1GB"}})"),
              Catch::Contains("workload.gradients: a Chakra trace gives every task of the step"));
   CHECK_THAT(error_of(topo + chakra + R"(, "ranks": [0, 1]}})"),
              Catch::Contains("workload.ranks: the Chakra trace has 4 ranks (one file each) but 2"));
+}
+
+TEST_CASE("the bundled Chakra scenario runs on the trace the repository holds", "[chakra]") {
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
+  // scenarios/chakra-all-reduce-ring8.json: ASTRA-sim's 8-NPU ring, 1 MiB all-reduce,
+  // 2(K-1)(500 ns + 1 MiB/(8 x 50 GiB/s)) by the ring's closed form.
+  const Scenario scenario =
+      load_scenario(fs::path(COLLSIM_SOURCE_DIR) / "scenarios" / "chakra-all-reduce-ring8.json");
+  const WorkloadRun run = run_workloads(scenario);
+  REQUIRE(run.jobs.size() == 1);
+  const double expected = 2 * 7 * (500e-9 + (1 << 20) / (8 * 50.0 * (1 << 30)));
+  CHECK(run.jobs[0].step_s == Approx(expected).epsilon(1e-6));
 }

@@ -1,4 +1,4 @@
-// nccl-tests logs: the parser on the published logs in ../shared/data/nccl-tests and on
+// nccl-tests logs: the parser on the published logs in data/nccl-tests and on
 // broken input, compare's arithmetic against a log, and the issue's target: the file
 // `calibrate --nccl-tests` fits on the 8x H100 forced-ring log predicts that log.
 #include <fmt/format.h>
@@ -20,18 +20,10 @@ namespace nccl_tests_test {
 
 namespace fs = std::filesystem;
 
-// The shared data, or empty (the test then skips) when this checkout has none.
-std::string shared_log(const std::string& name) {
-  const fs::path p = fs::path(COLLSIM_SHARED_DIR) / "data" / "nccl-tests" / name;
-  return fs::exists(p) ? p.string() : std::string();
+// A published log in data/nccl-tests (data/README.md), as printed.
+std::string published_log(const std::string& name) {
+  return test::data_file(fs::path("nccl-tests") / name).string();
 }
-
-#define NCCL_SHARED_OR_SKIP(var, name)                                      \
-  const std::string var = nccl_tests_test::shared_log(name);                \
-  if (var.empty()) {                                                        \
-    WARN("skipped: " << name << " not found under " << COLLSIM_SHARED_DIR); \
-    return;                                                                 \
-  }
 
 std::string parse_error(const std::string& text, const std::string& file = "bad.txt") {
   try {
@@ -49,7 +41,7 @@ const std::string kHeader =
 }  // namespace nccl_tests_test
 
 TEST_CASE("nccl-tests parser reads the forced-ring H100 log as printed", "[nccl-tests]") {
-  NCCL_SHARED_OR_SKIP(file, "h100x8_all_reduce_ring.txt");
+  const std::string file = nccl_tests_test::published_log("h100x8_all_reduce_ring.txt");
   const NcclTestsLog log = read_nccl_tests_log(file);
   CHECK(log.op == CollectiveOp::AllReduce);
   CHECK(log.op_source == "the log's header");
@@ -78,8 +70,8 @@ TEST_CASE("nccl-tests parser reads the forced-ring H100 log as printed", "[nccl-
 }
 
 TEST_CASE("nccl-tests parser reads the default H100 and the A100 logs", "[nccl-tests]") {
-  NCCL_SHARED_OR_SKIP(h100, "h100x8_all_reduce_default.txt");
-  NCCL_SHARED_OR_SKIP(a100, "a100x8_all_reduce_default.txt");
+  const std::string h100 = nccl_tests_test::published_log("h100x8_all_reduce_default.txt");
+  const std::string a100 = nccl_tests_test::published_log("a100x8_all_reduce_default.txt");
   const NcclTestsLog h = read_nccl_tests_log(h100);
   CHECK(h.op == CollectiveOp::AllReduce);
   CHECK(h.op_source == "the file name");  // no "Collective test starting" line
@@ -214,7 +206,7 @@ TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and 
 
 TEST_CASE("calibrate --nccl-tests on the forced-ring H100 log predicts it within 10 percent",
           "[nccl-tests]") {
-  NCCL_SHARED_OR_SKIP(log, "h100x8_all_reduce_ring.txt");
+  const std::string log = nccl_tests_test::published_log("h100x8_all_reduce_ring.txt");
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit");
   const std::string cal = (dir / "h100-ring.json").string();
   ::setenv("SOURCE_DATE_EPOCH", "1767225600", 1);  // the same bytes on every run
@@ -253,7 +245,7 @@ TEST_CASE("calibrate --nccl-tests on the forced-ring H100 log predicts it within
 }
 
 TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit", "[nccl-tests]") {
-  NCCL_SHARED_OR_SKIP(log, "h100x8_all_reduce_ring.txt");
+  const std::string log = nccl_tests_test::published_log("h100x8_all_reduce_ring.txt");
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-refuse");
   const std::string four = (dir / "four.json").string();
   std::ofstream(four) << R"({"topology": "dgx-h100", "collectives": [
@@ -310,4 +302,3 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
   CHECK(doc["fit"]["mape_pct"].get<double>() < 10);
 }
 
-#undef NCCL_SHARED_OR_SKIP

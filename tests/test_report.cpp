@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "helpers.h"
 #include "report/html_report.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
@@ -74,6 +75,9 @@ TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up", "[repor
 }
 
 TEST_CASE("report.html renders in headless Chromium without console errors", "[report][browser]") {
+  const std::string chromium = fs::exists("/usr/bin/chromium") ? "/usr/bin/chromium" : "";
+  if (chromium.empty())
+    COLLSIM_SKIP_TEST("chromium is not installed (tools/setup.sh --tests installs it)");
   const fs::path dir = fs::temp_directory_path() / ("collsim-report-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   int status = -1;
@@ -81,8 +85,6 @@ TEST_CASE("report.html renders in headless Chromium without console errors", "[r
                   "oversubscribed-spine-2to1.json --out " + dir.string(),
               &status);
   REQUIRE(status == 0);
-  const std::string chromium = fs::exists("/usr/bin/chromium") ? "/usr/bin/chromium" : "";
-  if (chromium.empty()) FAIL("chromium is not installed; tools/setup.sh installs it");
   const std::string flags = " --headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0 ";
   const std::string url = "file://" + (dir / "report.html").string();
   const fs::path log = dir / "chromium.log";

@@ -240,9 +240,8 @@ TEST_CASE("every bundled scenario runs and every bundled topology loads") {
     // "segments auto lands near ..." above sanitizes the same search.
     if (collsim::test::kSanitized && e.path().filename() == "pipelined-broadcast.json") continue;
     INFO(e.path().filename().string());
-    if (collsim::test::chakra_trace_unavailable(
-            read_json_file(e.path().string(), e.path().string()), e.path().parent_path()))
-      continue;  // tests/test_workload.cpp says so
+    if (collsim::test::needs_protobuf(read_json_file(e.path().string(), e.path().string())))
+      continue;  // test_chakra.cpp reports the skip
     const Scenario s = load_scenario(e.path());
     const ScenarioResult r = run_scenario(s);
     REQUIRE(r.outcomes.size() == r.resolved.size());

@@ -21,6 +21,7 @@
 #include <valijson/validator.hpp>
 
 #include "core/error.h"
+#include "helpers.h"
 #include "core/json_view.h"
 #include "scenario/cost_json.h"
 #include "scenario/scenario.h"
@@ -214,7 +215,8 @@ TEST_CASE("every bundled scenario and topology file names its schema and validat
     const json doc = read(file);
     CHECK(doc.value("$schema", "") == "schema/scenario.schema.json");
     CHECK(violations(schemas().scenario, doc) == "");
-    CHECK_NOTHROW(collsim::load_scenario(file));  // and the loader ignores "$schema"
+    // ... and the loader ignores "$schema" (a Chakra trace needs protobuf to load: test_chakra.cpp)
+    if (!collsim::test::needs_protobuf(doc)) CHECK_NOTHROW(collsim::load_scenario(file));
     ++checked;
   }
   for (const auto& file : json_files(kSourceDir / "topologies")) {

@@ -224,10 +224,8 @@ TEST_CASE("collsim sweep -j 2, and --shard i/n then collsim merge, match the pla
 
 TEST_CASE("mpirun -n 2 collsim sweep matches the single-process sweep", "[sweep][mpi][cli]") {
   const std::string mpirun = COLLSIM_MPIEXEC;
-  if (mpirun.empty()) {
-    WARN("skipped: collsim was built without MPI (tools/setup.sh installs libopenmpi-dev)");
-    return;
-  }
+  if (mpirun.empty())
+    COLLSIM_SKIP_TEST("collsim was built without MPI (tools/setup.sh --tests installs libopenmpi-dev)");
   const fs::path dir = test::temp_dir("sweep-mpi");
   const auto plain = test::run_collsim(kSweep + " --out " + (dir / "plain").string());
   REQUIRE(plain.status == 0);

@@ -9,7 +9,7 @@
 //
 // --targets runs every figure of the scale targets (issue 15) in one go, each case in
 // a child process of its own (its peak RSS is that child's), next to the floor
-// (../shared/bench/floor.cpp, the least work any simulator must do; built as the
+// (tools/floor/floor.cpp, the least work any simulator must do; built as the
 // collsim-floor target when that file is there, or given with --floor):
 //   collsim-bench --targets [--floor PATH] [--repeat 3] [--k100k]
 #include <fmt/format.h>
@@ -375,7 +375,7 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
       flow_growth.emplace_back(t.c.ranks, child.cpu_s);
     if (!t.with_floor) continue;
     if (floor_path.empty()) {
-      fmt::print("  floor: not built (../shared/bench/floor.cpp missing); pass --floor\n");
+      fmt::print("  floor: not built (tools/floor/floor.cpp); pass --floor\n");
       continue;
     }
     std::vector<FloorRun> floors;
@@ -437,7 +437,7 @@ int main(int argc, char** argv) {
                "--stream: generate on the simulator's thread instead of a thread of its own");
   app.add_flag("--targets", targets, "Run every scale target, each in a child process");
   app.add_flag("--k100k", with_100k, "--targets: also the K=100000 streamed ring (once)");
-  app.add_option("--floor", floor_path, "The floor program (../shared/bench/floor.cpp, built)");
+  app.add_option("--floor", floor_path, "The floor program (tools/floor/floor.cpp, built)");
   app.add_option("--repeat", repeat, "--targets: runs per case (the median is printed)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
