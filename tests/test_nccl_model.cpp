@@ -235,3 +235,50 @@ TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines"
        {{{"name", "bcast"}, {"op", "broadcast"}, {"algorithm", "nccl"}, {"bytes", "64MiB"}}}}};
   CHECK(make_plan(parse_scenario(doc, ".")).collectives[0].spec.options.segments > 1);
 }
+
+TEST_CASE("NCCL's pick is the same under every network model, or refused with the reason",
+          "[nccl]") {
+  // 1 GiB on one DGX H100: NCCL's model picks NVLS from the hardware alone. Flow and
+  // packet time it; ideal, which cannot share a link among NVLS's concurrent transfers,
+  // says so instead of quietly picking something else.
+  const auto plan_under = [](const std::string& model) {
+    const nlohmann::json doc = {
+        {"topology", "dgx-h100"},
+        {"network", {{"model", model}}},
+        {"collectives",
+         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "1GiB"}}}}};
+    return make_plan(parse_scenario(doc, ".")).collectives[0].label();
+  };
+  CHECK(plan_under("flow") == "nccl: nvls/Simple/16ch");
+  CHECK(plan_under("packet") == "nccl: nvls/Simple/16ch");
+  CHECK_THROWS_WITH(plan_under("ideal"), Catch::Contains("collectives[0]") &&
+                                             Catch::Contains("nvls") &&
+                                             Catch::Contains("does not share links"));
+  // Where NCCL picks something ideal can time, every model plans the same.
+  const auto small = [](const std::string& model) {
+    const nlohmann::json doc = {
+        {"topology", "dgx-h100"},
+        {"network", {{"model", model}}},
+        {"collectives",
+         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "64KiB"}}}}};
+    return make_plan(parse_scenario(doc, ".")).collectives[0].label();
+  };
+  CHECK(small("ideal") == small("flow"));
+  CHECK(small("packet") == small("flow"));
+}
+
+TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nccl]") {
+  // 2 x 8 H100 with 400 Gb/s NICs: NVLSTree's busbw passes the 400 GB/s ring limit at
+  // large sizes (data/README.md: 469 GB/s measured), so NCCL's model picks it there.
+  const nlohmann::json doc = {
+      {"topology", {{"preset", "cluster"}, {"nodes", 2}}},
+      {"collectives",
+       {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "1GiB"}}}}};
+  const Scenario s = parse_scenario(doc, ".");
+  CHECK(s.network.model == "flow");  // the default network model
+  const ScenarioResult r = run_scenario(s);
+  CHECK(r.labels[0] == "nccl: nvls_tree/Simple/16ch");
+  CHECK(r.outcomes[0].busbw_Bps > 400e9);  // above what a ring over the NICs can reach
+  // Every GPU's NVLink carries the whole buffer in and out at least once.
+  CHECK(r.outcomes[0].algbw_Bps < 450e9);
+}

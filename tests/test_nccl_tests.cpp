@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -162,6 +163,58 @@ TEST_CASE("nccl-tests parser names file and line of what it cannot read", "[nccl
              Catch::Contains("got 1 field"));
 }
 
+TEST_CASE("nccl-tests parser: zero-byte rows and a reduced maxBytes, as nccl-tests prints them",
+          "[nccl-tests]") {
+  // all_gather_perf -b 8 on 8 GPUs: the per-rank count of the small sizes rounds to 0, so
+  // nccl-tests prints several rows of 0 bytes before the first real size.
+  const std::string text =
+      "# Collective test starting: all_gather_perf\n"
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5\n"
+      "# Reducing maxBytes to 11453246122 due to memory limitation\n"
+      "#  Rank  0..7 Group  0 Pid 1 on host device 0..7 NVIDIA H100 80GB HBM3\n"
+      "           0             0     float    none      -1     0.20    0.00    0.00      0     0.19    0.00    0.00      0\n"
+      "           0             0     float    none      -1     0.19    0.00    0.00      0     0.19    0.00    0.00      0\n"
+      "          32             1     float    none      -1    10.50    0.00    0.00      0    10.40    0.00    0.00      0\n"
+      "          64             2     float    none      -1    10.60    0.01    0.01      0    10.50    0.01    0.01      0\n";
+  const NcclTestsLog log = parse_nccl_tests_log(text, "ag.txt");
+  CHECK(log.op == CollectiveOp::AllGather);
+  CHECK(log.max_bytes == 11453246122);  // the reduced limit, not the one asked for
+  REQUIRE(log.rows.size() == 4);
+  CHECK(log.rows[0].bytes == 0);
+  CHECK(log.rows[2].bytes == 32);
+  // A size that repeats is still refused unless it is zero, and so is a size after 0 rows
+  // that goes down again.
+  CHECK_THAT(nccl_tests_test::parse_error(
+                 text + "          64             2     float    none      -1    10.60    0.01    "
+                        "0.01      0    10.50    0.01    0.01      0\n"),
+             Catch::Contains("sizes must increase") && Catch::Contains("64 follows 64"));
+  CHECK_THAT(nccl_tests_test::parse_error("# Reducing maxBytes to lots due to memory limitation\n"),
+             Catch::Contains("bad.txt:1") && Catch::Contains("Reducing maxBytes to"));
+}
+
+TEST_CASE("every published log in data/nccl-tests parses, with its GPU count", "[nccl-tests]") {
+  // data/README.md: the machine of each log, and so how many GPUs took part.
+  const std::pair<const char*, int> logs[] = {{"h100x8_all_reduce_default.txt", 8},
+                                              {"h100x8_all_reduce_ring.txt", 8},
+                                              {"a100x8_all_reduce_default.txt", 8},
+                                              {"h100_2x8_all_reduce_default.txt", 16},
+                                              {"h100_4x8_all_reduce_default.txt", 32}};
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::data_file("nccl-tests"))) {
+    INFO(entry.path().filename().string());
+    const auto it = std::find_if(std::begin(logs), std::end(logs), [&](const auto& l) {
+      return entry.path().filename() == l.first;
+    });
+    REQUIRE(it != std::end(logs));  // a new log gets a line here and in data/README.md
+    const NcclTestsLog log = read_nccl_tests_log(entry.path().string());
+    CHECK(log.op == CollectiveOp::AllReduce);
+    CHECK(log.ranks == it->second);
+    CHECK(log.rows.size() >= 14);
+    ++files;
+  }
+  CHECK(files == static_cast<int>(std::size(logs)));
+}
+
 TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and by range",
           "[nccl-tests]") {
   // A 4-rank ring all-reduce on a 10 GB/s switch, alpha 1 us: 6 (alpha + N/4/beta).
@@ -302,3 +355,68 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
   CHECK(doc["fit"]["mape_pct"].get<double>() < 10);
 }
 
+
+TEST_CASE("launch mode: one process driving N GPUs floors a collective at N issue times",
+          "[nccl-tests][launch]") {
+  // 4 ranks, 10 GB/s, alpha 1 us: a 1 KiB ring all-reduce takes 6 (1 us + 256 B / 10 GB/s)
+  // = 6.15 us on the GPUs; one process issuing 4 GPUs' kernels at 4.4 us each takes 17.6 us.
+  const auto scenario = [](const nlohmann::json& launch, std::int64_t bytes) {
+    nlohmann::json doc = {
+        {"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "10GB/s"}}},
+        {"network", {{"model", "flow"}, {"alpha", "1us"}}},
+        {"collectives",
+         {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", bytes}}}}};
+    if (!launch.is_null()) doc["launch"] = launch;
+    return parse_scenario(doc, ".");
+  };
+  const double device = 6 * (1e-6 + 256 / 10e9);
+  CHECK(run_scenario(scenario(nullptr, 1024)).outcomes[0].time_s == Approx(device));
+  CHECK(run_scenario(scenario("process_per_gpu", 1024)).outcomes[0].time_s == Approx(device));
+  const Scenario driven = scenario({{"gpus_per_process", 4}}, 1024);
+  CHECK(driven.launch.describe() == "one process drives 4 GPUs (17.6 us to issue a collective)");
+  CHECK(run_scenario(driven).outcomes[0].time_s == Approx(4 * 4.4e-6));
+  CHECK(run_scenario_streamed(driven).outcomes[0].time_s == Approx(4 * 4.4e-6));
+  // Longer on the GPUs than the host takes to issue it: the floor is hidden.
+  const double big = 6 * (1e-6 + (1 << 20) / 4 / 10e9);
+  CHECK(run_scenario(scenario({{"gpus_per_process", 4}}, 1 << 20)).outcomes[0].time_s ==
+        Approx(big));
+  CHECK(run_scenario(scenario({{"gpus_per_process", 4}, {"issue_per_gpu", "10us"}}, 1024))
+            .outcomes[0]
+            .time_s == Approx(40e-6));
+  CHECK_THAT(test::error_of(R"({"topology": "dgx-h100", "launch": {"gpus_per_proces": 8},
+      "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})"),
+             Catch::Contains("launch") && Catch::Contains("gpus_per_process"));
+  CHECK_THAT(test::error_of(R"({"topology": "dgx-h100", "launch": "one_process",
+      "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})"),
+             Catch::Contains("launch") && Catch::Contains("process_per_gpu"));
+}
+
+TEST_CASE("compare takes the launch mode from the log's header and says so",
+          "[nccl-tests][launch]") {
+  // The forced-ring log ran -g 8 (nThread 1 nGpus 8): one process issued all 8 kernels.
+  const NcclTestsLog log =
+      read_nccl_tests_log(nccl_tests_test::published_log("h100x8_all_reduce_ring.txt"));
+  CHECK(launch_of(log).gpus_per_process == 8);
+  CHECK(launch_of(log).source == "the log's header (nThread 1 nGpus 8)");
+  const Scenario s = parse_scenario(
+      {{"topology", "dgx-h100"},
+       {"collectives",
+        {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"nccl_algo", "ring"},
+          {"bytes", "1GiB"}}}}},
+      ".");
+  const NcclComparison c = compare_nccl_log(s, s.collectives[0], log, 0, 64 << 10);
+  CHECK(c.launch.gpus_per_process == 8);
+  CHECK_THAT(nccl_comparison_table(c),
+             Catch::Contains("# launch: one process drives 8 GPUs (35.2 us to issue a "
+                             "collective), from the log's header (nThread 1 nGpus 8)"));
+  // Every small size is the host's 35.2 us to issue, against 35-40 us measured.
+  for (const auto& row : c.rows) {
+    CHECK(row.simulated_s == Approx(35.2e-6));
+    CHECK(std::abs(row.error_pct) < 15);
+  }
+  CHECK(c.mape_pct < 5);  // 58% with the launch mode left out
+  // A scenario that says how it launches keeps its own.
+  Scenario own = s;
+  set_launch(own, LaunchMode{.gpus_per_process = 1, .source = "the scenario"});
+  CHECK(compare_nccl_log(own, own.collectives[0], log, 0, 64 << 10).launch.gpus_per_process == 1);
+}

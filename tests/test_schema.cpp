@@ -140,6 +140,7 @@ std::map<std::string, Names> scenario_objects() {
       {"/definitions/model/oneOf/1/properties", names_of(collsim::kModelKeys)},
       {"/definitions/gpu/oneOf/1/properties", names_of(collsim::kGpuKeys)},
       {"/definitions/network/properties", names_of(collsim::kNetworkFields)},
+      {"/properties/launch/oneOf/1/properties", names_of(collsim::kLaunchFields)},
       {"/definitions/cost/properties", names_of(collsim::kCostModelKeys)},
       {"/definitions/linkCost/properties", names_of(collsim::kLinkCostKeys)},
       {"/definitions/collective/properties",

@@ -77,7 +77,7 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
   const Schedule& sched = r.schedules[0];
   for (const Op& op : sched.ops)
     if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
-  out.plan = describe_algorithm(r.resolved[0].algorithm, r.resolved[0].options);
+  out.plan = r.labels[0];
   return out;
 }
 
@@ -98,9 +98,13 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
                                 const NcclTestsLog& log, std::int64_t min_bytes,
                                 std::int64_t max_bytes) {
   check_log_matches(base, log);
+  Scenario launched = s;
+  if (s.launch.source == LaunchMode{}.source) set_launch(launched, launch_of(log));
   NcclComparison out;
+  out.launch = launched.launch;
   out.scenario = s.name;
   out.collective = base.name;
+  out.algorithm = base.algorithm;
   out.op = base.shape.op;
   out.ranks = log.ranks;
   out.log = &log;
@@ -108,11 +112,10 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
     if (row.bytes < min_bytes || row.bytes > max_bytes) continue;
     const CollectiveSpec c = sized_like(base, row);
     if (c.bytes == 0 || row.out_of_place.time_us <= 0) continue;  // nothing to time
-    const SizedRun run = simulate_alone(s, c);
-    if (out.plan.empty()) out.plan = run.plan;
+    const SizedRun run = simulate_alone(launched, c);
     const double measured = row.out_of_place.time_us * 1e-6;
     out.rows.push_back({row.bytes, run.time_s, measured, (run.time_s - measured) / measured * 100,
-                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps});
+                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps, run.plan});
   }
   if (out.rows.empty())
     throw InputError("--sizes", fmt::format("no size of {} in the range asked for", log.file));
@@ -132,15 +135,17 @@ std::string nccl_comparison_table(const NcclComparison& c) {
   std::string out = fmt::format(
       "# collsim compare {}: \"{}\" ({} {}, {} ranks) against nccl-tests log {} ({} on {} GPUs, "
       "GPU count from {}{})\n",
-      c.scenario, c.collective, name_of(c.op), c.plan, c.ranks, log.file, name_of(log.op),
+      c.scenario, c.collective, name_of(c.op), c.algorithm, c.ranks, log.file, name_of(log.op),
       log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
-  out += "# measured: the log's out-of-place columns; error = (simulated - measured) / measured\n";
-  out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}\n", "bytes", "simulated us",
-                     "measured us", "error", "sim busbw", "meas busbw");
+  out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
+  out += "# measured: the log's out-of-place columns; error = (simulated - measured) / measured;\n"
+         "# simulated: what ran at that size\n";
+  out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}  {}\n", "bytes", "simulated us",
+                     "measured us", "error", "sim busbw", "meas busbw", "simulated");
   for (const auto& r : c.rows)
-    out += fmt::format("  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}\n", r.bytes,
+    out += fmt::format("  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}  {}\n", r.bytes,
                        r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
-                       r.measured_busbw_GBps);
+                       r.measured_busbw_GBps, r.plan);
   out += fmt::format("# MAPE {:.1f}% over {} sizes ({} to {}), out-of-place times\n", c.mape_pct,
                      c.rows.size(), format_bytes(c.rows.front().bytes),
                      format_bytes(c.rows.back().bytes));
@@ -150,11 +155,19 @@ std::string nccl_comparison_table(const NcclComparison& c) {
 }
 
 void write_nccl_comparison_csv(std::ostream& out, const NcclComparison& c) {
-  out << "bytes,simulated_us,measured_us,error_pct,simulated_busbw_GBps,measured_busbw_GBps\n";
+  out << "bytes,simulated_us,measured_us,error_pct,simulated_busbw_GBps,measured_busbw_GBps,"
+         "simulated_plan\n";
+  // The plan is quoted (RFC 4180): "hierarchical [2 ring | 4 ring]" holds no comma today,
+  // but a label is free text.
+  auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
   for (const auto& r : c.rows)
-    out << fmt::format("{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f}\n", r.bytes, r.simulated_s * 1e6,
+    out << fmt::format("{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f},{}\n", r.bytes, r.simulated_s * 1e6,
                        r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
-                       r.measured_busbw_GBps);
+                       r.measured_busbw_GBps, quoted(r.plan));
 }
 
 nlohmann::json nccl_comparison_json(const NcclComparison& c) {
@@ -166,7 +179,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
                     {"measured_s", r.measured_s},
                     {"error_pct", r.error_pct},
                     {"simulated_busbw_GBps", r.simulated_busbw_GBps},
-                    {"measured_busbw_GBps", r.measured_busbw_GBps}});
+                    {"measured_busbw_GBps", r.measured_busbw_GBps},
+                    {"simulated_plan", r.plan}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& e : c.ranges)
     ranges.push_back(
@@ -178,7 +192,10 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
   return {{"scenario", c.scenario},
           {"collective", c.collective},
           {"op", name_of(c.op)},
-          {"plan", c.plan},
+          {"algorithm", c.algorithm},
+          {"launch", {{"gpus_per_process", c.launch.gpus_per_process},
+                      {"issue_per_gpu_s", to_seconds(c.launch.issue_per_gpu)},
+                      {"from", c.launch.source}}},
           {"ranks", c.ranks},
           {"log",
            {{"file", log.file},

@@ -22,7 +22,7 @@ struct SizedRun {
   double time_s = 0;
   double busbw_Bps = 0;
   std::int64_t transfer_bytes = 0;  // the largest transfer between two ranks
-  std::string plan;                 // the algorithm as planned
+  std::string plan;                 // what ran, as planned: "nccl: ring/LL128/16ch", "ring LL"
 };
 
 // `c` alone on the scenario's network, planned as `collsim run` plans it.
@@ -33,6 +33,7 @@ struct NcclCompareRow {
   double simulated_s = 0, measured_s = 0;
   double error_pct = 0;  // (simulated - measured) / measured
   double simulated_busbw_GBps = 0, measured_busbw_GBps = 0;
+  std::string plan;  // what was simulated at this size (NCCL's pick changes with size)
 };
 
 struct SizeRangeError {
@@ -43,7 +44,9 @@ struct SizeRangeError {
 };
 
 struct NcclComparison {
-  std::string scenario, collective, plan;
+  std::string scenario, collective;
+  std::string algorithm;  // as the scenario asks for it ("nccl", "ring", "auto")
+  LaunchMode launch;      // as simulated: the scenario's, else the log's
   CollectiveOp op = CollectiveOp::AllReduce;
   int ranks = 0;
   const NcclTestsLog* log = nullptr;
@@ -53,6 +56,7 @@ struct NcclComparison {
 };
 
 // Size 0 rows (nothing to time) and rows outside [min_bytes, max_bytes] are left out.
+// The launch mode is the scenario's when it sets "launch", else the log's (launch_of).
 // Throws InputError when the log's collective or GPU count differs from the scenario's.
 NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
                                 const NcclTestsLog& log, std::int64_t min_bytes,

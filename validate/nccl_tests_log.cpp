@@ -71,8 +71,17 @@ void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
         log.nccl_version = version_from_code(*code);
 }
 
-// "nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) ...".
+// "nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) ...", and the line
+// nccl-tests prints when the GPUs' memory cannot hold the largest size:
+// "Reducing maxBytes to 11453246122 due to memory limitation".
 void read_run_line(const std::vector<std::string_view>& w, NcclTestsLog& log, const Cursor& at) {
+  if (w.size() >= 4 && w[0] == "Reducing" && w[1] == "maxBytes" && w[2] == "to") {
+    const auto v = to_int(w[3]);
+    if (!v || *v < 0)
+      at.fail(fmt::format("expected a size after \"Reducing maxBytes to\", got \"{}\"", w[3]));
+    log.max_bytes = *v;
+    return;
+  }
   for (std::size_t i = 0; i < w.size(); ++i) {
     const std::string_view key = w[i];
     if (key != "nThread" && key != "nGpus" && key != "minBytes" && key != "maxBytes") continue;
@@ -250,6 +259,16 @@ std::uint64_t fnv1a(std::string_view text) {
 
 }  // namespace
 
+LaunchMode launch_of(const NcclTestsLog& log) {
+  LaunchMode m;
+  m.gpus_per_process = std::max(1, log.gpus_per_thread);
+  m.source = log.gpus_per_thread > 0
+                 ? fmt::format("the log's header (nThread {} nGpus {})", log.threads,
+                               log.gpus_per_thread)
+                 : std::string("default (the log's header does not say)");
+  return m;
+}
+
 std::optional<CollectiveOp> nccl_tests_op(std::string_view name) {
   if (name.ends_with("_perf")) name.remove_suffix(5);
   if (name == "alltoall") return CollectiveOp::AllToAll;
@@ -301,7 +320,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     }
     if (!looks_like_row(w)) continue;
     NcclTestsRow row = read_row(w, at);
-    if (!log.rows.empty() && row.bytes <= log.rows.back().bytes)
+    // Sizes increase from row to row, except that all-gather and reduce-scatter print
+    // 0 bytes for every small size whose per-rank count rounds down to 0.
+    if (!log.rows.empty() && row.bytes <= log.rows.back().bytes &&
+        !(row.bytes == 0 && log.rows.back().bytes == 0))
       at.fail(
           fmt::format("sizes must increase from row to row (one run per log): {} follows {} "
                       "at line {}",

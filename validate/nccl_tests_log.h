@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "network/cost_model.h"
 #include "schedule/collective.h"
 
 namespace collsim {
@@ -58,6 +59,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
 NcclTestsLog read_nccl_tests_log(const std::string& path,
                                  std::optional<CollectiveOp> op_hint = std::nullopt,
                                  int ranks_hint = 0);
+
+// How the log's run launched its collectives, from its header: nGpus > 1 is one thread
+// driving that many GPUs (-g N), which issues their kernels one after another.
+LaunchMode launch_of(const NcclTestsLog& log);
 
 // The collective a "X_perf" binary name (or a bare "alltoall", "all_reduce") stands for.
 std::optional<CollectiveOp> nccl_tests_op(std::string_view name);

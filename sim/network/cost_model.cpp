@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/units.h"
+
 namespace collsim {
 
 SizeCurve::SizeCurve(std::vector<std::pair<std::int64_t, double>> points) {
@@ -57,8 +59,15 @@ const SizeCurve* CostModel::memory_for_reduce(std::string_view dtype, std::strin
   return own ? own : (host_memory.empty() ? nullptr : &host_memory);
 }
 
+std::string LaunchMode::describe() const {
+  if (gpus_per_process <= 1) return "one process per GPU";
+  return "one process drives " + std::to_string(gpus_per_process) + " GPUs (" +
+         format_significant(to_seconds(issue_time()) * 1e6, 3) + " us to issue a collective)";
+}
+
 bool CostModel::trivial() const {
-  return !latency_replaces_alpha && launch == 0 && op_overhead == 0 && reduce.empty() &&
+  return !latency_replaces_alpha && launch == 0 && host_issue == 0 && op_overhead == 0 &&
+         reduce.empty() &&
          local_copy.empty() && host_memory.empty() && reduce_memory.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }

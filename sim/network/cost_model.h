@@ -59,6 +59,10 @@ struct ReduceRate {
 
 struct CostModel {
   Time launch = 0;       // once per collective, before its first op (kernel launch, base latency)
+  // The host's time to issue one collective (LaunchMode::issue_time): a collective lasts
+  // at least this long, as back-to-back launches measure it (nccl-tests' iterations):
+  // the GPUs run no faster than one host thread hands them work.
+  Time host_issue = 0;
   // Per op that waits on another (the wake-up), on the rank that completes it, one op
   // at a time per rank; ops with no dependency start with the collective.
   Time op_overhead = 0;
@@ -88,6 +92,26 @@ struct CostModel {
 
 // How one transfer departs from its route's nominal bottleneck: the model times
 // bytes x stretch (counters still count bytes) and pays start_up(α) before its first byte.
+// How the host issues collectives. One process per GPU (the default) issues its own
+// GPU's kernel, in parallel with the others, and NCCL's latencies already hold that
+// cost. One process driving several GPUs (nccl-tests -g N, one thread per process)
+// issues their kernels one after another: back-to-back collectives then take at least
+// gpus_per_process x issue_per_gpu (docs/nccl.md, "Launch mode").
+struct LaunchMode {
+  // 4.4 us: the published single-node H100 logs (data/README.md) show a ~35 us floor
+  // for -g 8 against ~13 us with one process per GPU; 35 us / 8 GPUs.
+  static constexpr double kIssuePerGpuS = 4.4e-6;
+  int gpus_per_process = 1;
+  Time issue_per_gpu = from_seconds(kIssuePerGpuS);
+  std::string source = "default";  // where it came from, for reports
+
+  Time issue_time() const {
+    return gpus_per_process > 1 ? issue_per_gpu * gpus_per_process : Time{0};
+  }
+  // "one process per GPU", "one process drives 8 GPUs (35.2 us to issue a collective)"
+  std::string describe() const;
+};
+
 struct TransferCost {
   double stretch = 1.0;
   Time latency = 0;

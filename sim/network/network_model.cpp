@@ -16,4 +16,8 @@ std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
   throw std::invalid_argument("unknown network model \"" + params.model + "\"");
 }
 
+bool network_model_shares_links(std::string_view model) {
+  return model != "ideal";
+}
+
 }  // namespace collsim

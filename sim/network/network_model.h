@@ -29,8 +29,13 @@ class NetworkHost {
   ~NetworkHost() = default;
 };
 
+// The model a scenario gets when it names none (the loader, the JSON Schema and the
+// README say the same): flow, because it is the one that times every algorithm
+// (NVLS's concurrent transfers share each GPU's link only where links are shared).
+inline constexpr std::string_view kDefaultNetworkModel = "flow";
+
 struct NetworkParams {
-  std::string model = "ideal";
+  std::string model = std::string(kDefaultNetworkModel);
   Time alpha = 0;  // per-message software/start-up cost, paid once per transfer
   RoutingPolicy routing = RoutingPolicy::Ecmp;
   std::int64_t packet_bytes = 64 * 1024;  // packet model
@@ -62,5 +67,10 @@ class NetworkModel {
 
 std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
                                                  const Topology& topology, Router& router);
+
+// Whether concurrent transfers on one link share its bandwidth under `model` (flow and
+// packet do; ideal gives every transfer its links to itself). Algorithms whose time is
+// that sharing (switch ops: NVLS) are timed only by models that share.
+bool network_model_shares_links(std::string_view model);
 
 }  // namespace collsim

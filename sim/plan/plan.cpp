@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "nccl/nccl_model.h"
+#include "network/network_model.h"
 #include "simulate/simulator.h"
 #include "topology/routing.h"
 
@@ -102,12 +103,16 @@ class Tuner {
   }
 
  private:
-  // NVLS generators emit switch ops, at the top or as a level: a stream refuses them.
+  // Switch ops (NVLS), at the top or as a level: a stream refuses them, and only a
+  // network model that shares links times them.
   static bool uses_switch_ops(const CollectiveSpec& spec) {
-    auto nvls = [](const std::string& a) { return a.starts_with("nvls"); };
-    return nvls(spec.algorithm) ||
+    auto switch_ops = [&](const std::string& a) {
+      const AlgorithmEntry* e = find_algorithm(spec.shape.op, a);
+      return e && e->switch_ops;
+    };
+    return switch_ops(spec.algorithm) ||
            std::any_of(spec.options.levels.begin(), spec.options.levels.end(),
-                       [&](const LevelSpec& l) { return nvls(l.algorithm); });
+                       [&](const LevelSpec& l) { return switch_ops(l.algorithm); });
   }
 
   // NVLS and PAT run on Simple only, as in NCCL.
@@ -149,7 +154,7 @@ class Tuner {
       pick = fmt::format("p2p/{}", s.protocol);
     } else {
       NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
-      topo.nvls = switch_reduces(spec);
+      topo.nvls = switch_reduces(spec, topo.nodes);
       NcclPick p;
       try {
         p = nccl_pick(topo, spec.shape.op, spec.bytes, spec.nccl_filter);
@@ -164,12 +169,14 @@ class Tuner {
                                      name_of(p.chosen.algorithm), name_of(spec.shape.op)));
       s.protocol = std::string(name_of(p.chosen.protocol));
       // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
-      // time, trees and chains (broadcast, reduce) one per channel.
+      // time (a head is a GPU of one node's switch: NVLSTree's slices are cut per node,
+      // not per rank of the whole collective), trees and chains (broadcast, reduce) one
+      // per channel.
       const bool nvls =
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
-      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * spec.shape.ranks);
+      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels);
       // One channel per rail across hosts; inside a host channels share every link.
@@ -192,26 +199,38 @@ class Tuner {
     return a == NcclAlgo::Tree ? "nccl_tree" : std::string(name_of(a));
   }
 
-  // NVLS applies where its generator accepts the collective on this topology.
-  bool switch_reduces(const CollectiveSpec& spec) const {
-    const AlgorithmEntry* entry = find_algorithm(spec.shape.op, "nvls");
+  // NVLS applies where the topology has it: NVLS on one host's sharp switch, NVLSTree
+  // with one per host. NCCL decides from the hardware alone, so this asks the generator
+  // about the topology only; whether our network model can time the pick is asked when
+  // the pick is planned (a model that cannot says so; it never picks something else).
+  bool switch_reduces(const CollectiveSpec& spec, int hosts) const {
+    const char* name = hosts > 1 ? "nvls_tree" : "nvls";
+    const AlgorithmEntry* entry = find_algorithm(spec.shape.op, name);
     if (!entry) return false;
-    PlannedCollective t{spec, std::nullopt, {}, {}, 0, nullptr, {}};
-    t.spec.algorithm = "nvls";
-    t.spec.options = {};
+    CollectiveSpec s = spec;
+    s.algorithm = name;
+    s.options = {};
     try {
-      fill_defaults(*entry, t);
-      generate_schedule(t.spec);
+      entry->fill_defaults(s.options, option_context(s));
+      generate_schedule(s);
       return true;
     } catch (const std::exception&) {
       return false;
     }
   }
 
+  OptionContext option_context(const CollectiveSpec& spec) const {
+    return {spec.shape.op, spec.shape.ranks, spec.json_path, &scenario_.topology, spec.ranks};
+  }
+
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
-    entry.fill_defaults(c.spec.options,
-                        {c.spec.shape.op, c.spec.shape.ranks, c.spec.json_path, &scenario_.topology,
-                         c.spec.ranks, scenario_.network.model});
+    entry.fill_defaults(c.spec.options, option_context(c.spec));
+    if (uses_switch_ops(c.spec) && !network_model_shares_links(scenario_.network.model))
+      throw InputError(c.spec.json_path,
+                       fmt::format("{} is timed by how its transfers share each GPU's link, and "
+                                   "the {} network model does not share links: set \"network\": "
+                                   "{{\"model\": \"flow\"}} (or \"packet\")",
+                                   c.spec.algorithm, scenario_.network.model));
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.

@@ -82,6 +82,23 @@ NetworkParams parse_network(const JsonView& v) {
   return p;
 }
 
+// "launch": "process_per_gpu" (the default), or {"gpus_per_process": N, "issue_per_gpu":
+// "4.4us"} for one process driving N GPUs, as nccl-tests -g N runs.
+LaunchMode parse_launch(const JsonView& v) {
+  LaunchMode m;
+  m.source = "the scenario";
+  if (v.is_string()) {
+    v.as_choice({"process_per_gpu"});
+    return m;
+  }
+  if (!v.is_object())
+    v.fail("\"process_per_gpu\", or an object like {\"gpus_per_process\": 8}");
+  v.allow_only(kLaunchFields);
+  m.gpus_per_process = static_cast<int>(v["gpus_per_process"].as_int(1, 1 << 16));
+  if (auto i = v.find("issue_per_gpu")) m.issue_per_gpu = from_seconds(i->as_duration());
+  return m;
+}
+
 // "placement": GPU node names in rank order (rank r runs on placement[r]).
 void parse_placement(const JsonView& v, Topology& t) {
   std::vector<NodeId> gpus;
@@ -434,6 +451,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
       apply_calibration(s, read_json_file(file.string(), c->path()), file.string());
     }
   }
+  if (auto l = root.find("launch")) set_launch(s, parse_launch(*l));
   if (auto w = root.find("workload")) s.workloads = parse_workloads(*w, s.topology, base_dir);
   const std::optional<JsonView> given = root.find("collectives");
   if (!given && s.workloads.empty()) root["collectives"];  // names what is missing
@@ -456,6 +474,13 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
   }
   check_packet_count(root, s.network, data);
   return s;
+}
+
+void set_launch(Scenario& s, LaunchMode launch) {
+  CostModel cost = s.network.cost ? *s.network.cost : CostModel{};
+  cost.host_issue = launch.issue_time();
+  s.network.cost = cost.trivial() ? nullptr : std::make_shared<const CostModel>(std::move(cost));
+  s.launch = std::move(launch);
 }
 
 void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std::string& where) {

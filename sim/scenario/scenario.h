@@ -34,6 +34,7 @@ struct Scenario {
   std::string description;
   Topology topology;
   NetworkParams network;
+  LaunchMode launch;  // how the host issues the collectives ("launch")
   std::vector<CollectiveSpec> collectives;
   std::vector<WorkloadSpec> workloads;  // training jobs ("workload"), run with the collectives
 };
@@ -42,7 +43,9 @@ struct Scenario {
 // tests/test_schema.cpp checks scenarios/schema/scenario.schema.json lists the same.
 // "$schema" names the JSON Schema for editors; the loader ignores it.
 inline constexpr std::string_view kScenarioFields[] = {
-    "$schema", "name", "description", "topology", "placement", "network", "collectives", "workload"};
+    "$schema", "name",        "description", "topology", "placement",
+    "network", "collectives", "workload",    "launch"};
+inline constexpr std::string_view kLaunchFields[] = {"gpus_per_process", "issue_per_gpu"};
 inline constexpr std::string_view kNetworkFields[] = {
     "model", "alpha", "routing", "packet", "switching", "calibration", "cost"};
 // Fields every collective takes; the rest belong to its algorithm's entry (the
@@ -56,6 +59,9 @@ inline constexpr std::string_view kRoutingFields[] = {
     "expert_load",     "expert_ranks",    "matrix"};
 
 Scenario load_scenario(const std::filesystem::path& file);
+
+// Sets the scenario's launch mode, and the host issue time of its cost model to match.
+void set_launch(Scenario& s, LaunchMode launch);
 
 // A topology as `collsim topo` and Python's collsim.topology take it: a bundled name,
 // a topology file, a scenario file (its topology, with its placement), or JSON text of

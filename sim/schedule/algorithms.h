@@ -61,8 +61,6 @@ struct OptionContext {
   std::string json_path;        // the object holding the options, for errors
   const Topology* topology;     // for defaults; null while parsing
   std::span<const int> placed;  // topology rank of each member (defaults only)
-  // The network model that will time it ("ideal", "flow", "packet"); empty: unknown.
-  std::string_view network_model = {};
 };
 
 using Generator = std::function<Schedule(const CollectiveShape&, const AlgorithmOptions&)>;
@@ -90,6 +88,9 @@ struct AlgorithmEntry {
   int channels = 1;                     // channels one group uses (builders must have them)
   std::vector<OptionDef> options = {};  // the JSON fields it takes besides the common ones
   ChannelSplit channel_split = ChannelSplit::Slices;
+  // Its schedule holds switch ops (NVLS): a stream cannot carry them, and only a network
+  // model that shares links can time them (the planner checks both).
+  bool switch_ops = false;
 
   bool takes(std::string_view option) const;
   // Only the options this entry takes, the rest at their defaults ("auto" parses

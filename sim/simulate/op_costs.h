@@ -21,6 +21,7 @@ class OpCosts {
 
   bool any() const { return model_ != nullptr; }
   Time launch() const { return model_ ? model_->launch : 0; }
+  Time host_issue() const { return model_ ? model_->host_issue : 0; }
   bool has_overhead() const { return model_ && model_->op_overhead > 0; }
 
   // The rank that completes an op (the receiver: it waits, wakes and reduces) handles

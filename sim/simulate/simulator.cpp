@@ -13,6 +13,7 @@ namespace {
 enum SimulatorEvent : std::uint32_t {
   kTaskStart,
   kTaskLaunched,
+  kTaskIssued,  // the host has issued a collective whose ops all finished earlier
   kSimNetworkWakeup,
   kSimOpReady,
   kSimLocalOpDone,
@@ -192,6 +193,9 @@ SimulationResult Simulator::run_loaded() {
       case kTaskLaunched:
         start_ready_ops(static_cast<std::size_t>(e.id));
         break;
+      case kTaskIssued:
+        finish_task(static_cast<std::size_t>(e.id));
+        break;
       case kSimOpReady: {
         const auto op = ids_.decode(e.id);
         begin_op(op.task, op.op);
@@ -332,6 +336,9 @@ void Simulator::finish_op(std::size_t task, OpId id) {
 }
 
 void Simulator::finish_task(std::size_t index) {
+  // A collective lasts at least the host's time to issue it (CostModel::host_issue).
+  const Time issued = add_time(result_.tasks[index].start, state_[index].costs.host_issue());
+  if (engine_.now() < issued) return engine_.schedule(issued, kTaskIssued, index);
   result_.tasks[index].end = engine_.now();
   for (std::size_t dep : state_[index].dependents)
     if (--state_[dep].prerequisites_left == 0) engine_.schedule(engine_.now(), kTaskStart, dep);

@@ -130,23 +130,10 @@ void require_sharp_switches(const OptionContext& ctx, int n, const char* algorit
   }
 }
 
-// NVLS's time is how its K + 1 concurrent transfers on each GPU link share it; the
-// ideal model gives every transfer its links to itself and would time NVLS up to
-// K + 1 times too fast, so NVLS is timed only by models that share links.
-void require_shared_links(const OptionContext& ctx, const char* algorithm) {
-  if (ctx.network_model == "ideal")
-    throw InputError(ctx.json_path,
-                     fmt::format("{} is timed by how its transfers share each GPU's link, and "
-                                 "the ideal network model does not share links: set "
-                                 "\"network\": {{\"model\": \"flow\"}} (or \"packet\")",
-                                 algorithm));
-}
-
 // The planner asks for defaults with the topology: refusing here is how "auto" learns
 // that NVLS does not apply.
 void nvls_defaults(AlgorithmOptions&, const OptionContext& ctx) {
   require_sharp_switches(ctx, ctx.ranks, "nvls");
-  require_shared_links(ctx, "nvls");
 }
 
 void parse_nvls_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
@@ -168,7 +155,6 @@ void nvls_tree_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
   const auto layout = switch_layout_of(o.hosts, ctx.ranks);
   if (auto* why = std::get_if<std::string>(&layout)) throw InputError(ctx.json_path, *why);
   require_sharp_switches(ctx, std::get<SwitchLayout>(layout).size, "nvls_tree");
-  require_shared_links(ctx, "nvls_tree");
 }
 
 // "channels": a count; "auto" (which other candidates of "algorithm": "auto" read as
@@ -199,11 +185,13 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls",
                .generate = nvls_all_reduce,
-               .options = {checked, channels}});
+               .options = {checked, channels},
+               .switch_ops = true});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
                .generate = nvls_tree_all_reduce,
-               .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}}});
+               .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
+               .switch_ops = true});
 }
 
 }  // namespace collsim
