@@ -241,12 +241,12 @@ TEST_CASE("NCCL's pick is the same under every network model, or refused with th
   // 1 GiB on one DGX H100: NCCL's model picks NVLS from the hardware alone. Flow and
   // packet time it; ideal, which cannot share a link among NVLS's concurrent transfers,
   // says so instead of quietly picking something else.
-  const auto plan_under = [](const std::string& model) {
+  const auto plan_under = [](const std::string& model, const std::string& bytes = "1GiB") {
     const nlohmann::json doc = {
         {"topology", "dgx-h100"},
         {"network", {{"model", model}}},
         {"collectives",
-         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "1GiB"}}}}};
+         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
     return make_plan(parse_scenario(doc, ".")).collectives[0].label();
   };
   CHECK(plan_under("flow") == "nccl: nvls/Simple/16ch");
@@ -255,16 +255,8 @@ TEST_CASE("NCCL's pick is the same under every network model, or refused with th
                                              Catch::Contains("nvls") &&
                                              Catch::Contains("does not share links"));
   // Where NCCL picks something ideal can time, every model plans the same.
-  const auto small = [](const std::string& model) {
-    const nlohmann::json doc = {
-        {"topology", "dgx-h100"},
-        {"network", {{"model", model}}},
-        {"collectives",
-         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "64KiB"}}}}};
-    return make_plan(parse_scenario(doc, ".")).collectives[0].label();
-  };
-  CHECK(small("ideal") == small("flow"));
-  CHECK(small("packet") == small("flow"));
+  CHECK(plan_under("ideal", "64KiB") == plan_under("flow", "64KiB"));
+  CHECK(plan_under("packet", "64KiB") == plan_under("flow", "64KiB"));
 }
 
 TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nccl]") {

@@ -121,6 +121,11 @@ struct TransferCost {
   bool replaces_alpha = false;  // `latency` instead of the model's alpha, not on top of it
 
   Time start_up(Time alpha) const { return replaces_alpha ? latency : add_time(alpha, latency); }
+  // The two halves of start_up. α is the sender's start-up (the textbook per-message
+  // cost: the sender is busy with it, before the first byte); `latency` (a protocol's
+  // per-hop latency, a calibrated per-kind latency) is propagation, paid by the data on
+  // its way while the sender goes on (NetworkModel::delivery_delay).
+  Time sender_start_up(Time alpha) const { return replaces_alpha ? 0 : alpha; }
 };
 
 // The cost of `bytes` over `route` (links of `topology`); `reduce` is the rate of the

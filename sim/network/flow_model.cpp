@@ -81,8 +81,10 @@ void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, st
   const Slot s = allocate(id, path, static_cast<double>(bytes) * cost.stretch);
   join_memory(s, cost);
   for (LinkId l : router_.links(path)) host.link_counters().enter(l, bytes, host.now());
-  const Time delay = add_time(cost.start_up(alpha_), router_.info(path).latency);
-  host.schedule_wakeup(add_time(host.now(), delay), make_cookie(kActivate, s));
+  // Joins after the sender's start-up, by a wakeup even when that is now, so the flows
+  // that start at one instant are solved together, once.
+  host.schedule_wakeup(add_time(host.now(), cost.sender_start_up(alpha_)),
+                       make_cookie(kActivate, s));
 }
 
 void FlowModel::wakeup(NetworkHost& host, std::uint64_t c) {

@@ -1,7 +1,8 @@
 #pragma once
 // The fluid model: every in-flight transfer is a flow whose rate is its max-min
-// fair share of the links on its path. A transfer first pays its latency (α plus
-// the path's link latencies), then joins the network; rates are recomputed when
+// fair share of the links on its path. A transfer joins the network after the sender's
+// start-up α; its latency (the path's link latencies, a protocol's per-hop latency) is
+// paid after its last byte has left (delivery_delay), as propagation; rates are recomputed when
 // flows join or leave, only for the flows and links connected to the change,
 // and once per instant however many changes that instant brings.
 //
@@ -27,6 +28,9 @@ class FlowModel final : public NetworkModel {
   void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
                       const TransferCost& cost) override;
   void wakeup(NetworkHost& host, std::uint64_t cookie) override;
+  std::optional<Time> delivery_delay(PathId path, const TransferCost& cost) const override {
+    return add_time(cost.latency, router_.info(path).latency);
+  }
 
   std::uint64_t resolves() const { return resolves_; }
 

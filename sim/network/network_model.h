@@ -3,6 +3,7 @@
 // path of links) and never the collective or schedule they belong to.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,7 +22,8 @@ class NetworkHost {
   virtual Time now() const = 0;
   // Calls the model's wakeup(cookie) at time `at`.
   virtual void schedule_wakeup(Time at, std::uint64_t cookie) = 0;
-  // The transfer's last byte has arrived, now.
+  // The model is done with the transfer, now: its last byte has arrived, or, for a model
+  // with a delivery_delay, has left the sender (the host then adds the delay).
   virtual void transfer_finished(TransferId id) = 0;
   virtual LinkCounters& link_counters() = 0;
 
@@ -63,6 +65,16 @@ class NetworkModel {
   virtual void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
                               const TransferCost& cost) = 0;
   virtual void wakeup(NetworkHost& host, std::uint64_t cookie) = 0;
+  // How long a transfer's data takes to arrive after its last byte has left: its path's
+  // link latencies and its cost's latency (a protocol's per-hop latency; α, the sender's
+  // start-up, is paid before the bytes: TransferCost::sender_start_up). A model that
+  // times only the start-up and the bytes (ideal, flow) returns it, and the host adds it after
+  // transfer_finished: the delay is propagation, not occupancy, so the sender goes on to
+  // its next send on the same connection while the data is in flight. A model that times
+  // the delay itself (packet: per-hop store and forward) returns nullopt.
+  virtual std::optional<Time> delivery_delay(PathId, const TransferCost&) const {
+    return std::nullopt;
+  }
 };
 
 std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,

@@ -55,6 +55,18 @@ struct Op {
   bool writes_every_rank() const { return kind == OpKind::Multicast; }
 };
 
+// Whether op `q`, which depends on transfer `p`, may begin once p's last byte has left
+// its sender rather than once it has arrived. Yes when q follows p on the same connection
+// (p.src to p.dst: in order however many are in flight, as NCCL's FIFOs are), or when q
+// does not touch p's destination at all (it reads or overwrites only what p has read).
+// A transfer's latency is thus paid where data flows, not again by every later send of
+// the same rank. Simulators and hardware runners order ops by this one rule.
+inline bool needs_only_sent(const Op& p, const Op& q) {
+  if (p.is_local() || p.is_switch() || q.is_switch()) return false;
+  const bool same_connection = q.src_rank == p.src_rank && q.dst_rank == p.dst_rank;
+  return same_connection || (q.src_rank != p.dst_rank && q.dst_rank != p.dst_rank);
+}
+
 inline const char* op_kind_name(OpKind k) {
   constexpr const char* names[] = {"copy", "reduce", "switch-reduce", "multicast"};
   return names[static_cast<int>(k)];

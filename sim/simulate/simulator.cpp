@@ -17,6 +17,7 @@ enum SimulatorEvent : std::uint32_t {
   kSimNetworkWakeup,
   kSimOpReady,
   kSimLocalOpDone,
+  kSimDelivered,  // a transfer's data has arrived, its delivery delay after it was sent
   kComputeDone
 };
 
@@ -62,8 +63,23 @@ void Simulator::transfer_finished(TransferId id) {
                                 .rank_gpu[leg < n ? s.switch_group_first(o) + leg : o.src_rank]] +=
           s.bytes(o);
     if (--state_[task].legs_left[op] > 0) return;
+    return finish_op(task, op);
   }
-  finish_op(task, op);
+  // Sent: what needs only that goes on now; the rest waits for the data to arrive.
+  const TaskState& st = state_[task];
+  const PathId path = result_.tasks[task].paths[op];
+  const std::optional<Time> delay =
+      model_.delivery_delay(path, st.costs.transfer(topology_, router_.links(path), o, s.bytes(o)));
+  if (!delay) return finish_op(task, op);
+  release_sent(task, op);
+  engine_.schedule(add_time(engine_.now(), *delay), kSimDelivered, ids_.id(task, op));
+}
+
+void Simulator::release_sent(std::size_t task, OpId id) {
+  TaskState& st = state_[task];
+  const std::vector<Op>& ops = (*tasks_)[task].schedule->ops;
+  for (OpId next : st.graph->successors(id))
+    if (needs_only_sent(ops[id], ops[next]) && --st.waiting[next] == 0) start_op(task, next);
 }
 
 void Simulator::prepare_task(std::size_t index) {
@@ -209,6 +225,11 @@ SimulationResult Simulator::run_loaded() {
         finish_op(op.task, op.op);
         break;
       }
+      case kSimDelivered: {
+        const auto op = ids_.decode(e.id);
+        finish_op(op.task, op.op, Phase::Delivered);
+        break;
+      }
       case kComputeDone:
         finish_task(static_cast<std::size_t>(e.id));
         break;
@@ -323,15 +344,18 @@ void Simulator::begin_switch_op(std::size_t task, OpId id) {
   }
 }
 
-void Simulator::finish_op(std::size_t task, OpId id) {
+void Simulator::finish_op(std::size_t task, OpId id, Phase phase) {
   const CollectiveTask& t = (*tasks_)[task];
   const Op& op = t.schedule->ops[id];
   if (options_.record_ops) result_.tasks[task].ops[id].end = engine_.now();
   if (!op.is_local() && !op.is_switch())
     result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
   TaskState& st = state_[task];
-  for (OpId next : st.graph->successors(id))
+  const std::vector<Op>& ops = t.schedule->ops;
+  for (OpId next : st.graph->successors(id)) {
+    if (phase == Phase::Delivered && needs_only_sent(op, ops[next])) continue;  // released
     if (--st.waiting[next] == 0) start_op(task, next);
+  }
   if (--st.ops_left == 0) finish_task(task);
 }
 

@@ -99,7 +99,11 @@ class Simulator final : private NetworkHost {
   void begin_op(std::size_t task, OpId op);                      // its rank's overhead is paid too
   void prepare_switch_routes(std::size_t index, TaskState& st);  // NVLS switch ops
   void begin_switch_op(std::size_t task, OpId op);
-  void finish_op(std::size_t task, OpId op);
+  // Whether a finishing transfer was first sent (release_sent already started what needed
+  // only that) or finishes whole (a local op, a switch op, a model that times its delay).
+  enum class Phase : std::uint8_t { Whole, Delivered };
+  void release_sent(std::size_t task, OpId op);
+  void finish_op(std::size_t task, OpId op, Phase phase = Phase::Whole);
   void finish_task(std::size_t index);
   const ScheduleGraph& graph_of(const Schedule& s);
   void record_routes();

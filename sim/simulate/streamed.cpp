@@ -16,7 +16,8 @@ enum StreamedEvent : std::uint32_t {
   kStreamLaunched,
   kStreamWakeup,
   kStreamOpReady,
-  kStreamLocalOpDone
+  kStreamLocalOpDone,
+  kStreamDelivered  // a transfer's data has arrived, its delivery delay after it was sent
 };
 
 constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max();
@@ -33,6 +34,7 @@ struct HeldOp {
   std::uint32_t more_first = kNoSuccessor, more_last = kNoSuccessor;  // pool list, in order
   std::uint8_t inline_successors = 0;
   bool has_deps = false;
+  bool sent = false;  // its last byte has left (ops needing only that have been released)
   bool done = false;
   OpId successor[kInline] = {};
 };
@@ -147,12 +149,13 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     h.has_deps = !deps.empty();
     for (OpId d : deps) {
       if (d < oldest_ || held(d).done) continue;
+      if (held(d).sent && needs_only_sent(held(d).op, op)) continue;
       ++h.waiting;
       link_successor(d, id);
     }
     if (!op.is_local()) h.path = route(op);
     for (int slot : slots_of(op)) {
-      if (latest_[slot] == kNoOp || held_done(latest_[slot])) --idle_slots_;
+      if (slot_idle(slot)) --idle_slots_;
       latest_[slot] = id;
     }
   }
@@ -179,6 +182,9 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
       case kStreamLocalOpDone:
         finish_op(e.id);
         break;
+      case kStreamDelivered:
+        finish_op(e.id);
+        break;
     }
   }
 
@@ -201,31 +207,69 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     model_.start_transfer(*this, id, h.path, bytes, cost);
   }
 
+  // A transfer's last byte has left: what needs only that goes on (Simulator::release_sent),
+  // and its source's slot may take ops to come; the data arrives after the delivery delay.
+  void sent(OpId id, Time delay) {
+    HeldOp& h = held(id);
+    h.sent = true;
+    const int source = slots_of(h.op).slot[0];
+    if (latest_[source] == id) ++idle_slots_;
+    const Op op = h.op;
+    for_each_successor(h, [&](OpId next) {
+      if (needs_only_sent(op, held(next).op) && --held(next).waiting == 0) start_op(next);
+    });
+    engine_.schedule(add_time(engine_.now(), delay), kStreamDelivered, id);
+  }
+
+  // Calls f on each successor of h, in the order they were linked (id order), as
+  // Simulator starts them.
+  template <class F>
+  void for_each_successor(const HeldOp& h, F&& f) {
+    const int n = h.inline_successors;
+    const OpId first[HeldOp::kInline] = {h.successor[0], h.successor[1]};
+    std::uint32_t more = h.more_first;
+    for (int i = 0; i < n; ++i) f(first[i]);
+    while (more != kNoSuccessor) {
+      const SuccessorLink link = successors_[more];
+      more = link.next;
+      f(link.op);
+    }
+  }
+
   void finish_op(OpId id) {
     HeldOp& h = held(id);
     if (!h.op.is_local())
       result_.node_received[collective_.rank_gpu[h.op.dst_rank]] += h.op.count * element_bytes_;
+    const bool was_sent = h.sent;
     h.done = true;
     ++finished_;
     result_.end = engine_.now();
-    for (int slot : slots_of(h.op))
-      if (latest_[slot] == id) ++idle_slots_;  // its rank has no unfinished op left
-    // In the order they were linked (id order), as Simulator starts them.
-    const int n = h.inline_successors;
-    const OpId first[HeldOp::kInline] = {h.successor[0], h.successor[1]};
-    std::uint32_t more = h.more_first;
+    for (int slot : slots_of(h.op))  // its rank has no unfinished op left
+      if (latest_[slot] == id && !(was_sent && slot == slots_of(h.op).slot[0])) ++idle_slots_;
+    const Op op = h.op;
+    const HeldOp successors = h;  // the lists, before they are recycled
     h.inline_successors = 0;
     h.more_first = h.more_last = kNoSuccessor;
-    for (int i = 0; i < n; ++i)
-      if (--held(first[i]).waiting == 0) start_op(first[i]);
-    while (more != kNoSuccessor) {
-      const SuccessorLink link = successors_[more];
+    for_each_successor(successors, [&](OpId next) {
+      if (was_sent && needs_only_sent(op, held(next).op)) return;  // released when sent
+      if (--held(next).waiting == 0) start_op(next);
+    });
+    for (std::uint32_t more = successors.more_first; more != kNoSuccessor;) {
+      const std::uint32_t next = successors_[more].next;
       successors_[more].next = free_successor_;
       free_successor_ = more;
-      more = link.next;
-      if (--held(link.op).waiting == 0) start_op(link.op);
+      more = next;
     }
     while (oldest_ < next_ && held(oldest_).done) ++oldest_;
+  }
+
+  // Whether an op to come on `slot` could start now: the slot's latest op is done, or has
+  // been sent from this slot's rank (ops needing only that may follow it).
+  bool slot_idle(int slot) {
+    const OpId latest = latest_[slot];
+    if (latest == kNoOp || held_done(latest)) return true;
+    const HeldOp& h = held(latest);
+    return h.sent && slots_of(h.op).slot[0] == slot;
   }
 
   // --- NetworkHost ---
@@ -233,7 +277,13 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   void schedule_wakeup(Time at, std::uint64_t cookie) override {
     engine_.schedule(at, kStreamWakeup, cookie);
   }
-  void transfer_finished(TransferId id) override { finish_op(id); }
+  void transfer_finished(TransferId id) override {
+    const HeldOp& h = held(id);
+    const std::optional<Time> delay = model_.delivery_delay(
+        h.path, costs_.transfer(topology_, router_.links(h.path), h.op, h.op.count * element_bytes_));
+    if (!delay) return finish_op(id);
+    sent(id, *delay);
+  }
   LinkCounters& link_counters() override { return result_.links; }
 
   // --- the window of held ops: a ring indexed by op id ---
