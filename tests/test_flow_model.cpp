@@ -91,3 +91,33 @@ TEST_CASE("flows sharing a link split it, and speed up when one leaves") {
   CHECK(r.links.peak_in_flight[0] == 2);
   CHECK(to_seconds(r.links.busy[0]) == Approx(0.4e-3).epsilon(1e-9));
 }
+
+TEST_CASE("latency is propagation: a rank's next send on a slow link does not wait for it",
+          "[flow][latency]") {
+  // A directed ring g0 -> g1 -> g2 -> g3 -> g0 whose links into g2 and g0 take 10 us,
+  // the others nothing; 4 bytes, so only latency counts. A chunk crosses a slow link every
+  // other hop: the ring all-reduce's 6 steps carry data 3 times over a slow link (30 us).
+  // Were latency occupancy, g1 and g3 would wait 10 us after each of their 6 sends: 60 us.
+  for (const char* model : {"ideal", "flow"}) {
+    INFO(model);
+    const nlohmann::json doc = {
+        {"topology",
+         {{"nodes",
+           {{{"name", "g0"}, {"kind", "gpu"}, {"rank", 0}},
+            {{"name", "g1"}, {"kind", "gpu"}, {"rank", 1}},
+            {{"name", "g2"}, {"kind", "gpu"}, {"rank", 2}},
+            {{"name", "g3"}, {"kind", "gpu"}, {"rank", 3}}}},
+          {"links",
+           {{{"src", "g0"}, {"dst", "g1"}, {"bandwidth", "100GB/s"}, {"kind", "nvlink"}, {"duplex", false}},
+            {{"src", "g1"}, {"dst", "g2"}, {"bandwidth", "100GB/s"}, {"kind", "nvlink"}, {"latency", "10us"},
+             {"duplex", false}},
+            {{"src", "g2"}, {"dst", "g3"}, {"bandwidth", "100GB/s"}, {"kind", "nvlink"}, {"duplex", false}},
+            {{"src", "g3"}, {"dst", "g0"}, {"bandwidth", "100GB/s"}, {"kind", "nvlink"}, {"latency", "10us"},
+             {"duplex", false}}}}}},
+        {"network", {{"model", model}}},
+        {"collectives",
+         {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", 16}}}}};
+    const double t = run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
+    CHECK(t == Approx(30e-6).epsilon(0.01));
+  }
+}
