@@ -70,7 +70,7 @@ void Simulator::transfer_finished(TransferId id) {
   const PathId path = result_.tasks[task].paths[op];
   const std::optional<Time> delay =
       model_.delivery_delay(path, st.costs.transfer(topology_, router_.links(path), o, s.bytes(o)));
-  if (!delay) return finish_op(task, op);
+  if (!delay || *delay == 0) return finish_op(task, op);  // arrived as it left
   release_sent(task, op);
   engine_.schedule(add_time(engine_.now(), *delay), kSimDelivered, ids_.id(task, op));
 }

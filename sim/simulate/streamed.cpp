@@ -281,7 +281,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     const HeldOp& h = held(id);
     const std::optional<Time> delay = model_.delivery_delay(
         h.path, costs_.transfer(topology_, router_.links(h.path), h.op, h.op.count * element_bytes_));
-    if (!delay) return finish_op(id);
+    if (!delay || *delay == 0) return finish_op(id);  // arrived as it left
     sent(id, *delay);
   }
   LinkCounters& link_counters() override { return result_.links; }
