@@ -58,7 +58,16 @@ LogScenario scenario_for(const NcclFitRequest& req, const NcclTestsLog& log) {
 SizedRun run_with(const LogScenario& ls, const NcclTestsRow& row, const CostModel& m) {
   Scenario s = ls.s;
   if (!m.trivial()) s.network.cost = std::make_shared<const CostModel>(m);
-  return simulate_alone(s, sized_like(ls.base, row));
+  try {
+    return simulate_alone(s, sized_like(ls.base, row));
+  } catch (const InputError& e) {
+    throw InputError("--algorithm",
+                     fmt::format("calibrate --nccl-tests fits under the ideal network model, "
+                                 "where the log's collective at {} bytes cannot be simulated "
+                                 "(fit a log NCCL ran with NCCL_ALGO=RING with --algorithm "
+                                 "ring): {}",
+                                 row.bytes, e.what()));
+  }
 }
 
 CostModel model_of(const FitValues& v, const std::vector<LinkKind>& kinds) {
