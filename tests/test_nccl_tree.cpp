@@ -27,17 +27,41 @@ TEST_CASE("nccl_tree computes the all-reduce for hosts x GPUs layouts and segmen
   for (int hosts : {1, 2, 3, 5, 8})
     for (int per_host : {1, 2, 3, 8})
       for (int segments : {1, 3})
-        for (std::int64_t count : {std::int64_t{1}, std::int64_t{97}}) {
-          AlgorithmOptions o;
-          o.hosts = hosts_of(hosts, per_host);
-          o.segments = segments;
-          const Schedule s =
-              e.generate(shape_of(CollectiveOp::AllReduce, hosts * per_host, count), o);
-          INFO(hosts << " hosts x " << per_host << ", S=" << segments << ", count " << count);
-          REQUIRE(check_schedule(s) == "");
-          CHECK(verify_exact(s, 9).ok());
-          if (hosts * per_host <= 16) CHECK(verify_symbolic(s).ok());
-        }
+        for (int channels : {1, 2, 5})
+          for (std::int64_t count : {std::int64_t{1}, std::int64_t{97}}) {
+            AlgorithmOptions o;
+            o.hosts = hosts_of(hosts, per_host);
+            o.segments = segments;
+            o.channels = channels;
+            const Schedule s =
+                e.generate(shape_of(CollectiveOp::AllReduce, hosts * per_host, count), o);
+            INFO(hosts << " hosts x " << per_host << ", S=" << segments << ", C=" << channels
+                       << ", count " << count);
+            REQUIRE(check_schedule(s) == "");
+            CHECK(verify_exact(s, 9).ok());
+            if (hosts * per_host <= 16 && channels < 5) CHECK(verify_symbolic(s).ok());
+          }
+}
+
+TEST_CASE("nccl_tree's channels put their chain heads on a rail each, so every NIC carries one") {
+  // 3 hosts x 4 GPUs, 4 channels: channel c's first tree crosses hosts between the GPUs
+  // of rail c, its second tree (chains run the other way) between those of rail c - 1.
+  const int hosts = 3, per_host = 4;
+  AlgorithmOptions o;
+  o.hosts = hosts_of(hosts, per_host);
+  o.channels = 4;
+  const Schedule s = find_algorithm(CollectiveOp::AllReduce, "nccl_tree")
+                         ->generate(shape_of(CollectiveOp::AllReduce, hosts * per_host, 4096), o);
+  std::vector<int> crossings_by_rail(per_host, 0);
+  for (const Op& op : s.ops) {
+    if (op.src_rank / per_host == op.dst_rank / per_host) continue;
+    const int c = op.channel / 2;
+    const int rail = op.channel % 2 == 0 ? c : (c + per_host - 1) % per_host;
+    CHECK(op.src_rank % per_host == rail);
+    CHECK(op.dst_rank % per_host == rail);
+    ++crossings_by_rail[rail];
+  }
+  for (int rail = 0; rail < per_host; ++rail) CHECK(crossings_by_rail[rail] == 2 * 2 * (hosts - 1));
 }
 
 TEST_CASE(

@@ -147,6 +147,7 @@ class Tuner {
     s.options = {};
     s.nccl_filter = {};
     std::string pick;
+    std::vector<NcclOption> weighed;
     if (!nccl_has_algorithms(spec.shape.op)) {
       // NCCL runs these as grouped point-to-point sends, on the Simple protocol.
       s.algorithm = algorithms_for(spec.shape.op).front();
@@ -179,13 +180,17 @@ class Tuner {
       if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels);
-      // One channel per rail across hosts; inside a host channels share every link.
+      // One channel per rail across hosts; inside a host channels share every link. NCCL's
+      // tree runs on its channels, each with its heads on a rail of its own.
       s.options.auto_channels = true;
+      if (p.chosen.algorithm == NcclAlgo::Tree) s.options.channels = std::min(p.channels, 32);
       pick = describe(p);
+      weighed = std::move(p.options);
     }
     PlannedCollective out = plan(s);
     out.spec.json_path = spec.json_path;
     out.nccl_pick = std::move(pick);
+    out.nccl_options = std::move(weighed);
     return out;
   }
 

@@ -24,6 +24,30 @@ nlohmann::json candidate_json(const Candidate& c) {
   return {{"algorithm", c.algorithm}, {"plan", c.label}, {"time_s", c.time_s}};
 }
 
+// NCCL's model, candidate by candidate: time = latency + bytes / algbw, the least wins.
+std::string nccl_terms_table(const PlannedCollective& c) {
+  std::string out = fmt::format(
+      "# {}: NCCL's model at {} bytes (time = latency + bytes / algbw; the least wins)\n",
+      c.spec.name, c.spec.bytes);
+  out += fmt::format("#   {:<10} {:<7} {:>12} {:>13} {:>12}\n", "algorithm", "proto",
+                     "latency us", "algbw GB/s", "time us");
+  for (const NcclOption& o : c.nccl_options)
+    out += fmt::format("#   {:<10} {:<7} {:>12.2f} {:>13.2f} {:>12.2f}\n", name_of(o.algorithm),
+                       name_of(o.protocol), o.latency_us, o.algbw_GBps, o.time_us);
+  return out;
+}
+
+nlohmann::json nccl_terms_json(const PlannedCollective& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const NcclOption& o : c.nccl_options)
+    rows.push_back({{"algorithm", name_of(o.algorithm)},
+                    {"protocol", name_of(o.protocol)},
+                    {"latency_us", o.latency_us},
+                    {"algbw_GBps", o.algbw_GBps},
+                    {"time_us", o.time_us}});
+  return rows;
+}
+
 }  // namespace
 
 std::string plan_table(const Scenario& s, const Plan& plan) {
@@ -50,6 +74,8 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
                          c.choice->runner_up->time_s * 1e6);
     out += "\n";
   }
+  for (const auto& c : plan.collectives)
+    if (!c.nccl_options.empty()) out += nccl_terms_table(c);
   return out;
 }
 
@@ -72,6 +98,7 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
                    {"candidates", c.choice->candidates_tried}};
       if (c.choice->runner_up) j["auto"]["runner_up"] = candidate_json(*c.choice->runner_up);
     }
+    if (!c.nccl_options.empty()) j["nccl_model"] = nccl_terms_json(c);
     cols.push_back(std::move(j));
   }
   return {{"scenario", s.name}, {"collectives", std::move(cols)}};

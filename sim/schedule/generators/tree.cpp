@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/json_view.h"
+#include "schedule/generators/channels.h"
 #include "topology/topology.h"
 
 namespace collsim {
@@ -100,7 +101,9 @@ Schedule chain_or_binomial(const CollectiveShape& s, const AlgorithmOptions& o, 
 // binary tree over the chains' heads. The second tree (`second`) shifts the host tree
 // by one and runs each chain the other way, so other GPUs (other rails) talk to the
 // network and most hosts that are leaves of one tree are inner nodes of the other.
-TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second) {
+// Channel `rotation` starts every chain that many members later, so channel c's heads
+// are the GPUs of rail c on every host (NCCL's channels use every NIC).
+TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second, int rotation) {
   std::vector<std::vector<int>> chains;  // members of each host, in member order
   std::map<int, int> index;
   for (int m = 0; m < size; ++m) {
@@ -109,8 +112,10 @@ TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second) {
     if (fresh) chains.emplace_back();
     chains[it->second].push_back(m);
   }
-  if (second)
-    for (auto& c : chains) std::reverse(c.begin(), c.end());
+  for (auto& c : chains) {
+    std::rotate(c.begin(), c.begin() + rotation % static_cast<int>(c.size()), c.end());
+    if (second) std::reverse(c.begin(), c.end());
+  }
   const int n = static_cast<int>(chains.size());
   const TreeShape across = in_order_binary_tree(n, second && n > 1 ? 1 : 0);
   TreeShape t{std::vector<int>(size, -1), std::vector<int>(size, 0)};
@@ -125,17 +130,33 @@ TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second) {
   return t;
 }
 
+// `channels` copies of the two trees, each on its own slice of the buffer (builder
+// channels 2c and 2c + 1), channel c's chains rotated by c.
 void nccl_tree_all_reduce(ScheduleBuilder& b, const Group& g, const std::vector<int>& hosts,
-                          int segments) {
-  const std::int64_t half = g.count / 2;
-  Group first = g.slice(0, half), second = g.slice(half, g.count - half);
-  first.channel = g.channel;
-  second.channel = g.channel + 1;
-  const PhasedPlan plans[] = {{first, tree_all_reduce_phases(nccl_tree(hosts, g.size(), false))},
-                              {second, tree_all_reduce_phases(nccl_tree(hosts, g.size(), true))}};
+                          int segments, int channels) {
+  std::vector<PhasedPlan> plans;
+  const Partition slices{g.count, channels};
+  for (int c = 0; c < channels; ++c) {
+    const Group region = g.slice(slices.begin(c), slices.size(c));
+    const std::int64_t half = region.count / 2;
+    Group first = region.slice(0, half), second = region.slice(half, region.count - half);
+    first.channel = 2 * c;
+    second.channel = 2 * c + 1;
+    plans.push_back({first, tree_all_reduce_phases(nccl_tree(hosts, g.size(), false, c))});
+    plans.push_back({second, tree_all_reduce_phases(nccl_tree(hosts, g.size(), true, c))});
+  }
   b.join_channels();
   run_pipelined(b, plans, segments);
   b.join_channels();
+}
+
+// "channels": a count of tree pairs (NCCL's channels), at most kMaxChannels / 2; "auto"
+// (which other candidates of "algorithm": "auto" read as their rail rule) is one here.
+void parse_tree_channels(const JsonView& object, AlgorithmOptions& o, const OptionContext&) {
+  auto v = object.find("channels");
+  if (!v) return;
+  const bool automatic = v->is_string() && v->as_string() == "auto";
+  o.channels = automatic ? 1 : static_cast<int>(v->as_int(1, kMaxChannels / 2));
 }
 
 // "hosts": the host of each member, given or (by default) from the topology.
@@ -190,11 +211,13 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   c.push_back(with_channels(std::move(dbt)));
   auto nccl = pipelined(CollectiveOp::AllReduce, "nccl_tree",
                         [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                          auto b = make_builder(s, "nccl_tree", {}, 2);
-                          nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments);
+                          const int channels = std::max(1, o.channels);
+                          auto b = make_builder(s, "nccl_tree", {}, 2 * channels);
+                          nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments, channels);
                           return b.finish();
                         });
   nccl.options.push_back({"hosts", parse_hosts, hosts_from_topology});
+  nccl.options.push_back({"channels", parse_tree_channels});
   c.push_back(std::move(nccl));
   c.push_back({.op = CollectiveOp::Scatter,
                .algorithm = "binomial_tree",
