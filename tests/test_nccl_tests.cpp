@@ -420,3 +420,23 @@ TEST_CASE("compare takes the launch mode from the log's header and says so",
   set_launch(own, LaunchMode{.gpus_per_process = 1, .source = "the scenario"});
   CHECK(compare_nccl_log(own, own.collectives[0], log, 0, 64 << 10).launch.gpus_per_process == 1);
 }
+
+TEST_CASE("nccl-tests: every test binary's name is a collective collsim simulates", "[nccl-tests]") {
+  const std::pair<const char*, CollectiveOp> binaries[] = {
+      {"all_reduce_perf", CollectiveOp::AllReduce},
+      {"all_gather_perf", CollectiveOp::AllGather},
+      {"reduce_scatter_perf", CollectiveOp::ReduceScatter},
+      {"broadcast_perf", CollectiveOp::Broadcast},
+      {"reduce_perf", CollectiveOp::Reduce},
+      {"alltoall_perf", CollectiveOp::AllToAll},
+      {"sendrecv_perf", CollectiveOp::SendRecv},
+      {"gather_perf", CollectiveOp::Gather},
+      {"scatter_perf", CollectiveOp::Scatter},
+      {"hypercube_perf", CollectiveOp::AllGather}};
+  for (const auto& [binary, op] : binaries) {
+    INFO(binary);
+    REQUIRE(nccl_tests_op(binary).has_value());
+    CHECK(*nccl_tests_op(binary) == op);
+  }
+  CHECK(!nccl_tests_op("frobnicate_perf"));
+}

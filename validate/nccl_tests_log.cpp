@@ -273,6 +273,9 @@ std::optional<CollectiveOp> nccl_tests_op(std::string_view name) {
   if (name.ends_with("_perf")) name.remove_suffix(5);
   if (name == "alltoall") return CollectiveOp::AllToAll;
   if (name == "sendrecv") return CollectiveOp::SendRecv;
+  // hypercube_perf gathers every rank's block onto every rank (an all-gather) by a
+  // hypercube exchange of point-to-point sends.
+  if (name == "hypercube") return CollectiveOp::AllGather;
   return collective_from_name(name);
 }
 
