@@ -120,3 +120,24 @@ TEST_CASE("hierarchy levels take channels too, and stay correct") {
     CHECK(verify_symbolic(s).ok());
   }
 }
+
+TEST_CASE("a one-channel ring across hosts says in its output that it uses one NIC a host",
+          "[channels][cli]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "collsim-one-nic.json").string();
+  {
+    std::ofstream out(path);
+    out << R"({"topology": {"preset": "cluster", "nodes": 2, "gpus_per_node": 4},
+               "collectives": [{"name": "one", "op": "all_reduce", "algorithm": "ring", "bytes": "1MiB"},
+                               {"name": "rails", "op": "all_reduce", "algorithm": "ring",
+                                "channels": "auto", "bytes": "1MiB"},
+                               {"name": "inside", "op": "all_reduce", "algorithm": "ring",
+                                "bytes": "1MiB", "ranks": [0, 1, 2, 3]}]})";
+  }
+  const auto run = run_collsim("run " + path);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.out, Catch::Contains("# one: one channel across 2 hosts: each host's traffic "
+                                      "crosses the network through one of its 4 NICs"));
+  CHECK_THAT(run.out, !Catch::Contains("# rails: one channel"));
+  CHECK_THAT(run.out, !Catch::Contains("# inside: one channel"));  // one host: no NIC
+  std::filesystem::remove(path);
+}

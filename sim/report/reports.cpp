@@ -4,10 +4,12 @@
 #include <fmt/ostream.h>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "core/units.h"
+#include "schedule/algorithms.h"
 #include "report/chrome_trace.h"
 #include "report/trace_lanes.h"
 
@@ -79,6 +81,33 @@ RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::
   return out;
 }
 
+namespace {
+
+// "NAME: one channel across N hosts: each host's traffic crosses the network through one
+// of its K NICs" for a collective that could take channels (one per rail) but runs one,
+// so that a comparison against it is not read as one against what NCCL would run.
+std::string one_nic_notes(const Scenario& s, const ScenarioResult& r) {
+  std::string out;
+  for (const CollectiveSpec& c : r.resolved) {
+    const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
+    if (!entry || !entry->takes("channels") || c.options.channels > 1) continue;
+    std::set<int> hosts;
+    for (int rank : c.ranks) hosts.insert(s.topology.node(s.topology.gpu_of_rank(rank)).host);
+    if (hosts.size() < 2) continue;
+    int nics = 0;
+    for (const Node& n : s.topology.nodes())
+      if (n.kind == NodeKind::Nic && n.host == *hosts.begin()) ++nics;
+    if (nics < 2) continue;
+    out += fmt::format(
+        "# {}: one channel across {} hosts: each host's traffic crosses the network through one "
+        "of its {} NICs (\"channels\": \"auto\" runs one per rail, as NCCL does)\n",
+        c.name, hosts.size(), nics);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
                           int hottest) {
   std::string out =
@@ -112,6 +141,7 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     for (const auto& o : r.outcomes) end = std::max(end, o.end_s);
     out += fmt::format("# all collectives done at {}\n", format_duration(end));
   }
+  out += one_nic_notes(s, r);
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
