@@ -197,6 +197,29 @@ TEST_CASE("nvls moves S(K+1)/K per GPU and direction, and its time is the closed
   }
 }
 
+TEST_CASE("nvls legs pay their links' latency, as every transfer does") {
+  // One segment: a switch reduce, then a multicast, each leg over one 1 us link. Each
+  // phase's legs arrive 1 us after their bytes: the collective takes 2 us longer than on
+  // the same links without latency, under flow and packet alike.
+  const auto graph = [](const std::string& latency) {
+    std::string g = sharp_graph(4, R"(, "sharp": true)");
+    const std::string from = R"("bandwidth": "450GB/s")";
+    for (std::size_t at = g.find(from); at != std::string::npos; at = g.find(from, at + 1))
+      g.insert(at + from.size(), R"(, "latency": ")" + latency + "\"");
+    return g;
+  };
+  for (const char* model : {"flow", "packet"}) {
+    INFO(model);
+    const auto time = [&](const std::string& latency) {
+      const Scenario sc = scenario_of(R"({"topology": )" + graph(latency) +
+                                      R"(, "network": {"model": ")" + model +
+                                      R"("}, "collectives": [{"op": "all_reduce", "algorithm": "nvls", "bytes": "1MiB"}]})");
+      return run_scenario(sc).outcomes[0].time_s;
+    };
+    CHECK(time("1us") - time("0us") == Approx(2e-6).epsilon(0.02));
+  }
+}
+
 TEST_CASE("the cost model's NVLink efficiency composes with the switch's") {
   // NCCL's model carries 20.6 of NVLink's nominal 25 GB/s per lane: with that as the
   // nvlink efficiency, each leg moves at 0.824 x 0.85 of the link rate.

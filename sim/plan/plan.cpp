@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "nccl/nccl_model.h"
 #include "network/network_model.h"
+#include "schedule/generators/channels.h"
 #include "simulate/simulator.h"
 #include "topology/routing.h"
 
@@ -181,9 +182,12 @@ class Tuner {
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels);
       // One channel per rail across hosts; inside a host channels share every link. NCCL's
-      // tree runs on its channels, each with its heads on a rail of its own.
-      s.options.auto_channels = true;
-      if (p.chosen.algorithm == NcclAlgo::Tree) s.options.channels = std::min(p.channels, 32);
+      // tree runs on its channels, each with its heads on a rail of its own: its run-time
+      // count is already doubled (channel c runs tree 0, channel c + n/2 tree 1), and
+      // nccl_tree's channels are pairs of trees.
+      s.options.auto_channels = p.chosen.algorithm != NcclAlgo::Tree;
+      if (p.chosen.algorithm == NcclAlgo::Tree)
+        s.options.channels = std::clamp(p.channels / 2, 1, kMaxChannels / 2);
       pick = describe(p);
       weighed = std::move(p.options);
     }

@@ -46,7 +46,7 @@ struct PlannedCollective {
   std::string nccl_pick;
   // ... and every algorithm x protocol its model weighed, with its latency and bandwidth
   // terms (what NCCL_DEBUG_SUBSYS=TUNE prints), in NCCL's order.
-  std::vector<NcclOption> nccl_options;
+  std::vector<NcclOption> nccl_options = {};
   // ScheduleHolding::Streamed: `schedule` was not generated; it is generated while it is
   // simulated (simulate/streamed.h), and `digest` comes from that run.
   bool streamed = false;

@@ -88,9 +88,14 @@ namespace {
 // so that a comparison against it is not read as one against what NCCL would run.
 std::string one_nic_notes(const Scenario& s, const ScenarioResult& r) {
   std::string out;
-  for (const CollectiveSpec& c : r.resolved) {
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    const CollectiveSpec& c = r.resolved[i];
+    // Channels that compose the algorithm per rail (channels_option, on_groups); NCCL's
+    // own picks run the channels NCCL would.
     const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
-    if (!entry || !entry->takes("channels") || c.options.channels > 1) continue;
+    if (!entry || !entry->on_groups || !entry->takes("channels") || c.options.channels > 1 ||
+        r.labels[i].starts_with("nccl: "))
+      continue;
     std::set<int> hosts;
     for (int rank : c.ranks) hosts.insert(s.topology.node(s.topology.gpu_of_rank(rank)).host);
     if (hosts.size() < 2) continue;

@@ -17,7 +17,8 @@ enum SimulatorEvent : std::uint32_t {
   kSimNetworkWakeup,
   kSimOpReady,
   kSimLocalOpDone,
-  kSimDelivered,  // a transfer's data has arrived, its delivery delay after it was sent
+  kSimDelivered,     // a transfer's data has arrived, its delivery delay after it was sent
+  kSimLegDelivered,  // the same for one leg of a switch op
   kComputeDone
 };
 
@@ -53,26 +54,45 @@ void Simulator::transfer_finished(TransferId id) {
   const auto [task, op, leg] = ids_.decode(id);
   const Schedule& s = *(*tasks_)[task].schedule;
   const Op& o = s.ops[op];
-  if (o.is_switch()) {
-    // Legs 0..n-1 cross the group's links (up for a reduce, down for a multicast), leg
-    // n the issuer's the other way: what arrives at a GPU is a multicast's leg to it,
-    // or the reduced result coming back to the issuer.
-    const int n = s.switch_group_size();
-    if ((o.kind == OpKind::Multicast) == (leg < n))
-      result_.node_received[(*tasks_)[task]
-                                .rank_gpu[leg < n ? s.switch_group_first(o) + leg : o.src_rank]] +=
-          s.bytes(o);
-    if (--state_[task].legs_left[op] > 0) return;
-    return finish_op(task, op);
-  }
-  // Sent: what needs only that goes on now; the rest waits for the data to arrive.
   const TaskState& st = state_[task];
-  const PathId path = result_.tasks[task].paths[op];
+  const PathId path = o.is_switch() ? leg_path(task, op, leg) : result_.tasks[task].paths[op];
   const std::optional<Time> delay =
       model_.delivery_delay(path, st.costs.transfer(topology_, router_.links(path), o, s.bytes(o)));
-  if (!delay || *delay == 0) return finish_op(task, op);  // arrived as it left
-  release_sent(task, op);
+  const bool in_flight = delay && *delay > 0;  // else it arrived as it left
+  if (o.is_switch()) {
+    if (!in_flight) return leg_delivered(task, op, leg);
+    return engine_.schedule(add_time(engine_.now(), *delay), kSimLegDelivered, id);
+  }
+  if (!in_flight) return finish_op(task, op);
+  // Sent: what needs only that goes on now; the rest waits for the data to arrive. The
+  // arrival is queued first, as the streamed simulator queues it (ties go in order).
   engine_.schedule(add_time(engine_.now(), *delay), kSimDelivered, ids_.id(task, op));
+  release_sent(task, op);
+}
+
+// Legs 0..n-1 cross the group's links (up for a reduce, down for a multicast), leg n the
+// issuer's the other way.
+PathId Simulator::leg_path(std::size_t task, OpId id, int leg) const {
+  const Schedule& s = *(*tasks_)[task].schedule;
+  const Op& op = s.ops[id];
+  const TaskState& st = state_[task];
+  const int n = s.switch_group_size();
+  const int r = leg < n ? s.switch_group_first(op) + leg : op.src_rank;
+  const bool up = (op.kind == OpKind::SwitchReduce) == (leg < n);
+  return up ? st.up[r] : st.down[r];
+}
+
+// What arrives at a GPU is a multicast's leg to it, or the reduced result coming back to
+// the issuer; the switch op is done when its last leg has arrived.
+void Simulator::leg_delivered(std::size_t task, OpId id, int leg) {
+  const Schedule& s = *(*tasks_)[task].schedule;
+  const Op& o = s.ops[id];
+  const int n = s.switch_group_size();
+  if ((o.kind == OpKind::Multicast) == (leg < n))
+    result_.node_received[(*tasks_)[task].rank_gpu[leg < n ? s.switch_group_first(o) + leg
+                                                           : o.src_rank]] += s.bytes(o);
+  if (--state_[task].legs_left[id] > 0) return;
+  finish_op(task, id);
 }
 
 void Simulator::release_sent(std::size_t task, OpId id) {
@@ -230,6 +250,11 @@ SimulationResult Simulator::run_loaded() {
         finish_op(op.task, op.op, Phase::Delivered);
         break;
       }
+      case kSimLegDelivered: {
+        const auto op = ids_.decode(e.id);
+        leg_delivered(op.task, op.op, op.leg);
+        break;
+      }
       case kComputeDone:
         finish_task(static_cast<std::size_t>(e.id));
         break;
@@ -335,9 +360,8 @@ void Simulator::begin_switch_op(std::size_t task, OpId id) {
   result_.transfers += static_cast<std::uint64_t>(n + 1);
   for (int leg = 0; leg <= n; ++leg) {
     const int r = leg < n ? first + leg : issuer;
-    const bool up = reduce == (leg < n);
-    const PathId path = up ? st.up[r] : st.down[r];
-    if (up) result_.node_sent[t.rank_gpu[r]] += bytes;
+    const PathId path = leg_path(task, id, leg);
+    if (reduce == (leg < n)) result_.node_sent[t.rank_gpu[r]] += bytes;
     TransferCost cost = st.costs.transfer(topology_, router_.links(path), op, bytes);
     cost.stretch /= st.efficiency[issuer];
     model_.start_transfer(*this, ids_.id(task, id, leg), path, bytes, cost);

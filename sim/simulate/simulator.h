@@ -103,6 +103,8 @@ class Simulator final : private NetworkHost {
   // only that) or finishes whole (a local op, a switch op, a model that times its delay).
   enum class Phase : std::uint8_t { Whole, Delivered };
   void release_sent(std::size_t task, OpId op);
+  PathId leg_path(std::size_t task, OpId op, int leg) const;  // a switch op's leg
+  void leg_delivered(std::size_t task, OpId op, int leg);
   void finish_op(std::size_t task, OpId op, Phase phase = Phase::Whole);
   void finish_task(std::size_t index);
   const ScheduleGraph& graph_of(const Schedule& s);

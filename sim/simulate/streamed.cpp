@@ -210,6 +210,9 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   // A transfer's last byte has left: what needs only that goes on (Simulator::release_sent),
   // and its source's slot may take ops to come; the data arrives after the delivery delay.
   void sent(OpId id, Time delay) {
+    // The arrival is queued before anything it releases, as Simulator queues it: an op
+    // released now may be generated only later (ties at one instant go in order).
+    engine_.schedule(add_time(engine_.now(), delay), kStreamDelivered, id);
     HeldOp& h = held(id);
     h.sent = true;
     const int source = slots_of(h.op).slot[0];
@@ -218,7 +221,6 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     for_each_successor(h, [&](OpId next) {
       if (needs_only_sent(op, held(next).op) && --held(next).waiting == 0) start_op(next);
     });
-    engine_.schedule(add_time(engine_.now(), delay), kStreamDelivered, id);
   }
 
   // Calls f on each successor of h, in the order they were linked (id order), as
