@@ -373,7 +373,7 @@ TEST_CASE("launch mode: one process driving N GPUs floors a collective at N issu
   CHECK(run_scenario(scenario(nullptr, 1024)).outcomes[0].time_s == Approx(device));
   CHECK(run_scenario(scenario("process_per_gpu", 1024)).outcomes[0].time_s == Approx(device));
   const Scenario driven = scenario({{"gpus_per_process", 4}}, 1024);
-  CHECK(driven.launch.describe() == "one process drives 4 GPUs (17.6 us to issue a collective)");
+  CHECK(driven.launch.value().describe() == "one process drives 4 GPUs (17.6 us to issue a collective)");
   CHECK(run_scenario(driven).outcomes[0].time_s == Approx(4 * 4.4e-6));
   CHECK(run_scenario_streamed(driven).outcomes[0].time_s == Approx(4 * 4.4e-6));
   // Longer on the GPUs than the host takes to issue it: the floor is hidden.

@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "schedule/algorithms.h"
@@ -99,9 +100,9 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
                                 std::int64_t max_bytes) {
   check_log_matches(base, log);
   Scenario launched = s;
-  if (s.launch.source == LaunchMode{}.source) set_launch(launched, launch_of(log));
+  if (!s.launch) set_launch(launched, launch_of(log));
   NcclComparison out;
-  out.launch = launched.launch;
+  out.launch = *launched.launch;
   out.scenario = s.name;
   out.collective = base.name;
   out.algorithm = base.algorithm;
@@ -157,17 +158,10 @@ std::string nccl_comparison_table(const NcclComparison& c) {
 void write_nccl_comparison_csv(std::ostream& out, const NcclComparison& c) {
   out << "bytes,simulated_us,measured_us,error_pct,simulated_busbw_GBps,measured_busbw_GBps,"
          "simulated_plan\n";
-  // The plan is quoted (RFC 4180): "hierarchical [2 ring | 4 ring]" holds no comma today,
-  // but a label is free text.
-  auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
   for (const auto& r : c.rows)
     out << fmt::format("{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f},{}\n", r.bytes, r.simulated_s * 1e6,
                        r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
-                       r.measured_busbw_GBps, quoted(r.plan));
+                       r.measured_busbw_GBps, csv_field(r.plan));
 }
 
 nlohmann::json nccl_comparison_json(const NcclComparison& c) {

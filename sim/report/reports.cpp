@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "core/csv.h"
 #include "core/units.h"
 #include "schedule/algorithms.h"
 #include "report/chrome_trace.h"
@@ -55,14 +56,6 @@ std::string per_collective_lines(const Scenario& s, const ScenarioResult& r,
                       s.topology.link_label(lb.link), lb.utilisation * 100, format_bytes(lb.bytes));
   }
   return out;
-}
-
-// A field for a CSV row: quoted when it holds a comma, quote or line break.
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
 }
 
 }  // namespace

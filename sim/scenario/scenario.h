@@ -3,6 +3,7 @@
 // as the user wrote them in JSON, checked and resolved.
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,8 @@ struct Scenario {
   std::string description;
   Topology topology;
   NetworkParams network;
-  LaunchMode launch;  // how the host issues the collectives ("launch")
+  // How the host issues the collectives ("launch"); empty: not said (one process per GPU).
+  std::optional<LaunchMode> launch;
   std::vector<CollectiveSpec> collectives;
   std::vector<WorkloadSpec> workloads;  // training jobs ("workload"), run with the collectives
 };
