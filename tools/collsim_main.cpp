@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
+
+#include <csignal>
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/json_view.h"
 #include "nccl_commands.h"
 #include "plan/plan_report.h"
@@ -415,6 +418,29 @@ void add_run_options(CLI::App* cmd, MeasureArgs& run) {
 
 }  // namespace
 
+namespace {
+
+// Ctrl-C or SIGTERM asks the run to stop: it unwinds (removing its --out staging) and
+// exits 128 + the signal. A second signal takes the default action at once.
+volatile std::sig_atomic_t stop_signal = 0;
+
+void on_stop_signal(int signal) {
+  stop_signal = signal;
+  request_interrupt();
+  std::signal(signal, SIG_DFL);
+}
+
+void install_stop_handlers() {
+  for (int signal : {SIGINT, SIGTERM}) {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(signal, &action, nullptr);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // A rank process of a real run (any backend), started by `collsim validate`/`calibrate`.
   if (argc == 4 && std::string(argv[1]) == "__rank")
@@ -553,6 +579,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  install_stop_handlers();
   try {
     if (*run) return run_command(run_args);
     if (*trace) return trace_command(trace_args);
@@ -577,6 +604,9 @@ int main(int argc, char** argv) {
       check_no_nccl_compare_options(compare);
       return compare_command(compare_args);
     }
+  } catch (const Interrupted&) {
+    std::cerr << "collsim: interrupted; nothing written\n";
+    return 128 + (stop_signal ? static_cast<int>(stop_signal) : SIGINT);
   } catch (const InputError& e) {
     std::cerr << "collsim: error: " << e.what() << "\n";
     return 2;

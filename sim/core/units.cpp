@@ -37,11 +37,13 @@ std::optional<double> take_prefix(std::string_view& unit) {
                    {"Mi", 1024.0 * 1024},
                    {"Gi", 1024.0 * 1024 * 1024},
                    {"Ti", 1024.0 * 1024 * 1024 * 1024},
+                   {"Pi", 1024.0 * 1024 * 1024 * 1024 * 1024},
                    {"k", 1e3},
                    {"K", 1e3},
                    {"M", 1e6},
                    {"G", 1e9},
-                   {"T", 1e12}};
+                   {"T", 1e12},
+                   {"P", 1e15}};
   for (const auto& p : kPrefixes) {
     if (unit.starts_with(p.prefix) && unit.size() > p.prefix.size()) {
       unit.remove_prefix(p.prefix.size());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/interrupt.h"
 #include "core/slot_pool.h"
 
 namespace collsim {
@@ -54,7 +55,8 @@ Event Engine::pop() {
   }
   Bucket& b = buckets_[current_];
   --pending_;
-  ++processed_;
+  // A few milliseconds of events between polls: Ctrl-C stops a run within a second.
+  if ((++processed_ & kPollMask) == 0) poll_interrupt();
   return b.events[b.next++];
 }
 

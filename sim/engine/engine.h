@@ -38,6 +38,7 @@ class Engine {
   void schedule(Time at, std::uint32_t tag, std::uint64_t id);
 
   // Pops the earliest event and advances the clock to it. The queue must not be empty.
+  // Throws Interrupted (core/interrupt.h) when a stop was requested.
   Event pop();
 
   // Runs until the queue is empty, handing each event to `handler(const Event&)`.
@@ -47,6 +48,7 @@ class Engine {
   }
 
  private:
+  static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
   using BucketId = std::uint32_t;
   static constexpr BucketId kNone = ~BucketId{0};
   struct Bucket {

@@ -1,12 +1,19 @@
 #include "report/output_dir.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <iostream>
 
 #include <algorithm>
 #include <atomic>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 
 namespace collsim {
 namespace fs = std::filesystem;
@@ -17,24 +24,55 @@ std::string quoted(const fs::path& p) {
   return "\"" + p.string() + "\"";
 }
 
+constexpr std::string_view kStagingPrefix = ".collsim-tmp.";
+
+// Waits for any other run writing into `dir`; the lock goes with the descriptor.
+int lock_folder(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw InputError("--out", "cannot open folder " + quoted(dir));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::cerr << "collsim: waiting for another run writing into " << quoted(dir) << "\n";
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) poll_interrupt();
+  }
+  return fd;
+}
+
+// Staging folders of runs whose process is gone (killed before they could clean up).
+// Called with the folder locked, so no live run of ours is between staging and commit.
+void remove_stale_staging(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kStagingPrefix)) continue;
+    const long pid = std::strtol(name.c_str() + kStagingPrefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      fs::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 OutputDir::OutputDir(fs::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (!fs::is_directory(dir_)) throw InputError("--out", "cannot create folder " + quoted(dir_));
+  lock_fd_ = lock_folder(dir_);
+  remove_stale_staging(dir_);
   // Inside the destination, so that commit() renames within one file system.
   static std::atomic<int> counter{0};
-  staging_ = dir_ / fmt::format(".collsim-tmp.{}.{}", ::getpid(), counter++);
+  staging_ = dir_ / fmt::format("{}{}.{}", kStagingPrefix, ::getpid(), counter++);
   fs::remove_all(staging_, ec);
-  if (!fs::create_directory(staging_, ec))
+  if (!fs::create_directory(staging_, ec)) {
+    ::close(lock_fd_);  // the destructor does not run for a constructor that throws
     throw InputError("--out", "cannot write into folder " + quoted(dir_));
+  }
 }
 
 OutputDir::~OutputDir() {
   current_.close();
   std::error_code ec;
   fs::remove_all(staging_, ec);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
 }
 
 void OutputDir::close_current() {
@@ -58,6 +96,7 @@ void OutputDir::drop(const std::string& name) {
 
 void OutputDir::commit() {
   close_current();
+  poll_interrupt();  // a stopped run replaces nothing
   std::erase_if(dropped_, [&](const std::string& d) {
     return std::find(names_.begin(), names_.end(), d) != names_.end();
   });

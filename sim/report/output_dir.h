@@ -5,6 +5,12 @@
 // aside and the new ones in, putting everything back if a rename still fails. If
 // commit() is never reached (an error, an exception) the staging folder is removed
 // and the destination is as it was.
+//
+// Several runs into one folder take turns: each holds an exclusive lock on the folder
+// (flock) from its first file to its commit, so the folder always holds one run's
+// complete set. A staging folder left by a run that was killed (its process is gone)
+// is removed by the next run into that folder. commit() refuses (Interrupted) once a
+// stop was requested (Ctrl-C), so an interrupted run replaces nothing.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,6 +37,7 @@ class OutputDir {
  private:
   void close_current();
   std::filesystem::path dir_;
+  int lock_fd_ = -1;  // the folder, held with flock(LOCK_EX) while this object lives
   std::filesystem::path staging_;
   std::ofstream current_;
   std::vector<std::string> names_;  // in the order opened

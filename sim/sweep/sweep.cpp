@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -20,28 +21,65 @@
 
 namespace collsim {
 
+namespace {
+
+std::int64_t size_argument(const std::string& s) {
+  const auto v = parse_size(s);
+  if (!v || *v <= 0)
+    throw InputError("--sizes", fmt::format("expected a size like \"1KiB\", got \"{}\"", s));
+  if (*v > kMaxBytes)
+    throw InputError("--sizes", fmt::format("{} is more than the largest size, {}", s,
+                                            format_bytes(kMaxBytes)));
+  return *v;
+}
+
+double step_factor(const std::string& step) {
+  double factor = 0;
+  const char* end = step.data() + step.size();
+  const bool is_factor = step.size() >= 2 && step[0] == 'x' &&
+                         std::from_chars(step.data() + 1, end, factor).ptr == end;
+  if (!is_factor || !std::isfinite(factor))
+    throw InputError("--step", fmt::format("expected a factor like \"x2\", got \"{}\"", step));
+  if (!(factor > 1)) throw InputError("--step", "the factor must be more than 1");
+  return factor;
+}
+
+}  // namespace
+
+void check_sizes(const std::vector<std::int64_t>& sizes, const std::string& where) {
+  if (sizes.size() > kMaxSweepSizes)
+    throw InputError(where, fmt::format("{} sizes, more than the {} a sweep takes", sizes.size(),
+                                        kMaxSweepSizes));
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] <= 0 || sizes[i] > kMaxBytes)
+      throw InputError(fmt::format("{}[{}]", where, i),
+                       fmt::format("expected a size of 1 B to {} bytes ({}), got {}", kMaxBytes,
+                                   format_bytes(kMaxBytes), sizes[i]));
+}
+
 std::vector<std::int64_t> parse_sizes(const std::string& text, const std::string& step) {
   std::vector<std::int64_t> out;
-  auto size_of = [](const std::string& s) {
-    auto v = parse_size(s);
-    if (!v || *v <= 0)
-      throw InputError("--sizes", fmt::format("expected a size like \"1KiB\", got \"{}\"", s));
-    return *v;
-  };
   if (auto dots = text.find(".."); dots != std::string::npos) {
-    const std::int64_t lo = size_of(text.substr(0, dots)), hi = size_of(text.substr(dots + 2));
-    if (step.size() < 2 || step[0] != 'x')
-      throw InputError("--step", "expected a factor like \"x2\"");
-    const double factor = std::stod(step.substr(1));
-    if (!(factor > 1)) throw InputError("--step", "the factor must be more than 1");
+    const std::int64_t lo = size_argument(text.substr(0, dots));
+    const std::int64_t hi = size_argument(text.substr(dots + 2));
+    const double factor = step_factor(step);
     if (lo > hi) throw InputError("--sizes", "the first size must not exceed the last");
+    // Counted before any is made: a factor near 1 must not ask for billions of points.
+    const double points = std::floor(std::log(static_cast<double>(hi) / lo) / std::log(factor)) + 1;
+    if (points > kMaxSweepSizes)
+      throw InputError("--step", fmt::format("{} from {} to {} makes {} sizes, more than the {} a "
+                                             "sweep takes; use a larger factor",
+                                             step, format_bytes(lo), format_bytes(hi),
+                                             format_significant(points, 3), kMaxSweepSizes));
     for (double v = static_cast<double>(lo); v <= hi * (1 + 1e-12); v *= factor)
       out.push_back(std::llround(v));
   } else {
     for (std::size_t a = 0; a <= text.size();) {
       std::size_t b = text.find(',', a);
       if (b == std::string::npos) b = text.size();
-      out.push_back(size_of(text.substr(a, b - a)));
+      out.push_back(size_argument(text.substr(a, b - a)));
+      if (out.size() > kMaxSweepSizes)
+        throw InputError("--sizes", fmt::format("more than the {} sizes a sweep takes", kMaxSweepSizes));
       a = b + 1;
     }
   }

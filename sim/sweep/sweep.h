@@ -92,8 +92,15 @@ struct SweepResult {
   std::vector<NcclVersusBest> nccl;  // when "nccl" is among the algorithms
 };
 
+// The most sizes one sweep takes (nccl-tests sweeps have a few dozen): counted before
+// any is made, so a factor near 1 cannot ask for billions of points.
+inline constexpr std::size_t kMaxSweepSizes = 4096;
+
 // "1KiB..1GiB" with step "x2" (or "x4", ...), or a comma list "1KiB,1MiB".
 std::vector<std::int64_t> parse_sizes(const std::string& sizes, const std::string& step);
+// Sizes given as numbers (Python's list): each 1 B .. kMaxBytes, at most kMaxSweepSizes;
+// an InputError names `where` and the index.
+void check_sizes(const std::vector<std::int64_t>& sizes, const std::string& where);
 
 // Checks the request against the scenario and lists its points.
 SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req);
