@@ -159,12 +159,29 @@ TEST_CASE("calibration files are held to a scenario's bounds, naming file and fi
   CHECK(s.network.alpha == from_seconds(2e-6));
 }
 
+TEST_CASE("names that reach the outputs carry no control characters") {
+  const std::string expected = "expected a name of 1 to 256 characters without control characters";
+  for (const std::string& bad : std::vector<std::string>{R"("a\nb")", R"("a\u0000b")", R"("tab\there")", R"("")",
+                                "\"" + std::string(257, 'x') + "\""}) {
+    INFO(bad);
+    CHECK_THAT(error_of(scenario(kSwitch, R"({"name": )" + bad + R"(, "op": "all_reduce", "bytes": 64})")),
+               Catch::StartsWith("collectives[0].name: " + expected));
+  }
+  CHECK(error_of(scenario(kSwitch, R"({"name": "ok </script> \"q\" \u00fc", "op": "all_reduce", "bytes": 64})")) ==
+        "no error");
+}
+
 TEST_CASE("rank counts whose schedules would not fit in memory are refused before generating") {
   CHECK(error_of(scenario(R"({"preset": "switch", "gpus": 1048576, "bandwidth": "100GB/s"})",
                           all_reduce("64"))) ==
         "collectives[0]: 1048576 ranks x 1 segments x 1 channels: a schedule of up to "
-        "2199023255552 ops, more than the 2^28 collsim holds in memory; use fewer ranks, "
-        "segments or channels, or collsim run --stream");
+        "2199023255552 ops, more than the 2^26 collsim holds in memory (about 230 TiB at "
+        "115 bytes an op); use fewer ranks, segments or channels, or collsim run --stream");
+  // 10,000 ranks in a ring: 2 x 10^8 ops, some 23 GB; it once passed the bound and then
+  // ran out of memory.
+  CHECK_THAT(error_of(scenario(R"({"preset": "switch", "gpus": 10000, "bandwidth": "100GB/s"})",
+                               all_reduce("1073741824"))),
+             Catch::Contains("a schedule of up to 200000000 ops, more than the 2^26"));
   CHECK_THAT(
       error_of(scenario(
           R"({"preset": "multidim", "dims": [{"shape": "fully_connected", "size": 65536, "bandwidth": "1GB/s"}]})",

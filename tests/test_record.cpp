@@ -183,7 +183,8 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
   const fs::path dir = fs::temp_directory_path() / ("collsim-names-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu\n2", "gp\xC3\xBC-\xE2\x86\x92-3"};
+  const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu</script>2",
+                                         "gp\xC3\xBC-\xE2\x86\x92-3"};
   nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
   for (const auto& g : gpus) {
     nodes.push_back({{"name", g}, {"kind", "gpu"}});
@@ -194,7 +195,7 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
       {"topology", {{"name", "odd \"names\""}, {"nodes", nodes}, {"links", links}}},
       {"network", {{"model", "flow"}}},
       {"collectives",
-       {{{"name", "ar \"1\"\n"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", "1MiB"}}}}};
+       {{{"name", "ar \"1\" <b>"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", "1MiB"}}}}};
   std::ofstream(dir / "odd.json") << scenario.dump(2);
   REQUIRE(exit_status_of(std::string(COLLSIM_EXE) + " run " + (dir / "odd.json").string() +
                          " --out " + (dir / "out").string()) == 0);
@@ -203,7 +204,7 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
   bool collective = false, link = false;
   for (const auto& e : trace.at("traceEvents")) {
     if (e["name"] == "thread_name") seen.push_back(e["args"]["name"]);
-    if (e["ph"] == "X") collective |= e["cat"] == "ar \"1\"\n";
+    if (e["ph"] == "X") collective |= e["cat"] == "ar \"1\" <b>";
     if (e["ph"] == "C") link |= e["name"].get<std::string>().find("gpu\"0") != std::string::npos;
   }
   for (std::size_t r = 0; r < gpus.size(); ++r)

@@ -141,7 +141,15 @@ TEST_CASE("sweep over rank counts and sizes by list", "[sweep]") {
   CHECK(r.rows.size() == 2 * 2 * 2);
   CHECK(r.rows[0].ranks == 4);
   CHECK(r.rows.back().ranks == 16);
-  CHECK_THROWS_WITH(parse_sizes("1KiB..1MiB", "2"), "--step: expected a factor like \"x2\"");
+  CHECK_THROWS_WITH(parse_sizes("1KiB..1MiB", "2"),
+                    "--step: expected a factor like \"x2\", got \"2\"");
+  CHECK_THROWS_WITH(parse_sizes("1KiB..1MiB", "x2abc"),
+                    "--step: expected a factor like \"x2\", got \"x2abc\"");
+  CHECK_THROWS_WITH(parse_sizes("1KiB..1PiB", "x1.0001"),
+                    "--step: x1.0001 from 1 KiB to 1 PiB makes 277273 sizes, more than the 4096 a "
+                    "sweep takes; use a larger factor");
+  CHECK_THROWS_WITH(parse_sizes("1KiB,2PiB", "x2"),
+                    "--sizes: 2PiB is more than the largest size, 1 PiB");
   CHECK_THROWS_WITH(parse_sizes("1KiB..lots", "x2"),
                     "--sizes: expected a size like \"1KiB\", got \"lots\"");
 }

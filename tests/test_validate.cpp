@@ -374,8 +374,9 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
         fs::temp_directory_path() / ("collsim-odd-names-" + std::to_string(::getpid()));
     fs::remove_all(out);
     fs::create_directories(out);
-    // A quote, a backslash, a newline and non-ASCII text: each once broke the JSON.
-    const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu\n2",
+    // A quote, a backslash, markup and non-ASCII text: each once broke the JSON or the HTML.
+    // (A newline in a name is refused at load: tests/test_bad_input.cpp.)
+    const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu</script>2",
                                            "gp\xC3\xBC-\xE2\x86\x92-3"};
     nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
     for (const auto& g : gpus) {

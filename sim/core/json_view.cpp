@@ -115,6 +115,18 @@ std::string JsonView::as_string() const {
   return value_->get<std::string>();
 }
 
+std::string JsonView::as_name() const {
+  constexpr const char* kExpected = "a name of 1 to 256 characters without control characters";
+  if (!value_->is_string()) fail(kExpected);
+  std::string s = value_->get<std::string>();
+  const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (s.empty() || s.size() > kMaxNameLength || control) fail(kExpected);
+  return s;
+}
+
 std::string JsonView::as_choice(const std::vector<std::string>& choices) const {
   if (!value_->is_string()) fail(fmt::format("one of {}", join(choices)));
   std::string s = value_->get<std::string>();

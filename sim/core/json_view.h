@@ -34,6 +34,9 @@ class JsonView {
   void allow_only(std::span<const std::string_view> known) const;
 
   std::string as_string() const;
+  // A name that reaches the outputs (tables, CSV, HTML, traces): 1 to kMaxNameLength
+  // bytes, no control characters (a newline or a NUL would break a table row or a file).
+  std::string as_name() const;
   // One of `choices`; the error lists them.
   std::string as_choice(const std::vector<std::string>& choices) const;
   std::int64_t as_int(std::int64_t min, std::int64_t max) const;
@@ -57,6 +60,8 @@ class JsonView {
   const nlohmann::json* value_;
   std::string path_;
 };
+
+inline constexpr std::size_t kMaxNameLength = 256;
 
 // Deepest nesting of arrays and objects a JSON input may have; scenarios need a handful.
 inline constexpr int kMaxJsonDepth = 64;

@@ -45,9 +45,9 @@ class Tuner {
 
   PlannedCollective plan(const CollectiveSpec& spec) {
     // Before any routing or tuning: a million ranks are refused at once, not after a search.
-    if (holding_ == ScheduleHolding::Stored)
-      if (std::string too_big = schedule_size_problem(spec); !too_big.empty())
-        throw InputError(spec.json_path, too_big);
+    const bool streamed = holding_ == ScheduleHolding::Streamed;
+    if (std::string too_big = schedule_size_problem(spec, streamed); !too_big.empty())
+      throw InputError(spec.json_path, too_big);
     if (spec.algorithm == "nccl") return plan_nccl(spec);
     PlannedCollective base{
         spec, std::nullopt,           {}, placement(scenario_.topology, spec.ranks),

@@ -26,9 +26,16 @@ namespace {
 // small multiple of it, so with this bound those totals stay within int64.
 constexpr double kMaxScenarioData = static_cast<double>(std::int64_t{1} << 54);
 
-// The most ops a collective's schedule may have: ~40 bytes each with their
-// dependencies, so 2^28 ops take about 10 GiB. Refused at load, before generating.
-constexpr double kMaxScheduleOps = static_cast<double>(1 << 28);
+// The most ops a stored schedule may have: with its dependencies, routes, successor
+// graph and timing a stored op costs about 115 bytes (measured: a 2,048-rank ring
+// all-reduce, 8.4 M ops, peaks at 960 MB), so 2^26 ops take about 7.5 GiB. Refused
+// before generating.
+constexpr double kMaxScheduleOps = static_cast<double>(1 << 26);
+// A streamed schedule holds only the ops in flight, so the bound is on time instead:
+// 2^35 ops take hours at a few million a second (100,000 ranks in a ring fit).
+constexpr double kMaxStreamedOps = static_cast<double>(std::int64_t{1} << 35);
+// The packet model queues every packet of a transfer when it starts, ~40 bytes each.
+constexpr double kMaxPackets = static_cast<double>(1 << 28);
 
 // An upper bound on the ops of any catalogue algorithm for K ranks and S segments: a
 // ring all-reduce has 2K(K-1) transfers, a pipeline about 2KS. Coarse for trees (K log K),
@@ -48,7 +55,7 @@ double most_segments(const AlgorithmOptions& o, std::int64_t count) {
 void check_packet_count(const JsonView& root, const NetworkParams& network, double data) {
   if (network.model != "packet") return;
   const double packets = 2 * data / static_cast<double>(network.packet_bytes);
-  if (packets > kMaxScheduleOps) {
+  if (packets > kMaxPackets) {
     const JsonView where =
         root["network"].has("packet") ? root["network"]["packet"] : root["network"]["model"];
     where.fail_message(fmt::format(
@@ -406,7 +413,7 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   c.json_path = v.path();
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
   const auto entries = choose_algorithm(v, c);
-  c.name = v.has("name") ? v["name"].as_string() : fmt::format("{}#{}", name_of(c.shape.op), index);
+  c.name = v.has("name") ? v["name"].as_name() : fmt::format("{}#{}", name_of(c.shape.op), index);
   if (names.taken(c.name))
     v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
   if (v.has("ranks")) {
@@ -430,6 +437,19 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   return pair;
 }
 
+// Each collective's field names, before the topology is built: a typo is reported at
+// once, not after building a million-GPU topology. The full parse checks them again.
+void check_collective_fields(const JsonView& list) {
+  if (!list.is_array()) return;  // the full parse says what was expected
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const JsonView v = list[i];
+    if (!v.is_object() || !v.has("op")) continue;
+    CollectiveSpec c;
+    c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
+    choose_algorithm(v, c);
+  }
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
@@ -439,8 +459,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
     root.fail("a JSON object with \"topology\", \"network\" and \"collectives\"");
   root.allow_only(kScenarioFields);
   Scenario s;
-  s.name = root.has("name") ? root["name"].as_string() : std::move(default_name);
+  s.name = root.has("name") ? root["name"].as_name() : std::move(default_name);
   if (root.has("description")) s.description = root["description"].as_string();
+  if (auto list = root.find("collectives")) check_collective_fields(*list);
   s.topology = load_topology(root["topology"], base_dir);
   if (auto p = root.find("placement")) parse_placement(*p, s.topology);
   if (auto n = root.find("network")) {
@@ -544,16 +565,23 @@ Scenario load_scenario(const fs::path& file) {
   return parse_scenario(doc, file.parent_path(), file.stem().string());
 }
 
-std::string schedule_size_problem(const CollectiveSpec& c) {
+std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
   const double K = static_cast<double>(c.ranks.size());
   const double S = most_segments(c.options, c.shape.count);
   const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
   const double ops = 2 * K * std::max(K, S) * C;
+  const std::string shape = fmt::format("{} ranks x {} segments x {} channels: a schedule of up to {} ops",
+                                        c.ranks.size(), S, C, format_significant(ops, 3));
+  if (streamed)
+    return ops <= kMaxStreamedOps
+               ? std::string{}
+               : shape + ", more than the 2^35 collsim simulates (hours of work at a few million "
+                         "ops a second); use fewer ranks, segments or channels";
   if (ops <= kMaxScheduleOps) return {};
-  return fmt::format(
-      "{} ranks x {} segments x {} channels: a schedule of up to {} ops, more than the 2^28 "
-      "collsim holds in memory; use fewer ranks, segments or channels, or collsim run --stream",
-      c.ranks.size(), S, C, format_significant(ops, 3));
+  return shape + fmt::format(
+                     ", more than the 2^26 collsim holds in memory (about {} at 115 bytes an "
+                     "op); use fewer ranks, segments or channels, or collsim run --stream",
+                     format_bytes(static_cast<std::int64_t>(ops * 115)));
 }
 
 }  // namespace collsim

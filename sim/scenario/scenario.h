@@ -79,10 +79,10 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
 Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& base_dir,
                         std::string default_name = "scenario");
 
-// Why the collective's schedule could not be held whole (about 40 bytes an op with its
-// dependencies, 2^28 ops at most), from a bound on any catalogue algorithm's op count;
-// empty when it fits. Checked before generating a stored schedule (plan/plan.h); a
-// streamed one holds only the ops in flight.
-std::string schedule_size_problem(const CollectiveSpec& c);
+// Why the collective's schedule is refused, from a bound on any catalogue algorithm's op
+// count; empty when it is not. A stored schedule is held whole (about 115 bytes an op,
+// 2^26 ops at most); a streamed one holds only the ops in flight, and is bounded by
+// the time its 2^35 ops would take. Checked before generating (plan/plan.h).
+std::string schedule_size_problem(const CollectiveSpec& c, bool streamed = false);
 
 }  // namespace collsim

@@ -1,5 +1,6 @@
 #include "schedule/builder.h"
 
+#include "core/interrupt.h"
 #include "schedule/stream.h"
 
 #include <algorithm>
@@ -63,6 +64,7 @@ void ScheduleBuilder::flush_step() {
 
 void ScheduleBuilder::next_step() {
   if (!step_has_ops_) return;
+  poll_interrupt();  // a big schedule takes seconds to build: Ctrl-C stops it between steps
   flush_step();
   for (int slot : touched_) {
     std::swap(done_[slot], open_[slot]);

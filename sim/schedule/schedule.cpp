@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 #include "core/checked.h"
+#include "core/interrupt.h"
 
 namespace collsim {
 
@@ -27,6 +28,7 @@ ScheduleGraph::ScheduleGraph(const Schedule& s) {
   std::vector<DepIndex> cursor(succ_begin.begin(), succ_begin.end() - 1);
   indegree.resize(n);
   for (OpId id = 0; id < n; ++id) {
+    if ((id & 0xffff) == 0) poll_interrupt();  // seconds at millions of ops
     indegree[id] =
         checked_count<std::uint32_t>(dep_begin[id + 1] - dep_begin[id], "dependencies of one op");
     for (DepIndex e = dep_begin[id]; e < dep_begin[id + 1]; ++e) succ[cursor[deps[e]]++] = id;
@@ -166,6 +168,7 @@ std::string for_each_step(const Schedule& s, F&& f) {
     for (std::size_t i = 0; i < n;) {
       std::size_t j = i;
       while (j < n && s.ops[j].step == s.ops[i].step) ++j;
+      poll_interrupt();
       if (auto e = f(IdRun{OpId{i}, OpId{j}}); !e.empty()) return e;
       i = j;
     }

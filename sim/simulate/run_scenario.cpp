@@ -84,6 +84,9 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
 
 ScenarioResult run_scenario_streamed(const Scenario& scenario) {
   require_one_after_another(scenario);
+  for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
+    if (std::string too_big = schedule_size_problem(c, true); !too_big.empty())
+      throw InputError(c.json_path, too_big);
   const Topology& topo = scenario.topology;
   Router router(topo, scenario.network.routing);
   Plan plan =

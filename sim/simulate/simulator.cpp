@@ -1,5 +1,7 @@
 #include "simulate/simulator.h"
 
+#include "core/interrupt.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -134,6 +136,7 @@ void Simulator::prepare_task(std::size_t index) {
   };
   bool any_switch = false;
   for (OpId id = 0; id < s.size(); ++id) {
+    if ((id & 0xffff) == 0) poll_interrupt();  // seconds at millions of ops
     const Op& op = s.ops[id];
     any_switch = any_switch || op.is_switch();
     if (op.is_local() || op.is_switch()) continue;            // switch ops: routes per rank below

@@ -191,13 +191,13 @@ NodeId node_ref(const Topology& t, const JsonView& v) {
 Topology graph_from_json(const JsonView& spec) {
   spec.allow_only(kGraphFields);
   Topology t;
-  t.name = spec.has("name") ? spec["name"].as_string() : "custom";
+  t.name = spec.has("name") ? spec["name"].as_name() : "custom";
   const JsonView nodes = spec["nodes"];
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const JsonView n = nodes[i];
     n.allow_only(kNodeFields);
     Node node;
-    node.name = n["name"].as_string();
+    node.name = n["name"].as_name();
     node.kind = *node_kind_from_name(n["kind"].as_choice(all_node_kind_names()));
     if (n.has("rank")) {
       if (node.kind != NodeKind::Gpu) n["rank"].fail_message("only GPU nodes have a rank");

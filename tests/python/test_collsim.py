@@ -87,3 +87,58 @@ def test_a_training_step_returns_what_the_cli_prints():
     assert doc == cli_json("run", str(workload), "--format", "json")
     # 8 GPUs, 10 MB of gradients: 20 ms / 8 + 2 x 7 x (5 us + 10 MB / 8 / 25 GB/s).
     assert doc["workload"][0]["step_s"] == pytest.approx(2.5e-3 + 14 * (5e-6 + 10e6 / 8 / 25e9))
+
+
+@pytest.mark.parametrize("sizes", [[-5], [0], [2**62], [2**50 + 1], [2**70]])
+def test_sweep_sizes_are_checked_as_the_cli_checks_them(sizes):
+    with pytest.raises(collsim.InputError) as e:
+        collsim.sweep(SCENARIO, sizes=sizes)
+    assert e.value.path == "sizes[0]"
+
+
+def test_sweep_refuses_more_sizes_than_a_sweep_takes():
+    with pytest.raises(collsim.InputError, match="more than the 4096"):
+        collsim.sweep(SCENARIO, sizes=list(range(1, 5000)))
+    with pytest.raises(collsim.InputError, match="more than the 4096") as e:
+        collsim.sweep(SCENARIO, sizes="1B..1TiB", step="x1.0000001")
+    assert e.value.path == "--step"
+
+
+@pytest.mark.parametrize("call", [
+    lambda: collsim.run(5),
+    lambda: collsim.run([str(SCENARIO)]),
+    lambda: collsim.sweep(SCENARIO, sizes=["1KiB"]),
+    lambda: collsim.sweep(SCENARIO, sizes=5),
+    lambda: collsim.sweep(SCENARIO, sizes=[True]),
+    lambda: collsim.sweep(SCENARIO, algorithms=[1, 2]),
+    lambda: collsim.topology(3.5),
+])
+def test_wrong_argument_types_raise_type_error(call):
+    with pytest.raises(TypeError):
+        call()
+
+
+def test_a_bytes_path_is_a_path():
+    assert collsim.run(os.fsencode(SCENARIO)) == collsim.run(SCENARIO)
+    with pytest.raises(collsim.InputError) as e:
+        collsim.run(b"/no/such/scenario.json")
+    assert e.value.path == "/no/such/scenario.json"  # not b'/no/such/...'
+
+
+def test_ctrl_c_stops_a_long_run_within_a_second(tmp_path):
+    import signal
+    import threading
+    import time
+    # A 2,048-GPU ring all-reduce: about 8 s of work stored, far past the signal.
+    big = {"topology": {"preset": "switch", "gpus": 2048, "bandwidth": "450GB/s"},
+           "network": {"model": "ideal"},
+           "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1GiB", "algorithm": "ring"}]}
+    for delay in (0.2, 1.5):
+        timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            collsim.run(big)
+        assert time.monotonic() - started < delay + 1.0
+    # The module is usable afterwards: the stop request was cleared.
+    assert collsim.run(SCENARIO)["collectives"][0]["time_s"] > 0

@@ -4,15 +4,22 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/json_view.h"
+#include "core/units.h"
 #include "report/reports.h"
 #include "report/workload_report.h"
 #include "scenario/scenario.h"
@@ -28,16 +35,72 @@ namespace {
 
 using namespace collsim;
 
-// A scenario as a path (str or os.PathLike) or as a dict: a dict's relative file names
-// (a topology file, a calibration) resolve against the working directory.
+// A path as str, bytes or os.PathLike, decoded as Python decodes file names; anything
+// else is a TypeError naming the argument.
+std::string path_of(const py::object& value, const char* argument) {
+  const py::module_ os = py::module_::import("os");
+  if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) &&
+      !py::hasattr(value, "__fspath__"))
+    throw py::type_error(std::string(argument) + ": expected a path (str, bytes or os.PathLike) " +
+                         "or a dict, got " + py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  return os.attr("fsdecode")(os.attr("fspath")(value)).cast<std::string>();
+}
+
+// A scenario as a path or as a dict: a dict's relative file names (a topology file, a
+// calibration) resolve against the working directory.
 Scenario scenario_of(const py::object& scenario) {
   if (py::isinstance<py::dict>(scenario)) {
     const std::string text =
         py::module_::import("json").attr("dumps")(scenario).cast<std::string>();
     return parse_scenario(parse_json_text(text, "scenario"), fs::current_path());
   }
-  const auto path = py::str(py::module_::import("os").attr("fspath")(scenario)).cast<std::string>();
-  return load_scenario(path);
+  return load_scenario(path_of(scenario, "scenario"));
+}
+
+// Runs `work` (no Python objects inside) on a thread of its own while this one, without
+// the GIL, looks for signals every 100 ms: Ctrl-C stops the work (core/interrupt.h) and
+// raises KeyboardInterrupt here within a fraction of a second, leaving nothing behind.
+template <class Work>
+auto interruptible(Work&& work) {
+  using Result = decltype(work());
+  std::optional<Result> result;
+  std::exception_ptr failure;
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  clear_interrupt();
+  std::thread worker([&] {
+    try {
+      result.emplace(work());
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::lock_guard lock(mutex);
+    done = true;
+    finished.notify_one();
+  });
+  bool interrupted = false;
+  {
+    py::gil_scoped_release unlocked;  // other Python threads run meanwhile
+    std::unique_lock lock(mutex);
+    while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) {
+      lock.unlock();
+      {
+        py::gil_scoped_acquire python;
+        if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt (or a handler's error) is set
+          interrupted = true;
+          request_interrupt();
+        }
+      }
+      lock.lock();
+      if (interrupted) break;
+    }
+  }
+  worker.join();  // the work polls the flag: it stops within milliseconds
+  clear_interrupt();
+  if (interrupted) throw py::error_already_set();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*result);
 }
 
 py::object to_python(const nlohmann::json& doc) {
@@ -46,19 +109,14 @@ py::object to_python(const nlohmann::json& doc) {
 
 py::object run(const py::object& scenario) {
   const Scenario s = scenario_of(scenario);
-  nlohmann::json doc;
-  {
-    py::gil_scoped_release unlocked;  // other Python threads run while this one simulates
+  return to_python(interruptible([&] {
     SimulationOptions options;
     options.record_ops = false;  // as `collsim run` without --out: no per-op timeline
-    if (!s.workloads.empty()) {
-      doc = workload_document(s, run_workloads(s));  // as `collsim run` on a training step
-    } else {
-      const ScenarioResult result = run_scenario(s, options);
-      doc = result_json(s, result, analyse_traffic(s, result));
-    }
-  }
-  return to_python(doc);
+    if (!s.workloads.empty())
+      return workload_document(s, run_workloads(s));  // as `collsim run` on a training step
+    const ScenarioResult result = run_scenario(s, options);
+    return result_json(s, result, analyse_traffic(s, result));
+  }));
 }
 
 // A comma list in a string, or a list of strings.
@@ -74,13 +132,38 @@ std::vector<std::string> names_of(const py::object& list) {
     }
     return out;
   }
-  return list.cast<std::vector<std::string>>();
+  if (!py::isinstance<py::list>(list) && !py::isinstance<py::tuple>(list))
+    throw py::type_error("algorithms: expected a comma list in a str, or a list of str");
+  for (const py::handle item : list) {
+    if (!py::isinstance<py::str>(item))
+      throw py::type_error("algorithms: expected str items, got " +
+                           py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+    out.push_back(item.cast<std::string>());
+  }
+  return out;
 }
 
-// Sizes as the CLI's --sizes ("1KiB..1GiB", "1MiB,4MiB") or a list of byte counts.
+// Sizes as the CLI's --sizes ("1KiB..1GiB", "1MiB,4MiB") or a list of byte counts,
+// checked as the CLI checks them (sweep.h: check_sizes).
 std::vector<std::int64_t> sizes_of(const py::object& sizes, const std::string& step) {
   if (py::isinstance<py::str>(sizes)) return parse_sizes(sizes.cast<std::string>(), step);
-  return sizes.cast<std::vector<std::int64_t>>();
+  if (!py::isinstance<py::list>(sizes) && !py::isinstance<py::tuple>(sizes))
+    throw py::type_error("sizes: expected a str like \"1KiB..1GiB\" or a list of int byte counts");
+  std::vector<std::int64_t> out;
+  for (const py::handle item : sizes) {
+    const std::string where = "sizes[" + std::to_string(out.size()) + "]";
+    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+      throw py::type_error(where + ": expected an int byte count, got " +
+                           py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+    const long long bytes = PyLong_AsLongLong(item.ptr());
+    if (bytes == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw InputError(where, "expected a size of at most " + std::to_string(kMaxBytes) + " bytes");
+    }
+    out.push_back(bytes);
+  }
+  check_sizes(out, "sizes");
+  return out;
 }
 
 py::object sweep(const py::object& scenario, const std::string& collective, const py::object& sizes,
@@ -92,21 +175,15 @@ py::object sweep(const py::object& scenario, const std::string& collective, cons
   req.sizes = sizes_of(sizes, step);
   req.algorithms = names_of(algorithms);
   req.rank_counts = ranks;
-  nlohmann::json doc;
-  {
-    py::gil_scoped_release unlocked;
-    doc = sweep_json(run_sweep(s, req));
-  }
-  return to_python(doc);
+  return to_python(interruptible([&] { return sweep_json(run_sweep(s, req)); }));
 }
 
 // A bundled name, a topology or scenario file, JSON text, or a dict of either.
 py::object topology(const py::object& spec) {
-  std::string arg;
-  if (py::isinstance<py::dict>(spec))
-    arg = py::module_::import("json").attr("dumps")(spec).cast<std::string>();
-  else
-    arg = py::str(py::module_::import("os").attr("fspath")(spec)).cast<std::string>();
+  const std::string arg =
+      py::isinstance<py::dict>(spec)
+          ? py::module_::import("json").attr("dumps")(spec).cast<std::string>()
+          : path_of(spec, "topology");
   return to_python(topology_summary_json(load_topology_argument(arg, fs::current_path())));
 }
 
