@@ -3,7 +3,11 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
+#include <thread>
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -430,6 +434,43 @@ void on_stop_signal(int signal) {
   std::signal(signal, SIG_DFL);
 }
 
+// On a terminal, a long run says it is working: a line on stderr after 5 s, then every
+// 10 s, with the events simulated so far (core/interrupt.h). Nothing when stderr is a
+// file or a pipe, so scripted runs print exactly what they printed before.
+class ProgressLines {
+ public:
+  ProgressLines() {
+    if (::isatty(STDERR_FILENO)) thread_ = std::thread([this] { report(); });
+  }
+  ~ProgressLines() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void report() {
+    const auto start = std::chrono::steady_clock::now();
+    auto next = start + std::chrono::seconds(5);
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_until(lock, next, [this] { return done_; })) {
+      const auto seconds =
+          std::chrono::duration_cast<std::chrono::seconds>(next - start).count();
+      std::cerr << fmt::format("collsim: still working after {} s ({:.1f} M events simulated so far; "
+                               "Ctrl-C stops)\n",
+                               seconds, static_cast<double>(progress()) / 1e6);
+      next += std::chrono::seconds(10);
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 void install_stop_handlers() {
   for (int signal : {SIGINT, SIGTERM}) {
     struct sigaction action {};
@@ -581,6 +622,7 @@ int main(int argc, char** argv) {
   }
   install_stop_handlers();
   try {
+    const ProgressLines progress_lines;
     if (*run) return run_command(run_args);
     if (*trace) return trace_command(trace_args);
     if (*plan) return plan_command(plan_args);

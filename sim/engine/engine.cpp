@@ -56,7 +56,10 @@ Event Engine::pop() {
   Bucket& b = buckets_[current_];
   --pending_;
   // A few milliseconds of events between polls: Ctrl-C stops a run within a second.
-  if ((++processed_ & kPollMask) == 0) poll_interrupt();
+  if ((++processed_ & kPollMask) == 0) {
+    add_progress(kPollMask + 1);
+    poll_interrupt();
+  }
   return b.events[b.next++];
 }
 

@@ -111,8 +111,10 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   f.active = true;
   f.last_update = host.now();
   bool alone = true;
+  f.at.clear();
   each_constraint(s, [&](LinkId l) {
     alone = alone && on_link_[l].empty();
+    f.at.push_back(static_cast<std::uint32_t>(on_link_[l].size()));
     on_link_[l].push_back(s);
   });
   if (!alone) {
@@ -139,12 +141,23 @@ void FlowModel::set_rate(Slot s, double rate, Time now) {
                  [](const Due& a, const Due& b) { return later_due(a, b); });
 }
 
+// Each entry is replaced by the link's last one (as a search-and-swap would), whose
+// recorded index then moves to the hole.
 void FlowModel::leave_links(Slot s) {
+  std::size_t k = 0;
   each_constraint(s, [&](LinkId l) {
     auto& v = on_link_[l];
-    auto it = std::find(v.begin(), v.end(), s);
-    *it = v.back();
+    const std::uint32_t hole = flows_[s].at[k++];
+    const auto last = static_cast<std::uint32_t>(v.size() - 1);
+    const Slot moved = v[last];
+    v[hole] = moved;
     v.pop_back();
+    if (hole == last) return;
+    std::size_t j = 0;
+    each_constraint(moved, [&](LinkId m) {
+      std::uint32_t& at = flows_[moved].at[j++];
+      if (m == l && at == last) at = hole;
+    });
   });
 }
 

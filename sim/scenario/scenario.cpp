@@ -30,7 +30,7 @@ constexpr double kMaxScenarioData = static_cast<double>(std::int64_t{1} << 54);
 // graph and timing a stored op costs about 115 bytes (measured: a 2,048-rank ring
 // all-reduce, 8.4 M ops, peaks at 960 MB), so 2^26 ops take about 7.5 GiB. Refused
 // before generating.
-constexpr double kMaxScheduleOps = static_cast<double>(1 << 26);
+constexpr double kMaxScheduleOps = kMaxStoredOps;
 // A streamed schedule holds only the ops in flight, so the bound is on time instead:
 // 2^35 ops take hours at a few million a second (100,000 ranks in a ring fit).
 constexpr double kMaxStreamedOps = static_cast<double>(std::int64_t{1} << 35);

@@ -84,5 +84,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& 
 // 2^26 ops at most); a streamed one holds only the ops in flight, and is bounded by
 // the time its 2^35 ops would take. Checked before generating (plan/plan.h).
 std::string schedule_size_problem(const CollectiveSpec& c, bool streamed = false);
+// The most ops the stored schedules of one run may hold together (about 7.5 GiB).
+inline constexpr double kMaxStoredOps = static_cast<double>(1 << 26);
 
 }  // namespace collsim

@@ -8,6 +8,8 @@ namespace {
 
 std::vector<NodeId> add_gpus(Topology& t, int gpus, int host = 0) {
   std::vector<NodeId> ids;
+  ids.reserve(gpus);
+  t.reserve_nodes(gpus);
   for (int r = 0; r < gpus; ++r)
     ids.push_back(t.add_node({fmt::format("gpu{}", r), NodeKind::Gpu, r, host}));
   return ids;

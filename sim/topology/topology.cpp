@@ -58,6 +58,11 @@ NodeId Topology::add_node(Node node) {
   return id;
 }
 
+void Topology::reserve_nodes(std::size_t more) {
+  nodes_.reserve(nodes_.size() + more);
+  by_name_.reserve(nodes_.size() + more);
+}
+
 LinkId Topology::add_link(Link link) {
   links_.push_back(link);
   return static_cast<LinkId>(links_.size() - 1);

@@ -64,6 +64,7 @@ class Topology {
   std::string name;
 
   NodeId add_node(Node node);  // throws std::invalid_argument on a duplicate name
+  void reserve_nodes(std::size_t more);  // a preset about to add a million GPUs
   LinkId add_link(Link link);
   // Two directed links, one each way.
   void add_duplex(NodeId a, NodeId b, double bandwidth, Time latency, LinkKind kind);
