@@ -74,6 +74,10 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
 }
 
 bool is_nccl_tests_log(const std::string& path) {
+  std::error_code missing;
+  if (!std::filesystem::exists(path, missing)) return false;  // the measured.json path says so
+  // Before opening it: opening a FIFO blocks until someone writes to it.
+  check_regular_file(path, "a measured.json or an nccl-tests log");
   std::ifstream in(path, std::ios::binary);
   char ch = 0;
   while (in.get(ch))
