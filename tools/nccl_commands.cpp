@@ -20,6 +20,10 @@
 namespace collsim {
 namespace {
 
+// A calibration file is a cost model and its provenance: kilobytes, or a few MiB with
+// every sample of a long calibration.
+constexpr std::uintmax_t kMaxCalibrationBytes = std::uintmax_t{64} << 20;
+
 // Today in UTC, or SOURCE_DATE_EPOCH's day when set: a rerun then writes the same bytes.
 std::string calibration_date() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -104,7 +108,11 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
     throw InputError("collectives",
                      "compare times the scenario's collectives; it has only a \"workload\"");
   if (!calibration.empty())
-    apply_calibration(scenario, read_json_file(calibration, "--calibration"), calibration);
+    apply_calibration(scenario,
+                      parse_json_text(read_input_file(calibration, kMaxCalibrationBytes,
+                                                      "a calibration file"),
+                                      calibration),
+                      calibration);
   const CollectiveSpec& base = pick_collective(scenario, args.collective);
   const NcclTestsLog log = read_nccl_tests_log(log_file, base.shape.op, args.ranks);
   const auto [lo, hi] = args.sizes.empty() ? parse_size_range(":", "--sizes")
