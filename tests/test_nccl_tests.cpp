@@ -228,6 +228,23 @@ TEST_CASE("nccl-tests parser refuses implausible numbers, naming file and line",
                                "from 0 to 1e+06"));
 }
 
+TEST_CASE("nccl-tests parser takes only version words for versions", "[nccl-tests]") {
+  // Found by fuzz_nccl_log: "NCCL version 2.18.3+cuda12\xb2" inside a Rank line made
+  // compare --format json (and calibrate --nccl-tests) throw nlohmann's invalid-UTF-8
+  // type_error, exit 3.
+  const std::string row = "  1024  256  float  sum  -1  37.38  0.03  0.05  0\n";
+  const NcclTestsLog odd = parse_nccl_tests_log(
+      nccl_tests_test::kHeader + "#  Rank  0 Group 0 on host NCCL version 2.18.3+cuda12\xb2 x\n" +
+          "# nccl-tests version \xff\xfe\n" + row,
+      "all_reduce.txt");
+  CHECK(odd.nccl_version.empty());
+  CHECK(odd.tests_version.empty());
+  CHECK_NOTHROW(nlohmann::json{{"v", odd.nccl_version}, {"t", odd.tests_version}}.dump());
+  const NcclTestsLog plain = parse_nccl_tests_log(
+      nccl_tests_test::kHeader + "NCCL version 2.18.3+cuda12.2\n" + row, "all_reduce.txt");
+  CHECK(plain.nccl_version == "2.18.3+cuda12.2");
+}
+
 TEST_CASE("nccl-tests parser bounds the rows and the Rank lines a log may have",
           "[nccl-tests]") {
   const auto log_of = [](std::int64_t rows) {

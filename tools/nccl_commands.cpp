@@ -33,6 +33,12 @@ std::string calibration_date() {
   return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
 }
 
+// A report as JSON text. File names come from the command line and may be any bytes:
+// invalid UTF-8 is replaced (U+FFFD), where nlohmann's dump would throw.
+std::string json_text(const nlohmann::json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void refuse_given(const CLI::App* app, std::initializer_list<const char*> options,
                   const std::string& why) {
   for (const char* o : options)
@@ -121,11 +127,11 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
   if (!out_dir.empty()) {
     OutputDir out(out_dir);
     write_nccl_comparison_csv(out.open("compare.csv"), c);
-    out.open("compare.json") << nccl_comparison_json(c).dump(2) << "\n";
+    out.open("compare.json") << json_text(nccl_comparison_json(c)) << "\n";
     out.commit();
   }
   if (args.format == "json")
-    std::cout << nccl_comparison_json(c).dump(2) << "\n";
+    std::cout << json_text(nccl_comparison_json(c)) << "\n";
   else if (args.format == "csv")
     write_nccl_comparison_csv(std::cout, c);
   else
@@ -168,7 +174,7 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
   {
     OutputDir dir(std::filesystem::absolute(out).parent_path());
     dir.open(std::filesystem::path(out).filename().string())
-        << nccl_calibration_json(req, fit, calibration_date()).dump(2) << "\n";
+        << json_text(nccl_calibration_json(req, fit, calibration_date())) << "\n";
     dir.commit();
   }
   std::cout << nccl_fit_report(req, fit) << "# wrote " << out << "\n";

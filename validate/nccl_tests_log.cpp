@@ -56,14 +56,23 @@ std::string version_from_code(std::int64_t code) {
   return fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);  // before 2.9
 }
 
+// "2.18.3+cuda12.2": what a version is made of. Versions go into reports and JSON
+// (calibration files, compare --format json), so a word of other bytes (invalid
+// UTF-8 made nlohmann's dump throw) is not taken for one.
+bool is_version(std::string_view word) {
+  return !word.empty() && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) || c == '.' || c == '+' || c == '-' || c == '_';
+  });
+}
+
 // "# nccl-tests version 2.17.9 nccl-headers=22602 nccl-library=22602", or an
 // "NCCL version 2.18.3+cuda12.2" line of NCCL_DEBUG=INFO.
 void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
-  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
-    if (w[i] == "nccl-tests" && w[i + 1] == "version" && i + 2 < w.size())
-      log.tests_version = std::string(w[i + 2]);
-    if (w[i] == "NCCL" && w[i + 1] == "version" && i + 2 < w.size() && log.nccl_version.empty())
-      log.nccl_version = std::string(w[i + 2]);
+  for (std::size_t i = 0; i + 2 < w.size(); ++i) {
+    if (!is_version(w[i + 2]) || w[i + 1] != "version") continue;
+    if (w[i] == "nccl-tests") log.tests_version = std::string(w[i + 2]);
+    if (w[i] == "NCCL" && log.nccl_version.empty()) log.nccl_version = std::string(w[i + 2]);
   }
   for (auto word : w)
     if (word.starts_with("nccl-library="))
@@ -203,7 +212,8 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
                     "int32, uint32, int64, uint64), got \"{}\"",
                     w[2]));
   row.redop = std::string(w[3]);
-  if (!std::all_of(row.redop.begin(), row.redop.end(), [](char ch) { return std::isalpha(ch); }))
+  if (!std::all_of(row.redop.begin(), row.redop.end(),
+                   [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); }))
     c.fail(fmt::format("expected a reduction (sum, prod, max, min, avg, none), got \"{}\"", w[3]));
   const auto root = to_int(w[4]);
   if (!root || *root < -1 || *root > (1 << 20))
