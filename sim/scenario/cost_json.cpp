@@ -1,6 +1,7 @@
 #include "scenario/cost_json.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -59,8 +60,8 @@ void check_name(const JsonView& at, std::string_view word, const std::vector<std
 // "float32.sum": an element type and a reduction collsim knows, so that a misspelled
 // key is refused rather than a rate that never applies.
 void check_rate_key(const JsonView& at, std::string_view key) {
-  const auto dot = key.find('.');
   if (key == "any") return;
+  const auto dot = key.find('.');
   if (dot == std::string_view::npos)
     at.fail_message("keys are \"dtype.op\" (\"float32.sum\") or \"any\"");
   check_name(at, key.substr(0, dot), all_dtype_names(), "an element type");
