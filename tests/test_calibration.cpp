@@ -163,3 +163,42 @@ TEST_CASE("host memory: concurrent transfers on a host share its capacity (flow 
   // The ideal model has no contention by definition: it ignores the capacity.
   CHECK(two_rank_time("ideal", "all_gather", n, mem) == Approx(half / 10e9));
 }
+
+TEST_CASE("a calibration file with a misspelled or unknown key is refused, naming the nearest",
+          "[calibrate]") {
+  const auto error = [](const char* file) {
+    Scenario s = parse_scenario(
+        {{"topology", {{"preset", "switch"}, {"gpus", 2}, {"bandwidth", "10GB/s"}}},
+         {"collectives", {{{"name", "c"}, {"op", "all_reduce"}, {"bytes", 1024}}}}},
+        ".");
+    try {
+      apply_calibration(s, nlohmann::json::parse(file), "cal.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Once silently ignored: the scenario ran with its own alpha and bandwidths.
+  CHECK(error(R"({"aplha_s": 1e-6})") == "cal.json:aplha_s: unknown field; did you mean \"alpha_s\"?");
+  CHECK(error(R"({"bandwith_Bps": 1e9})") ==
+        "cal.json:bandwith_Bps: unknown field; did you mean \"bandwidth_Bps\"?");
+  CHECK(error(R"({"linkz": {}})") == "cal.json:linkz: unknown field; did you mean \"links\"?");
+  CHECK(error(R"({"links": {"nvlink": {"bandwith_Bps": 1e9}}})") ==
+        "cal.json:links.nvlink.bandwith_Bps: unknown field; did you mean \"bandwidth_Bps\"?");
+  CHECK(error(R"({"reduce": {"flaot32.sum": [[1, 1e9]]}})") ==
+        "cal.json:reduce.flaot32.sum: \"flaot32\" is not an element type; did you mean "
+        "\"float32\"?");
+  CHECK(error(R"({"reduce_memory": {"float32.summ": [[1, 1e9]]}})") ==
+        "cal.json:reduce_memory.float32.summ: \"summ\" is not a reduction; did you mean \"sum\"?");
+  // What collsim calibrate and calibrate --nccl-tests write beside the cost keys is known.
+  CHECK(error(R"({"alpha_s": 0, "bandwidth_Bps": 1e9, "provenance": {}, "overhead": {},
+                  "alpha_beta": {}, "sweeps": {}, "backend": "shm", "device": "cpu",
+                  "date": "2026-01-01", "ranks": 2, "fit": {}, "reduce": {"any": [[1, 1e9]]}})") ==
+        "no error");
+  // Numbers in range: no negative or infinite time, no zero bandwidth.
+  CHECK_THAT(error(R"({"alpha_s": -1})"), Catch::StartsWith("cal.json:alpha_s: expected a duration"));
+  CHECK_THAT(error(R"({"launch_s": 1e300})"),
+             Catch::StartsWith("cal.json:launch_s: expected a duration"));
+  CHECK_THAT(error(R"({"bandwidth_curve": [[1024, 0]]})"),
+             Catch::StartsWith("cal.json:bandwidth_curve[0][1]: expected a bandwidth"));
+}

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "validate/nccl_compare.h"
@@ -190,6 +192,111 @@ TEST_CASE("nccl-tests parser: zero-byte rows and a reduced maxBytes, as nccl-tes
              Catch::Contains("sizes must increase") && Catch::Contains("64 follows 64"));
   CHECK_THAT(nccl_tests_test::parse_error("# Reducing maxBytes to lots due to memory limitation\n"),
              Catch::Contains("bad.txt:1") && Catch::Contains("Reducing maxBytes to"));
+}
+
+TEST_CASE("nccl-tests parser refuses implausible numbers, naming file and line", "[nccl-tests]") {
+  using nccl_tests_test::kHeader;
+  using nccl_tests_test::parse_error;
+  const auto row = [](const std::string& size, const std::string& time,
+                      const std::string& wrong = "0") {
+    return "  " + size + "  256  float  sum  -1  " + time + "  0.03  0.05  " + wrong + "\n";
+  };
+  CHECK(parse_error(kHeader + row("1024", "37.38")) == "no error");
+  // nThread x nGpus once overflowed an int (65537 x 65537), and each is bounded alone too.
+  CHECK(parse_error("# nThread 65537 nGpus 65537 minBytes 8\n" + row("1024", "37.38")) ==
+        "bad.txt:1: nThread 65537 x nGpus 65537 is 4295098369 GPUs in one process; expected at "
+        "most 1048576");
+  CHECK_THAT(parse_error("# nThread 1 nGpus 4294967297\n" + row("1024", "37.38")),
+             Catch::StartsWith("bad.txt:1: expected a count from 1 to 1048576 after \"nGpus\""));
+  CHECK_THAT(parse_error("# nThread 0 nGpus 8\n" + row("1024", "37.38")),
+             Catch::StartsWith("bad.txt:1: expected a count from 1 to 1048576 after \"nThread\""));
+  CHECK_THAT(parse_error("# nThread 1 nGpus 8 minBytes 8 maxBytes 9999999999999999999\n"),
+             Catch::StartsWith("bad.txt:1: expected a count from 0 to 1125899906842624 after "
+                               "\"maxBytes\""));
+  CHECK(parse_error(kHeader + row("1024", "1e30")) ==
+        "bad.txt:3: expected the out-of-place time (us) as a number from 0 to 3.6e+09, got "
+        "\"1e30\"");
+  CHECK_THAT(parse_error(kHeader + row("1024", "nan")), Catch::StartsWith("bad.txt:3: expected"));
+  CHECK_THAT(parse_error(kHeader + row("1024", "-0.5")), Catch::StartsWith("bad.txt:3: expected"));
+  CHECK(parse_error(kHeader + row("2251799813685248", "37.38")) ==
+        "bad.txt:3: expected a size and a count from 0 to 2^50 (1 PiB), got 2251799813685248 and "
+        "256");
+  CHECK_THAT(parse_error(kHeader + row("1024", "37.38", "1e30")),
+             Catch::StartsWith("bad.txt:3: expected the out-of-place #wrong as a count"));
+  CHECK_THAT(parse_error(kHeader + "  1024  256  float  sum  -1  37.38  1e7  0.05  0\n"),
+             Catch::StartsWith("bad.txt:3: expected the out-of-place algbw (GB/s) as a number "
+                               "from 0 to 1e+06"));
+}
+
+TEST_CASE("nccl-tests parser takes only version words for versions", "[nccl-tests]") {
+  // Found by fuzz_nccl_log: "NCCL version 2.18.3+cuda12\xb2" inside a Rank line made
+  // compare --format json (and calibrate --nccl-tests) throw nlohmann's invalid-UTF-8
+  // type_error, exit 3.
+  const std::string row = "  1024  256  float  sum  -1  37.38  0.03  0.05  0\n";
+  const NcclTestsLog odd = parse_nccl_tests_log(
+      nccl_tests_test::kHeader + "#  Rank  0 Group 0 on host NCCL version 2.18.3+cuda12\xb2 x\n" +
+          "# nccl-tests version \xff\xfe\n" + row,
+      "all_reduce.txt");
+  CHECK(odd.nccl_version.empty());
+  CHECK(odd.tests_version.empty());
+  CHECK_NOTHROW(nlohmann::json{{"v", odd.nccl_version}, {"t", odd.tests_version}}.dump());
+  const NcclTestsLog plain = parse_nccl_tests_log(
+      nccl_tests_test::kHeader + "NCCL version 2.18.3+cuda12.2\n" + row, "all_reduce.txt");
+  CHECK(plain.nccl_version == "2.18.3+cuda12.2");
+}
+
+TEST_CASE("nccl-tests parser bounds the rows and the Rank lines a log may have",
+          "[nccl-tests]") {
+  const auto log_of = [](std::int64_t rows) {
+    std::string text = nccl_tests_test::kHeader;
+    for (std::int64_t i = 1; i <= rows; ++i)
+      text += fmt::format("{} {} float sum -1 10.0 0.1 0.2 0\n", 4 * i, i);
+    return text;
+  };
+  CHECK(parse_nccl_tests_log(log_of(kMaxLogRows), "ok.txt").rows.size() == kMaxLogRows);
+  // Refused with the count and the bound, at the first row past it, before any simulation.
+  CHECK(nccl_tests_test::parse_error(log_of(kMaxLogRows + 5)) ==
+        fmt::format("bad.txt:{}: {} result rows; a log may have at most {} (nccl-tests prints "
+                    "one per size, and each is simulated): split the log or trim its sizes",
+                    kMaxLogRows + 3, kMaxLogRows + 5, kMaxLogRows));
+  // A Rank range counts its ranks without listing them: 100 000 lines naming 2^20 GPUs.
+  std::string ranks;
+  for (int i = 0; i < 100000; ++i) ranks += "#  Rank  0..1048575 Group 0\n";
+  const NcclTestsLog many = parse_nccl_tests_log(ranks + log_of(1), "all_reduce.txt");
+  CHECK(many.ranks == 1048576);
+  CHECK(parse_nccl_tests_log("#  Rank 4..7\n#  Rank 0..3\n#  Rank 2\n#  Rank 9\n" + log_of(1),
+                             "all_reduce.txt")
+            .ranks == 9);
+  CHECK_THAT(nccl_tests_test::parse_error("#  Rank  0..1048576 Group 0\n" + log_of(1)),
+             Catch::StartsWith("bad.txt:1: expected a rank or a range like 0..7"));
+}
+
+TEST_CASE("nccl-tests logs are read from regular files of bounded size only", "[nccl-tests]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("collsim-log-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto error = [](const fs::path& p) {
+    try {
+      read_nccl_tests_log(p.string());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  REQUIRE(::mkfifo((dir / "fifo.txt").c_str(), 0600) == 0);  // opening it would block
+  CHECK(error(dir / "fifo.txt") ==
+        (dir / "fifo.txt").string() + ": expected an nccl-tests log in a regular file, got a FIFO");
+  CHECK(error("/dev/zero") == "/dev/zero: expected an nccl-tests log in a regular file, got a device");
+  CHECK(error(dir) == dir.string() + ": expected an nccl-tests log in a regular file, got a directory");
+  CHECK(error(dir / "none.txt") ==
+        (dir / "none.txt").string() + ": no such file: expected an nccl-tests log");
+  std::ofstream(dir / "big.txt").close();
+  fs::resize_file(dir / "big.txt", kMaxLogBytes + 1);  // sparse: no disk
+  CHECK(error(dir / "big.txt") == (dir / "big.txt").string() +
+                                      ": expected an nccl-tests log of at most 256 MiB, got "
+                                      "268435457 bytes");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("every published log in data/nccl-tests parses, with its GPU count", "[nccl-tests]") {

@@ -2,9 +2,12 @@
 // the single-process sweep's output byte for byte, and broken shard sets are refused.
 #include <sys/wait.h>
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -182,6 +185,58 @@ TEST_CASE("merge refuses incomplete or mismatched shard sets, naming the file", 
   bad_row[0].doc["rows"][1]["time_s"] = "fast";
   CHECK_THAT(merge_error(bad_row),
              Catch::StartsWith("sweep-shard-1-of-3.json:rows[1].time_s: expected"));
+}
+
+TEST_CASE("merge refuses shard files that lack a part, misspell a key or hold impossible numbers",
+          "[sweep][shard]") {
+  const Scenario s = load_scenario(kScenario);
+  const auto files = shard_files(s, request(), 2);
+  REQUIRE(merge_error(files) == "no error");
+  const auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto copy = files;
+    edit(copy[1].doc);
+    return merge_error(copy);
+  };
+  // Once a const operator[] on the missing key: undefined behaviour, a garbage message.
+  for (const char* key : {"sweep", "rows", "version", "shards", "scenario_digest"})
+    CHECK(edited([&](nlohmann::json& d) { d.erase(key); }) ==
+          fmt::format("sweep-shard-2-of-2.json: missing required field \"{}\" (is the shard "
+                      "file cut short?)",
+                      key));
+  CHECK(edited([](nlohmann::json& d) { d["row"] = d["rows"]; }) ==
+        "sweep-shard-2-of-2.json:row: unknown field; did you mean \"rows\"?");
+  CHECK(edited([](nlohmann::json& d) { d["rows"][0]["tim_s"] = 1; }) ==
+        "sweep-shard-2-of-2.json:rows[0].tim_s: unknown field; did you mean \"time_s\"?");
+  CHECK(edited([](nlohmann::json& d) { d["sweep"]["size"] = 1; }) ==
+        "sweep-shard-2-of-2.json:sweep.size: unknown field; did you mean \"sizes\"?");
+  CHECK(edited([](nlohmann::json& d) { d["version"] = "1"; }) ==
+        "sweep-shard-2-of-2.json:version: expected 1 (made by another collsim version), got \"1\"");
+  for (const char* key : {"time_s", "algbw_Bps", "busbw_Bps"})
+    for (double v : {-1.0, -1e-300})
+      CHECK_THAT(edited([&](nlohmann::json& d) { d["rows"][0][key] = v; }),
+                 Catch::StartsWith(fmt::format("sweep-shard-2-of-2.json:rows[0].{}: expected", key)));
+  CHECK_THAT(edited([](nlohmann::json& d) { d["rows"][0]["time_s"] = 1e7; }),
+             Catch::Contains("rows[0].time_s: expected a simulated time in seconds from 0 to"));
+  CHECK_THAT(edited([](nlohmann::json& d) { d["rows"][0]["bytes"] = std::int64_t{1} << 51; }),
+             Catch::StartsWith("sweep-shard-2-of-2.json:rows[0].bytes: expected an integer in"));
+  // Counts a file may set to anything: nothing is sized by them before they check out.
+  CHECK_THAT(edited([](nlohmann::json& d) { d["shards"] = 2147483647; }),
+             Catch::EndsWith("rows, but shard 2/2147483647 has 1 points: the file is incomplete "
+                             "(did the shard finish?)"));
+  auto alone = files;
+  alone.pop_back();
+  alone[0].doc["shards"] = 2147483647;
+  alone[0].doc["rows"] = nlohmann::json::array({alone[0].doc["rows"][0]});  // its one point
+  CHECK(merge_error(alone) ==
+        "merge: shards 2/2147483647, 3/2147483647, 4/2147483647, 5/2147483647, 6/2147483647, "
+        "7/2147483647, 8/2147483647, 9/2147483647 and 2147483638 more missing: merge needs all "
+        "2147483647 shards' files");
+  CHECK_THAT(edited([](nlohmann::json& d) {
+               d["sweep"]["sizes"] = std::vector<int>(100000, 1);
+               d["sweep"]["rank_counts"] = std::vector<int>(100000, 2);
+             }),
+             Catch::StartsWith("sweep-shard-2-of-2.json:sweep: rank counts x algorithms x sizes "
+                               "is 9e+10 points; a sweep has at most"));
 }
 
 TEST_CASE("collsim sweep -j 2, and --shard i/n then collsim merge, match the plain sweep",

@@ -616,3 +616,47 @@ TEST_CASE("compare: errors per collective, step and op against a known measureme
   CHECK_THROWS_WITH(compare_runs(s, sim, {{"collectives", cols}}),
                     Catch::Contains("ar: ") && Catch::Contains("measured ops"));
 }
+
+TEST_CASE("compare: a measured.json with an impossible time or an unknown field is refused") {
+  const Scenario s = parse_scenario(nlohmann::json::parse(R"({
+      "topology": {"preset": "switch", "gpus": 2, "bandwidth": "10GB/s"},
+      "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": "4KiB"}]})"),
+                                    ".", "test");
+  const ScenarioResult sim = run_scenario(s);
+  nlohmann::json ops = nlohmann::json::array();
+  for (std::size_t i = 0; i < sim.schedules[0].size(); ++i) ops.push_back({0.0, 1e-6});
+  const nlohmann::json good = {{"name", "ar"}, {"time_s", 1e-5}, {"ops", ops}};
+  const auto error = [&](const nlohmann::json& collective) {
+    try {
+      compare_runs(s, sim, {{"collectives", {collective}}});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error(good) == "no error");
+  // time_s -1 was once compared, as 0.0% error.
+  for (double t : {-1.0, 0.0, 1e9}) {
+    nlohmann::json bad = good;
+    bad["time_s"] = t;
+    CHECK_THAT(error(bad), Catch::StartsWith("--measured:collectives[0].time_s: expected a "
+                                             "measured time above 0 s and at most 1 hour"));
+  }
+  for (const nlohmann::json& t : {nlohmann::json("1us"), nlohmann::json(nullptr)}) {
+    nlohmann::json bad = good;
+    bad["time_s"] = t;
+    CHECK_THAT(error(bad), Catch::StartsWith("--measured:collectives[0].time_s: expected a number"));
+  }
+  nlohmann::json backwards = good;
+  backwards["ops"][0] = {2e-6, 1e-6};
+  CHECK_THAT(error(backwards),
+             Catch::StartsWith("--measured:collectives[0].ops[0][1]: expected an end no earlier"));
+  nlohmann::json misspelled = good;
+  misspelled["tme_s"] = 1;
+  CHECK(error(misspelled) ==
+        "--measured:collectives[0].tme_s: unknown field; did you mean \"time_s\"?");
+  CHECK_THROWS_WITH(compare_runs(s, sim, {{"colectives", nlohmann::json::array({good})}}),
+                    "--measured:colectives: unknown field; did you mean \"collectives\"?");
+  CHECK_THROWS_WITH(compare_runs(s, sim, nlohmann::json::object()),
+                    "--measured: missing required field \"collectives\"");
+}

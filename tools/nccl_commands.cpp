@@ -20,6 +20,10 @@
 namespace collsim {
 namespace {
 
+// A calibration file is a cost model and its provenance: kilobytes, or a few MiB with
+// every sample of a long calibration.
+constexpr std::uintmax_t kMaxCalibrationBytes = std::uintmax_t{64} << 20;
+
 // Today in UTC, or SOURCE_DATE_EPOCH's day when set: a rerun then writes the same bytes.
 std::string calibration_date() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -27,6 +31,12 @@ std::string calibration_date() {
   std::tm tm{};
   gmtime_r(&t, &tm);
   return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+// A report as JSON text. File names come from the command line and may be any bytes:
+// invalid UTF-8 is replaced (U+FFFD), where nlohmann's dump would throw.
+std::string json_text(const nlohmann::json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void refuse_given(const CLI::App* app, std::initializer_list<const char*> options,
@@ -74,6 +84,10 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
 }
 
 bool is_nccl_tests_log(const std::string& path) {
+  std::error_code missing;
+  if (!std::filesystem::exists(path, missing)) return false;  // the measured.json path says so
+  // Before opening it: opening a FIFO blocks until someone writes to it.
+  check_regular_file(path, "a measured.json or an nccl-tests log");
   std::ifstream in(path, std::ios::binary);
   char ch = 0;
   while (in.get(ch))
@@ -100,7 +114,11 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
     throw InputError("collectives",
                      "compare times the scenario's collectives; it has only a \"workload\"");
   if (!calibration.empty())
-    apply_calibration(scenario, read_json_file(calibration, "--calibration"), calibration);
+    apply_calibration(scenario,
+                      parse_json_text(read_input_file(calibration, kMaxCalibrationBytes,
+                                                      "a calibration file"),
+                                      calibration),
+                      calibration);
   const CollectiveSpec& base = pick_collective(scenario, args.collective);
   const NcclTestsLog log = read_nccl_tests_log(log_file, base.shape.op, args.ranks);
   const auto [lo, hi] = args.sizes.empty() ? parse_size_range(":", "--sizes")
@@ -109,11 +127,11 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
   if (!out_dir.empty()) {
     OutputDir out(out_dir);
     write_nccl_comparison_csv(out.open("compare.csv"), c);
-    out.open("compare.json") << nccl_comparison_json(c).dump(2) << "\n";
+    out.open("compare.json") << json_text(nccl_comparison_json(c)) << "\n";
     out.commit();
   }
   if (args.format == "json")
-    std::cout << nccl_comparison_json(c).dump(2) << "\n";
+    std::cout << json_text(nccl_comparison_json(c)) << "\n";
   else if (args.format == "csv")
     write_nccl_comparison_csv(std::cout, c);
   else
@@ -156,7 +174,7 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
   {
     OutputDir dir(std::filesystem::absolute(out).parent_path());
     dir.open(std::filesystem::path(out).filename().string())
-        << nccl_calibration_json(req, fit, calibration_date()).dump(2) << "\n";
+        << json_text(nccl_calibration_json(req, fit, calibration_date())) << "\n";
     dir.commit();
   }
   std::cout << nccl_fit_report(req, fit) << "# wrote " << out << "\n";

@@ -22,6 +22,7 @@
 #include "scenario/scenario.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_shard.h"
+#include "validate/nccl_tests_log.h"  // read_input_file
 
 namespace collsim {
 
@@ -280,7 +281,8 @@ int sweep_command(const SweepArgs& args) {
 
 int merge_command(const MergeArgs& args) {
   std::vector<ShardFile> files;
-  for (const auto& p : args.parts) files.push_back({p, read_json_file(p, p)});
+  for (const auto& p : args.parts)
+    files.push_back({p, parse_json_text(read_input_file(p, kMaxShardFileBytes, "a shard file"), p)});
   write_sweep(merge_shards(files), args.format, args.out_dir);
   return 0;
 }

@@ -5,18 +5,86 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
+#include "core/json_view.h"
+#include "core/units.h"
 #include "report/chrome_trace.h"
 #include "validate/control_segment.h"
 
 namespace collsim {
 namespace {
 
-const nlohmann::json& measured_collective(const nlohmann::json& measured, const std::string& name) {
-  for (const auto& c : measured.at("collectives"))
-    if (c.at("name") == name) return c;
+// What `collsim validate` writes (validate/measure.cpp, measured_json); only name,
+// time_s, ops and schedule_digest are compared, the rest is its provenance.
+constexpr std::string_view kMeasuredKeys[] = {"scenario", "backend",    "device",
+                                              "pinning",  "iterations", "warmup",
+                                              "rounds",   "quantile",   "collectives"};
+constexpr std::string_view kMeasuredCollectiveKeys[] = {
+    "name",  "op",    "algorithm", "plan",       "schedule_digest", "ranks",
+    "bytes", "count", "dtype",     "start_s",    "end_s",           "time_s",
+    "algbw_GBps", "busbw_GBps", "wrong", "checked", "iterations_s", "ops"};
+
+// One measured collective, checked before anything is compared with it.
+struct MeasuredRecord {
+  std::string name;
+  std::optional<std::string> schedule_digest;
+  double time_s = 0;
+  std::vector<std::pair<double, double>> ops;  // start and end, from the collective's start
+};
+
+// A time within a measurement: from 0 to an hour (kMaxDuration), like every duration
+// collsim reads; `positive` when 0 is no measurement (a whole collective).
+double read_time(const JsonView& v, bool positive) {
+  const double t = v.as_number();
+  if (!(t >= 0 && t <= kMaxDuration) || (positive && t == 0))
+    v.fail(positive ? "a measured time above 0 s and at most 1 hour (3600 s)"
+                    : "a time from 0 to 1 hour (3600 s)");
+  return t;
+}
+
+MeasuredRecord read_measured_record(const JsonView& c) {
+  if (!c.is_object()) c.fail("a measured collective object");
+  c.allow_only(kMeasuredCollectiveKeys);
+  MeasuredRecord m;
+  m.name = c["name"].as_string();
+  if (auto d = c.find("schedule_digest")) m.schedule_digest = d->as_string();
+  m.time_s = read_time(c["time_s"], true);
+  const JsonView ops = c["ops"];
+  if (!ops.is_array()) ops.fail("an array of [start, end] times in seconds");
+  m.ops.reserve(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const JsonView o = ops[i];
+    if (!o.is_array() || o.size() != 2) o.fail("a [start, end] pair of times in seconds");
+    const double start = read_time(o[0], false), end = read_time(o[1], false);
+    if (end < start) o[1].fail(fmt::format("an end no earlier than the start ({})", start));
+    m.ops.emplace_back(start, end);
+  }
+  return m;
+}
+
+// measured.json, whole: every collective checked, so a negative or missing time is
+// refused naming its JSON path rather than compared.
+std::vector<MeasuredRecord> read_measured(const nlohmann::json& measured) {
+  const JsonView root(measured, "--measured:");
+  if (!root.is_object()) root.fail("a measured.json object of collsim validate");
+  root.allow_only(kMeasuredKeys);
+  const auto list = root.find("collectives");
+  if (!list) throw InputError("--measured", "missing required field \"collectives\"");
+  if (!list->is_array()) list->fail("an array of measured collectives");
+  std::vector<MeasuredRecord> out;
+  for (std::size_t i = 0; i < list->size(); ++i) out.push_back(read_measured_record((*list)[i]));
+  return out;
+}
+
+const MeasuredRecord& measured_collective(const std::vector<MeasuredRecord>& measured,
+                                              const std::string& name) {
+  for (const auto& c : measured)
+    if (c.name == name) return c;
   throw InputError("--measured",
                    fmt::format("no collective named \"{}\" in the measurements", name));
 }
@@ -57,31 +125,32 @@ double mape(const std::vector<CompareRow>& rows, const std::string& collective =
 }  // namespace
 
 Comparison compare_runs(const Scenario&, const ScenarioResult& sim,
-                        const nlohmann::json& measured) {
+                        const nlohmann::json& measured_json) {
+  const std::vector<MeasuredRecord> measured = read_measured(measured_json);
   Comparison out;
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& name = sim.resolved[i].name;
-    const nlohmann::json& m = measured_collective(measured, name);
+    const MeasuredRecord& m = measured_collective(measured, name);
     const Schedule& sched = sim.schedules[i];
-    if (auto d = m.find("schedule_digest"); d != m.end() && *d != digest_text(sim.digests[i]))
+    if (m.schedule_digest && *m.schedule_digest != digest_text(sim.digests[i]))
       throw InputError("--measured",
-                       fmt::format("{}: measured with schedule {}, but the plan simulates {} "
+                       fmt::format("{}: measured with schedule \"{}\", but the plan simulates {} "
                                    "(another algorithm, size or options?)",
-                                   name, d->dump(), digest_text(sim.digests[i])));
-    if (m.at("ops").size() != sched.size())
+                                   name, *m.schedule_digest, digest_text(sim.digests[i])));
+    if (m.ops.size() != sched.size())
       throw InputError(
           "--measured",
           fmt::format("{}: {} measured ops, but the schedule has {} (another algorithm or "
                       "size?)",
-                      name, m.at("ops").size(), sched.size()));
-    const double meas = m.at("time_s").get<double>(), simt = sim.outcomes[i].time_s;
+                      name, m.ops.size(), sched.size()));
+    const double meas = m.time_s, simt = sim.outcomes[i].time_s;
     out.collectives.push_back(
         {name, -1, -1, -1, -1, sim.resolved[i].bytes, meas, simt, error_pct(simt, meas)});
-    std::vector<std::pair<double, double>> sim_ops, meas_ops;
+    std::vector<std::pair<double, double>> sim_ops;
+    const std::vector<std::pair<double, double>>& meas_ops = m.ops;
     const Time t0 = sim.sim.tasks[i].start;
     for (const auto& o : sim.sim.tasks[i].ops)
       sim_ops.emplace_back(to_seconds(o.start - t0), to_seconds(o.end - t0));
-    for (const auto& o : m.at("ops")) meas_ops.emplace_back(o[0].get<double>(), o[1].get<double>());
     const auto sim_steps = step_lengths(sched, sim_ops), meas_steps = step_lengths(sched, meas_ops);
     for (const auto& [step, len] : meas_steps)
       out.steps.push_back(
@@ -130,7 +199,8 @@ void write_comparison_csv(std::ostream& out, const Comparison& c) {
 }
 
 void write_comparison_trace(std::ostream& out, const Scenario& s, const ScenarioResult& sim,
-                            const nlohmann::json& measured) {
+                            const nlohmann::json& measured_json) {
+  const std::vector<MeasuredRecord> measured = read_measured(measured_json);
   ChromeTrace trace(out);
   trace.process_name(0, "simulated");
   trace.process_name(1, "measured");
@@ -144,16 +214,17 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& spec = sim.resolved[i];
     const Schedule& sched = sim.schedules[i];
-    const nlohmann::json& m = measured_collective(measured, spec.name);
-    const nlohmann::json& m_ops = m.at("ops");
+    const MeasuredRecord& m = measured_collective(measured, spec.name);
+    if (m.ops.size() != sched.size())  // compare_runs says which; the trace needs each op
+      throw InputError("--measured", fmt::format("{}: {} measured ops, but the schedule has {}",
+                                                 spec.name, m.ops.size(), sched.size()));
     const Time t0 = sim.sim.tasks[i].start;
     // Slices go on the track of the rank that runs the op for real (validate/control_segment.h).
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
       const auto& so = sim.sim.tasks[i].ops[id];
       const double ss = sim_at + to_seconds(so.start - t0), se = sim_at + to_seconds(so.end - t0);
-      const double ms = meas_at + m_ops[id][0].get<double>(),
-                   me = meas_at + m_ops[id][1].get<double>();
+      const double ms = meas_at + m.ops[id].first, me = meas_at + m.ops[id].second;
       name.clear();
       fmt::format_to(std::back_inserter(name), "step {} {}\u2192{}", op.step,
                      spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
@@ -162,7 +233,7 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
                        std::string_view(name.data(), name.size()), spec.name);
     }
     sim_at += sim.outcomes[i].time_s;
-    meas_at += m.at("time_s").get<double>();
+    meas_at += m.time_s;
   }
   trace.finish();
 }

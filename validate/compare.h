@@ -31,7 +31,9 @@ struct Comparison {
   double op_mape_pct = 0;       // over ops with a measured duration
 };
 
-// `sim` must have per-op timing; `measured` is `collsim validate`'s measured.json.
+// `sim` must have per-op timing; `measured` is `collsim validate`'s measured.json,
+// checked first: an unknown field, or a time that is negative, not a number or past an
+// hour, is an InputError naming its JSON path (--measured:collectives[0].time_s).
 Comparison compare_runs(const Scenario& s, const ScenarioResult& sim,
                         const nlohmann::json& measured);
 std::string comparison_table(const Comparison& c);

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <climits>
 #include <filesystem>
 #include <fstream>
-#include <set>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -42,6 +41,7 @@ std::optional<double> to_number(std::string_view s) {
 }
 
 // Reads one file line after another, for errors that name FILE:LINE.
+static_assert(kMaxLogBytes < INT_MAX, "a log's lines are counted in an int");
 struct Cursor {
   const std::string& file;
   int line = 0;
@@ -56,14 +56,23 @@ std::string version_from_code(std::int64_t code) {
   return fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);  // before 2.9
 }
 
+// "2.18.3+cuda12.2": what a version is made of. Versions go into reports and JSON
+// (calibration files, compare --format json), so a word of other bytes (invalid
+// UTF-8 made nlohmann's dump throw) is not taken for one.
+bool is_version(std::string_view word) {
+  return !word.empty() && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) || c == '.' || c == '+' || c == '-' || c == '_';
+  });
+}
+
 // "# nccl-tests version 2.17.9 nccl-headers=22602 nccl-library=22602", or an
 // "NCCL version 2.18.3+cuda12.2" line of NCCL_DEBUG=INFO.
 void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
-  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
-    if (w[i] == "nccl-tests" && w[i + 1] == "version" && i + 2 < w.size())
-      log.tests_version = std::string(w[i + 2]);
-    if (w[i] == "NCCL" && w[i + 1] == "version" && i + 2 < w.size() && log.nccl_version.empty())
-      log.nccl_version = std::string(w[i + 2]);
+  for (std::size_t i = 0; i + 2 < w.size(); ++i) {
+    if (!is_version(w[i + 2]) || w[i + 1] != "version") continue;
+    if (w[i] == "nccl-tests") log.tests_version = std::string(w[i + 2]);
+    if (w[i] == "NCCL" && log.nccl_version.empty()) log.nccl_version = std::string(w[i + 2]);
   }
   for (auto word : w)
     if (word.starts_with("nccl-library="))
@@ -74,31 +83,74 @@ void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
 // "nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) ...", and the line
 // nccl-tests prints when the GPUs' memory cannot hold the largest size:
 // "Reducing maxBytes to 11453246122 due to memory limitation".
+// The word after `key` as an integer in [min, max], or an error naming the line.
+std::int64_t count_after(const std::vector<std::string_view>& w, std::size_t i,
+                         std::string_view key, std::int64_t min, std::int64_t max,
+                         const Cursor& at) {
+  const std::string_view word = i + 1 < w.size() ? w[i + 1] : "";
+  const auto v = to_int(word);
+  if (!v || *v < min || *v > max)
+    at.fail(fmt::format("expected a count from {} to {} after \"{}\", got \"{}\"", min, max,
+                        key, word));
+  return *v;
+}
+
 void read_run_line(const std::vector<std::string_view>& w, NcclTestsLog& log, const Cursor& at) {
   if (w.size() >= 4 && w[0] == "Reducing" && w[1] == "maxBytes" && w[2] == "to") {
-    const auto v = to_int(w[3]);
-    if (!v || *v < 0)
-      at.fail(fmt::format("expected a size after \"Reducing maxBytes to\", got \"{}\"", w[3]));
-    log.max_bytes = *v;
+    log.max_bytes = count_after(w, 2, "Reducing maxBytes to", 0, kMaxBytes, at);
     return;
   }
   for (std::size_t i = 0; i < w.size(); ++i) {
     const std::string_view key = w[i];
-    if (key != "nThread" && key != "nGpus" && key != "minBytes" && key != "maxBytes") continue;
-    const auto v = i + 1 < w.size() ? to_int(w[i + 1]) : std::nullopt;
-    if (!v || *v < 0)
-      at.fail(fmt::format("expected a count after \"{}\", got \"{}\"", key,
-                          i + 1 < w.size() ? w[i + 1] : ""));
-    if (key == "nThread") log.threads = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
-    if (key == "nGpus") log.gpus_per_thread = static_cast<int>(std::min<std::int64_t>(*v, 1 << 20));
-    if (key == "minBytes") log.min_bytes = *v;
-    if (key == "maxBytes") log.max_bytes = *v;
+    if (key == "nThread") log.threads = static_cast<int>(count_after(w, i, key, 1, kMaxLogGpus, at));
+    if (key == "nGpus")
+      log.gpus_per_thread = static_cast<int>(count_after(w, i, key, 1, kMaxLogGpus, at));
+    if (key == "minBytes") log.min_bytes = count_after(w, i, key, 0, kMaxBytes, at);
+    if (key == "maxBytes") log.max_bytes = count_after(w, i, key, 0, kMaxBytes, at);
   }
+  // Each at most kMaxLogGpus (2^20), so the product is exact in 64 bits.
+  const std::int64_t gpus = std::int64_t{log.threads} * log.gpus_per_thread;
+  if (gpus > kMaxLogGpus)
+    at.fail(fmt::format("nThread {} x nGpus {} is {} GPUs in one process; expected at most {}",
+                        log.threads, log.gpus_per_thread, gpus, kMaxLogGpus));
 }
 
+// The ranks the "#  Rank" lines name, as ranges: "0..1048575" is one entry, not a
+// million, and a log of many such lines stays linear (merged as it grows).
+class RankSet {
+ public:
+  void add(std::int64_t first, std::int64_t last) {
+    ranges_.emplace_back(first, last);
+    if (ranges_.size() >= 2 * merged_ + 64) merge();
+  }
+  bool empty() const { return ranges_.empty(); }
+  std::int64_t count() {
+    merge();
+    std::int64_t n = 0;
+    for (const auto& [first, last] : ranges_) n += last - first + 1;
+    return n;
+  }
+
+ private:
+  // Sorted and disjoint afterwards: at most kMaxLogGpus / 2 ranges remain.
+  void merge() {
+    std::sort(ranges_.begin(), ranges_.end());
+    std::size_t out = 0;
+    for (const auto& r : ranges_) {
+      if (out > 0 && r.first <= ranges_[out - 1].second + 1)
+        ranges_[out - 1].second = std::max(ranges_[out - 1].second, r.second);
+      else
+        ranges_[out++] = r;
+    }
+    ranges_.resize(out);
+    merged_ = out;
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;
+  std::size_t merged_ = 0;
+};
+
 // "#  Rank  3 Group ..." or, abbreviated, "#  Rank  0..7 Group ...".
-void read_rank_line(const std::vector<std::string_view>& w, std::set<std::int64_t>& ranks,
-                    const Cursor& at) {
+void read_rank_line(const std::vector<std::string_view>& w, RankSet& ranks, const Cursor& at) {
   const std::string_view r = w.size() > 1 ? w[1] : "";
   std::int64_t first = -1, last = -1;
   if (const auto dots = r.find(".."); dots != std::string_view::npos) {
@@ -107,9 +159,11 @@ void read_rank_line(const std::vector<std::string_view>& w, std::set<std::int64_
   } else {
     first = last = to_int(r).value_or(-1);
   }
-  if (first < 0 || last < first || last > (1 << 20))
-    at.fail(fmt::format("expected a rank or a range like 0..7 after \"Rank\", got \"{}\"", r));
-  for (std::int64_t i = first; i <= last; ++i) ranks.insert(i);
+  if (first < 0 || last < first || last >= kMaxLogGpus)
+    at.fail(fmt::format("expected a rank or a range like 0..7 after \"Rank\" (ranks below {}), "
+                        "got \"{}\"",
+                        kMaxLogGpus, r));
+  ranks.add(first, last);
 }
 
 // One measurement: time, algbw, busbw, #wrong.
@@ -117,18 +171,21 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
                             const char* which) {
   NcclTestsResult r;
   const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
+  const double limits[] = {kMaxLogTimeUs, kMaxLogBandwidthGBps, kMaxLogBandwidthGBps};
   double* fields[] = {&r.time_us, &r.algbw_GBps, &r.busbw_GBps};
   for (int i = 0; i < 3; ++i) {
     const auto v = to_number(w[at + i]);
-    if (!v || *v < 0)
-      c.fail(fmt::format("expected the {} {} as a number, got \"{}\"", which, names[i], w[at + i]));
+    if (!v || *v < 0 || *v > limits[i])
+      c.fail(fmt::format("expected the {} {} as a number from 0 to {:g}, got \"{}\"", which,
+                         names[i], limits[i], w[at + i]));
     *fields[i] = *v;
   }
   const std::string_view wrong = w[at + 3];
   if (wrong != "N/A") {
-    // Old nccl-tests printed an error magnitude ("0e+00") where newer ones count.
+    // Old nccl-tests printed an error magnitude ("0e+00") where newer ones count. Bounded
+    // so that the count is exact in a double and llround is defined.
     const auto v = to_number(wrong);
-    if (!v || *v < 0)
+    if (!v || *v < 0 || *v > static_cast<double>(kMaxBytes))
       c.fail(fmt::format("expected the {} #wrong as a count or N/A, got \"{}\"", which, wrong));
     r.wrong = std::llround(*v);
   }
@@ -143,9 +200,11 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
         w.size(), w.size() == 1 ? "" : "s"));
   NcclTestsRow row;
   row.line = c.line;
-  row.bytes = *to_int(w[0]);
+  row.bytes = *to_int(w[0]);  // looks_like_row checked both are integers
   row.count = *to_int(w[1]);
-  if (row.bytes < 0 || row.count < 0) c.fail("expected a size and a count of at least 0");
+  if (row.bytes < 0 || row.bytes > kMaxBytes || row.count < 0 || row.count > kMaxBytes)
+    c.fail(fmt::format("expected a size and a count from 0 to 2^50 (1 PiB), got {} and {}",
+                       row.bytes, row.count));
   row.type = std::string(w[2]);
   if (!nccl_tests_dtype(row.type))
     c.fail(
@@ -153,7 +212,8 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
                     "int32, uint32, int64, uint64), got \"{}\"",
                     w[2]));
   row.redop = std::string(w[3]);
-  if (!std::all_of(row.redop.begin(), row.redop.end(), [](char ch) { return std::isalpha(ch); }))
+  if (!std::all_of(row.redop.begin(), row.redop.end(),
+                   [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); }))
     c.fail(fmt::format("expected a reduction (sum, prod, max, min, avg, none), got \"{}\"", w[3]));
   const auto root = to_int(w[4]);
   if (!root || *root < -1 || *root > (1 << 20))
@@ -231,18 +291,18 @@ void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
   }
 }
 
-void settle_ranks(NcclTestsLog& log, const std::set<std::int64_t>& rank_lines, int hint) {
+void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint) {
   if (hint > 0) {
     log.ranks = hint;
     log.ranks_source = "given";
   } else if (!rank_lines.empty()) {
-    log.ranks = static_cast<int>(rank_lines.size());
+    log.ranks = static_cast<int>(rank_lines.count());  // below kMaxLogGpus
     log.ranks_source = "the log's Rank lines";
   } else if (auto k = ranks_from_bus_factor(log)) {
     log.ranks = *k;
     log.ranks_source = "busbw / algbw (the log has no Rank lines)";
-  } else if (log.threads * log.gpus_per_thread > 1) {
-    log.ranks = log.threads * log.gpus_per_thread;
+  } else if (std::int64_t{log.threads} * log.gpus_per_thread > 1) {
+    log.ranks = log.threads * log.gpus_per_thread;  // read_run_line bounded the product
     log.ranks_source = "nThread x nGpus (one process)";
   } else {
     throw InputError(log.file,
@@ -295,7 +355,9 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   log.file = file;
   log.digest = fnv1a(text);
   std::optional<CollectiveOp> header_op;
-  std::set<std::int64_t> rank_lines;
+  RankSet rank_lines;
+  std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
+  int first_extra_row = 0;
   Cursor at{file};
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -322,6 +384,11 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       continue;
     }
     if (!looks_like_row(w)) continue;
+    // Past the bound, rows are only counted (for the message), not read or kept.
+    if (++rows > kMaxLogRows) {
+      if (!first_extra_row) first_extra_row = at.line;
+      continue;
+    }
     NcclTestsRow row = read_row(w, at);
     // Sizes increase from row to row, except that all-gather and reduce-scatter print
     // 0 bytes for every small size whose per-rank count rounds down to 0.
@@ -333,6 +400,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
                       row.bytes, log.rows.back().bytes, log.rows.back().line));
     log.rows.push_back(std::move(row));
   }
+  if (first_extra_row)
+    throw InputError(
+        fmt::format("{}:{}", file, first_extra_row),
+        fmt::format("{} result rows; a log may have at most {} (nccl-tests prints one per "
+                    "size, and each is simulated): split the log or trim its sizes",
+                    rows, kMaxLogRows));
   if (log.rows.empty())
     throw InputError(file,
                      "no result rows: expected nccl-tests lines of size, count, type, redop, "
@@ -344,12 +417,47 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
 
 NcclTestsLog read_nccl_tests_log(const std::string& path, std::optional<CollectiveOp> op_hint,
                                  int ranks_hint) {
+  return parse_nccl_tests_log(read_input_file(path, kMaxLogBytes, "an nccl-tests log"), path,
+                              op_hint, ranks_hint);
+}
+
+void check_regular_file(const std::string& path, std::string_view what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows a symlink to what it names
+  if (ec || !fs::exists(st))
+    throw InputError(path, fmt::format("no such file: expected {}", what));
+  if (fs::is_regular_file(st)) return;
+  const char* kind = fs::is_directory(st)   ? "a directory"
+                     : fs::is_fifo(st)      ? "a FIFO"
+                     : fs::is_socket(st)    ? "a socket"
+                     : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+                                                                         : "not a plain file";
+  throw InputError(path, fmt::format("expected {} in a regular file, got {}", what, kind));
+}
+
+std::string read_input_file(const std::string& path, std::uintmax_t max_bytes,
+                            std::string_view what) {
+  check_regular_file(path, what);
+  const auto too_big = [&](std::string_view size) {
+    throw InputError(path, fmt::format("expected {} of at most {}, got {}", what,
+                                       format_bytes(static_cast<std::int64_t>(max_bytes)), size));
+  };
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes) too_big(fmt::format("{} bytes", size));
   std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path))
-    throw InputError(path, "cannot read this nccl-tests log (no such file?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_nccl_tests_log(text.str(), path, op_hint, ranks_hint);
+  if (!in) throw InputError(path, fmt::format("cannot open it (permissions?): expected {}", what));
+  // In chunks, up to one byte past the bound: the file may have grown since, or be one
+  // whose size the file system does not know (/proc).
+  std::string text;
+  text.reserve(ec ? 0 : static_cast<std::size_t>(size));
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_bytes) too_big("more");
+  }
+  return text;
 }
 
 }  // namespace collsim

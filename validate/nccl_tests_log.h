@@ -5,16 +5,33 @@
 // except for some all-to-all builds, the same in place). Lines that are neither
 // (MPI warnings, NCCL INFO lines) are skipped; a row that starts like one but is not
 // is an error naming file:line.
+//
+// Every number is range-checked as it is read (no negative, NaN or infinite time,
+// no size above 1 PiB, no GPU count past kMaxLogGpus), and the work a log implies
+// is bounded before it is done: at most kMaxLogBytes of text, at most kMaxLogRows
+// rows (each row is one simulation when compared or fitted).
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/units.h"
 #include "network/cost_model.h"
 #include "schedule/collective.h"
 
 namespace collsim {
+
+// What a log may hold. nccl-tests prints one row per size, and even a linear sweep
+// (-i) of a few hundred sizes stays far below the row bound; the text bound leaves
+// room for NCCL_DEBUG=INFO lines of many ranks interleaved with the rows.
+inline constexpr std::int64_t kMaxLogRows = 1024;
+inline constexpr std::uintmax_t kMaxLogBytes = std::uintmax_t{256} << 20;  // 256 MiB
+inline constexpr std::int64_t kMaxLogGpus = std::int64_t{1} << 20;        // as --ranks
+// A row's time in microseconds, and its algbw and busbw in GB/s, as nccl-tests prints
+// them, within the bounds of a scenario's durations and bandwidths (core/units.h).
+inline constexpr double kMaxLogTimeUs = kMaxDuration * 1e6;
+inline constexpr double kMaxLogBandwidthGBps = kMaxBandwidth / 1e9;
 
 struct NcclTestsResult {
   double time_us = 0;
@@ -59,6 +76,16 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
 NcclTestsLog read_nccl_tests_log(const std::string& path,
                                  std::optional<CollectiveOp> op_hint = std::nullopt,
                                  int ranks_hint = 0);
+
+// A user's input file, whole, read so that no file can hang collsim or exhaust its
+// memory before a parser sees it: InputError(path) unless it is a regular file (not a
+// FIFO, whose read blocks, nor /dev/zero, whose read never ends) of at most
+// `max_bytes`. `what` names the kind of file in the message ("an nccl-tests log").
+// read_json_file (core/json_view.h) checks neither; the readers here use this.
+std::string read_input_file(const std::string& path, std::uintmax_t max_bytes,
+                            std::string_view what);
+// Its first check alone, for a caller that peeks at the file before reading it.
+void check_regular_file(const std::string& path, std::string_view what);
 
 // How the log's run launched its collectives, from its header: nGpus > 1 is one thread
 // driving that many GPUs (-g N), which issues their kernels one after another.

@@ -1,10 +1,12 @@
 #include "scenario/cost_json.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "core/json_view.h"
+#include "schedule/collective.h"
 
 namespace collsim {
 namespace {
@@ -45,14 +47,34 @@ void read_link_kind(const JsonView& v, LinkKindCost& k) {
   if (auto c = v.find("bandwidth_curve")) k.bandwidth = read_curve(*c);
 }
 
+// `word` is one of `names`; else an error at `at` that suggests the nearest.
+void check_name(const JsonView& at, std::string_view word, const std::vector<std::string>& names,
+                std::string_view what) {
+  if (std::find(names.begin(), names.end(), word) != names.end()) return;
+  const auto near = nearest_word(word, names);
+  at.fail_message(fmt::format("\"{}\" is not {}{}", word, what,
+                              near ? fmt::format("; did you mean \"{}\"?", *near)
+                                   : fmt::format(" (one of {})", fmt::join(names, ", "))));
+}
+
+// "float32.sum": an element type and a reduction collsim knows, so that a misspelled
+// key is refused rather than a rate that never applies.
+void check_rate_key(const JsonView& at, std::string_view key) {
+  if (key == "any") return;
+  const auto dot = key.find('.');
+  if (dot == std::string_view::npos)
+    at.fail_message("keys are \"dtype.op\" (\"float32.sum\") or \"any\"");
+  check_name(at, key.substr(0, dot), all_dtype_names(), "an element type");
+  check_name(at, key.substr(dot + 1), all_reduce_op_names(), "a reduction");
+}
+
 // {"dtype.op" or "any": curve} under `key`.
 void read_rates(const JsonView& v, const char* key, std::vector<ReduceRate>& out) {
   auto r = v.find(key);
   if (!r) return;
   if (!r->is_object()) r->fail("an object of rates keyed \"dtype.op\" or \"any\"");
   for (const auto& [name, entry] : r->raw().items()) {
-    if (name != "any" && name.find('.') == std::string::npos)
-      (*r)[name].fail_message("keys are \"dtype.op\" (\"float32.sum\") or \"any\"");
+    check_rate_key((*r)[name], name);
     out.push_back({name, read_curve((*r)[name])});
   }
 }
@@ -60,6 +82,7 @@ void read_rates(const JsonView& v, const char* key, std::vector<ReduceRate>& out
 }  // namespace
 
 void read_cost_model(const JsonView& v, CostModel& model) {
+  v.allow_only(kCalibrationKeys);
   if (auto l = v.find("launch_s")) model.launch = read_duration(*l);
   if (auto o = v.find("op_overhead_s")) model.op_overhead = read_duration(*o);
   if (auto c = v.find("bandwidth_curve")) {

@@ -10,13 +10,24 @@ namespace collsim {
 
 class JsonView;
 
-// Reads the cost keys of `v` into `model`, leaving keys `v` does not have alone. Keys
-// it does not know are left to the caller (a calibration file has others too).
+// Reads the cost keys of `v` into `model`, leaving keys `v` does not have alone.
+// Refuses, with "did you mean", a key that is neither a cost key nor one of a
+// calibration file's (kCalibrationKeys): `v` is a calibration file (apply_calibration
+// reads its α-β keys, then this) or a scenario's "cost", whose caller checks the
+// narrower kCostModelKeys first. A misspelled key is an error, never a term ignored.
 void read_cost_model(const JsonView& v, CostModel& model);
 // The keys read_cost_model reads.
 inline constexpr std::string_view kCostModelKeys[] = {"launch_s", "op_overhead_s", "links",
                                                       "bandwidth_curve", "reduce", "local_copy",
                                                       "host_memory", "reduce_memory"};
+// Every key of a calibration file: the cost keys, the α-β pair, and what `collsim
+// calibrate` (validate/calibrate.cpp) and `calibrate --nccl-tests` (validate/nccl_fit.cpp)
+// write beside them as provenance, which no reader uses.
+inline constexpr std::string_view kCalibrationKeys[] = {
+    "$schema",    "launch_s",  "op_overhead_s", "links",   "bandwidth_curve", "reduce",
+    "local_copy", "host_memory", "reduce_memory", "alpha_s", "bandwidth_Bps", "provenance",
+    "overhead",   "alpha_beta", "sweeps",        "backend", "device",          "date",
+    "ranks",      "fit"};
 // What "links": {"<kind>": {...}} takes for each link kind.
 inline constexpr std::string_view kLinkCostKeys[] = {"bandwidth_Bps", "efficiency", "latency_s",
                                                      "bandwidth_curve"};

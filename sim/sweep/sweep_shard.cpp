@@ -4,11 +4,15 @@
 #include <fmt/ranges.h>
 
 #include <charconv>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "core/time.h"
+#include "core/units.h"
 
 namespace collsim {
 
@@ -19,6 +23,35 @@ constexpr int kShardVersion = 1;
 
 std::string shard_text(Shard s) {
   return fmt::format("{}/{}", s.index, s.count);
+}
+
+// What each JSON object of a shard file holds, as shard_json, sweep_plan_json and
+// rows_json write it: anything else is a hand edit or another program's file.
+constexpr std::string_view kShardKeys[] = {"format", "version", "shard", "shards",
+                                           "scenario_digest", "sweep", "rows"};
+constexpr std::string_view kPlanKeys[] = {
+    "scenario", "topology", "network", "gpus",      "alpha_ps",   "collective",  "collective_index",
+    "op",       "dtype",    "redop",   "root",      "own_ranks",  "rank_counts", "algorithms",
+    "sizes"};
+constexpr std::string_view kRowKeys[] = {"point",  "ranks",     "algorithm", "bytes", "count",
+                                         "time_s", "algbw_Bps", "busbw_Bps", "plan"};
+
+// The longest a simulated collective can take: the picosecond clock's end.
+constexpr double kMaxRowSeconds = to_seconds(kTimeNever);
+
+// A time or a rate the simulator could have printed: finite, from 0 to `max`.
+double read_nonnegative(const JsonView& v, double max, std::string_view what) {
+  const double x = v.as_number();
+  if (!(x >= 0 && x <= max)) v.fail(fmt::format("{} from 0 to {:g}", what, max));
+  return x;
+}
+
+// The points of shard `s` of a sweep of `points`: shard_points(points, s).size(),
+// without building the list (a file's counts are not trusted until they match).
+std::size_t shard_point_count(std::size_t points, Shard s) {
+  const auto first = static_cast<std::size_t>(s.index - 1);
+  const auto count = static_cast<std::size_t>(s.count);
+  return points > first ? (points - first - 1) / count + 1 : 0;
 }
 
 }  // namespace
@@ -83,9 +116,10 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
   const JsonView all(rows, where);
   if (!all.is_array()) all.fail("an array of rows");
   std::vector<std::pair<std::size_t, SweepRow>> out;
-  const auto max = std::numeric_limits<std::int64_t>::max();
   for (std::size_t i = 0; i < all.size(); ++i) {
     const JsonView v = all[i];
+    if (!v.is_object()) v.fail("a row object");
+    v.allow_only(kRowKeys);
     const auto k = static_cast<std::size_t>(
         v["point"].as_int(0, static_cast<std::int64_t>(plan.points()) - 1));
     SweepRow r{};
@@ -93,11 +127,12 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
     r.algorithm = v["algorithm"].as_string();
     if (r.algorithm != plan.point(k).algorithm)
       v["algorithm"].fail(fmt::format("\"{}\" (point {})", plan.point(k).algorithm, k));
-    r.bytes = v["bytes"].as_int(0, max);
-    r.count = v["count"].as_int(0, max);
-    r.time_s = v["time_s"].as_number();
-    r.algbw_Bps = v["algbw_Bps"].as_number();
-    r.busbw_Bps = v["busbw_Bps"].as_number();
+    r.bytes = v["bytes"].as_int(0, kMaxBytes);
+    r.count = v["count"].as_int(0, kMaxBytes);
+    r.time_s = read_nonnegative(v["time_s"], kMaxRowSeconds, "a simulated time in seconds");
+    // bytes / time_s: even 1 PiB in a picosecond stays far below a double's end.
+    r.algbw_Bps = read_nonnegative(v["algbw_Bps"], 1e300, "a bandwidth in bytes per second");
+    r.busbw_Bps = read_nonnegative(v["busbw_Bps"], 1e300, "a bandwidth in bytes per second");
     r.plan = v["plan"].as_string();
     out.emplace_back(k, std::move(r));
   }
@@ -125,6 +160,8 @@ nlohmann::json sweep_plan_json(const SweepPlan& p) {
 
 SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& where) {
   const JsonView v(doc, where);
+  if (!v.is_object()) v.fail("a sweep plan object");
+  v.allow_only(kPlanKeys);
   const auto max = std::numeric_limits<std::int64_t>::max();
   const auto max_int = std::numeric_limits<int>::max();
   SweepPlan p;
@@ -145,8 +182,17 @@ SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& whe
   p.algorithms = v["algorithms"].as_string_list();
   const JsonView sizes = v["sizes"];
   if (!sizes.is_array()) sizes.fail("an array of sizes in bytes");
-  for (std::size_t i = 0; i < sizes.size(); ++i) p.sizes.push_back(sizes[i].as_int(1, max));
-  if (p.points() == 0) v.fail_message("a sweep of no points");
+  for (std::size_t i = 0; i < sizes.size(); ++i) p.sizes.push_back(sizes[i].as_int(1, kMaxBytes));
+  // Each list is bounded by the file's length, their product is not: checked before
+  // points() multiplies them, in doubles, which cannot wrap.
+  const double points = static_cast<double>(p.rank_counts.size()) *
+                        static_cast<double>(p.algorithms.size()) *
+                        static_cast<double>(p.sizes.size());
+  if (points == 0) v.fail_message("a sweep of no points");
+  if (points > kMaxSweepPoints)
+    v.fail_message(fmt::format("rank counts x algorithms x sizes is {:g} points; a sweep has at "
+                               "most {:g}",
+                               points, kMaxSweepPoints));
   return p;
 }
 
@@ -174,23 +220,36 @@ struct ReadShard {
 
 ReadShard read_shard(const ShardFile& f) {
   const JsonView v(f.doc, f.name + ":");
-  if (!f.doc.is_object() || !f.doc.contains("format") || f.doc["format"] != kShardFormat)
+  const auto format = f.doc.is_object() ? f.doc.find("format") : f.doc.end();
+  if (!f.doc.is_object() || format == f.doc.end() || *format != kShardFormat)
     throw InputError(f.name, "not a shard file of collsim sweep --shard (no \"format\": \"" +
                                  std::string(kShardFormat) + "\")");
-  if (f.doc.value("version", 0) != kShardVersion)
+  v.allow_only(kShardKeys);
+  // The file's own keys: "FILE: missing ...", not "FILE:: missing ...".
+  const auto field = [&](std::string_view key) {
+    if (!v.has(key))
+      throw InputError(f.name, fmt::format("missing required field \"{}\" (is the shard file "
+                                           "cut short?)",
+                                           key));
+    return v[key];
+  };
+  if (field("version").raw() != kShardVersion)
     v["version"].fail(fmt::format("{} (made by another collsim version)", kShardVersion));
   ReadShard s;
-  s.shard.count = static_cast<int>(v["shards"].as_int(1, std::numeric_limits<int>::max()));
-  s.shard.index = static_cast<int>(v["shard"].as_int(1, s.shard.count));
-  s.digest = v["scenario_digest"].as_string();
-  s.sweep = &f.doc["sweep"];
+  s.shard.count = static_cast<int>(field("shards").as_int(1, std::numeric_limits<int>::max()));
+  s.shard.index = static_cast<int>(field("shard").as_int(1, s.shard.count));
+  s.digest = field("scenario_digest").as_string();
+  s.sweep = &field("sweep").raw();
   const SweepPlan plan = sweep_plan_from_json(*s.sweep, f.name + ":sweep");
-  s.rows = rows_from_json(plan, f.doc["rows"], f.name + ":rows");
-  const auto want = shard_points(plan.points(), s.shard);
-  if (s.rows.size() != want.size())
+  const JsonView rows = field("rows");
+  const std::size_t points = shard_point_count(plan.points(), s.shard);
+  if (!rows.is_array()) rows.fail("an array of rows");
+  if (rows.size() != points)
     throw InputError(f.name, fmt::format("{} rows, but shard {} has {} points: the file is "
                                          "incomplete (did the shard finish?)",
-                                         s.rows.size(), shard_text(s.shard), want.size()));
+                                         rows.size(), shard_text(s.shard), points));
+  s.rows = rows_from_json(plan, rows.raw(), f.name + ":rows");
+  const auto want = shard_points(plan.points(), s.shard);
   for (std::size_t i = 0; i < want.size(); ++i)
     if (s.rows[i].first != want[i])
       throw InputError(f.name + ":rows[" + std::to_string(i) + "].point",
@@ -206,7 +265,8 @@ SweepResult merge_shards(std::span<const ShardFile> files) {
   std::vector<ReadShard> read;
   for (const auto& f : files) read.push_back(read_shard(f));
   const ReadShard& first = read.front();
-  std::vector<const ShardFile*> seen(static_cast<std::size_t>(first.shard.count), nullptr);
+  // By shard index; not a list of `count` slots, which a file may set to 2^31 - 1.
+  std::map<int, const ShardFile*> seen;
   std::vector<std::pair<std::size_t, SweepRow>> rows;
   for (std::size_t i = 0; i < read.size(); ++i) {
     const ReadShard& s = read[i];
@@ -223,20 +283,26 @@ SweepResult merge_shards(std::span<const ShardFile> files) {
                        fmt::format("shard {}, but {} is shard {}: one sweep's shards "
                                    "share their count",
                                    shard_text(s.shard), files[0].name, shard_text(first.shard)));
-    const ShardFile*& slot = seen[static_cast<std::size_t>(s.shard.index - 1)];
+    const ShardFile*& slot = seen[s.shard.index];
     if (slot)
       throw InputError(name, fmt::format("shard {} again: {} is that shard too",
                                          shard_text(s.shard), slot->name));
     slot = &files[i];
     for (auto& r : read[i].rows) rows.push_back(std::move(r));
   }
-  std::vector<std::string> missing;
-  for (std::size_t i = 0; i < seen.size(); ++i)
-    if (!seen[i]) missing.push_back(fmt::format("{}/{}", i + 1, seen.size()));
-  if (!missing.empty())
-    throw InputError(
-        "merge", fmt::format("shard{} {} missing: merge needs all {} shards' files",
-                             missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), seen.size()));
+  const int count = first.shard.count;
+  const auto missing = static_cast<std::size_t>(count) - seen.size();
+  if (missing > 0) {
+    constexpr std::size_t kNamed = 8;  // then "and N more": count may be 2^31 - 1
+    std::vector<std::string> named;
+    for (int i = 1; i <= count && named.size() < kNamed; ++i)
+      if (!seen.contains(i)) named.push_back(fmt::format("{}/{}", i, count));
+    const std::string more =
+        missing > named.size() ? fmt::format(" and {} more", missing - named.size()) : "";
+    throw InputError("merge", fmt::format("shard{} {}{} missing: merge needs all {} shards' files",
+                                          missing > 1 ? "s" : "", fmt::join(named, ", "), more,
+                                          count));
+  }
   return assemble_sweep(sweep_plan_from_json(*first.sweep, files[0].name + ":sweep"),
                         std::move(rows), "merge");
 }

@@ -43,12 +43,20 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
                                                              const nlohmann::json& rows,
                                                              const std::string& where);
 
+// The most points a sweep read back may have (each one a simulation): points() is
+// then far from wrapping, and lists sized by it fit in memory.
+inline constexpr double kMaxSweepPoints = 1 << 30;
+
 nlohmann::json sweep_plan_json(const SweepPlan& plan);
 SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& where);
 
 // One shard's file: `rows` for shard_points(plan.points(), shard), in that order.
 nlohmann::json shard_json(const SweepPlan& plan, const std::string& scenario_digest, Shard shard,
                           std::span<const SweepRow> rows);
+
+// A shard file's text: about 250 bytes a row, so some 250 000 points, parsed into
+// nlohmann's tree (several times the text) well within collsim's memory.
+inline constexpr std::uintmax_t kMaxShardFileBytes = std::uintmax_t{64} << 20;
 
 struct ShardFile {
   std::string name;  // where it came from, for errors

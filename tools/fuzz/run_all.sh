@@ -11,6 +11,8 @@ cd "$repo"
 targets=(
   # name       dictionary                 seed folders (relative to the repository)
   "scenario    tools/fuzz/json.dict       scenarios topologies"
+  "nccl_log    tools/fuzz/nccl_log.dict   data/nccl-tests"
+  "calibration tools/fuzz/calibration.dict tools/fuzz/seeds/calibration"
 )
 for line in "${targets[@]}"; do
   read -r name dict seeds <<<"$line"
