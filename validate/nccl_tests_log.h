@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/input_file.h"
 #include "core/units.h"
 #include "network/cost_model.h"
 #include "schedule/collective.h"
@@ -77,15 +78,6 @@ NcclTestsLog read_nccl_tests_log(const std::string& path,
                                  std::optional<CollectiveOp> op_hint = std::nullopt,
                                  int ranks_hint = 0);
 
-// A user's input file, whole, read so that no file can hang collsim or exhaust its
-// memory before a parser sees it: InputError(path) unless it is a regular file (not a
-// FIFO, whose read blocks, nor /dev/zero, whose read never ends) of at most
-// `max_bytes`. `what` names the kind of file in the message ("an nccl-tests log").
-// read_json_file (core/json_view.h) checks neither; the readers here use this.
-std::string read_input_file(const std::string& path, std::uintmax_t max_bytes,
-                            std::string_view what);
-// Its first check alone, for a caller that peeks at the file before reading it.
-void check_regular_file(const std::string& path, std::string_view what);
 
 // How the log's run launched its collectives, from its header: nGpus > 1 is one thread
 // driving that many GPUs (-g N), which issues their kernels one after another.

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/units.h"
 
 namespace collsim {
@@ -305,11 +307,11 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source_
 }
 
 nlohmann::json read_json_file(const std::string& path, const std::string& where) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(where, fmt::format("cannot open file \"{}\"", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_json_text(buf.str(), path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw InputError(where, fmt::format("cannot open file \"{}\"", path));
+  // A regular file of bounded size: a FIFO would block, /dev/zero never end.
+  return parse_json_text(read_input_file(path, kMaxJsonFileBytes, "a JSON file"), path);
 }
 
 }  // namespace collsim

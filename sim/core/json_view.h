@@ -69,7 +69,9 @@ inline constexpr int kMaxJsonDepth = 64;
 // Parses JSON text; a syntax error, a NUL byte, nesting deeper than kMaxJsonDepth or a
 // number beyond a double becomes an InputError with line and column.
 nlohmann::json parse_json_text(std::string_view text, const std::string& source_name);
+// At most kMaxJsonFileBytes, from a regular file (core/input_file.h).
 nlohmann::json read_json_file(const std::string& path, const std::string& where);
+inline constexpr std::uintmax_t kMaxJsonFileBytes = std::uintmax_t{256} << 20;
 
 // The candidate nearest to `word` by edit distance, if any is reasonably close.
 std::optional<std::string> nearest_word(std::string_view word,
