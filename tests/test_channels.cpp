@@ -11,6 +11,7 @@
 #include "scenario/scenario.h"
 #include "schedule/generators/channels.h"
 #include "simulate/run_scenario.h"
+#include "simulate/simulated_plan.h"
 
 using namespace collsim;
 using namespace collsim::test;

@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "nccl/nccl_model.h"
 #include "topology/presets.h"
+#include "simulate/simulated_plan.h"
 
 using namespace collsim;
 

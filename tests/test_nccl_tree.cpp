@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "replay/verify.h"
 #include "scenario/scenario.h"
+#include "simulate/simulated_plan.h"
 
 using namespace collsim;
 using namespace collsim::test;

@@ -13,6 +13,7 @@
 #include "report/traffic.h"
 #include "scenario/scenario.h"
 #include "sweep/sweep.h"
+#include "simulate/simulated_plan.h"
 
 using namespace collsim;
 using namespace collsim::test;

@@ -10,6 +10,7 @@
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 #include "topology/routing.h"
+#include "simulate/simulated_plan.h"
 
 using namespace collsim;
 

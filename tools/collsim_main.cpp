@@ -38,6 +38,7 @@
 #include "validate/compare.h"
 #include "validate/measure.h"
 #include "validate/validation_error.h"
+#include "simulate/simulated_plan.h"
 
 namespace {
 

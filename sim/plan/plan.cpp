@@ -10,7 +10,6 @@
 #include "nccl/nccl_model.h"
 #include "network/network_model.h"
 #include "schedule/generators/channels.h"
-#include "simulate/simulator.h"
 #include "topology/routing.h"
 
 namespace collsim {
@@ -395,21 +394,6 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
 PlannedCollective plan_collective(const Scenario& scenario, Router& router,
                                   const CostFunction& cost, const CollectiveSpec& spec) {
   return Tuner(scenario, router, cost).plan(spec);
-}
-
-CostFunction simulated_alone(const Scenario& scenario, Router& router) {
-  // Without per-op records.
-  return [&scenario, &router](const PlannedCollective& c) {
-    auto model = make_network_model(scenario.network, scenario.topology, router);
-    Simulator sim(scenario.topology, router, *model, SimulationOptions{.record_ops = false});
-    const auto r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
-    return to_seconds(r.tasks[0].end - r.tasks[0].start);
-  };
-}
-
-Plan make_plan(const Scenario& scenario) {
-  Router router(scenario.topology, scenario.network.routing);
-  return make_plan(scenario, router, simulated_alone(scenario, router));
 }
 
 std::string digest_text(std::uint64_t digest) {

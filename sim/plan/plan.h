@@ -71,9 +71,9 @@ using CostFunction = std::function<double(const PlannedCollective&)>;
 // schedules, and switch ops (NVLS) are always stored.
 enum class ScheduleHolding { Stored, Streamed };
 
-// The tuner simulates each candidate alone on the scenario's network.
-Plan make_plan(const Scenario& scenario);
-// The same with another cost; `router` must route the scenario's topology.
+// Every choice settled with `cost` deciding between candidates; `router` must route the
+// scenario's topology. The planner knows no simulator: the usual cost, each candidate
+// simulated alone, is injected from above (simulate/simulated_plan.h: make_plan(scenario)).
 Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost,
                ScheduleHolding holding = ScheduleHolding::Stored);
 
@@ -81,8 +81,6 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
 // plan theirs one by one).
 PlannedCollective plan_collective(const Scenario& scenario, Router& router,
                                   const CostFunction& cost, const CollectiveSpec& spec);
-// make_plan's default cost: the candidate simulated alone on the scenario's network.
-CostFunction simulated_alone(const Scenario& scenario, Router& router);
 
 // The collective's schedule, checked; a generator's refusal becomes an InputError
 // naming the collective, a structurally broken schedule a std::logic_error.

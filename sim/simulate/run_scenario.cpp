@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "simulate/streamed.h"
 #include "topology/routing.h"
+#include "simulate/simulated_plan.h"
 
 namespace collsim {
 namespace {

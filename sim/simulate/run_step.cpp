@@ -7,6 +7,7 @@
 
 #include "plan/plan.h"
 #include "topology/routing.h"
+#include "simulate/simulated_plan.h"
 
 namespace collsim {
 namespace step_run {

@@ -18,6 +18,7 @@
 #include "nccl/nccl_model.h"
 #include "plan/plan.h"
 #include "simulate/run_scenario.h"
+#include "simulate/simulated_plan.h"
 
 namespace collsim {
 
