@@ -578,6 +578,10 @@ TEST_CASE("Chakra bytes: nodes refused as they are read, within the trace's boun
                              "than the 1048576 bytes"));
   CHECK_THAT(parse_error(varint(1 << 30)), Catch::Contains("the global metadata message is "));
   CHECK_THAT(parse_error(kMetadata + "\xff\xff"), Catch::Contains("its length (a varint)"));
+  // protobuf's own complaint is the error, not a second line on stderr.
+  CHECK(parse_error(kMetadata + framed(std::string("\x12\x02\xff\xfe\x18\x04", 6))) ==
+        "t.0.et: node message #1 (after 0 whole nodes) is damaged: String field "
+        "'collsim.chakra.Node.name' contains invalid UTF-8 data when parsing a protocol buffer");
 }
 
 TEST_CASE("Chakra files: regular files only, ranks within 2^20", "[chakra]") {

@@ -504,6 +504,11 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
   CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 4096, "parallelism": {"dp": 1048576, "tp": 1048576, "pp": 1048576}}})") ==
         "workload.parallelism: dp x tp x pp = 1048576 x 1048576 x 1048576 = 1152921504606846976 "
         "GPUs, but only 8 ranks are left on the topology");
+  // A job without ranks after one ending on the last rank (fuzz_workload: SIGSEGV).
+  CHECK(error_of(topo + R"([{"ranks": [7], "gradients": "1GB", "compute": "1ms"},
+                            {"gradients": "1GB", "compute": "1ms"}]})") ==
+        "workload[1]: no ranks are left on the topology (the jobs before it take ranks up to 7): "
+        "give its \"ranks\"");
   const std::string mixtral =
       R"({"model": "mixtral-8x7b", "tokens_per_gpu": 4096, "parallelism": {"dp": 8, "ep": 8}, "expert_load": )";
   CHECK(error_of(topo + mixtral + "[0, 0, 0, 0, 0, 0, 0, 0]}}") ==

@@ -3,8 +3,8 @@
 // (regular files only, bounded) is chakra.cpp's, so that a fuzz target parses memory.
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <fstream>
@@ -136,6 +136,20 @@ pb::Node to_proto(const ChakraNode& n) {
   return p;
 }
 
+// protobuf reports some problems (a string field that is not UTF-8) in a log line on
+// stderr, besides failing the parse: its handler keeps the line instead, so that the
+// one error line says it. Installed once, for the process (collsim is its only user).
+thread_local std::string protobuf_problem;
+
+void keep_protobuf_problem(google::protobuf::LogLevel, const char*, int, const std::string& line) {
+  protobuf_problem = line.substr(0, line.find(". "));  // not its advice on the 'bytes' type
+}
+
+void quiet_protobuf() {
+  [[maybe_unused]] static const auto previous = google::protobuf::SetLogHandler(keep_protobuf_problem);
+  protobuf_problem.clear();
+}
+
 // Length-prefixed messages (a varint size, then the message) from bytes in memory.
 // Each size is checked against what is left and against kMaxChakraMessageBytes before
 // protobuf parses (and allocates) anything.
@@ -163,8 +177,11 @@ struct Framing {
                                           "the file",
                                           label, length, left));
     const auto limit = in.PushLimit(static_cast<int>(length));
+    quiet_protobuf();
     if (!m.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-      throw InputError(where, fmt::format("{} is damaged or cut short", label));
+      throw InputError(where, protobuf_problem.empty()
+                                  ? fmt::format("{} is damaged or cut short", label)
+                                  : fmt::format("{} is damaged: {}", label, protobuf_problem));
     in.PopLimit(limit);
     return true;
   }

@@ -316,6 +316,10 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
   } else {
     // As many ranks as the trace or the parallelism asks for, else every rank left.
     const int left = topology.num_ranks() - next_free;
+    if (left <= 0)  // an empty rank list has no last rank to start the next job after
+      v.fail_message(fmt::format("no ranks are left on the topology (the jobs before it take "
+                                 "ranks up to {}): give its \"ranks\"",
+                                 next_free - 1));
     int want = trace_ranks.value_or(left);
     if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
       std::int64_t d[3] = {1, 1, 1};
