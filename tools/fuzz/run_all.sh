@@ -11,6 +11,8 @@ cd "$repo"
 targets=(
   # name       dictionary                 seed folders (relative to the repository)
   "scenario    tools/fuzz/json.dict       scenarios topologies"
+  "workload    tools/fuzz/workload.dict   tools/fuzz/seeds/workload"
+  "chakra      tools/fuzz/chakra.dict     tools/fuzz/seeds/chakra"
 )
 for line in "${targets[@]}"; do
   read -r name dict seeds <<<"$line"
