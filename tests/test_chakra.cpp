@@ -3,6 +3,7 @@
 // traces written here: compute, collectives per process group, send/recv pairs,
 // data and control dependencies, and the errors a broken trace gets.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -504,4 +505,170 @@ TEST_CASE("the bundled Chakra scenario runs on the trace the repository holds", 
   REQUIRE(run.jobs.size() == 1);
   const double expected = 2 * 7 * (500e-9 + (1 << 20) / (8 * 50.0 * (1 << 30)));
   CHECK(run.jobs[0].step_s == Approx(expected).epsilon(1e-6));
+}
+
+namespace chakra_test {
+
+// A trace file's bytes: each message prefixed by its length as a varint.
+std::string varint(std::uint64_t x) {
+  std::string out;
+  for (; x >= 0x80; x >>= 7) out += static_cast<char>((x & 0x7f) | 0x80);
+  return out + static_cast<char>(x);
+}
+std::string framed(const std::string& message) {
+  return varint(message.size()) + message;
+}
+// Global metadata with version "0.0.4" (field 1, a string).
+const std::string kMetadata = framed(std::string("\x0a\x05", 2) + "0.0.4");
+// A node: id (field 1), type (field 3), data dependencies (field 5, packed).
+std::string node_message(std::uint64_t id, int type, const std::vector<std::uint64_t>& deps = {}) {
+  std::string m = "\x08" + varint(id) + "\x18" + varint(static_cast<std::uint64_t>(type));
+  std::string packed;
+  for (auto d : deps) packed += varint(d);
+  if (!deps.empty()) m += "\x2a" + varint(packed.size()) + packed;
+  return framed(m);
+}
+
+std::string parse_error(const std::string& bytes, ChakraBudget budget = {}) {
+  try {
+    parse_chakra_trace(bytes, "t.0.et", budget);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace chakra_test
+
+TEST_CASE("Chakra bytes: nodes refused as they are read, within the trace's bounds", "[chakra]") {
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
+  const std::string two = kMetadata + node_message(1, 4) + node_message(2, 7, {1});
+  ChakraBudget budget;
+  const ChakraTrace t = parse_chakra_trace(two, "t.0.et", budget);
+  REQUIRE(t.nodes.size() == 2);
+  CHECK(t.nodes[1].data_deps == std::vector<std::uint64_t>{1});
+  CHECK(budget.nodes == kMaxChakraNodes - 2);
+  CHECK(budget.dependencies == kMaxChakraDependencies - 1);
+  CHECK(budget.bytes == kMaxChakraBytes);  // bytes are the file reader's to spend
+
+  // Zero bytes after the metadata are empty nodes: the first is refused, not kept.
+  CHECK(parse_error(kMetadata + std::string(1000, '\0')) ==
+        "t.0.et: node message #1 (after 0 whole nodes), node 0: type 0 (invalid: an empty or "
+        "unset node) is not a Chakra node type: expected 1 (metadata) .. 10 (checkpoint)");
+  CHECK_THAT(parse_error(two + node_message(3, 99)),
+             Catch::Contains("node message #3 (after 2 whole nodes), node 3: type 99 is not a "
+                             "Chakra node type"));
+  // The budget is shared by a trace's files: what one took, the next cannot.
+  ChakraBudget nearly;
+  nearly.nodes = 1;
+  CHECK(parse_error(two, nearly) ==
+        "t.0.et: node message #2 (after 1 whole node): a trace may have at most 1048576 nodes, "
+        "all ranks together");
+  nearly = {};
+  nearly.dependencies = 0;
+  CHECK_THAT(parse_error(two, nearly),
+             Catch::Contains("node message #2 (after 1 whole node), node 2: a trace may have at "
+                             "most 16777216 dependencies"));
+  // A message longer than what is left, or than 1 MiB, is refused before it is parsed.
+  CHECK_THAT(parse_error(kMetadata + varint(50) + "\x08\x01"),
+             Catch::Contains("node message #1 (after 0 whole nodes) is damaged or cut short: 50 "
+                             "bytes long, 2 left in the file"));
+  CHECK_THAT(parse_error(kMetadata + varint(std::uint64_t{1} << 21)),
+             Catch::Contains("node message #1 (after 0 whole nodes) is 2097152 bytes long, more "
+                             "than the 1048576 bytes"));
+  CHECK_THAT(parse_error(varint(1 << 30)), Catch::Contains("the global metadata message is "));
+  CHECK_THAT(parse_error(kMetadata + "\xff\xff"), Catch::Contains("its length (a varint)"));
+  // protobuf's own complaint is the error, not a second line on stderr.
+  CHECK(parse_error(kMetadata + framed(std::string("\x12\x02\xff\xfe\x18\x04", 6))) ==
+        "t.0.et: node message #1 (after 0 whole nodes) is damaged: String field "
+        "'collsim.chakra.Node.name' contains invalid UTF-8 data when parsing a protocol buffer");
+}
+
+TEST_CASE("Chakra files: regular files only, ranks within 2^20", "[chakra]") {
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
+  const fs::path dir = scratch("special");
+  ChakraTrace t;
+  t.nodes = {compute(1, 5)};
+  write_chakra_file(dir / "w.0.et", t);
+  // A FIFO would block the reader, /dev/zero never ends: both refused before a read.
+  REQUIRE(::mkfifo((dir / "w.1.et").c_str(), 0600) == 0);
+  fs::create_symlink("/dev/zero", dir / "w.2.et");
+  fs::create_directory(dir / "w.3.et");
+  for (int r : {1, 2, 3})
+    CHECK_THROWS_WITH(read_chakra_file(dir / fmt::format("w.{}.et", r)),
+                      Catch::Contains("not a regular file (a FIFO, a device or a folder)"));
+  CHECK_THROWS_WITH(read_chakra(dir / "w"), Catch::Contains("w.1.et: not a regular file"));
+  // A symlink to a regular file is that file.
+  fs::create_symlink(dir / "w.0.et", dir / "v.0.et");
+  CHECK(read_chakra_file(dir / "v.0.et").nodes.size() == 1);
+  // The bytes of all the files count against one budget.
+  ChakraBudget budget;
+  budget.bytes = static_cast<std::int64_t>(fs::file_size(dir / "w.0.et")) - 1;
+  CHECK_THROWS_WITH(read_chakra_file(dir / "w.0.et", budget),
+                    Catch::Contains("bytes: a trace's files may hold at most 1073741824 bytes"));
+  budget.bytes += 1;
+  read_chakra_file(dir / "w.0.et", budget);
+  CHECK(budget.bytes == 0);
+
+  // A rank of 2^20 or more, however many digits, is refused before any count is made.
+  const fs::path big = scratch("big-rank");
+  for (const std::string rank : {"2147483647", "1048576", "99999999999999999999999"}) {
+    INFO(rank);
+    std::ofstream(big / ("w." + rank + ".et")).close();
+    CHECK_THROWS_WITH(chakra_rank_files(big / "w", 0),
+                      Catch::Contains("w." + rank + ".et is past the 1048576 ranks a trace may "
+                                      "have"));
+    fs::remove(big / ("w." + rank + ".et"));
+  }
+  std::ofstream(big / "w.1048575.et").close();
+  CHECK_THROWS_WITH(chakra_rank_files(big / "w", 0), Catch::Contains("w.0.et is missing"));
+}
+
+TEST_CASE("Chakra step graph: unknown types, negative counts and multiplying edges refused",
+          "[chakra]") {
+  ChakraTrace a;
+  a.nodes = {compute(1, 1), node(2, static_cast<ChakraNodeType>(99), {1})};
+  CHECK(graph_error({a}) ==
+        "trace: rank 0 node 2 (\"n2\"): type 99 is not a Chakra node type: expected 1 "
+        "(metadata) .. 10 (checkpoint)");
+  a.nodes[1].type = 0;
+  CHECK_THAT(graph_error({a}), Catch::Contains("rank 0 node 2 (\"n2\"): type 0 (invalid"));
+  a.nodes = {compute(1, 0)};
+  a.nodes[0].num_ops = -5;
+  ChakraOptions h100;
+  h100.peak_flops = 989e12;
+  CHECK(graph_error({a}, h100) ==
+        "trace: rank 0 node 1 (\"n1\") has num_ops -5: expected a FLOP count of at least 0");
+  a.nodes = {node(1, ChakraNodeType::MemLoad)};
+  a.nodes[0].tensor_size = -1;
+  ChakraOptions memory;
+  memory.memory_bandwidth = 1e9;
+  CHECK_THAT(graph_error({a}, memory),
+             Catch::Contains("has tensor_size -1: expected a byte count of at least 0"));
+
+  // n compute nodes, each followed by a metadata node after it and the previous
+  // metadata node: the k-th metadata node stands for k tasks, n^2/2 edges in all.
+  const int n = 6000;
+  a.nodes.clear();
+  for (int k = 0; k < n; ++k) {
+    a.nodes.push_back(compute(2 * k + 1, 1));
+    std::vector<std::uint64_t> deps{static_cast<std::uint64_t>(2 * k + 1)};
+    if (k > 0) deps.push_back(2 * k);
+    a.nodes.push_back(node(2 * k + 2, ChakraNodeType::Metadata, deps));
+  }
+  CHECK_THAT(graph_error({a}),
+             Catch::Contains("the dependencies between tasks pass 16777216 edges, through nodes "
+                             "that are no task"));
+  a.nodes.resize(2000);  // 1000 of each: 500,000 edges
+  CHECK(chakra_step_graph({a}, {}, "t").tasks.size() == 1000);
+
+  // A collective some member issues fewer of is refused as it is placed, its group
+  // named in 16 ranks at most.
+  std::vector<ChakraTrace> many(40);
+  for (auto& t : many) t.nodes = {collective(1, ChakraCommType::AllReduce, 8)};
+  many[0].nodes.push_back(collective(2, ChakraCommType::AllReduce, 8, {1}));
+  CHECK(graph_error(many) ==
+        "trace: rank 0 node 2 (\"n2\") is a collective over ranks "
+        "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,... (40 ranks) but rank 1 issues fewer "
+        "collectives in the group of all ranks");
 }

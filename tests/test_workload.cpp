@@ -416,3 +416,116 @@ TEST_CASE("workload table: long durations in minutes, not e-notation", "[workloa
   CHECK_THAT(table, Catch::Contains("over one GPU (21.3 min)"));
   CHECK_THAT(table, !Catch::Contains("e+"));
 }
+
+namespace workload_test {
+
+// What a built step holds, counted as workload_size() estimates it.
+WorkloadSize built_size(const WorkloadSpec& w) {
+  StepGraphBuilder b;
+  build_workload(w, b);
+  WorkloadSize s;
+  for (const StepTask& t : b.graph().tasks) {
+    const auto k = static_cast<std::int64_t>(t.ranks.size());
+    ++s.tasks;
+    s.entries += k;
+    if (t.kind != StepTaskKind::Collective) continue;
+    s.ops += 2 * k * k;
+    if (t.collective.shape.matrix) s.entries += t.collective.shape.matrix->size();
+  }
+  // The routing matrix the expert exchanges share, made once.
+  const auto& p = w.parallelism;
+  if (w.has_model() && w.model->is_moe() && p.ep > 1) s.entries += std::int64_t{p.ep} * p.ep;
+  return s;
+}
+
+Scenario scenario_of(int gpus, const std::string& workload) {
+  return parse_scenario(
+      parse_json_text(R"({"topology": {"preset": "switch", "gpus": )" + std::to_string(gpus) +
+                          R"(, "bandwidth": "100GB/s"}, "workload": )" + workload + "}",
+                      "scenario.json"),
+      ".");
+}
+
+}  // namespace workload_test
+
+TEST_CASE("a workload's size is known before its step is built, exactly", "[workload]") {
+  const std::string tiny =
+      R"("model": {"layers": 5, "hidden": 256, "vocab": 1000}, "gpu": "h100", "tokens_per_gpu": 512)";
+  const std::string moe =
+      R"("model": {"layers": 3, "hidden": 128, "vocab": 500, "experts": 4, "top_k": 2,
+                   "dense_layers": 1, "shared_experts": 1}, "gpu": "h100", "tokens_per_gpu": 256)";
+  const std::vector<std::pair<int, std::string>> cases = {
+      {8, R"({"gradients": "1GiB", "compute": "1ms", "bucket": "25MB", "accumulation": 3})"},
+      {8, R"({"gradients": "1GiB", "compute": "1ms", "bucket": null})"},
+      {1, R"({"gradients": "100MB", "compute": "1ms", "bucket": "1MB"})"},
+      {8, "{" + tiny + R"(, "bucket": "1MB", "parallelism": {"dp": 2, "tp": 2, "pp": 2, "micro_batches": 3}})"},
+      {8, "{" + tiny + R"(, "bucket": "1MB", "overlap": false, "parallelism": {"dp": 2, "tp": 2, "pp": 2, "micro_batches": 3, "zero": 1, "pipeline": "gpipe"}})"},
+      {8, "{" + tiny + R"(, "parallelism": {"dp": 4, "tp": 2, "zero": 2, "sequence_parallel": true}})"},
+      {8, "{" + tiny + R"(, "bucket": null, "parallelism": {"dp": 2, "pp": 4, "fsdp": true, "micro_batches": 2}})"},
+      {16, "{" + moe + R"(, "parallelism": {"dp": 4, "ep": 2, "tp": 2, "pp": 2, "micro_batches": 2}, "expert_load": [0.4, 0.2, 0.2, 0.2]})"},
+      {16, "{" + moe + R"(, "bucket": "64KB", "parallelism": {"dp": 8, "ep": 4, "pp": 2, "zero": 3}})"},
+      {16, "{" + moe + R"(, "bucket": "64KB", "parallelism": {"dp": 8, "ep": 2, "zero": 1, "sequence_parallel": true, "tp": 2}})"},
+  };
+  for (const auto& [gpus, workload] : cases) {
+    INFO(workload);
+    const Scenario s = scenario_of(gpus, workload);
+    const WorkloadSize estimate = workload_size(s.workloads[0]), built = built_size(s.workloads[0]);
+    CHECK(estimate.tasks == built.tasks);
+    CHECK(estimate.entries == built.entries);
+    CHECK(estimate.ops == built.ops);
+    CHECK(estimate.tasks >= 3);
+  }
+  // The bundled workloads, well within the bounds.
+  for (const char* name : {"workload-ddp-buckets", "workload-fsdp", "workload-llama3-70b-3d",
+                           "workload-llama3-70b-dp", "workload-moe-ep", "workload-two-jobs"}) {
+    INFO(name);
+    const Scenario s = load_scenario(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/" + name + ".json");
+    for (const auto& w : s.workloads) {
+      const WorkloadSize e = workload_size(w);
+      WARN(name << ": " << e.tasks << " tasks, " << e.entries << " entries, " << e.ops << " ops");
+      CHECK(e.tasks * 4 < kMaxStepTasks);
+    }
+  }
+}
+
+TEST_CASE("workloads too big to build, and counts and shares without a value, are refused",
+          "[workload]") {
+  const std::string topo =
+      R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"}, "workload": )";
+  CHECK(error_of(topo + R"({"gradients": "1GiB", "compute": "20ms", "bucket": "1B"}})") ==
+        "workload: a step of 2147483649 tasks (1 micro-batch, 1073741824 gradient buckets), "
+        "more than the 131072 collsim builds; use larger buckets, fewer micro-batches or fewer "
+        "layers");
+  // Two jobs each within the bound, not together.
+  const std::string half = R"({"gradients": "1GiB", "compute": "20ms", "bucket": "32KiB", "ranks": )";
+  CHECK_THAT(error_of(topo + "[" + half + "[0, 1]}, " + half + "[2, 3]}]}"),
+             Catch::StartsWith("workload[1]: a step of 65537 tasks (1 micro-batch, 32768 gradient "
+                               "buckets), with the jobs before it, more than the 131072"));
+  CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 4096, "parallelism": {"dp": 1048576, "tp": 1048576, "pp": 1048576}}})") ==
+        "workload.parallelism: dp x tp x pp = 1048576 x 1048576 x 1048576 = 1152921504606846976 "
+        "GPUs, but only 8 ranks are left on the topology");
+  // A job without ranks after one ending on the last rank (fuzz_workload: SIGSEGV).
+  CHECK(error_of(topo + R"([{"ranks": [7], "gradients": "1GB", "compute": "1ms"},
+                            {"gradients": "1GB", "compute": "1ms"}]})") ==
+        "workload[1]: no ranks are left on the topology (the jobs before it take ranks up to 7): "
+        "give its \"ranks\"");
+  const std::string mixtral =
+      R"({"model": "mixtral-8x7b", "tokens_per_gpu": 4096, "parallelism": {"dp": 8, "ep": 8}, "expert_load": )";
+  CHECK(error_of(topo + mixtral + "[0, 0, 0, 0, 0, 0, 0, 0]}}") ==
+        "workload.expert_load: the shares sum to 0, not 1: each is the fraction of routed tokens "
+        "its expert receives");
+  CHECK(error_of(topo + mixtral + "[0.1, 0.1, 0.1, 1e308, 1e308, 1e308, 0.1, 0.1]}}") ==
+        "workload.expert_load[3]: expected a share from 0 to 1, got 1e+308");
+  CHECK_THAT(error_of(topo + mixtral + "[0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]}}"),
+             Catch::Contains("the shares sum to 1.6, not 1"));
+  CHECK_THAT(error_of(topo + mixtral + "[0.5, 0.5]}}"),
+             Catch::Contains("workload.expert_load: expected one share per expert (8)"));
+  CHECK(error_of(topo + R"({"model": {"layers": 100, "hidden": 1048576, "experts": 65536, "expert_params": "1TiB"}, "tokens_per_gpu": 1, "parallelism": {"dp": 8}}})") ==
+        "workload.model: 7.21e+18 parameters, more than the 2^47 (1.41e+14) collsim accounts for");
+  CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 2, "parallelism": {"dp": 2, "pp": 4, "micro_batches": 9}}})") ==
+        "workload.tokens_per_gpu: 2 tokens per GPU x 4 pipeline stages, split into 9 "
+        "micro-batches, leave less than one token per GPU in each");
+  CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 1099511627776, "parallelism": {"dp": 1, "tp": 8}}})") ==
+        "workload.tokens_per_gpu: a micro-batch's activations (8796093022208 tokens x hidden "
+        "4096) come to 7.21e+16 bytes, more than 2^50");
+}

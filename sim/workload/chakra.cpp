@@ -6,13 +6,20 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -24,19 +31,69 @@ namespace {
 
 // ---- Which files make up a trace ----
 
-// The rank r of a file named "<name>.<r>.et" (r written without leading zeros), or -1.
-int rank_of_file(const std::string& file, const std::string& name) {
+// The rank r of a file named "<name>.<r>.et" (r written without leading zeros), or
+// nullopt for another file. A rank of kMaxChakraRanks or more comes back as
+// kMaxChakraRanks, however many digits it has, for the caller to refuse.
+std::optional<int> rank_of_file(const std::string& file, const std::string& name) {
   const std::string tail = ".et";
   if (file.size() <= name.size() + 1 + tail.size() || file.compare(0, name.size(), name) != 0 ||
       file[name.size()] != '.' || !file.ends_with(tail))
-    return -1;
+    return std::nullopt;
   const std::string_view digits(file.data() + name.size() + 1,
                                 file.size() - name.size() - 1 - tail.size());
-  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return -1;
-  int rank = -1;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return -1;
-  return rank;
+  if (digits.empty() || (digits.size() > 1 && digits[0] == '0') ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  std::int64_t rank = 0;
+  for (char c : digits) {
+    rank = rank * 10 + (c - '0');
+    if (rank >= kMaxChakraRanks) return kMaxChakraRanks;
+  }
+  return static_cast<int>(rank);
+}
+
+// ---- Reading a rank file ----
+
+// Closes a file descriptor when it goes out of scope.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The whole content of a regular file of at most `most` bytes. The file is opened
+// without blocking (a FIFO would wait for a writer) and checked with fstat, after
+// symlinks: a FIFO, a device (/dev/zero never ends) or a folder is refused before
+// a byte is read, and a file that grows past `most` meanwhile is refused as it is read.
+std::string read_regular_file(const fs::path& file, std::int64_t most) {
+  const std::string where = file.string();
+  const FileDescriptor f{::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+  if (f.fd < 0)
+    throw InputError(where, fmt::format("cannot open the trace file: {}", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw InputError(where, "not a regular file (a FIFO, a device or a folder): a trace is read "
+                            "from regular files only");
+  const auto too_big = [&](std::int64_t size) {
+    return InputError(where, fmt::format("{} bytes: a trace's files may hold at most {} bytes "
+                                         "(1 GiB) together",
+                                         size, kMaxChakraBytes));
+  };
+  if (st.st_size > most) throw too_big(st.st_size);
+  std::string bytes(static_cast<std::size_t>(st.st_size) + 1, '\0');  // one more: growth
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(f.fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw InputError(where, fmt::format("reading the trace file failed: {}", std::strerror(errno)));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (static_cast<std::int64_t>(got) > most) throw too_big(static_cast<std::int64_t>(got));
+  bytes.resize(got);
+  return bytes;
 }
 
 // ---- One rank's nodes as a DAG ----
@@ -49,6 +106,14 @@ struct RankGraph {
 std::string group_label(const std::string& pg) {
   return pg.empty() ? std::string("the group of all ranks")
                     : fmt::format("process group \"{}\"", pg);
+}
+
+// Ranks as "0,1,2"; a list longer than 16 as its first 16 and the count.
+std::string short_rank_list(const std::vector<int>& ranks) {
+  constexpr std::size_t kShown = 16;
+  if (ranks.size() <= kShown) return fmt::format("{}", fmt::join(ranks, ","));
+  return fmt::format("{},... ({} ranks)", fmt::join(ranks.begin(), ranks.begin() + kShown, ","),
+                     ranks.size());
 }
 
 std::string node_label(int rank, const ChakraNode& n) {
@@ -157,7 +222,9 @@ class GraphMaker {
     for (int r = 0; r < K_; ++r) {
       graphs_.push_back(rank_graph(traces_[r], r, where_));
       for (const ChakraNode& n : traces_[r].nodes)
-        if (static_cast<ChakraNodeType>(n.type) == ChakraNodeType::Collective && n.pg_name) {
+        if (static_cast<ChakraNodeType>(n.type) == ChakraNodeType::Collective) {
+          ++issued_in_[{n.pg_name.value_or(""), r}];
+          if (!n.pg_name) continue;
           auto& users = users_[*n.pg_name];
           if (users.empty() || users.back() != r) users.push_back(r);
         }
@@ -218,8 +285,13 @@ class GraphMaker {
       case ChakraNodeType::Recv:
         place_p2p(r, i);
         break;
+      case ChakraNodeType::Metadata:
+      case ChakraNodeType::Storage:
+      case ChakraNodeType::Batch:
+      case ChakraNodeType::Checkpoint:
+        break;  // no work of ours: dependencies pass through
       default:
-        break;  // metadata, storage, ...: no work of ours, dependencies pass through
+        fail(fmt::format("{}: {}", node_label(r, n), chakra_node_type_problem(n.type)));
     }
   }
 
@@ -234,6 +306,9 @@ class GraphMaker {
     t.name = fmt::format("rank{}.{}", r, n.name.empty() ? fmt::format("node{}", n.id) : n.name);
     t.category = "compute";
     t.ranks = {r};
+    if (n.num_ops && *n.num_ops < 0)
+      fail(fmt::format("{} has num_ops {}: expected a FLOP count of at least 0", node_label(r, n),
+                       *n.num_ops));
     if (n.duration_micros > 0) {  // measured: it wins over a FLOP count
       t.duration_s = static_cast<double>(n.duration_micros) * 1e-6;
     } else if (n.num_ops && *n.num_ops > 0) {
@@ -249,8 +324,11 @@ class GraphMaker {
   }
 
   StepTask memory_task(int r, const ChakraNode& n) const {
-    if (!n.tensor_size || *n.tensor_size < 0)
+    if (!n.tensor_size)
       fail(fmt::format("{} is a memory node without a tensor_size", node_label(r, n)));
+    if (*n.tensor_size < 0)
+      fail(fmt::format("{} has tensor_size {}: expected a byte count of at least 0",
+                       node_label(r, n), *n.tensor_size));
     StepTask t;
     t.kind = StepTaskKind::Compute;
     t.name = fmt::format("rank{}.{}", r, n.name.empty() ? fmt::format("node{}", n.id) : n.name);
@@ -266,25 +344,52 @@ class GraphMaker {
       fail(fmt::format("{} lasts {} s, longer than collsim simulates", node_label(r, n), seconds));
   }
 
-  // The process group of a collective node: its ranks, in the algorithm's order.
-  const std::vector<int>& group_of(int r, const ChakraNode& n) {
+  // A process group: its ranks in the algorithm's order, the same sorted (membership
+  // in log time: a group may have every one of 2^20 ranks), and how many collectives
+  // all its members issue (the most it can run: collective #k of a rank that issues
+  // more has no partner on some member, refused before its task is made).
+  struct Group {
+    std::vector<int> ranks, sorted;
+    int complete = 0;
+  };
+
+  // The process group of a collective node on rank r.
+  const Group& group_of(int r, const ChakraNode& n) {
     const std::string key = n.pg_name.value_or("");
     auto it = groups_.find(key);
     if (it == groups_.end()) {
-      std::vector<int> ranks;
+      Group g;
       if (key.empty()) {
-        for (int q = 0; q < K_; ++q) ranks.push_back(q);
+        for (int q = 0; q < K_; ++q) g.ranks.push_back(q);
       } else if (auto given = opt_.process_groups.find(key); given != opt_.process_groups.end()) {
-        ranks = given->second;
+        g.ranks = given->second;
       } else {  // the ranks whose traces use the name
-        ranks = users_.at(key);
+        g.ranks = users_.at(key);
       }
-      it = groups_.emplace(key, std::move(ranks)).first;
+      g.sorted = g.ranks;
+      std::sort(g.sorted.begin(), g.sorted.end());
+      g.complete = std::numeric_limits<int>::max();
+      for (int q : g.ranks) {
+        const auto c = issued_in_.find({key, q});
+        g.complete = std::min(g.complete, c == issued_in_.end() ? 0 : c->second);
+      }
+      it = groups_.emplace(key, std::move(g)).first;
     }
-    if (std::find(it->second.begin(), it->second.end(), r) == it->second.end())
+    if (!std::binary_search(it->second.sorted.begin(), it->second.sorted.end(), r))
       fail(fmt::format("{} is a collective of {}, which does not include rank {}", node_label(r, n),
                        group_label(key), r));
     return it->second;
+  }
+
+  // Collective #k of a group whose members do not all issue k + 1 collectives in it.
+  [[noreturn]] void fail_incomplete(int r, const ChakraNode& n, const Group& g, int k) const {
+    const std::string pg = n.pg_name.value_or("");
+    const auto fewer = std::find_if(g.ranks.begin(), g.ranks.end(), [&](int q) {
+      const auto c = issued_in_.find({pg, q});
+      return c == issued_in_.end() || c->second <= k;
+    });
+    fail(fmt::format("{} is a collective over ranks {} but rank {} issues fewer collectives in {}",
+                     node_label(r, n), short_rank_list(g.ranks), *fewer, group_label(pg)));
   }
 
   std::int64_t comm_bytes(int r, const ChakraNode& n) const {
@@ -353,12 +458,13 @@ class GraphMaker {
   // every other member.
   void place_collective(int r, std::size_t i) {
     const ChakraNode& n = node(r, i);
-    const std::vector<int>& group = group_of(r, n);
+    const Group& group = group_of(r, n);
     const std::string pg = n.pg_name.value_or("");
     const int k = issued_[{pg, r}]++;
     auto [it, fresh] = collectives_.try_emplace({pg, k}, -1);
     if (fresh) {
-      it->second = add_unit(collective_task(r, n, group), {r, i});
+      if (k >= group.complete) fail_incomplete(r, n, group, k);
+      it->second = add_unit(collective_task(r, n, group.ranks), {r, i});
     } else {
       Unit& u = units_[it->second];
       const ChakraNode& first = node(u.members[0].rank, u.members[0].node);
@@ -420,7 +526,7 @@ class GraphMaker {
     unit_of_[r][i] = it->second;
   }
 
-  // Every collective has all its members, every send its recv.
+  // Every send has its recv (a collective's members are checked as it is placed).
   void check_complete() const {
     for (const Unit& u : units_) {
       const Member m0 = u.members[0];
@@ -432,16 +538,6 @@ class GraphMaker {
                           "transfers between the two ranks)",
                           node_label(m0.rank, n), u.has_send ? "recv" : "send",
                           u.has_send ? u.task.ranks[1] : u.task.ranks[0]));
-      } else if (u.task.kind == StepTaskKind::Collective &&
-                 u.members.size() != u.task.ranks.size()) {
-        for (int q : u.task.ranks)
-          if (std::none_of(u.members.begin(), u.members.end(),
-                           [&](const Member& m) { return m.rank == q; }))
-            fail(
-                fmt::format("{} is a collective over ranks {} but rank {} issues fewer "
-                            "collectives in {}",
-                            node_label(m0.rank, n), fmt::join(u.task.ranks, ","), q,
-                            group_label(n.pg_name.value_or(""))));
       }
     }
   }
@@ -456,8 +552,10 @@ class GraphMaker {
       std::int32_t last_compute[2] = {-1, -1};  // per CPU / GPU, for serialize_compute
       for (std::size_t i : graphs_[r].order) {
         std::set<std::int32_t> before;
-        for (std::size_t p : graphs_[r].deps[i])
+        for (std::size_t p : graphs_[r].deps[i]) {
+          spend_edges(stands_for[p].size(), r, i);
           before.insert(stands_for[p].begin(), stands_for[p].end());
+        }
         const std::int32_t u = unit_of_[r][i];
         if (u == kPassThrough) {
           stands_for[i].assign(before.begin(), before.end());
@@ -474,6 +572,19 @@ class GraphMaker {
         units_[u].after.insert(before.begin(), before.end());
       }
     }
+  }
+
+  // A node that is no task stands for the units its own dependencies stand for, so
+  // chains of them multiply edges (n units, then n such nodes each after the previous
+  // one and one unit: n^2/2). Counted as they are gathered, within the bound on a
+  // trace's dependencies.
+  void spend_edges(std::size_t edges, int r, std::size_t i) {
+    edges_left_ -= static_cast<std::int64_t>(edges);
+    if (edges_left_ < 0)
+      fail(fmt::format("{}: the dependencies between tasks pass {} edges, through nodes that are "
+                       "no task (metadata, storage, memory nodes without a memory bandwidth) "
+                       "standing for all the tasks before them",
+                       node_label(r, node(r, i)), kMaxChakraDependencies));
   }
 
   // Units in an order where every dependency comes first (Kahn's, creation order
@@ -518,15 +629,27 @@ class GraphMaker {
   std::vector<RankGraph> graphs_;
   std::vector<std::vector<std::int32_t>> unit_of_;  // [rank][node]: its unit, or kPassThrough
   std::vector<Unit> units_;
-  std::map<std::string, std::vector<int>> groups_;     // pg_name ("" = every rank) -> ranks
+  std::map<std::string, Group> groups_;                // pg_name ("" = every rank) -> group
   std::map<std::string, std::vector<int>> users_;      // pg_name -> the ranks using it, ascending
-  std::map<std::pair<std::string, int>, int> issued_;  // (pg, rank) -> collectives
+  std::map<std::pair<std::string, int>, int> issued_;     // (pg, rank) -> collectives so far
+  std::map<std::pair<std::string, int>, int> issued_in_;  // (pg, rank) -> in the whole trace
+  std::int64_t edges_left_ = kMaxChakraDependencies;
   std::map<std::pair<std::string, int>, std::int32_t> collectives_;  // (pg, k) -> unit
   std::map<std::tuple<int, int, std::int64_t>, int> sends_, recvs_;  // (s, d, tag) -> count
   std::map<std::tuple<int, int, std::int64_t, int>, std::int32_t> transfers_;  // + k -> unit
 };
 
 }  // namespace
+
+bool chakra_node_type_known(int type) {
+  return type >= static_cast<int>(ChakraNodeType::Metadata) &&
+         type <= static_cast<int>(ChakraNodeType::Checkpoint);
+}
+
+std::string chakra_node_type_problem(int type) {
+  return fmt::format("type {}{} is not a Chakra node type: expected 1 (metadata) .. 10 (checkpoint)",
+                     type, type == 0 ? " (invalid: an empty or unset node)" : "");
+}
 
 std::vector<fs::path> chakra_rank_files(const fs::path& prefix, int ranks) {
   const fs::path dir = prefix.parent_path().empty() ? fs::path(".") : prefix.parent_path();
@@ -538,10 +661,18 @@ std::vector<fs::path> chakra_rank_files(const fs::path& prefix, int ranks) {
                                                   "files {}",
                                                   pattern));
   std::set<int> found;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const int r = rank_of_file(entry.path().filename().string(), name);
-    if (r >= 0) found.insert(r);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    const auto r = rank_of_file(file, name);
+    if (r && *r >= kMaxChakraRanks)
+      throw InputError(prefix.string(), fmt::format("{} is past the {} ranks a trace may have "
+                                                    "(files {}.0.et .. {}.{}.et)",
+                                                    file, kMaxChakraRanks, name, name,
+                                                    kMaxChakraRanks - 1));
+    if (r) found.insert(*r);
   }
+  if (ec)
+    throw InputError(prefix.string(), fmt::format("cannot list {}: {}", dir.string(), ec.message()));
   if (found.empty()) throw InputError(prefix.string(), fmt::format("no files {}", pattern));
   const int K = ranks > 0 ? ranks : *found.rbegin() + 1;
   for (int r = 0; r < K; ++r)
@@ -559,16 +690,29 @@ std::vector<fs::path> chakra_rank_files(const fs::path& prefix, int ranks) {
   return files;
 }
 
+ChakraTrace read_chakra_file(const fs::path& file, ChakraBudget& budget) {
+  if (!chakra_files_supported()) return parse_chakra_trace({}, file.string(), budget);  // throws
+  std::string bytes = read_regular_file(file, budget.bytes);
+  budget.bytes -= static_cast<std::int64_t>(bytes.size());
+  return parse_chakra_trace(bytes, file.string(), budget);
+}
+
+ChakraTrace read_chakra_file(const fs::path& file) {
+  ChakraBudget budget;
+  return read_chakra_file(file, budget);
+}
+
 StepGraph chakra_step_graph(const std::vector<ChakraTrace>& traces, const ChakraOptions& options,
                             const std::string& where) {
   return GraphMaker(traces, options, where).make();
 }
 
 StepGraph read_chakra(const fs::path& prefix, const ChakraOptions& options) {
-  if (!chakra_files_supported()) read_chakra_file(prefix);  // throws: built without protobuf
+  ChakraBudget budget;
+  if (!chakra_files_supported()) read_chakra_file(prefix, budget);  // throws: no protobuf
   std::vector<ChakraTrace> traces;
   for (const auto& file : chakra_rank_files(prefix, options.ranks))
-    traces.push_back(read_chakra_file(file));
+    traces.push_back(read_chakra_file(file, budget));
   return chakra_step_graph(traces, options, prefix.string());
 }
 

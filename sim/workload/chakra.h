@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "schedule/collective.h"
@@ -55,7 +56,7 @@ enum class ChakraCommType : int {
 struct ChakraNode {
   std::uint64_t id = 0;
   std::string name;
-  int type = 0;  // a ChakraNodeType value; unknown values are kept as read
+  int type = 0;  // a ChakraNodeType value (unknown ones are refused: chakra_node_type_known)
   std::vector<std::uint64_t> data_deps;
   std::vector<std::uint64_t> ctrl_deps;
   std::uint64_t duration_micros = 0;
@@ -76,17 +77,52 @@ struct ChakraTrace {
   std::vector<ChakraNode> nodes;  // in file order
 };
 
+// Bounds on a trace, each checked while the files are read, before what it bounds is
+// allocated: a file of 50 MB of zero bytes would otherwise be 52 M empty nodes. Ranks:
+// as many as a topology may have GPUs. Bytes: all the rank files together, each read
+// whole into memory. Nodes and dependencies: all ranks together (a node is some
+// hundred bytes once parsed, a dependency some tens). One message: a node with its
+// attributes (a real one takes hundreds of bytes; protobuf parses a message whole).
+inline constexpr int kMaxChakraRanks = 1 << 20;
+inline constexpr std::int64_t kMaxChakraBytes = std::int64_t{1} << 30;  // 1 GiB
+inline constexpr std::int64_t kMaxChakraNodes = 1 << 20;
+inline constexpr std::int64_t kMaxChakraDependencies = 1 << 24;
+inline constexpr std::int64_t kMaxChakraMessageBytes = 1 << 20;  // 1 MiB
+
+// What is left of those bounds while one trace's rank files are read in turn.
+struct ChakraBudget {
+  std::int64_t bytes = kMaxChakraBytes;
+  std::int64_t nodes = kMaxChakraNodes;
+  std::int64_t dependencies = kMaxChakraDependencies;
+};
+
+// Metadata (1) to checkpoint (10): the node types the Chakra schema defines. Anything
+// else (0 is an empty node) is refused, never dropped: a dropped node loses its work.
+bool chakra_node_type_known(int type);
+// "type 99 is not a Chakra node type: expected 1 (metadata) .. 10 (checkpoint)".
+std::string chakra_node_type_problem(int type);
+
 // False when collsim was built without protobuf: read_chakra_file, write_chakra_file
 // and read_chakra then throw, saying so.
 bool chakra_files_supported();
 
-// One rank's file. Errors (a missing file, a truncated message) name the file.
-ChakraTrace read_chakra_file(const std::filesystem::path& file);
+// One rank's file content, the bytes of NAME.<r>.et (at most kMaxChakraBytes), as
+// read_chakra_file parses it; the fuzz target calls this directly. Errors name `where`;
+// each node and each dependency counts against `budget` as it is read.
+ChakraTrace parse_chakra_trace(std::string_view bytes, const std::string& where,
+                               ChakraBudget& budget);
+
+// One rank's file: a regular file (after symlinks; a FIFO or a device is refused
+// before it is read), read whole within budget.bytes (which it spends), then
+// parse_chakra_trace. Errors (a missing file, a truncated message) name the file.
+ChakraTrace read_chakra_file(const std::filesystem::path& file, ChakraBudget& budget);
+ChakraTrace read_chakra_file(const std::filesystem::path& file);  // a fresh budget
 // Writes a trace in the same framing (for tests, and for exporting workloads).
 void write_chakra_file(const std::filesystem::path& file, const ChakraTrace& trace);
 
 // The files DIR/NAME.<r>.et for r = 0..K-1 of prefix "DIR/NAME": K from options.ranks
-// or, when 0, from the files present (gaps are an error).
+// or, when 0, from the files present (gaps are an error, and so is a rank of
+// kMaxChakraRanks or more, however many digits it has).
 std::vector<std::filesystem::path> chakra_rank_files(const std::filesystem::path& prefix,
                                                      int ranks);
 
@@ -95,7 +131,7 @@ std::vector<std::filesystem::path> chakra_rank_files(const std::filesystem::path
 StepGraph chakra_step_graph(const std::vector<ChakraTrace>& traces, const ChakraOptions& options,
                             const std::string& where);
 
-// read_chakra_file on every rank's file, then chakra_step_graph.
+// read_chakra_file on every rank's file with one budget, then chakra_step_graph.
 StepGraph read_chakra(const std::filesystem::path& prefix, const ChakraOptions& options = {});
 
 }  // namespace collsim

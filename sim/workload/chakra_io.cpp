@@ -1,7 +1,10 @@
-// Reading and writing Chakra trace files with protobuf: one GlobalMetadata message,
-// then Node messages, each preceded by its size as a varint.
+// Parsing and writing Chakra trace files with protobuf: one GlobalMetadata message,
+// then Node messages, each preceded by its size as a varint. Reading the file itself
+// (regular files only, bounded) is chakra.cpp's, so that a fuzz target parses memory.
 #include <fmt/format.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <fstream>
@@ -133,33 +136,102 @@ pb::Node to_proto(const ChakraNode& n) {
   return p;
 }
 
+// protobuf reports some problems (a string field that is not UTF-8) in a log line on
+// stderr, besides failing the parse: its handler keeps the line instead, so that the
+// one error line says it. Installed once, for the process (collsim is its only user).
+thread_local std::string protobuf_problem;
+
+void keep_protobuf_problem(google::protobuf::LogLevel, const char*, int, const std::string& line) {
+  protobuf_problem = line.substr(0, line.find(". "));  // not its advice on the 'bytes' type
+}
+
+void quiet_protobuf() {
+  [[maybe_unused]] static const auto previous = google::protobuf::SetLogHandler(keep_protobuf_problem);
+  protobuf_problem.clear();
+}
+
+// Length-prefixed messages (a varint size, then the message) from bytes in memory.
+// Each size is checked against what is left and against kMaxChakraMessageBytes before
+// protobuf parses (and allocates) anything.
+struct Framing {
+  google::protobuf::io::CodedInputStream& in;
+  std::size_t size;
+  const std::string& where;
+
+  // The next message into `m`; false at the end of the data, between two messages.
+  bool next(google::protobuf::Message& m, const std::string& label) const {
+    const auto at = static_cast<std::size_t>(in.CurrentPosition());
+    if (at == size) return false;
+    std::uint32_t length = 0;
+    if (!in.ReadVarint32(&length))
+      throw InputError(where, fmt::format("{} is damaged or cut short: its length (a varint) is "
+                                          "malformed",
+                                          label));
+    const std::size_t left = size - static_cast<std::size_t>(in.CurrentPosition());
+    if (length > kMaxChakraMessageBytes)
+      throw InputError(where, fmt::format("{} is {} bytes long, more than the {} bytes (1 MiB) "
+                                          "collsim reads as one message",
+                                          label, length, kMaxChakraMessageBytes));
+    if (length > left)
+      throw InputError(where, fmt::format("{} is damaged or cut short: {} bytes long, {} left in "
+                                          "the file",
+                                          label, length, left));
+    const auto limit = in.PushLimit(static_cast<int>(length));
+    quiet_protobuf();
+    if (!m.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+      throw InputError(where, protobuf_problem.empty()
+                                  ? fmt::format("{} is damaged or cut short", label)
+                                  : fmt::format("{} is damaged: {}", label, protobuf_problem));
+    in.PopLimit(limit);
+    return true;
+  }
+};
+
+// A node's type and its share of the budget, refused as it is read: nothing of a trace
+// beyond the budget is kept.
+void take(const pb::Node& p, ChakraBudget& budget, const std::string& where,
+          const std::string& label) {
+  const std::string node =
+      p.name().empty() ? fmt::format("node {}", p.id())
+                       : fmt::format("node {} (\"{}\")", p.id(), p.name());
+  if (!chakra_node_type_known(p.type()))
+    throw InputError(where, fmt::format("{}, {}: {}", label, node, chakra_node_type_problem(p.type())));
+  if (--budget.nodes < 0)
+    throw InputError(where, fmt::format("{}: a trace may have at most {} nodes, all ranks "
+                                        "together",
+                                        label, kMaxChakraNodes));
+  budget.dependencies -= p.data_deps_size() + p.ctrl_deps_size();
+  if (budget.dependencies < 0)
+    throw InputError(where, fmt::format("{}, {}: a trace may have at most {} dependencies, all "
+                                        "ranks together",
+                                        label, node, kMaxChakraDependencies));
+}
+
 }  // namespace
 
 bool chakra_files_supported() {
   return true;
 }
 
-ChakraTrace read_chakra_file(const fs::path& file) {
-  const std::string where = file.string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(where, "cannot open the trace file");
-  google::protobuf::io::IstreamInputStream stream(&in);
-  using google::protobuf::util::ParseDelimitedFromZeroCopyStream;
+ChakraTrace parse_chakra_trace(std::string_view bytes, const std::string& where,
+                               ChakraBudget& budget) {
+  if (static_cast<std::int64_t>(bytes.size()) > kMaxChakraBytes)  // read_chakra_file's bound
+    throw InputError(where, fmt::format("{} bytes, more than the {} of a whole trace", bytes.size(),
+                                        kMaxChakraBytes));
+  google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream in(&array);
+  const Framing framing{in, bytes.size(), where};
   ChakraTrace trace;
   pb::GlobalMetadata meta;
-  bool eof = false;
-  if (!ParseDelimitedFromZeroCopyStream(&meta, &stream, &eof))
-    throw InputError(where, eof ? "empty file: expected a Chakra trace (global metadata, then "
-                                  "nodes)"
-                                : "the global metadata message is damaged");
+  if (!framing.next(meta, "the global metadata message"))
+    throw InputError(where, "empty file: expected a Chakra trace (global metadata, then nodes)");
   trace.version = meta.version();
   for (pb::Node node;; node.Clear()) {
-    if (!ParseDelimitedFromZeroCopyStream(&node, &stream, &eof)) {
-      if (eof) break;  // the end, between two messages
-      throw InputError(where, fmt::format("node message #{} (after {} whole nodes) is damaged or "
-                                          "cut short",
-                                          trace.nodes.size() + 1, trace.nodes.size()));
-    }
+    const std::size_t taken = trace.nodes.size();
+    const std::string label = fmt::format("node message #{} (after {} whole node{})", taken + 1,
+                                          taken, taken == 1 ? "" : "s");
+    if (!framing.next(node, label)) break;
+    take(node, budget, where, label);
     trace.nodes.push_back(from_proto(node, where));
   }
   return trace;

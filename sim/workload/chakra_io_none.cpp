@@ -19,8 +19,8 @@ bool chakra_files_supported() {
   return false;
 }
 
-ChakraTrace read_chakra_file(const std::filesystem::path& file) {
-  no_protobuf(file);
+ChakraTrace parse_chakra_trace(std::string_view, const std::string& where, ChakraBudget&) {
+  no_protobuf(where);
 }
 
 void write_chakra_file(const std::filesystem::path& file, const ChakraTrace&) {

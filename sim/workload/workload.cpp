@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -13,6 +14,41 @@
 
 namespace collsim {
 namespace workload_build {
+
+// A count that saturates at int64's end instead of wrapping: an estimate past every
+// bound needs no exact value, only to be refused.
+struct Count {
+  std::int64_t v = 0;
+  Count(std::int64_t x = 0) : v(x) {}  // NOLINT: counts mix with plain integers
+  friend Count operator+(Count a, Count b) {
+    std::int64_t r;
+    return __builtin_add_overflow(a.v, b.v, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+  }
+  friend Count operator*(Count a, Count b) {
+    std::int64_t r;
+    return __builtin_mul_overflow(a.v, b.v, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+  }
+};
+
+// Tallies a WorkloadSize: n tasks of `ranks` ranks each, collectives with `matrix`
+// all-to-all entries of their own.
+struct SizeTally {
+  Count tasks, entries, ops;
+  void compute(Count n, Count ranks) {
+    tasks = tasks + n;
+    entries = entries + n * ranks;
+  }
+  void collective(Count n, Count ranks, Count matrix = 0) {
+    compute(n, ranks + matrix);
+    ops = ops + n * 2 * ranks * ranks;
+  }
+  WorkloadSize size(Count buckets) const { return {tasks.v, entries.v, ops.v, buckets.v}; }
+};
+
+// A byte figure for the report, saturated rather than converted past int64 (undefined).
+std::int64_t report_bytes(double bytes) {
+  return bytes < 9.2e18 ? static_cast<std::int64_t>(bytes) : std::int64_t{9'200'000'000'000'000'000};
+}
 
 std::int64_t dtype_bytes(DType t) {
   return element_size(t);
@@ -60,6 +96,12 @@ StepTask collective_task(const WorkloadSpec& w, std::string name, std::string ca
   return t;
 }
 
+// How many buckets bucket_sizes makes, without making them.
+std::int64_t bucket_count(std::int64_t total, std::optional<std::int64_t> bucket) {
+  if (!bucket || *bucket >= total) return 1;
+  return total / *bucket + (total % *bucket != 0);
+}
+
 // Splits `total` bytes into buckets of `bucket` (the last takes the rest); nullopt: one.
 std::vector<std::int64_t> bucket_sizes(std::int64_t total, std::optional<std::int64_t> bucket) {
   std::vector<std::int64_t> out;
@@ -70,6 +112,17 @@ std::vector<std::int64_t> bucket_sizes(std::int64_t total, std::optional<std::in
 
 std::string stream(const WorkloadSpec& w, const std::string& what) {
   return w.name + "/" + what;
+}
+
+// What build_minimal makes: per micro-batch a forward and a backward slice per bucket,
+// and on the last one (with more than one rank) an all-reduce per bucket.
+WorkloadSize minimal_size(const WorkloadSpec& w) {
+  const Count n = static_cast<std::int64_t>(w.ranks.size());
+  const Count buckets = bucket_count(w.gradients, w.bucket);
+  SizeTally t;
+  t.compute(Count(w.parallelism.micro_batches) * (buckets + 1), n);
+  if (n.v > 1) t.collective(buckets, n);
+  return t.size(buckets);
 }
 
 // The minimal form: every rank computes in lockstep, backward in one slice per
@@ -125,13 +178,10 @@ class TrainingBuilder {
     mb_tokens_ = global_tokens / par_.dp / micro_;
     rate_ = w.gpu.peak_flops * w.mfu;
     act_bytes_ = dtype_bytes(w.param_dtype);
-    for (int p = 0; p < par_.pp; ++p) {
-      const int first = p * m_.layers / par_.pp, last = (p + 1) * m_.layers / par_.pp;
-      stage_layers_.push_back({first, last});
-    }
+    for (std::int64_t p = 0; p < par_.pp; ++p)  // p x layers passes int for 10^5 layers
+      stage_layers_.push_back({static_cast<int>(p * m_.layers / par_.pp),
+                               static_cast<int>((p + 1) * m_.layers / par_.pp)});
     frontier_.resize(par_.pp);
-    inbox_fwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
-    inbox_bwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
     for (const auto& name : par_.order) {
       if (name == "tp") radix_.push_back(par_.tp);
       if (name == "ep") radix_.push_back(par_.ep);
@@ -148,6 +198,53 @@ class TrainingBuilder {
     run_pipeline();
     account_memory();
     return facts_;
+  }
+
+  // What build() makes, counted as it would make it (each count below names the
+  // function that makes those tasks), in time linear in the layers.
+  WorkloadSize size() const {
+    const Count T = par_.tp, E = par_.ep, D = dpo_, S = D * E * T;  // S: a stage's GPUs
+    const bool skewed = !w_.expert_load.empty() && m_.is_moe() && par_.ep > 1;
+    SizeTally t;
+    if (m_.is_moe() && par_.ep > 1) t.entries = t.entries + E * E;  // prepare_routing
+    Count buckets = 0;
+    for (int p = 0; p < par_.pp; ++p) {
+      SizeTally mb;  // one micro-batch of stage p, forward and backward
+      for (int l = stage_layers_[p].first; l < stage_layers_[p].second; ++l) {
+        for (int pass = 0; pass < 2; ++pass) {
+          if (par_.zero == 3) {  // gather_layer
+            if (par_.dp > 1) mb.collective(T, D * E);
+            if (dpo_ > 1 && expert_params(l) > 0) mb.collective(E * T, D);
+          }
+          if (par_.tp == 1 && !moe_split(l)) {
+            mb.compute(1, S);
+            continue;
+          }
+          mb.compute(1, S);  // attention
+          if (par_.tp > 1)   // tensor_exchange, after attention and after the MLP
+            mb.collective(2 * D * E * (par_.sequence_parallel ? 2 : 1), T);
+          if (moe_split(l))  // expert_exchange (dispatch, combine): a plan hashes the matrix
+            mb.collective(2 * D * T, E, E * E);
+          if (moe_split(l) && skewed)
+            mb.compute(D * E, T);  // the MLP per tensor group
+          else
+            mb.compute(1, S);
+        }
+      }
+      if (p == par_.pp - 1) mb.compute(2, S);                          // the head
+      const int sends = (p + 1 < par_.pp) + (p > 0);                   // send
+      mb.collective(Count(sends) * D * E, 2 * T, 4 * T * T);           // each its own matrix
+      t.tasks = t.tasks + mb.tasks * micro_;
+      t.entries = t.entries + mb.entries * micro_;
+      t.ops = t.ops + mb.ops * micro_;
+      // plan_gradients, then sync_bucket per bucket (and gather_updated for ZeRO-1/2).
+      const auto [dense, expert] = stage_buckets(p);
+      const Count times = par_.zero == 1 || par_.zero == 2 ? 2 : 1;
+      t.collective(times * dense * T, D * E);
+      t.collective(times * expert * T * E, D);
+      buckets = buckets + dense + expert;
+    }
+    return t.size(buckets);
   }
 
  private:
@@ -261,6 +358,30 @@ class TrainingBuilder {
     dense.insert(dense.end(), expert.begin(), expert.end());
     facts_.gradient_buckets += static_cast<int>(dense.size());
     buckets_.push_back(std::move(dense));
+  }
+
+  // plan_gradients' bucket counts for stage p (dense, expert), without the buckets:
+  // buckets fill across layers, so ceil(bytes / bucket) of each kind; FSDP one a layer.
+  std::pair<std::int64_t, std::int64_t> stage_buckets(int p) const {
+    std::int64_t count[2] = {0, 0}, bytes[2] = {0, 0};
+    const auto fill = [&](double params, bool is_expert) {
+      const std::int64_t b = static_cast<std::int64_t>(params) * dtype_bytes(w_.grad_dtype);
+      if (b <= 0) return;
+      if (par_.zero == 3) ++count[is_expert];
+      bytes[is_expert] += b;
+    };
+    const auto [first, last] = stage_layers_[p];
+    const double table = static_cast<double>(m_.vocab) * m_.hidden / par_.tp;
+    if (p == par_.pp - 1 && !m_.tied_embeddings) fill(table, false);
+    for (int l = last - 1; l >= first; --l) {
+      fill(dense_params(l), false);
+      if (dpo_ > 1) fill(expert_params(l), true);
+    }
+    if (p == 0) fill(table, false);
+    if (par_.zero != 3)
+      for (int k : {0, 1}) count[k] = bytes[k] > 0 ? bucket_count(bytes[k], w_.bucket) : 0;
+    if (par_.dp == 1) count[0] = 0;
+    return {count[0], count[1]};
   }
 
   // One compute phase on stage p: every GPU of the stage, after the stage's frontier and
@@ -506,6 +627,8 @@ class TrainingBuilder {
   // Each stage's order of forward (F) and backward (B) micro-batches, then a list
   // schedule: a stage runs its next item once what it receives has been produced.
   void run_pipeline() {
+    inbox_fwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
+    inbox_bwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
     prepare_routing();
     layer_done_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(m_.layers));
     bucket_index_.assign(par_.pp, 0);
@@ -569,10 +692,10 @@ class TrainingBuilder {
                                  (stage_layers_[p].second - stage_layers_[p].first) * in_flight;
       const double total = weights + grads + optimizer + activations;
       if (total > static_cast<double>(facts_.memory_total())) {
-        facts_.memory_params = static_cast<std::int64_t>(weights);
-        facts_.memory_gradients = static_cast<std::int64_t>(grads);
-        facts_.memory_optimizer = static_cast<std::int64_t>(optimizer);
-        facts_.memory_activations = static_cast<std::int64_t>(activations);
+        facts_.memory_params = report_bytes(weights);
+        facts_.memory_gradients = report_bytes(grads);
+        facts_.memory_optimizer = report_bytes(optimizer);
+        facts_.memory_activations = report_bytes(activations);
       }
     }
     if (facts_.memory_total() > w_.gpu.memory)
@@ -636,6 +759,13 @@ WorkloadFacts build_chakra(const WorkloadSpec& w, StepGraphBuilder& b) {
 }
 
 }  // namespace workload_build
+
+WorkloadSize workload_size(const WorkloadSpec& w) {
+  if (w.is_chakra()) return {};
+  if (!w.has_model()) return workload_build::minimal_size(w);
+  StepGraphBuilder none;  // the builder's constructor allocates nothing of the step
+  return workload_build::TrainingBuilder(w, none).size();
+}
 
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder) {
   if (w.is_chakra()) return workload_build::build_chakra(w, builder);

@@ -89,6 +89,31 @@ struct WorkloadFacts {
   std::vector<std::string> warnings;
 };
 
+// What a job's step graph will hold, worked out from its description alone (no task is
+// made): a step too big to build is refused before anything is allocated. Counts
+// saturate at int64's end rather than wrap.
+struct WorkloadSize {
+  std::int64_t tasks = 0;    // compute and collective tasks
+  std::int64_t entries = 0;  // ranks the tasks list, plus their all-to-all matrices' entries
+  std::int64_t ops = 0;      // transfers simulated: 2K^2 for a collective of K ranks (a
+                             // ring all-reduce's 2K(K-1), an all-to-all's K^2)
+  std::int64_t buckets = 0;  // gradient buckets, for the message
+};
+
+// The most a scenario's workloads may add up to. Tasks: a step of 300,000 takes about
+// 30 s and 800 MB to simulate and report (~100 us, 2.7 KB a task); the largest bundled
+// workload has 19,120. Entries: 4 to 8 bytes each. Ops: the 2^28 of a scenario's
+// collective schedules. A Chakra job counts nothing here: its reader bounds its trace.
+inline constexpr std::int64_t kMaxStepTasks = std::int64_t{1} << 17;
+inline constexpr std::int64_t kMaxStepEntries = std::int64_t{1} << 26;
+inline constexpr std::int64_t kMaxStepOps = std::int64_t{1} << 28;
+
+// The largest model collsim accounts for, in parameters: its gradients in 8-byte
+// elements stay within a size's 2^50 bytes (units.h). Today's largest are ~2^41.
+inline constexpr double kMaxModelParams = static_cast<double>(std::int64_t{1} << 47);
+
+WorkloadSize workload_size(const WorkloadSpec& w);
+
 // Appends the job's tasks to `builder` (streams named per job, so jobs never chain
 // into each other) and returns what it worked out.
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder);

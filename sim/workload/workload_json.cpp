@@ -1,11 +1,15 @@
 #include "workload/workload_json.h"
 
 #include <fmt/format.h>
+#include <array>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "schedule/algorithms.h"
 #include "workload/chakra.h"
 
@@ -20,6 +24,15 @@ constexpr std::string_view kNotWithChakra[] = {
     "gradients",    "compute",           "scaling",     "bucket",         "overlap",
     "accumulation", "backward_fraction", "model",       "tokens_per_gpu", "sequence",
     "param_dtype",  "grad_dtype",        "parallelism", "expert_load"};
+
+// A parallelism degree is at most 2^20, so dp x tp x pp is exact in 64 bits (as a
+// 32-bit int it wrapped, and a job of 2^60 GPUs "needed 65 ranks").
+constexpr std::int64_t kMaxDegree = 1 << 20;
+static_assert(kMaxDegree * kMaxDegree <= std::numeric_limits<std::int64_t>::max() / kMaxDegree);
+
+std::string gpus_text(std::int64_t dp, std::int64_t tp, std::int64_t pp) {
+  return fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs", dp, tp, pp, dp * tp * pp);
+}
 
 DType parse_dtype(const JsonView& v) {
   return *dtype_from_name(v.as_choice(all_dtype_names()));
@@ -87,20 +100,20 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
   if (!v.is_object()) v.fail("an object like {\"dp\": 8, \"tp\": 8, \"pp\": 1, \"ep\": 1}");
   v.allow_only(kParallelismKeys);
   const auto degree = [&](const char* key, int& into) {
-    if (auto x = v.find(key)) into = static_cast<int>(x->as_int(1, 1 << 20));
+    if (auto x = v.find(key)) into = static_cast<int>(x->as_int(1, kMaxDegree));
   };
   degree("tp", p.tp);
   degree("pp", p.pp);
   degree("ep", p.ep);
+  const std::int64_t model_gpus = std::int64_t{p.tp} * p.pp;
   if (v.has("dp")) {
     degree("dp", p.dp);
-  } else if (ranks % (p.tp * p.pp) == 0) {
-    p.dp = ranks / (p.tp * p.pp);  // what the ranks leave
+  } else if (ranks % model_gpus == 0) {
+    p.dp = static_cast<int>(ranks / model_gpus);  // what the ranks leave
   }
-  if (static_cast<std::int64_t>(p.dp) * p.tp * p.pp != ranks)
-    v.fail_message(fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs, but the job has {} ranks",
-                               p.dp, p.tp, p.pp, static_cast<std::int64_t>(p.dp) * p.tp * p.pp,
-                               ranks));
+  if (model_gpus * p.dp != ranks)
+    v.fail_message(
+        fmt::format("{}, but the job has {} ranks", gpus_text(p.dp, p.tp, p.pp), ranks));
   if (p.dp % p.ep != 0)
     v["ep"].fail_message(
         fmt::format("expert parallelism is carved out of data parallelism: ep "
@@ -122,6 +135,59 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
     if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"})
       o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first");
   }
+}
+
+// "expert_load": one share per expert, each from 0 to 1, summing to 1. Shares that do
+// not are refused, not rescaled (as a collective's "routing" in scenario.cpp): a silent
+// rescale hides a forgotten or mistyped expert, and shares summing to 0 or past a
+// double's range have no fraction to give (NaN times).
+std::vector<double> parse_expert_shares(const JsonView& load, int experts) {
+  if (load.size() != static_cast<std::size_t>(experts))
+    load.fail(fmt::format("one share per expert ({})", experts));
+  std::vector<double> shares;
+  double total = 0;
+  for (std::size_t e = 0; e < load.size(); ++e) {
+    const double x = load[e].as_number();
+    if (!(x >= 0 && x <= 1)) load[e].fail("a share from 0 to 1");
+    shares.push_back(x);
+    total += x;
+  }
+  if (std::abs(total - 1) > 1e-6)
+    load.fail_message(fmt::format(
+        "the shares sum to {}, not 1: each is the fraction of routed tokens its expert "
+        "receives{}",
+        format_significant(total, 6),
+        total > 0 ? fmt::format(" (divide each by {})", format_significant(total, 6)) : ""));
+  return shares;
+}
+
+// What the builder computes in int64 from a model: its gradients in bytes, and a
+// micro-batch's activations (TP and PP traffic; with MoE, x top_k routed tokens) stay
+// within a size's 2^50 bytes; a micro-batch has at least one token per GPU (MoE routing
+// counts whole tokens: none would be NaN shares).
+void check_model_size(const JsonView& v, const WorkloadSpec& w) {
+  const ModelSpec& m = *w.model;
+  const Parallelism& p = w.parallelism;
+  const double params = m.total_params();
+  if (!(params <= kMaxModelParams))
+    v["model"].fail_message(fmt::format("{:.3g} parameters, more than the 2^47 ({:.3g}) collsim "
+                                        "accounts for",
+                                        params, kMaxModelParams));
+  const JsonView tokens = v["tokens_per_gpu"];
+  const std::int64_t per_gpu = w.tokens_per_gpu * p.pp;  // a micro-batch's tokens per GPU x micro
+  if (per_gpu < p.micro_batches)
+    tokens.fail_message(fmt::format("{} tokens per GPU x {} pipeline stages, split into {} "
+                                    "micro-batches, leave less than one token per GPU in each",
+                                    w.tokens_per_gpu, p.pp, p.micro_batches));
+  const double routed = m.is_moe() ? m.top_k : 1;
+  const double bytes = static_cast<double>(per_gpu) * p.tp / p.micro_batches *
+                       static_cast<double>(m.hidden) * routed * element_size(w.param_dtype);
+  if (!(bytes <= static_cast<double>(kMaxBytes)))
+    tokens.fail_message(fmt::format("a micro-batch's activations ({} tokens x hidden {}{}) come "
+                                    "to {:.3g} bytes, more than 2^50",
+                                    static_cast<double>(per_gpu) * p.tp / p.micro_batches,
+                                    m.hidden, m.is_moe() ? fmt::format(" x top_k {}", m.top_k) : "",
+                                    bytes));
 }
 
 // The model form: tokens, MFU, GPU, dtypes and parallelism; the gradients are the model's.
@@ -154,14 +220,9 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w) {
                     w.parallelism.pp, w.model->layers));
   if (auto e = v.find("expert_load")) {
     if (!w.model->is_moe()) e->fail_message("the model has no experts");
-    for (std::size_t i = 0; i < e->size(); ++i) {
-      const double x = (*e)[i].as_number();
-      if (!(x >= 0)) (*e)[i].fail("a share >= 0");
-      w.expert_load.push_back(x);
-    }
-    if (w.expert_load.size() != static_cast<std::size_t>(w.model->experts))
-      e->fail(fmt::format("one share per expert ({})", w.model->experts));
+    w.expert_load = parse_expert_shares(*e, w.model->experts);
   }
+  check_model_size(v, w);
   if (w.model->is_moe() && w.parallelism.ep > 1 && w.model->experts % w.parallelism.ep != 0)
     v["parallelism"]["ep"].fail_message(fmt::format("{} experts do not split evenly over ep = {}",
                                                     w.model->experts, w.parallelism.ep));
@@ -254,16 +315,24 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
                       *trace_ranks, w.ranks.size()));
   } else {
     // As many ranks as the trace or the parallelism asks for, else every rank left.
-    int want = trace_ranks.value_or(topology.num_ranks() - next_free);
+    const int left = topology.num_ranks() - next_free;
+    if (left <= 0)  // an empty rank list has no last rank to start the next job after
+      v.fail_message(fmt::format("no ranks are left on the topology (the jobs before it take "
+                                 "ranks up to {}): give its \"ranks\"",
+                                 next_free - 1));
+    int want = trace_ranks.value_or(left);
     if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
-      std::int64_t n = 1;
-      for (const char* k : {"dp", "tp", "pp"})
-        if (auto x = p->find(k)) n *= x->as_int(1, 1 << 20);
-      want = static_cast<int>(std::min<std::int64_t>(n, topology.num_ranks() + 1));
+      std::int64_t d[3] = {1, 1, 1};
+      for (int i = 0; i < 3; ++i)
+        if (auto x = p->find(std::array{"dp", "tp", "pp"}[i])) d[i] = x->as_int(1, kMaxDegree);
+      if (d[0] * d[1] * d[2] > left)
+        p->fail_message(fmt::format("{}, but only {} ranks are left on the topology",
+                                    gpus_text(d[0], d[1], d[2]), left));
+      want = static_cast<int>(d[0] * d[1] * d[2]);
     }
-    if (next_free + want > topology.num_ranks())
-      v.fail_message(fmt::format("needs {} ranks but only {} are left on the topology", want,
-                                 topology.num_ranks() - next_free));
+    if (want > left)
+      v.fail_message(
+          fmt::format("needs {} ranks but only {} are left on the topology", want, left));
     w.ranks.resize(want);
     std::iota(w.ranks.begin(), w.ranks.end(), next_free);
   }
@@ -302,6 +371,39 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
   return w;
 }
 
+// The work its step would take, with the jobs before it: refused past the bounds in
+// workload.h, naming the counts that make it up, before any task is made.
+void check_step_size(const JsonView& job, const WorkloadSpec& w, WorkloadSize& total) {
+  const WorkloadSize s = workload_size(w);
+  const auto count = [](std::int64_t n, const char* one, const char* many) {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+  };
+  const std::string micro = count(w.parallelism.micro_batches, "micro-batch", "micro-batches");
+  const std::string buckets = count(s.buckets, "gradient bucket", "gradient buckets");
+  const std::string shape =
+      w.has_model() ? fmt::format("{}, {}, {}, {}", count(w.model->layers, "layer", "layers"),
+                                  micro, count(w.parallelism.pp, "pipeline stage", "pipeline stages"),
+                                  buckets)
+                    : fmt::format("{}, {}", micro, buckets);
+  const std::string others = total.tasks > 0 ? ", with the jobs before it," : "";
+  if (s.tasks > kMaxStepTasks - total.tasks)
+    job.fail_message(fmt::format("a step of {} tasks ({}){} more than the {} collsim builds; use "
+                                 "larger buckets, fewer micro-batches or fewer layers",
+                                 s.tasks, shape, others.empty() ? "," : others, kMaxStepTasks));
+  if (s.entries > kMaxStepEntries - total.entries)
+    job.fail_message(fmt::format("a step whose tasks list {} ranks and all-to-all entries ({}){} "
+                                 "more than the {} collsim holds",
+                                 s.entries, shape, others.empty() ? "," : others,
+                                 kMaxStepEntries));
+  if (s.ops > kMaxStepOps - total.ops)
+    job.fail_message(fmt::format("a step whose collectives make up to {} transfers (2K^2 for K "
+                                 "ranks; {}){} more than the 2^28 collsim simulates",
+                                 s.ops, shape, others.empty() ? "," : others));
+  total.tasks += s.tasks;
+  total.entries += s.entries;
+  total.ops += s.ops;
+}
+
 }  // namespace workload_parse
 
 std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& topology,
@@ -310,8 +412,10 @@ std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& top
   std::vector<bool> taken(topology.num_ranks(), false);
   int next_free = 0;
   std::set<std::string> names;
+  WorkloadSize total;
   const auto add = [&](const JsonView& job, std::size_t i) {
     out.push_back(workload_parse::parse_job(job, topology, i, taken, next_free, base_dir));
+    workload_parse::check_step_size(job, out.back(), total);
     if (!names.insert(out.back().name).second)
       job["name"].fail_message(fmt::format("another job is already named \"{}\"", out.back().name));
   };

@@ -13,6 +13,8 @@ targets=(
   "scenario    tools/fuzz/json.dict       scenarios topologies"
   "nccl_log    tools/fuzz/nccl_log.dict   data/nccl-tests"
   "calibration tools/fuzz/calibration.dict tools/fuzz/seeds/calibration"
+  "workload    tools/fuzz/workload.dict   tools/fuzz/seeds/workload"
+  "chakra      tools/fuzz/chakra.dict     tools/fuzz/seeds/chakra"
 )
 for line in "${targets[@]}"; do
   read -r name dict seeds <<<"$line"
