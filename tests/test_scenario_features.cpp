@@ -136,12 +136,14 @@ TEST_CASE("MoE placement: contiguous expert blocks per rank, or expert_ranks", "
   CHECK(error_of(R"("experts": 2, "expert_ranks": [0, 64])") ==
         "collectives[0].routing.expert_ranks[1]: expected an integer in 0..63, got 64");
   CHECK(error_of(R"("experts": 128)") == "no error");
-  // Shares that do not sum to 1 are refused, not rescaled.
-  std::string doubled = "2";
-  for (int e = 1; e < 64; ++e) doubled += ", 2";
+  // Shares that do not sum to 1 are refused, not rescaled; each is a share, 0 to 1.
+  std::string doubled = "0.03125";
+  for (int e = 1; e < 64; ++e) doubled += ", 0.03125";
   CHECK(error_of(R"("experts": 64, "expert_load": [)" + doubled + "]") ==
-        "collectives[0].routing.expert_load: the shares sum to 128, not 1: each is the fraction "
-        "of routed tokens its expert receives (divide each by 128)");
+        "collectives[0].routing.expert_load: the shares sum to 2, not 1: each is the fraction "
+        "of routed tokens its expert receives (divide each by 2)");
+  CHECK(error_of(R"("experts": 2, "expert_load": [2, -1])") ==
+        "collectives[0].routing.expert_load[0]: expected a share from 0 to 1, got 2");
   CHECK(error_of(R"("matrix": [], "experts": 4)") ==  // tokens_per_rank comes first
         "collectives[0].routing.tokens_per_rank: \"matrix\" gives the token counts: leave it out");
 }
@@ -212,7 +214,7 @@ TEST_CASE("scenario errors for the algorithm options") {
   CHECK(
       error_of(
           R"({"op": "all_to_all", "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2, "expert_load": [1]}})") ==
-      "collectives[0].routing.expert_load: expected 2 shares, one per expert, got [1]");
+      "collectives[0].routing.expert_load: expected one share per expert (2), got [1]");
   CHECK(
       error_of(
           R"({"op": "all_reduce", "algorithm": "parameter_server", "bytes": 64, "servers": [1, 5]})") ==

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string quoted(const fs::path& p) {
-  return "\"" + p.string() + "\"";
+  return fmt::format("\"{}\"", p.string());
 }
 
 constexpr std::string_view kStagingPrefix = ".collsim-tmp.";

@@ -1,5 +1,4 @@
 #include "scenario/scenario.h"
-#include "workload/workload_json.h"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include "scenario/cost_json.h"
 #include "schedule/generators/channels.h"
 #include "topology/topology_json.h"
+#include "workload/workload_json.h"
 #include "workload/moe.h"
 
 namespace collsim {
@@ -301,26 +301,6 @@ void parse_options(const JsonView& v, CollectiveSpec& c,
 
 // "expert_load": one share per expert, summing to 1. Shares that do not are refused,
 // not rescaled: a silent rescale hides a forgotten or mistyped expert.
-std::vector<double> parse_expert_load(const JsonView& load, int experts) {
-  if (load.size() != static_cast<std::size_t>(experts))
-    load.fail(fmt::format("{} shares, one per expert", experts));
-  std::vector<double> shares;
-  double total = 0;
-  for (std::size_t e = 0; e < load.size(); ++e) {
-    const double x = load[e].as_number();
-    if (x < 0) load[e].fail("a share of at least 0");
-    shares.push_back(x);
-    total += x;
-  }
-  if (std::abs(total - 1) > 1e-6)
-    load.fail_message(fmt::format(
-        "the shares sum to {}, not 1: each is the fraction of routed tokens its expert "
-        "receives{}",
-        format_significant(total, 6),
-        total > 0 ? fmt::format(" (divide each by {})", format_significant(total, 6)) : ""));
-  return shares;
-}
-
 // "expert_ranks": the rank (position in the collective's "ranks") hosting each expert.
 // Without it experts split evenly over the ranks in contiguous blocks (workload/moe.h),
 // which needs the expert count to be a multiple of the rank count.
@@ -363,7 +343,7 @@ std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
   r.tokens_per_rank = v["tokens_per_rank"].as_int(0, std::int64_t{1} << 40);
   r.experts = static_cast<int>(v["experts"].as_int(1, 1 << 20));
   r.top_k = v.has("top_k") ? static_cast<int>(v["top_k"].as_int(1, r.experts)) : 1;
-  if (auto load = v.find("expert_load")) r.expert_load = parse_expert_load(*load, r.experts);
+  if (auto load = v.find("expert_load")) r.expert_load = parse_expert_shares(*load, r.experts);
   r.expert_ranks = parse_expert_ranks(v, r.experts, ranks);
   return moe_dispatch_tokens(r, ranks);
 }

@@ -14,6 +14,30 @@
 #include "workload/chakra.h"
 
 namespace collsim {
+
+// Shares that do not sum to 1 are refused, not rescaled: a silent rescale hides a
+// forgotten or mistyped expert, and shares summing to 0 or past a double's range have
+// no fraction to give (NaN times).
+std::vector<double> parse_expert_shares(const JsonView& load, int experts) {
+  if (load.size() != static_cast<std::size_t>(experts))
+    load.fail(fmt::format("one share per expert ({})", experts));
+  std::vector<double> shares;
+  double total = 0;
+  for (std::size_t e = 0; e < load.size(); ++e) {
+    const double x = load[e].as_number();
+    if (!(x >= 0 && x <= 1)) load[e].fail("a share from 0 to 1");
+    shares.push_back(x);
+    total += x;
+  }
+  if (std::abs(total - 1) > 1e-6)
+    load.fail_message(fmt::format(
+        "the shares sum to {}, not 1: each is the fraction of routed tokens its expert "
+        "receives{}",
+        format_significant(total, 6),
+        total > 0 ? fmt::format(" (divide each by {})", format_significant(total, 6)) : ""));
+  return shares;
+}
+
 namespace workload_parse {
 
 // Keys only a Chakra workload takes (besides "chakra"), and keys it refuses (the trace
@@ -54,7 +78,7 @@ ModelSpec parse_model(const JsonView& v) {
   if (!v.is_object()) v.fail("a model preset name or an object with \"layers\" and \"hidden\"");
   v.allow_only(kModelKeys);
   ModelSpec m;
-  m.name = v.has("name") ? v["name"].as_string() : "model";
+  m.name = v.has("name") ? v["name"].as_name() : "model";
   m.layers = static_cast<int>(v["layers"].as_int(1, 100000));
   m.hidden = v["hidden"].as_int(1, 1 << 20);
   if (auto x = v.find("vocab")) m.vocab = x->as_int(0, 1 << 24);
@@ -87,7 +111,7 @@ GpuSpec parse_gpu(const JsonView& v) {
   if (!v.is_object()) v.fail("a GPU preset name or {\"peak_flops\": 989e12, \"memory\": \"80GB\"}");
   v.allow_only(kGpuKeys);
   GpuSpec g;
-  g.name = v.has("name") ? v["name"].as_string() : "gpu";
+  g.name = v.has("name") ? v["name"].as_name() : "gpu";
   g.peak_flops = v["peak_flops"].as_number();
   if (!(g.peak_flops >= 1e9 && g.peak_flops <= 1e18))
     v["peak_flops"].fail("FLOP/s between 1e9 and 1e18");
@@ -137,29 +161,6 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
   }
 }
 
-// "expert_load": one share per expert, each from 0 to 1, summing to 1. Shares that do
-// not are refused, not rescaled (as a collective's "routing" in scenario.cpp): a silent
-// rescale hides a forgotten or mistyped expert, and shares summing to 0 or past a
-// double's range have no fraction to give (NaN times).
-std::vector<double> parse_expert_shares(const JsonView& load, int experts) {
-  if (load.size() != static_cast<std::size_t>(experts))
-    load.fail(fmt::format("one share per expert ({})", experts));
-  std::vector<double> shares;
-  double total = 0;
-  for (std::size_t e = 0; e < load.size(); ++e) {
-    const double x = load[e].as_number();
-    if (!(x >= 0 && x <= 1)) load[e].fail("a share from 0 to 1");
-    shares.push_back(x);
-    total += x;
-  }
-  if (std::abs(total - 1) > 1e-6)
-    load.fail_message(fmt::format(
-        "the shares sum to {}, not 1: each is the fraction of routed tokens its expert "
-        "receives{}",
-        format_significant(total, 6),
-        total > 0 ? fmt::format(" (divide each by {})", format_significant(total, 6)) : ""));
-  return shares;
-}
 
 // What the builder computes in int64 from a model: its gradients in bytes, and a
 // micro-batch's activations (TP and PP traffic; with MoE, x top_k routed tokens) stay
@@ -297,7 +298,7 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
   v.allow_only(keys);
   WorkloadSpec w;
   w.json_path = v.path();
-  w.name = v.has("name") ? v["name"].as_string() : fmt::format("job{}", index);
+  w.name = v.has("name") ? v["name"].as_name() : fmt::format("job{}", index);
   std::optional<int> trace_ranks;
   if (auto c = v.find("chakra")) {
     trace_ranks = parse_chakra_prefix(*c, base_dir, w);

@@ -51,4 +51,8 @@ inline constexpr std::string_view kGpuKeys[] = {"name", "peak_flops", "memory"};
 std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& topology,
                                           const std::filesystem::path& base_dir = ".");
 
+// MoE "expert_load" (a job's) or an all-to-all's "load" (a collective's routing): one
+// share per expert, each from 0 to 1, summing to 1; refused, never rescaled.
+std::vector<double> parse_expert_shares(const JsonView& load, int experts);
+
 }  // namespace collsim
