@@ -9,26 +9,13 @@
 #include <vector>
 
 #include "nccl/nccl_model.h"
+#include "request/collective_spec.h"
 #include "network/network_model.h"
 #include "schedule/algorithms.h"
 #include "topology/topology.h"
 #include "workload/workload.h"
 
 namespace collsim {
-
-struct CollectiveSpec {
-  std::string name;
-  std::string json_path;  // "collectives[2]", for errors found later
-  CollectiveShape shape;
-  std::string algorithm;     // "auto": the planner picks the fastest (plan/plan.h)
-  AlgorithmOptions options;  // as written; the planner fills in the rest
-  std::int64_t bytes = 0;    // nccl-tests' "size"
-  std::vector<int> ranks;    // topology ranks taking part, in the algorithm's rank order
-  std::vector<int> after;    // indices of collectives that must finish first
-  // "LL", "LL128", "Simple", "auto" (the tuner tries each), or "" (plain α-β).
-  std::string protocol;
-  NcclFilter nccl_filter;  // "algorithm": "nccl": what "nccl_algo" / "nccl_proto" allow
-};
 
 struct Scenario {
   std::string name;

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scenario/scenario.h"
+#include "request/collective_spec.h"
 
 namespace collsim {
 

@@ -1,0 +1,30 @@
+#pragma once
+// One collective as a user asks for it (a scenario's "collectives" entry, a workload's
+// gradient bucket or TP all-reduce, a Chakra node): what it computes, on which ranks,
+// how, and after what. Below both the scenario and the workloads, which produce it,
+// and the planner, which settles it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nccl/nccl_model.h"
+#include "schedule/algorithms.h"
+#include "schedule/schedule.h"
+
+namespace collsim {
+
+struct CollectiveSpec {
+  std::string name;
+  std::string json_path;  // "collectives[2]", for errors found later
+  CollectiveShape shape;
+  std::string algorithm;     // "auto": the planner picks the fastest (plan/plan.h)
+  AlgorithmOptions options;  // as written; the planner fills in the rest
+  std::int64_t bytes = 0;    // nccl-tests' "size"
+  std::vector<int> ranks;    // topology ranks taking part, in the algorithm's rank order
+  std::vector<int> after;    // indices of collectives that must finish first
+  // "LL", "LL128", "Simple", "auto" (the tuner tries each), or "" (plain α-β).
+  std::string protocol;
+  NcclFilter nccl_filter;  // "algorithm": "nccl": what "nccl_algo" / "nccl_proto" allow
+};
+
+}  // namespace collsim
