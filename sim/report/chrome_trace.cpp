@@ -1,5 +1,7 @@
 #include "report/chrome_trace.h"
 
+#include <stdexcept>
+
 #include <iterator>
 
 namespace collsim {
@@ -109,8 +111,23 @@ ChromeTrace::~ChromeTrace() {
 }
 
 void ChromeTrace::begin_event() {
+  close_event();
+  ++events_;
   if (!first_) emit(",\n");
   first_ = false;
+}
+
+ChromeTrace::Event ChromeTrace::open_event() {
+  open_event_ = events_;
+  open_has_args_ = false;
+  return Event(*this, events_);
+}
+
+void ChromeTrace::close_event() {
+  if (open_event_ == 0) return;
+  buf_.append(std::string_view(open_has_args_ ? "}}" : "}"));
+  open_event_ = 0;
+  flush_if_full();
 }
 
 void ChromeTrace::flush_if_full() {
@@ -120,6 +137,7 @@ void ChromeTrace::flush_if_full() {
 }
 
 void ChromeTrace::finish() {
+  close_event();
   emit("\n]}}\n");
   out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
@@ -157,7 +175,7 @@ ChromeTrace::Event ChromeTrace::complete(int pid, int tid, double ts_us, double 
   string(category);
   emit(",\"name\":");
   string(name);
-  return Event(*this);
+  return open_event();
 }
 
 void ChromeTrace::flow_start(int pid, int tid, double ts_us, std::uint64_t id,
@@ -188,12 +206,14 @@ ChromeTrace::Event ChromeTrace::counter(int pid, double ts_us, std::string_view 
   begin_event();
   emit("{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.6f},\"name\":", pid, ts_us);
   string(name);
-  return Event(*this);
+  return open_event();
 }
 
 void ChromeTrace::Event::key(std::string_view key) {
-  trace_.buf_.append(std::string_view(has_args_ ? "," : ",\"args\":{"));
-  has_args_ = true;
+  if (trace_.open_event_ != id_)
+    throw std::logic_error("chrome trace: an argument added after its event was closed");
+  trace_.buf_.append(std::string_view(trace_.open_has_args_ ? "," : ",\"args\":{"));
+  trace_.open_has_args_ = true;
   trace_.string(key);
   trace_.buf_.push_back(':');
 }
@@ -218,8 +238,7 @@ ChromeTrace::Event& ChromeTrace::Event::arg(std::string_view k, double value,
 }
 
 ChromeTrace::Event::~Event() {
-  trace_.buf_.append(std::string_view(has_args_ ? "}}" : "}"));
-  trace_.flush_if_full();
+  if (trace_.open_event_ == id_) trace_.close_event();
 }
 
 }  // namespace collsim

@@ -26,7 +26,10 @@ std::string json_quote(std::string_view text);
 class ChromeTrace {
  public:
   // An event's "args" object, open until the Event goes (the end of the statement that
-  // made it): add arguments with arg().
+  // made it) or the next event begins, whichever is first: add arguments with arg().
+  // Closing at the next event as well keeps the document valid however late a
+  // compiler destroys the temporary (clang 14 with ASan destroyed it after later
+  // statements); an arg() after that is a logic error.
   class Event {
    public:
     Event(const Event&) = delete;
@@ -43,10 +46,10 @@ class ChromeTrace {
 
    private:
     friend class ChromeTrace;
-    explicit Event(ChromeTrace& trace) : trace_(trace) {}
+    Event(ChromeTrace& trace, std::uint64_t id) : trace_(trace), id_(id) {}
     void key(std::string_view key);
     ChromeTrace& trace_;
-    bool has_args_ = false;
+    std::uint64_t id_;  // which event this is; it is open while trace_.open_event_ == id_
   };
 
   explicit ChromeTrace(std::ostream& out);
@@ -75,6 +78,8 @@ class ChromeTrace {
 
  private:
   void begin_event();
+  Event open_event();  // for an event whose args the caller adds
+  void close_event();  // the open event's args and braces, if one is open
   void string(std::string_view s) { json_escape(buf_, s); }
   template <class... Args>
   void emit(fmt::format_string<Args...> format, Args&&... args) {
@@ -86,6 +91,9 @@ class ChromeTrace {
   fmt::memory_buffer buf_;
   bool first_ = true;
   bool finished_ = false;
+  std::uint64_t events_ = 0;      // events begun
+  std::uint64_t open_event_ = 0;  // the event whose args are open (0: none)
+  bool open_has_args_ = false;
 };
 
 }  // namespace collsim
