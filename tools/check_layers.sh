@@ -21,22 +21,21 @@ layers=(
   sweep       # many plans over sizes, algorithms, splits
   report      # tables, CSV, JSON, HTML, traces
 )
-rank_of() {
-  for i in "${!layers[@]}"; do [[ ${layers[$i]} == "$1" ]] && { echo "$i"; return; }; done
-  echo -1
-}
+declare -A rank  # a layer's position in the list, looked up once per include
+for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 status=0
 for folder in sim/*/; do
   layer=$(basename "$folder")
-  own=$(rank_of "$layer")
+  own=${rank[$layer]:--1}
   if [[ $own == -1 ]]; then
     echo "sim/$layer: not in the list of layers (tools/check_layers.sh); place it there" >&2
     status=1
     continue
   fi
   while IFS=: read -r file line text; do
-    target=$(sed -E 's|#include "([a-z_]+)/.*|\1|' <<<"$text")
-    dep=$(rank_of "$target")
+    target=${text#\#include \"}
+    target=${target%%/*}
+    dep=${rank[$target]:--1}
     [[ $dep == -1 ]] && continue  # not a sim/ folder (a generated header, a tool's)
     if ((dep > own)); then
       echo "$file:$line: $layer includes $target, a layer above it: $text" >&2

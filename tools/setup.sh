@@ -33,7 +33,7 @@ test_packages=(
   procps           # pgrep, in the cuda-ipc fault test
   pybind11-dev python3-dev python3-pytest  # the Python module (import collsim) and its tests
   libopenmpi-dev openmpi-bin  # mpirun -n N collsim sweep (optional in the build; tested when found)
-  clang libclang-rt-14-dev    # the libFuzzer target (libclang_rt.fuzzer is in libclang-rt-14-dev)
+  clang libclang-rt-14-dev    # CI's sanitizer and libFuzzer build (libclang_rt.fuzzer is in libclang-rt-14-dev)
 )
 if ((with_tests)); then packages+=("${test_packages[@]}"); fi
 
