@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
+#include "nccl/protocol.h"
 #include "network/cost_model.h"
 #include "scenario/cost_json.h"
 
@@ -150,4 +151,49 @@ TEST_CASE("a cost model's JSON round-trips and bad terms name their place", "[co
   CHECK_THAT(error({{"reduce", {{"float32", {{1, 1e9}}}}}}),
              Catch::Contains("network.cost.reduce.float32"));
   CHECK_THAT(error({{"launch", 1e-6}}), Catch::Contains("network.cost"));
+}
+
+TEST_CASE("stated machine terms replace NCCL's defaults for the same quantity, never add",
+          "[cost][nccl]") {
+  const Topology t = load_topology_argument("dgx-h100", ".");
+  const auto nvlink = static_cast<std::size_t>(LinkKind::NvLink);
+  const auto ib = static_cast<std::size_t>(LinkKind::Ib);
+  const double usable = nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0)));
+  // NCCL's own ring/Simple entries, stated: the same costs as stating nothing.
+  CostModel restated;
+  restated.launch = from_seconds(nccl_base_latency_us(NcclAlgo::Ring, Protocol::Simple) * 1e-6);
+  restated.stated.launch = true;
+  restated.link(LinkKind::NvLink).latency =
+      from_seconds(nccl_hop_latency_us(HopClass::NvLink, NcclAlgo::Ring, Protocol::Simple) * 1e-6);
+  restated.link(LinkKind::NvLink).efficiency = usable;
+  restated.stated.latency[nvlink] = restated.stated.efficiency[nvlink] = true;
+  // Twice this machine's launch and network latency, a slower NVLink.
+  CostModel slower = restated;
+  slower.launch = restated.launch * 2;
+  slower.link(LinkKind::Ib).latency =
+      from_seconds(2 * nccl_hop_latency_us(HopClass::Net, NcclAlgo::Ring, Protocol::Simple) * 1e-6);
+  slower.stated.latency[ib] = true;
+  slower.link(LinkKind::NvLink).efficiency = 0.5;
+  const auto restated_ptr = std::make_shared<const CostModel>(restated);
+  const auto slower_ptr = std::make_shared<const CostModel>(slower);
+  for (NcclAlgo a : kNcclAlgos)
+    for (Protocol p : kProtocols) {
+      INFO(name_of(a) << "/" << name_of(p));
+      const auto d = protocol_cost(nullptr, p, a, t);
+      const auto r = protocol_cost(restated_ptr, p, a, t);
+      const auto s = protocol_cost(slower_ptr, p, a, t);
+      CHECK(std::llabs(r->launch - d->launch) <= 1);  // 1 ps of rounding
+      for (std::size_t k = 0; k < kLinkKindCount; ++k) {
+        CHECK(std::llabs(r->links[k].latency - d->links[k].latency) <= 1);
+        CHECK(r->links[k].efficiency == Approx(d->links[k].efficiency).epsilon(1e-12));
+      }
+      // Scaled, not added: NCCL's per-algorithm and per-protocol ratios kept.
+      // NVLS has no base latency, only its NVLink latency, which stays NCCL's here.
+      const bool nvls = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
+      CHECK(s->launch == Approx((nvls ? 1.0 : 2.0) * static_cast<double>(d->launch)).margin(2));
+      CHECK(s->links[ib].latency ==
+            Approx(2.0 * static_cast<double>(d->links[ib].latency)).margin(2));
+      CHECK(s->links[nvlink].efficiency ==
+            Approx(0.5 * protocol_efficiency(p)).epsilon(1e-12));  // no NCCL share on top
+    }
 }

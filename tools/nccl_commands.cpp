@@ -72,8 +72,15 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
                         "--nccl-tests: the machine the logs ran on (bundled name or file)");
   calibrate
       ->add_option("--algorithm", args.algorithm,
-                   "--nccl-tests: the algorithm NCCL ran (NCCL_ALGO)")
+                   "--nccl-tests: what the logs ran: nccl (NCCL's choice at each size), or a "
+                   "collsim algorithm that stands for it")
       ->capture_default_str();
+  calibrate->add_option("--nccl-algo", args.nccl_algo,
+                        "--nccl-tests: the NCCL_ALGO the logs were run with (ring, tree, nvls, "
+                        "...), when they forced one");
+  calibrate->add_option("--network", args.network,
+                        "--nccl-tests: the network model to fit under (default: the scenario "
+                        "default); a calibration is used under this model only");
   calibrate->add_option("--collective", args.collective,
                         "--nccl-tests: the collective, when a log does not say");
   calibrate
@@ -102,7 +109,8 @@ void check_no_nccl_compare_options(const CLI::App* compare) {
 }
 
 void check_no_nccl_calibrate_options(const CLI::App* calibrate) {
-  refuse_given(calibrate, {"--topology", "--algorithm", "--collective", "--terms"},
+  refuse_given(calibrate,
+               {"--topology", "--algorithm", "--nccl-algo", "--network", "--collective", "--terms"},
                "only with --nccl-tests (a calibration measured here fits alpha and beta)");
 }
 
@@ -114,11 +122,11 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
     throw InputError("collectives",
                      "compare times the scenario's collectives; it has only a \"workload\"");
   if (!calibration.empty())
-    apply_calibration(scenario,
-                      parse_json_text(read_input_file(calibration, kMaxCalibrationBytes,
-                                                      "a calibration file"),
-                                      calibration),
-                      calibration);
+    apply_calibration(
+        scenario,
+        parse_json_text(read_input_file(calibration, kMaxCalibrationBytes, "a calibration file"),
+                        calibration),
+        calibration);
   const CollectiveSpec& base = pick_collective(scenario, args.collective);
   const NcclTestsLog log = read_nccl_tests_log(log_file, base.shape.op, args.ranks);
   const auto [lo, hi] = args.sizes.empty() ? parse_size_range(":", "--sizes")
@@ -157,6 +165,8 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
   }
   NcclFitRequest req;
   req.algorithm = args.algorithm;
+  req.nccl_algo = args.nccl_algo;
+  req.network = args.network;
   req.base_dir = std::filesystem::current_path();
   req.terms = parse_fit_terms(args.terms, "--terms");
   // Inline JSON like `collsim topo` takes, else a bundled name or a file.

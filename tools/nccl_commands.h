@@ -17,7 +17,9 @@ struct NcclCompareArgs {
 struct NcclCalibrateArgs {
   std::vector<std::string> logs;
   std::string topology;
-  std::string algorithm = "ring";
+  std::string algorithm = "nccl";
+  std::string nccl_algo;
+  std::string network;
   std::string collective;
   std::string terms = "launch,latency,efficiency,curve";
 };

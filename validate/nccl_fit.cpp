@@ -6,10 +6,12 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
 #include "core/units.h"
+#include "nccl/protocol.h"
 #include "scenario/cost_json.h"
 #include "scenario/scenario.h"
 #include "validate/nccl_compare.h"
@@ -21,21 +23,24 @@ constexpr double kHuber = 0.05;       // relative residual beyond which a size w
 constexpr double kCurveShare = 0.05;  // below this share of the time, bandwidth is noise
 constexpr double kPoorMape = 10;      // percent: warn above
 constexpr double kPoorPoint = 20;     // percent: name the size above
+constexpr double kSameError = 0.05;   // percentage points: held-out errors this close tie
 
-// One log's collective on the fit's topology, ideal network, no α: the terms carry it all.
+// One log's collective on the fit's topology and network model, launched as the log was.
 struct LogScenario {
   Scenario s;
   CollectiveSpec base;
 };
 
+nlohmann::json collective_for(const NcclFitRequest& req, const NcclTestsLog& log) {
+  nlohmann::json c = {
+      {"name", "fit"}, {"op", name_of(log.op)}, {"algorithm", req.algorithm}, {"bytes", 4096}};
+  if (!req.nccl_algo.empty()) c["nccl_algo"] = req.nccl_algo;
+  return c;
+}
+
 LogScenario scenario_for(const NcclFitRequest& req, const NcclTestsLog& log) {
-  nlohmann::json doc = {{"topology", req.topology},
-                        {"network", {{"model", "ideal"}}},
-                        {"collectives",
-                         {{{"name", "fit"},
-                           {"op", name_of(log.op)},
-                           {"algorithm", req.algorithm},
-                           {"bytes", 4096}}}}};
+  nlohmann::json doc = {{"topology", req.topology}, {"collectives", {collective_for(req, log)}}};
+  if (!req.network.empty()) doc["network"] = {{"model", req.network}};
   try {
     const Scenario probe = parse_scenario(doc, req.base_dir, "nccl-fit");
     if (probe.topology.num_ranks() < log.ranks)
@@ -46,6 +51,7 @@ LogScenario scenario_for(const NcclFitRequest& req, const NcclTestsLog& log) {
     for (int r = 0; r < log.ranks; ++r) ranks[static_cast<std::size_t>(r)] = r;
     doc["collectives"][0]["ranks"] = ranks;
     LogScenario out{parse_scenario(doc, req.base_dir, "nccl-fit"), {}};
+    set_launch(out.s, launch_of(log));
     out.base = out.s.collectives.front();
     return out;
   } catch (const InputError& e) {
@@ -55,30 +61,66 @@ LogScenario scenario_for(const NcclFitRequest& req, const NcclTestsLog& log) {
   }
 }
 
-SizedRun run_with(const LogScenario& ls, const NcclTestsRow& row, const CostModel& m) {
+// The log's size under `m` (nullptr: the scenario's own costs, the defaults); the
+// launch mode's issue time is the log's either way.
+SizedRun run_with(const LogScenario& ls, const NcclTestsRow& row, const CostModel* m) {
   Scenario s = ls.s;
-  if (!m.trivial()) s.network.cost = std::make_shared<const CostModel>(m);
+  if (m) {
+    CostModel with_launch = *m;
+    if (s.network.cost) with_launch.host_issue = s.network.cost->host_issue;
+    s.network.cost = std::make_shared<const CostModel>(std::move(with_launch));
+  }
   try {
     return simulate_alone(s, sized_like(ls.base, row));
   } catch (const InputError& e) {
     throw InputError("--algorithm",
-                     fmt::format("calibrate --nccl-tests fits under the ideal network model, "
+                     fmt::format("calibrate --nccl-tests fits under the {} network model, "
                                  "where the log's collective at {} bytes cannot be simulated "
-                                 "(fit a log NCCL ran with NCCL_ALGO=RING with --algorithm "
-                                 "ring): {}",
-                                 row.bytes, e.what()));
+                                 "(fit under another with --network): {}",
+                                 s.network.model, row.bytes, e.what()));
   }
 }
 
-CostModel model_of(const FitValues& v, const std::vector<LinkKind>& kinds) {
-  CostModel m;
-  m.launch = from_seconds(v.launch_s);
-  for (LinkKind k : kinds) {
-    m.link(k).latency = from_seconds(v.latency_s);
-    m.link(k).efficiency = v.efficiency;
-    if (!v.curve.empty()) m.link(k).bandwidth = SizeCurve(v.curve);
+// The kinds' hop latency at scale 1: NCCL's ring/Simple entry for each kind's class.
+double reference_latency_s(LinkKind k) {
+  return nccl_hop_latency_us(hop_class(k), NcclAlgo::Ring, Protocol::Simple) * 1e-6;
+}
+
+constexpr FitTerms kAllTerms{};
+
+// The fit's terms as a cost model on the kinds the transfers cross. The terms in
+// `stated` are stated (NCCL's model then uses them in place of its own); the others
+// are left to the defaults, which `neutral` restates.
+struct TermModel {
+  std::vector<LinkKind> kinds;
+  std::vector<double> default_efficiency;  // per kind
+  FitValues neutral;  // the defaults as values: NCCL's table under "nccl", else none
+
+  CostModel operator()(const FitValues& v, const FitTerms& stated = kAllTerms) const {
+    CostModel m;
+    if (stated.launch) m.launch = from_seconds(v.launch_s);
+    m.stated.launch = stated.launch;
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      const auto k = static_cast<std::size_t>(kinds[i]);
+      LinkKindCost& c = m.links[k];
+      if (stated.latency) c.latency = from_seconds(v.latency_scale * reference_latency_s(kinds[i]));
+      if (stated.efficiency || stated.curve)
+        c.efficiency = std::min(1.0, v.efficiency * default_efficiency[i]);
+      if (!v.curve.empty()) c.bandwidth = SizeCurve(v.curve);
+      m.stated.latency[k] = stated.latency;
+      m.stated.efficiency[k] = stated.efficiency || stated.curve;
+    }
+    return m;
   }
-  return m;
+};
+
+FitValues neutral_values(const NcclFitRequest& req) {
+  FitValues v;
+  if (req.algorithm == "nccl") {  // NCCL's table is scale 1 of its ring/Simple entries
+    v.launch_s = nccl_base_latency_us(NcclAlgo::Ring, Protocol::Simple) * 1e-6;
+    v.latency_scale = 1;
+  }
+  return v;
 }
 
 // The kinds whose latency shows in the time: the ones the transfers cross.
@@ -89,44 +131,75 @@ std::vector<LinkKind> crossed_kinds(const std::vector<LogScenario>& scenarios,
     for (const Link& l : ls.s.topology.links()) present.insert(l.kind);
   for (std::size_t i = 0; i < logs.size(); ++i) {
     const NcclTestsRow& row = logs[i].rows.back();  // every rank sends something
-    const double t0 = run_with(scenarios[i], row, CostModel{}).time_s;
+    const CostModel none;
+    const double t0 = run_with(scenarios[i], row, &none).time_s;
     for (LinkKind k : present) {
       CostModel m;
       m.link(k).latency = from_seconds(1e-6);
-      if (run_with(scenarios[i], row, m).time_s - t0 > 0.5e-6) crossed.insert(k);
+      if (run_with(scenarios[i], row, &m).time_s - t0 > 0.5e-6) crossed.insert(k);
     }
   }
   return {crossed.begin(), crossed.end()};
 }
 
-// What one logged size costs as a function of the terms:
-// time = fixed + launch + latencies x latency + bandwidth / (efficiency x curve share).
+// The usable share each kind has when nothing is stated: NCCL's NVLink share under
+// NCCL's model (its protocols and picks), else the nominal rate.
+std::vector<double> default_efficiencies(const NcclFitRequest& req, const Topology& t,
+                                         const std::vector<LinkKind>& kinds) {
+  const bool nccl_model = req.algorithm == "nccl";
+  const double nvlink =
+      t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
+  std::vector<double> out;
+  for (LinkKind k : kinds)
+    out.push_back(nccl_model && hop_class(k) == HopClass::NvLink ? nvlink : 1.0);
+  return out;
+}
+
+// What one logged size costs, linearised at some values of the terms:
+// time = fixed + launch x d_launch + latency_scale x d_latency + (1/efficiency) x d_x.
 struct Point {
   std::size_t log = 0;
   const NcclTestsRow* row = nullptr;
   double measured = 0;
   std::int64_t transfer = 0;
-  double fixed = 0, bandwidth = 0, latencies = 0;
+  double fixed = 0, d_launch = 0, d_latency = 0, d_x = 0;
+  double bandwidth_share = 0;  // of the time at the defaults: d_x x (1/efficiency) / time
+  bool heldout = false;        // every other size of its log: predicted, not fitted, in the trials
 };
 
-std::vector<Point> measure_points(const std::vector<LogScenario>& scenarios,
-                                  const std::vector<NcclTestsLog>& logs,
-                                  const std::vector<LinkKind>& kinds) {
-  FitValues half, late;
-  half.efficiency = 0.5;  // doubles the bandwidth part
-  late.latency_s = 1e-6;  // one microsecond per latency paid
-  const CostModel m_half = model_of(half, kinds), m_late = model_of(late, kinds);
+Point linearise(const LogScenario& ls, std::size_t log, const NcclTestsRow& row,
+                const TermModel& model, const FitValues& at) {
+  constexpr double kStep = 1e-6;  // one microsecond of launch, one of scale per hop
+  FitValues launch = at, latency = at, slower = at;
+  launch.launch_s += kStep;
+  latency.latency_scale += 1;
+  slower.efficiency /= 2;  // 1/efficiency doubles
+  const CostModel m0 = model(at);
+  const SizedRun base = run_with(ls, row, &m0);
+  const CostModel ml = model(launch), mh = model(latency), ms = model(slower);
+  Point p{log, &row, row.out_of_place.time_us * 1e-6, base.transfer_bytes};
+  const double x0 = 1 / at.efficiency;
+  p.d_launch = (run_with(ls, row, &ml).time_s - base.time_s) / kStep;
+  p.d_latency = run_with(ls, row, &mh).time_s - base.time_s;
+  p.d_x = (run_with(ls, row, &ms).time_s - base.time_s) / x0;
+  p.fixed = base.time_s - p.d_launch * at.launch_s - p.d_latency * at.latency_scale - p.d_x * x0;
+  p.bandwidth_share = base.time_s > 0 ? p.d_x * x0 / base.time_s : 0;
+  return p;
+}
+
+std::vector<Point> linearise_all(const std::vector<LogScenario>& scenarios,
+                                 const std::vector<NcclTestsLog>& logs, const TermModel& model,
+                                 const FitValues& at) {
   std::vector<Point> points;
-  for (std::size_t i = 0; i < logs.size(); ++i)
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    bool odd = false;
     for (const NcclTestsRow& row : logs[i].rows) {
       if (sized_like(scenarios[i].base, row).bytes == 0 || row.out_of_place.time_us <= 0) continue;
-      const SizedRun base = run_with(scenarios[i], row, CostModel{});
-      Point p{i, &row, row.out_of_place.time_us * 1e-6, base.transfer_bytes};
-      p.bandwidth = run_with(scenarios[i], row, m_half).time_s - base.time_s;
-      p.latencies = (run_with(scenarios[i], row, m_late).time_s - base.time_s) / 1e-6;
-      p.fixed = base.time_s - p.bandwidth;
-      points.push_back(p);
+      points.push_back(linearise(scenarios[i], i, row, model, at));
+      points.back().heldout = odd;
+      odd = !odd;
     }
+  }
   return points;
 }
 
@@ -207,53 +280,57 @@ std::array<double, 3> nonnegative_least_squares(const std::array<std::vector<dou
   return best;
 }
 
-// Launch, latency and 1/efficiency - 1 (all >= 0) by Huber-weighted least squares of
-// relative errors.
-void fit_affine(const std::vector<Point>& pts, const FitTerms& terms, FitValues& v) {
+// Launch, latency scale and 1/efficiency - 1 (all >= 0) by Huber-weighted least squares
+// of relative errors; the terms not fitted keep their neutral (default) values.
+void fit_affine(const std::vector<const Point*>& pts, const FitTerms& terms, FitValues& v) {
   const std::size_t n = pts.size();
   std::array<std::vector<double>, 3> cols;
   std::vector<double> rhs(n), huber(n, 1.0), w(n);
-  for (const Point& p : pts) {
-    cols[0].push_back(1.0);
-    cols[1].push_back(p.latencies);
-    cols[2].push_back(p.bandwidth);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Point& p = *pts[i];
+    cols[0].push_back(p.d_launch);
+    cols[1].push_back(p.d_latency);
+    cols[2].push_back(p.d_x);
+    rhs[i] = p.measured - p.fixed - p.d_x / v.efficiency;  // at the neutral efficiency
+    if (!terms.launch) rhs[i] -= p.d_launch * v.launch_s;
+    if (!terms.latency) rhs[i] -= p.d_latency * v.latency_scale;
   }
-  for (std::size_t i = 0; i < n; ++i) rhs[i] = pts[i].measured - pts[i].fixed - pts[i].bandwidth;
   const std::array<bool, 3> allowed{terms.launch, terms.latency, terms.efficiency};
   std::array<double, 3> coef{};
   for (int iter = 0; iter < 50; ++iter) {
-    for (std::size_t i = 0; i < n; ++i) w[i] = huber[i] / (pts[i].measured * pts[i].measured);
+    for (std::size_t i = 0; i < n; ++i) w[i] = huber[i] / (pts[i]->measured * pts[i]->measured);
     coef = nonnegative_least_squares(cols, allowed, rhs, w);
     double change = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      const double pred = coef[0] + coef[1] * cols[1][i] + coef[2] * cols[2][i];
-      const double r = std::fabs(pred - rhs[i]) / pts[i].measured;
+      const double pred = coef[0] * cols[0][i] + coef[1] * cols[1][i] + coef[2] * cols[2][i];
+      const double r = std::fabs(pred - rhs[i]) / pts[i]->measured;
       const double h = r <= kHuber ? 1.0 : kHuber / r;
       change = std::max(change, std::fabs(h - huber[i]));
       huber[i] = h;
     }
     if (change < 1e-9) break;
   }
-  v.launch_s = coef[0];
-  v.latency_s = coef[1];
-  v.efficiency = 1 / (1 + coef[2]);
+  if (terms.launch) v.launch_s = coef[0];
+  if (terms.latency) v.latency_scale = coef[1];
+  if (terms.efficiency) v.efficiency = 1 / (1 / v.efficiency + coef[2]);
 }
 
 // The bandwidth, per transfer size, that closes what the affine terms leave: at each
 // size where bandwidth is a fair share of the time. Sizes sharing a transfer size
 // (several logs) average.
-void fit_curve(const std::vector<Point>& pts, double nominal, FitValues& v) {
+void fit_curve(const std::vector<const Point*>& pts, double nominal, FitValues& v) {
   const double x = 1 / v.efficiency;
   std::map<std::int64_t, std::pair<double, int>> shares;  // transfer -> (sum of g, count)
-  for (const Point& p : pts) {
-    const double bw_part = p.bandwidth * x;
-    if (p.transfer <= 0 || bw_part < kCurveShare * p.measured) continue;
-    const double gap = p.measured - p.fixed - v.launch_s - p.latencies * v.latency_s;
+  for (const Point* p : pts) {
+    const double bw_part = p->d_x * x;
+    if (p->transfer <= 0 || bw_part < kCurveShare * p->measured) continue;
+    const double gap =
+        p->measured - p->fixed - p->d_launch * v.launch_s - p->d_latency * v.latency_scale;
     // g = nominal share of the curve at this size; at most x (no faster than nominal).
     double g = gap > 0 ? bw_part / gap : x;
     if (g > x || g < 0.01) ++v.clamped;
     g = std::clamp(g, 0.01, x);
-    auto& [sum, count] = shares[p.transfer];
+    auto& [sum, count] = shares[p->transfer];
     sum += g;
     ++count;
   }
@@ -261,39 +338,81 @@ void fit_curve(const std::vector<Point>& pts, double nominal, FitValues& v) {
     v.curve.emplace_back(bytes, nominal * sc.first / sc.second);
 }
 
-FitValues fit_values(const std::vector<Point>& pts, const FitTerms& terms, double nominal) {
-  FitValues v;
+FitValues fit_values(const std::vector<const Point*>& pts, const FitTerms& terms, double nominal,
+                     const FitValues& neutral) {
+  FitValues v = neutral;
   fit_affine(pts, terms, v);
   if (terms.curve) fit_curve(pts, nominal, v);
   return v;
 }
 
-// Simulated with the fitted model, against every logged size.
-std::vector<FitResidual> residuals_of(const FitValues& v, const std::vector<LinkKind>& kinds,
-                                      const std::vector<LogScenario>& scenarios,
-                                      const std::vector<Point>& pts, double* mape) {
-  const CostModel m = model_of(v, kinds);
+std::vector<const Point*> select(const std::vector<Point>& pts, std::optional<bool> heldout) {
+  std::vector<const Point*> out;
+  for (const Point& p : pts)
+    if (!heldout || p.heldout == *heldout) out.push_back(&p);
+  return out;
+}
+
+// Each point simulated under `m` (nullptr: the defaults), against what was measured.
+std::vector<FitResidual> residuals_of(const CostModel* m, const std::vector<LogScenario>& scenarios,
+                                      const std::vector<const Point*>& pts, double* mape) {
   std::vector<FitResidual> out;
   double sum = 0;
-  for (const Point& p : pts) {
-    const double t = run_with(scenarios[p.log], *p.row, m).time_s;
-    out.push_back({p.log, p.row->bytes, p.measured, t, (t - p.measured) / p.measured * 100});
+  for (const Point* p : pts) {
+    const double t = run_with(scenarios[p->log], *p->row, m).time_s;
+    out.push_back({p->log, p->row->bytes, p->measured, t, (t - p->measured) / p->measured * 100});
     sum += std::fabs(out.back().error_pct);
   }
   *mape = pts.empty() ? 0 : sum / static_cast<double>(pts.size());
   return out;
 }
 
+// A log tells a term only through sizes where that term is most of the time. The floor
+// (launch, latency) is read where it is nearly all of it (at most 10% bandwidth, and the
+// launch not hidden behind a launch mode's issue time): a floor read from 1 MiB, where
+// model error and noise are a large part of the time, carries that into every small
+// size of every other log (a 1 MiB-8 GiB log fitted a 103 us launch). The plateau
+// (efficiency, curve) is read where bandwidth is at least half the time (an NVLS
+// collective's switch share keeps its link share below 80% at any size).
+constexpr double kFloorShare = 0.1, kPlateauShare = 0.5;
+constexpr int kDominantSizes = 3;
+
+FitTerms identifiable(const std::vector<Point>& pts, FitTerms t, std::vector<std::string>& notes) {
+  int floor = 0, plateau = 0;
+  for (const Point& p : pts) {
+    floor += p.d_launch > 0 && p.bandwidth_share <= kFloorShare;
+    plateau += p.bandwidth_share >= kPlateauShare;
+  }
+  if (floor < kDominantSizes && (t.launch || t.latency)) {
+    t.launch = t.latency = false;
+    notes.push_back(
+        fmt::format("launch and latency are not fitted: {} size(s) of the logs show their launch "
+                    "with at most 10% bandwidth (at "
+                    "least {} needed); the defaults stay",
+                    floor, kDominantSizes));
+  }
+  if (plateau < kDominantSizes && (t.efficiency || t.curve)) {
+    t.efficiency = t.curve = false;
+    notes.push_back(fmt::format(
+        "efficiency and the bandwidth curve are not fitted: {} size(s) of the logs are at least "
+        "half bandwidth (at least {} needed); the default usable shares stay",
+        plateau, kDominantSizes));
+  }
+  return t;
+}
+
 // Launch and latency cannot be told apart when (nearly) every size pays the same
-// number of latencies: one log of one GPU count and one algorithm.
+// number of latencies per launch: one log of one GPU count and one algorithm.
 bool latency_separable(const std::vector<Point>& pts) {
   std::vector<double> n;
-  for (const Point& p : pts) n.push_back(p.latencies);
+  for (const Point& p : pts)
+    if (p.d_launch > 0) n.push_back(p.d_latency / p.d_launch * 1e-6);
+  if (n.size() < 3) return false;
   std::nth_element(n.begin(), n.begin() + static_cast<std::ptrdiff_t>(n.size() / 2), n.end());
   const double median = n[n.size() / 2];
   std::size_t same = 0;
-  for (const Point& p : pts) same += std::fabs(p.latencies - median) <= 0.01 * median;
-  return static_cast<double>(same) < 0.9 * static_cast<double>(pts.size());
+  for (double x : n) same += std::fabs(x - median) <= 0.01 * median;
+  return static_cast<double>(same) < 0.9 * static_cast<double>(n.size());
 }
 
 std::string kind_list(const std::vector<LinkKind>& kinds) {
@@ -302,9 +421,39 @@ std::string kind_list(const std::vector<LinkKind>& kinds) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-FitTerms both(const FitTerms& a, const FitTerms& b) {
-  return {a.launch && b.launch, a.latency && b.latency, a.efficiency && b.efficiency,
-          a.curve && b.curve};
+int term_count(const FitTerms& t) {
+  return t.launch + t.latency + t.efficiency + t.curve;
+}
+
+std::string term_names(const FitTerms& t) {
+  std::vector<std::string> names;
+  if (t.launch) names.emplace_back("launch");
+  if (t.latency) names.emplace_back("latency");
+  if (t.efficiency) names.emplace_back("efficiency");
+  if (t.curve) names.emplace_back("curve");
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ","));
+}
+
+// The sets of terms worth trying: all that may be fitted, each with one left out, and
+// the floor and plateau alone (launch, efficiency).
+std::vector<FitTerms> candidate_terms(const FitTerms& allowed) {
+  std::vector<FitTerms> out{allowed, {false, false, false, false}};  // none: the defaults
+  auto add = [&](FitTerms t) {
+    t = {t.launch && allowed.launch, t.latency && allowed.latency,
+         t.efficiency && allowed.efficiency, t.curve && allowed.curve};
+    for (const FitTerms& o : out)
+      if (o.launch == t.launch && o.latency == t.latency && o.efficiency == t.efficiency &&
+          o.curve == t.curve)
+        return;
+    out.push_back(t);
+  };
+  add({false, true, true, true});
+  add({true, false, true, true});
+  add({true, true, false, true});
+  add({true, true, true, false});
+  add({true, false, true, false});
+  add({true, false, false, false});
+  return out;
 }
 
 }  // namespace
@@ -333,84 +482,130 @@ FitTerms parse_fit_terms(const std::string& list, const std::string& where) {
   return t;
 }
 
-NcclFit fit_nccl_tests(const NcclFitRequest& req) {
+namespace {
+
+void check_request(const NcclFitRequest& req) {
   if (req.logs.empty()) throw InputError("--nccl-tests", "at least one log");
   if (req.algorithm == "auto")
     throw InputError("--algorithm",
-                     "name the algorithm NCCL ran (NCCL_ALGO), not auto: the fit "
-                     "needs the same schedule at every size and every term");
-  std::vector<LogScenario> scenarios;
-  for (const auto& log : req.logs) scenarios.push_back(scenario_for(req, log));
-  NcclFit fit;
-  fit.topology_name = scenarios.front().s.topology.name;
-  fit.algorithm = req.algorithm;
-  fit.kinds = crossed_kinds(scenarios, req.logs);
-  if (fit.kinds.empty())
-    throw InputError("--topology", "the collectives' transfers cross no link: nothing to fit");
-  fit.nominal_Bps = INFINITY;
-  for (const Link& l : scenarios.front().s.topology.links())
-    if (std::find(fit.kinds.begin(), fit.kinds.end(), l.kind) != fit.kinds.end())
-      fit.nominal_Bps = std::min(fit.nominal_Bps, l.bandwidth);
-  const std::vector<Point> pts = measure_points(scenarios, req.logs, fit.kinds);
-  if (pts.size() < 3)
-    throw InputError("--nccl-tests", fmt::format("{} sizes to fit; at least 3", pts.size()));
+                     "name what the log ran: nccl (NCCL's choice, the default) or the "
+                     "algorithm it was forced to, not auto (the fit needs the same schedule "
+                     "the log ran at every size)");
+  if (!req.nccl_algo.empty() && req.algorithm != "nccl")
+    throw InputError("--nccl-algo", fmt::format("only with --algorithm nccl (NCCL's pick "
+                                                "under its NCCL_ALGO), not {}",
+                                                req.algorithm));
+}
 
-  fit.notes.push_back(fmt::format("transfers cross {} (nominal {}); each term applies to these",
-                                  kind_list(fit.kinds), format_bandwidth(fit.nominal_Bps)));
-  fit.used = req.terms;
-  if (fit.used.latency && !latency_separable(pts)) {
-    fit.used.latency = false;
-    fit.notes.push_back(
-        "latency_s is not fitted: every size pays the same number of per-transfer latencies, so "
-        "launch_s and latency_s are interchangeable on these logs (fit logs of several GPU counts "
-        "to split them); launch_s takes the whole floor");
+// Each trial fitted on every other size and judged on the rest; the kept terms are the
+// trial with the lowest held-out error, fewer terms on a tie.
+void choose_terms(NcclFit& fit, const std::vector<Point>& pts,
+                  const std::vector<LogScenario>& scenarios, const TermModel& model) {
+  const auto fitted = select(pts, false), heldout = select(pts, true);
+  const TermsTrial* best = nullptr;
+  for (const FitTerms& t : candidate_terms(fit.used)) {
+    TermsTrial trial{t, fit_values(fitted, t, fit.nominal_Bps, model.neutral)};
+    const CostModel m = model(trial.values, t);
+    residuals_of(&m, scenarios, heldout, &trial.heldout_mape_pct);
+    fit.trials.push_back(trial);
   }
-  fit.values = fit_values(pts, fit.used, fit.nominal_Bps);
-  fit.model = model_of(fit.values, fit.kinds);
-  fit.residuals = residuals_of(fit.values, fit.kinds, scenarios, pts, &fit.mape_pct);
+  for (const TermsTrial& t : fit.trials)
+    if (!best || t.heldout_mape_pct < best->heldout_mape_pct - kSameError ||
+        (t.heldout_mape_pct <= best->heldout_mape_pct + kSameError &&
+         term_count(t.terms) < term_count(best->terms)))
+      best = &t;
+  fit.used = best->terms;
+  fit.heldout_mape_pct = best->heldout_mape_pct;
+}
 
-  const std::pair<const char*, FitTerms> rows[] = {
-      {"", fit.used},
-      {"launch", {false, true, true, true}},  // latency may take the floor over
-      {"latency", {true, false, true, true}},
-      {"launch, latency", {false, false, true, true}},
-      {"efficiency", {true, fit.used.latency, false, true}},
-      {"bandwidth_curve", {true, fit.used.latency, true, false}},
-      {"launch, bandwidth_curve", {false, true, true, false}},  // the best α-β: α and β refitted
-      {"all", {false, false, false, false}}};
-  for (const auto& [without, terms] : rows) {
-    const FitTerms allowed = both(terms, req.terms);
-    const std::string_view w = without;
-    // Leaving out what --terms left out, or what changes nothing, says nothing.
-    if ((w.find("launch") != w.npos && !req.terms.launch) ||
-        (w.find("latency") != w.npos && !req.terms.latency) ||
-        (w.find("efficiency") != w.npos && !req.terms.efficiency) ||
-        (w.find("curve") != w.npos && !req.terms.curve))
-      continue;
-    if (!w.empty() && allowed.launch == fit.used.launch && allowed.latency == fit.used.latency &&
-        allowed.efficiency == fit.used.efficiency && allowed.curve == fit.used.curve)
-      continue;
-    AblationRow a{without, fit_values(pts, allowed, fit.nominal_Bps)};
-    residuals_of(a.values, fit.kinds, scenarios, pts, &a.mape_pct);
-    fit.ablation.push_back(a);
-  }
-
-  if (fit.values.efficiency >= 1)
-    fit.notes.push_back(
-        "efficiency stays at 1: the measured plateau reaches the nominal bandwidth");
-  if (fit.values.clamped)
-    fit.notes.push_back(fmt::format(
-        "at {} size(s) the bandwidth curve hit its bounds (no faster than nominal): the floor "
-        "there differs from the fitted one (NCCL changes protocol with size)",
-        fit.values.clamped));
+void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
   if (fit.mape_pct > kPoorMape)
     fit.warnings.push_back(
         fmt::format("poor fit: MAPE {:.1f}% (above {:.0f}%)", fit.mape_pct, kPoorMape));
+  if (fit.heldout_mape_pct > kPoorMape)
+    fit.warnings.push_back(fmt::format(
+        "sizes the fit did not see are predicted at {:.1f}% (above {:.0f}%): expect that "
+        "much on other logs of this machine",
+        fit.heldout_mape_pct, kPoorMape));
   for (const auto& r : fit.residuals)
     if (std::fabs(r.error_pct) > kPoorPoint)
       fit.warnings.push_back(fmt::format(
           "{} at {} B: fitted {:.2f} us, measured {:.2f} us ({:+.1f}%)", req.logs[r.log].file,
           r.bytes, r.fitted_s * 1e6, r.measured_s * 1e6, r.error_pct));
+}
+
+}  // namespace
+
+NcclFit fit_nccl_tests(const NcclFitRequest& req) {
+  check_request(req);
+  std::vector<LogScenario> scenarios;
+  for (const auto& log : req.logs) scenarios.push_back(scenario_for(req, log));
+  NcclFit fit;
+  const Scenario& first = scenarios.front().s;
+  fit.topology_name = first.topology.name;
+  fit.algorithm = req.algorithm == "nccl" && !req.nccl_algo.empty()
+                      ? fmt::format("nccl (NCCL_ALGO={})", req.nccl_algo)
+                      : req.algorithm;
+  fit.network = first.network.model;
+  for (const auto& ls : scenarios) fit.launches.push_back(ls.s.launch->describe());
+  fit.kinds = crossed_kinds(scenarios, req.logs);
+  if (fit.kinds.empty())
+    throw InputError("--topology", "the collectives' transfers cross no link: nothing to fit");
+  fit.default_efficiency = default_efficiencies(req, first.topology, fit.kinds);
+  fit.nominal_Bps = INFINITY;
+  for (const Link& l : first.topology.links())
+    if (std::find(fit.kinds.begin(), fit.kinds.end(), l.kind) != fit.kinds.end())
+      fit.nominal_Bps = std::min(fit.nominal_Bps, l.bandwidth);
+  const TermModel model{fit.kinds, fit.default_efficiency, neutral_values(req)};
+
+  // Linearised at the defaults, fitted with every term the logs can tell, linearised
+  // again there.
+  std::vector<Point> pts = linearise_all(scenarios, req.logs, model, model.neutral);
+  if (pts.size() < 4)
+    throw InputError("--nccl-tests", fmt::format("{} sizes to fit; at least 4", pts.size()));
+  fit.used = identifiable(pts, req.terms, fit.notes);
+  if (term_count(fit.used) == 0)
+    throw InputError("--nccl-tests", "the logs determine none of the terms --terms allows: " +
+                                         fmt::format("{}", fmt::join(fit.notes, "; ")));
+  FitTerms affine = fit.used;
+  affine.curve = false;
+  pts = linearise_all(scenarios, req.logs, model,
+                      fit_values(select(pts, {}), affine, 0, model.neutral));
+
+  fit.notes.insert(
+      fit.notes.begin(),
+      fmt::format("transfers cross {} (nominal {}); fitted under the {} network model, {}",
+                  kind_list(fit.kinds), format_bandwidth(fit.nominal_Bps), fit.network,
+                  fmt::join(fit.launches, "; ")));
+  if (fit.used.latency && !latency_separable(pts)) {
+    fit.used.latency = false;
+    fit.notes.push_back(
+        "latency is not fitted: every size pays the same per-hop latencies per launch, so "
+        "launch_s and latency_s are interchangeable on these logs (fit logs of several GPU "
+        "counts or protocols to split them); NCCL's per-hop latencies stay");
+  }
+  choose_terms(fit, pts, scenarios, model);
+  fit.values = fit_values(select(pts, {}), fit.used, fit.nominal_Bps, model.neutral);
+  fit.model = model(fit.values, fit.used);
+  fit.residuals = residuals_of(&fit.model, scenarios, select(pts, {}), &fit.mape_pct);
+  residuals_of(nullptr, scenarios, select(pts, {}), &fit.defaults_mape_pct);
+  if (fit.mape_pct > fit.defaults_mape_pct)
+    throw InputError(
+        "--nccl-tests",
+        fmt::format("the fitted terms predict the logs at {:.1f}% where the defaults give "
+                    "{:.1f}%; nothing written (is --topology the machine the logs ran on, and "
+                    "--algorithm/--nccl-algo what they ran?)",
+                    fit.mape_pct, fit.defaults_mape_pct));
+  if (term_count(fit.used) == 0)
+    fit.notes.push_back(
+        "no set of terms predicts the sizes left out better than the defaults: the file states "
+        "no term, and simulates as the defaults do");
+  if (fit.values.clamped)
+    fit.notes.push_back(fmt::format(
+        "at {} size(s) the bandwidth curve hit its bounds (no faster than nominal): the floor "
+        "there differs from the fitted one (NCCL changes protocol with size)",
+        fit.values.clamped));
+  add_warnings(fit, req);
   return fit;
 }
 
@@ -419,21 +614,25 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
   nlohmann::json out = cost_model_json(fit.model);
   out["alpha_s"] = 0;  // the fitted terms take α's place
   nlohmann::json logs = nlohmann::json::array();
-  for (const auto& log : req.logs)
+  for (std::size_t i = 0; i < req.logs.size(); ++i) {
+    const NcclTestsLog& log = req.logs[i];
     logs.push_back({{"file", std::filesystem::path(log.file).filename().string()},
                     {"fnv1a64", fmt::format("{:016x}", log.digest)},
                     {"collective", name_of(log.op)},
                     {"collective_from", log.op_source},
                     {"gpus", log.ranks},
                     {"gpus_from", log.ranks_source},
+                    {"launch", fit.launches[i]},
                     {"nccl_version", log.nccl_version},
                     {"nccl_tests_version", log.tests_version},
                     {"sizes", log.rows.size()}});
+  }
   out["provenance"] = {{"source", "nccl-tests"},
                        {"logs", logs},
                        {"topology", fit.topology_name},
-                       {"algorithm", fit.algorithm},
-                       {"network", "ideal"},
+                       {"algorithm", req.algorithm},
+                       {"nccl_algo", req.nccl_algo},
+                       {"network", fit.network},
                        {"measured_column", "out_of_place"},
                        {"date", date}};
   nlohmann::json residuals = nlohmann::json::array();
@@ -443,64 +642,81 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                          {"measured_s", r.measured_s},
                          {"fitted_s", r.fitted_s},
                          {"error_pct", r.error_pct}});
-  nlohmann::json ablation = nlohmann::json::array();
-  for (const auto& a : fit.ablation)
-    ablation.push_back(
-        {{"without", a.without.empty() ? "nothing" : a.without}, {"mape_pct", a.mape_pct}});
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : fit.trials)
+    trials.push_back({{"terms", term_names(t.terms)}, {"heldout_mape_pct", t.heldout_mape_pct}});
   std::vector<std::string> kinds;
   for (LinkKind k : fit.kinds) kinds.emplace_back(name_of(k));
-  std::vector<std::string> terms;
-  if (fit.used.launch) terms.emplace_back("launch");
-  if (fit.used.latency) terms.emplace_back("latency");
-  if (fit.used.efficiency) terms.emplace_back("efficiency");
-  if (fit.used.curve) terms.emplace_back("curve");
-  out["fit"] = {{"link_kinds", kinds},     {"terms", terms},       {"mape_pct", fit.mape_pct},
-                {"residuals", residuals},  {"ablation", ablation}, {"notes", fit.notes},
+  out["fit"] = {{"link_kinds", kinds},
+                {"terms", term_names(fit.used)},
+                {"mape_pct", fit.mape_pct},
+                {"heldout_mape_pct", fit.heldout_mape_pct},
+                {"defaults_mape_pct", fit.defaults_mape_pct},
+                {"residuals", residuals},
+                {"trials", trials},
+                {"notes", fit.notes},
                 {"warnings", fit.warnings}};
   return out;
 }
 
-std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
-  std::string out = fmt::format("# collsim calibrate --nccl-tests: {} log(s); {} on {} (ideal)\n",
-                                req.logs.size(), fit.algorithm, fit.topology_name);
-  for (const auto& log : req.logs)
-    out += fmt::format("#   {}: {} on {} GPUs (from {}), NCCL {}, {} sizes\n", log.file,
-                       name_of(log.op), log.ranks, log.ranks_source,
-                       log.nccl_version.empty() ? "version not printed" : log.nccl_version,
-                       log.rows.size());
+namespace {
+
+std::string fitted_terms_text(const NcclFit& fit) {
   const FitValues& v = fit.values;
-  out += "# fitted terms\n";
-  out +=
-      fmt::format("#   launch_s       {:>10.3f} us  once per collective (the small-size floor)\n",
-                  v.launch_s * 1e6);
-  out += fmt::format("#   latency_s      {:>10.3f} us  per transfer on {}{}\n", v.latency_s * 1e6,
-                     kind_list(fit.kinds), fit.used.latency ? "" : " (not fitted: see note)");
-  out += fmt::format("#   efficiency     {:>10.4f}     plateau {} of {} nominal\n", v.efficiency,
-                     format_bandwidth(fit.nominal_Bps * v.efficiency),
-                     format_bandwidth(fit.nominal_Bps));
+  std::string out =
+      "# fitted terms (NCCL's model scales its other algorithms and protocols from "
+      "these)\n";
+  out += fmt::format("#   launch_s       {:>10.3f} us  per collective, as ring/Simple pays it{}\n",
+                     v.launch_s * 1e6, fit.used.launch ? "" : " (not kept: see the trials)");
+  for (std::size_t i = 0; i < fit.kinds.size(); ++i) {
+    const LinkKindCost& c = fit.model.link(fit.kinds[i]);
+    const double latency_us = v.latency_scale * reference_latency_s(fit.kinds[i]) * 1e6;
+    out += fmt::format(
+        "#   {:<8} latency_s {:>8.3f} us per hop{}, efficiency {:.4f}{}\n", name_of(fit.kinds[i]),
+        latency_us, fit.used.latency ? "" : " (default)",
+        fit.used.efficiency || fit.used.curve ? c.efficiency : fit.default_efficiency[i],
+        fit.used.efficiency || fit.used.curve ? "" : " (default)");
+  }
   out += fmt::format("#   bandwidth_curve {} point(s), by transfer size (B/s before efficiency)\n",
                      v.curve.size());
   for (const auto& [bytes, bps] : v.curve)
     out += fmt::format("#     {:>12} B  {:>8.2f} GB/s  ({:.3f} of nominal)\n", bytes, bps / 1e9,
                        bps / fit.nominal_Bps);
+  return out;
+}
+
+}  // namespace
+
+std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
+  std::string out =
+      fmt::format("# collsim calibrate --nccl-tests: {} log(s); {} on {} ({} network model)\n",
+                  req.logs.size(), fit.algorithm, fit.topology_name, fit.network);
+  for (std::size_t i = 0; i < req.logs.size(); ++i) {
+    const NcclTestsLog& log = req.logs[i];
+    out += fmt::format("#   {}: {} on {} GPUs (from {}), NCCL {}, {} sizes; {}\n", log.file,
+                       name_of(log.op), log.ranks, log.ranks_source,
+                       log.nccl_version.empty() ? "version not printed" : log.nccl_version,
+                       log.rows.size(), fit.launches[i]);
+  }
+  out += fitted_terms_text(fit);
   out += fmt::format("# {:<28} {:>12} {:>14} {:>14} {:>9}\n", "log", "bytes", "measured us",
                      "fitted us", "error");
   for (const auto& r : fit.residuals)
     out += fmt::format("  {:<28} {:>12} {:>14.2f} {:>14.2f} {:>8.1f}%\n",
                        std::filesystem::path(req.logs[r.log].file).filename().string(), r.bytes,
                        r.measured_s * 1e6, r.fitted_s * 1e6, r.error_pct);
-  out += fmt::format("# MAPE {:.2f}% over {} sizes (out-of-place times, simulated with the fit)\n",
-                     fit.mape_pct, fit.residuals.size());
-  out += "# ablation: MAPE with terms left out (the rest refitted)\n";
-  out += fmt::format("#   {:<24} {:>8} {:>11} {:>11} {:>10} {:>6}\n", "without", "MAPE",
-                     "launch us", "latency us", "efficiency", "curve");
-  for (const auto& a : fit.ablation)
-    out += fmt::format("#   {:<24} {:>7.2f}% {:>11.3f} {:>11.3f} {:>10.4f} {:>6}\n",
-                       a.without.empty()    ? "(nothing)"
-                       : a.without == "all" ? "all (nominal links)"
-                                            : a.without,
-                       a.mape_pct, a.values.launch_s * 1e6, a.values.latency_s * 1e6,
-                       a.values.efficiency, a.values.curve.size());
+  out += fmt::format(
+      "# MAPE {:.2f}% over {} sizes in sample; {:.2f}% held out (fitted on every other size, "
+      "predicting the rest); {:.2f}% uncalibrated\n",
+      fit.mape_pct, fit.residuals.size(), fit.heldout_mape_pct, fit.defaults_mape_pct);
+  out += "# term sets tried: held-out MAPE (fitted on every other size); the lowest is kept\n";
+  out += fmt::format("#   {:<32} {:>8} {:>11} {:>9} {:>10} {:>6}\n", "terms", "held out",
+                     "launch us", "lat scale", "efficiency", "curve");
+  for (const auto& t : fit.trials)
+    out += fmt::format("#   {:<32} {:>7.2f}% {:>11.3f} {:>9.3f} {:>10.4f} {:>6}{}\n",
+                       term_names(t.terms), t.heldout_mape_pct, t.values.launch_s * 1e6,
+                       t.values.latency_scale, t.values.efficiency, t.values.curve.size(),
+                       term_names(t.terms) == term_names(fit.used) ? "  kept" : "");
   for (const auto& n : fit.notes) out += "# note: " + n + "\n";
   for (const auto& w : fit.warnings) out += "# warning: " + w + "\n";
   return out;

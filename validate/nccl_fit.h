@@ -1,15 +1,21 @@
 #pragma once
-// Fits the cost model (network/cost_model.h) to nccl-tests logs: each logged size is
-// simulated on a topology with the algorithm NCCL ran, and the terms are chosen so
-// the simulated times match the measured ones.
+// Fits the machine's cost terms (network/cost_model.h) to nccl-tests logs: each logged
+// size is simulated on a topology with what NCCL ran there (NCCL's pick, or the
+// algorithm the log forced), under the network model and launch mode it will be used
+// with, and the terms are chosen so the simulated times match the measured ones.
 //
-// Under the ideal model a collective's time is affine in each term: launch once,
-// the per-transfer latency once per transfer on the critical path, and 1/efficiency
-// multiplying the bandwidth part. Three simulations per size give those
-// coefficients; launch, latency and efficiency then come from a least-squares fit of
-// relative errors (Huber-weighted, so an odd size does not drag the rest), and a
-// bandwidth curve by transfer size closes the gap left at sizes where bandwidth
-// matters (the mid-size ramp).
+// The terms describe the machine, not an algorithm: launch_s is its per-collective
+// latency and latency_s per link kind its per-hop latency (both as NCCL's ring/Simple
+// entry, NCCL's model scaling the other algorithms and protocols from them), and
+// efficiency per kind its usable share of the nominal rate. They replace NCCL's
+// defaults for the same quantities (nccl/protocol.h), so NCCL's model runs on top.
+//
+// The time is close to affine in each term for a fixed pick: finite differences at the
+// current values give the coefficients, a Huber-weighted least squares of relative
+// errors gives the terms, and a second linearisation at the fitted values refines
+// them (a launch floor or shared links make the time only piecewise affine). Which
+// terms are kept is decided on sizes the fit did not see: fit on every other size,
+// predict the rest, keep the set of terms with the lowest held-out error.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,17 +35,21 @@ struct NcclFitRequest {
   std::vector<NcclTestsLog> logs;
   nlohmann::json topology;               // a bundled name, a file, or an inline topology object
   std::filesystem::path base_dir = ".";  // resolves a topology file
-  std::string algorithm = "ring";
-  FitTerms terms;  // what the user allows (--terms)
+  std::string algorithm = "nccl";        // "nccl" (NCCL's pick per size) or a catalogue name
+  std::string nccl_algo;                 // the logs' NCCL_ALGO ("": NCCL chose)
+  std::string network;                   // the network model to fit under ("": the default)
+  FitTerms terms;                        // what the user allows (--terms)
 };
 
 // "launch,latency,efficiency,curve" (any subset) as FitTerms; `where` names the option.
 FitTerms parse_fit_terms(const std::string& list, const std::string& where);
 
-// The fitted values.
+// The fitted values. Per link kind they follow NCCL's proportions: the latency of kind
+// k is latency_scale x NCCL's ring/Simple hop latency of k's class, its efficiency
+// efficiency x the kind's default usable share (NCCL's for NVLink, else 1).
 struct FitValues {
   double launch_s = 0;
-  double latency_s = 0;
+  double latency_scale = 0;
   double efficiency = 1;
   std::vector<std::pair<std::int64_t, double>> curve;  // transfer bytes -> B/s
   int clamped = 0;                                     // sizes whose gap the curve could not close
@@ -51,26 +61,32 @@ struct FitResidual {
   double measured_s = 0, fitted_s = 0, error_pct = 0;
 };
 
-struct AblationRow {
-  std::string without;  // the term left out ("" for the full fit, "all" for nominal α-β)
+// One set of terms tried: fitted on every other size, MAPE on the sizes left out.
+struct TermsTrial {
+  FitTerms terms;
   FitValues values;
-  double mape_pct = 0;
+  double heldout_mape_pct = 0;
 };
 
 struct NcclFit {
-  std::string topology_name, algorithm;
-  std::vector<LinkKind> kinds;  // link kinds the logged collectives' transfers cross
-  double nominal_Bps = 0;       // their slowest nominal bandwidth
-  FitTerms used;                // the terms the full fit could identify
-  FitValues values;
+  std::string topology_name, algorithm, network;
+  std::vector<std::string> launches;       // each log's launch mode, described
+  std::vector<LinkKind> kinds;             // link kinds the logged collectives' transfers cross
+  std::vector<double> default_efficiency;  // per kind in `kinds`: the usable share unfitted
+  double nominal_Bps = 0;                  // their slowest nominal bandwidth
+  FitTerms used;     // the terms kept (the trial with the lowest held-out error)
+  FitValues values;  // fitted on every size
   CostModel model;
   std::vector<FitResidual> residuals;
-  double mape_pct = 0;
-  std::vector<AblationRow> ablation;
+  double mape_pct = 0;           // in sample: every size, fitted on every size
+  double heldout_mape_pct = 0;   // the kept terms fitted on every other size, on the rest
+  double defaults_mape_pct = 0;  // uncalibrated, on every size
+  std::vector<TermsTrial> trials;
   std::vector<std::string> notes;     // what the fit decided and why
   std::vector<std::string> warnings;  // where it fits poorly
 };
 
+// Throws InputError when the fit predicts its own logs worse than the defaults do.
 NcclFit fit_nccl_tests(const NcclFitRequest& request);
 
 // The calibration file: the cost model's keys (read by read_cost_model), "alpha_s": 0
@@ -79,7 +95,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& request);
 nlohmann::json nccl_calibration_json(const NcclFitRequest& request, const NcclFit& fit,
                                      const std::string& date);
 
-// Fitted terms, residuals per size, MAPE, the ablation table, notes and warnings.
+// Fitted terms, residuals per size, MAPE in sample, held out and uncalibrated, the
+// term sets tried, notes and warnings.
 std::string nccl_fit_report(const NcclFitRequest& request, const NcclFit& fit);
 
 }  // namespace collsim

@@ -94,23 +94,52 @@ double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu) {
   return sum;
 }
 
+namespace {
+
+// A stated machine term stands for NCCL's ring/Simple entry of the same quantity; NCCL's
+// other algorithms and protocols keep their published ratios to that entry. A factor
+// of 1 where nothing was stated: NCCL's table as published.
+double launch_scale(const CostModel& m) {
+  if (!m.stated.launch) return 1;
+  return to_seconds(m.launch) * 1e6 / nccl_base_latency_us(NcclAlgo::Ring, Protocol::Simple);
+}
+
+double hop_scale(const CostModel& m, std::size_t kind) {
+  if (!m.stated.latency[kind]) return 1;
+  const HopClass hw = hop_class(static_cast<LinkKind>(kind));
+  return to_seconds(m.links[kind].latency) * 1e6 /
+         nccl_hop_latency_us(hw, NcclAlgo::Ring, Protocol::Simple);
+}
+
+}  // namespace
+
 std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base,
                                                Protocol p, NcclAlgo a, const Topology& t) {
   CostModel m = base ? *base : CostModel{};
   m.latency_replaces_alpha = true;
   // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's.
   const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
-  const double nvlink_once = once ? nccl_hop_latency_us(HopClass::NvLink, a, p) : 0;
-  m.launch = add_time(m.launch, from_seconds((nccl_base_latency_us(a, p) + nvlink_once) * 1e-6));
+  const auto nvlink_kind = static_cast<std::size_t>(LinkKind::NvLink);
+  const double nvlink_once =
+      once ? nccl_hop_latency_us(HopClass::NvLink, a, p) * hop_scale(m, nvlink_kind) : 0;
+  // A stated launch is this machine's ring/Simple base latency: it replaces the table's.
+  const Time own_launch = m.stated.launch ? Time{0} : m.launch;
+  m.launch =
+      add_time(own_launch,
+               from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) + nvlink_once) * 1e-6));
   const double nvlink =
       t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
-    const auto kind = static_cast<LinkKind>(k);
+    const HopClass hw = hop_class(static_cast<LinkKind>(k));
     LinkKindCost& c = m.links[k];
-    const HopClass hw = hop_class(kind);
-    const double hop = once && hw == HopClass::NvLink ? 0 : nccl_hop_latency_us(hw, a, p);
-    c.latency = add_time(c.latency, from_seconds(hop * 1e-6));
-    c.efficiency *= protocol_efficiency(p) * (hw == HopClass::NvLink ? nvlink : 1.0);
+    const double hop =
+        once && hw == HopClass::NvLink ? 0 : nccl_hop_latency_us(hw, a, p) * hop_scale(m, k);
+    const Time own_latency = m.stated.latency[k] ? Time{0} : c.latency;
+    c.latency = add_time(own_latency, from_seconds(hop * 1e-6));
+    // A stated efficiency (or measured rate) is the usable share: NCCL's NVLink share is its
+    // default for the same thing. The protocol's framing applies on top of either.
+    const double usable = !m.stated.efficiency[k] && hw == HopClass::NvLink ? nvlink : 1.0;
+    c.efficiency *= protocol_efficiency(p) * usable;
   }
   return std::make_shared<const CostModel>(std::move(m));
 }

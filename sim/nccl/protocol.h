@@ -46,7 +46,13 @@ double nvlink_usable_fraction(double gpu_nvlink_Bps);
 double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu);
 
 // `base` (may be null) with the protocol's costs for algorithm family `a` on `t`; its
-// per-hop latencies replace the network's alpha.
+// per-hop latencies replace the network's alpha. Machine terms `base` states (a
+// calibration) replace NCCL's defaults for the same quantity instead of adding to them:
+// a stated launch_s is the machine's ring/Simple base latency, a stated per-kind
+// latency_s its ring/Simple per-hop latency on that link class (NCCL's other
+// algorithms and protocols scaled by the same factor, keeping the table's ratios),
+// a stated efficiency or bandwidth curve the usable share in place of NCCL's NVLink
+// share; the protocol's payload efficiency applies on top.
 std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base,
                                                Protocol p, NcclAlgo a, const Topology& t);
 

@@ -28,8 +28,8 @@ double SizeCurve::at(std::int64_t bytes) const {
   const std::size_t hi = static_cast<std::size_t>(
       std::upper_bound(bytes_.begin(), bytes_.end(), bytes) - bytes_.begin());
   const std::size_t lo = hi - 1;
-  const double f = (std::log(static_cast<double>(bytes)) - log_bytes_[lo]) /
-                   (log_bytes_[hi] - log_bytes_[lo]);
+  const double f =
+      (std::log(static_cast<double>(bytes)) - log_bytes_[lo]) / (log_bytes_[hi] - log_bytes_[lo]);
   return values_[lo] + f * (values_[hi] - values_[lo]);
 }
 
@@ -65,10 +65,17 @@ std::string LaunchMode::describe() const {
          format_significant(to_seconds(issue_time()) * 1e6, 3) + " us to issue a collective)";
 }
 
+bool StatedTerms::any() const {
+  auto set = [](bool b) { return b; };
+  return launch || std::any_of(latency.begin(), latency.end(), set) ||
+         std::any_of(efficiency.begin(), efficiency.end(), set);
+}
+
+// Stated terms at their neutral values still change what NCCL's model charges.
 bool CostModel::trivial() const {
-  return !latency_replaces_alpha && launch == 0 && host_issue == 0 && op_overhead == 0 &&
-         reduce.empty() &&
-         local_copy.empty() && host_memory.empty() && reduce_memory.empty() &&
+  return !latency_replaces_alpha && !stated.any() && launch == 0 && host_issue == 0 &&
+         op_overhead == 0 && reduce.empty() && local_copy.empty() && host_memory.empty() &&
+         reduce_memory.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }
 

@@ -57,8 +57,18 @@ struct ReduceRate {
   SizeCurve rate;  // B/s of the fused read-reduce-write loop by size
 };
 
+// Which of a cost model's machine terms someone stated (a calibration file, a scenario's
+// "cost"), as opposed to left at their defaults. NCCL's protocol model (nccl/protocol.h)
+// uses a stated term in place of its own default for the same quantity, never on top.
+struct StatedTerms {
+  bool launch = false;
+  std::array<bool, kLinkKindCount> latency{}, efficiency{};
+
+  bool any() const;
+};
+
 struct CostModel {
-  Time launch = 0;       // once per collective, before its first op (kernel launch, base latency)
+  Time launch = 0;  // once per collective, before its first op (kernel launch, base latency)
   // The host's time to issue one collective (LaunchMode::issue_time): a collective lasts
   // at least this long, as back-to-back launches measure it (nccl-tests' iterations):
   // the GPUs run no faster than one host thread hands them work.
@@ -80,6 +90,7 @@ struct CostModel {
   // The per-kind latencies stand in for the network's alpha instead of adding to it
   // (a protocol's per-hop latency is NCCL's measure of the same start-up cost).
   bool latency_replaces_alpha = false;
+  StatedTerms stated;
 
   LinkKindCost& link(LinkKind k) { return links[static_cast<std::size_t>(k)]; }
   const LinkKindCost& link(LinkKind k) const { return links[static_cast<std::size_t>(k)]; }

@@ -30,21 +30,32 @@ SizeCurve read_curve(const JsonView& v) {
     p[1].check_bandwidth(rate);
     if (bytes < 1) p[0].fail("a size of at least 1 byte");
     if (i > 0 && bytes <= points.back().first)
-      p[0].fail_message(fmt::format("sizes must increase: {} follows {}", bytes, points.back().first));
+      p[0].fail_message(
+          fmt::format("sizes must increase: {} follows {}", bytes, points.back().first));
     points.emplace_back(bytes, rate);
   }
   return SizeCurve(std::move(points));
 }
 
-void read_link_kind(const JsonView& v, LinkKindCost& k) {
-  if (!v.is_object()) v.fail("an object with \"bandwidth_Bps\", \"efficiency\", \"latency_s\" or \"bandwidth_curve\"");
+void read_link_kind(const JsonView& v, LinkKindCost& k, bool& stated_latency,
+                    bool& stated_efficiency) {
+  if (!v.is_object())
+    v.fail(
+        "an object with \"bandwidth_Bps\", \"efficiency\", \"latency_s\" or \"bandwidth_curve\"");
   v.allow_only(kLinkCostKeys);
   if (auto e = v.find("efficiency")) {
     k.efficiency = e->as_number();
     if (!(k.efficiency > 0 && k.efficiency <= 1)) e->fail("a share of the bandwidth in (0, 1]");
+    stated_efficiency = true;
   }
-  if (auto l = v.find("latency_s")) k.latency = read_duration(*l);
-  if (auto c = v.find("bandwidth_curve")) k.bandwidth = read_curve(*c);
+  if (auto l = v.find("latency_s")) {
+    k.latency = read_duration(*l);
+    stated_latency = true;
+  }
+  if (auto c = v.find("bandwidth_curve")) {
+    k.bandwidth = read_curve(*c);
+    stated_efficiency = true;  // a measured rate: what this link kind really carries
+  }
 }
 
 // `word` is one of `names`; else an error at `at` that suggests the nearest.
@@ -83,11 +94,15 @@ void read_rates(const JsonView& v, const char* key, std::vector<ReduceRate>& out
 
 void read_cost_model(const JsonView& v, CostModel& model) {
   v.allow_only(kCalibrationKeys);
-  if (auto l = v.find("launch_s")) model.launch = read_duration(*l);
+  if (auto l = v.find("launch_s")) {
+    model.launch = read_duration(*l);
+    model.stated.launch = true;
+  }
   if (auto o = v.find("op_overhead_s")) model.op_overhead = read_duration(*o);
   if (auto c = v.find("bandwidth_curve")) {
     const SizeCurve curve = read_curve(*c);
     for (auto& k : model.links) k.bandwidth = curve;  // "links" below may override a kind
+    model.stated.efficiency.fill(true);
   }
   if (auto kinds = v.find("links")) {
     if (!kinds->is_object()) kinds->fail("an object keyed by link kind");
@@ -95,9 +110,10 @@ void read_cost_model(const JsonView& v, CostModel& model) {
       const JsonView e = (*kinds)[name];
       const auto kind = link_kind_from_name(name);
       if (!kind)
-        e.fail_message(fmt::format("not a link kind (one of {})",
-                                   fmt::join(all_link_kind_names(), ", ")));
-      read_link_kind(e, model.link(*kind));
+        e.fail_message(
+            fmt::format("not a link kind (one of {})", fmt::join(all_link_kind_names(), ", ")));
+      const auto i = static_cast<std::size_t>(*kind);
+      read_link_kind(e, model.link(*kind), model.stated.latency[i], model.stated.efficiency[i]);
     }
   }
   read_rates(v, "reduce", model.reduce);
@@ -115,14 +131,18 @@ nlohmann::json size_curve_json(const SizeCurve& curve) {
 
 nlohmann::json cost_model_json(const CostModel& model) {
   nlohmann::json out = nlohmann::json::object();
-  if (model.launch) out["launch_s"] = to_seconds(model.launch);
+  // A stated term is written even at its neutral value: it still replaces NCCL's default.
+  const StatedTerms& stated = model.stated;
+  if (model.launch || stated.launch) out["launch_s"] = to_seconds(model.launch);
   if (model.op_overhead) out["op_overhead_s"] = to_seconds(model.op_overhead);
   for (std::size_t i = 0; i < model.links.size(); ++i) {
     const LinkKindCost& k = model.links[i];
-    if (k.trivial()) continue;
+    const bool efficiency = k.efficiency != 1.0 || (stated.efficiency[i] && k.bandwidth.empty());
+    const bool latency = k.latency || stated.latency[i];
+    if (!efficiency && !latency && k.bandwidth.empty()) continue;
     nlohmann::json e = nlohmann::json::object();
-    if (k.efficiency != 1.0) e["efficiency"] = k.efficiency;
-    if (k.latency) e["latency_s"] = to_seconds(k.latency);
+    if (efficiency) e["efficiency"] = k.efficiency;
+    if (latency) e["latency_s"] = to_seconds(k.latency);
     if (!k.bandwidth.empty()) e["bandwidth_curve"] = size_curve_json(k.bandwidth);
     out["links"][std::string(name_of(static_cast<LinkKind>(i)))] = e;
   }

@@ -15,8 +15,8 @@
 #include "scenario/cost_json.h"
 #include "schedule/generators/channels.h"
 #include "topology/topology_json.h"
-#include "workload/workload_json.h"
 #include "workload/moe.h"
+#include "workload/workload_json.h"
 
 namespace collsim {
 namespace fs = std::filesystem;
@@ -98,8 +98,7 @@ LaunchMode parse_launch(const JsonView& v) {
     v.as_choice({"process_per_gpu"});
     return m;
   }
-  if (!v.is_object())
-    v.fail("\"process_per_gpu\", or an object like {\"gpus_per_process\": 8}");
+  if (!v.is_object()) v.fail("\"process_per_gpu\", or an object like {\"gpus_per_process\": 8}");
   v.allow_only(kLaunchFields);
   m.gpus_per_process = static_cast<int>(v["gpus_per_process"].as_int(1, 1 << 16));
   if (auto i = v.find("issue_per_gpu")) m.issue_per_gpu = from_seconds(i->as_duration());
@@ -237,8 +236,8 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
     std::string list;
     for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
     const JsonView where = v.has("algorithm") ? v["algorithm"] : v["op"];
-    where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto, nccl", c.algorithm,
-                                   name_of(c.shape.op), list));
+    where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto, nccl",
+                                   c.algorithm, name_of(c.shape.op), list));
   }
   refuse_foreign_options(v, c, candidates,
                          {std::begin(kCollectiveFields), std::end(kCollectiveFields)});
@@ -271,7 +270,8 @@ std::vector<T> parse_nccl_list(const JsonView& v, std::vector<T> all, std::strin
     at = comma + 1;
   }
   if (!except) return listed;
-  std::erase_if(all, [&](T x) { return std::find(listed.begin(), listed.end(), x) != listed.end(); });
+  std::erase_if(all,
+                [&](T x) { return std::find(listed.begin(), listed.end(), x) != listed.end(); });
   if (all.empty()) v.fail_message("excludes everything");
   return all;
 }
@@ -430,6 +430,23 @@ void check_collective_fields(const JsonView& list) {
   }
 }
 
+// Terms fitted under one network model describe what that model leaves out: under
+// another they would be counted twice or not at all (a file fitted under ideal was 544%
+// off under flow), so a calibration is used under the model it names only.
+void check_fitted_network(const JsonView& calibration, const std::string& model) {
+  const auto provenance = calibration.find("provenance");
+  if (!provenance || !provenance->is_object()) return;
+  const auto network = provenance->find("network");
+  if (!network) return;
+  const std::string fitted = network->as_string();
+  if (fitted != model)
+    network->fail_message(fmt::format(
+        "this calibration was fitted under the {} network model; the scenario uses {} (set "
+        "\"network\": {{\"model\": \"{}\"}}, or fit it again under {} with calibrate "
+        "--nccl-tests ... --network {})",
+        fitted, model, fitted, model, model));
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
@@ -488,6 +505,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   const JsonView c(calibration, where + ":");
   if (!c.is_object())
     c.fail("a calibration object with \"alpha_s\", \"bandwidth_Bps\" or \"links\"");
+  check_fitted_network(c, s.network.model);
   // The same bounds as a scenario's alpha and bandwidths.
   if (auto a = c.find("alpha_s")) {
     const double alpha = a->as_number();
@@ -550,13 +568,15 @@ std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
   const double S = most_segments(c.options, c.shape.count);
   const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
   const double ops = 2 * K * std::max(K, S) * C;
-  const std::string shape = fmt::format("{} ranks x {} segments x {} channels: a schedule of up to {} ops",
-                                        c.ranks.size(), S, C, format_significant(ops, 3));
+  const std::string shape =
+      fmt::format("{} ranks x {} segments x {} channels: a schedule of up to {} ops",
+                  c.ranks.size(), S, C, format_significant(ops, 3));
   if (streamed)
     return ops <= kMaxStreamedOps
                ? std::string{}
-               : shape + ", more than the 2^35 collsim simulates (hours of work at a few million "
-                         "ops a second); use fewer ranks, segments or channels";
+               : shape +
+                     ", more than the 2^35 collsim simulates (hours of work at a few million "
+                     "ops a second); use fewer ranks, segments or channels";
   if (ops <= kMaxScheduleOps) return {};
   return shape + fmt::format(
                      ", more than the 2^26 collsim holds in memory (about {} at 115 bytes an "
