@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "report/traffic.h"
 #include "schedule/builder.h"
 #include "schedule/stream.h"
 #include "simulate/streamed.h"
@@ -346,6 +347,25 @@ TEST_CASE("run --stream gives what run gives, on every bundled scenario of colle
     CHECK(streamed.sim.links.bytes == stored.sim.links.bytes);
     CHECK(streamed.sim.node_sent == stored.sim.node_sent);
     CHECK(streamed.sim.node_received == stored.sim.node_received);
+    // Each collective's own links, ranks and bottleneck, as the reports show them.
+    const TrafficReport a = analyse_traffic(s, stored), b = analyse_traffic(s, streamed);
+    REQUIRE(b.collectives.size() == a.collectives.size());
+    for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+      INFO(stored.resolved[i].name);
+      REQUIRE(b.collectives[i].links.size() == a.collectives[i].links.size());
+      for (std::size_t k = 0; k < a.collectives[i].links.size(); ++k) {
+        CHECK(b.collectives[i].links[k].link == a.collectives[i].links[k].link);
+        CHECK(b.collectives[i].links[k].bytes == a.collectives[i].links[k].bytes);
+        CHECK(b.collectives[i].links[k].utilisation == a.collectives[i].links[k].utilisation);
+      }
+      REQUIRE(b.collectives[i].ranks.size() == a.collectives[i].ranks.size());
+      for (std::size_t k = 0; k < a.collectives[i].ranks.size(); ++k) {
+        CHECK(b.collectives[i].ranks[k].sent == a.collectives[i].ranks[k].sent);
+        CHECK(b.collectives[i].ranks[k].received == a.collectives[i].ranks[k].received);
+      }
+      CHECK(b.per_collective[i].link == a.per_collective[i].link);
+      CHECK(b.per_collective[i].bytes == a.per_collective[i].bytes);
+    }
   }
   CHECK(compared > 30);
 }

@@ -26,6 +26,29 @@ double union_length(std::vector<std::pair<Time, Time>>& intervals) {
   return to_seconds(total);
 }
 
+// A streamed run's collectives from their own totals (they ran one after another):
+// the same links, bytes and per-rank figures a stored run derives from its ops; no
+// per-step bottlenecks (no steps are kept).
+void add_streamed_collectives(const Topology& t, const ScenarioResult& r, TrafficReport& rep) {
+  for (std::size_t c = 0; c < r.streamed_totals.size(); ++c) {
+    const ScenarioResult::CollectiveTotals& totals = r.streamed_totals[c];
+    CollectiveTraffic own;
+    own.start_s = r.outcomes[c].start_s;
+    own.end_s = r.outcomes[c].end_s;
+    const double window = own.duration_s();
+    Bottleneck whole{c, -1};
+    for (const auto& [l, bytes] : totals.link_bytes) {
+      const double capacity = t.link(l).bandwidth;
+      own.links.push_back({l, bytes, window > 0 ? bytes / (capacity * window) : 0.0});
+      if (bytes / capacity > whole.seconds) whole = {c, -1, l, bytes / capacity, bytes};
+    }
+    for (std::size_t i = 0; i < totals.sent.size(); ++i)
+      own.ranks.push_back({totals.sent[i], totals.received[i]});
+    rep.collectives.push_back(std::move(own));
+    rep.per_collective.push_back(whole);
+  }
+}
+
 }  // namespace
 
 std::vector<CollectiveTraffic::LinkBytes> CollectiveTraffic::hottest(std::size_t n) const {
@@ -63,6 +86,10 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     rep.ranks[rank].received = r.sim.node_received[t.gpu_of_rank(rank)];
   }
 
+  if (!r.streamed_totals.empty()) {
+    add_streamed_collectives(t, r, rep);
+    return rep;
+  }
   std::vector<std::vector<std::pair<Time, Time>>> rank_busy(t.num_ranks());
   std::optional<Router> router;  // routes to NVLS switches, made when a schedule has switch ops
   for (std::size_t c = 0; c < r.resolved.size(); ++c) {

@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "simulate/simulated_plan.h"
 #include "simulate/streamed.h"
 #include "topology/routing.h"
-#include "simulate/simulated_plan.h"
 
 namespace collsim {
 namespace {
@@ -83,6 +83,25 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   return out;
 }
 
+namespace {
+
+ScenarioResult::CollectiveTotals totals_of(const Topology& t, const CollectiveSpec& c,
+                                           const LinkCounters& links,
+                                           const std::vector<std::int64_t>& sent,
+                                           const std::vector<std::int64_t>& received) {
+  ScenarioResult::CollectiveTotals out;
+  for (std::size_t l = 0; l < links.bytes.size(); ++l)
+    if (links.bytes[l] > 0) out.link_bytes.emplace_back(static_cast<LinkId>(l), links.bytes[l]);
+  for (int rank : c.ranks) {
+    const auto gpu = static_cast<std::size_t>(t.gpu_of_rank(rank));
+    out.sent.push_back(sent[gpu]);
+    out.received.push_back(received[gpu]);
+  }
+  return out;
+}
+
+}  // namespace
+
 ScenarioResult run_scenario_streamed(const Scenario& scenario) {
   require_one_after_another(scenario);
   for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
@@ -109,6 +128,7 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
       add_counts(out.sim.node_received, r.node_received);
       out.sim.events += r.events;
       out.sim.transfers += r.transfers;
+      out.streamed_totals.push_back(totals_of(topo, c.spec, r.links, r.node_sent, r.node_received));
     };
     if (c.streamed) {
       const StreamedResult r = simulate_streamed(topo, router, *model, {c.gpus, c.cost},

@@ -29,6 +29,13 @@ struct ScenarioResult {
   SimulationResult sim;
   // A streamed run's op count per collective (its schedules hold none); empty otherwise.
   std::vector<std::uint64_t> streamed_ops;
+  // A streamed run's totals per collective: its collectives run one after another, so
+  // each one's own counters are what the reports read instead of its ops.
+  struct CollectiveTotals {
+    std::vector<std::pair<LinkId, std::int64_t>> link_bytes;  // the links it used, by id
+    std::vector<std::int64_t> sent, received;                 // by its own rank index
+  };
+  std::vector<CollectiveTotals> streamed_totals;
 
   std::uint64_t op_count(std::size_t i) const {
     return streamed_ops.empty() ? schedules[i].size() : streamed_ops[i];
