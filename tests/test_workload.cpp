@@ -38,14 +38,16 @@ double ring(int k, double bytes, double bandwidth, double alpha = 5e-6) {
   return 2.0 * (k - 1) * (alpha + bytes / k / bandwidth);
 }
 
+// Per GPU, the time the category has a task in flight (its tasks one after another here:
+// their spans summed).
 double category_time(const JobOutcome& j, const std::string& name) {
-  for (const auto& c : j.categories)
-    if (c.category == name) return c.time_s;
+  for (const auto& c : j.breakdown.categories)
+    if (c.category == name) return c.busy_s;
   return 0;
 }
 
 std::int64_t category_tasks(const JobOutcome& j, const std::string& name) {
-  for (const auto& c : j.categories)
+  for (const auto& c : j.breakdown.categories)
     if (c.category == name) return c.tasks;
   return 0;
 }
@@ -341,6 +343,13 @@ TEST_CASE("every bundled workload scenario runs", "[workload]") {
       CHECK(j.step_s > 0);
       if (!j.spec->is_chakra()) CHECK(j.compute_s > 0);  // a microbenchmark trace has none
       CHECK(j.step_s >= j.compute_s);
+      // Per GPU, compute + exposed communication + bubble = the step (test_exposed.cpp).
+      double parts = j.breakdown.bubble_s;
+      for (const StepShare& k : j.breakdown.kinds) {
+        parts += k.exposed_s;
+        CHECK(k.busy_s <= j.step_s * (1 + 1e-9));
+      }
+      CHECK(parts == Approx(j.step_s).epsilon(1e-9));
       ++jobs;
     }
   }

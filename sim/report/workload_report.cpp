@@ -29,6 +29,31 @@ std::string gigabytes(std::int64_t bytes) {
   return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
 }
 
+// One line of the step's breakdown (simulate/step_breakdown.h: per GPU, the mean over
+// the job's ranks); the bubble is a line of its own, last, so that the lines' exposed_s
+// add up to step_s.
+nlohmann::json share_json(const StepShare& s, double step_s, bool with_op) {
+  nlohmann::json o = {{"category", s.category}};
+  if (with_op) o["op"] = s.op.empty() ? nlohmann::json() : nlohmann::json(s.op);
+  o["tasks"] = s.tasks;
+  o["bytes"] = s.bytes;
+  o["busy_s"] = s.busy_s;
+  o["exposed_s"] = s.exposed_s;
+  o["share"] = step_s > 0 ? s.exposed_s / step_s : 0.0;
+  return o;
+}
+
+nlohmann::json shares_json(const StepBreakdown& b, const std::vector<StepShare>& shares,
+                           bool with_op) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StepShare& s : shares) out.push_back(share_json(s, b.step_s, with_op));
+  StepShare bubble;
+  bubble.category = "bubble";
+  bubble.exposed_s = b.bubble_s;
+  out.push_back(share_json(bubble, b.step_s, with_op));
+  return out;
+}
+
 nlohmann::json job_json(const JobOutcome& j) {
   const WorkloadSpec& w = *j.spec;
   nlohmann::json o = {{"name", w.name},
@@ -71,13 +96,46 @@ nlohmann::json job_json(const JobOutcome& j) {
         {"optimizer", j.facts.memory_optimizer}, {"activations", j.facts.memory_activations},
         {"total", j.facts.memory_total()},       {"gpu", w.gpu.memory}};
   }
-  nlohmann::json cats = nlohmann::json::array();
-  for (const auto& c : j.categories)
-    cats.push_back(
-        {{"category", c.category}, {"tasks", c.tasks}, {"bytes", c.bytes}, {"time_s", c.time_s}});
-  o["categories"] = std::move(cats);
+  o["categories"] = shares_json(j.breakdown, j.breakdown.categories, false);
+  o["kinds"] = shares_json(j.breakdown, j.breakdown.kinds, true);
   o["warnings"] = j.facts.warnings;
   return o;
+}
+
+// "tp all_reduce"; compute and the bubble by their category alone.
+std::string share_label(const StepShare& s) {
+  return s.op.empty() ? s.category : s.category + " " + s.op;
+}
+
+std::string share_row(const std::string& label, const StepShare& s, double step_s) {
+  return fmt::format("{:<26} {:>9} {:>12} {:>10} {:>10} {:>7.1f}%\n", label, s.tasks,
+                     s.bytes > 0 ? format_bytes(s.bytes) : "-", format_duration(s.busy_s),
+                     format_duration(s.exposed_s), step_s > 0 ? 100 * s.exposed_s / step_s : 0.0);
+}
+
+// Per parallelism, then per op where a parallelism has several, then the bubble: the
+// exposed column adds up to the step (README, "Where the step went").
+std::string breakdown_table(const StepBreakdown& b) {
+  std::string out = fmt::format(
+      "# per GPU, mean over {} ranks: busy = in flight, exposed = not hidden behind compute\n"
+      "# (kinds in flight together share it evenly); compute + exposed + bubble = step\n",
+      b.ranks);
+  out += fmt::format("{:<26} {:>9} {:>12} {:>10} {:>10} {:>8}\n", "kind", "tasks", "bytes", "busy",
+                     "exposed", "of step");
+  for (const StepShare& c : b.categories) {
+    std::vector<const StepShare*> kinds;
+    for (const StepShare& k : b.kinds)
+      if (k.category == c.category) kinds.push_back(&k);
+    if (kinds.size() == 1) {
+      out += share_row(share_label(*kinds[0]), *kinds[0], b.step_s);
+      continue;
+    }
+    out += share_row(c.category, c, b.step_s);
+    for (const StepShare* k : kinds) out += share_row("  " + share_label(*k), *k, b.step_s);
+  }
+  out += fmt::format("{:<26} {:>9} {:>12} {:>10} {:>10} {:>7.1f}%\n", "bubble", "-", "-", "-",
+                     format_duration(b.bubble_s), b.step_s > 0 ? 100 * b.bubble_s / b.step_s : 0.0);
+  return out;
 }
 
 }  // namespace workload_report
@@ -105,8 +163,9 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     out += fmt::format("exposed comm    {}   ({:.1f}% of the step)\n",
                        format_duration(j.exposed_comm_s),
                        j.step_s > 0 ? 100 * j.exposed_comm_s / j.step_s : 0.0);
-    out += fmt::format("idle            {}   (waiting: pipeline bubble, stragglers)\n",
-                       format_duration(j.idle_s));
+    out +=
+        fmt::format("bubble          {}   (no compute, no communication: pipeline, stragglers)\n",
+                    format_duration(j.idle_s));
     if (j.facts.one_gpu_step_s > 0)  // a trace without compute has no one-GPU step
       out += fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",
                          j.speedup, format_duration(j.facts.one_gpu_step_s),
@@ -124,11 +183,7 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     if (j.alone_step_s > 0)
       out += fmt::format("alone           {}   (sharing the cluster costs {:.1f}%)\n",
                          format_duration(j.alone_step_s), 100 * (j.step_s / j.alone_step_s - 1));
-    out +=
-        fmt::format("{:<12} {:>9} {:>12} {:>14}\n", "category", "tasks", "bytes", "time (summed)");
-    for (const auto& c : j.categories)
-      out += fmt::format("{:<12} {:>9} {:>12} {:>14}\n", c.category, c.tasks,
-                         c.bytes > 0 ? format_bytes(c.bytes) : "-", format_duration(c.time_s));
+    out += breakdown_table(j.breakdown);
     for (const auto& warning : j.facts.warnings) out += "warning: " + warning + "\n";
     out += "\n";
   }

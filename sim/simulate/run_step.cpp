@@ -32,46 +32,6 @@ std::string plan_key(const Topology& topology, const CollectiveSpec& c) {
   return key;
 }
 
-struct Interval {
-  double begin, end;
-};
-
-// Sorted, merged.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(),
-            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
-  std::vector<Interval> out;
-  for (const auto& i : v) {
-    if (!out.empty() && i.begin <= out.back().end)
-      out.back().end = std::max(out.back().end, i.end);
-    else
-      out.push_back(i);
-  }
-  return out;
-}
-
-double length(const std::vector<Interval>& v) {
-  double s = 0;
-  for (const auto& i : v) s += i.end - i.begin;
-  return s;
-}
-
-// Length of a minus b (both merged).
-double minus(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double out = 0;
-  std::size_t j = 0;
-  for (const auto& i : a) {
-    double at = i.begin;
-    while (j < b.size() && b[j].end <= at) ++j;
-    for (std::size_t k = j; k < b.size() && b[k].begin < i.end; ++k) {
-      if (b[k].begin > at) out += b[k].begin - at;
-      at = std::max(at, b[k].end);
-    }
-    if (i.end > at) out += i.end - at;
-  }
-  return out;
-}
-
 }  // namespace step_run
 
 StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
@@ -120,31 +80,6 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
     out.tasks[i].start_s = to_seconds(out.sim.tasks[i].start);
     out.tasks[i].end_s = to_seconds(out.sim.tasks[i].end);
     out.step_s = std::max(out.step_s, out.tasks[i].end_s);
-  }
-  out.ranks = rank_times(graph, out, scenario.topology.num_ranks());
-  return out;
-}
-
-std::vector<RankTime> rank_times(const StepGraph& graph, const StepResult& r, int num_ranks,
-                                 const std::vector<bool>& keep) {
-  using namespace step_run;
-  std::vector<std::vector<Interval>> compute(num_ranks), comm(num_ranks);
-  for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
-    if (!keep.empty() && !keep[i]) continue;
-    const StepTask& t = graph.tasks[i];
-    const Interval span{r.tasks[i].start_s, r.tasks[i].end_s};
-    if (span.end <= span.begin) continue;
-    auto& into = t.kind == StepTaskKind::Compute ? compute : comm;
-    for (int rank : t.ranks) into[rank].push_back(span);
-  }
-  std::vector<RankTime> out(num_ranks);
-  for (int rank = 0; rank < num_ranks; ++rank) {
-    const auto c = merged(std::move(compute[rank])), m = merged(std::move(comm[rank]));
-    RankTime& rt = out[rank];
-    rt.compute_s = length(c);
-    rt.comm_s = length(m);
-    rt.exposed_comm_s = minus(m, c);
-    rt.busy_s = rt.compute_s + rt.exposed_comm_s;
   }
   return out;
 }

@@ -1,7 +1,6 @@
 #include "simulate/run_workload.h"
 
 #include <algorithm>
-#include <map>
 
 namespace collsim {
 namespace workload_run {
@@ -22,41 +21,22 @@ void add_collectives(const Scenario& s, StepGraphBuilder& b, std::vector<int>& j
 }
 
 JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const StepGraph& g,
-                     const std::vector<int>& job_of_task, int job, const StepResult& r,
-                     int num_ranks) {
+                     const std::vector<int>& job_of_task, int job, const StepResult& r) {
   JobOutcome o;
   o.spec = &w;
   o.facts = facts;
   std::vector<bool> keep(g.tasks.size());
-  std::map<std::string, CategoryTotal> categories;
-  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
-    if (job_of_task[i] != job) continue;
-    keep[i] = true;
-    o.step_s = std::max(o.step_s, r.tasks[i].end_s);
-    const StepTask& t = g.tasks[i];
-    CategoryTotal& c = categories[t.category];
-    c.category = t.category;
-    ++c.tasks;
-    if (t.kind == StepTaskKind::Collective) c.bytes += t.collective.bytes;
-    c.time_s += r.tasks[i].end_s - r.tasks[i].start_s;
-  }
-  for (auto& [name, c] : categories) o.categories.push_back(c);
-  const auto times = rank_times(g, r, num_ranks, keep);
-  for (int rank : w.ranks) {
-    o.compute_s += times[rank].compute_s;
-    o.comm_s += times[rank].comm_s;
-    o.exposed_comm_s += times[rank].exposed_comm_s;
-    const double waiting = o.step_s - times[rank].busy_s;
-    o.idle_s += waiting > 1e-9 * o.step_s ? waiting : 0;  // not rounding noise
-  }
-  const double n = static_cast<double>(w.ranks.size());
-  o.compute_s /= n;
-  o.comm_s /= n;
-  o.exposed_comm_s /= n;
-  o.idle_s /= n;
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) keep[i] = job_of_task[i] == job;
+  o.breakdown = step_breakdown(g, r, w.ranks, keep);
+  const StepBreakdown& b = o.breakdown;
+  o.step_s = b.step_s;
+  o.compute_s = b.compute_s;
+  o.comm_s = b.comm_s;
+  o.exposed_comm_s = b.exposed_comm_s;
+  o.idle_s = b.bubble_s;
   o.overlap = o.comm_s > 0 ? 1 - o.exposed_comm_s / o.comm_s : 0;
   o.speedup = o.step_s > 0 ? facts.one_gpu_step_s / o.step_s : 0;
-  o.scaling_efficiency = o.speedup / n;
+  o.scaling_efficiency = o.speedup / static_cast<double>(w.ranks.size());
   return o;
 }
 
@@ -77,10 +57,9 @@ WorkloadRun run_workloads(const Scenario& scenario) {
   }
   run.graph = builder.take();
   run.step = simulate_step(scenario, run.graph);
-  const int ranks = scenario.topology.num_ranks();
   for (std::size_t j = 0; j < scenario.workloads.size(); ++j)
     run.jobs.push_back(summarise(scenario.workloads[j], facts[j], run.graph, run.job_of_task,
-                                 static_cast<int>(j), run.step, ranks));
+                                 static_cast<int>(j), run.step));
   // With company on the cluster, each job again alone: what contention cost it.
   if (scenario.workloads.size() + (scenario.collectives.empty() ? 0 : 1) > 1) {
     for (std::size_t j = 0; j < scenario.workloads.size(); ++j) {

@@ -7,29 +7,23 @@
 #include <vector>
 
 #include "simulate/run_step.h"
+#include "simulate/step_breakdown.h"
 
 namespace collsim {
-
-struct CategoryTotal {
-  std::string category;  // "compute", "dp", "tp", "pp", "ep", "fsdp", "collective"
-  std::int64_t tasks = 0;
-  std::int64_t bytes = 0;  // collectives: nccl-tests sizes summed
-  double time_s = 0;       // task spans summed
-};
 
 struct JobOutcome {
   const WorkloadSpec* spec = nullptr;
   WorkloadFacts facts;
   double step_s = 0;
-  // Means over the job's ranks (RankTime): a rank's compute, communication, the part
-  // of it not hidden behind compute, and time doing neither (the pipeline bubble,
-  // waiting on others).
+  // Means over the job's ranks, from `breakdown`: a rank's compute, communication, the
+  // part of it not hidden behind compute, and the bubble (doing neither: pipeline fill
+  // and drain, waiting on others).
   double compute_s = 0, comm_s = 0, exposed_comm_s = 0, idle_s = 0;
   double overlap = 0;  // share of communication hidden behind compute
   double speedup = 0;  // the one-GPU step over this step
   double scaling_efficiency = 0;
   double alone_step_s = 0;  // several jobs: the step with the cluster to itself
-  std::vector<CategoryTotal> categories;
+  StepBreakdown breakdown;  // per parallelism and collective kind: busy, exposed
 };
 
 struct WorkloadRun {

@@ -87,6 +87,15 @@ def test_a_training_step_returns_what_the_cli_prints():
     assert doc == cli_json("run", str(workload), "--format", "json")
     # 8 GPUs, 10 MB of gradients: 20 ms / 8 + 2 x 7 x (5 us + 10 MB / 8 / 25 GB/s).
     assert doc["workload"][0]["step_s"] == pytest.approx(2.5e-3 + 14 * (5e-6 + 10e6 / 8 / 25e9))
+    # Where each step went, per GPU: compute, then the DP all-reduce not hidden behind it
+    # (none is, without overlap), then the bubble; they add up to the step.
+    for job in doc["workload"]:
+        kinds = job["kinds"]
+        assert [(k["category"], k["op"]) for k in kinds] == [
+            ("compute", None), ("dp", "all_reduce"), ("bubble", None)]
+        assert kinds[1]["exposed_s"] == pytest.approx(kinds[1]["busy_s"])
+        assert sum(k["exposed_s"] for k in kinds) == pytest.approx(job["step_s"])
+        assert sum(k["share"] for k in kinds) == pytest.approx(1)
 
 
 @pytest.mark.parametrize("sizes", [[-5], [0], [2**62], [2**50 + 1], [2**70]])
