@@ -146,6 +146,12 @@ TEST_CASE("torus and multidim: wrap-around neighbours, dimensions as given") {
   CHECK(m.info(m.route(md.gpu_of_rank(0), md.gpu_of_rank(2))).bottleneck == Approx(50e9));
   const Topology nvl = load(R"({"preset": "nvl72"})");
   CHECK(nvl.num_ranks() == 72);
+  // Its NVLink Switch reduces at the efficiency NCCL's tuning model rates NVLS by on
+  // that generation (0.74 on Blackwell's 900 GB/s), not Hopper's 0.85: the pick and the
+  // simulation of NVLS read one figure.
+  CHECK(nvl.node(*nvl.find("switch")).sharp_efficiency == kSharpEfficiencyBlackwell);
+  const Topology nvl_hopper = load(R"({"preset": "nvl72", "bandwidth": "450GB/s"})");
+  CHECK(nvl_hopper.node(*nvl_hopper.find("switch")).sharp_efficiency == kSharpEfficiencyHopper);
 }
 
 TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically, single takes one") {

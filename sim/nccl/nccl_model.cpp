@@ -48,7 +48,7 @@ double per_ch_nvls_tree(Arch a, int nodes) {
   return kTable[static_cast<int>(a)][node_bucket(nodes)];
 }
 double nvls_efficiency(Arch a) {
-  return a == Arch::Blackwell ? 0.74 : 0.85;
+  return a == Arch::Blackwell ? kSharpEfficiencyBlackwell : kSharpEfficiencyHopper;
 }
 
 // Tree all-reduce's bandwidth correction by size, 64 B x 2^i (NCCL's treeCorrectionFactor).
@@ -108,9 +108,8 @@ class Model {
       case NcclAlgo::Tree:
         if (op_ != CollectiveOp::AllReduce || t_.ranks < 2) return o;
         o.algbw_GBps = tree_bw(p);
-        o.latency_us = nccl_base_latency_us(a, p) +
-                       2 * ((t_.per_node - 1) * intra_lat(a, p) +
-                            std::log2(t_.nodes) * inter_lat(a, p));
+        o.latency_us = nccl_base_latency_us(a, p) + 2 * ((t_.per_node - 1) * intra_lat(a, p) +
+                                                         std::log2(t_.nodes) * inter_lat(a, p));
         break;
       case NcclAlgo::Nvls:
       case NcclAlgo::NvlsTree:
@@ -125,11 +124,10 @@ class Model {
         if (p != Protocol::Simple || t_.per_node != 1 || t_.nodes < 2 ||
             (op_ != CollectiveOp::AllGather && op_ != CollectiveOp::ReduceScatter))
           return o;
-        o.algbw_GBps = std::min(t_.bw_inter, t_.bw_intra > 0 ? t_.bw_intra : t_.bw_inter) *
-                       t_.channels * 0.75;
-        o.latency_us =
-            8 + std::log2(t_.nodes) * nccl_hop_latency_us(HopClass::Net, a, p) / 3.5 +
-            2.8 * t_.ranks;
+        o.algbw_GBps =
+            std::min(t_.bw_inter, t_.bw_intra > 0 ? t_.bw_intra : t_.bw_inter) * t_.channels * 0.75;
+        o.latency_us = 8 + std::log2(t_.nodes) * nccl_hop_latency_us(HopClass::Net, a, p) / 3.5 +
+                       2.8 * t_.ranks;
         break;
     }
     return o;
@@ -139,7 +137,8 @@ class Model {
   int run_channels(NcclAlgo a, Protocol p, std::int64_t bytes) const {
     if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) return arch_ == Arch::Blackwell ? 24 : 16;
     int nc = std::min(64, 2 * t_.channels);
-    const int threads = (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128) ? 640 : 512;
+    const int threads =
+        (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128) ? 640 : 512;
     double threshold = p == Protocol::Simple ? 64 : 8;
     if (a == NcclAlgo::Ring && p == Protocol::LL) threshold *= t_.ranks;
     while (nc >= 2 && static_cast<double>(bytes) < nc * threads * threshold) --nc;

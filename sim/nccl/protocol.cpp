@@ -82,9 +82,9 @@ double protocol_efficiency(Protocol p) {
 }
 
 double nvlink_usable_fraction(double gpu_nvlink_Bps) {
-  if (gpu_nvlink_Bps >= 900e9) return 40.1 / 50;  // Blackwell: 18 links of 50 GB/s
-  if (gpu_nvlink_Bps >= 450e9) return 20.6 / 25;  // Hopper: 18 links of 25 GB/s
-  return 20.0 / 25;                               // Ampere and Volta
+  if (gpu_nvlink_Bps >= kBlackwellNvlinkBps) return 40.1 / 50;  // Blackwell: 18 links of 50 GB/s
+  if (gpu_nvlink_Bps >= 450e9) return 20.6 / 25;                // Hopper: 18 links of 25 GB/s
+  return 20.0 / 25;                                             // Ampere and Volta
 }
 
 double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu) {

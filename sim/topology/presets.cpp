@@ -152,7 +152,9 @@ Topology make_cluster_topology(const ClusterParams& p) {
 Topology make_nvl72_topology(int gpus, double bandwidth, Time latency) {
   Topology t = make_switch_topology(gpus, bandwidth, latency, LinkKind::NvLink);
   t.name = fmt::format("nvl{}", gpus);
-  t.set_sharp(*t.find("switch"));  // NVLink Switch trays reduce and multicast (NVLS)
+  // NVLink Switch trays reduce and multicast (NVLS), at the efficiency NCCL's tuning
+  // model assumes for this generation (it rates the NVLS it picks by the same figure).
+  t.set_sharp(*t.find("switch"), sharp_efficiency_for(bandwidth));
   return t;
 }
 

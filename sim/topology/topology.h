@@ -36,8 +36,17 @@ std::optional<LinkKind> link_kind_from_name(std::string_view name);
 std::vector<std::string> all_node_kind_names();
 std::vector<std::string> all_link_kind_names();
 
-// NCCL's published NVLS efficiency for Hopper (src/graph/tuning.cc, nvlsEfficiency).
-inline constexpr double kDefaultSharpEfficiency = 0.85;
+// NCCL's published NVLS efficiency (src/graph/tuning.cc, nvlsEfficiency) by GPU
+// generation: the one place both the switch's default and NCCL's tuning model read it.
+inline constexpr double kSharpEfficiencyHopper = 0.85;
+inline constexpr double kSharpEfficiencyBlackwell = 0.74;
+inline constexpr double kDefaultSharpEfficiency = kSharpEfficiencyHopper;
+// A GPU with this much NVLink bandwidth (B/s, one direction) is a Blackwell: 18 links of
+// 50 GB/s (Hopper: 18 of 25).
+inline constexpr double kBlackwellNvlinkBps = 900e9;
+inline constexpr double sharp_efficiency_for(double gpu_nvlink_Bps) {
+  return gpu_nvlink_Bps >= kBlackwellNvlinkBps ? kSharpEfficiencyBlackwell : kSharpEfficiencyHopper;
+}
 
 struct Node {
   std::string name;
@@ -63,7 +72,7 @@ class Topology {
  public:
   std::string name;
 
-  NodeId add_node(Node node);  // throws std::invalid_argument on a duplicate name
+  NodeId add_node(Node node);            // throws std::invalid_argument on a duplicate name
   void reserve_nodes(std::size_t more);  // a preset about to add a million GPUs
   LinkId add_link(Link link);
   // Two directed links, one each way.
