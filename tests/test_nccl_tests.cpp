@@ -249,6 +249,41 @@ TEST_CASE("nccl-tests parser takes only version words for versions", "[nccl-test
   CHECK(plain.nccl_version == "2.18.3+cuda12.2");
 }
 
+TEST_CASE("nccl-tests: the NCCL_ALGO a log was forced to is read, and calibrate fits under it",
+          "[nccl-tests]") {
+  const std::string row = "  1024  256  float  sum  -1  37.38  0.03  0.05  0\n";
+  auto algo_of = [&](const std::string& line) {
+    return parse_nccl_tests_log(nccl_tests_test::kHeader + line + row, "all_reduce.txt").nccl_algo;
+  };
+  CHECK(algo_of("host:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n") == "Ring");
+  CHECK(algo_of("# env: NCCL_ALGO=^NVLS,Tree NCCL_PROTO=Simple\n") == "^NVLS,Tree");
+  CHECK(algo_of("# env: NCCL_IB_HCA=mlx5 (no NCCL_ALGO)\n").empty());
+  CHECK(algo_of("# NCCL_ALGO=\xff\n").empty());  // not a list NCCL reads
+
+  // The forced-ring log, with the line NCCL_DEBUG=INFO prints: fitted as with --nccl-algo.
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-algo");
+  const std::string text =
+      collsim::test::slurp(nccl_tests_test::published_log("h100x8_all_reduce_ring.txt"));
+  std::ofstream(dir / "ring-info.txt")
+      << "gpu:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+      << text;
+  const auto from_log =
+      collsim::test::run_collsim("calibrate --nccl-tests " + (dir / "ring-info.txt").string() +
+                                 " --topology dgx-h100 --out " + (dir / "a.json").string());
+  const auto from_option = collsim::test::run_collsim(
+      "calibrate --nccl-tests " + nccl_tests_test::published_log("h100x8_all_reduce_ring.txt") +
+      " --topology dgx-h100 --nccl-algo ring --out " + (dir / "b.json").string());
+  INFO(from_log.out << from_log.err);
+  REQUIRE(from_log.status == 0);
+  REQUIRE(from_option.status == 0);
+  CHECK_THAT(from_log.out, Catch::Contains("NCCL_ALGO=Ring (from the log)"));
+  const auto a = nlohmann::json::parse(collsim::test::slurp(dir / "a.json"));
+  const auto b = nlohmann::json::parse(collsim::test::slurp(dir / "b.json"));
+  CHECK(a["provenance"]["logs"][0]["nccl_algo"] == "Ring");
+  CHECK(a["fit"]["mape_pct"] == b["fit"]["mape_pct"]);
+  CHECK(a["fit"]["defaults_mape_pct"] == b["fit"]["defaults_mape_pct"]);
+}
+
 TEST_CASE("nccl-tests parser bounds the rows and the Rank lines a log may have", "[nccl-tests]") {
   const auto log_of = [](std::int64_t rows) {
     std::string text = nccl_tests_test::kHeader;

@@ -106,6 +106,7 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   out.scenario = s.name;
   out.collective = base.name;
   out.algorithm = base.algorithm;
+  out.nccl_filtered = !base.nccl_filter.algorithms.empty();
   out.op = base.shape.op;
   out.ranks = log.ranks;
   out.log = &log;
@@ -139,8 +140,15 @@ std::string nccl_comparison_table(const NcclComparison& c) {
       c.scenario, c.collective, name_of(c.op), c.algorithm, c.ranks, log.file, name_of(log.op),
       log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
-  out += "# measured: the log's out-of-place columns; error = (simulated - measured) / measured;\n"
-         "# simulated: what ran at that size\n";
+  if (!log.nccl_algo.empty())
+    out += fmt::format("# the log ran with NCCL_ALGO={}{}\n", log.nccl_algo,
+                       c.algorithm == "nccl" && !c.nccl_filtered
+                           ? "; the scenario's collective lets NCCL pick from all (set "
+                             "\"nccl_algo\" to compare like with like)"
+                           : "");
+  out +=
+      "# measured: the log's out-of-place columns; error = (simulated - measured) / measured;\n"
+      "# simulated: what ran at that size\n";
   out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}  {}\n", "bytes", "simulated us",
                      "measured us", "error", "sim busbw", "meas busbw", "simulated");
   for (const auto& r : c.rows)
@@ -187,9 +195,10 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
           {"collective", c.collective},
           {"op", name_of(c.op)},
           {"algorithm", c.algorithm},
-          {"launch", {{"gpus_per_process", c.launch.gpus_per_process},
-                      {"issue_per_gpu_s", to_seconds(c.launch.issue_per_gpu)},
-                      {"from", c.launch.source}}},
+          {"launch",
+           {{"gpus_per_process", c.launch.gpus_per_process},
+            {"issue_per_gpu_s", to_seconds(c.launch.issue_per_gpu)},
+            {"from", c.launch.source}}},
           {"ranks", c.ranks},
           {"log",
            {{"file", log.file},

@@ -45,8 +45,9 @@ struct SizeRangeError {
 
 struct NcclComparison {
   std::string scenario, collective;
-  std::string algorithm;  // as the scenario asks for it ("nccl", "ring", "auto")
-  LaunchMode launch;      // as simulated: the scenario's, else the log's
+  std::string algorithm;       // as the scenario asks for it ("nccl", "ring", "auto")
+  LaunchMode launch;           // as simulated: the scenario's, else the log's
+  bool nccl_filtered = false;  // the collective restricts NCCL's algorithms ("nccl_algo")
   CollectiveOp op = CollectiveOp::AllReduce;
   int ranks = 0;
   const NcclTestsLog* log = nullptr;

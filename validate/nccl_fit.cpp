@@ -31,10 +31,16 @@ struct LogScenario {
   CollectiveSpec base;
 };
 
+// What NCCL was allowed to pick: --nccl-algo, else what the log says it was forced to.
+std::string forced_algo(const NcclFitRequest& req, const NcclTestsLog& log) {
+  if (!req.nccl_algo.empty() || req.algorithm != "nccl") return req.nccl_algo;
+  return log.nccl_algo;
+}
+
 nlohmann::json collective_for(const NcclFitRequest& req, const NcclTestsLog& log) {
   nlohmann::json c = {
       {"name", "fit"}, {"op", name_of(log.op)}, {"algorithm", req.algorithm}, {"bytes", 4096}};
-  if (!req.nccl_algo.empty()) c["nccl_algo"] = req.nccl_algo;
+  if (const std::string algo = forced_algo(req, log); !algo.empty()) c["nccl_algo"] = algo;
   return c;
 }
 
@@ -623,6 +629,7 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                     {"gpus", log.ranks},
                     {"gpus_from", log.ranks_source},
                     {"launch", fit.launches[i]},
+                    {"nccl_algo", forced_algo(req, log)},
                     {"nccl_version", log.nccl_version},
                     {"nccl_tests_version", log.tests_version},
                     {"sizes", log.rows.size()}});
@@ -697,6 +704,9 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
                        name_of(log.op), log.ranks, log.ranks_source,
                        log.nccl_version.empty() ? "version not printed" : log.nccl_version,
                        log.rows.size(), fit.launches[i]);
+    if (req.nccl_algo.empty() && !log.nccl_algo.empty())
+      out += fmt::format("#     NCCL_ALGO={} (from the log): NCCL's pick among those\n",
+                         log.nccl_algo);
   }
   out += fitted_terms_text(fit);
   out += fmt::format("# {:<28} {:>12} {:>14} {:>14} {:>9}\n", "log", "bytes", "measured us",

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -80,6 +80,26 @@ void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
         log.nccl_version = version_from_code(*code);
 }
 
+// NCCL_ALGO's value as NCCL reads it: names, commas, a leading '^' (all but these).
+bool is_algo_list(std::string_view word) {
+  return !word.empty() && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) || c == ',' || c == '^' || c == '_';
+  });
+}
+
+// "NCCL INFO NCCL_ALGO set by environment to Ring" (NCCL_DEBUG=INFO) or "NCCL_ALGO=Ring".
+void read_forced_algo(const std::vector<std::string_view>& w, NcclTestsLog& log) {
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    std::string_view value;
+    if (w[i].starts_with("NCCL_ALGO="))
+      value = w[i].substr(10);
+    else if (w[i] == "NCCL_ALGO" && i + 5 < w.size() && w[i + 1] == "set" && w[i + 4] == "to")
+      value = w[i + 5];
+    if (is_algo_list(value)) log.nccl_algo = std::string(value);
+  }
+}
+
 // "nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) ...", and the line
 // nccl-tests prints when the GPUs' memory cannot hold the largest size:
 // "Reducing maxBytes to 11453246122 due to memory limitation".
@@ -90,8 +110,8 @@ std::int64_t count_after(const std::vector<std::string_view>& w, std::size_t i,
   const std::string_view word = i + 1 < w.size() ? w[i + 1] : "";
   const auto v = to_int(word);
   if (!v || *v < min || *v > max)
-    at.fail(fmt::format("expected a count from {} to {} after \"{}\", got \"{}\"", min, max,
-                        key, word));
+    at.fail(fmt::format("expected a count from {} to {} after \"{}\", got \"{}\"", min, max, key,
+                        word));
   return *v;
 }
 
@@ -102,7 +122,8 @@ void read_run_line(const std::vector<std::string_view>& w, NcclTestsLog& log, co
   }
   for (std::size_t i = 0; i < w.size(); ++i) {
     const std::string_view key = w[i];
-    if (key == "nThread") log.threads = static_cast<int>(count_after(w, i, key, 1, kMaxLogGpus, at));
+    if (key == "nThread")
+      log.threads = static_cast<int>(count_after(w, i, key, 1, kMaxLogGpus, at));
     if (key == "nGpus")
       log.gpus_per_thread = static_cast<int>(count_after(w, i, key, 1, kMaxLogGpus, at));
     if (key == "minBytes") log.min_bytes = count_after(w, i, key, 0, kMaxBytes, at);
@@ -160,9 +181,10 @@ void read_rank_line(const std::vector<std::string_view>& w, RankSet& ranks, cons
     first = last = to_int(r).value_or(-1);
   }
   if (first < 0 || last < first || last >= kMaxLogGpus)
-    at.fail(fmt::format("expected a rank or a range like 0..7 after \"Rank\" (ranks below {}), "
-                        "got \"{}\"",
-                        kMaxLogGpus, r));
+    at.fail(
+        fmt::format("expected a rank or a range like 0..7 after \"Rank\" (ranks below {}), "
+                    "got \"{}\"",
+                    kMaxLogGpus, r));
   ranks.add(first, last);
 }
 
@@ -322,10 +344,9 @@ std::uint64_t fnv1a(std::string_view text) {
 LaunchMode launch_of(const NcclTestsLog& log) {
   LaunchMode m;
   m.gpus_per_process = std::max(1, log.gpus_per_thread);
-  m.source = log.gpus_per_thread > 0
-                 ? fmt::format("the log's header (nThread {} nGpus {})", log.threads,
-                               log.gpus_per_thread)
-                 : std::string("default (the log's header does not say)");
+  m.source = log.gpus_per_thread > 0 ? fmt::format("the log's header (nThread {} nGpus {})",
+                                                   log.threads, log.gpus_per_thread)
+                                     : std::string("default (the log's header does not say)");
   return m;
 }
 
@@ -370,6 +391,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     if (line.find('\0') != std::string_view::npos) at.fail("a NUL byte: not a text log");
     const auto w = split_words(line);
     read_versions(w, log);
+    read_forced_algo(w, log);
     if (w.empty()) continue;
     if (w[0].starts_with("#")) {
       std::vector<std::string_view> h(w.begin() + 1, w.end());

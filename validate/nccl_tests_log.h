@@ -28,7 +28,7 @@ namespace collsim {
 // room for NCCL_DEBUG=INFO lines of many ranks interleaved with the rows.
 inline constexpr std::int64_t kMaxLogRows = 1024;
 inline constexpr std::uintmax_t kMaxLogBytes = std::uintmax_t{256} << 20;  // 256 MiB
-inline constexpr std::int64_t kMaxLogGpus = std::int64_t{1} << 20;        // as --ranks
+inline constexpr std::int64_t kMaxLogGpus = std::int64_t{1} << 20;         // as --ranks
 // A row's time in microseconds, and its algbw and busbw in GB/s, as nccl-tests prints
 // them, within the bounds of a scenario's durations and bandwidths (core/units.h).
 inline constexpr double kMaxLogTimeUs = kMaxDuration * 1e6;
@@ -58,10 +58,13 @@ struct NcclTestsLog {
   std::string op_source;  // where the collective came from: header, option, file name
   int threads = 0, gpus_per_thread = 0;  // the header's nThread and nGpus (0: absent)
   std::int64_t min_bytes = 0, max_bytes = 0;
-  int ranks = 0;                   // GPUs that took part
-  std::string ranks_source;        // how `ranks` was found
-  std::string nccl_version;        // "2.26.2" when the log says; else empty
-  std::string tests_version;       // nccl-tests' own version when printed
+  int ranks = 0;              // GPUs that took part
+  std::string ranks_source;   // how `ranks` was found
+  std::string nccl_version;   // "2.26.2" when the log says; else empty
+  std::string tests_version;  // nccl-tests' own version when printed
+  // The NCCL_ALGO the run was forced to, when the log prints it (NCCL_DEBUG=INFO's "NCCL_ALGO
+  // set by environment to Ring", or an "NCCL_ALGO=Ring" line); empty: NCCL chose.
+  std::string nccl_algo;
   std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
   std::vector<NcclTestsRow> rows;  // in file order
 };
@@ -77,7 +80,6 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
 NcclTestsLog read_nccl_tests_log(const std::string& path,
                                  std::optional<CollectiveOp> op_hint = std::nullopt,
                                  int ranks_hint = 0);
-
 
 // How the log's run launched its collectives, from its header: nGpus > 1 is one thread
 // driving that many GPUs (-g N), which issues their kernels one after another.
