@@ -211,7 +211,7 @@ TEST_CASE("exposed time: Megatron's TP exchanges block compute, DDP buckets hide
   const StepBreakdown& d = run.jobs[0].breakdown;
   check_parts_add_up(d);
   const StepShare& dp = kind(d, "dp", "all_reduce");
-  CHECK(dp.exposed_s < 0.6 * dp.busy_s);  // the README: 58% hidden behind backward
+  CHECK(dp.exposed_s < 0.6 * dp.busy_s);  // the bundled example hides 58% behind backward
   CHECK(dp.exposed_s > 0);                // the last bucket comes after backward
 }
 

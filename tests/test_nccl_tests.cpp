@@ -247,6 +247,11 @@ TEST_CASE("nccl-tests parser takes only version words for versions", "[nccl-test
   const NcclTestsLog plain = parse_nccl_tests_log(
       nccl_tests_test::kHeader + "NCCL version 2.18.3+cuda12.2\n" + row, "all_reduce.txt");
   CHECK(plain.nccl_version == "2.18.3+cuda12.2");
+  // The 4 x 8 log's provenance line says it has none.
+  const NcclTestsLog none = parse_nccl_tests_log(
+      "# 4 nodes, -g 1, default env; NCCL version not printed\n" + nccl_tests_test::kHeader + row,
+      "all_reduce.txt");
+  CHECK(none.nccl_version.empty());
 }
 
 TEST_CASE("nccl-tests: the NCCL_ALGO a log was forced to is read, and calibrate fits under it",

@@ -225,6 +225,9 @@ TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, 
   CHECK_THAT(flat,
              Catch::Contains("per-GPU injection (rank 0, n0.gpu0): nvlink 450 GB/s, pcie 64 GB/s\n"
                              "  through its NIC (ib 50 GB/s onward): 50 GB/s out of the host"));
+  // One server alone: its NICs lead nowhere, said as such (not "( onward): 0 GB/s").
+  CHECK_THAT(topology_summary(load(R"("dgx-h100")")),
+             Catch::Contains("  through its NIC: nothing beyond (no network in this topology)"));
   // Each leaf takes 8 NICs at 50 GB/s; its uplinks carry all of it at 1:1, half at 2:1.
   CHECK_THAT(flat, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 3200 GB/s up: "
                                    "oversubscription 1:1"));

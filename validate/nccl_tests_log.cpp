@@ -60,7 +60,9 @@ std::string version_from_code(std::int64_t code) {
 // (calibration files, compare --format json), so a word of other bytes (invalid
 // UTF-8 made nlohmann's dump throw) is not taken for one.
 bool is_version(std::string_view word) {
-  return !word.empty() && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
+  // A version starts with a digit: "NCCL version not printed" names none.
+  const bool digit_first = !word.empty() && std::isdigit(static_cast<unsigned char>(word[0]));
+  return digit_first && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
     const auto c = static_cast<unsigned char>(ch);
     return std::isalnum(c) || c == '.' || c == '+' || c == '-' || c == '_';
   });

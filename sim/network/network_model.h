@@ -32,7 +32,7 @@ class NetworkHost {
 };
 
 // The model a scenario gets when it names none (the loader, the JSON Schema and the
-// README say the same): flow, because it is the one that times every algorithm
+// docs/scenarios.md say the same): flow, because it is the one that times every algorithm
 // (NVLS's concurrent transfers share each GPU's link only where links are shared).
 inline constexpr std::string_view kDefaultNetworkModel = "flow";
 

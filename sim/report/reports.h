@@ -28,7 +28,7 @@ std::string summary_table(const Scenario& scenario, const ScenarioResult& result
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
 // Rows with scope "run" (every link or rank, over the whole run), then rows with scope
-// "collective" (what each collective moved, over its own window): README lists the columns.
+// "collective" (what each collective moved, over its own window): docs/commands.md lists the columns.
 void write_links_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
                      const TrafficReport& traffic);
 void write_ranks_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,

@@ -114,7 +114,7 @@ std::string share_row(const std::string& label, const StepShare& s, double step_
 }
 
 // Per parallelism, then per op where a parallelism has several, then the bubble: the
-// exposed column adds up to the step (README, "Where the step went").
+// exposed column adds up to the step (docs/workloads.md, "Where the step went").
 std::string breakdown_table(const StepBreakdown& b) {
   std::string out = fmt::format(
       "# per GPU, mean over {} ranks: busy = in flight, exposed = not hidden behind compute\n"

@@ -2,7 +2,7 @@
 // Where a timed step's time went, per GPU: compute, each kind of communication, and
 // the bubble, as parts of the step that add up to it.
 //
-// The definition (README, "Where the step went"). On each of the job's ranks, every
+// The definition (docs/workloads.md, "Where the step went"). On each of the job's ranks, every
 // instant of [0, step) is exactly one of:
 //   - compute: a compute task runs on the rank (communication then is hidden);
 //   - exposed communication: no compute runs, and collectives are in flight on the

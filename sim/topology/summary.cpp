@@ -160,9 +160,11 @@ std::string topology_summary(const Topology& t) {
   if (!s.injection.gpu.empty()) {
     const InjectionSummary& in = s.injection;
     out += fmt::format("per-GPU injection (rank 0, {}): {}\n", in.gpu, join_kinds(in.by_kind));
-    if (in.nics > 0)
-      out += fmt::format("  through its {} ({} onward): {} out of the host\n",
-                         in.nics > 1 ? fmt::format("{} NICs", in.nics) : "NIC",
+    const std::string nics = in.nics > 1 ? fmt::format("{} NICs", in.nics) : "NIC";
+    if (in.nics > 0 && in.nic_kinds.empty())
+      out += fmt::format("  through its {}: nothing beyond (no network in this topology)\n", nics);
+    else if (in.nics > 0)
+      out += fmt::format("  through its {} ({} onward): {} out of the host\n", nics,
                          join_kinds(in.nic_kinds), format_bandwidth(in.scale_out));
   }
   if (!s.tiers.empty()) out += "switch tiers (capacity one direction):\n";

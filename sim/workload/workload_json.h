@@ -1,5 +1,5 @@
 #pragma once
-// The scenario's "workload": one job object or a list of them (see README, Workloads).
+// The scenario's "workload": one job object or a list of them (see docs/workloads.md).
 #include <filesystem>
 #include <string_view>
 #include <vector>
