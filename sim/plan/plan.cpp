@@ -202,8 +202,7 @@ class Tuner {
   // Segments for `bytes` moved as chunks (128 KiB unless NCCL's pick says), `at_once`
   // of them in flight.
   static int chunk_segments(std::int64_t bytes, int at_once, std::int64_t chunk = 0) {
-    const double step =
-        static_cast<double>(chunk > 0 ? chunk : 128 * 1024) * std::max(1, at_once);
+    const double step = static_cast<double>(chunk > 0 ? chunk : 128 * 1024) * std::max(1, at_once);
     return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0, 1024.0));
   }
 

@@ -219,15 +219,15 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   };
   dbt.channels = 2;
   c.push_back(with_channels(std::move(dbt)));
-  auto nccl = pipelined(CollectiveOp::AllReduce, "nccl_tree",
-                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                          const int channels = std::max(1, o.channels);
-                          const int trees = std::clamp(o.trees, 0, 2 * channels);
-                          auto b = make_builder(s, "nccl_tree", {}, trees > 0 ? trees : 2 * channels);
-                          nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments, channels,
-                                               trees);
-                          return b.finish();
-                        });
+  auto nccl =
+      pipelined(CollectiveOp::AllReduce, "nccl_tree",
+                [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                  const int channels = std::max(1, o.channels);
+                  const int trees = std::clamp(o.trees, 0, 2 * channels);
+                  auto b = make_builder(s, "nccl_tree", {}, trees > 0 ? trees : 2 * channels);
+                  nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments, channels, trees);
+                  return b.finish();
+                });
   nccl.options.push_back({"hosts", parse_hosts, hosts_from_topology});
   nccl.options.push_back({"channels", parse_tree_channels});
   c.push_back(std::move(nccl));
