@@ -181,14 +181,14 @@ class Tuner {
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // One channel per rail across hosts; inside a host channels share every link. NCCL's
-      // tree runs on its run-time channels, one tree each with its heads on a rail of its
-      // own: channel c < n runs tree 0 on rail c, channel n + c tree 1 on rail c, where n
-      // is the graph's count (nccl_tree's pairs).
+      // tree: a pair of trees (its channels c and n + c) per channel of the graph, heads on
+      // rail c, at every size. NCCL launches fewer channels for small sizes (the label's
+      // count), but its LL and LL128 forward each line as it arrives, so a channel's time
+      // hardly grows with its share; nccl_tree stores and forwards whole chunks at every
+      // hop, and on fewer trees a size would take longer than twice it on more.
       s.options.auto_channels = p.chosen.algorithm != NcclAlgo::Tree;
-      if (p.chosen.algorithm == NcclAlgo::Tree) {
+      if (p.chosen.algorithm == NcclAlgo::Tree)
         s.options.channels = std::clamp(topo.channels, 1, kMaxChannels / 2);
-        s.options.trees = std::clamp(p.channels, 1, 2 * s.options.channels);
-      }
       pick = describe(p);
       weighed = std::move(p.options);
     }

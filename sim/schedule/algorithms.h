@@ -36,9 +36,6 @@ struct AlgorithmOptions {
   // NCCL's tree: the host of each member (chains inside hosts, a tree across them);
   // empty: one host.
   std::vector<int> hosts;
-  // NCCL's tree: how many of its channels run, one tree each (NCCL's numbering: the
-  // first `channels` run the first tree, the rest the second); 0: all 2 x channels.
-  int trees = 0;
   // Hierarchical: nested groups, innermost first (e.g. 8 GPUs per node, then 4 nodes);
   // empty until the planner derives them from the topology's hosts.
   std::vector<LevelSpec> levels;

@@ -131,29 +131,19 @@ TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second, int ro
 }
 
 // `channels` copies of the two trees, each on its own slice of the buffer (builder
-// channels 2c and 2c + 1), channel c's chains rotated by c. With `trees` > 0, NCCL's
-// run-time channels instead: that many trees on equal slices, tree t the first tree
-// for t < channels, else the second, its chains rotated by t mod channels (a size that
-// runs on 3 of 16 channels runs three first trees, not one pair).
+// channels 2c and 2c + 1), channel c's chains rotated by c.
 void nccl_tree_all_reduce(ScheduleBuilder& b, const Group& g, const std::vector<int>& hosts,
-                          int segments, int channels, int trees) {
+                          int segments, int channels) {
   std::vector<PhasedPlan> plans;
-  const auto add = [&](Group slice, int channel, bool second, int rotation) {
-    slice.channel = channel;
-    plans.push_back({slice, tree_all_reduce_phases(nccl_tree(hosts, g.size(), second, rotation))});
-  };
-  if (trees > 0) {
-    const Partition slices{g.count, trees};
-    for (int t = 0; t < trees; ++t)
-      add(g.slice(slices.begin(t), slices.size(t)), t, t >= channels, t % channels);
-  } else {
-    const Partition slices{g.count, channels};
-    for (int c = 0; c < channels; ++c) {
-      const Group region = g.slice(slices.begin(c), slices.size(c));
-      const std::int64_t half = region.count / 2;
-      add(region.slice(0, half), 2 * c, false, c);
-      add(region.slice(half, region.count - half), 2 * c + 1, true, c);
-    }
+  const Partition slices{g.count, channels};
+  for (int c = 0; c < channels; ++c) {
+    const Group region = g.slice(slices.begin(c), slices.size(c));
+    const std::int64_t half = region.count / 2;
+    Group first = region.slice(0, half), second = region.slice(half, region.count - half);
+    first.channel = 2 * c;
+    second.channel = 2 * c + 1;
+    plans.push_back({first, tree_all_reduce_phases(nccl_tree(hosts, g.size(), false, c))});
+    plans.push_back({second, tree_all_reduce_phases(nccl_tree(hosts, g.size(), true, c))});
   }
   b.join_channels();
   run_pipelined(b, plans, segments);
@@ -219,15 +209,13 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   };
   dbt.channels = 2;
   c.push_back(with_channels(std::move(dbt)));
-  auto nccl =
-      pipelined(CollectiveOp::AllReduce, "nccl_tree",
-                [](const CollectiveShape& s, const AlgorithmOptions& o) {
-                  const int channels = std::max(1, o.channels);
-                  const int trees = std::clamp(o.trees, 0, 2 * channels);
-                  auto b = make_builder(s, "nccl_tree", {}, trees > 0 ? trees : 2 * channels);
-                  nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments, channels, trees);
-                  return b.finish();
-                });
+  auto nccl = pipelined(CollectiveOp::AllReduce, "nccl_tree",
+                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
+                          const int channels = std::max(1, o.channels);
+                          auto b = make_builder(s, "nccl_tree", {}, 2 * channels);
+                          nccl_tree_all_reduce(b, whole_group(s), o.hosts, o.segments, channels);
+                          return b.finish();
+                        });
   nccl.options.push_back({"hosts", parse_hosts, hosts_from_topology});
   nccl.options.push_back({"channels", parse_tree_channels});
   c.push_back(std::move(nccl));
