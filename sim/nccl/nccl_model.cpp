@@ -145,7 +145,28 @@ class Model {
     return nc;
   }
 
+  // The data a tree channel moves per pipeline step (NCCL's chunk, enqueue.cc): a buffer
+  // step's payload; LL128 halves it while the pipeline would have too few steps for the
+  // tree's depth. 0 where NCCL's rule is not modelled.
+  std::int64_t tree_chunk(Protocol p, std::int64_t bytes, int nc) const {
+    if (p == Protocol::LL) return kLlStepBytes / 2;  // half of each LL line is flags
+    if (p != Protocol::LL128) return 0;
+    const double ppn = static_cast<double>(t_.ranks) / t_.nodes;
+    const double steps = 1 + std::floor(std::log2(t_.nodes)) + 0.1 * ppn;
+    std::int64_t chunk = kLl128StepBytes / 128 * 120;  // 8 bytes of flag per 128-byte line
+    const auto few = [&](double per_depth) {
+      return static_cast<double>(bytes / (nc * chunk)) < steps * per_depth / ppn;
+    };
+    while (few(64) && chunk > 128 * 1024) chunk /= 2;
+    while (few(16) && chunk > 32 * 1024) chunk /= 2;
+    return chunk;
+  }
+
  private:
+  // A buffer step (NCCL_STEPS = 8 per buffer): LL 512 KiB and LL128 4,915,200 B of lines.
+  static constexpr std::int64_t kLlStepBytes = 512 * 1024 / 8;
+  static constexpr std::int64_t kLl128StepBytes = 120 * 640 * 8 * 8 / 8;
+
   double intra_lat(NcclAlgo a, Protocol p) const {
     return nccl_hop_latency_us(t_.nvlink ? HopClass::NvLink : HopClass::Pci, a, p);
   }
@@ -325,6 +346,8 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
         "NCCL has no algorithm and protocol for {} here that the filter allows", name_of(op)));
   pick.chosen = *best;
   pick.channels = model.run_channels(pick.chosen.algorithm, pick.chosen.protocol, bytes);
+  if (pick.chosen.algorithm == NcclAlgo::Tree)
+    pick.chunk_bytes = model.tree_chunk(pick.chosen.protocol, bytes, pick.channels);
   return pick;
 }
 

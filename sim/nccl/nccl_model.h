@@ -48,6 +48,7 @@ struct NcclOption {
 struct NcclPick {
   NcclOption chosen;
   int channels = 1;                  // the channels NCCL would run on at this size
+  std::int64_t chunk_bytes = 0;      // the data one channel moves per pipeline step (0: not set)
   std::vector<NcclOption> options;   // every enabled pair, in NCCL's order
 };
 

@@ -172,21 +172,23 @@ class Tuner {
       // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
       // time (a head is a GPU of one node's switch: NVLSTree's slices are cut per node,
       // not per rank of the whole collective), trees and chains (broadcast, reduce) one
-      // per channel.
+      // per channel; a tree on LL or LL128 in NCCL's own chunk for its protocol.
       const bool nvls =
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
       if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
-        s.options.segments = chunk_segments(spec.bytes, p.channels);
+        s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // One channel per rail across hosts; inside a host channels share every link. NCCL's
-      // tree runs on its channels, each with its heads on a rail of its own: its run-time
-      // count is already doubled (channel c runs tree 0, channel c + n/2 tree 1), and
-      // nccl_tree's channels are pairs of trees.
+      // tree: a pair of trees (its channels c and n + c) per channel of the graph, heads on
+      // rail c, at every size. NCCL launches fewer channels for small sizes (the label's
+      // count), but its LL and LL128 forward each line as it arrives, so a channel's time
+      // hardly grows with its share; nccl_tree stores and forwards whole chunks at every
+      // hop, and on fewer trees a size would take longer than twice it on more.
       s.options.auto_channels = p.chosen.algorithm != NcclAlgo::Tree;
       if (p.chosen.algorithm == NcclAlgo::Tree)
-        s.options.channels = std::clamp(p.channels / 2, 1, kMaxChannels / 2);
+        s.options.channels = std::clamp(topo.channels, 1, kMaxChannels / 2);
       pick = describe(p);
       weighed = std::move(p.options);
     }
@@ -197,9 +199,10 @@ class Tuner {
     return out;
   }
 
-  // Segments for `bytes` moved as 128 KiB chunks, `at_once` of them in flight.
-  static int chunk_segments(std::int64_t bytes, int at_once) {
-    const double step = 128.0 * 1024 * std::max(1, at_once);
+  // Segments for `bytes` moved as chunks (128 KiB unless NCCL's pick says), `at_once`
+  // of them in flight.
+  static int chunk_segments(std::int64_t bytes, int at_once, std::int64_t chunk = 0) {
+    const double step = static_cast<double>(chunk > 0 ? chunk : 128 * 1024) * std::max(1, at_once);
     return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0, 1024.0));
   }
 

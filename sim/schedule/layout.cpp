@@ -21,20 +21,40 @@ int data_buffer_count(CollectiveOp op) {
   return writes_second_buffer(op) ? 2 : 1;
 }
 
-std::int64_t a2a_count(const CollectiveShape& s, int src, int dst) {
-  if (s.matrix) return (*s.matrix)[static_cast<std::size_t>(src) * s.ranks + dst];
-  return Partition{s.count, s.ranks}.size(dst);
+namespace {
+
+// Uniform all-to-all: rank s sends d block (d - s) mod K of the count's partition, so
+// where K does not divide the count the larger blocks go to different ranks from each
+// sender and every rank receives as much as it sends. (The same blocks from every
+// sender would pile every extra element onto the same receivers.)
+int a2a_block(const CollectiveShape& s, int src, int dst) {
+  return ((dst - src) % s.ranks + s.ranks) % s.ranks;
 }
 
+// The sizes of blocks first, first + 1, ... (n of them, mod the parts) together.
+std::int64_t cyclic_sum(const Partition& p, int first, int n) {
+  if (first + n <= p.parts) return p.begin(first + n) - p.begin(first);
+  return p.count - p.begin(first) + p.begin(first + n - p.parts);
+}
+
+}  // namespace
+
+std::int64_t a2a_count(const CollectiveShape& s, int src, int dst) {
+  if (s.matrix) return (*s.matrix)[static_cast<std::size_t>(src) * s.ranks + dst];
+  return Partition{s.count, s.ranks}.size(a2a_block(s, src, dst));
+}
+
+// Blocks in destination order: destinations 0 .. dst - 1 take blocks -src .. dst - 1 - src.
 std::int64_t a2a_send_offset(const CollectiveShape& s, int src, int dst) {
-  if (!s.matrix) return Partition{s.count, s.ranks}.begin(dst);
+  if (!s.matrix) return cyclic_sum(Partition{s.count, s.ranks}, a2a_block(s, src, 0), dst);
   std::int64_t off = 0;
   for (int d = 0; d < dst; ++d) off += a2a_count(s, src, d);
   return off;
 }
 
+// Blocks in source order: sources 0 .. src - 1 sent blocks dst .. dst - src + 1.
 std::int64_t a2a_recv_offset(const CollectiveShape& s, int src, int dst) {
-  if (!s.matrix) return src * Partition{s.count, s.ranks}.size(dst);
+  if (!s.matrix) return cyclic_sum(Partition{s.count, s.ranks}, a2a_block(s, src - 1, dst), src);
   std::int64_t off = 0;
   for (int r = 0; r < src; ++r) off += a2a_count(s, r, dst);
   return off;
