@@ -1,7 +1,8 @@
 // "algorithm": "nccl" never takes less time for more data: on every bundled multi-GPU
 // topology (stand-ins of a few nodes for the large clusters and nvl72), for every
 // collective, the simulated time of NCCL's pick at 2s is at least its time at s, from
-// 1 B to 16 GiB. A decrease means a term charged by size that should not be (issue 23).
+// 1 B to 16 GiB (1 GiB under the sanitizers). A decrease means a term charged by size that should
+// not be (issue 23).
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -19,12 +20,13 @@ namespace nccl_monotone_test {
 
 // The bundled topologies, with stand-ins for the large ones: the clusters as four hosts
 // (NCCL's three-or-more-nodes constants) in their own fabric, nvl72 as eight GPUs.
-// Under the sanitizers the two fabric variants are left out (the pick is the same).
+// Under the sanitizers the 4-host stand-ins are left out (the Release run covers them;
+// the sanitizers look for memory errors, which the 2-host cluster reaches as well).
 std::vector<nlohmann::json> topologies() {
   std::vector<nlohmann::json> out{{{"preset", "cluster"}, {"nodes", 2}},
-                                  {{"preset", "cluster"}, {"nodes", 4}},
                                   {{"preset", "nvl72"}, {"gpus", 8}}};
   if (!kSanitized) {
+    out.push_back({{"preset", "cluster"}, {"nodes", 4}});
     out.push_back({{"preset", "cluster"}, {"nodes", 4}, {"oversubscription", 2}});
     out.push_back(
         {{"preset", "cluster"}, {"nodes", 4}, {"pod_nodes", 2}, {"spines", 2}, {"cores", 2}});
@@ -39,12 +41,12 @@ std::vector<nlohmann::json> topologies() {
 
 // Every power of two to 64 MiB (where NCCL's picks change), then every fourth to 16 GiB
 // (one pick, bandwidth-bound, and the costliest to simulate); under the sanitizers every
-// power of two to 4 MiB, then every eighth.
+// power of two to 4 MiB, then every sixteenth to 1 GiB.
 std::vector<std::int64_t> sizes() {
   const std::int64_t fine = kSanitized ? 4 << 20 : 64 << 20;
+  const std::int64_t top = kSanitized ? std::int64_t{1} << 30 : std::int64_t{16} << 30;
   std::vector<std::int64_t> out;
-  for (std::int64_t s = 1; s <= (std::int64_t{16} << 30); s *= s < fine ? 2 : kSanitized ? 8 : 4)
-    out.push_back(s);
+  for (std::int64_t s = 1; s <= top; s *= s < fine ? 2 : kSanitized ? 16 : 4) out.push_back(s);
   return out;
 }
 
