@@ -7,11 +7,12 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/csv.h"
 #include "helpers.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_shard.h"
@@ -213,8 +214,9 @@ TEST_CASE("merge refuses shard files that lack a part, misspell a key or hold im
         "sweep-shard-2-of-2.json:version: expected 1 (made by another collsim version), got \"1\"");
   for (const char* key : {"time_s", "algbw_Bps", "busbw_Bps"})
     for (double v : {-1.0, -1e-300})
-      CHECK_THAT(edited([&](nlohmann::json& d) { d["rows"][0][key] = v; }),
-                 Catch::StartsWith(fmt::format("sweep-shard-2-of-2.json:rows[0].{}: expected", key)));
+      CHECK_THAT(
+          edited([&](nlohmann::json& d) { d["rows"][0][key] = v; }),
+          Catch::StartsWith(fmt::format("sweep-shard-2-of-2.json:rows[0].{}: expected", key)));
   CHECK_THAT(edited([](nlohmann::json& d) { d["rows"][0]["time_s"] = 1e7; }),
              Catch::Contains("rows[0].time_s: expected a simulated time in seconds from 0 to"));
   CHECK_THAT(edited([](nlohmann::json& d) { d["rows"][0]["bytes"] = std::int64_t{1} << 51; }),
@@ -280,7 +282,8 @@ TEST_CASE("collsim sweep -j 2, and --shard i/n then collsim merge, match the pla
 TEST_CASE("mpirun -n 2 collsim sweep matches the single-process sweep", "[sweep][mpi][cli]") {
   const std::string mpirun = COLLSIM_MPIEXEC;
   if (mpirun.empty())
-    COLLSIM_SKIP_TEST("collsim was built without MPI (tools/setup.sh --tests installs libopenmpi-dev)");
+    COLLSIM_SKIP_TEST(
+        "collsim was built without MPI (tools/setup.sh --tests installs libopenmpi-dev)");
   const fs::path dir = test::temp_dir("sweep-mpi");
   const auto plain = test::run_collsim(kSweep + " --out " + (dir / "plain").string());
   REQUIRE(plain.status == 0);
@@ -312,4 +315,23 @@ TEST_CASE("mpirun -n 2 collsim sweep matches the single-process sweep", "[sweep]
   CHECK_THAT(err, Catch::Contains(message));
   CHECK(err.find(message, err.find(message) + 1) == std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("sweep.csv names what ran at each point: NCCL's pick changes with size", "[sweep]") {
+  const nlohmann::json doc = {
+      {"topology", "dgx-h100"},
+      {"collectives", {{{"name", "ar"}, {"op", "all_reduce"}, {"bytes", "1MiB"}}}}};
+  SweepRequest req;
+  req.sizes = {1024, 4 << 20};
+  req.algorithms = {"ring", "nccl"};
+  std::ostringstream csv;
+  write_sweep_csv(csv, run_sweep(parse_scenario(doc, "."), req));
+  const std::string text = csv.str();
+  CHECK_THAT(text,
+             Catch::StartsWith(
+                 "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan\n"));
+  CHECK_THAT(text, Catch::Contains(",0,nccl: ring/LL/1ch\n") &&
+                       Catch::Contains(",0,nccl: nvls/Simple/16ch\n"));
+  // A plan with a comma in it stays one field.
+  CHECK(csv_field("ring (8 channels), LL") == "\"ring (8 channels), LL\"");
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "nccl/nccl_model.h"
@@ -29,8 +30,8 @@ std::int64_t size_argument(const std::string& s) {
   if (!v || *v <= 0)
     throw InputError("--sizes", fmt::format("expected a size like \"1KiB\", got \"{}\"", s));
   if (*v > kMaxBytes)
-    throw InputError("--sizes", fmt::format("{} is more than the largest size, {}", s,
-                                            format_bytes(kMaxBytes)));
+    throw InputError(
+        "--sizes", fmt::format("{} is more than the largest size, {}", s, format_bytes(kMaxBytes)));
   return *v;
 }
 
@@ -80,7 +81,8 @@ std::vector<std::int64_t> parse_sizes(const std::string& text, const std::string
       if (b == std::string::npos) b = text.size();
       out.push_back(size_argument(text.substr(a, b - a)));
       if (out.size() > kMaxSweepSizes)
-        throw InputError("--sizes", fmt::format("more than the {} sizes a sweep takes", kMaxSweepSizes));
+        throw InputError("--sizes",
+                         fmt::format("more than the {} sizes a sweep takes", kMaxSweepSizes));
       a = b + 1;
     }
   }
@@ -359,11 +361,13 @@ std::string sweep_table(const SweepResult& r) {
 }
 
 void write_sweep_csv(std::ostream& out, const SweepResult& r) {
-  out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner\n";
+  // plan: what ran at that point (NCCL's pick changes with size: "nccl: ring/LL/24ch").
+  out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan\n";
   for (const auto& row : r.rows)
-    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", row.ranks, row.algorithm,
+    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{}\n", row.ranks, row.algorithm,
                        row.bytes, row.count, r.plan.about.dtype, row.time_s * 1e6,
-                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? 1 : 0);
+                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? 1 : 0,
+                       csv_field(row.plan));
 }
 
 nlohmann::json sweep_json(const SweepResult& r) {
