@@ -39,6 +39,7 @@
 #include "validate/measure.h"
 #include "validate/validation_error.h"
 #include "simulate/simulated_plan.h"
+#include "progress_bar.h"
 
 namespace {
 
@@ -144,6 +145,8 @@ int workload_sweep_command(const WorkloadSweepArgs& args) {
   WorkloadSweepOptions options;
   for (const auto& s : args.sets) options.axes.push_back(parse_axis(s));
   options.splits = args.splits;
+  ProgressBar bar(true);
+  options.progress = [&bar](std::size_t done, std::size_t total) { bar(done, total); };
   if (options.axes.empty() && !options.splits)
     throw InputError("--set", "give at least one --set PATH=V1,V2 or --splits");
   const auto doc = read_json_file(args.scenario, args.scenario);

@@ -22,6 +22,7 @@
 #include "scenario/scenario.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_shard.h"
+#include "progress_bar.h"
 #include "validate/nccl_tests_log.h"  // read_input_file
 
 namespace collsim {
@@ -60,28 +61,6 @@ std::string file_bytes(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
-
-// A progress bar only for people watching a terminal, and only once it is worth one.
-class ProgressBar {
- public:
-  explicit ProgressBar(bool wanted) : wanted_(wanted && isatty(STDERR_FILENO)) {}
-  ~ProgressBar() {
-    if (drew_) std::cerr << "\r" << std::string(60, ' ') << "\r" << std::flush;
-  }
-  void operator()(std::size_t done, std::size_t total) {
-    if (!wanted_ || std::chrono::steady_clock::now() - started_ < std::chrono::seconds(1)) return;
-    const int width = 40, filled = static_cast<int>(width * done / total);
-    std::cerr << fmt::format("\r[{}{}] {}/{}", std::string(filled, '#'),
-                             std::string(width - filled, ' '), done, total)
-              << std::flush;
-    drew_ = true;
-  }
-
- private:
-  bool wanted_;
-  bool drew_ = false;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-};
 
 // The reports, as one process writes them: files first, so that nothing is printed
 // as if all went well when they cannot be written.

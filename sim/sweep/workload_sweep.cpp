@@ -110,7 +110,9 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
   WorkloadSweep out;
   for (const auto& a : options.axes) out.columns.push_back(a.path);
   if (options.splits) out.columns.insert(out.columns.end(), {"dp", "tp", "pp"});
-  // The cartesian product of the axes, the last varying fastest.
+  // The cartesian product of the axes, the last varying fastest: every point's scenario
+  // first, so that progress can say how many there are.
+  std::vector<std::pair<nlohmann::json, std::vector<std::string>>> todo;
   std::vector<std::size_t> index(options.axes.size(), 0);
   while (true) {
     nlohmann::json point = doc;
@@ -120,8 +122,7 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
       settings.push_back(options.axes[i].values[index[i]]);
     }
     if (!options.splits) {
-      out.points.push_back(measure(point, base_dir));
-      out.points.back().settings = settings;
+      todo.emplace_back(std::move(point), std::move(settings));
     } else {
       // The job's GPUs as this point's scenario has them.
       const Scenario s = parse_scenario(point, base_dir);
@@ -136,15 +137,19 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
         par["tp"] = tp;
         par["pp"] = pp;
         if (par.contains("ep") && dp % par["ep"].get<int>() != 0) continue;
-        out.points.push_back(measure(split, base_dir));
-        auto& st = out.points.back().settings;
-        st = settings;
+        std::vector<std::string> st = settings;
         st.insert(st.end(), {std::to_string(dp), std::to_string(tp), std::to_string(pp)});
+        todo.emplace_back(std::move(split), std::move(st));
       }
     }
     std::size_t axis = index.size();
     while (axis > 0 && ++index[axis - 1] == options.axes[axis - 1].values.size()) index[--axis] = 0;
     if (axis == 0) break;
+  }
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    out.points.push_back(measure(todo[i].first, base_dir));
+    out.points.back().settings = std::move(todo[i].second);
+    if (options.progress) options.progress(i + 1, todo.size());
   }
   for (std::size_t i = 0; i < out.points.size(); ++i) {
     const auto& p = out.points[i];

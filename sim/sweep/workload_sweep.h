@@ -4,6 +4,7 @@
 // every dp x tp x pp split of the job's GPUs; per point the step time, speedup,
 // scaling efficiency and whether it fits in memory, and the best point that fits.
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct SweepAxis {
 struct WorkloadSweepOptions {
   std::vector<SweepAxis> axes;
   bool splits = false;  // also every dp x tp x pp of the first job's GPUs (tp within a node)
+  // Called after each point with (points done, points in all): a progress line.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 struct WorkloadPoint {
