@@ -26,6 +26,16 @@ double union_length(std::vector<std::pair<Time, Time>>& intervals) {
   return to_seconds(total);
 }
 
+// One link's total in a collective's own record: its utilisation over the collective's
+// window, and the collective's bottleneck (the link needing longest at full rate; the
+// lower id on a tie, as links come in id order).
+void add_link_total(const Topology& t, LinkId l, std::int64_t bytes, CollectiveTraffic& own,
+                    Bottleneck& whole) {
+  const double capacity = t.link(l).bandwidth, window = own.duration_s();
+  own.links.push_back({l, bytes, window > 0 ? bytes / (capacity * window) : 0.0});
+  if (bytes / capacity > whole.seconds) whole = {whole.collective, -1, l, bytes / capacity, bytes};
+}
+
 // A streamed run's collectives from their own totals (they ran one after another):
 // the same links, bytes and per-rank figures a stored run derives from its ops; no
 // per-step bottlenecks (no steps are kept).
@@ -35,13 +45,8 @@ void add_streamed_collectives(const Topology& t, const ScenarioResult& r, Traffi
     CollectiveTraffic own;
     own.start_s = r.outcomes[c].start_s;
     own.end_s = r.outcomes[c].end_s;
-    const double window = own.duration_s();
     Bottleneck whole{c, -1};
-    for (const auto& [l, bytes] : totals.link_bytes) {
-      const double capacity = t.link(l).bandwidth;
-      own.links.push_back({l, bytes, window > 0 ? bytes / (capacity * window) : 0.0});
-      if (bytes / capacity > whole.seconds) whole = {c, -1, l, bytes / capacity, bytes};
-    }
+    for (const auto& [l, bytes] : totals.link_bytes) add_link_total(t, l, bytes, own, whole);
     for (std::size_t i = 0; i < totals.sent.size(); ++i)
       own.ranks.push_back({totals.sent[i], totals.received[i]});
     rep.collectives.push_back(std::move(own));
@@ -179,12 +184,9 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
       account(id, r.sim.routes[paths[id]], bytes, op.src_rank, op.dst_rank);
     }
     const double window = own.duration_s();
+    Bottleneck whole{c, -1};
     for (std::size_t l = 0; l < L; ++l)
-      if (coll_bytes[l] > 0)
-        own.links.push_back(
-            {static_cast<LinkId>(l), coll_bytes[l],
-             window > 0 ? coll_bytes[l] / (t.link(static_cast<LinkId>(l)).bandwidth * window)
-                        : 0.0});
+      if (coll_bytes[l] > 0) add_link_total(t, static_cast<LinkId>(l), coll_bytes[l], own, whole);
     if (rep.timed)
       for (std::size_t i = 0; i < own.ranks.size(); ++i) {
         auto& busy = rank_busy[spec.ranks[i]];
@@ -194,11 +196,6 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
         std::vector<std::pair<Time, Time>>().swap(own_busy[i]);  // memory back as we go
       }
     rep.collectives.push_back(std::move(own));
-    Bottleneck whole{c, -1};
-    for (std::size_t l = 0; l < L; ++l) {
-      const double secs = coll_bytes[l] / t.link(l).bandwidth;
-      if (secs > whole.seconds) whole = {c, -1, static_cast<LinkId>(l), secs, coll_bytes[l]};
-    }
     rep.per_collective.push_back(whole);
     close_step();
   }
