@@ -7,8 +7,8 @@
 #include "helpers.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
-#include "validate/calibrate.h"
-#include "validate/runner.h"
+#include "validate/measure/calibrate.h"
+#include "validate/measure/runner.h"
 
 using namespace collsim;
 

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
-#include "validate/nccl_compare.h"
-#include "validate/nccl_tests_log.h"
+#include "validate/compare/nccl_compare.h"
+#include "validate/compare/nccl_tests_log.h"
 
 using namespace collsim;
 
@@ -448,7 +448,7 @@ TEST_CASE(
   const std::string scenario = (dir / "nccl-ring.json").string();
   std::ofstream(scenario) << R"({"topology": "dgx-h100", "collectives": [{"name": "ar",
       "op": "all_reduce", "algorithm": "nccl", "nccl_algo": "ring", "bytes": "1GiB"}]})";
-  const auto cmp = collsim::test::run_collsim("compare " + scenario + " --measured " + log +
+  const auto cmp = collsim::test::run_collsim("compare " + scenario + " --nccl-tests " + log +
                                               " --calibration " + cal + " --format json");
   INFO(cmp.out << cmp.err);
   REQUIRE(cmp.status == 0);
@@ -460,7 +460,7 @@ TEST_CASE(
   const std::string ideal = (dir / "nccl-ring-ideal.json").string();
   std::ofstream(ideal) << R"({"topology": "dgx-h100", "network": {"model": "ideal"},
       "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": "1GiB"}]})";
-  const auto refused = collsim::test::run_collsim("compare " + ideal + " --measured " + log +
+  const auto refused = collsim::test::run_collsim("compare " + ideal + " --nccl-tests " + log +
                                                   " --calibration " + cal);
   CHECK(refused.status == 2);
   CHECK_THAT(refused.err, Catch::Contains("provenance.network") &&
@@ -493,15 +493,27 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
   const std::string four = (dir / "four.json").string();
   std::ofstream(four) << R"({"topology": "dgx-h100", "collectives": [
       {"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": "1MiB", "ranks": [0, 1, 2, 3]}]})";
-  auto o = collsim::test::run_collsim("compare " + four + " --measured " + log);
+  auto o = collsim::test::run_collsim("compare " + four + " --nccl-tests " + log);
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("ran on 8 GPUs") && Catch::Contains("4 ranks"));
   const std::string bcast = (dir / "bcast.json").string();
   std::ofstream(bcast) << R"({"topology": "dgx-h100", "collectives": [
       {"name": "b", "op": "broadcast", "bytes": "1MiB"}]})";
-  o = collsim::test::run_collsim("compare " + bcast + " --measured " + log);
+  o = collsim::test::run_collsim("compare " + bcast + " --nccl-tests " + log);
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("measured all_reduce") && Catch::Contains("broadcast"));
+  // What compare compares with is said by a flag, never guessed from the file: a log
+  // given as --measured is read as the measured.json it is not; neither flag, or both,
+  // is refused.
+  o = collsim::test::run_collsim("compare " + bcast + " --measured " + log);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("malformed JSON") && Catch::Contains("goes to --nccl-tests"));
+  o = collsim::test::run_collsim("compare " + bcast);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--measured measured.json") && Catch::Contains("--nccl-tests"));
+  o = collsim::test::run_collsim("compare " + bcast + " --measured m.json --nccl-tests " + log);
+  CHECK(o.status != 0);
+  CHECK_THAT(o.err, Catch::Contains("excludes"));
   o = collsim::test::run_collsim("calibrate --nccl-tests " + log + " --out " +
                                  (dir / "x.json").string());
   CHECK(o.status == 2);

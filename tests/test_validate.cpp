@@ -22,10 +22,10 @@
 #include "scenario/scenario.h"
 #include "schedule/builder.h"
 #include "simulate/run_scenario.h"
-#include "validate/calibrate.h"
-#include "validate/compare.h"
-#include "validate/runner.h"
-#include "validate/validation_error.h"
+#include "validate/measure/calibrate.h"
+#include "validate/compare/compare.h"
+#include "validate/measure/runner.h"
+#include "validate/measure/validation_error.h"
 
 namespace fs = std::filesystem;
 using namespace collsim;
@@ -558,23 +558,23 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
 
 TEST_CASE(
     "alpha-beta fit recovers known parameters from exact samples, weighting by relative error") {
-  Calibration c;
+  std::vector<CalibrationSample> samples;
   for (std::int64_t n = 8; n <= (64 << 20); n *= 4) {
     const double t = 2e-6 + n / 8e9;
-    c.samples.push_back({n, t, t, t});
+    samples.push_back({n, t, t, t});
   }
-  fit_alpha_beta(c);
+  AlphaBeta c = fit_alpha_beta(samples);
   CHECK(c.alpha_s == Approx(2e-6).epsilon(1e-6));
   CHECK(c.bandwidth_Bps == Approx(8e9).epsilon(1e-6));
   CHECK(c.r2 == Approx(1.0));
   // A large-message outlier does not drag alpha away: relative error weighting.
-  c.samples.back().time_s *= 1.5;
-  fit_alpha_beta(c);
+  samples.back().time_s *= 1.5;
+  c = fit_alpha_beta(samples);
   CHECK(c.alpha_s == Approx(2e-6).epsilon(0.05));
   // Noise that would make alpha negative: alpha is held at 0, beta fitted through the origin.
-  Calibration noisy;
-  noisy.samples = {{1000, 0.5e-6, 0, 0}, {2000, 1.5e-6, 0, 0}, {4000, 3.4e-6, 0, 0}};
-  fit_alpha_beta(noisy);
+  std::vector<CalibrationSample> noisy_samples = {
+      {1000, 0.5e-6, 0, 0}, {2000, 1.5e-6, 0, 0}, {4000, 3.4e-6, 0, 0}};
+  const AlphaBeta noisy = fit_alpha_beta(noisy_samples);
   CHECK(noisy.alpha_s == 0);
   CHECK(noisy.bandwidth_Bps > 1e9);
   CHECK(noisy.bandwidth_Bps < 2e9);

@@ -34,10 +34,10 @@
 #include "sweep_commands.h"
 #include "topology/summary.h"
 #include "topology/topology_json.h"
-#include "validate/calibrate.h"
-#include "validate/compare.h"
-#include "validate/measure.h"
-#include "validate/validation_error.h"
+#include "validate/measure/calibrate.h"
+#include "validate/compare/compare.h"
+#include "validate/measure/measure.h"
+#include "validate/measure/validation_error.h"
 #include "simulate/simulated_plan.h"
 #include "progress_bar.h"
 
@@ -362,12 +362,24 @@ struct CompareArgs {
   std::string out_dir;
 };
 
+// A measured.json; a file that is not JSON at all is most likely an nccl-tests log given
+// to the wrong flag, so the message says where logs go.
+nlohmann::json read_measured_json(const std::string& path) {
+  try {
+    return read_json_file(path, "--measured");
+  } catch (const InputError& e) {
+    if (e.where() == "--measured") throw;
+    throw InputError(e.where(), e.message() + " (--measured takes a measured.json from collsim "
+                                              "validate; an nccl-tests log goes to --nccl-tests)");
+  }
+}
+
 int compare_command(const CompareArgs& args) {
   Scenario scenario = load_collectives(args.scenario);
   if (!args.calibration.empty())
     apply_calibration(scenario, read_json_file(args.calibration, "--calibration"),
                       args.calibration);
-  const nlohmann::json measured = read_json_file(args.measured, "--measured");
+  const nlohmann::json measured = read_measured_json(args.measured);
   // The measured collectives ran one at a time: simulate them the same way.
   for (std::size_t i = 0; i < scenario.collectives.size(); ++i)
     scenario.collectives[i].after =
@@ -594,14 +606,15 @@ int main(int argc, char** argv) {
   compare->add_option("scenario", compare_args.scenario, "Scenario JSON file")->required();
   compare
       ->add_option("--measured", compare_args.measured,
-                   "measured.json from collsim validate, or an nccl-tests log")
-      ->required();
+                   "measured.json from collsim validate (an nccl-tests log: --nccl-tests)");
   compare->add_option("--calibration", compare_args.calibration,
                       "Calibration JSON to simulate with");
   compare->add_option("--out", compare_args.out_dir,
                       "Write compare.csv and compare_timeline.json here");
   NcclCompareArgs nccl_compare_args;
   add_nccl_compare_options(compare, nccl_compare_args);
+  // What is compared with is said by the flag, never guessed from the file.
+  compare->get_option("--measured")->excludes("--nccl-tests");
 
   TopoArgs topo_args;
   auto* topo = app.add_subcommand(
@@ -642,8 +655,11 @@ int main(int argc, char** argv) {
       check_no_nccl_calibrate_options(calibrate);
       return calibrate_command(calibrate_args);
     }
-    if (*compare && is_nccl_tests_log(compare_args.measured))
-      return nccl_compare_command(compare_args.scenario, compare_args.measured,
+    if (*compare && compare_args.measured.empty() && nccl_compare_args.log.empty())
+      throw InputError("compare", "say what to compare with: --measured measured.json (from "
+                                  "collsim validate) or --nccl-tests LOG");
+    if (*compare && !nccl_compare_args.log.empty())
+      return nccl_compare_command(compare_args.scenario, nccl_compare_args.log,
                                   compare_args.calibration, compare_args.out_dir,
                                   nccl_compare_args);
     if (*compare) {

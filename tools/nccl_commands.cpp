@@ -14,8 +14,8 @@
 #include "core/json_view.h"
 #include "report/output_dir.h"
 #include "scenario/scenario.h"
-#include "validate/nccl_compare.h"
-#include "validate/nccl_fit.h"
+#include "validate/compare/nccl_compare.h"
+#include "validate/fit/nccl_fit.h"
 
 namespace collsim {
 namespace {
@@ -48,6 +48,9 @@ void refuse_given(const CLI::App* app, std::initializer_list<const char*> option
 }  // namespace
 
 void add_nccl_compare_options(CLI::App* compare, NcclCompareArgs& args) {
+  compare->add_option("--nccl-tests", args.log,
+                      "Compare with this nccl-tests log (all_reduce_perf and the like) instead "
+                      "of a measured.json");
   compare->add_option(
       "--collective", args.collective,
       "nccl-tests log: which of the scenario's collectives (default: its only one)");
@@ -90,21 +93,9 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
       ->capture_default_str();
 }
 
-bool is_nccl_tests_log(const std::string& path) {
-  std::error_code missing;
-  if (!std::filesystem::exists(path, missing)) return false;  // the measured.json path says so
-  // Before opening it: opening a FIFO blocks until someone writes to it.
-  check_regular_file(path, "a measured.json or an nccl-tests log");
-  std::ifstream in(path, std::ios::binary);
-  char ch = 0;
-  while (in.get(ch))
-    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return ch != '{';
-  return false;  // missing or empty: let the measured.json path say so
-}
-
 void check_no_nccl_compare_options(const CLI::App* compare) {
   refuse_given(compare, {"--collective", "--sizes", "--format", "--ranks"},
-               "only with an nccl-tests log as --measured (measured.json compares every "
+               "only with --nccl-tests LOG (--measured measured.json compares every "
                "collective, per step and per op)");
 }
 

@@ -8,6 +8,7 @@
 namespace collsim {
 
 struct NcclCompareArgs {
+  std::string log;  // --nccl-tests
   std::string collective;
   std::string sizes;
   std::string format = "text";
@@ -26,10 +27,6 @@ struct NcclCalibrateArgs {
 
 void add_nccl_compare_options(CLI::App* compare, NcclCompareArgs& args);
 void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args);
-
-// True unless the file starts (after blanks) with '{': measured.json is JSON, a log is not.
-// InputError naming the path when it is not a regular file (a FIFO, a device).
-bool is_nccl_tests_log(const std::string& path);
 
 // `calibration` and `out_dir` as compare's own options gave them.
 int nccl_compare_command(const std::string& scenario, const std::string& log,

@@ -45,7 +45,7 @@ def compare(collsim, log, calibration, tmp):
     collective.update(FILTERS.get(log, {}))
     scenario = Path(tmp) / f"{log}.json"
     scenario.write_text(json.dumps({"topology": MACHINES[log], "collectives": [collective]}))
-    cmd = [collsim, "compare", str(scenario), "--measured", f"data/nccl-tests/{log}.txt",
+    cmd = [collsim, "compare", str(scenario), "--nccl-tests", f"data/nccl-tests/{log}.txt",
            "--format", "json"]
     if calibration:
         cmd += ["--calibration", str(calibration)]

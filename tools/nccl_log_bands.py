@@ -47,7 +47,7 @@ def main():
             scenario = Path(tmp) / f"{log}.json"
             scenario.write_text(
                 json.dumps({"topology": topology, **network, "collectives": [collective]}))
-            out = subprocess.run([collsim, "compare", str(scenario), "--measured",
+            out = subprocess.run([collsim, "compare", str(scenario), "--nccl-tests",
                                   f"data/nccl-tests/{log}.txt", "--format", "json"],
                                  capture_output=True, text=True, check=True).stdout
             rows = json.loads(out)["rows"]

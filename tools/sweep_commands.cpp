@@ -23,7 +23,7 @@
 #include "sweep/sweep.h"
 #include "sweep/sweep_shard.h"
 #include "progress_bar.h"
-#include "validate/nccl_tests_log.h"  // read_input_file
+#include "validate/compare/nccl_tests_log.h"  // read_input_file
 
 namespace collsim {
 

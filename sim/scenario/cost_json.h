@@ -21,7 +21,7 @@ inline constexpr std::string_view kCostModelKeys[] = {"launch_s", "op_overhead_s
                                                       "bandwidth_curve", "reduce", "local_copy",
                                                       "host_memory", "reduce_memory"};
 // Every key of a calibration file: the cost keys, the α-β pair, and what `collsim
-// calibrate` (validate/calibrate.cpp) and `calibrate --nccl-tests` (validate/nccl_fit.cpp)
+// calibrate` (validate/measure/calibrate.cpp) and `calibrate --nccl-tests` (validate/fit/nccl_fit.cpp)
 // write beside them as provenance, which no reader uses.
 inline constexpr std::string_view kCalibrationKeys[] = {
     "$schema",    "launch_s",  "op_overhead_s", "links",   "bandwidth_curve", "reduce",

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time.h"
 #include "schedule/collective.h"
 
 namespace collsim {
@@ -53,6 +54,17 @@ struct Op {
   bool is_local() const { return src_rank == dst_rank && !is_switch(); }
   bool reads_every_rank() const { return kind == OpKind::SwitchReduce; }
   bool writes_every_rank() const { return kind == OpKind::Multicast; }
+  // The rank that runs the op, and so waits for its dependencies and pays the wake-up
+  // after them: a copy is pushed by its source into the destination's buffer; a
+  // reduction runs where its result lands (it reads the peer's buffer). The simulator
+  // and the hardware runner both read it here, so they agree on who does what.
+  int executor() const { return kind == OpKind::Copy ? src_rank : dst_rank; }
+};
+
+// When an op ran, simulated or measured: from its start (after any wake-up) to its end.
+struct OpTiming {
+  Time start;
+  Time end;
 };
 
 // Whether op `q`, which depends on transfer `p`, may begin once p's last byte has left

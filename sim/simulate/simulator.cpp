@@ -315,11 +315,12 @@ void Simulator::start_ready_ops(std::size_t index) {
 void Simulator::start_op(std::size_t task, OpId id) {
   const OpCosts& costs = state_[task].costs;
   const CollectiveTask& t = (*tasks_)[task];
-  // The overhead is the wake-up after a dependency: ops that wait on none start with
-  // the collective (its launch covers them), as a real run's first ops do.
+  // The overhead is the wake-up after a dependency, paid by the rank that runs the op
+  // (Op::executor, as the hardware runner has it): ops that wait on none start with the
+  // collective (its launch covers them), as a real run's first ops do.
   const Schedule& s = *t.schedule;
   if (!costs.has_overhead() || s.dep_begin[id] == s.dep_begin[id + 1]) return begin_op(task, id);
-  Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].dst_rank]];
+  Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].executor()]];
   engine_.schedule(costs.overhead_paid(busy, engine_.now()), kSimOpReady, ids_.id(task, id));
 }
 

@@ -32,11 +32,6 @@ struct CollectiveTask {
   bool is_compute() const { return schedule == nullptr; }
 };
 
-struct OpTiming {
-  Time start;
-  Time end;
-};
-
 // The record of one task: when it and (with record_ops) each op ran, and the route
 // each op took, so reports read what happened instead of routing again.
 struct TaskTiming {

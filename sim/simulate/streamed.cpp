@@ -191,7 +191,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   void start_op(OpId id) {
     const HeldOp& h = held(id);
     if (!costs_.has_overhead() || !h.has_deps) return begin_op(id);
-    Time& busy = rank_busy_until_[collective_.rank_gpu[h.op.dst_rank]];
+    Time& busy = rank_busy_until_[collective_.rank_gpu[h.op.executor()]];
     engine_.schedule(costs_.overhead_paid(busy, engine_.now()), kStreamOpReady, id);
   }
 

@@ -1,5 +1,5 @@
 // libFuzzer target: bytes -> nccl-tests log text -> the parser `collsim compare
-// --measured LOG` and `collsim calibrate --nccl-tests LOG` use, then, for small logs,
+// --nccl-tests LOG` and `collsim calibrate --nccl-tests LOG` use, then, for small logs,
 // what compare does next: the launch mode from the header, each row shaped into the
 // collective (sized_like), simulated and tabled (compare_nccl_log).
 //
@@ -13,8 +13,8 @@
 
 #include "core/error.h"
 #include "scenario/scenario.h"
-#include "validate/nccl_compare.h"
-#include "validate/nccl_tests_log.h"
+#include "validate/compare/nccl_compare.h"
+#include "validate/compare/nccl_tests_log.h"
 
 namespace {
 

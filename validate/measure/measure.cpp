@@ -1,4 +1,4 @@
-#include "validate/measure.h"
+#include "validate/measure/measure.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/reports.h"
-#include "validate/validation_error.h"
+#include "validate/measure/validation_error.h"
 
 namespace collsim {
 

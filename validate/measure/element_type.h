@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "replay/scalar_ops.h"
-#include "validate/validation_error.h"
+#include "validate/measure/validation_error.h"
 
 namespace collsim {
 

@@ -1,4 +1,4 @@
-#include "validate/control_segment.h"
+#include "validate/measure/control_segment.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -28,28 +28,10 @@
 #include <vector>
 
 #include "network/cost_model.h"
-#include "validate/runner.h"
+#include "validate/fit/sweep_fit.h"
+#include "validate/measure/runner.h"
 
 namespace collsim {
-
-struct CalibrationSample {
-  std::int64_t bytes;
-  double time_s;  // one op's (or step's) duration at the run's quantile
-  double p10_s, p90_s;
-  double fit_s = 0;  // the fitted curve's time for these bytes
-};
-
-// One sweep over sizes, and the curve fitted to it (rates in B/s).
-struct Sweep {
-  explicit Sweep(std::string sweep_name) : name(std::move(sweep_name)) {}
-  std::string name;  // "one_way", "concurrent", "float32.sum"
-  std::vector<CalibrationSample> samples;
-  SizeCurve curve;
-  double rms_residual_pct = 0, max_residual_pct = 0;
-  std::int64_t worst_bytes = 0;  // where the largest residual is
-  double max_spread_pct = 0;     // widest (p90 - p10) / time_s over its sizes
-  bool poor = false;             // residuals or spread too large to trust
-};
 
 struct Calibration {
   // The classic α-β line through the one-way sweep, kept as provenance.
@@ -70,13 +52,6 @@ struct Calibration {
   Pinning pinning;
   double load_before = 0, load_after = 0;  // 1-minute load average around the run
 };
-
-// Fits α and β to (bytes, seconds) samples, minimising the sum of squared relative errors.
-void fit_alpha_beta(Calibration& c);
-
-// Fits a size -> rate curve to a sweep's samples (outlying sizes replaced, see above)
-// and fills in its residuals; `poor` when they or the samples' spread pass `tolerance_pct`.
-void fit_curve(Sweep& s, double tolerance_pct = 10);
 
 // What calibrate measures: ranks / 2 pairs (rank r with r + ranks / 2) at once.
 struct CalibrateRequest {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "network/cost_model.h"
-#include "validate/nccl_tests_log.h"
+#include "validate/compare/nccl_tests_log.h"
 
 namespace collsim {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Runs a schedule for real: one process per rank (fork + exec of this same program),
-// coordinated through one POSIX shared-memory segment (validate/control_segment.h),
-// with the data moved by a transport (validate/rank_device.h): shm or cuda-ipc. Each
+// coordinated through one POSIX shared-memory segment (validate/measure/control_segment.h),
+// with the data moved by a transport (validate/measure/rank_device.h): shm or cuda-ipc. Each
 // op is run by one rank once its dependencies have started (shm: completed; cuda-ipc:
 // enqueued, with the GPU ordering the rest). The runner owns every process and the
 // segment; whatever happens — a rank crashing, hanging past the timeout, Ctrl-C — it
@@ -12,8 +12,7 @@
 #include <vector>
 
 #include "schedule/schedule.h"
-#include "simulate/simulator.h"
-#include "validate/control_segment.h"
+#include "validate/measure/control_segment.h"
 
 namespace collsim {
 

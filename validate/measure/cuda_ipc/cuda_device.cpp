@@ -13,9 +13,9 @@
 #include <cstring>
 #include <vector>
 
-#include "validate/cuda_ipc/reduce_kernels.h"
-#include "validate/element_type.h"
-#include "validate/rank_device.h"
+#include "validate/measure/cuda_ipc/reduce_kernels.h"
+#include "validate/measure/element_type.h"
+#include "validate/measure/rank_device.h"
 
 namespace collsim {
 namespace {
@@ -55,7 +55,7 @@ class CudaIpcDevice final : public RankDevice {
     slot_.assign(h.num_ops, -1);
     own_event_.assign(h.num_ops, nullptr);
     for (OpId id = 0; id < h.num_ops; ++id) {
-      if (executor_of(seg.op(id)) != rank) continue;
+      if (seg.op(id).executor() != rank) continue;
       slot_[id] = static_cast<int>(start_.size());
       start_.push_back(new_event(cudaEventDefault));
       end_.push_back(new_event(cudaEventDefault));
@@ -159,7 +159,7 @@ class CudaIpcDevice final : public RankDevice {
     for (OpId id = 0; id < h.num_ops; ++id)
       for (DepIndex d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d) {
         const OpId dep = seg_.deps()[d];
-        if (executor_of(seg_.op(dep)) != executor_of(seg_.op(id))) awaited[dep] = true;
+        if (seg_.op(dep).executor() != seg_.op(id).executor()) awaited[dep] = true;
       }
     return awaited;
   }
@@ -176,7 +176,7 @@ class CudaIpcDevice final : public RankDevice {
   }
 
   void open_event(OpId dep) {
-    if (executor_of(seg_.op(dep)) == rank_ || peer_event_[dep]) return;  // own stream orders it
+    if (seg_.op(dep).executor() == rank_ || peer_event_[dep]) return;  // own stream orders it
     cudaIpcEventHandle_t handle{};
     std::memcpy(&handle, seg_.op_handle(dep), sizeof handle);
     check(cudaIpcOpenEventHandle(&peer_event_[dep], handle),

@@ -1,4 +1,4 @@
-#include "validate/compare.h"
+#include "validate/compare/compare.h"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -14,12 +14,11 @@
 #include "core/json_view.h"
 #include "core/units.h"
 #include "report/chrome_trace.h"
-#include "validate/control_segment.h"
 
 namespace collsim {
 namespace {
 
-// What `collsim validate` writes (validate/measure.cpp, measured_json); only name,
+// What `collsim validate` writes (validate/measure/measure.cpp, measured_json); only name,
 // time_s, ops and schedule_digest are compared, the rest is its provenance.
 constexpr std::string_view kMeasuredKeys[] = {"scenario", "backend",    "device",
                                               "pinning",  "iterations", "warmup",
@@ -219,7 +218,7 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
       throw InputError("--measured", fmt::format("{}: {} measured ops, but the schedule has {}",
                                                  spec.name, m.ops.size(), sched.size()));
     const Time t0 = sim.sim.tasks[i].start;
-    // Slices go on the track of the rank that runs the op for real (validate/control_segment.h).
+    // Slices go on the track of the rank that runs the op for real (Op::executor, schedule/schedule.h).
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
       const auto& so = sim.sim.tasks[i].ops[id];
@@ -229,7 +228,7 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
       fmt::format_to(std::back_inserter(name), "step {} {}\u2192{}", op.step,
                      spec.ranks[op.src_rank], spec.ranks[op.dst_rank]);
       for (auto [pid, a, b] : {std::tuple{0, ss, se}, std::tuple{1, ms, me}})
-        trace.complete(pid, spec.ranks[executor_of(op)], a * 1e6, (b - a) * 1e6,
+        trace.complete(pid, spec.ranks[op.executor()], a * 1e6, (b - a) * 1e6,
                        std::string_view(name.data(), name.size()), spec.name);
     }
     sim_at += sim.outcomes[i].time_s;

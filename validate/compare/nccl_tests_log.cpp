@@ -1,4 +1,4 @@
-#include "validate/nccl_tests_log.h"
+#include "validate/compare/nccl_tests_log.h"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "scenario/scenario.h"
-#include "validate/nccl_tests_log.h"
+#include "validate/compare/nccl_tests_log.h"
 
 namespace collsim {
 

@@ -1,4 +1,4 @@
-#include "validate/nccl_compare.h"
+#include "validate/compare/nccl_compare.h"
 
 #include <fmt/format.h>
 

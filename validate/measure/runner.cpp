@@ -1,4 +1,4 @@
-#include "validate/runner.h"
+#include "validate/measure/runner.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -20,9 +20,9 @@
 #include "core/checked.h"
 #include "replay/replayer.h"
 #include "schedule/layout.h"
-#include "validate/element_type.h"
-#include "validate/measure.h"
-#include "validate/rank_device.h"
+#include "validate/measure/element_type.h"
+#include "validate/measure/measure.h"
+#include "validate/measure/rank_device.h"
 
 namespace collsim {
 namespace {
@@ -325,7 +325,7 @@ std::unique_ptr<RankDevice> make_device(const Segment& seg, int rank) {
 std::vector<OpId> ops_run_by(const Segment& seg, int rank) {
   std::vector<OpId> mine;
   for (OpId id = 0; id < seg.header().num_ops; ++id)
-    if (executor_of(seg.op(id)) == rank) mine.push_back(id);
+    if (seg.op(id).executor() == rank) mine.push_back(id);
   return mine;
 }
 

@@ -7,7 +7,7 @@
 
 #include "plan/plan.h"
 #include "scenario/scenario.h"
-#include "validate/runner.h"
+#include "validate/measure/runner.h"
 
 namespace collsim {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "validate/element_type.h"
-#include "validate/rank_device.h"
+#include "validate/measure/element_type.h"
+#include "validate/measure/rank_device.h"
 
 namespace collsim {
 namespace {

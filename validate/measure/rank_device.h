@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "validate/control_segment.h"
+#include "validate/measure/control_segment.h"
 
 namespace collsim {
 

@@ -114,12 +114,6 @@ struct Segment {
   std::uint64_t rank_bytes(int rank) const;
 };
 
-// The rank that runs an op: copies are pushed by their source into the destination's
-// buffer, reductions run where their result lands (they read the peer's buffer).
-inline int executor_of(const Op& op) {
-  return op.kind == OpKind::Copy ? op.src_rank : op.dst_rank;
-}
-
 std::int64_t monotonic_ns();
 
 // Shared (not process-private) futexes: the waiters live in other processes.

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "replay/scalar_ops.h"
-#include "validate/cuda_ipc/reduce_kernels.h"
+#include "validate/measure/cuda_ipc/reduce_kernels.h"
 
 namespace collsim {
 namespace {

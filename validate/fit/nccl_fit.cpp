@@ -1,4 +1,4 @@
-#include "validate/nccl_fit.h"
+#include "validate/fit/nccl_fit.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "nccl/protocol.h"
 #include "scenario/cost_json.h"
 #include "scenario/scenario.h"
-#include "validate/nccl_compare.h"
+#include "validate/compare/nccl_compare.h"
 
 namespace collsim {
 namespace {
