@@ -369,3 +369,71 @@ TEST_CASE("TraceFile: plain below the size, gzip past it, the content the same",
   CHECK(status == 0);
   fs::remove_all(dir);
 }
+
+namespace {
+
+// Splits CSV text into rows of fields by RFC 4180 (quoted fields, doubled quotes).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    std::string& field = rows.back().back();
+    if (quoted && ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+      field += '"';
+      ++i;
+    } else if (ch == '"') {
+      quoted = !quoted;
+    } else if (!quoted && ch == ',') {
+      rows.back().emplace_back();
+    } else if (!quoted && ch == '\n') {
+      rows.emplace_back(1);
+    } else {
+      field += ch;
+    }
+  }
+  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
+  return rows;
+}
+
+// Every row of every CSV in `dir` has its header's number of fields, and `name` appears
+// whole as a field somewhere in the folder.
+void check_csvs(const std::filesystem::path& dir, const std::string& name) {
+  bool found = false;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".csv") continue;
+    ++files;
+    const auto rows = parse_csv(collsim::test::slurp(entry.path()));
+    REQUIRE(!rows.empty());
+    for (const auto& row : rows) {
+      INFO(entry.path().filename().string());
+      CHECK(row.size() == rows[0].size());
+      for (const auto& field : row) found = found || field.find(name) != std::string::npos;
+    }
+  }
+  CHECK(files > 0);
+  CHECK(found);
+}
+
+}  // namespace
+
+TEST_CASE("every CSV stays one field per column when names hold commas and quotes", "[report]") {
+  const auto dir = collsim::test::temp_dir("csv-quoting");
+  const std::string topology = R"({"nodes": [
+      {"name": "gpu \"a\", left", "kind": "gpu"}, {"name": "gpu b, right", "kind": "gpu"},
+      {"name": "switch, one", "kind": "nvswitch"}],
+    "links": [{"src": "gpu \"a\", left", "dst": "switch, one", "bandwidth": "100GB/s", "kind": "nvlink"},
+              {"src": "gpu b, right", "dst": "switch, one", "bandwidth": "100GB/s", "kind": "nvlink"}]})";
+  const std::string collective = (dir / "collective.json").string();
+  std::ofstream(collective) << R"({"topology": )" << topology << R"(, "collectives": [
+      {"name": "grads, \"fp32\"", "op": "all_reduce", "bytes": "1MiB", "algorithm": "ring"}]})";
+  REQUIRE(collsim::test::run_collsim("run " + collective + " --out " + (dir / "c").string()).status == 0);
+  check_csvs(dir / "c", "grads, \"fp32\"");
+  check_csvs(dir / "c", "gpu \"a\", left");
+  const std::string workload = (dir / "workload.json").string();
+  std::ofstream(workload) << R"({"topology": )" << topology << R"(, "workload":
+      {"gradients": "100MB", "compute": "10ms"}})";
+  REQUIRE(collsim::test::run_collsim("run " + workload + " --out " + (dir / "w").string()).status == 0);
+  check_csvs(dir / "w", "switch, one");
+}

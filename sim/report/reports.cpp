@@ -345,7 +345,7 @@ void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult&
   out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate\n";
   for (const auto& b : traffic.per_step)
     fmt::print(out, "{},{},{},{},{},{:.12g}\n", csv_field(r.resolved[b.collective].name), b.step,
-               s.topology.link_label(b.link), name_of(s.topology.link(b.link).kind), b.bytes,
+               csv_field(s.topology.link_label(b.link)), name_of(s.topology.link(b.link).kind), b.bytes,
                b.seconds);
 }
 
@@ -355,7 +355,7 @@ void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficRe
   for (int k = 0; k < traffic.bins; ++k) fmt::print(out, ",{:.9g}s", k * traffic.bin_s);
   out << "\n";
   for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
-    out << s.topology.link_label(l);
+    out << csv_field(s.topology.link_label(l));
     for (float u : traffic.links[l].bins) fmt::print(out, ",{:.4g}", u);
     out << "\n";
   }

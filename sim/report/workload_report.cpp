@@ -7,6 +7,7 @@
 #include <numeric>
 #include <ostream>
 
+#include "core/csv.h"
 #include "core/units.h"
 #include "report/chrome_trace.h"
 #include "report/trace_lanes.h"
@@ -236,7 +237,7 @@ void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const
     const double busy = to_seconds(run.step.sim.links.busy[l]);
     const double bw = t.links()[l].bandwidth;
     const double bytes = static_cast<double>(run.step.sim.links.bytes[l]);
-    fmt::format_to(std::back_inserter(b), "{},{},{:.12g},{},{:.12g},{:.6f}\n", t.link_label(l),
+    fmt::format_to(std::back_inserter(b), "{},{},{:.12g},{},{:.12g},{:.6f}\n", csv_field(t.link_label(l)),
                    name_of(t.links()[l].kind), bw, run.step.sim.links.bytes[l], busy,
                    run.step.step_s > 0 ? bytes / (bw * run.step.step_s) : 0.0);
   }

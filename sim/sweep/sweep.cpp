@@ -364,7 +364,7 @@ void write_sweep_csv(std::ostream& out, const SweepResult& r) {
   // plan: what ran at that point (NCCL's pick changes with size: "nccl: ring/LL/24ch").
   out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan\n";
   for (const auto& row : r.rows)
-    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{}\n", row.ranks, row.algorithm,
+    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{}\n", row.ranks, csv_field(row.algorithm),
                        row.bytes, row.count, r.plan.about.dtype, row.time_s * 1e6,
                        row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? 1 : 0,
                        csv_field(row.plan));

@@ -4,6 +4,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/json_view.h"
 #include "core/units.h"
@@ -191,20 +192,17 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
 
 std::string workload_sweep_csv(const WorkloadSweep& s) {
   std::string out;
-  for (const auto& c : s.columns) out += c + ",";
+  for (const auto& c : s.columns) out += csv_field(c) + ",";
   out +=
       "gpus,step_s,compute_s,exposed_comm_s,idle_s,speedup,scaling_efficiency,memory_bytes,fits,"
       "best,error\n";
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
-    for (const auto& v : p.settings) out += "\"" + v + "\",";
-    std::string error = p.error;
-    for (auto& ch : error)
-      if (ch == '"') ch = '\'';
-    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{},{},\"{}\"\n", p.gpus,
+    for (const auto& v : p.settings) out += csv_field(v) + ",";
+    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{},{},{}\n", p.gpus,
                        p.step_s, p.compute_s, p.exposed_comm_s, p.idle_s, p.speedup,
                        p.scaling_efficiency, p.memory_bytes, p.fits ? 1 : 0,
-                       static_cast<int>(i) == s.best ? 1 : 0, error);
+                       static_cast<int>(i) == s.best ? 1 : 0, csv_field(p.error));
   }
   return out;
 }

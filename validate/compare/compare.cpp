@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/json_view.h"
 #include "core/units.h"
@@ -193,7 +194,7 @@ void write_comparison_csv(std::ostream& out, const Comparison& c) {
   out << "collective,step,op,src,dst,bytes,measured_s,simulated_s,error_pct\n";
   for (const auto* rows : {&c.collectives, &c.steps, &c.ops})
     for (const auto& r : *rows)
-      out << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.4f}\n", r.collective, r.step, r.op,
+      out << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.4f}\n", csv_field(r.collective), r.step, r.op,
                          r.src, r.dst, r.bytes, r.measured_s, r.simulated_s, r.error_pct);
 }
 
