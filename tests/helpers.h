@@ -77,7 +77,7 @@ inline SimulationResult simulate(const Schedule& s, const Topology& topology, do
                                  const std::string& model = "ideal") {
   Router router(topology);
   NetworkParams p;
-  p.model = model;
+  p.model = *network_model_named(model);
   p.alpha = from_seconds(alpha_s);
   auto net = make_network_model(p, topology, router);
   std::vector<NodeId> gpus;

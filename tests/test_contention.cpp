@@ -89,7 +89,7 @@ TEST_CASE(
           generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, K, 1 << 20));
       Router router(topo);
       NetworkParams p;
-      p.model = "packet";
+      p.model = collsim::NetworkModelKind::Packet;
       p.alpha = from_seconds(3e-6);
       p.packet_bytes = packet;
       auto net = make_network_model(p, topo, router);
@@ -119,7 +119,7 @@ TEST_CASE(
   auto run = [&](bool cut_through) {
     Router router(topo);
     NetworkParams p;
-    p.model = "packet";
+    p.model = collsim::NetworkModelKind::Packet;
     p.packet_bytes = 100'000;
     p.cut_through = cut_through;
     auto net = make_network_model(p, topo, router);

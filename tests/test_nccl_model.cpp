@@ -10,6 +10,8 @@
 
 #include "helpers.h"
 #include "nccl/nccl_model.h"
+#include "nccl/protocol.h"
+#include "schedule/algorithms.h"
 #include "topology/presets.h"
 #include "simulate/simulated_plan.h"
 
@@ -122,6 +124,29 @@ TEST_CASE("NCCL's protocol crossovers on 8 H100 fall where its model puts them",
   // Channels shrink for small sizes: 64 KiB of Ring/LL runs on 2 of 24.
   CHECK(nccl_pick(off, CollectiveOp::AllReduce, 64 << 10).channels == 2);
   CHECK(nccl_pick(off, CollectiveOp::AllReduce, 1 << 30).channels == 24);
+}
+
+TEST_CASE("each algorithm pays the NCCL latencies of the family its entry declares", "[nccl]") {
+  using collsim::CollectiveOp;
+  using collsim::NcclAlgo;
+  using collsim::nccl_family;
+  CHECK(nccl_family(CollectiveOp::AllReduce, "ring") == NcclAlgo::Ring);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "double_binary_tree") == NcclAlgo::Tree);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "nccl_tree") == NcclAlgo::Tree);
+  CHECK(nccl_family(CollectiveOp::Broadcast, "ring") == NcclAlgo::Ring);  // the chain
+  CHECK(nccl_family(CollectiveOp::Broadcast, "binomial_tree") == NcclAlgo::Tree);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "nvls") == NcclAlgo::Nvls);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "nvls_tree") == NcclAlgo::NvlsTree);
+  CHECK(nccl_family(CollectiveOp::AllGather, "pat") == NcclAlgo::Pat);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "hierarchical") == NcclAlgo::Ring);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "no_such_algorithm") == NcclAlgo::Ring);
+  // Declared, not read from the name: every entry's family is one of the five, and only
+  // switch-op entries are NVLS ones.
+  for (const auto& e : collsim::algorithm_catalogue()) {
+    INFO(e.algorithm);
+    const bool nvls = e.nccl_family == NcclAlgo::Nvls || e.nccl_family == NcclAlgo::NvlsTree;
+    CHECK(nvls == e.switch_ops);
+  }
 }
 
 TEST_CASE("NCCL's filter and the collectives it has no algorithm for", "[nccl]") {
@@ -268,7 +293,7 @@ TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nc
       {"collectives",
        {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", "1GiB"}}}}};
   const Scenario s = parse_scenario(doc, ".");
-  CHECK(s.network.model == "flow");  // the default network model
+  CHECK(name_of(s.network.model) == "flow");  // the default network model
   const ScenarioResult r = run_scenario(s);
   CHECK(r.labels[0] == "nccl: nvls_tree/Simple/16ch");
   CHECK(r.outcomes[0].busbw_Bps > 400e9);  // above what a ring over the NICs can reach

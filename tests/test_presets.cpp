@@ -120,7 +120,7 @@ TEST_CASE("three-tier cluster under flow: traffic between pods runs at 1/core_ov
     const Schedule s = find_algorithm(CollectiveOp::SendRecv, "direct")->generate(shape, {});
     Router router(t);
     NetworkParams np;
-    np.model = "flow";
+    np.model = collsim::NetworkModelKind::Flow;
     auto net = make_network_model(np, t, router);
     Simulator sim(t, router, *net);
     const auto result = sim.run({{"shift", &s, gpus, {}, nullptr}});

@@ -69,7 +69,7 @@ TEST_CASE("record: the report's link bytes, busy time and peaks are the model's 
   // The flow model (the scenario's), and the others, which count in their own ways.
   for (const char* model : {"flow", "ideal", "packet"}) {
     CAPTURE(model);
-    s.network.model = model;
+    s.network.model = *collsim::network_model_named(model);
     const ScenarioResult r = run_scenario(s);
     const TrafficReport t = analyse_traffic(s, r);
     const auto peaks = peaks_from_record(s, r);

@@ -114,7 +114,7 @@ TEST_CASE("report.html renders in headless Chromium without console errors", "[r
 TEST_CASE("sweep: nccl-tests table per algorithm, winners, and the ring/tree crossover near 235 KB",
           "[sweep]") {
   Scenario s = load_scenario(kScenarios + "ring-vs-tree-vs-naive.json");
-  s.network.model = "ideal";
+  s.network.model = collsim::NetworkModelKind::Ideal;
   SweepRequest req;
   req.sizes = parse_sizes("10KB..10MB", "x2");
   req.algorithms = {"binomial_tree", "ring"};
@@ -285,7 +285,7 @@ TEST_CASE("report.html: named bands, time axes with units, heatmap scale, human 
 TEST_CASE("sweep.html: coloured legend, coinciding lines said, round ticks, labelled crossover",
           "[sweep]") {
   Scenario s = load_scenario(kScenarios + "ring-vs-tree-vs-naive.json");
-  s.network.model = "ideal";
+  s.network.model = collsim::NetworkModelKind::Ideal;
   SweepRequest req;
   req.sizes = parse_sizes("1KiB..16MiB", "x4");
   req.algorithms = {"binomial_tree", "ring", "naive", "parameter_server"};

@@ -98,7 +98,7 @@ void compare_runs(const AlgorithmEntry& e, const CollectiveShape& shape,
   Simulator sim(topo, r1, *m1);
   const SimulationResult a = sim.run({{"stored", &stored, gpus, {}, cost}});
   INFO(e.algorithm << " " << name_of(shape.op) << " K=" << shape.ranks << " model "
-                   << params.model);
+                   << name_of(params.model));
   for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread}) {
     Router r2(topo);
     auto m2 = make_network_model(params, topo, r2);
@@ -163,7 +163,7 @@ TEST_CASE("a streamed run is the stored run, on every generator and network mode
   NetworkParams ideal;
   ideal.alpha = from_seconds(2e-6);
   NetworkParams flow = ideal;
-  flow.model = "flow";
+  flow.model = collsim::NetworkModelKind::Flow;
   int streamed_generators = 0;
   for (const AlgorithmEntry& e : algorithm_catalogue()) {
     if (!streams(e)) continue;
@@ -193,7 +193,7 @@ TEST_CASE("a streamed run shares links as the stored run does, with the cost mod
   cost->op_overhead = from_seconds(0.3e-6);
   cost->link(LinkKind::NvLink).efficiency = 0.8;
   NetworkParams flow;
-  flow.model = "flow";
+  flow.model = collsim::NetworkModelKind::Flow;
   flow.alpha = from_seconds(1e-6);
   for (const char* name : {"ring", "double_binary_tree", "halving_doubling", "direct"}) {
     for (CollectiveOp op :
@@ -203,7 +203,7 @@ TEST_CASE("a streamed run shares links as the stored run does, with the cost mod
       const CollectiveShape shape = shape_of(op, 8, 1 << 20);
       compare_runs(*e, shape, {}, topo, flow, cost);
       NetworkParams ideal = flow;
-      ideal.model = "ideal";
+      ideal.model = collsim::NetworkModelKind::Ideal;
       compare_runs(*e, shape, {}, topo, ideal, cost);
     }
   }
@@ -238,7 +238,7 @@ TEST_CASE("switch ops are refused by the stream, not mis-timed", "[stream]") {
   for (int r = 0; r < 4; ++r) gpus.push_back(topo.gpu_of_rank(r));
   Router router(topo);
   NetworkParams p;
-  p.model = "flow";
+  p.model = collsim::NetworkModelKind::Flow;
   auto model = make_network_model(p, topo, router);
   const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, 4, 1024);
   for (GenerateOn where : {GenerateOn::OwnThread, GenerateOn::CallerThread})

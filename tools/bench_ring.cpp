@@ -93,7 +93,7 @@ Figures run_case(const Case& c) {
   Topology topo = make_topology(c);
   Router router(topo);
   NetworkParams params;
-  params.model = c.model;
+  params.model = *network_model_named(c.model);
   params.alpha = from_seconds(5e-6);
   params.packet_bytes = *parse_size(c.packet);
   auto model = make_network_model(params, topo, router);
@@ -421,7 +421,9 @@ int main(int argc, char** argv) {
 #endif
   app.add_option("--ranks", c.ranks, "Number of GPUs")->capture_default_str();
   app.add_option("--bytes", c.size, "Collective size (nccl-tests meaning)")->capture_default_str();
-  app.add_option("--model", c.model, "ideal, flow or packet")->capture_default_str();
+  app.add_option("--model", c.model, "ideal, flow or packet")
+      ->check(CLI::IsMember({"ideal", "flow", "packet"}))
+      ->capture_default_str();
   app.add_option("--topology", c.topology,
                  "switch (450 GB/s), cluster (8 GPUs per node, rail-optimized, 4 spines) or "
                  "cluster3 (the same in pods of 32 nodes, 4 spines each, 8 cores)")

@@ -1,5 +1,7 @@
 #include "nccl/protocol.h"
 
+#include "schedule/algorithms.h"
+
 #include <algorithm>
 #include <array>
 
@@ -41,12 +43,9 @@ std::string_view name_of(NcclAlgo a) {
   return names[idx(a)];
 }
 
-NcclAlgo nccl_family(std::string_view algorithm) {
-  if (algorithm.find("tree") != std::string_view::npos)
-    return algorithm.starts_with("nvls") ? NcclAlgo::NvlsTree : NcclAlgo::Tree;
-  if (algorithm.starts_with("nvls")) return NcclAlgo::Nvls;
-  if (algorithm == "pat") return NcclAlgo::Pat;
-  return NcclAlgo::Ring;
+NcclAlgo nccl_family(CollectiveOp op, std::string_view algorithm) {
+  const AlgorithmEntry* e = find_algorithm(op, algorithm);
+  return e ? e->nccl_family : NcclAlgo::Ring;
 }
 
 double nccl_base_latency_us(NcclAlgo a, Protocol p) {

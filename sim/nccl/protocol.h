@@ -9,6 +9,8 @@
 #include <string_view>
 
 #include "network/cost_model.h"
+#include "schedule/collective.h"
+#include "schedule/nccl_family.h"
 #include "topology/topology.h"
 
 namespace collsim {
@@ -16,18 +18,15 @@ namespace collsim {
 enum class Protocol : std::uint8_t { LL, LL128, Simple };
 inline constexpr Protocol kProtocols[] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
 
-// NCCL's algorithm families, which set the latency constants.
-enum class NcclAlgo : std::uint8_t { Tree, Ring, Nvls, NvlsTree, Pat };
-inline constexpr NcclAlgo kNcclAlgos[] = {NcclAlgo::Tree, NcclAlgo::Ring, NcclAlgo::Nvls,
-                                          NcclAlgo::NvlsTree, NcclAlgo::Pat};
 
 std::string_view name_of(Protocol p);
 std::optional<Protocol> protocol_from_name(std::string_view name);
 std::string_view name_of(NcclAlgo a);
 
-// The family a catalogue algorithm's steps resemble: trees pay tree latencies, the
-// switch-reducing ones NVLS's, everything else (rings, halving-doubling, direct) a ring's.
-NcclAlgo nccl_family(std::string_view algorithm);
+// The family a catalogue algorithm declares (AlgorithmEntry::nccl_family): trees pay
+// tree latencies, the switch-reducing ones NVLS's, everything else (rings,
+// halving-doubling, direct, hierarchical) a ring's. Ring for a name not in the catalogue.
+NcclAlgo nccl_family(CollectiveOp op, std::string_view algorithm);
 
 // NCCL's latency constants, in µs: once per collective, and per hop by link class.
 double nccl_base_latency_us(NcclAlgo a, Protocol p);

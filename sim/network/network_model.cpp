@@ -8,16 +8,38 @@
 
 namespace collsim {
 
-std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
-                                                 const Topology& topology, Router& router) {
-  if (params.model == "ideal") return std::make_unique<IdealModel>(params, router);
-  if (params.model == "flow") return std::make_unique<FlowModel>(params, topology, router);
-  if (params.model == "packet") return std::make_unique<PacketModel>(params, topology, router);
-  throw std::invalid_argument("unknown network model \"" + params.model + "\"");
+namespace {
+
+constexpr NetworkModelInfo kModels[] = {
+    {NetworkModelKind::Ideal, "ideal", false, false},
+    {NetworkModelKind::Flow, "flow", true, false},
+    {NetworkModelKind::Packet, "packet", true, true},
+};
+
+}  // namespace
+
+std::span<const NetworkModelInfo> network_models() {
+  return kModels;
 }
 
-bool network_model_shares_links(std::string_view model) {
-  return model != "ideal";
+const NetworkModelInfo& info_of(NetworkModelKind kind) {
+  return kModels[static_cast<std::size_t>(kind)];
+}
+
+std::optional<NetworkModelKind> network_model_named(std::string_view name) {
+  for (const NetworkModelInfo& m : kModels)
+    if (m.name == name) return m.kind;
+  return std::nullopt;
+}
+
+std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
+                                                 const Topology& topology, Router& router) {
+  switch (params.model) {
+    case NetworkModelKind::Ideal: return std::make_unique<IdealModel>(params, router);
+    case NetworkModelKind::Flow: return std::make_unique<FlowModel>(params, topology, router);
+    case NetworkModelKind::Packet: return std::make_unique<PacketModel>(params, topology, router);
+  }
+  throw std::invalid_argument("unknown network model");
 }
 
 }  // namespace collsim

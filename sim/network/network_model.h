@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -31,13 +32,34 @@ class NetworkHost {
   ~NetworkHost() = default;
 };
 
+// The network models, and what each is: the loader, the planner, the reports and the
+// fit ask the registry (network_models()) instead of comparing names.
+enum class NetworkModelKind : std::uint8_t { Ideal, Flow, Packet };
+
+struct NetworkModelInfo {
+  NetworkModelKind kind;
+  std::string_view name;  // as a scenario's "network": {"model": ...} names it
+  // Whether concurrent transfers on one link share its bandwidth (flow and packet do;
+  // ideal gives every transfer its links to itself). Algorithms whose time is that
+  // sharing (switch ops: NVLS) are timed only by models that share.
+  bool shares_links;
+  // Whether it queues every packet of a transfer (the loader bounds their count).
+  bool holds_packets;
+};
+
+// Every model, in the order the loader lists them.
+std::span<const NetworkModelInfo> network_models();
+const NetworkModelInfo& info_of(NetworkModelKind kind);
+inline std::string_view name_of(NetworkModelKind kind) { return info_of(kind).name; }
+std::optional<NetworkModelKind> network_model_named(std::string_view name);
+
 // The model a scenario gets when it names none (the loader, the JSON Schema and the
 // docs/scenarios.md say the same): flow, because it is the one that times every algorithm
 // (NVLS's concurrent transfers share each GPU's link only where links are shared).
-inline constexpr std::string_view kDefaultNetworkModel = "flow";
+inline constexpr NetworkModelKind kDefaultNetworkModel = NetworkModelKind::Flow;
 
 struct NetworkParams {
-  std::string model = std::string(kDefaultNetworkModel);
+  NetworkModelKind model = kDefaultNetworkModel;
   Time alpha = 0;  // per-message software/start-up cost, paid once per transfer
   RoutingPolicy routing = RoutingPolicy::Ecmp;
   std::int64_t packet_bytes = 64 * 1024;  // packet model
@@ -79,10 +101,5 @@ class NetworkModel {
 
 std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,
                                                  const Topology& topology, Router& router);
-
-// Whether concurrent transfers on one link share its bandwidth under `model` (flow and
-// packet do; ideal gives every transfer its links to itself). Algorithms whose time is
-// that sharing (switch ops: NVLS) are timed only by models that share.
-bool network_model_shares_links(std::string_view model);
 
 }  // namespace collsim

@@ -65,7 +65,7 @@ class Tuner {
       PlannedCollective trial = base;
       trial.spec.algorithm = a;
       trial.spec.options = entry.own(spec.options);
-      const auto protocols = protocols_to_try(spec.protocol, a);
+      const auto protocols = protocols_to_try(spec.protocol, spec.shape.op, a);
       try {
         fill_defaults(entry, trial);
         if (!auto_algorithm && !has_auto(trial.spec.options) && protocols.size() == 1) {
@@ -116,15 +116,15 @@ class Tuner {
   }
 
   // NVLS and PAT run on Simple only, as in NCCL.
-  static bool simple_only(const std::string& algorithm) {
-    const NcclAlgo family = nccl_family(algorithm);
+  static bool simple_only(CollectiveOp op, const std::string& algorithm) {
+    const NcclAlgo family = nccl_family(op, algorithm);
     return family == NcclAlgo::Nvls || family == NcclAlgo::NvlsTree || family == NcclAlgo::Pat;
   }
 
-  static std::vector<std::string> protocols_to_try(const std::string& protocol,
+  static std::vector<std::string> protocols_to_try(const std::string& protocol, CollectiveOp op,
                                                    const std::string& algorithm) {
     if (protocol != "auto") return {protocol};
-    if (simple_only(algorithm)) return {"Simple"};
+    if (simple_only(op, algorithm)) return {"Simple"};
     std::vector<std::string> all;
     for (Protocol p : kProtocols) all.emplace_back(name_of(p));
     return all;
@@ -132,13 +132,14 @@ class Tuner {
 
   // The protocol's latencies and efficiencies over the network's own cost model.
   void with_protocol(PlannedCollective& c, const std::string& protocol) const {
-    if (!protocol.empty() && protocol != "Simple" && simple_only(c.spec.algorithm))
+    if (!protocol.empty() && protocol != "Simple" && simple_only(c.spec.shape.op, c.spec.algorithm))
       throw InputError(c.spec.json_path + ".protocol",
                        fmt::format("{} runs on the Simple protocol only", c.spec.algorithm));
     c.spec.protocol = protocol;
     c.cost = scenario_.network.cost;
     if (auto p = protocol_from_name(protocol))
-      c.cost = protocol_cost(c.cost, *p, nccl_family(c.spec.algorithm), scenario_.topology);
+      c.cost = protocol_cost(c.cost, *p, nccl_family(c.spec.shape.op, c.spec.algorithm),
+                             scenario_.topology);
   }
 
   // NCCL's pick by its own cost model, then planned as if the user had asked for it.
@@ -236,12 +237,12 @@ class Tuner {
 
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
     entry.fill_defaults(c.spec.options, option_context(c.spec));
-    if (uses_switch_ops(c.spec) && !network_model_shares_links(scenario_.network.model))
+    if (uses_switch_ops(c.spec) && !info_of(scenario_.network.model).shares_links)
       throw InputError(c.spec.json_path,
                        fmt::format("{} is timed by how its transfers share each GPU's link, and "
                                    "the {} network model does not share links: set \"network\": "
                                    "{{\"model\": \"flow\"}} (or \"packet\")",
-                                   c.spec.algorithm, scenario_.network.model));
+                                   c.spec.algorithm, name_of(scenario_.network.model)));
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.

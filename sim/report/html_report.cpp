@@ -148,7 +148,7 @@ void facts_line(std::ostream& out, const Scenario& s, const TrafficReport& traff
   out << fmt::format(
       "<p class=\"facts\">Topology <b>{}</b> ({} GPUs, {} links) &middot; network model <b>{}</b> "
       "(\u03b1 {}) &middot; everything done at <b>{}</b></p>\n",
-      escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(), s.network.model,
+      escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(), name_of(s.network.model),
       format_duration(to_seconds(s.network.alpha)), format_duration(traffic.makespan_s));
 }
 

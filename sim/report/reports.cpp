@@ -31,7 +31,7 @@ nlohmann::json bandwidth_or_null(double bytes_per_second, double time_s) {
 }
 
 std::string network_line(const Scenario& s) {
-  return fmt::format("network {} (alpha {})", s.network.model,
+  return fmt::format("network {} (alpha {})", name_of(s.network.model),
                      format_duration(to_seconds(s.network.alpha)));
 }
 
@@ -283,7 +283,7 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
     add_own_traffic(collectives[c], t, traffic.collectives[c], traffic.timed);
   return {{"scenario", s.name},
           {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
-          {"network", {{"model", s.network.model}, {"alpha_s", to_seconds(s.network.alpha)}}},
+          {"network", {{"model", std::string(name_of(s.network.model))}, {"alpha_s", to_seconds(s.network.alpha)}}},
           {"makespan_s", traffic.makespan_s},
           {"collectives", std::move(collectives)},
           {"links", std::move(links)},

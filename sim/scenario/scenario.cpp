@@ -53,7 +53,7 @@ double most_segments(const AlgorithmOptions& o, std::int64_t count) {
 // counts that would not fit in memory (a rank sends up to about twice a collective's
 // bytes, so 2 x bytes x ranks bounds them).
 void check_packet_count(const JsonView& root, const NetworkParams& network, double data) {
-  if (network.model != "packet") return;
+  if (!info_of(network.model).holds_packets) return;
   const double packets = 2 * data / static_cast<double>(network.packet_bytes);
   if (packets > kMaxPackets) {
     const JsonView where =
@@ -75,7 +75,11 @@ NetworkParams parse_network(const JsonView& v) {
     read_cost_model(*c, model);
     if (!model.trivial()) p.cost = std::make_shared<const CostModel>(std::move(model));
   }
-  if (auto m = v.find("model")) p.model = m->as_choice({"ideal", "flow", "packet"});
+  if (auto m = v.find("model")) {
+    std::vector<std::string> names;
+    for (const NetworkModelInfo& model : network_models()) names.emplace_back(model.name);
+    p.model = *network_model_named(m->as_choice(names));
+  }
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
   if (auto r = v.find("routing"))
     p.routing =
@@ -505,7 +509,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   const JsonView c(calibration, where + ":");
   if (!c.is_object())
     c.fail("a calibration object with \"alpha_s\", \"bandwidth_Bps\" or \"links\"");
-  check_fitted_network(c, s.network.model);
+  check_fitted_network(c, std::string(name_of(s.network.model)));
   // The same bounds as a scenario's alpha and bandwidths.
   if (auto a = c.find("alpha_s")) {
     const double alpha = a->as_number();

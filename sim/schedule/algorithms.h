@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "schedule/group.h"
+#include "schedule/nccl_family.h"
 #include "schedule/schedule.h"
 
 namespace collsim {
@@ -91,6 +92,9 @@ struct AlgorithmEntry {
   // Its schedule holds switch ops (NVLS): a stream cannot carry them, and only a network
   // model that shares links can time them (the planner checks both).
   bool switch_ops = false;
+  // The NCCL family its schedule has the shape of: which of NCCL's latency and protocol
+  // tables it pays (nccl/protocol.h).
+  NcclAlgo nccl_family = NcclAlgo::Ring;
 
   bool takes(std::string_view option) const;
   // Only the options this entry takes, the rest at their defaults ("auto" parses

@@ -124,7 +124,7 @@ SweepAbout about_of(const Scenario& s, const CollectiveSpec& c) {
   SweepAbout a;
   a.scenario = s.name;
   a.topology = s.topology.name;
-  a.network = s.network.model;
+  a.network = std::string(name_of(s.network.model));
   a.gpus = s.topology.num_ranks();
   a.alpha = s.network.alpha;
   a.collective = c.name;

@@ -52,7 +52,7 @@ bool small_enough(const Scenario& s) {
     packets += 2.0 * static_cast<double>(c.bytes) * static_cast<double>(c.ranks.size()) /
                static_cast<double>(s.network.packet_bytes);
   }
-  return s.network.model != "packet" || packets <= kMaxPackets;
+  return !collsim::info_of(s.network.model).holds_packets || packets <= kMaxPackets;
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ SizedRun run_with(const LogScenario& ls, const NcclTestsRow& row, const CostMode
                      fmt::format("calibrate --nccl-tests fits under the {} network model, "
                                  "where the log's collective at {} bytes cannot be simulated "
                                  "(fit under another with --network): {}",
-                                 s.network.model, row.bytes, e.what()));
+                                 name_of(s.network.model), row.bytes, e.what()));
   }
 }
 
@@ -552,7 +552,7 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   fit.algorithm = req.algorithm == "nccl" && !req.nccl_algo.empty()
                       ? fmt::format("nccl (NCCL_ALGO={})", req.nccl_algo)
                       : req.algorithm;
-  fit.network = first.network.model;
+  fit.network = std::string(name_of(first.network.model));
   for (const auto& ls : scenarios) fit.launches.push_back(ls.s.launch->describe());
   fit.kinds = crossed_kinds(scenarios, req.logs);
   if (fit.kinds.empty())

@@ -186,12 +186,14 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
                .algorithm = "nvls",
                .generate = nvls_all_reduce,
                .options = {checked, channels},
-               .switch_ops = true});
+               .switch_ops = true,
+               .nccl_family = NcclAlgo::Nvls});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
                .generate = nvls_tree_all_reduce,
                .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
-               .switch_ops = true});
+               .switch_ops = true,
+               .nccl_family = NcclAlgo::NvlsTree});
 }
 
 }  // namespace collsim

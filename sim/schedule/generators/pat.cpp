@@ -90,7 +90,8 @@ AlgorithmEntry pat_entry(CollectiveOp op) {
                             },
                         .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
                                         const AlgorithmOptions&) { Body(b, g); },
-                        .channel_split = ChannelSplit::Lanes});
+                        .channel_split = ChannelSplit::Lanes,
+                        .nccl_family = NcclAlgo::Pat});
 }
 
 }  // namespace

@@ -82,11 +82,14 @@ void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segme
 namespace {
 
 // A pipelined entry: it reads "segments" (a number or "auto").
-AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, Generator generate) {
+// A tree, or (family Ring) the chain around the ring, cut into segments.
+AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, Generator generate,
+                         NcclAlgo family = NcclAlgo::Tree) {
   return {.op = op,
           .algorithm = algorithm,
           .generate = std::move(generate),
-          .options = {segments_option()}};
+          .options = {segments_option()},
+          .nccl_family = family};
 }
 
 Schedule chain_or_binomial(const CollectiveShape& s, const AlgorithmOptions& o, const char* name,
@@ -178,14 +181,19 @@ void hosts_from_topology(AlgorithmOptions& o, const OptionContext& ctx) {
 void register_trees(std::vector<AlgorithmEntry>& c) {
   // "ring" broadcast and reduce are the pipelined chain around the ring.
   for (const char* name : {"ring", "binomial_tree"}) {
-    c.push_back(pipelined(CollectiveOp::Broadcast, name,
-                          [name](const CollectiveShape& s, const AlgorithmOptions& o) {
-                            return chain_or_binomial(s, o, name, Direction::Broadcast);
-                          }));
-    c.push_back(pipelined(CollectiveOp::Reduce, name,
-                          [name](const CollectiveShape& s, const AlgorithmOptions& o) {
-                            return chain_or_binomial(s, o, name, Direction::Reduce);
-                          }));
+    const NcclAlgo family = std::string_view(name) == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree;
+    c.push_back(pipelined(
+        CollectiveOp::Broadcast, name,
+        [name](const CollectiveShape& s, const AlgorithmOptions& o) {
+          return chain_or_binomial(s, o, name, Direction::Broadcast);
+        },
+        family));
+    c.push_back(pipelined(
+        CollectiveOp::Reduce, name,
+        [name](const CollectiveShape& s, const AlgorithmOptions& o) {
+          return chain_or_binomial(s, o, name, Direction::Reduce);
+        },
+        family));
   }
   auto binomial = pipelined(CollectiveOp::AllReduce, "binomial_tree",
                             [](const CollectiveShape& s, const AlgorithmOptions& o) {
@@ -223,12 +231,14 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
                .algorithm = "binomial_tree",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Broadcast);
-               }});
+               },
+               .nccl_family = NcclAlgo::Tree});
   c.push_back({.op = CollectiveOp::Gather,
                .algorithm = "binomial_tree",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return binomial_scatter_gather(s, Direction::Reduce);
-               }});
+               },
+               .nccl_family = NcclAlgo::Tree});
 }
 
 }  // namespace collsim
