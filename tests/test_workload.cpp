@@ -472,6 +472,8 @@ TEST_CASE("a workload's size is known before its step is built, exactly", "[work
       {8, "{" + tiny + R"(, "parallelism": {"dp": 4, "tp": 2, "zero": 2, "sequence_parallel": true}})"},
       {8, "{" + tiny + R"(, "bucket": "1MB", "compute_dtype": "fp8", "parallelism": {"dp": 2, "tp": 2, "pp": 2, "micro_batches": 4, "pipeline": "interleaved", "virtual_stages": 2, "sequence_parallel": true, "recompute": "full"}})"},
       {8, "{" + tiny + R"(, "parallelism": {"dp": 2, "pp": 4, "fsdp": true, "micro_batches": 4, "pipeline": "interleaved", "virtual_stages": 1}})"},
+      {16, "{" + tiny + R"(, "sequence": 512, "parallelism": {"dp": 2, "tp": 2, "cp": 2, "pp": 2, "micro_batches": 2, "zero": 3, "sequence_parallel": true}})"},
+      {16, "{" + moe + R"(, "parallelism": {"dp": 2, "ep": 2, "cp": 2, "pp": 2, "micro_batches": 2, "zero": 1, "order": ["ep", "cp", "tp", "pp", "dp"]}})"},
       {8, "{" + tiny + R"(, "bucket": null, "parallelism": {"dp": 2, "pp": 4, "fsdp": true, "micro_batches": 2}})"},
       {16, "{" + moe + R"(, "parallelism": {"dp": 4, "ep": 2, "tp": 2, "pp": 2, "micro_batches": 2}, "expert_load": [0.4, 0.2, 0.2, 0.2]})"},
       {16, "{" + moe + R"(, "bucket": "64KB", "parallelism": {"dp": 8, "ep": 4, "pp": 2, "zero": 3}})"},

@@ -311,4 +311,54 @@ TEST_CASE("interleaving's conditions are Megatron's, refused by path", "[workloa
              Catch::Contains("did you mean \"virtual_stages\"?"));
 }
 
+// Llama 3 8B on one DGX H100, TP 4, and either 2 replicas or 1 split over CP 2: the same
+// tokens per GPU either way.
+std::string dgx_cp(const std::string& split) {
+  return R"({"topology": "dgx-h100", "network": {"model": "flow"},
+    "workload": {"model": "llama3-8b", "tokens_per_gpu": 1024,
+                 "parallelism": {"tp": 4, )" +
+         split + "}}}";
+}
+
+TEST_CASE("context parallelism: the sequence split over cp ranks, K/V round the ring",
+          "[workload][cp]") {
+  const auto dp = run_text(dgx_cp(R"("dp": 2)"));
+  const auto cp = run_text(dgx_cp(R"("dp": 1, "cp": 2)"));
+  // Each GPU computes 4096 tokens against the whole 8192-token sequence either way.
+  CHECK(compute_category(cp.jobs.at(0)) == Approx(compute_category(dp.jobs.at(0))).epsilon(1e-9));
+  CHECK(cp.jobs[0].facts.flops_per_step == dp.jobs[0].facts.flops_per_step);
+  // Per layer, forward and backward, one exchange per TP rank among the 2 CP ranks: its 4096
+  // tokens' keys and values (8 KV heads x 128 each), split over TP 4, bf16, twice (cp 2).
+  const std::int64_t block = 4096 * 2 * 1024 / 4;
+  int exchanges = 0;
+  for (const StepTask& t : cp.graph.tasks) {
+    if (t.category == "dp") CHECK(t.ranks.size() == 2);  // gradients reduce over the CP ranks
+    if (t.category != "cp") continue;
+    INFO(t.name);
+    ++exchanges;
+    CHECK(t.ranks.size() == 2);
+    CHECK(t.collective.bytes == 2 * block * 2);
+    const bool forward = t.name.find(".fwd.") != std::string::npos;
+    CHECK(t.collective.shape.op == (forward ? CollectiveOp::AllGather : CollectiveOp::ReduceScatter));
+  }
+  CHECK(exchanges == 32 * 2 * 4);
+  // Activations kept per GPU: its own 4096 tokens, as with 2 replicas.
+  CHECK(cp.jobs[0].facts.memory_activations == dp.jobs[0].facts.memory_activations);
+}
+
+TEST_CASE("context parallelism is checked like every degree", "[workload][cp]") {
+  CHECK_THAT(error_of(dgx_cp(R"("dp": 1, "cp": 4)")),
+             Catch::Contains("workload.parallelism: dp x tp x pp x cp = 1 x 4 x 1 x 4 = 16 GPUs, "
+                             "but only 8 ranks are left on the topology"));
+  CHECK_THAT(error_of(R"({"topology": "dgx-h100", "workload": {"model": "llama3-8b",
+      "tokens_per_gpu": 1024, "sequence": 1001, "parallelism": {"tp": 1, "cp": 8}}})"),
+             Catch::Contains("workload.parallelism.cp: context parallelism splits each sequence "
+                             "over cp ranks: 1001 tokens do not split evenly over cp = 8"));
+  CHECK_THAT(error_of(dgx_cp(R"("dp": 1, "cq": 2)")), Catch::Contains("did you mean \"cp\"?"));
+  // "cp" may take a place of its own in the order.
+  CHECK(run_text(dgx_cp(R"("dp": 1, "cp": 2, "order": ["cp", "tp", "ep", "pp", "dp"])"))
+            .jobs.at(0)
+            .step_s > 0);
+}
+
 }  // namespace training_test

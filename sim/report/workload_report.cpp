@@ -89,6 +89,7 @@ nlohmann::json job_json(const JobOutcome& j) {
                         {"tp", p.tp},
                         {"pp", p.pp},
                         {"ep", p.ep},
+                        {"cp", p.cp},
                         {"zero", p.zero},
                         {"micro_batches", p.micro_batches},
                         {"pipeline", p.pipeline},
@@ -157,6 +158,7 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
           ": {} ({:.1f}B params) on {} with kernels at {:.0f}% of peak, dp {} tp {} pp {} ep {}",
           w.model->name, w.model->total_params() / 1e9, w.gpu.name, w.mfu * 100, p.dp, p.tp, p.pp,
           p.ep);
+      if (p.cp > 1) out += fmt::format(" cp {}", p.cp);
       if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
       if (p.recompute != "none") out += fmt::format(", {} recompute", p.recompute);
       if (w.fp8) out += ", FP8";

@@ -26,6 +26,7 @@ ModelSpec llama3(std::string name, int layers, std::int64_t hidden, std::int64_t
   m.dense_mlp_params = swiglu_params(hidden, ffn);
   m.attention_dim = hidden;
   m.heads = static_cast<int>(hidden / 128);
+  m.kv_dim = 8 * 128;
   return m;
 }
 
@@ -56,6 +57,7 @@ ModelSpec deepseek_v3() {
   // QK^T over 192-wide heads and AV over 128-wide ones: 128 x (192 + 128) / 2 per token.
   m.attention_dim = 128 * (192 + 128) / 2;
   m.heads = 128;
+  m.kv_dim = m.attention_dim;  // decompressed per head: 192-wide keys, 128-wide values
   m.dense_mlp_params = swiglu_params(h, 18432);
   m.dense_layers = 3;
   m.experts = 256;

@@ -28,6 +28,8 @@ struct ModelSpec {
   double expert_params = 0;
   // Width of attention (heads x head dim) for the attention-score FLOPs.
   std::int64_t attention_dim = 0;
+  // Width of a token's keys (and of its values): what ring attention passes around.
+  std::int64_t kv_dim = 0;
   // Query heads: the attention scores stored without flash attention are a x s per token.
   int heads = 0;
   bool tied_embeddings = false;

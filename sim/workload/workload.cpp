@@ -163,7 +163,7 @@ WorkloadFacts build_minimal(const WorkloadSpec& w, StepGraphBuilder& b) {
 }
 
 // The model form. Ranks are coordinates (t, e, p, d): tensor rank, expert rank, pipeline
-// stage, data-parallel replica outside EP (dp = ep x dpo). Each stage runs its work in
+// stage, and d: data-parallel replica outside EP (dp = ep x dpo) with its CP rank. Each stage runs its work in
 // phases: compute on every GPU of the stage, then the collectives that compute feeds;
 // a stage's phases run in order (its "frontier"), stages meet through point-to-point
 // activations and gradients, and data-parallel collectives run on streams of their own.
@@ -171,11 +171,12 @@ class TrainingBuilder {
  public:
   TrainingBuilder(const WorkloadSpec& w, StepGraphBuilder& b)
       : w_(w), m_(*w.model), par_(w.parallelism), b_(b) {
-    dpo_ = par_.dp / par_.ep;
+    cp_ = par_.cp;
+    dpo_ = par_.dp / par_.ep * cp_;  // CP ranks are replicas to every loop but attention's
     micro_ = par_.micro_batches;
     seq_ = w.sequence > 0 ? w.sequence : m_.sequence;
     const double global_tokens = static_cast<double>(w.tokens_per_gpu) * par_.gpus();
-    mb_tokens_ = global_tokens / par_.dp / micro_;
+    mb_tokens_ = global_tokens / par_.dp / micro_ / cp_;  // one CP rank's share
     rate_ = w.peak_flops() * w.mfu;
     act_bytes_ = dtype_bytes(w.param_dtype);
     chunks_ = par_.pp * par_.virtual_stages;
@@ -183,11 +184,15 @@ class TrainingBuilder {
       stage_layers_.push_back({static_cast<int>(k * m_.layers / chunks_),
                                static_cast<int>((k + 1) * m_.layers / chunks_)});
     frontier_.resize(par_.pp);
-    for (const auto& name : par_.order) {
+    order_ = par_.order;
+    if (std::find(order_.begin(), order_.end(), "cp") == order_.end())
+      order_.insert(std::find(order_.begin(), order_.end(), "tp") + 1, "cp");
+    for (const auto& name : order_) {
       if (name == "tp") radix_.push_back(par_.tp);
+      if (name == "cp") radix_.push_back(cp_);
       if (name == "ep") radix_.push_back(par_.ep);
       if (name == "pp") radix_.push_back(par_.pp);
-      if (name == "dp") radix_.push_back(dpo_);
+      if (name == "dp") radix_.push_back(dpo_ / cp_);
     }
   }
 
@@ -218,14 +223,15 @@ class TrainingBuilder {
       for (int l = stage_layers_[k].first; l < stage_layers_[k].second; ++l) {
         for (int pass = 0; pass < 2; ++pass) {
           if (par_.zero == 3) {  // gather_layer
-            if (par_.dp > 1) mb.collective(T, D * E);
+            if (sync_ranks() > 1) mb.collective(T, D * E);
             if (dpo_ > 1 && expert_params(l) > 0) mb.collective(E * T, D);
           }
-          if (par_.tp == 1 && !moe_split(l)) {
+          if (!split(l)) {
             mb.compute(1, S);
             continue;
           }
           mb.compute(1, S);  // attention
+          if (cp_ > 1) mb.collective(Count(dpo_ / cp_) * E * T, cp_);  // context_exchange
           if (par_.tp > 1)   // tensor_exchange, after attention and after the MLP
             mb.collective(2 * D * E * (par_.sequence_parallel ? 2 : 1), T);
           if (moe_split(l))  // expert_exchange (dispatch, combine): a plan hashes the matrix
@@ -262,11 +268,16 @@ class TrainingBuilder {
     bool expert = false;
   };
 
+  // d counts replicas and their CP ranks: replica d / cp, CP rank d % cp.
   int rank_at(int t, int e, int p, int d) const {
     int index = 0, scale = 1;
-    for (std::size_t i = 0; i < par_.order.size(); ++i) {
-      const std::string& name = par_.order[i];
-      const int c = name == "tp" ? t : name == "ep" ? e : name == "pp" ? p : d;
+    for (std::size_t i = 0; i < order_.size(); ++i) {
+      const std::string& name = order_[i];
+      const int c = name == "tp"   ? t
+                    : name == "cp" ? d % cp_
+                    : name == "ep" ? e
+                    : name == "pp" ? p
+                                   : d / cp_;
       index += c * scale;
       scale *= radix_[i];
     }
@@ -347,6 +358,10 @@ class TrainingBuilder {
     return held;
   }
   bool moe_split(int layer) const { return m_.layer_is_moe(layer) && par_.ep > 1; }
+  // A layer runs as attention and MLP phases with collectives between them, or as one.
+  bool split(int layer) const { return par_.tp > 1 || cp_ > 1 || moe_split(layer); }
+  // The ranks holding the same dense weights: gradients reduce, FSDP gathers over them.
+  int sync_ranks() const { return par_.dp * cp_; }
 
   // Stage p holds chunks p, p + pp, ... (one without interleaving).
   int stage_of(int chunk) const { return chunk % par_.pp; }
@@ -386,7 +401,7 @@ class TrainingBuilder {
       if (dpo_ > 1) fill(expert, expert_params(l), l, true);
     }
     if (p == 0) fill(dense, table, layers.back(), false);
-    if (par_.dp == 1) dense.clear();
+    if (sync_ranks() == 1) dense.clear();
     for (const auto& bk : dense) facts_.gradient_bytes += bk.bytes;
     dense.insert(dense.end(), expert.begin(), expert.end());
     facts_.gradient_buckets += static_cast<int>(dense.size());
@@ -412,7 +427,7 @@ class TrainingBuilder {
     if (p == 0) fill(table, false);
     if (par_.zero != 3)
       for (int k : {0, 1}) count[k] = bytes[k] > 0 ? bucket_count(bytes[k], w_.bucket) : 0;
-    if (par_.dp == 1) count[0] = 0;
+    if (sync_ranks() == 1) count[0] = 0;
     return {count[0], count[1]};
   }
 
@@ -473,6 +488,26 @@ class TrainingBuilder {
     exchange(CollectiveOp::AllGather, ".ag", forward && w_.fp8 ? DType::U8 : w_.param_dtype);
   }
 
+  // Context parallelism's ring attention: every CP rank's keys and values go round the
+  // ring to the others (forward: an all-gather's cp - 1 steps), and their gradients come
+  // back (backward: a reduce-scatter). Each rank's block is its tokens x keys and values,
+  // split over TP by heads. Blocking: the ring's overlap with attention is not modelled.
+  void context_exchange(int p, const std::string& name, CollectiveOp op) {
+    if (cp_ == 1) return;
+    const auto block = static_cast<std::int64_t>(mb_tokens_ * 2 * m_.kv_dim / par_.tp);
+    std::vector<StepTask> tasks;
+    for (int d = 0; d < dpo_; d += cp_)
+      for (int e = 0; e < par_.ep; ++e)
+        for (int t = 0; t < par_.tp; ++t) {
+          std::vector<int> group;
+          for (int c = 0; c < cp_; ++c) group.push_back(rank_at(t, e, p, d + c));
+          tasks.push_back(collective_task(w_, fmt::format("{}.t{}.e{}.d{}", name, t, e, d / cp_),
+                                          "cp", op, block * cp_ * act_bytes_, w_.param_dtype,
+                                          group));
+        }
+    communicate(p, std::move(tasks));
+  }
+
   // MoE dispatch or combine: an all-to-allv among the EP ranks of each (t, d).
   void expert_exchange(int p, const std::string& name, bool combine) {
     std::vector<StepTask> tasks;
@@ -527,7 +562,7 @@ class TrainingBuilder {
                             CollectiveOp::AllGather, bytes, w_.param_dtype, dp_group(t, p, e)),
             stream(w_, fmt::format("dp{}.{}.{}", p, t, std::max(e, 0)))));
     };
-    if (par_.dp > 1) gather(dense_params(layer), -1, "gather");
+    if (sync_ranks() > 1) gather(dense_params(layer), -1, "gather");
     if (dpo_ > 1 && expert_params(layer) > 0)
       for (int e = 0; e < par_.ep; ++e)
         gather(expert_params(layer), e, fmt::format("gather.e{}", e));
@@ -543,10 +578,11 @@ class TrainingBuilder {
       const std::string name = fmt::format("{}.s{}.mb{}.L{}.fwd", w_.name, p, mb, l);
       auto gathered = gather_layer(p, l, name);
       extra.insert(extra.end(), gathered.begin(), gathered.end());
-      if (par_.tp == 1 && !moe_split(l)) {
+      if (!split(l)) {
         compute(p, name, attention_flops(l) + mlp_flops(l), extra);
       } else {
         compute(p, name + ".attn", attention_flops(l), extra);
+        context_exchange(p, name + ".attn.cp", CollectiveOp::AllGather);
         tensor_exchange(p, name + ".attn.tp", true);
         if (moe_split(l)) expert_exchange(p, name + ".dispatch", false);
         compute(p, name + ".mlp", mlp_flops(l), {},
@@ -576,7 +612,7 @@ class TrainingBuilder {
       const std::string name = fmt::format("{}.s{}.mb{}.L{}.bwd", w_.name, p, mb, l);
       auto gathered = gather_layer(p, l, name);
       extra.insert(extra.end(), gathered.begin(), gathered.end());
-      if (par_.tp == 1 && !moe_split(l)) {
+      if (!split(l)) {
         compute(p, name, backward_attention_flops(l) + backward_mlp_flops(l), extra);
       } else {
         tensor_exchange(p, name + ".mlp.tp", false);
@@ -586,6 +622,7 @@ class TrainingBuilder {
         if (moe_split(l)) expert_exchange(p, name + ".dispatch", true);
         tensor_exchange(p, name + ".attn.tp", false);
         compute(p, name + ".attn", backward_attention_flops(l));
+        context_exchange(p, name + ".attn.cp", CollectiveOp::ReduceScatter);
       }
       extra.clear();
       if (last_mb) layer_done_[p][l] = frontier_[p];
@@ -756,7 +793,7 @@ class TrainingBuilder {
   void account_memory() {
     for (int p = 0; p < par_.pp; ++p) {
       const double params = stage_params(p);
-      const double dp = par_.dp;
+      const double dp = sync_ranks();  // ZeRO shards over every rank that reduces
       const double weights = params * dtype_bytes(w_.param_dtype) / (par_.zero >= 3 ? dp : 1);
       const double grads = params * dtype_bytes(w_.grad_dtype) / (par_.zero >= 2 ? dp : 1);
       const double optimizer = params * 12 / (par_.zero >= 1 ? dp : 1);
@@ -789,7 +826,8 @@ class TrainingBuilder {
   const Parallelism& par_;
   StepGraphBuilder& b_;
   WorkloadFacts facts_;
-  int dpo_ = 1, micro_ = 1;
+  int dpo_ = 1, micro_ = 1, cp_ = 1;
+  std::vector<std::string> order_;  // par_.order with "cp" placed
   std::int64_t seq_ = 0;
   double mb_tokens_ = 0, rate_ = 0;
   std::int64_t act_bytes_ = 2;

@@ -24,6 +24,9 @@ struct Parallelism {
   int tp = 1;
   int pp = 1;
   int ep = 1;
+  // Context parallelism: each sequence split over cp ranks, ring attention's K/V among
+  // them; gradients reduce over dp x cp.
+  int cp = 1;
   int zero = 0;  // 0 (DDP), 1, 2 or 3 (FSDP is 3)
   bool sequence_parallel = false;
   std::string pipeline = "1f1b";  // or "gpipe", or "interleaved" (Narayanan et al. 2021)
@@ -33,10 +36,10 @@ struct Parallelism {
   // scores) or "full" (each layer's forward again in backward, its input kept).
   std::string recompute = "none";
   // Placement: which coordinate varies fastest over the job's ranks. TP first keeps a
-  // tensor-parallel group inside a node.
+  // tensor-parallel group inside a node; "cp", when not listed, comes right after "tp".
   std::vector<std::string> order{"tp", "ep", "pp", "dp"};
 
-  int gpus() const { return dp * tp * pp; }
+  int gpus() const { return dp * tp * pp * cp; }
 };
 
 struct WorkloadSpec {

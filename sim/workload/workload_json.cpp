@@ -53,10 +53,20 @@ constexpr std::string_view kNotWithChakra[] = {
 // A parallelism degree is at most 2^20, so dp x tp x pp is exact in 64 bits (as a
 // 32-bit int it wrapped, and a job of 2^60 GPUs "needed 65 ranks").
 constexpr std::int64_t kMaxDegree = 1 << 20;
+constexpr std::int64_t kMaxCp = 1 << 10;  // tp x pp x cp stays within 2^50
 static_assert(kMaxDegree * kMaxDegree <= std::numeric_limits<std::int64_t>::max() / kMaxDegree);
 
-std::string gpus_text(std::int64_t dp, std::int64_t tp, std::int64_t pp) {
-  return fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs", dp, tp, pp, dp * tp * pp);
+// The product as a double: four degrees can pass int64 (refused, never wrapped).
+double gpus_of(std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t cp) {
+  return static_cast<double>(dp) * static_cast<double>(tp) * static_cast<double>(pp) *
+         static_cast<double>(cp);
+}
+
+std::string gpus_text(std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t cp = 1) {
+  if (cp == 1)  // three degrees of at most 2^20: exact in int64
+    return fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs", dp, tp, pp, dp * tp * pp);
+  return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {:.0f} GPUs", dp, tp, pp, cp,
+                     gpus_of(dp, tp, pp, cp));
 }
 
 DType parse_dtype(const JsonView& v) {
@@ -91,6 +101,7 @@ ModelSpec parse_model(const JsonView& v) {
   m.dense_mlp_params =
       v.has("mlp_params") ? static_cast<double>(v["mlp_params"].as_size()) : 8 * h * h;
   m.attention_dim = v.has("attention_dim") ? v["attention_dim"].as_int(1, 1 << 24) : m.hidden;
+  m.kv_dim = v.has("kv_dim") ? v["kv_dim"].as_int(1, 1 << 24) : m.attention_dim;
   // Heads of 128 unless told: the attention scores' size without flash attention.
   m.heads = v.has("heads") ? static_cast<int>(v["heads"].as_int(1, 1 << 16))
                            : static_cast<int>(std::max<std::int64_t>(1, m.attention_dim / 128));
@@ -155,15 +166,16 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
   degree("tp", p.tp);
   degree("pp", p.pp);
   degree("ep", p.ep);
-  const std::int64_t model_gpus = std::int64_t{p.tp} * p.pp;
+  if (auto x = v.find("cp")) p.cp = static_cast<int>(x->as_int(1, kMaxCp));
+  const std::int64_t model_gpus = std::int64_t{p.tp} * p.pp * p.cp;  // at most 2^50
   if (v.has("dp")) {
     degree("dp", p.dp);
   } else if (ranks % model_gpus == 0) {
     p.dp = static_cast<int>(ranks / model_gpus);  // what the ranks leave
   }
-  if (model_gpus * p.dp != ranks)
+  if (ranks % model_gpus != 0 || ranks / model_gpus != p.dp)
     v.fail_message(
-        fmt::format("{}, but the job has {} ranks", gpus_text(p.dp, p.tp, p.pp), ranks));
+        fmt::format("{}, but the job has {} ranks", gpus_text(p.dp, p.tp, p.pp, p.cp), ranks));
   if (p.dp % p.ep != 0)
     v["ep"].fail_message(
         fmt::format("expert parallelism is carved out of data parallelism: ep "
@@ -184,8 +196,10 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
     p.order = o->as_string_list();
     std::vector<std::string> sorted = p.order;
     std::sort(sorted.begin(), sorted.end());
-    if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"})
-      o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first");
+    if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"} &&
+        sorted != std::vector<std::string>{"cp", "dp", "ep", "pp", "tp"})
+      o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first "
+              "(and \"cp\", else placed right after \"tp\")");
   }
 }
 
@@ -261,6 +275,12 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w) {
     v["parallelism"]["virtual_stages"].fail_message(
         fmt::format("{} stages x {} virtual stages for {} layers: at most one chunk per layer",
                     par.pp, par.virtual_stages, w.model->layers));
+  const std::int64_t sequence = w.sequence > 0 ? w.sequence : w.model->sequence;
+  if (sequence % par.cp != 0)
+    v["parallelism"]["cp"].fail_message(fmt::format(
+        "context parallelism splits each sequence over cp ranks: {} tokens do not split "
+        "evenly over cp = {}",
+        sequence, par.cp));
   if (auto e = v.find("expert_load")) {
     if (!w.model->is_moe()) e->fail_message("the model has no experts");
     w.expert_load = parse_expert_shares(*e, w.model->experts);
@@ -366,13 +386,14 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
                                  next_free - 1));
     int want = trace_ranks.value_or(left);
     if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
-      std::int64_t d[3] = {1, 1, 1};
-      for (int i = 0; i < 3; ++i)
-        if (auto x = p->find(std::array{"dp", "tp", "pp"}[i])) d[i] = x->as_int(1, kMaxDegree);
-      if (d[0] * d[1] * d[2] > left)
+      std::int64_t d[4] = {1, 1, 1, 1};
+      for (int i = 0; i < 4; ++i)
+        if (auto x = p->find(std::array{"dp", "tp", "pp", "cp"}[i]))
+          d[i] = x->as_int(1, i == 3 ? kMaxCp : kMaxDegree);
+      if (gpus_of(d[0], d[1], d[2], d[3]) > left)
         p->fail_message(fmt::format("{}, but only {} ranks are left on the topology",
-                                    gpus_text(d[0], d[1], d[2]), left));
-      want = static_cast<int>(d[0] * d[1] * d[2]);
+                                    gpus_text(d[0], d[1], d[2], d[3]), left));
+      want = static_cast<int>(gpus_of(d[0], d[1], d[2], d[3]));
     }
     if (want > left)
       v.fail_message(

@@ -40,11 +40,11 @@ inline constexpr std::string_view kJobKeys[] = {"name",
                                                 "process_groups"};
 inline constexpr std::string_view kParallelismKeys[] = {
     "dp",   "tp", "pp", "ep", "zero", "fsdp", "sequence_parallel", "pipeline", "micro_batches",
-    "order", "recompute", "virtual_stages"};
+    "order", "recompute", "virtual_stages", "cp"};
 inline constexpr std::string_view kModelKeys[] = {
     "name",         "layers",         "hidden",  "vocab", "sequence",       "attention_params",
     "mlp_params",   "attention_dim",  "experts", "top_k", "shared_experts", "expert_params",
-    "dense_layers", "tied_embeddings", "heads"};
+    "dense_layers", "tied_embeddings", "heads", "kv_dim"};
 inline constexpr std::string_view kGpuKeys[] = {"name", "peak_flops", "fp8_peak_flops", "memory"};
 
 // Jobs without "ranks" take the topology's ranks in order, each after the previous
