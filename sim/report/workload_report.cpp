@@ -81,16 +81,22 @@ nlohmann::json job_json(const JobOutcome& j) {
                   {"params", w.model->total_params()},
                   {"active_params", w.model->active_params()}};
     o["gpu"] = w.gpu.name;
-    o["mfu"] = w.mfu;
+    o["mfu"] = w.mfu;  // the input: the compute kernels' efficiency
+    o["compute_dtype"] = w.fp8 ? "fp8" : "bfloat16";
+    o["end_to_end_mfu"] = j.mfu;
+    o["tokens_per_s_per_gpu"] = j.tokens_per_s_per_gpu;
     o["flops_per_step"] = j.facts.flops_per_step;
     o["parallelism"] = {{"dp", p.dp},
                         {"tp", p.tp},
                         {"pp", p.pp},
                         {"ep", p.ep},
+                        {"cp", p.cp},
                         {"zero", p.zero},
                         {"micro_batches", p.micro_batches},
                         {"pipeline", p.pipeline},
+                        {"virtual_stages", p.virtual_stages},
                         {"sequence_parallel", p.sequence_parallel},
+                        {"recompute", p.recompute},
                         {"order", p.order}};
     o["memory_bytes"] = {
         {"params", j.facts.memory_params},       {"gradients", j.facts.memory_gradients},
@@ -149,11 +155,16 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     out += fmt::format("# {} on {} GPUs", w.name, w.ranks.size());
     if (w.has_model()) {
       const Parallelism& p = w.parallelism;
-      out += fmt::format(": {} ({:.1f}B params) on {} at MFU {:.0f}%, dp {} tp {} pp {} ep {}",
-                         w.model->name, w.model->total_params() / 1e9, w.gpu.name, w.mfu * 100,
-                         p.dp, p.tp, p.pp, p.ep);
+      out += fmt::format(
+          ": {} ({:.1f}B params) on {} with kernels at {:.0f}% of peak, dp {} tp {} pp {} ep {}",
+          w.model->name, w.model->total_params() / 1e9, w.gpu.name, w.mfu * 100, p.dp, p.tp, p.pp,
+          p.ep);
+      if (p.cp > 1) out += fmt::format(" cp {}", p.cp);
       if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
+      if (p.recompute != "none") out += fmt::format(", {} recompute", p.recompute);
+      if (w.fp8) out += ", FP8";
       if (p.pp > 1) out += fmt::format(", {} x {} micro-batches", p.pipeline, p.micro_batches);
+      if (p.virtual_stages > 1) out += fmt::format(", {} virtual stages", p.virtual_stages);
     }
     if (w.is_chakra()) out += fmt::format(": Chakra trace {}", w.chakra);
     out += "\n";
@@ -171,6 +182,10 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
       out += fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",
                          j.speedup, format_duration(j.facts.one_gpu_step_s),
                          100 * j.scaling_efficiency);
+    if (w.has_model())
+      out += fmt::format("MFU             {:.1f}% end to end (model FLOPs / (GPUs x peak x step)), "
+                         "{:.0f} tokens/s per GPU\n",
+                         100 * j.mfu, j.tokens_per_s_per_gpu);
     if (!w.is_chakra())  // a trace's gradients are among its collectives
       out +=
           fmt::format("gradients       {} in {} bucket{}\n", format_bytes(j.facts.gradient_bytes),

@@ -37,6 +37,11 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
   o.overlap = o.comm_s > 0 ? 1 - o.exposed_comm_s / o.comm_s : 0;
   o.speedup = o.step_s > 0 ? facts.one_gpu_step_s / o.step_s : 0;
   o.scaling_efficiency = o.speedup / static_cast<double>(w.ranks.size());
+  if (w.has_model() && o.step_s > 0) {
+    const double gpus = static_cast<double>(w.ranks.size());
+    o.mfu = facts.flops_per_step / (gpus * w.peak_flops() * o.step_s);
+    o.tokens_per_s_per_gpu = static_cast<double>(w.tokens_per_gpu) / o.step_s;
+  }
   return o;
 }
 

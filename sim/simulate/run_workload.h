@@ -22,6 +22,10 @@ struct JobOutcome {
   double overlap = 0;  // share of communication hidden behind compute
   double speedup = 0;  // the one-GPU step over this step
   double scaling_efficiency = 0;
+  // Model form: end-to-end MFU, the model's FLOPs of the step (recomputation not
+  // counted) over GPUs x peak x step; and tokens per second per GPU. Zero otherwise.
+  double mfu = 0;
+  double tokens_per_s_per_gpu = 0;
   double alone_step_s = 0;  // several jobs: the step with the cluster to itself
   StepBreakdown breakdown;  // per parallelism and collective kind: busy, exposed
 };

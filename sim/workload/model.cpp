@@ -25,6 +25,8 @@ ModelSpec llama3(std::string name, int layers, std::int64_t hidden, std::int64_t
   m.attention_params = gqa_params(hidden, 8, 128);
   m.dense_mlp_params = swiglu_params(hidden, ffn);
   m.attention_dim = hidden;
+  m.heads = static_cast<int>(hidden / 128);
+  m.kv_dim = 8 * 128;
   return m;
 }
 
@@ -54,6 +56,8 @@ ModelSpec deepseek_v3() {
                        + heads * v * h;                                       // output
   // QK^T over 192-wide heads and AV over 128-wide ones: 128 x (192 + 128) / 2 per token.
   m.attention_dim = 128 * (192 + 128) / 2;
+  m.heads = 128;
+  m.kv_dim = m.attention_dim;  // decompressed per head: 192-wide keys, 128-wide values
   m.dense_mlp_params = swiglu_params(h, 18432);
   m.dense_layers = 3;
   m.experts = 256;
@@ -103,23 +107,25 @@ double ModelSpec::head_forward_flops_per_token() const {
 }
 
 std::optional<ModelSpec> model_preset(const std::string& name) {
-  // Llama 3 (Meta 2024): 8B and 70B, GQA with 8 KV heads of 128, vocabulary 128256.
+  // Llama 3 (Meta 2024, Table 3): GQA with 8 KV heads of 128, vocabulary 128256.
   if (name == "llama3-8b") return llama3(name, 32, 4096, 14336);
   if (name == "llama3-70b") return llama3(name, 80, 8192, 28672);
+  if (name == "llama3-405b") return llama3(name, 126, 16384, 53248);
   if (name == "mixtral-8x7b") return mixtral();
   if (name == "deepseek-v3") return deepseek_v3();
   return std::nullopt;
 }
 
 std::vector<std::string> model_preset_names() {
-  return {"llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3"};
+  return {"llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3"};
 }
 
 std::optional<GpuSpec> gpu_preset(const std::string& name) {
-  // Dense bf16 tensor throughput and HBM as NVIDIA's datasheets give them (SXM parts).
-  if (name == "h100") return GpuSpec{name, 989e12, 80'000'000'000};
-  if (name == "a100") return GpuSpec{name, 312e12, 80'000'000'000};
-  if (name == "b200") return GpuSpec{name, 2250e12, 180'000'000'000};
+  // Dense bf16 and FP8 tensor throughput and HBM as NVIDIA's datasheets give them (SXM
+  // parts); the A100 has no FP8.
+  if (name == "h100") return GpuSpec{name, 989e12, 1979e12, 80'000'000'000};
+  if (name == "a100") return GpuSpec{name, 312e12, 0, 80'000'000'000};
+  if (name == "b200") return GpuSpec{name, 2250e12, 4500e12, 180'000'000'000};
   return std::nullopt;
 }
 

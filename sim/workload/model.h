@@ -28,6 +28,10 @@ struct ModelSpec {
   double expert_params = 0;
   // Width of attention (heads x head dim) for the attention-score FLOPs.
   std::int64_t attention_dim = 0;
+  // Width of a token's keys (and of its values): what ring attention passes around.
+  std::int64_t kv_dim = 0;
+  // Query heads: the attention scores stored without flash attention are a x s per token.
+  int heads = 0;
   bool tied_embeddings = false;
 
   bool is_moe() const { return experts > 0; }
@@ -49,10 +53,11 @@ struct ModelSpec {
 struct GpuSpec {
   std::string name;
   double peak_flops = 0;    // dense bf16 FLOP/s
+  double fp8_peak_flops = 0;  // dense FP8 FLOP/s; 0: no FP8 tensor cores
   std::int64_t memory = 0;  // bytes of HBM
 };
 
-// "llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3"; nullopt when unknown.
+// "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3"; nullopt when unknown.
 std::optional<ModelSpec> model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 // "h100", "a100", "b200".

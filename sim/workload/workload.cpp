@@ -163,7 +163,7 @@ WorkloadFacts build_minimal(const WorkloadSpec& w, StepGraphBuilder& b) {
 }
 
 // The model form. Ranks are coordinates (t, e, p, d): tensor rank, expert rank, pipeline
-// stage, data-parallel replica outside EP (dp = ep x dpo). Each stage runs its work in
+// stage, and d: data-parallel replica outside EP (dp = ep x dpo) with its CP rank. Each stage runs its work in
 // phases: compute on every GPU of the stage, then the collectives that compute feeds;
 // a stage's phases run in order (its "frontier"), stages meet through point-to-point
 // activations and gradients, and data-parallel collectives run on streams of their own.
@@ -171,22 +171,28 @@ class TrainingBuilder {
  public:
   TrainingBuilder(const WorkloadSpec& w, StepGraphBuilder& b)
       : w_(w), m_(*w.model), par_(w.parallelism), b_(b) {
-    dpo_ = par_.dp / par_.ep;
+    cp_ = par_.cp;
+    dpo_ = par_.dp / par_.ep * cp_;  // CP ranks are replicas to every loop but attention's
     micro_ = par_.micro_batches;
     seq_ = w.sequence > 0 ? w.sequence : m_.sequence;
     const double global_tokens = static_cast<double>(w.tokens_per_gpu) * par_.gpus();
-    mb_tokens_ = global_tokens / par_.dp / micro_;
-    rate_ = w.gpu.peak_flops * w.mfu;
+    mb_tokens_ = global_tokens / par_.dp / micro_ / cp_;  // one CP rank's share
+    rate_ = w.peak_flops() * w.mfu;
     act_bytes_ = dtype_bytes(w.param_dtype);
-    for (std::int64_t p = 0; p < par_.pp; ++p)  // p x layers passes int for 10^5 layers
-      stage_layers_.push_back({static_cast<int>(p * m_.layers / par_.pp),
-                               static_cast<int>((p + 1) * m_.layers / par_.pp)});
+    chunks_ = par_.pp * par_.virtual_stages;
+    for (std::int64_t k = 0; k < chunks_; ++k)  // k x layers passes int for 10^5 layers
+      stage_layers_.push_back({static_cast<int>(k * m_.layers / chunks_),
+                               static_cast<int>((k + 1) * m_.layers / chunks_)});
     frontier_.resize(par_.pp);
-    for (const auto& name : par_.order) {
+    order_ = par_.order;
+    if (std::find(order_.begin(), order_.end(), "cp") == order_.end())
+      order_.insert(std::find(order_.begin(), order_.end(), "tp") + 1, "cp");
+    for (const auto& name : order_) {
       if (name == "tp") radix_.push_back(par_.tp);
+      if (name == "cp") radix_.push_back(cp_);
       if (name == "ep") radix_.push_back(par_.ep);
       if (name == "pp") radix_.push_back(par_.pp);
-      if (name == "dp") radix_.push_back(dpo_);
+      if (name == "dp") radix_.push_back(dpo_ / cp_);
     }
   }
 
@@ -194,6 +200,11 @@ class TrainingBuilder {
     facts_.flops_per_step =
         flops_per_token_step() * static_cast<double>(w_.tokens_per_gpu) * par_.gpus();
     facts_.one_gpu_step_s = facts_.flops_per_step / rate_;
+    if (par_.recompute == "selective" && w_.flash_attention)
+      facts_.warnings.push_back(fmt::format(
+          "{}: selective recomputation changes nothing with flash attention, which never "
+          "stores the attention scores (\"flash_attention\": false models attention without it)",
+          w_.name));
     for (int p = 0; p < par_.pp; ++p) plan_gradients(p);
     run_pipeline();
     account_memory();
@@ -207,20 +218,20 @@ class TrainingBuilder {
     const bool skewed = !w_.expert_load.empty() && m_.is_moe() && par_.ep > 1;
     SizeTally t;
     if (m_.is_moe() && par_.ep > 1) t.entries = t.entries + E * E;  // prepare_routing
-    Count buckets = 0;
-    for (int p = 0; p < par_.pp; ++p) {
-      SizeTally mb;  // one micro-batch of stage p, forward and backward
-      for (int l = stage_layers_[p].first; l < stage_layers_[p].second; ++l) {
+    for (int k = 0; k < chunks_; ++k) {
+      SizeTally mb;  // one micro-batch of chunk k, forward and backward
+      for (int l = stage_layers_[k].first; l < stage_layers_[k].second; ++l) {
         for (int pass = 0; pass < 2; ++pass) {
           if (par_.zero == 3) {  // gather_layer
-            if (par_.dp > 1) mb.collective(T, D * E);
+            if (sync_ranks() > 1) mb.collective(T, D * E);
             if (dpo_ > 1 && expert_params(l) > 0) mb.collective(E * T, D);
           }
-          if (par_.tp == 1 && !moe_split(l)) {
+          if (!split(l)) {
             mb.compute(1, S);
             continue;
           }
           mb.compute(1, S);  // attention
+          if (cp_ > 1) mb.collective(Count(dpo_ / cp_) * E * T, cp_);  // context_exchange
           if (par_.tp > 1)   // tensor_exchange, after attention and after the MLP
             mb.collective(2 * D * E * (par_.sequence_parallel ? 2 : 1), T);
           if (moe_split(l))  // expert_exchange (dispatch, combine): a plan hashes the matrix
@@ -231,12 +242,15 @@ class TrainingBuilder {
             mb.compute(1, S);
         }
       }
-      if (p == par_.pp - 1) mb.compute(2, S);                          // the head
-      const int sends = (p + 1 < par_.pp) + (p > 0);                   // send
+      if (k == chunks_ - 1) mb.compute(2, S);                          // the head
+      const int sends = (k + 1 < chunks_) + (k > 0);                   // send
       mb.collective(Count(sends) * D * E, 2 * T, 4 * T * T);           // each its own matrix
       t.tasks = t.tasks + mb.tasks * micro_;
       t.entries = t.entries + mb.entries * micro_;
       t.ops = t.ops + mb.ops * micro_;
+    }
+    Count buckets = 0;
+    for (int p = 0; p < par_.pp; ++p) {
       // plan_gradients, then sync_bucket per bucket (and gather_updated for ZeRO-1/2).
       const auto [dense, expert] = stage_buckets(p);
       const Count times = par_.zero == 1 || par_.zero == 2 ? 2 : 1;
@@ -254,11 +268,16 @@ class TrainingBuilder {
     bool expert = false;
   };
 
+  // d counts replicas and their CP ranks: replica d / cp, CP rank d % cp.
   int rank_at(int t, int e, int p, int d) const {
     int index = 0, scale = 1;
-    for (std::size_t i = 0; i < par_.order.size(); ++i) {
-      const std::string& name = par_.order[i];
-      const int c = name == "tp" ? t : name == "ep" ? e : name == "pp" ? p : d;
+    for (std::size_t i = 0; i < order_.size(); ++i) {
+      const std::string& name = order_[i];
+      const int c = name == "tp"   ? t
+                    : name == "cp" ? d % cp_
+                    : name == "ep" ? e
+                    : name == "pp" ? p
+                                   : d / cp_;
       index += c * scale;
       scale *= radix_[i];
     }
@@ -299,6 +318,21 @@ class TrainingBuilder {
     if (!m_.layer_is_moe(layer)) return 2 * m_.dense_mlp_params;
     return 2 * (m_.top_k + m_.shared_experts) * m_.expert_params;
   }
+  // Backward is twice the forward; full recomputation runs the forward again first.
+  double backward_mlp_flops(int layer) const {
+    return (par_.recompute == "full" ? 3 : 2) * mlp_flops(layer);
+  }
+  double backward_attention_flops(int layer) const {
+    return (par_.recompute == "full" ? 3 : 2) * attention_flops(layer) + selective_flops();
+  }
+  // Selective recomputation of the attention scores, at Korthikanti et al.'s figure:
+  // the score FLOPs' share of a layer's training FLOPs again, 3 x 4 x s x attention width
+  // per token (their 72bsh^2(1 + s/3h) against 72bsh^2(1 + s/6h): 2.7% for GPT-3 175B).
+  // With flash attention the scores are never stored: nothing to recompute.
+  double selective_flops() const {
+    if (par_.recompute != "selective" || w_.flash_attention) return 0;
+    return 12 * static_cast<double>(seq_) * static_cast<double>(m_.attention_dim);
+  }
   // Weights one GPU holds of a layer: dense weights split over TP, experts over EP too.
   double dense_params(int layer) const {
     const double dense = m_.layer_is_moe(layer)
@@ -320,11 +354,25 @@ class TrainingBuilder {
   }
   double stage_params(int p) const {
     double held = embedding_params(p);
-    for (int l = stage_layers_[p].first; l < stage_layers_[p].second; ++l)
-      held += dense_params(l) + expert_params(l);
+    for (int l : layers_backward(p)) held += dense_params(l) + expert_params(l);
     return held;
   }
   bool moe_split(int layer) const { return m_.layer_is_moe(layer) && par_.ep > 1; }
+  // A layer runs as attention and MLP phases with collectives between them, or as one.
+  bool split(int layer) const { return par_.tp > 1 || cp_ > 1 || moe_split(layer); }
+  // The ranks holding the same dense weights: gradients reduce, FSDP gathers over them.
+  int sync_ranks() const { return par_.dp * cp_; }
+
+  // Stage p holds chunks p, p + pp, ... (one without interleaving).
+  int stage_of(int chunk) const { return chunk % par_.pp; }
+  // Stage p's layers in the order its backward finishes them on the last micro-batch:
+  // its last chunk first, each chunk's last layer first.
+  std::vector<int> layers_backward(int p) const {
+    std::vector<int> out;
+    for (int k = chunks_ - par_.pp + p; k >= 0; k -= par_.pp)
+      for (int l = stage_layers_[k].second - 1; l >= stage_layers_[k].first; --l) out.push_back(l);
+    return out;
+  }
 
   // Gradient buckets of stage p in the order backward produces them (last layer first):
   // a bucket fills up to `bucket` bytes and is ready when the layer holding its last
@@ -345,15 +393,15 @@ class TrainingBuilder {
         left -= take;
       }
     };
-    const auto [first, last] = stage_layers_[p];
+    const auto layers = layers_backward(p);
     const double table = static_cast<double>(m_.vocab) * m_.hidden / par_.tp;
-    if (p == par_.pp - 1 && !m_.tied_embeddings) fill(dense, table, last - 1, false);
-    for (int l = last - 1; l >= first; --l) {
+    if (p == par_.pp - 1 && !m_.tied_embeddings) fill(dense, table, layers.front(), false);
+    for (int l : layers) {
       fill(dense, dense_params(l), l, false);
       if (dpo_ > 1) fill(expert, expert_params(l), l, true);
     }
-    if (p == 0) fill(dense, table, first, false);
-    if (par_.dp == 1) dense.clear();
+    if (p == 0) fill(dense, table, layers.back(), false);
+    if (sync_ranks() == 1) dense.clear();
     for (const auto& bk : dense) facts_.gradient_bytes += bk.bytes;
     dense.insert(dense.end(), expert.begin(), expert.end());
     facts_.gradient_buckets += static_cast<int>(dense.size());
@@ -370,17 +418,16 @@ class TrainingBuilder {
       if (par_.zero == 3) ++count[is_expert];
       bytes[is_expert] += b;
     };
-    const auto [first, last] = stage_layers_[p];
     const double table = static_cast<double>(m_.vocab) * m_.hidden / par_.tp;
     if (p == par_.pp - 1 && !m_.tied_embeddings) fill(table, false);
-    for (int l = last - 1; l >= first; --l) {
+    for (int l : layers_backward(p)) {
       fill(dense_params(l), false);
       if (dpo_ > 1) fill(expert_params(l), true);
     }
     if (p == 0) fill(table, false);
     if (par_.zero != 3)
       for (int k : {0, 1}) count[k] = bytes[k] > 0 ? bucket_count(bytes[k], w_.bucket) : 0;
-    if (par_.dp == 1) count[0] = 0;
+    if (sync_ranks() == 1) count[0] = 0;
     return {count[0], count[1]};
   }
 
@@ -419,27 +466,45 @@ class TrainingBuilder {
     if (!ids.empty()) frontier_[p] = std::move(ids);
   }
 
-  // Megatron's tensor-parallel exchange after (forward) or before (backward) a block:
-  // an all-reduce of the block's activations, or with sequence parallelism a
-  // reduce-scatter (the all-gather before the next block is the same size).
-  void tensor_exchange(int p, const std::string& name) {
+  // Megatron's tensor-parallel exchange after (forward) or before (backward) a block: an
+  // all-reduce of the block's activations, or with sequence parallelism a reduce-scatter
+  // and then the next block's all-gather of the same size, in that order on the stream
+  // (Megatron: all-gather, block, reduce-scatter). With FP8 the forward all-gather
+  // carries FP8 activations (one byte, moved as uint8 as PyTorch moves float8).
+  void tensor_exchange(int p, const std::string& name, bool forward) {
     if (par_.tp == 1) return;
-    const auto bytes = static_cast<std::int64_t>(mb_tokens_ * m_.hidden * act_bytes_);
+    const auto elements = static_cast<std::int64_t>(mb_tokens_ * m_.hidden);
+    const auto exchange = [&](CollectiveOp op, const char* what, DType dtype) {
+      std::vector<StepTask> tasks;
+      for (int d = 0; d < dpo_; ++d)
+        for (int e = 0; e < par_.ep; ++e)
+          tasks.push_back(collective_task(w_, fmt::format("{}{}.e{}.d{}", name, what, e, d), "tp",
+                                          op, elements * dtype_bytes(dtype), dtype,
+                                          tp_group(e, p, d)));
+      communicate(p, std::move(tasks));
+    };
+    if (!par_.sequence_parallel) return exchange(CollectiveOp::AllReduce, "", w_.param_dtype);
+    exchange(CollectiveOp::ReduceScatter, ".rs", w_.param_dtype);
+    exchange(CollectiveOp::AllGather, ".ag", forward && w_.fp8 ? DType::U8 : w_.param_dtype);
+  }
+
+  // Context parallelism's ring attention: every CP rank's keys and values go round the
+  // ring to the others (forward: an all-gather's cp - 1 steps), and their gradients come
+  // back (backward: a reduce-scatter). Each rank's block is its tokens x keys and values,
+  // split over TP by heads. Blocking: the ring's overlap with attention is not modelled.
+  void context_exchange(int p, const std::string& name, CollectiveOp op) {
+    if (cp_ == 1) return;
+    const auto block = static_cast<std::int64_t>(mb_tokens_ * 2 * m_.kv_dim / par_.tp);
     std::vector<StepTask> tasks;
-    for (int d = 0; d < dpo_; ++d)
-      for (int e = 0; e < par_.ep; ++e) {
-        const auto group = tp_group(e, p, d);
-        if (par_.sequence_parallel) {
-          tasks.push_back(collective_task(w_, fmt::format("{}.rs.e{}.d{}", name, e, d), "tp",
-                                          CollectiveOp::ReduceScatter, bytes, w_.param_dtype,
+    for (int d = 0; d < dpo_; d += cp_)
+      for (int e = 0; e < par_.ep; ++e)
+        for (int t = 0; t < par_.tp; ++t) {
+          std::vector<int> group;
+          for (int c = 0; c < cp_; ++c) group.push_back(rank_at(t, e, p, d + c));
+          tasks.push_back(collective_task(w_, fmt::format("{}.t{}.e{}.d{}", name, t, e, d / cp_),
+                                          "cp", op, block * cp_ * act_bytes_, w_.param_dtype,
                                           group));
-          tasks.push_back(collective_task(w_, fmt::format("{}.ag.e{}.d{}", name, e, d), "tp",
-                                          CollectiveOp::AllGather, bytes, w_.param_dtype, group));
-        } else {
-          tasks.push_back(collective_task(w_, fmt::format("{}.e{}.d{}", name, e, d), "tp",
-                                          CollectiveOp::AllReduce, bytes, w_.param_dtype, group));
         }
-      }
     communicate(p, std::move(tasks));
   }
 
@@ -497,43 +562,47 @@ class TrainingBuilder {
                             CollectiveOp::AllGather, bytes, w_.param_dtype, dp_group(t, p, e)),
             stream(w_, fmt::format("dp{}.{}.{}", p, t, std::max(e, 0)))));
     };
-    if (par_.dp > 1) gather(dense_params(layer), -1, "gather");
+    if (sync_ranks() > 1) gather(dense_params(layer), -1, "gather");
     if (dpo_ > 1 && expert_params(layer) > 0)
       for (int e = 0; e < par_.ep; ++e)
         gather(expert_params(layer), e, fmt::format("gather.e{}", e));
     return ids;
   }
 
-  void forward(int p, int mb) {
-    const auto [first, last] = stage_layers_[p];
-    std::vector<std::int32_t> extra = inbox_fwd_[p][mb];
+  // Chunk k's forward (with the output head on the last chunk), then its activations on.
+  void forward(int k, int mb) {
+    const int p = stage_of(k);
+    const auto [first, last] = stage_layers_[k];
+    std::vector<std::int32_t> extra = inbox_fwd_[k][mb];
     for (int l = first; l < last; ++l) {
       const std::string name = fmt::format("{}.s{}.mb{}.L{}.fwd", w_.name, p, mb, l);
       auto gathered = gather_layer(p, l, name);
       extra.insert(extra.end(), gathered.begin(), gathered.end());
-      if (par_.tp == 1 && !moe_split(l)) {
+      if (!split(l)) {
         compute(p, name, attention_flops(l) + mlp_flops(l), extra);
       } else {
         compute(p, name + ".attn", attention_flops(l), extra);
-        tensor_exchange(p, name + ".attn.tp");
+        context_exchange(p, name + ".attn.cp", CollectiveOp::AllGather);
+        tensor_exchange(p, name + ".attn.tp", true);
         if (moe_split(l)) expert_exchange(p, name + ".dispatch", false);
         compute(p, name + ".mlp", mlp_flops(l), {},
                 moe_split(l) && skewed_ ? &expert_skew_ : nullptr);
         if (moe_split(l)) expert_exchange(p, name + ".combine", true);
-        tensor_exchange(p, name + ".mlp.tp");
+        tensor_exchange(p, name + ".mlp.tp", true);
       }
       extra.clear();
     }
-    if (p == par_.pp - 1)
+    if (k == chunks_ - 1)
       compute(p, fmt::format("{}.s{}.mb{}.head.fwd", w_.name, p, mb),
               m_.head_forward_flops_per_token());
-    if (p + 1 < par_.pp) send(p, p + 1, mb, inbox_fwd_[p + 1][mb], "act");
+    if (k + 1 < chunks_) send(k, k + 1, mb, inbox_fwd_[k + 1][mb], "act");
   }
 
-  void backward(int p, int mb) {
-    const auto [first, last] = stage_layers_[p];
-    std::vector<std::int32_t> extra = inbox_bwd_[p][mb];
-    if (p == par_.pp - 1) {
+  void backward(int k, int mb) {
+    const int p = stage_of(k);
+    const auto [first, last] = stage_layers_[k];
+    std::vector<std::int32_t> extra = inbox_bwd_[k][mb];
+    if (k == chunks_ - 1) {
       compute(p, fmt::format("{}.s{}.mb{}.head.bwd", w_.name, p, mb),
               2 * m_.head_forward_flops_per_token(), extra);
       extra.clear();
@@ -543,32 +612,35 @@ class TrainingBuilder {
       const std::string name = fmt::format("{}.s{}.mb{}.L{}.bwd", w_.name, p, mb, l);
       auto gathered = gather_layer(p, l, name);
       extra.insert(extra.end(), gathered.begin(), gathered.end());
-      if (par_.tp == 1 && !moe_split(l)) {
-        compute(p, name, 2 * (attention_flops(l) + mlp_flops(l)), extra);
+      if (!split(l)) {
+        compute(p, name, backward_attention_flops(l) + backward_mlp_flops(l), extra);
       } else {
-        tensor_exchange(p, name + ".mlp.tp");
+        tensor_exchange(p, name + ".mlp.tp", false);
         if (moe_split(l)) expert_exchange(p, name + ".combine", false);
-        compute(p, name + ".mlp", 2 * mlp_flops(l), extra,
+        compute(p, name + ".mlp", backward_mlp_flops(l), extra,
                 moe_split(l) && skewed_ ? &expert_skew_ : nullptr);
         if (moe_split(l)) expert_exchange(p, name + ".dispatch", true);
-        tensor_exchange(p, name + ".attn.tp");
-        compute(p, name + ".attn", 2 * attention_flops(l));
+        tensor_exchange(p, name + ".attn.tp", false);
+        compute(p, name + ".attn", backward_attention_flops(l));
+        context_exchange(p, name + ".attn.cp", CollectiveOp::ReduceScatter);
       }
       extra.clear();
       if (last_mb) layer_done_[p][l] = frontier_[p];
       if (last_mb && w_.overlap) sync_ready(p, l);
     }
-    if (p > 0) send(p, p - 1, mb, inbox_bwd_[p - 1][mb], "grad");
+    if (k > 0) send(k, k - 1, mb, inbox_bwd_[k - 1][mb], "grad");
   }
 
-  // Activations (forward) or their gradients (backward) to the neighbouring stage:
-  // tensor rank t to tensor rank t, each its 1/tp share (Megatron's scatter-gather).
+  // Activations (forward) or their gradients (backward) from chunk `from` to its
+  // neighbour `to`'s stage: tensor rank t to tensor rank t, each its 1/tp share
+  // (Megatron's scatter-gather).
   void send(int from, int to, int mb, std::vector<std::int32_t>& inbox, const char* what) {
     const auto elements = static_cast<std::int64_t>(mb_tokens_ * m_.hidden / par_.tp);
+    const int src = stage_of(from), dst_stage = stage_of(to);
     for (int d = 0; d < dpo_; ++d)
       for (int e = 0; e < par_.ep; ++e) {
-        std::vector<int> group = tp_group(e, from, d);
-        const auto dst = tp_group(e, to, d);
+        std::vector<int> group = tp_group(e, src, d);
+        const auto dst = tp_group(e, dst_stage, d);
         group.insert(group.end(), dst.begin(), dst.end());
         const int n = 2 * par_.tp;
         auto matrix =
@@ -580,9 +652,9 @@ class TrainingBuilder {
         task.collective.shape.matrix = matrix;
         task.collective.shape.count = elements * par_.tp / n;
         task.collective.bytes = task.collective.shape.count * act_bytes_;
-        task.after = frontier_[from];
-        inbox.push_back(
-            b_.add(std::move(task), stream(w_, fmt::format("pp{}.{}.{}.{}", from, to, e, d))));
+        task.after = frontier_[src];
+        inbox.push_back(b_.add(std::move(task),
+                               stream(w_, fmt::format("pp{}.{}.{}.{}", src, dst_stage, e, d))));
       }
   }
 
@@ -624,44 +696,71 @@ class TrainingBuilder {
         }
   }
 
-  // Each stage's order of forward (F) and backward (B) micro-batches, then a list
-  // schedule: a stage runs its next item once what it receives has been produced.
+  // Forward micro-batches stage p runs before its first backward: GPipe all, 1F1B the
+  // stages after it, interleaved 1F1B Megatron's 2(pp - p - 1) + (v - 1)pp chunks.
+  int warmup(int p) const {
+    const int total = micro_ * par_.virtual_stages;
+    if (par_.pipeline == "gpipe") return total;
+    if (par_.pipeline == "interleaved")
+      return std::min(2 * (par_.pp - p - 1) + (par_.virtual_stages - 1) * par_.pp, total);
+    return std::min(par_.pp - p - 1, total);
+  }
+
+  struct Item {
+    bool backward = false;
+    int mb = 0, chunk = 0;
+  };
+  // Stage p's order of forward and backward work: warm-up forwards, then one forward and
+  // one backward in turn, then the remaining backwards. The i-th item of either kind is
+  // Megatron's: micro-batches in groups of pp, each group through the stage's chunks in
+  // turn (backward: last chunk first); without interleaving, micro-batch i on chunk p.
+  std::vector<Item> stage_order(int p) const {
+    const int v = par_.virtual_stages, total = micro_ * v, group = par_.pp * v;
+    const auto item = [&](int i, bool backward) {
+      const int c = (i % group) / par_.pp;
+      return Item{backward, (i / group) * par_.pp + i % par_.pp, (backward ? v - 1 - c : c) * par_.pp + p};
+    };
+    const int w = warmup(p);
+    std::vector<Item> order;
+    for (int i = 0; i < w; ++i) order.push_back(item(i, false));
+    for (int i = 0; i < total - w; ++i) {
+      order.push_back(item(w + i, false));
+      order.push_back(item(i, true));
+    }
+    for (int i = total - w; i < total; ++i) order.push_back(item(i, true));
+    return order;
+  }
+
+  // A list schedule of the stages' orders: a stage runs its next item once what it
+  // receives has been produced.
   void run_pipeline() {
-    inbox_fwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
-    inbox_bwd_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(micro_));
+    inbox_fwd_.assign(chunks_, std::vector<std::vector<std::int32_t>>(micro_));
+    inbox_bwd_.assign(chunks_, std::vector<std::vector<std::int32_t>>(micro_));
     prepare_routing();
     layer_done_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(m_.layers));
     bucket_index_.assign(par_.pp, 0);
     sync_ids_.assign(par_.pp, {});
-    std::vector<std::vector<std::pair<bool, int>>> order(par_.pp);  // (is_backward, micro-batch)
-    for (int p = 0; p < par_.pp; ++p) {
-      const int warmup = par_.pipeline == "gpipe" ? micro_ : std::min(par_.pp - p - 1, micro_);
-      for (int i = 0; i < warmup; ++i) order[p].push_back({false, i});
-      for (int i = 0; i < micro_ - warmup; ++i) {
-        order[p].push_back({false, warmup + i});
-        order[p].push_back({true, i});
-      }
-      for (int i = micro_ - warmup; i < micro_; ++i) order[p].push_back({true, i});
-    }
+    std::vector<std::vector<Item>> order(par_.pp);
+    for (int p = 0; p < par_.pp; ++p) order[p] = stage_order(p);
     std::vector<std::size_t> next(par_.pp, 0);
-    std::vector<std::vector<bool>> fwd_done(par_.pp, std::vector<bool>(micro_)),
-        bwd_done(par_.pp, std::vector<bool>(micro_));
+    std::vector<std::vector<bool>> fwd_done(chunks_, std::vector<bool>(micro_)),
+        bwd_done(chunks_, std::vector<bool>(micro_));
+    const auto ready = [&](const Item& it) {
+      if (!it.backward) return it.chunk == 0 || fwd_done[it.chunk - 1][it.mb];
+      return fwd_done[it.chunk][it.mb] && (it.chunk == chunks_ - 1 || bwd_done[it.chunk + 1][it.mb]);
+    };
     for (bool progress = true; progress;) {
       progress = false;
       for (int p = 0; p < par_.pp; ++p) {
-        while (next[p] < order[p].size()) {
-          const auto [is_bwd, mb] = order[p][next[p]];
-          const bool ready =
-              is_bwd ? (p == par_.pp - 1 || bwd_done[p + 1][mb]) : (p == 0 || fwd_done[p - 1][mb]);
-          if (!ready) break;
-          if (is_bwd) {
-            backward(p, mb);
-            bwd_done[p][mb] = true;
+        for (; next[p] < order[p].size() && ready(order[p][next[p]]); ++next[p]) {
+          const Item& it = order[p][next[p]];
+          if (it.backward) {
+            backward(it.chunk, it.mb);
+            bwd_done[it.chunk][it.mb] = true;
           } else {
-            forward(p, mb);
-            fwd_done[p][mb] = true;
+            forward(it.chunk, it.mb);
+            fwd_done[it.chunk][it.mb] = true;
           }
-          ++next[p];
           progress = true;
         }
       }
@@ -674,22 +773,37 @@ class TrainingBuilder {
     }
   }
 
+  // Activation bytes a layer keeps per token of a micro-batch for backward, per
+  // Korthikanti et al. 2022 (Table 2, 16-bit activations): sbh(10 + 24/t) per layer,
+  // sbh x 34/t with sequence parallelism, plus the attention scores 5as^2b/t unless flash
+  // attention or selective recomputation drops them; full recomputation keeps the
+  // layer's input alone, 2sbh (/t with sequence parallelism: it is split too).
+  double activation_bytes_per_token() const {
+    const double h = static_cast<double>(m_.hidden), t = par_.tp;
+    const double split = par_.sequence_parallel ? t : 1;
+    if (par_.recompute == "full") return 2 * h / split;
+    const double kept = par_.sequence_parallel ? 34 * h / t : h * (10 + 24 / t);
+    const bool scores = !w_.flash_attention && par_.recompute == "none";
+    return kept + (scores ? 5.0 * m_.heads * static_cast<double>(seq_) / t : 0);
+  }
+
   // Per GPU, the most loaded stage: weights, gradients and Adam's fp32 master copy and
   // two moments (12 bytes a weight), sharded by ZeRO's stage; activations kept for
-  // backward per Korthikanti et al. 2022 with flash attention: sbh(10 + 24/t) per layer,
-  // sbh x 34/t with sequence parallelism, for every micro-batch in flight.
+  // backward (activation_bytes_per_token) for every micro-batch in flight.
   void account_memory() {
     for (int p = 0; p < par_.pp; ++p) {
       const double params = stage_params(p);
-      const double dp = par_.dp;
+      const double dp = sync_ranks();  // ZeRO shards over every rank that reduces
       const double weights = params * dtype_bytes(w_.param_dtype) / (par_.zero >= 3 ? dp : 1);
       const double grads = params * dtype_bytes(w_.grad_dtype) / (par_.zero >= 2 ? dp : 1);
       const double optimizer = params * 12 / (par_.zero >= 1 ? dp : 1);
-      const double per_layer_token =
-          m_.hidden * (par_.sequence_parallel ? 34.0 / par_.tp : 10.0 + 24.0 / par_.tp);
-      const int in_flight = par_.pipeline == "gpipe" ? micro_ : std::min(par_.pp - p, micro_);
-      const double activations = per_layer_token * mb_tokens_ *
-                                 (stage_layers_[p].second - stage_layers_[p].first) * in_flight;
+      const double per_layer_token = activation_bytes_per_token();
+      // Chunks' forwards whose activations wait for their backward at the peak: the
+      // warm-up and one more, each a chunk's share of the stage's layers.
+      const int v = par_.virtual_stages;
+      const double in_flight = std::min(warmup(p) + 1, micro_ * v) / static_cast<double>(v);
+      const double layers = static_cast<double>(layers_backward(p).size());
+      const double activations = per_layer_token * mb_tokens_ * layers * in_flight;
       const double total = weights + grads + optimizer + activations;
       if (total > static_cast<double>(facts_.memory_total())) {
         facts_.memory_params = report_bytes(weights);
@@ -712,12 +826,14 @@ class TrainingBuilder {
   const Parallelism& par_;
   StepGraphBuilder& b_;
   WorkloadFacts facts_;
-  int dpo_ = 1, micro_ = 1;
+  int dpo_ = 1, micro_ = 1, cp_ = 1;
+  std::vector<std::string> order_;  // par_.order with "cp" placed
   std::int64_t seq_ = 0;
   double mb_tokens_ = 0, rate_ = 0;
   std::int64_t act_bytes_ = 2;
   std::vector<int> radix_;
-  std::vector<std::pair<int, int>> stage_layers_;
+  int chunks_ = 1;  // model chunks: pp x virtual stages
+  std::vector<std::pair<int, int>> stage_layers_;  // per chunk
   std::vector<std::vector<std::int32_t>> frontier_;
   std::vector<std::vector<std::vector<std::int32_t>>> inbox_fwd_, inbox_bwd_;
   std::vector<std::vector<Bucket>> buckets_;

@@ -24,15 +24,22 @@ struct Parallelism {
   int tp = 1;
   int pp = 1;
   int ep = 1;
+  // Context parallelism: each sequence split over cp ranks, ring attention's K/V among
+  // them; gradients reduce over dp x cp.
+  int cp = 1;
   int zero = 0;  // 0 (DDP), 1, 2 or 3 (FSDP is 3)
   bool sequence_parallel = false;
-  std::string pipeline = "1f1b";  // or "gpipe"
+  std::string pipeline = "1f1b";  // or "gpipe", or "interleaved" (Narayanan et al. 2021)
+  int virtual_stages = 1;         // interleaved: model chunks per stage
   int micro_batches = 1;          // per step, per pipeline (gradient accumulation without PP)
+  // Activation recomputation (Korthikanti et al. 2022): "none", "selective" (attention's
+  // scores) or "full" (each layer's forward again in backward, its input kept).
+  std::string recompute = "none";
   // Placement: which coordinate varies fastest over the job's ranks. TP first keeps a
-  // tensor-parallel group inside a node.
+  // tensor-parallel group inside a node; "cp", when not listed, comes right after "tp".
   std::vector<std::string> order{"tp", "ep", "pp", "dp"};
 
-  int gpus() const { return dp * tp * pp; }
+  int gpus() const { return dp * tp * pp * cp; }
 };
 
 struct WorkloadSpec {
@@ -55,12 +62,22 @@ struct WorkloadSpec {
   // Model form.
   std::optional<ModelSpec> model;
   GpuSpec gpu;
+  // The compute kernels' efficiency: a compute task of F FLOPs takes F / (peak x mfu).
+  // The step's end-to-end MFU (JobOutcome::mfu) also counts the bubble, exposed
+  // communication and recomputation, so it comes out lower.
   double mfu = 0.4;
   std::int64_t tokens_per_gpu = 0;  // per step
   std::int64_t sequence = 0;        // 0: the model's
   DType param_dtype = DType::BF16;
   DType grad_dtype = DType::BF16;
+  // "compute_dtype": "fp8": the GEMMs at the GPU's FP8 peak, and the activations the
+  // forward's sequence-parallel all-gathers carry in FP8 (Transformer Engine's FP8
+  // all-gather; reduce-scatters, all-reduces, PP sends and gradients stay as they were).
+  bool fp8 = false;
   Parallelism parallelism;
+  // Flash attention never stores the s x s attention scores (their recompute is inside
+  // its backward kernel, covered by `mfu`): without it, they are activations to keep.
+  bool flash_attention = true;
   std::vector<double> expert_load;  // MoE routing skew; empty: uniform
 
   // Chakra form: the trace prefix DIR/NAME (resolved against the scenario's folder);
@@ -69,6 +86,8 @@ struct WorkloadSpec {
   ChakraOptions chakra_options;
 
   bool has_model() const { return model.has_value(); }
+  // The peak the compute kernels run at: bf16's, or FP8's with "compute_dtype": "fp8".
+  double peak_flops() const { return fp8 ? gpu.fp8_peak_flops : gpu.peak_flops; }
   bool is_chakra() const { return !chakra.empty(); }
 };
 

@@ -47,15 +47,26 @@ constexpr std::string_view kChakraOnlyKeys[] = {"memory_bandwidth", "serialize_c
 constexpr std::string_view kNotWithChakra[] = {
     "gradients",    "compute",           "scaling",     "bucket",         "overlap",
     "accumulation", "backward_fraction", "model",       "tokens_per_gpu", "sequence",
-    "param_dtype",  "grad_dtype",        "parallelism", "expert_load"};
+    "param_dtype",  "grad_dtype",        "parallelism", "expert_load",    "flash_attention",
+    "compute_dtype"};
 
 // A parallelism degree is at most 2^20, so dp x tp x pp is exact in 64 bits (as a
 // 32-bit int it wrapped, and a job of 2^60 GPUs "needed 65 ranks").
 constexpr std::int64_t kMaxDegree = 1 << 20;
+constexpr std::int64_t kMaxCp = 1 << 10;  // tp x pp x cp stays within 2^50
 static_assert(kMaxDegree * kMaxDegree <= std::numeric_limits<std::int64_t>::max() / kMaxDegree);
 
-std::string gpus_text(std::int64_t dp, std::int64_t tp, std::int64_t pp) {
-  return fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs", dp, tp, pp, dp * tp * pp);
+// The product as a double: four degrees can pass int64 (refused, never wrapped).
+double gpus_of(std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t cp) {
+  return static_cast<double>(dp) * static_cast<double>(tp) * static_cast<double>(pp) *
+         static_cast<double>(cp);
+}
+
+std::string gpus_text(std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t cp = 1) {
+  if (cp == 1)  // three degrees of at most 2^20: exact in int64
+    return fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs", dp, tp, pp, dp * tp * pp);
+  return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {:.0f} GPUs", dp, tp, pp, cp,
+                     gpus_of(dp, tp, pp, cp));
 }
 
 DType parse_dtype(const JsonView& v) {
@@ -90,6 +101,10 @@ ModelSpec parse_model(const JsonView& v) {
   m.dense_mlp_params =
       v.has("mlp_params") ? static_cast<double>(v["mlp_params"].as_size()) : 8 * h * h;
   m.attention_dim = v.has("attention_dim") ? v["attention_dim"].as_int(1, 1 << 24) : m.hidden;
+  m.kv_dim = v.has("kv_dim") ? v["kv_dim"].as_int(1, 1 << 24) : m.attention_dim;
+  // Heads of 128 unless told: the attention scores' size without flash attention.
+  m.heads = v.has("heads") ? static_cast<int>(v["heads"].as_int(1, 1 << 16))
+                           : static_cast<int>(std::max<std::int64_t>(1, m.attention_dim / 128));
   if (auto x = v.find("experts")) m.experts = static_cast<int>(x->as_int(0, 1 << 16));
   if (auto x = v.find("top_k")) m.top_k = static_cast<int>(x->as_int(1, std::max(1, m.experts)));
   if (auto x = v.find("shared_experts")) m.shared_experts = static_cast<int>(x->as_int(0, 64));
@@ -112,11 +127,33 @@ GpuSpec parse_gpu(const JsonView& v) {
   v.allow_only(kGpuKeys);
   GpuSpec g;
   g.name = v.has("name") ? v["name"].as_name() : "gpu";
-  g.peak_flops = v["peak_flops"].as_number();
-  if (!(g.peak_flops >= 1e9 && g.peak_flops <= 1e18))
-    v["peak_flops"].fail("FLOP/s between 1e9 and 1e18");
+  const auto flops = [&](const char* key) {
+    const double f = v[key].as_number();
+    if (!(f >= 1e9 && f <= 1e18)) v[key].fail("FLOP/s between 1e9 and 1e18");
+    return f;
+  };
+  g.peak_flops = flops("peak_flops");
+  if (v.has("fp8_peak_flops")) g.fp8_peak_flops = flops("fp8_peak_flops");
   g.memory = v["memory"].as_size();
   return g;
+}
+
+// Interleaved 1F1B: its virtual stages, and Megatron's conditions on the pipeline.
+void parse_interleaving(const JsonView& v, Parallelism& p) {
+  const bool interleaved = p.pipeline == "interleaved";
+  if (auto s = v.find("virtual_stages")) {
+    if (!interleaved) s->fail_message("only an \"interleaved\" pipeline has virtual stages");
+    p.virtual_stages = static_cast<int>(s->as_int(1, 1 << 10));
+  }
+  if (!interleaved) return;
+  if (!v.has("virtual_stages"))
+    v["pipeline"].fail_message("an interleaved pipeline needs \"virtual_stages\": model chunks per stage");
+  if (p.pp < 2) v["pipeline"].fail_message("an interleaved pipeline needs pp of 2 or more");
+  if (p.micro_batches % p.pp != 0)
+    (v.has("micro_batches") ? v["micro_batches"] : v)
+        .fail_message(fmt::format("interleaved 1F1B runs micro-batches in groups of pp, as Megatron "
+                                  "does: {} micro-batches is not a multiple of pp = {}",
+                                  p.micro_batches, p.pp));
 }
 
 void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
@@ -129,15 +166,16 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
   degree("tp", p.tp);
   degree("pp", p.pp);
   degree("ep", p.ep);
-  const std::int64_t model_gpus = std::int64_t{p.tp} * p.pp;
+  if (auto x = v.find("cp")) p.cp = static_cast<int>(x->as_int(1, kMaxCp));
+  const std::int64_t model_gpus = std::int64_t{p.tp} * p.pp * p.cp;  // at most 2^50
   if (v.has("dp")) {
     degree("dp", p.dp);
   } else if (ranks % model_gpus == 0) {
     p.dp = static_cast<int>(ranks / model_gpus);  // what the ranks leave
   }
-  if (model_gpus * p.dp != ranks)
+  if (ranks % model_gpus != 0 || ranks / model_gpus != p.dp)
     v.fail_message(
-        fmt::format("{}, but the job has {} ranks", gpus_text(p.dp, p.tp, p.pp), ranks));
+        fmt::format("{}, but the job has {} ranks", gpus_text(p.dp, p.tp, p.pp, p.cp), ranks));
   if (p.dp % p.ep != 0)
     v["ep"].fail_message(
         fmt::format("expert parallelism is carved out of data parallelism: ep "
@@ -150,14 +188,18 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
     p.zero = 3;
   }
   if (auto s = v.find("sequence_parallel")) p.sequence_parallel = s->as_bool();
-  if (auto s = v.find("pipeline")) p.pipeline = s->as_choice({"1f1b", "gpipe"});
+  if (auto s = v.find("pipeline")) p.pipeline = s->as_choice({"1f1b", "gpipe", "interleaved"});
   if (auto m = v.find("micro_batches")) p.micro_batches = static_cast<int>(m->as_int(1, 1 << 16));
+  parse_interleaving(v, p);
+  if (auto r = v.find("recompute")) p.recompute = r->as_choice({"none", "selective", "full"});
   if (auto o = v.find("order")) {
     p.order = o->as_string_list();
     std::vector<std::string> sorted = p.order;
     std::sort(sorted.begin(), sorted.end());
-    if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"})
-      o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first");
+    if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"} &&
+        sorted != std::vector<std::string>{"cp", "dp", "ep", "pp", "tp"})
+      o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first "
+              "(and \"cp\", else placed right after \"tp\")");
   }
 }
 
@@ -208,17 +250,37 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w) {
   if (auto s = v.find("sequence")) w.sequence = s->as_int(1, 1 << 24);
   if (auto d = v.find("param_dtype")) w.param_dtype = parse_dtype(*d);
   if (auto d = v.find("grad_dtype")) w.grad_dtype = parse_dtype(*d);
+  if (auto f = v.find("flash_attention")) w.flash_attention = f->as_bool();
+  if (auto c = v.find("compute_dtype")) {
+    w.fp8 = c->as_choice({"bfloat16", "fp8"}) == "fp8";
+    if (w.fp8 && w.gpu.fp8_peak_flops <= 0)
+      c->fail_message(fmt::format("the {} has no FP8 tensor cores{}", w.gpu.name,
+                                  v.has("gpu") && v["gpu"].is_object()
+                                      ? ": give the GPU's \"fp8_peak_flops\""
+                                      : " (FP8 presets: h100, b200)"));
+  }
   if (v.has("accumulation"))
     v["accumulation"].fail_message("with a model, use \"parallelism\": {\"micro_batches\": N}");
   parse_parallelism(v.has("parallelism")
                         ? v["parallelism"]
                         : JsonView(nlohmann::json::object(), v.path() + ".parallelism"),
                     w, static_cast<int>(w.ranks.size()));
-  if (w.parallelism.pp > w.model->layers)
+  const Parallelism& par = w.parallelism;
+  if (par.pp > w.model->layers)
     v["parallelism"]["pp"].fail_message(
         fmt::format("{} pipeline stages for {} layers: at most one "
                     "stage per layer",
-                    w.parallelism.pp, w.model->layers));
+                    par.pp, w.model->layers));
+  if (std::int64_t{par.pp} * par.virtual_stages > w.model->layers)
+    v["parallelism"]["virtual_stages"].fail_message(
+        fmt::format("{} stages x {} virtual stages for {} layers: at most one chunk per layer",
+                    par.pp, par.virtual_stages, w.model->layers));
+  const std::int64_t sequence = w.sequence > 0 ? w.sequence : w.model->sequence;
+  if (sequence % par.cp != 0)
+    v["parallelism"]["cp"].fail_message(fmt::format(
+        "context parallelism splits each sequence over cp ranks: {} tokens do not split "
+        "evenly over cp = {}",
+        sequence, par.cp));
   if (auto e = v.find("expert_load")) {
     if (!w.model->is_moe()) e->fail_message("the model has no experts");
     w.expert_load = parse_expert_shares(*e, w.model->experts);
@@ -231,7 +293,8 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w) {
 
 void parse_minimal_form(const JsonView& v, WorkloadSpec& w) {
   for (const char* key :
-       {"gpu", "mfu", "tokens_per_gpu", "sequence", "param_dtype", "parallelism", "expert_load"})
+       {"gpu", "mfu", "tokens_per_gpu", "sequence", "param_dtype", "parallelism", "expert_load",
+        "flash_attention", "compute_dtype"})
     if (v.has(key)) v[key].fail_message("only a workload with a \"model\" takes it");
   if (auto d = v.find("dtype")) w.grad_dtype = parse_dtype(*d);
   w.gradients = v["gradients"].as_size();
@@ -323,13 +386,14 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
                                  next_free - 1));
     int want = trace_ranks.value_or(left);
     if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
-      std::int64_t d[3] = {1, 1, 1};
-      for (int i = 0; i < 3; ++i)
-        if (auto x = p->find(std::array{"dp", "tp", "pp"}[i])) d[i] = x->as_int(1, kMaxDegree);
-      if (d[0] * d[1] * d[2] > left)
+      std::int64_t d[4] = {1, 1, 1, 1};
+      for (int i = 0; i < 4; ++i)
+        if (auto x = p->find(std::array{"dp", "tp", "pp", "cp"}[i]))
+          d[i] = x->as_int(1, i == 3 ? kMaxCp : kMaxDegree);
+      if (gpus_of(d[0], d[1], d[2], d[3]) > left)
         p->fail_message(fmt::format("{}, but only {} ranks are left on the topology",
-                                    gpus_text(d[0], d[1], d[2]), left));
-      want = static_cast<int>(d[0] * d[1] * d[2]);
+                                    gpus_text(d[0], d[1], d[2], d[3]), left));
+      want = static_cast<int>(gpus_of(d[0], d[1], d[2], d[3]));
     }
     if (want > left)
       v.fail_message(

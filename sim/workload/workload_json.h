@@ -32,18 +32,20 @@ inline constexpr std::string_view kJobKeys[] = {"name",
                                                 "grad_dtype",
                                                 "parallelism",
                                                 "expert_load",
+                                                "flash_attention",
+                                                "compute_dtype",
                                                 "chakra",
                                                 "memory_bandwidth",
                                                 "serialize_compute",
                                                 "process_groups"};
 inline constexpr std::string_view kParallelismKeys[] = {
     "dp",   "tp", "pp", "ep", "zero", "fsdp", "sequence_parallel", "pipeline", "micro_batches",
-    "order"};
+    "order", "recompute", "virtual_stages", "cp"};
 inline constexpr std::string_view kModelKeys[] = {
     "name",         "layers",         "hidden",  "vocab", "sequence",       "attention_params",
     "mlp_params",   "attention_dim",  "experts", "top_k", "shared_experts", "expert_params",
-    "dense_layers", "tied_embeddings"};
-inline constexpr std::string_view kGpuKeys[] = {"name", "peak_flops", "memory"};
+    "dense_layers", "tied_embeddings", "heads", "kv_dim"};
+inline constexpr std::string_view kGpuKeys[] = {"name", "peak_flops", "fp8_peak_flops", "memory"};
 
 // Jobs without "ranks" take the topology's ranks in order, each after the previous
 // job's; every job's ranks must be distinct from the others'. `base_dir` resolves a

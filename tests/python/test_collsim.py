@@ -151,3 +151,17 @@ def test_ctrl_c_stops_a_long_run_within_a_second(tmp_path):
         assert time.monotonic() - started < delay + 1.0
     # The module is usable afterwards: the stop request was cleared.
     assert collsim.run(SCENARIO)["collectives"][0]["time_s"] > 0
+
+
+def test_a_model_step_reports_its_end_to_end_mfu():
+    # Llama 3 8B on one DGX H100, TP 2 x DP 4: the kernels' efficiency goes in ("mfu"),
+    # the step's MFU comes out, model FLOPs over GPUs x peak x step.
+    doc = collsim.run({"topology": "dgx-h100", "network": {"model": "flow"},
+                       "workload": {"model": "llama3-8b", "mfu": 0.5, "tokens_per_gpu": 4096,
+                                    "parallelism": {"tp": 2, "dp": 4}}})
+    job = doc["workload"]
+    assert job["mfu"] == 0.5
+    assert job["end_to_end_mfu"] == pytest.approx(
+        job["flops_per_step"] / (8 * 989e12 * job["step_s"]), rel=1e-12)
+    assert job["tokens_per_s_per_gpu"] == pytest.approx(4096 / job["step_s"], rel=1e-12)
+    assert 0.3 < job["end_to_end_mfu"] < 0.5
