@@ -403,8 +403,8 @@ void timeline_section(std::ostream& out, const Scenario& scenario, const Workloa
       "within the stage (ties: the lowest rank), the rank the stage's part of the step "
       "waits for. Lanes: compute, each parallelism's communication in flight, and the "
       "bubble (neither). Each lane is {} columns of {}, shaded by the share of the column "
-      "it is busy (darker is busier); hover a lane for its total. Every task is in "
-      "timeline.json.</p>\n",
+      "it is busy (darker is busier); hover a lane for its total. Each task of these "
+      "ranks is in timeline.json.</p>\n",
       kBins, format_duration(run.step.step_s / kBins));
   stage_timeline(out, scenario, run, sample.representatives, job);
   sampled_ranks(out, scenario, run, sample, job);
