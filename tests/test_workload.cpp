@@ -3,6 +3,7 @@
 // expert parallelism, several jobs sharing links, and the errors a user can make.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -393,9 +394,10 @@ TEST_CASE("workload timeline: a run without overlap keeps one communication thre
   }
 }
 
-TEST_CASE("workload timeline: past 64 ranks, the first 64 that carry tasks are drawn",
+TEST_CASE("workload timeline: past 32 ranks, each job's representative and evenly spaced ranks",
           "[workload][trace]") {
-  // 72 GPUs, two jobs: ranks 0-7 and 8, 16, ..., 64; the others idle.
+  // 72 GPUs, two jobs of one stage each: ranks 0-7 and 8, 16, ..., 64; the others idle.
+  // Each job's 8 evenly spaced ranks are all of its ranks.
   const nlohmann::json trace = timeline_of(
       std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-moe-layer.json", "trace-ranks");
   std::vector<int> busy = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -403,6 +405,11 @@ TEST_CASE("workload timeline: past 64 ranks, the first 64 that carry tasks are d
   CHECK(trace["otherData"]["ranks"] == 72);
   CHECK(trace["otherData"]["ranks_drawn"] == busy.size());
   CHECK(trace["otherData"]["ranks_shown"].get<std::vector<int>>() == busy);
+  REQUIRE(trace["otherData"]["representatives"].size() == 2);  // a stage per job
+  for (const auto& rep : trace["otherData"]["representatives"]) {
+    CHECK(rep["stage"] == 0);
+    CHECK(std::ranges::find(busy, rep["rank"].get<int>()) != busy.end());
+  }
   std::vector<int> processes;
   std::set<int> with_slices;
   for (const auto& e : trace["traceEvents"]) {
@@ -492,7 +499,7 @@ TEST_CASE("a workload's size is known before its step is built, exactly", "[work
   for (const char* name : {"workload-ddp-buckets", "workload-fsdp", "workload-llama3-70b-3d",
                            "workload-llama3-70b-dp", "workload-moe-ep", "workload-two-jobs"}) {
     INFO(name);
-    const Scenario s = load_scenario(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/" + name + ".json");
+    const Scenario s = load_scenario(fmt::format("{}/scenarios/{}.json", COLLSIM_SOURCE_DIR, name));
     for (const auto& w : s.workloads) {
       const WorkloadSize e = workload_size(w);
       WARN(name << ": " << e.tasks << " tasks, " << e.entries << " entries, " << e.ops << " ops");

@@ -21,6 +21,7 @@
 #include "plan/plan_report.h"
 #include "replay/trace.h"
 #include "report/html_report.h"
+#include "report/workload_html.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
 #include "report/trace_file.h"
@@ -73,6 +74,7 @@ int run_workload_command(const Scenario& scenario, const RunArgs& args) {
     out.open("result.json") << doc.dump(2) << "\n";
     write_workload_trace(out.open("timeline.json"), scenario, run);
     write_workload_links_csv(out.open("links.csv"), scenario, run);
+    write_workload_html(out.open("report.html"), scenario, run);
     out.commit();
   }
   if (args.format == "json")

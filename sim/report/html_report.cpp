@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/units.h"
+#include "report/html_common.h"
 #include "report/reports.h"
 
 namespace collsim {
@@ -24,98 +25,10 @@ constexpr std::size_t kHeatmapLinks = 24;
 constexpr int kHottestPerCollective = 3;
 constexpr int kMaxDrawnNodes = 400;
 
-constexpr int kPlotLeft = 170;   // where time axes start (row labels to the left)
-constexpr int kPlotWidth = 960;  // pixels for the whole run
-
-std::string escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// Well-separated hues per collective (golden angle); utilisation from pale to dark red.
-std::string collective_colour(std::size_t c, int lightness = 50) {
-  return fmt::format("hsl({:.0f},62%,{}%)", std::fmod(c * 137.508 + 210, 360.0), lightness);
-}
-std::string load_colour(double u) {
-  u = std::clamp(u, 0.0, 1.0);
-  return fmt::format("rgb({},{},{})", static_cast<int>(255 - 75 * u),
-                     static_cast<int>(245 - 225 * u), static_cast<int>(235 - 215 * u));
-}
-std::string percent(double u) {
-  return fmt::format("{:.1f}%", u * 100);
-}
-std::string gbps(double bytes_per_s) {
-  return fmt::format("{:.1f} GB/s", bytes_per_s / 1e9);
-}
-
-// Ticks for [0, span] seconds: a step of 1, 2 or 5 x 10^k in the unit that keeps the
-// labels short (ns, us, ms, s), about `want` of them.
-struct TimeTicks {
-  double unit_s;  // seconds per unit
-  const char* unit;
-  double step;  // in units
-};
-TimeTicks time_ticks(double span, int want = 8) {
-  TimeTicks t{1, "s", 1};
-  if (span < 1e-6)
-    t = {1e-9, "ns", 1};
-  else if (span < 1e-3)
-    t = {1e-6, "\u00b5s", 1};
-  else if (span < 1)
-    t = {1e-3, "ms", 1};
-  const double raw = span / t.unit_s / want;
-  const double mag = std::pow(10, std::floor(std::log10(std::max(raw, 1e-12))));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * mag >= raw) {
-      t.step = m * mag;
-      break;
-    }
-  return t;
-}
-
-// A time axis under a plot that spans [0, span] seconds over kPlotWidth pixels at `y`.
-void time_axis(std::ostream& out, double span, int y, int grid_top) {
-  if (span <= 0) return;
-  const TimeTicks t = time_ticks(span);
-  const double px = kPlotWidth / (span / t.unit_s);  // pixels per unit
-  out << fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#666\"/>\n", kPlotLeft,
-                     y, kPlotLeft + kPlotWidth, y);
-  for (double v = 0; v <= span / t.unit_s * (1 + 1e-9); v += t.step) {
-    const double x = kPlotLeft + v * px;
-    out << fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#000\" "
-        "stroke-opacity=\"0.12\"/><line x1=\"{0:.1f}\" y1=\"{2}\" x2=\"{0:.1f}\" y2=\"{3}\" "
-        "stroke=\"#666\"/><text x=\"{0:.1f}\" y=\"{4}\" class=\"tick\" "
-        "text-anchor=\"middle\">{5} {6}</text>\n",
-        x, grid_top, y, y + 4, y + 15, format_significant(std::round(v / t.step) * t.step, 6),
-        t.unit);
-  }
-  out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">time</text>\n",
-                     kPlotLeft - 26, y + 15);
-}
-
 // Each collective as a named band over [start, end]; overlapping ones stacked in lanes.
 // Returns the height used.
 int collective_bands(std::ostream& out, const ScenarioResult& r, double span, int y) {
-  const double scale = span > 0 ? kPlotWidth / span : 0;
+  const double scale = span > 0 ? html::kPlotWidth / span : 0;
   std::vector<double> lane_end;
   const int lane_h = 18;
   for (std::size_t c = 0; c < r.outcomes.size(); ++c) {
@@ -124,23 +37,23 @@ int collective_bands(std::ostream& out, const ScenarioResult& r, double span, in
     while (lane < lane_end.size() && lane_end[lane] > o.start_s + 1e-15) ++lane;
     if (lane == lane_end.size()) lane_end.push_back(0);
     lane_end[lane] = o.end_s;
-    const double x = kPlotLeft + o.start_s * scale,
+    const double x = html::kPlotLeft + o.start_s * scale,
                  w = std::max(1.0, (o.end_s - o.start_s) * scale);
     const std::string& name = r.resolved[c].name;
     out << fmt::format(
         "<g class=\"band\"><title>{}: {} to {} ({})</title><rect x=\"{:.1f}\" y=\"{}\" "
         "width=\"{:.1f}\" height=\"{}\" fill=\"{}\" rx=\"3\"/>",
-        escape(name), format_duration(o.start_s), format_duration(o.end_s),
-        format_duration(o.time_s), x, y + lane * lane_h, w, lane_h - 3, collective_colour(c));
+        html::escape(name), format_duration(o.start_s), format_duration(o.end_s),
+        format_duration(o.time_s), x, y + lane * lane_h, w, lane_h - 3, html::collective_colour(c));
     // The name where it fits (about 6 px a character), else only in the tooltip.
     if (w > 6.0 * name.size() + 8)
       out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"bandname\">{}</text>", x + 4,
-                         y + lane * lane_h + 11, escape(name));
+                         y + lane * lane_h + 11, html::escape(name));
     out << "</g>\n";
   }
   out << fmt::format(
       "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">collectives</text>\n",
-      kPlotLeft - 6, y + 11);
+      html::kPlotLeft - 6, y + 11);
   return static_cast<int>(lane_end.size()) * lane_h + 4;
 }
 
@@ -148,8 +61,9 @@ void facts_line(std::ostream& out, const Scenario& s, const TrafficReport& traff
   out << fmt::format(
       "<p class=\"facts\">Topology <b>{}</b> ({} GPUs, {} links) &middot; network model <b>{}</b> "
       "(\u03b1 {}) &middot; everything done at <b>{}</b></p>\n",
-      escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(), name_of(s.network.model),
-      format_duration(to_seconds(s.network.alpha)), format_duration(traffic.makespan_s));
+      html::escape(s.topology.name), s.topology.num_ranks(), s.topology.links().size(),
+      name_of(s.network.model), format_duration(to_seconds(s.network.alpha)),
+      format_duration(traffic.makespan_s));
 }
 
 void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
@@ -168,10 +82,11 @@ void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult&
         "<tr><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td>"
         "<td>{}</td><td class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td class=\"name\">{}</td></tr>\n",
-        collective_colour(i), escape(c.name), name_of(c.shape.op), escape(r.labels[i]),
-        c.ranks.size(), format_bytes(c.bytes), format_duration(o.start_s),
-        format_duration(o.time_s), timed ? gbps(o.algbw_Bps) : "-", timed ? gbps(o.busbw_Bps) : "-",
-        escape(bottleneck));
+        html::collective_colour(i), html::escape(c.name), name_of(c.shape.op),
+        html::escape(r.labels[i]), c.ranks.size(), format_bytes(c.bytes),
+        format_duration(o.start_s), format_duration(o.time_s),
+        timed ? html::gbps(o.algbw_Bps) : "-", timed ? html::gbps(o.busbw_Bps) : "-",
+        html::escape(bottleneck));
   }
   out << "</table>\n<p class=\"note\">Sizes in binary units (1 MiB = 2<sup>20</sup> B); "
          "bandwidths in GB/s (1 GB = 10<sup>9</sup> B); busbw as nccl-tests computes it.</p>\n";
@@ -191,19 +106,19 @@ void per_collective_section(std::ostream& out, const Scenario& s, const Scenario
     std::string links;
     for (const auto& lb : ct.hottest(kHottestPerCollective))
       links += fmt::format("{}{} {} ({})", links.empty() ? "" : "<br>",
-                           escape(s.topology.link_label(lb.link)), percent(lb.utilisation),
-                           format_bytes(lb.bytes));
+                           html::escape(s.topology.link_label(lb.link)),
+                           html::percent(lb.utilisation), format_bytes(lb.bytes));
     const RankSpread sent = spread(ct.ranks, &RankTraffic::sent),
                      received = spread(ct.ranks, &RankTraffic::received);
     out << fmt::format(
         "<tr><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td>"
         "<td>{}</td><td class=\"name\">{}</td><td>{}</td><td>{} / {} / {}</td>"
         "<td>{} / {} / {}</td><td>sent {:.2f}, received {:.2f}</td></tr>\n",
-        collective_colour(c), escape(r.resolved[c].name), format_duration(ct.duration_s()),
-        links.empty() ? "-" : links, ct.links.size(), format_bytes(sent.min),
-        format_bytes(sent.mean), format_bytes(sent.max), format_bytes(received.min),
-        format_bytes(received.mean), format_bytes(received.max), sent.imbalance(),
-        received.imbalance());
+        html::collective_colour(c), html::escape(r.resolved[c].name),
+        format_duration(ct.duration_s()), links.empty() ? "-" : links, ct.links.size(),
+        format_bytes(sent.min), format_bytes(sent.mean), format_bytes(sent.max),
+        format_bytes(received.min), format_bytes(received.mean), format_bytes(received.max),
+        sent.imbalance(), received.imbalance());
   }
   out << "</table>\n";
 }
@@ -236,10 +151,10 @@ void timeline_bars(std::ostream& out, const ScenarioResult& r, double scale, int
       out << fmt::format(
           "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: "
           "step {} {} {}\u2192{}, {}, {} to {}</title></rect>\n",
-          kPlotLeft + a * scale, top + src * row_h + 2, std::max(0.6, (b - a) * scale), row_h - 4,
-          collective_colour(c, op.step % 2 ? 38 : 55), escape(r.resolved[c].name), op.step,
-          op_kind_name(op.kind), src, dst, format_bytes(r.schedules[c].bytes(op)),
-          format_duration(a), format_duration(b));
+          html::kPlotLeft + a * scale, top + src * row_h + 2, std::max(0.6, (b - a) * scale),
+          row_h - 4, html::collective_colour(c, op.step % 2 ? 38 : 55),
+          html::escape(r.resolved[c].name), op.step, op_kind_name(op.kind), src, dst,
+          format_bytes(r.schedules[c].bytes(op)), format_duration(a), format_duration(b));
     }
   }
 }
@@ -271,28 +186,16 @@ void timeline_bins(std::ostream& out, const ScenarioResult& r, const Rows& rows,
       if (mine[i] > best[i]) best[i] = mine[i], owner[i] = static_cast<int>(c);
     }
   }
-  const double px = static_cast<double>(kPlotWidth) / B;
   for (int row = 0; row < rows.count; ++row) {
     const int in_row = std::min(K, (row + 1) * rows.ranks_per_row) - row * rows.ranks_per_row;
-    // Runs of columns with the same collective and the same shade (quarters) are one rect.
-    auto level = [&](int k) {
+    // Per column: the collective that sent most there, the share of the time in quarters.
+    html::shaded_row(out, B, top + row * row_h + 2, row_h - 4, [&](int k) {
       const std::size_t i = static_cast<std::size_t>(row) * B + k;
       const double share = std::min(1.0, busy[i] / (width * in_row));
-      return std::make_pair(owner[i],
-                            share > 0 ? std::max(1, static_cast<int>(share * 4 + 0.5)) : 0);
-    };
-    for (int k = 0; k < B;) {
-      const auto here = level(k);
-      int end = k + 1;
-      while (end < B && level(end) == here) ++end;
-      if (here.second > 0)
-        out << fmt::format(
-            "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
-            "fill-opacity=\"{}\"/>\n",
-            kPlotLeft + k * px, top + row * row_h + 2, (end - k) * px, row_h - 4,
-            collective_colour(here.first), here.second / 4.0);
-      k = end;
-    }
+      if (share <= 0) return html::Shade{};
+      return html::Shade{html::collective_colour(owner[i]),
+                         std::max(1, static_cast<int>(share * 4 + 0.5))};
+    });
   }
 }
 
@@ -324,16 +227,16 @@ void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult
   const int axis_y = top + rows.count * row_h + 4;
   out << fmt::format(
       "<svg id=\"timeline\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-      kPlotLeft + kPlotWidth + 30, axis_y + 24);
+      html::kPlotLeft + html::kPlotWidth + 30, axis_y + 24);
   out << body.str();
   for (int row = 0; row < rows.count; ++row)
     if (rows.count <= 32 || row % 2 == 0 || rows.ranks_per_row > 1)
       out << fmt::format(
           "<text x=\"{}\" y=\"{}\" class=\"rowname\" text-anchor=\"end\">{}</text>\n",
-          kPlotLeft - 6, top + row * row_h + row_h - 5, rows.label(row, K));
-  time_axis(out, span, axis_y, top);
+          html::kPlotLeft - 6, top + row * row_h + row_h - 5, rows.label(row, K));
+  html::time_axis(out, span, axis_y, top);
   if (bars)
-    timeline_bars(out, r, span > 0 ? kPlotWidth / span : 0, top, row_h);
+    timeline_bars(out, r, span > 0 ? html::kPlotWidth / span : 0, top, row_h);
   else
     timeline_bins(out, r, rows, span, K, top, row_h);
   out << "</svg>\n";
@@ -366,7 +269,7 @@ void colour_scale(std::ostream& out, int x, int y) {
       "<rect x=\"{}\" y=\"{}\" width=\"200\" height=\"10\" fill=\"url(#load)\" stroke=\"#999\"/>",
       fmt::format("<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"0.5\" "
                   "stop-color=\"{}\"/><stop offset=\"1\" stop-color=\"{}\"/>",
-                  load_colour(0), load_colour(0.5), load_colour(1)),
+                  html::load_colour(0), html::load_colour(0.5), html::load_colour(1)),
       x, y + 9, x + 70, y);
   for (int p : {0, 50, 100})
     out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}%</text>",
@@ -392,15 +295,15 @@ void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult&
       shown.size(), used, kHottestPerCollective, traffic.bins, format_duration(traffic.bin_s));
   const int cell_h = 14, bands_top = 34;
   std::ostringstream body;
-  colour_scale(body, kPlotLeft, 4);
+  colour_scale(body, html::kPlotLeft, 4);
   const int bands_h = collective_bands(body, r, traffic.makespan_s, bands_top);
   const int top = bands_top + bands_h + 4;
   const int axis_y = top + static_cast<int>(shown.size()) * cell_h + 2;
   out << fmt::format(
       "<svg id=\"heatmap\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-      kPlotLeft + kPlotWidth + 30, axis_y + 24);
+      html::kPlotLeft + html::kPlotWidth + 30, axis_y + 24);
   out << body.str();
-  const double cell_w = traffic.bins > 0 ? static_cast<double>(kPlotWidth) / traffic.bins : 0;
+  const double cell_w = traffic.bins > 0 ? static_cast<double>(html::kPlotWidth) / traffic.bins : 0;
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const LinkId l = shown[i];
     const LinkTraffic& lt = traffic.links[l];
@@ -410,9 +313,10 @@ void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult&
     out << fmt::format(
         "<g><title>{} ({}, {}): {} carried, {} over the run, peak column {}</title>"
         "<text x=\"{}\" y=\"{}\" class=\"rowname\" text-anchor=\"end\">{}</text>",
-        escape(s.topology.link_label(l)), name_of(s.topology.link(l).kind),
-        gbps(s.topology.link(l).bandwidth), format_bytes(lt.bytes), percent(lt.utilisation),
-        percent(peak), kPlotLeft - 6, y + cell_h - 4, escape(s.topology.link_label(l)));
+        html::escape(s.topology.link_label(l)), name_of(s.topology.link(l).kind),
+        html::gbps(s.topology.link(l).bandwidth), format_bytes(lt.bytes),
+        html::percent(lt.utilisation), html::percent(peak), html::kPlotLeft - 6, y + cell_h - 4,
+        html::escape(s.topology.link_label(l)));
     // Runs of columns in the same tenth of utilisation are one rect.
     auto tenth = [&](int k) { return static_cast<int>(std::ceil(lt.bins[k] * 10 - 1e-6)); };
     for (int k = 0; k < traffic.bins;) {
@@ -423,7 +327,8 @@ void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult&
         out << fmt::format(
             "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" "
             "fill=\"{}\"/>",
-            kPlotLeft + k * cell_w, y, (end - k) * cell_w, cell_h - 1, load_colour(level / 10.0));
+            html::kPlotLeft + k * cell_w, y, (end - k) * cell_w, cell_h - 1,
+            html::load_colour(level / 10.0));
       k = end;
     }
     out << "</g>\n";
@@ -431,8 +336,8 @@ void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult&
   out << fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
       "stroke=\"#bbb\"/>\n",
-      kPlotLeft, top, kPlotWidth, axis_y - top - 2);
-  time_axis(out, traffic.makespan_s, axis_y, top);
+      html::kPlotLeft, top, html::kPlotWidth, axis_y - top - 2);
+  html::time_axis(out, traffic.makespan_s, axis_y, top);
   out << "</svg>\n";
 }
 
@@ -615,9 +520,9 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
     out << fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"{:.1f}\"><title>{} \u2014 {}: {}, {} utilised</title></line>\n",
-        pos[a].x, pos[a].y, pos[b].x, pos[b].y, load.first > 0 ? load_colour(load.second) : "#ccc",
-        w, escape(t.node(a).name), escape(t.node(b).name), format_bytes(load.first),
-        percent(load.second));
+        pos[a].x, pos[a].y, pos[b].x, pos[b].y,
+        load.first > 0 ? html::load_colour(load.second) : "#ccc", w, html::escape(t.node(a).name),
+        html::escape(t.node(b).name), format_bytes(load.first), html::percent(load.second));
   }
   // Switch names where they fit: fabric rows get a name each only while they are sparse.
   std::map<int, int> per_row;
@@ -627,7 +532,7 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
     const Node& node = t.node(n);
     const auto [x, y] = pos[n];
     const std::string title =
-        fmt::format("<title>{} ({}{})</title>", escape(node.name), name_of(node.kind),
+        fmt::format("<title>{} ({}{})</title>", html::escape(node.name), name_of(node.kind),
                     node.rank >= 0 ? fmt::format(", rank {}", node.rank) : "");
     if (node.kind == NodeKind::Gpu) {
       out << fmt::format(
@@ -648,7 +553,7 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
           named ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" "
                               "class=\"nodename\" text-anchor=\"middle\">{}"
                               "</text>",
-                              x, y + 4, escape(node.name))
+                              x, y + 4, html::escape(node.name))
                 : "",
           title);
     }
@@ -660,25 +565,12 @@ void topology_section(std::ostream& out, const Scenario& s, const TrafficReport&
 
 void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r,
                        const TrafficReport& traffic) {
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>collsim: "
-      << escape(s.name) << "</title>\n<style>\n"
-      << "body{font-family:sans-serif;margin:20px;color:#222;max-width:1200px}\n"
-         "table{border-collapse:collapse;font-size:13px}\n"
-         "td,th{border:1px solid #ccc;padding:2px "
-         "8px;text-align:right;vertical-align:top;white-space:nowrap}\n"
-         "th{background:#f0f0f0}td.name{text-align:left}\n"
-         ".swatch{display:inline-block;width:10px;height:10px;margin-right:5px}\n"
-         ".note,.facts{font-size:13px;color:#444;max-width:1100px}\n"
-         ".tick{font-size:10px;fill:#333}.axis{font-size:11px;fill:#333;font-weight:bold}\n"
-         ".rowname{font-size:10px;fill:#333}.bandname{font-size:10px;fill:#fff;"
-         "font-weight:bold}\n.nodename{font-size:9px;fill:#fff}\n"
-         ".scroll{overflow-x:auto;max-width:1200px}\n"
-         "#hover{position:fixed;top:8px;right:8px;background:#ffe;border:1px solid #999;"
-         "padding:4px 8px;font-size:12px;max-width:420px}\n</style>\n</head><body>\n";
-  out << "<h1>collsim: " << escape(s.name) << "</h1>\n";
-  if (!s.description.empty()) out << "<p class=\"note\">" << escape(s.description) << "</p>\n";
+  html::page_start(out, "collsim: " + s.name);
+  out << "<h1>collsim: " << html::escape(s.name) << "</h1>\n";
+  if (!s.description.empty())
+    out << "<p class=\"note\">" << html::escape(s.description) << "</p>\n";
   facts_line(out, s, traffic);
-  out << "<div id=\"hover\">hover over a bar, band, row or link</div>\n";
+  html::hover_panel(out, "hover over a bar, band, row or link");
   summary_section(out, s, r, traffic);
   per_collective_section(out, s, r, traffic);
   if (traffic.timed) {
@@ -687,14 +579,7 @@ void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResul
   }
   kind_bars_section(out, s, traffic);
   topology_section(out, s, traffic);
-  // Hovering shows the nearest <title> (the element's or its group's) in a fixed panel,
-  // for readers who do not wait for tooltips.
-  out << "<script>\ndocument.addEventListener('mouseover', function (e) {\n"
-         "  for (var n = e.target; n && n.querySelector; n = n.parentNode) {\n"
-         "    var t = n.querySelector(':scope > title');\n"
-         "    if (t) { document.getElementById('hover').textContent = t.textContent; return; }\n"
-         "  }\n"
-         "});\n</script>\n</body></html>\n";
+  html::page_end(out);
 }
 
 }  // namespace collsim

@@ -11,6 +11,7 @@
 #include "core/units.h"
 #include "report/chrome_trace.h"
 #include "report/trace_lanes.h"
+#include "report/workload_ranks.h"
 
 namespace collsim {
 namespace workload_report {
@@ -261,24 +262,6 @@ void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const
 
 namespace workload_report {
 
-// The ranks the timeline draws, in rank order: all when they fit, else the first
-// `max_ranks` that carry a task, so that idle ranks do not take busy ones' places.
-std::vector<int> drawn_ranks(const Scenario& scenario, const WorkloadRun& run, int max_ranks) {
-  const int total = scenario.topology.num_ranks();
-  std::vector<int> out;
-  if (total <= max_ranks) {
-    out.resize(total);
-    std::iota(out.begin(), out.end(), 0);
-    return out;
-  }
-  std::vector<bool> busy(total, false);
-  for (const StepTask& t : run.graph.tasks)
-    for (int r : t.ranks) busy[r] = true;
-  for (int r = 0; r < total && static_cast<int>(out.size()) < max_ranks; ++r)
-    if (busy[r]) out.push_back(r);
-  return out;
-}
-
 // The communication lane of every collective on every drawn rank: lane[task][k] for the
 // task's k-th rank. TraceLanes takes intervals in start order: collectives are sorted
 // by start, ties kept in graph order so that the lanes are deterministic.
@@ -305,6 +288,25 @@ CommLanes comm_lanes(const WorkloadRun& run, const std::vector<bool>& drawn) {
   return out;
 }
 
+// Each stage's representative rank: {"job": ..., "stage": ..., "rank": ...}, comma-separated.
+std::string representatives_json(const WorkloadRun& run,
+                                 const std::vector<StageRepresentative>& reps) {
+  std::string out;
+  for (const auto& rep : reps)
+    out += fmt::format("{}{{\"job\": {}, \"stage\": {}, \"rank\": {}}}", out.empty() ? "" : ", ",
+                       json_quote(run.jobs[rep.job].spec->name), rep.stage, rep.rank);
+  return out;
+}
+
+// "rank 17", and for a stage's representative "rank 17 (job0 stage 2)".
+std::string process_name(const WorkloadRun& run, const std::vector<StageRepresentative>& reps,
+                         int rank) {
+  for (const auto& rep : reps)
+    if (rep.rank == rank)
+      return fmt::format("rank {} ({} stage {})", rank, run.jobs[rep.job].spec->name, rep.stage);
+  return fmt::format("rank {}", rank);
+}
+
 // "communication", "communication 2", ...: thread 1 + lane of the rank's process.
 std::string comm_thread_name(int lane) {
   return lane == 0 ? "communication" : fmt::format("communication {}", lane + 1);
@@ -316,7 +318,8 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
                           int max_ranks) {
   using namespace workload_report;
   const int total = scenario.topology.num_ranks();
-  const std::vector<int> ranks = drawn_ranks(scenario, run, max_ranks);
+  const RankSample sample = sample_ranks(scenario, run, max_ranks);
+  const std::vector<int>& ranks = sample.ranks;
   std::vector<bool> drawn(total, false);
   for (int r : ranks) drawn[r] = true;
   const CommLanes comm = comm_lanes(run, drawn);
@@ -326,9 +329,10 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
                  "{{\"displayTimeUnit\": \"ms\", \"otherData\": "
                  "{{\"ranks_drawn\": {}, \"ranks\": {}",
                  ranks.size(), total);
-  if (static_cast<int>(ranks.size()) < total)  // which ones, when some are left out
+  if (!sample.all)  // which ones, when some are left out
     fmt::format_to(std::back_inserter(b), ", \"ranks_shown\": [{}]", fmt::join(ranks, ", "));
-  fmt::format_to(std::back_inserter(b), "}}, \"traceEvents\": [\n");
+  fmt::format_to(std::back_inserter(b), ", \"representatives\": [{}]}}, \"traceEvents\": [\n",
+                 representatives_json(run, sample.representatives));
   bool first = true;
   const auto sep = [&] {
     fmt::format_to(std::back_inserter(b), "{}", first ? "" : ",\n");
@@ -338,10 +342,10 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
     sep();
     fmt::format_to(std::back_inserter(b),
                    "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {0}, \"args\": "
-                   "{{\"name\": \"rank {0}\"}}}},\n"
+                   "{{\"name\": {1}}}}},\n"
                    "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, \"tid\": 0, "
                    "\"args\": {{\"name\": \"compute\"}}}}",
-                   r);
+                   r, json_quote(process_name(run, sample.representatives, r)));
     for (int lane = 0; lane < std::max(1, comm.lanes.count(r)); ++lane)
       fmt::format_to(std::back_inserter(b),
                      ",\n{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, "

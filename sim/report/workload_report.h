@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "simulate/run_workload.h"
 
@@ -18,9 +19,17 @@ nlohmann::json workload_json(const Scenario& scenario, const WorkloadRun& run);
 nlohmann::json workload_document(const Scenario& scenario, const WorkloadRun& run);
 // Every link: kind, bandwidth, bytes, busy time and utilisation over the step.
 void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const WorkloadRun& run);
-// Beyond `max_ranks` ranks, the first `max_ranks` that carry tasks are drawn (the
-// metadata says how many, and lists them).
+// Beyond `max_ranks` ranks, a sample is drawn (report/workload_ranks.h: each pipeline
+// stage's representative and a few evenly spaced ranks per job); the metadata lists the
+// ranks drawn and the representatives.
+inline constexpr int kTraceRanks = 32;
 void write_workload_trace(std::ostream& out, const Scenario& scenario, const WorkloadRun& run,
-                          int max_ranks = 64);
+                          int max_ranks = kTraceRanks);
+
+namespace workload_report {
+// The `n` links busy longest over the step, busiest first (none idle).
+std::vector<LinkId> hottest_links(const StepResult& r, std::size_t n);
+std::string gigabytes(std::int64_t bytes);  // "12.34 GB" (10^9 B, as GPUs are sold)
+}  // namespace workload_report
 
 }  // namespace collsim

@@ -261,6 +261,12 @@ class TrainingBuilder {
     return t.size(buckets);
   }
 
+  std::vector<std::vector<int>> stages() const {
+    std::vector<std::vector<int>> out;
+    for (int p = 0; p < par_.pp; ++p) out.push_back(stage_ranks(p));
+    return out;
+  }
+
  private:
   struct Bucket {
     std::int64_t bytes = 0;
@@ -881,6 +887,12 @@ WorkloadSize workload_size(const WorkloadSpec& w) {
   if (!w.has_model()) return workload_build::minimal_size(w);
   StepGraphBuilder none;  // the builder's constructor allocates nothing of the step
   return workload_build::TrainingBuilder(w, none).size();
+}
+
+std::vector<std::vector<int>> pipeline_stages(const WorkloadSpec& w) {
+  if (!w.has_model() || w.is_chakra()) return {w.ranks};
+  StepGraphBuilder none;  // as in workload_size: the placement, no task made
+  return workload_build::TrainingBuilder(w, none).stages();
 }
 
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder) {

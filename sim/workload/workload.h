@@ -133,6 +133,10 @@ inline constexpr double kMaxModelParams = static_cast<double>(std::int64_t{1} <<
 
 WorkloadSize workload_size(const WorkloadSpec& w);
 
+// The job's topology ranks per pipeline stage, each in placement order: pp lists for the
+// model form, one list of every rank otherwise (the reports draw a rank per stage).
+std::vector<std::vector<int>> pipeline_stages(const WorkloadSpec& w);
+
 // Appends the job's tasks to `builder` (streams named per job, so jobs never chain
 // into each other) and returns what it worked out.
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder);
