@@ -141,6 +141,34 @@ inline std::string error_of(const std::string& text) {
 
 // The outside data the repository holds (data/README.md: published nccl-tests logs,
 // ASTRA-sim's Chakra traces). It is always there: a missing file fails the test.
+// Where headless Chromium is, or empty: a page-rendering test skips without it.
+inline std::string chromium_path() {
+  return std::filesystem::exists("/usr/bin/chromium") ? "/usr/bin/chromium" : "";
+}
+inline constexpr const char* kChromiumFlags =
+    " --headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0 ";
+
+// A page as headless Chromium renders it: its DOM (empty if Chromium failed), and the
+// console lines that report an error (an uncaught exception, a failed script).
+struct RenderedPage {
+  std::string dom;
+  std::vector<std::string> console_errors;
+};
+inline RenderedPage render_in_chromium(const std::filesystem::path& html) {
+  const auto dom_file = html.parent_path() / "dom.html", log = html.parent_path() / "chromium.log";
+  const std::string cmd = "timeout 120 " + chromium_path() + kChromiumFlags + "--dump-dom file://" +
+                          html.string() + " >" + dom_file.string() + " 2>" + log.string();
+  RenderedPage page;
+  if (std::system(cmd.c_str()) != 0) return page;
+  page.dom = slurp(dom_file);
+  std::istringstream lines(slurp(log));
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("CONSOLE") != std::string::npos &&
+        (line.find("Uncaught") != std::string::npos || line.find("Error") != std::string::npos))
+      page.console_errors.push_back(line);
+  return page;
+}
+
 inline std::filesystem::path data_file(const std::filesystem::path& relative) {
   const std::filesystem::path p = std::filesystem::path(COLLSIM_SOURCE_DIR) / "data" / relative;
   if (!std::filesystem::exists(p)) throw std::runtime_error("missing " + p.string());

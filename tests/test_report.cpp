@@ -75,7 +75,7 @@ TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up", "[repor
 }
 
 TEST_CASE("report.html renders in headless Chromium without console errors", "[report][browser]") {
-  const std::string chromium = fs::exists("/usr/bin/chromium") ? "/usr/bin/chromium" : "";
+  const std::string chromium = collsim::test::chromium_path();
   if (chromium.empty())
     COLLSIM_SKIP_TEST("chromium is not installed (tools/setup.sh --tests installs it)");
   const fs::path dir = fs::temp_directory_path() / ("collsim-report-" + std::to_string(::getpid()));
@@ -85,24 +85,15 @@ TEST_CASE("report.html renders in headless Chromium without console errors", "[r
                   "oversubscribed-spine-2to1.json --out " + dir.string(),
               &status);
   REQUIRE(status == 0);
-  const std::string flags = " --headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0 ";
-  const std::string url = "file://" + (dir / "report.html").string();
-  const fs::path log = dir / "chromium.log";
-  const std::string dom = run_command(
-      "timeout 120 " + chromium + flags + "--dump-dom " + url + " 2>" + log.string(), &status);
-  REQUIRE(status == 0);
+  const auto page = collsim::test::render_in_chromium(dir / "report.html");
+  REQUIRE(!page.dom.empty());
   for (const char* id : {"id=\"summary\"", "id=\"per-collective\"", "id=\"timeline\"",
                          "id=\"heatmap\"", "id=\"heatmap-note\"", "id=\"kind-bars\"",
                          "id=\"topology\"", "id=\"topology-legend\"", "class=\"band\""})
-    CHECK_THAT(dom, Catch::Contains(id));
-  // Console messages land in the log as CONSOLE lines; an uncaught error would be one.
-  std::istringstream lines(read(log));
-  for (std::string line; std::getline(lines, line);) {
-    INFO(line);
-    CHECK_FALSE(
-        (line.find("CONSOLE") != std::string::npos &&
-         (line.find("Uncaught") != std::string::npos || line.find("Error") != std::string::npos)));
-  }
+    CHECK_THAT(page.dom, Catch::Contains(id));
+  CHECK(page.console_errors == std::vector<std::string>{});
+  const std::string url = "file://" + (dir / "report.html").string();
+  const std::string flags = collsim::test::kChromiumFlags;
   const fs::path shot = fs::path(COLLSIM_BINARY_DIR) / "report-screenshot.png";
   run_command("timeout 120 " + chromium + flags + "--window-size=1280,2000 --screenshot=" +
                   shot.string() + " " + url + " 2>/dev/null",
