@@ -229,10 +229,21 @@ TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, 
   CHECK_THAT(topology_summary(load(R"("dgx-h100")")),
              Catch::Contains("  through its NIC: nothing beyond (no network in this topology)"));
   // Each leaf takes 8 NICs at 50 GB/s; its uplinks carry all of it at 1:1, half at 2:1.
-  CHECK_THAT(flat, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 3200 GB/s up: "
-                                   "oversubscription 1:1"));
-  CHECK_THAT(thin, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 1600 GB/s up: "
-                                   "oversubscription 2:1"));
+  // The preset's one spine is said as such: one uplink from each leaf.
+  CHECK_THAT(flat, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 3200 GB/s up in "
+                                   "1 uplink each (400 GB/s apiece): oversubscription 1:1"));
+  CHECK_THAT(thin, Catch::Contains("leaf      8 switches: 3200 GB/s in from below, 1600 GB/s up in "
+                                   "1 uplink each (200 GB/s apiece): oversubscription 2:1"));
+  // PCIe that binds is said: an 800 Gb/s NIC behind a 64 GB/s link sends 64, not 100.
+  const TopologySummary capped =
+      summarise_topology(load(R"({"preset": "cluster", "nodes": 2, "nic": "800Gbps"})"));
+  CHECK(capped.injection.scale_out == Approx(64e9));
+  CHECK(capped.injection.nic_onward == Approx(100e9));
+  CHECK(capped.injection.capping_kind == "pcie");
+  CHECK_THAT(topology_summary(load(R"({"preset": "cluster", "nodes": 2, "nic": "800Gbps"})")),
+             Catch::Contains("64 GB/s out of the host (its pcie link caps the NICs' 100 GB/s)"));
+  CHECK(summarise_topology(load(R"({"preset": "cluster", "nodes": 2})")).injection.capping_kind ==
+        "");
   CHECK_THAT(thin, Catch::Contains("spine     1 switch  : 1600 GB/s in from below"));
   const TopologySummary three = summarise_topology(load(
       R"({"preset": "cluster", "nodes": 8, "pod_nodes": 4, "cores": 2, "core_oversubscription": 4})"));

@@ -89,6 +89,8 @@ InjectionSummary injection_of(const Topology& t) {
       }
     ++in.nics;
     in.scale_out += std::min(l.bandwidth, onward);
+    in.nic_onward += onward;
+    if (l.bandwidth < onward) in.capping_kind = name_of(l.kind);
   }
   return in;
 }
@@ -104,7 +106,10 @@ std::vector<TierSummary> tiers_of(const Topology& t) {
     const int from = tier_of(t.node(l.src).kind), to = tier_of(t.node(l.dst).kind);
     if (to > from) {
       tiers[to].from_below += l.bandwidth;
-      if (from) tiers[from].to_above += l.bandwidth;
+      if (from) {
+        tiers[from].to_above += l.bandwidth;
+        ++tiers[from].uplinks;
+      }
     }
   }
   std::vector<TierSummary> out;
@@ -164,15 +169,22 @@ std::string topology_summary(const Topology& t) {
     if (in.nics > 0 && in.nic_kinds.empty())
       out += fmt::format("  through its {}: nothing beyond (no network in this topology)\n", nics);
     else if (in.nics > 0)
-      out += fmt::format("  through its {} ({} onward): {} out of the host\n", nics,
-                         join_kinds(in.nic_kinds), format_bandwidth(in.scale_out));
+      out += fmt::format("  through its {} ({} onward): {} out of the host{}\n", nics,
+                         join_kinds(in.nic_kinds), format_bandwidth(in.scale_out),
+                         in.capping_kind.empty()
+                             ? ""
+                             : fmt::format(" (its {} link caps the NICs' {})", in.capping_kind,
+                                           format_bandwidth(in.nic_onward)));
   }
   if (!s.tiers.empty()) out += "switch tiers (capacity one direction):\n";
   for (const TierSummary& tier : s.tiers) {
     out += fmt::format("  {:<5} {:>5} switch{}: {} in from below", tier.kind, tier.switches,
                        tier.switches > 1 ? "es" : "  ", format_bandwidth(tier.from_below));
     if (tier.to_above > 0)
-      out += fmt::format(", {} up: oversubscription {}", format_bandwidth(tier.to_above),
+      out += fmt::format(", {} up in {} uplink{} each ({} apiece): oversubscription {}",
+                         format_bandwidth(tier.to_above), tier.uplinks / tier.switches,
+                         tier.uplinks > tier.switches ? "s" : "",
+                         format_bandwidth(tier.to_above / tier.uplinks),
                          ratio(tier.oversubscription()));
     out += "\n";
   }
@@ -189,7 +201,10 @@ nlohmann::json topology_summary_json(const Topology& t) {
                         {"switches", tier.switches},
                         {"from_below_Bps", tier.from_below},
                         {"to_above_Bps", tier.to_above}};
-    if (tier.to_above > 0) j["oversubscription"] = tier.oversubscription();
+    if (tier.to_above > 0) {
+      j["oversubscription"] = tier.oversubscription();
+      j["uplinks"] = tier.uplinks;
+    }
     tiers.push_back(std::move(j));
   }
   return {{"name", s.name},
@@ -205,7 +220,9 @@ nlohmann::json topology_summary_json(const Topology& t) {
             {"by_kind_Bps", s.injection.by_kind},
             {"nics", s.injection.nics},
             {"nic_onward_by_kind_Bps", s.injection.nic_kinds},
-            {"scale_out_Bps", s.injection.scale_out}}},
+            {"scale_out_Bps", s.injection.scale_out},
+            {"capped_by", s.injection.capping_kind.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(s.injection.capping_kind)}}},
           {"tiers", tiers},
           {"bisection_Bps", s.bisection}};
 }

@@ -22,6 +22,7 @@ struct TierSummary {
   int switches = 0;
   double from_below = 0;  // what the tier below can send into these switches
   double to_above = 0;    // their links up to the next tier (0 at the top)
+  int uplinks = 0;        // directed links up to the next tier, from all these switches
   // from_below : to_above, 2 meaning 2:1; 0 at the top tier.
   double oversubscription() const { return to_above > 0 ? from_below / to_above : 0; }
 };
@@ -35,6 +36,12 @@ struct InjectionSummary {
   int nics = 0;
   std::map<std::string, double> nic_kinds;
   double scale_out = 0;
+  // Where the GPU's own link to a NIC (PCIe) is slower than the NIC's links onward, it
+  // caps what leaves the host: `nic_onward` is what the NICs could send, scale_out what
+  // the GPU's links let through; `capping_kind` the kind of the GPU's link ("" when
+  // nothing is capped).
+  double nic_onward = 0;
+  std::string capping_kind;
 };
 
 struct TopologySummary {
