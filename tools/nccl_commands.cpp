@@ -109,20 +109,15 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
                          const std::string& calibration, const std::string& out_dir,
                          const NcclCompareArgs& args) {
   Scenario scenario = load_scenario(scenario_file);
-  if (scenario.collectives.empty())
-    throw InputError("collectives",
-                     "compare times the scenario's collectives; it has only a \"workload\"");
   if (!calibration.empty())
     apply_calibration(
         scenario,
         parse_json_text(read_input_file(calibration, kMaxCalibrationBytes, "a calibration file"),
                         calibration),
         calibration);
-  const CollectiveSpec& base = pick_collective(scenario, args.collective);
-  const NcclTestsLog log = read_nccl_tests_log(log_file, base.shape.op, args.ranks);
-  const auto [lo, hi] = args.sizes.empty() ? parse_size_range(":", "--sizes")
-                                           : parse_size_range(args.sizes, "--sizes");
-  const NcclComparison c = compare_nccl_log(scenario, base, log, lo, hi);
+  const NcclComparison c = compare_with_nccl_log(
+      scenario, {.log = log_file, .collective = args.collective, .sizes = args.sizes,
+                 .ranks = args.ranks});
   if (!out_dir.empty()) {
     OutputDir out(out_dir);
     write_nccl_comparison_csv(out.open("compare.csv"), c);

@@ -165,3 +165,22 @@ def test_a_model_step_reports_its_end_to_end_mfu():
         job["flops_per_step"] / (8 * 989e12 * job["step_s"]), rel=1e-12)
     assert job["tokens_per_s_per_gpu"] == pytest.approx(4096 / job["step_s"], rel=1e-12)
     assert 0.3 < job["end_to_end_mfu"] < 0.5
+
+
+def test_plan_returns_what_the_cli_prints():
+    scenario = ROOT / "scenarios" / "nccl-dgx-h100.json"
+    assert collsim.plan(scenario) == cli_json("plan", str(scenario), "--format", "json")
+
+
+def test_compare_with_an_nccl_tests_log_returns_what_the_cli_prints():
+    scenario = ROOT / "scenarios" / "nccl-dgx-h100.json"
+    log = ROOT / "data" / "nccl-tests" / "h100x8_all_reduce_ring.txt"
+    doc = collsim.compare(scenario, nccl_tests=log, collective="forced-ring", sizes="1KiB:1GiB")
+    assert doc == cli_json("compare", str(scenario), "--nccl-tests", str(log), "--collective",
+                           "forced-ring", "--sizes", "1KiB:1GiB", "--format", "json")
+    # One flat record per size, in the range asked for: what pandas.DataFrame takes.
+    assert doc["rows"] and all(1024 <= r["bytes"] <= 1 << 30 for r in doc["rows"])
+    assert all(isinstance(v, (int, float, str)) for r in doc["rows"] for v in r.values())
+    with pytest.raises(collsim.InputError) as e:
+        collsim.compare(scenario, nccl_tests=log, collective="no-such")
+    assert "no-such" in str(e.value)

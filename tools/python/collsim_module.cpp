@@ -20,13 +20,16 @@
 #include "core/interrupt.h"
 #include "core/json_view.h"
 #include "core/units.h"
+#include "plan/plan_report.h"
 #include "report/reports.h"
 #include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
 #include "simulate/run_workload.h"
+#include "simulate/simulated_plan.h"
 #include "sweep/sweep.h"
 #include "topology/summary.h"
+#include "validate/compare/nccl_compare.h"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
@@ -178,6 +181,33 @@ py::object sweep(const py::object& scenario, const std::string& collective, cons
   return to_python(interruptible([&] { return sweep_json(run_sweep(s, req)); }));
 }
 
+// Every choice settled, per collective: `collsim plan --format json`'s document.
+py::object plan(const py::object& scenario) {
+  const Scenario s = scenario_of(scenario);
+  if (s.collectives.empty())
+    throw InputError("collectives", "plan settles the scenario's collectives; it has only a "
+                                    "\"workload\"");
+  return to_python(interruptible([&] { return plan_json(s, make_plan(s)); }));
+}
+
+// The scenario's collective against an nccl-tests log (`collsim compare --nccl-tests
+// --format json`'s document); `calibration` (a path) is applied to the scenario first.
+py::object compare(const py::object& scenario, const py::object& nccl_tests,
+                   const std::string& collective, const std::string& sizes, int ranks,
+                   const py::object& calibration) {
+  Scenario s = scenario_of(scenario);
+  if (!calibration.is_none()) {
+    const std::string file = path_of(calibration, "calibration");
+    apply_calibration(s, read_json_file(file, "calibration"), file);
+  }
+  const NcclCompareRequest request{.log = path_of(nccl_tests, "nccl_tests"),
+                                   .collective = collective,
+                                   .sizes = sizes,
+                                   .ranks = ranks};
+  return to_python(
+      interruptible([&] { return nccl_comparison_json(compare_with_nccl_log(s, request)); }));
+}
+
 // A bundled name, a topology or scenario file, JSON text, or a dict of either.
 py::object topology(const py::object& spec) {
   const std::string arg =
@@ -217,6 +247,15 @@ PYBIND11_MODULE(collsim, m) {
         "Run one of the scenario's collectives (default: the first) across sizes (\"1KiB..1GiB\" "
         "with step \"x2\", a comma list, or a list of byte counts), algorithms (default: every "
         "applicable one) and rank counts; returns `collsim sweep --format json`'s document.");
+  m.def("plan", &plan, py::arg("scenario"),
+        "Every choice settled per collective (algorithm, protocol, channels, segments, and "
+        "NCCL's pick where asked); returns `collsim plan --format json`'s document.");
+  m.def("compare", &compare, py::arg("scenario"), py::kw_only(), py::arg("nccl_tests"),
+        py::arg("collective") = "", py::arg("sizes") = "", py::arg("ranks") = 0,
+        py::arg("calibration") = py::none(),
+        "Simulate one of the scenario's collectives at every size of an nccl-tests log and "
+        "compare; returns `collsim compare --nccl-tests LOG --format json`'s document, whose "
+        "\"rows\" are one flat dict per size (pandas.DataFrame(doc[\"rows\"])).");
   m.def("topology", &topology, py::arg("topology"),
         "Summarise a topology: a bundled name (\"cluster-8x8\"), a topology or scenario file, or "
         "a dict; returns `collsim topo --format json`'s document (bytes/s).");

@@ -109,7 +109,7 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   out.nccl_filtered = !base.nccl_filter.algorithms.empty();
   out.op = base.shape.op;
   out.ranks = log.ranks;
-  out.log = &log;
+  out.log = std::make_shared<const NcclTestsLog>(log);
   for (const NcclTestsRow& row : log.rows) {
     if (row.bytes < min_bytes || row.bytes > max_bytes) continue;
     const CollectiveSpec c = sized_like(base, row);
@@ -211,6 +211,16 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
           {"rows", rows},
           {"mape_pct", c.mape_pct},
           {"ranges", ranges}};
+}
+
+NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {
+  if (s.collectives.empty())
+    throw InputError("collectives",
+                     "compare times the scenario's collectives; it has only a \"workload\"");
+  const CollectiveSpec& base = pick_collective(s, request.collective);
+  const NcclTestsLog log = read_nccl_tests_log(request.log, base.shape.op, request.ranks);
+  const auto [lo, hi] = parse_size_range(request.sizes.empty() ? ":" : request.sizes, "--sizes");
+  return compare_nccl_log(s, base, log, lo, hi);
 }
 
 std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& text,

@@ -2,6 +2,7 @@
 // A scenario's collective against an nccl-tests log: simulated at every size the log
 // measured (same collective, same GPU count, the log's element type), per size and
 // as mean absolute percentage errors overall and by size range.
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
@@ -50,7 +51,7 @@ struct NcclComparison {
   bool nccl_filtered = false;  // the collective restricts NCCL's algorithms ("nccl_algo")
   CollectiveOp op = CollectiveOp::AllReduce;
   int ranks = 0;
-  const NcclTestsLog* log = nullptr;
+  std::shared_ptr<const NcclTestsLog> log;  // a copy: the comparison outlives the caller's log
   std::vector<NcclCompareRow> rows;  // sizes within the range asked for
   double mape_pct = 0;
   std::vector<SizeRangeError> ranges;  // below 64 KiB, 64 KiB to 4 MiB, above 4 MiB
@@ -62,6 +63,16 @@ struct NcclComparison {
 NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
                                 const NcclTestsLog& log, std::int64_t min_bytes,
                                 std::int64_t max_bytes);
+
+// What `collsim compare --nccl-tests` and Python's collsim.compare do, in one place: the
+// scenario's collective against an nccl-tests log, over a range of sizes.
+struct NcclCompareRequest {
+  std::string log;         // the log's path
+  std::string collective;  // which of the scenario's collectives ("": its only one)
+  std::string sizes;       // "MIN:MAX", either side optional ("": every size the log has)
+  int ranks = 0;           // the log's GPU count, when the log does not say
+};
+NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request);
 
 // Mean of |error_pct| over rows with bytes in [lo, hi].
 double mape_between(const std::vector<NcclCompareRow>& rows, std::int64_t lo, std::int64_t hi,
