@@ -408,6 +408,62 @@ TEST_CASE("sweep.html: NCCL's picks labelled, its line among the crossovers, nam
                        !Catch::Contains("<script>"));
 }
 
+TEST_CASE("sweep --measured: the log's times as a measured line and a measured_us column",
+          "[sweep]") {
+  const auto dir = temp_dir("sweep-measured");
+  const std::string log =
+      std::string(COLLSIM_SOURCE_DIR) + "/data/nccl-tests/h100x8_all_reduce_ring.txt";
+  const std::string args = "sweep " + kScenarios +
+                           "nccl-dgx-h100.json --collective forced-ring "
+                           "--sizes 256KiB..1MiB --step x4 --measured " +
+                           log + " --out ";
+  const Outcome o = run_collsim(args + (dir / "a").string());
+  REQUIRE(o.status == 0);
+  const std::string csv = read(dir / "a" / "sweep.csv");
+  CHECK_THAT(csv, Catch::StartsWith(
+                      "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan,"
+                      "measured_us\n"));
+  // 1 MiB: the log's out-of-place 44.38 us, on every algorithm's row of that size.
+  std::istringstream lines(csv);
+  std::size_t at_1mib = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(",1048576,") != std::string::npos) {
+      CHECK_THAT(line, Catch::EndsWith(",44.380000"));
+      ++at_1mib;
+    }
+  CHECK(at_1mib >= 2);
+  const auto json = nlohmann::json::parse(read(dir / "a" / "sweep.json"));
+  for (const auto& row : json["rows"])
+    if (row["bytes"] == 1048576) CHECK(row["measured_us"].get<double>() == Approx(44.38));
+  const std::string html = read(dir / "a" / "sweep.html");
+  CHECK_THAT(html, Catch::Contains("<title>measured</title>") &&
+                       Catch::Contains("<title>measured at 1 MiB: 44.38 \u00b5s</title>"));
+  // The same command again: the same bytes.
+  REQUIRE(run_collsim(args + (dir / "b").string()).status == 0);
+  for (const char* f : {"sweep.csv", "sweep.json", "sweep.html"})
+    CHECK(read(dir / "a" / f) == read(dir / "b" / f));
+  // Without --measured, no column.
+  REQUIRE(run_collsim("sweep " + kScenarios +
+                      "nccl-dgx-h100.json --collective forced-ring "
+                      "--sizes 1MiB --out " +
+                      (dir / "c").string())
+              .status == 0);
+  CHECK_THAT(read(dir / "c" / "sweep.csv"), !Catch::Contains("measured_us"));
+}
+
+TEST_CASE("sweep --measured refuses a log of another collective", "[sweep]") {
+  const auto dir = temp_dir("sweep-measured-other");
+  std::ofstream(dir / "ag.json")
+      << R"({"topology": "dgx-h100", "network": {"model": "flow"}, "collectives": [)"
+         R"({"name": "ag", "op": "all_gather", "algorithm": "ring", "bytes": "1MiB"}]})";
+  const Outcome o =
+      run_collsim("sweep " + (dir / "ag.json").string() + " --sizes 1MiB --measured " +
+                  COLLSIM_SOURCE_DIR + "/data/nccl-tests/h100x8_all_reduce_ring.txt");
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--measured") && Catch::Contains("all_reduce") &&
+                        Catch::Contains("all_gather"));
+}
+
 TEST_CASE("run --trace-gzip writes timeline.json.gz, the same trace compressed",
           "[report][trace]") {
   const fs::path dir = fs::temp_directory_path() / ("collsim-gzip-" + std::to_string(::getpid()));
