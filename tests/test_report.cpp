@@ -307,6 +307,155 @@ TEST_CASE("sweep.html: coloured legend, coinciding lines said, round ticks, labe
                        Catch::Contains(r.crossovers[0].from + " \u2192 " + r.crossovers[0].to));
 }
 
+namespace {
+
+// Each series' line colour and its legend marker with coordinates and colour taken out
+// (signs kept: the up and down triangles differ only in them), in legend order.
+std::vector<std::pair<std::string, std::string>> series_looks(const std::string& html,
+                                                              const std::string& svg_id) {
+  const std::size_t from = html.find("<svg id=\"" + svg_id + "\"");
+  const std::string svg = html.substr(from, html.find("</svg>", from) - from);
+  const std::regex legend("<g class=\"legend\"><line [^>]*stroke=\"([^\"]+)\"[^>]*/>(<[^>]*/>)");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), legend), end; it != end; ++it) {
+    std::string shape =
+        std::regex_replace((*it)[2].str(), std::regex("#[0-9a-f]{6}|hsl\\([^)]*\\)"), "C");
+    out.emplace_back((*it)[1].str(), std::regex_replace(shape, std::regex("[0-9.]+"), "#"));
+  }
+  return out;
+}
+
+// A sweep made up: ring wins without NCCL's pick, but the pick is faster from 2 KiB on.
+SweepResult made_up_sweep(const std::string& topology) {
+  SweepPlan plan;
+  plan.about.topology = topology;
+  plan.about.op = "all_reduce";
+  plan.rank_counts = {8};
+  plan.algorithms = {"ring", "nccl"};
+  plan.sizes = {1024, 2048, 4096};
+  std::vector<SweepRow> rows;
+  const double ring[] = {10e-6, 20e-6, 40e-6}, nccl[] = {12e-6, 15e-6, 30e-6};
+  const char* picks[] = {"nccl: ring/LL/4ch", "nccl: ring/LL/4ch", "nccl: tree/Simple/8ch"};
+  for (int k = 0; k < 3; ++k)
+    rows.push_back({8, "ring", plan.sizes[k], plan.sizes[k] / 4, ring[k], 1e9, 1e9, false,
+                    "ring (4 channels) LL"});
+  for (int k = 0; k < 3; ++k)
+    rows.push_back(
+        {8, "nccl", plan.sizes[k], plan.sizes[k] / 4, nccl[k], 1e9, 2e9, false, picks[k]});
+  return finish_sweep(std::move(plan), std::move(rows));
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("sweep.html: every line, nccl and measured included, has its own colour and marker",
+          "[sweep]") {
+  const Scenario s = load_scenario(kScenarios + "nccl-dgx-h100.json");
+  SweepRequest req;
+  req.sizes = parse_sizes("1KiB,1MiB", "x2");
+  SweepResult r = run_sweep(s, req);  // every algorithm, and nccl
+  r.measured = {{8, 1024, 40e-6, 0.05e9}, {8, 1 << 20, 45e-6, 40e9}};
+  std::ostringstream page;
+  write_sweep_html(page, r);
+  const std::string html = page.str();
+  for (const char* chart : {"time-8", "busbw-8"}) {
+    const auto looks = series_looks(html, chart);
+    REQUIRE(looks.size() == r.plan.algorithms.size() + 1);  // the measured line too
+    REQUIRE(r.plan.algorithms.size() > 8);                  // past the first palette
+    std::set<std::string> colours, markers;
+    for (const auto& [colour, marker] : looks) {
+      colours.insert(colour);
+      markers.insert(marker);
+    }
+    CHECK(colours.size() == looks.size());
+    CHECK(markers.size() == looks.size());
+  }
+  CHECK_THAT(html,
+             Catch::Contains("<title>nccl</title>") && Catch::Contains("<title>measured</title>"));
+}
+
+TEST_CASE("sweep.html: NCCL's picks labelled, its line among the crossovers, names escaped",
+          "[sweep]") {
+  const SweepResult r = made_up_sweep("<script>alert(1)</script>");
+  REQUIRE(r.crossovers.empty());  // the rows' winners leave NCCL's pick out
+  REQUIRE(sweep_crossovers(r.plan, r.rows, 0, true).size() == 1);
+  std::ostringstream page;
+  write_sweep_html(page, r);
+  const std::string html = page.str();
+  // A label where the pick changes (at 1 KiB and at 4 KiB), once per chart.
+  CHECK(count_of(html, "class=\"pick\"") == 4);
+  CHECK(count_of(html, ">ring/LL/4ch</text>") == 2);
+  CHECK(count_of(html, ">tree/Simple/8ch</text>") == 2);
+  // A hover title per point, saying what ran there.
+  CHECK_THAT(html, Catch::Contains("<title>nccl at 2 KiB: 15 \u00b5s, nccl: ring/LL/4ch</title>"));
+  // The page's fastest line counts NCCL's pick: ring, then nccl.
+  CHECK_THAT(html, Catch::Contains("ring \u2192 nccl \u2248") &&
+                       Catch::Contains("<li>ring &rarr; nccl at about"));
+  CHECK_THAT(html, Catch::Contains("&lt;script&gt;alert(1)&lt;/script&gt;") &&
+                       !Catch::Contains("<script>"));
+}
+
+TEST_CASE("sweep --measured: the log's times as a measured line and a measured_us column",
+          "[sweep]") {
+  const auto dir = temp_dir("sweep-measured");
+  const std::string log =
+      std::string(COLLSIM_SOURCE_DIR) + "/data/nccl-tests/h100x8_all_reduce_ring.txt";
+  const std::string args = "sweep " + kScenarios +
+                           "nccl-dgx-h100.json --collective forced-ring "
+                           "--sizes 256KiB..1MiB --step x4 --measured " +
+                           log + " --out ";
+  const Outcome o = run_collsim(args + (dir / "a").string());
+  REQUIRE(o.status == 0);
+  const std::string csv = read(dir / "a" / "sweep.csv");
+  CHECK_THAT(csv, Catch::StartsWith(
+                      "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan,"
+                      "measured_us\n"));
+  // 1 MiB: the log's out-of-place 44.38 us, on every algorithm's row of that size.
+  std::istringstream lines(csv);
+  std::size_t at_1mib = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(",1048576,") != std::string::npos) {
+      CHECK_THAT(line, Catch::EndsWith(",44.380000"));
+      ++at_1mib;
+    }
+  CHECK(at_1mib >= 2);
+  const auto json = nlohmann::json::parse(read(dir / "a" / "sweep.json"));
+  for (const auto& row : json["rows"])
+    if (row["bytes"] == 1048576) CHECK(row["measured_us"].get<double>() == Approx(44.38));
+  const std::string html = read(dir / "a" / "sweep.html");
+  CHECK_THAT(html, Catch::Contains("<title>measured</title>") &&
+                       Catch::Contains("<title>measured at 1 MiB: 44.38 \u00b5s</title>"));
+  // The same command again: the same bytes.
+  REQUIRE(run_collsim(args + (dir / "b").string()).status == 0);
+  for (const char* f : {"sweep.csv", "sweep.json", "sweep.html"})
+    CHECK(read(dir / "a" / f) == read(dir / "b" / f));
+  // Without --measured, no column.
+  REQUIRE(run_collsim("sweep " + kScenarios +
+                      "nccl-dgx-h100.json --collective forced-ring "
+                      "--sizes 1MiB --out " +
+                      (dir / "c").string())
+              .status == 0);
+  CHECK_THAT(read(dir / "c" / "sweep.csv"), !Catch::Contains("measured_us"));
+}
+
+TEST_CASE("sweep --measured refuses a log of another collective", "[sweep]") {
+  const auto dir = temp_dir("sweep-measured-other");
+  std::ofstream(dir / "ag.json")
+      << R"({"topology": "dgx-h100", "network": {"model": "flow"}, "collectives": [)"
+         R"({"name": "ag", "op": "all_gather", "algorithm": "ring", "bytes": "1MiB"}]})";
+  const Outcome o =
+      run_collsim("sweep " + (dir / "ag.json").string() + " --sizes 1MiB --measured " +
+                  COLLSIM_SOURCE_DIR + "/data/nccl-tests/h100x8_all_reduce_ring.txt");
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--measured") && Catch::Contains("all_reduce") &&
+                        Catch::Contains("all_gather"));
+}
+
 TEST_CASE("run --trace-gzip writes timeline.json.gz, the same trace compressed",
           "[report][trace]") {
   const fs::path dir = fs::temp_directory_path() / ("collsim-gzip-" + std::to_string(::getpid()));

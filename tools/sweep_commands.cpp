@@ -18,12 +18,12 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "mpi_world.h"
+#include "progress_bar.h"
 #include "report/output_dir.h"
 #include "scenario/scenario.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_shard.h"
-#include "progress_bar.h"
-#include "validate/compare/nccl_tests_log.h"  // read_input_file
+#include "validate/compare/nccl_tests_log.h"  // read_input_file, read_nccl_tests_log
 
 namespace collsim {
 
@@ -62,6 +62,29 @@ std::string file_bytes(const std::string& path) {
   return s.str();
 }
 
+// The log's out-of-place rows as measured points of the sweep (none without a log). The
+// log must be of the swept collective, on one of the sweep's rank counts.
+std::vector<MeasuredPoint> measured_points(const std::string& path, const SweepPlan& plan) {
+  if (path.empty()) return {};
+  const NcclTestsLog log = read_nccl_tests_log(path);
+  const SweepAbout& about = plan.about;
+  if (name_of(log.op) != about.op)
+    throw InputError("--measured",
+                     fmt::format("{} measured {} (from {}), but the sweep's collective \"{}\" "
+                                 "is {}; pick one with --collective",
+                                 path, name_of(log.op), log.op_source, about.collective, about.op));
+  const auto& counts = plan.rank_counts;
+  if (std::find(counts.begin(), counts.end(), log.ranks) == counts.end())
+    throw InputError("--measured", fmt::format("{} ran on {} GPUs, a rank count the sweep does "
+                                               "not have; add it with --ranks",
+                                               path, log.ranks));
+  std::vector<MeasuredPoint> out;
+  for (const auto& row : log.rows)
+    out.push_back(
+        {log.ranks, row.bytes, row.out_of_place.time_us * 1e-6, row.out_of_place.busbw_GBps * 1e9});
+  return out;
+}
+
 // The reports, as one process writes them: files first, so that nothing is printed
 // as if all went well when they cannot be written.
 void write_sweep(const SweepResult& result, const std::string& format, const std::string& out_dir) {
@@ -87,6 +110,7 @@ struct SweepShare {
   std::optional<Shard> shard;
   std::vector<std::size_t> points;
   std::vector<SweepRow> rows;
+  std::vector<MeasuredPoint> measured;
 };
 
 SweepShare compute_share(const SweepArgs& args, const MpiWorld& world) {
@@ -99,6 +123,7 @@ SweepShare compute_share(const SweepArgs& args, const MpiWorld& world) {
     throw InputError("collectives", "sweep runs the scenario's collectives and it has only a "
                                     "\"workload\"; `collsim workload-sweep` sweeps that");
   s.plan = plan_sweep(scenario, request_of(args));
+  s.measured = measured_points(args.measured, s.plan);  // before the points: fail early
   s.digest = text_digest(file_bytes(args.scenario));
   std::vector<std::size_t> todo(s.plan.points());
   std::iota(todo.begin(), todo.end(), std::size_t{0});
@@ -116,10 +141,12 @@ SweepShare compute_share(const SweepArgs& args, const MpiWorld& world) {
 
 // The shard's file, or the whole sweep's reports, from every point's row.
 void write_outputs(const SweepArgs& args, SweepPlan plan, const std::string& digest,
-                   std::optional<Shard> shard, std::vector<std::pair<std::size_t, SweepRow>> rows) {
+                   std::optional<Shard> shard, std::vector<std::pair<std::size_t, SweepRow>> rows,
+                   std::vector<MeasuredPoint> measured) {
   if (!shard) {
-    write_sweep(assemble_sweep(std::move(plan), std::move(rows), "sweep"), args.format,
-                args.out_dir);
+    SweepResult result = assemble_sweep(std::move(plan), std::move(rows), "sweep");
+    result.measured = std::move(measured);
+    write_sweep(result, args.format, args.out_dir);
     return;
   }
   std::sort(rows.begin(), rows.end(),
@@ -179,7 +206,7 @@ int finish_on_rank_0(const SweepArgs& args, const std::optional<SweepShare>& min
       for (auto& row : rows_from_json(mine->plan, m["rows"], fmt::format("MPI rank {}", r)))
         rows.push_back(std::move(row));
     }
-    write_outputs(args, mine->plan, mine->digest, mine->shard, std::move(rows));
+    write_outputs(args, mine->plan, mine->digest, mine->shard, std::move(rows), mine->measured);
     return 0;
   } catch (...) {
     const Failure f = failure_of(std::current_exception());
@@ -217,6 +244,11 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args) {
                    "i/n: simulate only shard i of n (1 <= i <= n, e.g. a Slurm array task) and "
                    "write sweep-shard-i-of-n.json into --out; collsim merge joins the shards")
       ->excludes(format);
+  sweep
+      ->add_option("--measured", args.measured,
+                   "An nccl-tests log of the same collective: its out-of-place times drawn as a "
+                   "\"measured\" line in sweep.html and a measured_us column in sweep.csv/json")
+      ->excludes("--shard");
   return sweep;
 }
 
@@ -230,6 +262,8 @@ CLI::App* add_merge_command(CLI::App& app, MergeArgs& args) {
       ->check(CLI::IsMember({"text", "csv", "json"}))
       ->capture_default_str();
   merge->add_option("--out", args.out_dir, "Also write sweep.csv, sweep.json and sweep.html here");
+  merge->add_option("--measured", args.measured,
+                    "An nccl-tests log of the same collective, drawn and listed as in sweep");
   return merge;
 }
 
@@ -237,7 +271,7 @@ int sweep_command(const SweepArgs& args) {
   MpiWorld world;  // first: every rank must reach the collective calls below
   if (world.size() == 1) {
     SweepShare s = compute_share(args, world);
-    write_outputs(args, std::move(s.plan), s.digest, s.shard, paired(s));
+    write_outputs(args, std::move(s.plan), s.digest, s.shard, paired(s), std::move(s.measured));
     return 0;
   }
   // Several ranks: each sends rank 0 its rows or its error; rank 0 writes everything.
@@ -262,7 +296,9 @@ int merge_command(const MergeArgs& args) {
   std::vector<ShardFile> files;
   for (const auto& p : args.parts)
     files.push_back({p, parse_json_text(read_input_file(p, kMaxShardFileBytes, "a shard file"), p)});
-  write_sweep(merge_shards(files), args.format, args.out_dir);
+  SweepResult result = merge_shards(files);
+  result.measured = measured_points(args.measured, result.plan);
+  write_sweep(result, args.format, args.out_dir);
   return 0;
 }
 

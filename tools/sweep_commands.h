@@ -18,12 +18,14 @@ struct SweepArgs {
   std::string out_dir;
   int jobs = 1;
   std::string shard;
+  std::string measured;  // an nccl-tests log to draw beside the simulated lines
 };
 
 struct MergeArgs {
   std::vector<std::string> parts;
   std::string format = "text";
   std::string out_dir;
+  std::string measured;
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args);

@@ -259,6 +259,51 @@ std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
   return out;
 }
 
+namespace {
+
+// The fastest row at each size of rank count plan.rank_counts[ri] (ties to the earlier
+// algorithm); empty where no algorithm counts (only "nccl", left out).
+std::vector<std::optional<std::size_t>> fastest_rows(const SweepPlan& plan,
+                                                     const std::vector<SweepRow>& rows,
+                                                     std::size_t ri, bool with_nccl) {
+  const auto& algorithms = plan.algorithms;
+  const std::size_t per_alg = plan.sizes.size(), first_row = ri * algorithms.size() * per_alg;
+  std::vector<std::optional<std::size_t>> best(per_alg);
+  for (std::size_t k = 0; k < per_alg; ++k)
+    for (std::size_t a = 0; a < algorithms.size(); ++a) {
+      const std::size_t i = first_row + a * per_alg + k;
+      if ((with_nccl || algorithms[a] != "nccl") &&
+          (!best[k] || rows[i].time_s < rows[*best[k]].time_s))
+        best[k] = i;
+    }
+  return best;
+}
+
+}  // namespace
+
+std::vector<Crossover> sweep_crossovers(const SweepPlan& plan, const std::vector<SweepRow>& rows,
+                                        std::size_t ri, bool with_nccl) {
+  const std::size_t per_alg = plan.sizes.size(), first_row = ri * plan.algorithms.size() * per_alg;
+  const auto best = fastest_rows(plan, rows, ri, with_nccl);
+  std::vector<Crossover> out;
+  for (std::size_t k = 1; k < per_alg; ++k) {
+    if (!best[k - 1] || !best[k]) continue;
+    const SweepRow& lo = rows[*best[k - 1]];
+    const SweepRow& hi = rows[*best[k]];
+    if (lo.algorithm == hi.algorithm) continue;
+    const std::size_t a = (*best[k - 1] - first_row) / per_alg,
+                      b = (*best[k] - first_row) / per_alg;
+    const auto& ra0 = rows[first_row + a * per_alg + k - 1];
+    const auto& ra1 = rows[first_row + a * per_alg + k];
+    const auto& rb0 = rows[first_row + b * per_alg + k - 1];
+    const auto& rb1 = rows[first_row + b * per_alg + k];
+    out.push_back({plan.rank_counts[ri], lo.algorithm, hi.algorithm, lo.bytes, hi.bytes,
+                   crossing(static_cast<double>(lo.bytes), static_cast<double>(hi.bytes),
+                            ra0.time_s, ra1.time_s, rb0.time_s, rb1.time_s)});
+  }
+  return out;
+}
+
 SweepResult finish_sweep(SweepPlan plan, std::vector<SweepRow> rows) {
   SweepResult out;
   out.plan = std::move(plan);
@@ -273,37 +318,18 @@ SweepResult finish_sweep(SweepPlan plan, std::vector<SweepRow> rows) {
   for (std::size_t ri = 0; ri < out.plan.rank_counts.size(); ++ri) {
     const int n = out.plan.rank_counts[ri];
     const std::size_t first_row = ri * algorithms.size() * per_alg;
-    // Winners per size, then where they change.
-    std::vector<std::size_t> best(
-        per_alg);  // row index of the fastest at each size; ties to the earlier
+    // Winners per size (NCCL's pick is compared with them, not one of them).
+    const auto best = fastest_rows(out.plan, out.rows, ri, false);
     for (std::size_t k = 0; k < per_alg; ++k) {
-      std::optional<std::size_t> b;
-      for (std::size_t a = 0; a < algorithms.size(); ++a) {
-        const std::size_t i = first_row + a * per_alg + k;
-        if (a != nccl_index && (!b || out.rows[i].time_s < out.rows[*b].time_s)) b = i;
-      }
-      best[k] = b.value_or(first_row + k);
-      out.rows[best[k]].winner = b.has_value();
-      if (nccl == algorithms.end() || !b) continue;
+      if (!best[k]) continue;
+      out.rows[*best[k]].winner = true;
+      if (nccl == algorithms.end()) continue;
       const SweepRow& pick = out.rows[first_row + nccl_index * per_alg + k];
-      out.nccl.push_back(
-          {n, pick.bytes, pick.plan, out.rows[*b].plan, pick.time_s, out.rows[*b].time_s});
+      const SweepRow& b = out.rows[*best[k]];
+      out.nccl.push_back({n, pick.bytes, pick.plan, b.plan, pick.time_s, b.time_s});
     }
-    for (std::size_t k = 1; k < per_alg; ++k) {
-      const SweepRow& lo = out.rows[best[k - 1]];
-      const SweepRow& hi = out.rows[best[k]];
-      if (lo.algorithm == hi.algorithm) continue;
-      const std::size_t a = (best[k - 1] - first_row) / per_alg,
-                        b = (best[k] - first_row) / per_alg;
-      const auto& ra0 = out.rows[first_row + a * per_alg + k - 1];
-      const auto& ra1 = out.rows[first_row + a * per_alg + k];
-      const auto& rb0 = out.rows[first_row + b * per_alg + k - 1];
-      const auto& rb1 = out.rows[first_row + b * per_alg + k];
-      out.crossovers.push_back(
-          {n, lo.algorithm, hi.algorithm, lo.bytes, hi.bytes,
-           crossing(static_cast<double>(lo.bytes), static_cast<double>(hi.bytes), ra0.time_s,
-                    ra1.time_s, rb0.time_s, rb1.time_s)});
-    }
+    for (auto& x : sweep_crossovers(out.plan, out.rows, ri, false))
+      out.crossovers.push_back(std::move(x));
   }
   return out;
 }
@@ -315,6 +341,12 @@ SweepResult run_sweep(const Scenario& s, const SweepRequest& req, const SweepPro
   std::iota(all.begin(), all.end(), std::size_t{0});
   std::vector<SweepRow> rows = run_sweep_points(s, plan, all, threads, progress);
   return finish_sweep(std::move(plan), std::move(rows));
+}
+
+const MeasuredPoint* measured_at(const SweepResult& r, int ranks, std::int64_t bytes) {
+  for (const auto& m : r.measured)
+    if (m.ranks == ranks && m.bytes == bytes) return &m;
+  return nullptr;
 }
 
 std::string sweep_table(const SweepResult& r) {
@@ -362,12 +394,22 @@ std::string sweep_table(const SweepResult& r) {
 
 void write_sweep_csv(std::ostream& out, const SweepResult& r) {
   // plan: what ran at that point (NCCL's pick changes with size: "nccl: ring/LL/24ch").
-  out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan\n";
-  for (const auto& row : r.rows)
-    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{}\n", row.ranks, csv_field(row.algorithm),
-                       row.bytes, row.count, r.plan.about.dtype, row.time_s * 1e6,
-                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? 1 : 0,
-                       csv_field(row.plan));
+  // measured_us only with a measured log, so that sweeps without one read as before.
+  const bool measured = !r.measured.empty();
+  out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan"
+      << (measured ? ",measured_us\n" : "\n");
+  for (const auto& row : r.rows) {
+    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{}", row.ranks,
+                       csv_field(row.algorithm), row.bytes, row.count, r.plan.about.dtype,
+                       row.time_s * 1e6, row.algbw_Bps / 1e9, row.busbw_Bps / 1e9,
+                       row.winner ? 1 : 0, csv_field(row.plan));
+    if (!measured)
+      out << "\n";
+    else if (const MeasuredPoint* m = measured_at(r, row.ranks, row.bytes))
+      out << fmt::format(",{:.6f}\n", m->time_s * 1e6);
+    else
+      out << ",\n";
+  }
 }
 
 nlohmann::json sweep_json(const SweepResult& r) {
@@ -382,6 +424,11 @@ nlohmann::json sweep_json(const SweepResult& r) {
                     {"busbw_GBps", row.busbw_Bps / 1e9},
                     {"winner", row.winner},
                     {"plan", row.plan}});
+  if (!r.measured.empty())  // null where the log has no such size
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      const MeasuredPoint* m = measured_at(r, r.rows[i].ranks, r.rows[i].bytes);
+      rows[i]["measured_us"] = m ? nlohmann::json(m->time_s * 1e6) : nlohmann::json(nullptr);
+    }
   for (const auto& x : r.crossovers)
     xs.push_back({{"ranks", x.ranks},
                   {"from", x.from},

@@ -85,11 +85,21 @@ struct Crossover {
   double estimate;            // where the two algorithms' time lines cross, in bytes
 };
 
+// A measured point (an nccl-tests log's out-of-place row), drawn and listed beside the
+// simulated ones: plain numbers, so that sim/ needs no log reader.
+struct MeasuredPoint {
+  int ranks;
+  std::int64_t bytes;
+  double time_s;
+  double busbw_Bps;
+};
+
 struct SweepResult {
   SweepPlan plan;
   std::vector<SweepRow> rows;  // by ranks, then algorithm, then size: one per point
   std::vector<Crossover> crossovers;
   std::vector<NcclVersusBest> nccl;  // when "nccl" is among the algorithms
+  std::vector<MeasuredPoint> measured;  // given with --measured; empty: none
 };
 
 // The most sizes one sweep takes (nccl-tests sweeps have a few dozen): counted before
@@ -121,9 +131,17 @@ std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
 // Winners, crossovers and NCCL's picks from one row per point, in point order.
 SweepResult finish_sweep(SweepPlan plan, std::vector<SweepRow> rows);
 
+// Where the fastest algorithm changes at rank count plan.rank_counts[ri], NCCL's pick
+// among them or not (finish_sweep leaves it out: it is compared, not a candidate).
+std::vector<Crossover> sweep_crossovers(const SweepPlan& plan, const std::vector<SweepRow>& rows,
+                                        std::size_t ri, bool with_nccl);
+
 // plan_sweep, every point on `threads` threads, finish_sweep.
 SweepResult run_sweep(const Scenario& s, const SweepRequest& req,
                       const SweepProgress& progress = {}, int threads = 1);
+
+// The measured point at (ranks, bytes), or null.
+const MeasuredPoint* measured_at(const SweepResult& r, int ranks, std::int64_t bytes);
 
 std::string sweep_table(const SweepResult& r);
 void write_sweep_csv(std::ostream& out, const SweepResult& r);
