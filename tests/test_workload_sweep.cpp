@@ -174,7 +174,13 @@ TEST_CASE("workload-sweep --out: csv, json and an escaped page, the same bytes e
   const std::string page = slurp(a / "workload_sweep.html");
   CHECK(page.find("<script>alert") == std::string::npos);
   CHECK_THAT(page, Catch::Contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-  CHECK_THAT(page, Catch::Contains("\u2605 dp="));  // the best row marked
+  // The best row starred: its settings in the columns' order.
+  std::string best = "\u2605 ";
+  for (const auto& c : j["columns"])
+    best += (best.size() > 4 ? " / " : "") +
+            j["points"][j["best"].get<int>()]["settings"][c.get<std::string>()].get<std::string>();
+  CHECK_THAT(page, Catch::Contains(best + "</text>"));
+  CHECK(page.find("\u2605") == page.rfind("\u2605"));
   std::size_t scripts = 0;
   for (auto at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1))
     ++scripts;

@@ -14,18 +14,25 @@ namespace collsim {
 namespace workload_sweep_page {
 
 constexpr int kRowH = 22, kBarH = 14, kTop = 24;
-constexpr int kLabelW = 300;                          // the settings, left of the bars
+constexpr int kLabelW = 340;                          // the settings, left of the bars
 constexpr int kStepX = kLabelW + 10, kStepW = 380;    // step time
 constexpr int kMemX = kStepX + kStepW + 30, kMemW = 300;  // memory per GPU
 
 constexpr const char* kFits = "#2b7bba";
 constexpr const char* kNoFit = "#d9a0a0";
 
-// "dp=2 tp=8 pp=4 micro_batches=8 recompute=none"
+// "dp=2 tp=8 pp=4 micro_batches=8 recompute=none": the hover's and the summary's.
 std::string label_of(const WorkloadSweep& s, const WorkloadPoint& p) {
   std::string out;
   for (std::size_t c = 0; c < s.columns.size(); ++c)
     out += (c ? " " : "") + s.columns[c] + "=" + p.settings[c];
+  return out;
+}
+
+// "2 / 8 / 4 / 8 / none" under a header of the columns: short enough for a row's label.
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (std::size_t c = 0; c < parts.size(); ++c) out += (c ? " / " : "") + parts[c];
   return out;
 }
 
@@ -66,10 +73,11 @@ void row(std::ostream& out, const WorkloadSweep& s, std::size_t i, const Scales&
   out << fmt::format("<g><title>{}</title>", html::escape(hover(s, p, best)));
   out << fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\"{}>{}</text>", kLabelW,
                      y + kBarH - 2, best ? " font-weight=\"bold\"" : "",
-                     html::escape((best ? "\u2605 " : "") + label_of(s, p)));
+                     html::escape((best ? "\u2605 " : "") + joined(p.settings)));
   if (!p.error.empty()) {
-    out << fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#888\">refused</text></g>\n", kStepX,
-                       y + kBarH - 2);
+    out << fmt::format(
+        "<text x=\"{}\" y=\"{}\" fill=\"#888\" font-size=\"11\">refused: {}</text></g>\n",
+        kStepX, y + kBarH - 2, html::escape(p.error));
     return;
   }
   const char* colour = p.fits ? kFits : kNoFit;
@@ -85,6 +93,8 @@ void plot(std::ostream& out, const WorkloadSweep& s) {
   const int width = kMemX + kMemW + 90;
   out << fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
                      width, height);
+  out << fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"end\">{}</text>", kLabelW,
+                     html::escape(joined(s.columns)));
   out << fmt::format("<text x=\"{}\" y=\"14\">step time (longest {})</text>", kStepX,
                      format_duration(k.step));
   out << fmt::format("<text x=\"{}\" y=\"14\">memory per GPU (to {})</text>\n", kMemX,

@@ -271,10 +271,12 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
       continue;
     }
     out += fmt::format(
-        "{:>5} {:>10} {:>10} {:>10} {:>10} {:>8.2f}x {:>5.1f}% {:>5.1f}% {:>10.0f} {:>9}{}{}\n",
-        p.gpus, format_duration(p.step_s), format_duration(p.compute_s),
-        format_duration(p.exposed_comm_s), format_duration(p.idle_s), p.speedup,
-        100 * p.scaling_efficiency, 100 * p.mfu, p.tokens_per_s_per_gpu,
+        "{:>5} {:>10} {:>10} {:>10} {:>10} {:>8.2f}x {:>5.1f}% {:>6} {:>10} {:>9}{}{}\n", p.gpus,
+        format_duration(p.step_s), format_duration(p.compute_s), format_duration(p.exposed_comm_s),
+        format_duration(p.idle_s), p.speedup, 100 * p.scaling_efficiency,
+        // The minimal form has no FLOPs or tokens to count.
+        p.mfu > 0 ? fmt::format("{:.1f}%", 100 * p.mfu) : "-",
+        p.tokens_per_s_per_gpu > 0 ? fmt::format("{:.0f}", p.tokens_per_s_per_gpu) : "-",
         p.memory_bytes > 0 ? fmt::format("{:.1f} GB", p.memory_bytes / 1e9) : "-",
         p.fits ? "" : " (does not fit)", static_cast<int>(i) == s.best ? "  <- best" : "");
   }
