@@ -170,6 +170,7 @@ TEST_CASE("workload-sweep --out: csv, json and an escaped page, the same bytes e
   }
   const auto j = nlohmann::json::parse(slurp(a / "workload_sweep.json"));
   CHECK(j["job"] == "<script>alert(1)</script>");
+  for (const auto& p : j["points"]) CHECK(p["best"].is_boolean());
   REQUIRE(j["best"].is_number());
   const std::string page = slurp(a / "workload_sweep.html");
   CHECK(page.find("<script>alert") == std::string::npos);

@@ -322,9 +322,9 @@ nlohmann::json workload_sweep_json(const WorkloadSweep& s) {
                 {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
                 {"memory_bytes", p.memory_bytes},
                 {"memory_capacity", p.memory_capacity},
-                {"fits", p.fits},
-                {"best", static_cast<int>(i) == s.best}});
+                {"fits", p.fits}});
     }
+    o["best"] = static_cast<int>(i) == s.best;  // on refused points too: one shape to read
     points.push_back(std::move(o));
   }
   return {{"scenario", s.scenario},
