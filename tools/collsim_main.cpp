@@ -23,6 +23,7 @@
 #include "report/html_report.h"
 #include "report/workload_html.h"
 #include "report/output_dir.h"
+#include "report/workload_sweep_html.h"
 #include "report/reports.h"
 #include "report/trace_file.h"
 #include "report/workload_report.h"
@@ -141,6 +142,7 @@ struct WorkloadSweepArgs {
   std::vector<std::string> sets;
   bool splits = false;
   std::string format = "text";
+  std::string out_dir;
 };
 
 int workload_sweep_command(const WorkloadSweepArgs& args) {
@@ -154,6 +156,14 @@ int workload_sweep_command(const WorkloadSweepArgs& args) {
   const auto doc = read_json_file(args.scenario, args.scenario);
   const WorkloadSweep sweep =
       sweep_workload(doc, std::filesystem::path(args.scenario).parent_path(), options);
+  // Files first: if they cannot be written, nothing is printed as if all went well.
+  if (!args.out_dir.empty()) {
+    OutputDir out(args.out_dir);
+    out.open("workload_sweep.csv") << workload_sweep_csv(sweep);
+    out.open("workload_sweep.json") << workload_sweep_json(sweep).dump(2) << "\n";
+    write_workload_sweep_html(out.open("workload_sweep.html"), sweep);
+    out.commit();
+  }
   if (args.format == "csv")
     std::cout << workload_sweep_csv(sweep);
   else if (args.format == "json")
@@ -564,7 +574,11 @@ int main(int argc, char** argv) {
                      "PATH=V1,V2,...: a scenario field through values (repeatable), e.g. "
                      "workload.bucket=10MB,25MB or topology.nodes=1,2,4");
   wsweep->add_flag("--splits", wsweep_args.splits,
-                   "Also every dp x tp x pp of the job's GPUs (tp a power of two within a node)");
+                   "Also every dp x tp x pp of the job's GPUs (tp a power of two within a node), "
+                   "the global batch kept (micro-batches follow dp), with the least activation "
+                   "recomputation that fits");
+  wsweep->add_option("--out", wsweep_args.out_dir,
+                     "Write workload_sweep.csv, workload_sweep.json and workload_sweep.html here");
   wsweep->add_option("--format", wsweep_args.format, "Output on stdout")
       ->check(CLI::IsMember({"text", "csv", "json"}))
       ->capture_default_str();

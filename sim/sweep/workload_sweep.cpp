@@ -1,7 +1,10 @@
 #include "sweep/workload_sweep.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "core/csv.h"
@@ -47,6 +50,36 @@ std::vector<std::array<int, 3>> splits_of(int gpus, int per_node) {
   return out;
 }
 
+// Activation recomputation from least to most: each trades compute for memory.
+constexpr std::array<const char*, 3> kRecompute{"none", "selective", "full"};
+
+// What one point of the sweep runs: its scenario and settings, or why a split is refused
+// before it runs.
+struct Todo {
+  nlohmann::json doc;
+  std::vector<std::string> settings;
+  std::string refused;
+  bool split = false;  // tried with more recomputation when it does not fit
+};
+
+// Micro-batches per pipeline for `dp` replicas: Megatron's global batch / (dp x
+// micro-batch size), with the scenario's global batch (`batch` micro-batches: its
+// micro_batches x dp) and micro-batch size kept; 0 when dp does not divide them.
+int micro_batches_for(std::int64_t batch, int dp) {
+  return batch % dp == 0 ? static_cast<int>(batch / dp) : 0;
+}
+
+// Why a split cannot run its micro-batches; empty when it can.
+std::string micro_batch_refusal(std::int64_t batch, int dp, int pp, int micro) {
+  if (micro == 0)
+    return fmt::format("the global batch of {} micro-batches does not split over dp = {}", batch,
+                       dp);
+  if (micro < pp)
+    return fmt::format("{} micro-batch{} per pipeline cannot fill pp = {} stages", micro,
+                       micro == 1 ? "" : "es", pp);
+  return {};
+}
+
 WorkloadPoint measure(const nlohmann::json& doc, const std::filesystem::path& base) {
   WorkloadPoint p;
   try {
@@ -60,15 +93,55 @@ WorkloadPoint measure(const nlohmann::json& doc, const std::filesystem::path& ba
     p.idle_s = j.idle_s;
     p.speedup = j.speedup;
     p.scaling_efficiency = j.scaling_efficiency;
+    p.mfu = j.mfu;
+    p.tokens_per_s_per_gpu = j.tokens_per_s_per_gpu;
     p.gpus = static_cast<int>(j.spec->ranks.size());
     if (j.spec->has_model()) {
       p.memory_bytes = static_cast<double>(j.facts.memory_total());
+      p.memory_capacity = static_cast<double>(j.spec->gpu.memory);
       p.fits = j.facts.memory_total() <= j.spec->gpu.memory;
     }
   } catch (const InputError& e) {
     p.error = e.what();
     p.fits = false;
   }
+  return p;
+}
+
+// A split with the least recomputation, from the scenario's own, that fits (the most
+// when none does); its recompute appended to its settings.
+WorkloadPoint measure_least_recompute(nlohmann::json doc, const std::filesystem::path& base,
+                                      std::vector<std::string> settings) {
+  nlohmann::json& par = at_path(doc, "workload.parallelism");
+  auto level = std::find(kRecompute.begin(), kRecompute.end(),
+                         par.value("recompute", std::string("none")));
+  // With flash attention the scores are never stored: selective would keep the same bytes.
+  const nlohmann::json& job = at_path(doc, "workload");
+  const bool flash = !job.is_object() || job.value("flash_attention", true);
+  WorkloadPoint p = measure(doc, base);
+  // An unknown level is left as it is, for the parser's message.
+  while (p.error.empty() && !p.fits && level != kRecompute.end() && ++level != kRecompute.end()) {
+    if (flash && std::string_view(*level) == "selective") continue;
+    par["recompute"] = *level;
+    p = measure(doc, base);
+  }
+  p.settings = std::move(settings);
+  p.settings.push_back(p.error.empty() ? par.value("recompute", std::string("none")) : "-");
+  return p;
+}
+
+WorkloadPoint run_todo(Todo& t, const std::filesystem::path& base) {
+  if (!t.refused.empty()) {
+    WorkloadPoint p;
+    p.error = std::move(t.refused);
+    p.fits = false;
+    p.settings = std::move(t.settings);
+    p.settings.push_back("-");
+    return p;
+  }
+  if (t.split) return measure_least_recompute(std::move(t.doc), base, std::move(t.settings));
+  WorkloadPoint p = measure(t.doc, base);
+  p.settings = std::move(t.settings);
   return p;
 }
 
@@ -83,6 +156,39 @@ int gpus_per_node(const nlohmann::json& doc, const std::filesystem::path& base) 
     most = std::max(most, ++count[host]);
   }
   return most;
+}
+
+// Every dp x tp x pp of the point's job, with the micro-batches its dp leaves.
+void add_splits(std::vector<Todo>& todo, const nlohmann::json& point,
+                const std::vector<std::string>& settings, const std::filesystem::path& base) {
+  const Scenario s = parse_scenario(point, base);
+  if (s.workloads.empty()) throw InputError("workload", "the scenario has no workload to sweep");
+  const Parallelism& own = s.workloads[0].parallelism;
+  const std::int64_t batch = std::int64_t{own.micro_batches} * own.dp;
+  const int gpus = static_cast<int>(s.workloads[0].ranks.size());
+  for (const auto& [dp, tp, pp] : splits_of(gpus, gpus_per_node(point, base))) {
+    if (dp % own.ep != 0) continue;
+    const int micro = micro_batches_for(batch, dp);
+    Todo t{point, settings, micro_batch_refusal(batch, dp, pp, micro), true};
+    nlohmann::json& par = at_path(t.doc, "workload.parallelism");
+    if (!par.is_object()) par = nlohmann::json::object();
+    par.update({{"dp", dp}, {"tp", tp}, {"pp", pp}, {"micro_batches", std::max(micro, 1)}});
+    t.settings.insert(t.settings.end(),
+                      {std::to_string(dp), std::to_string(tp), std::to_string(pp),
+                       micro > 0 ? std::to_string(micro) : "-"});
+    todo.push_back(std::move(t));
+  }
+}
+
+// The scenario's and its first job's names, for titles; empty where it does not parse
+// (each point then says why).
+void name_sweep(WorkloadSweep& out, const nlohmann::json& doc, const std::filesystem::path& base) {
+  try {
+    const Scenario s = parse_scenario(doc, base);
+    out.scenario = s.name;
+    if (!s.workloads.empty()) out.job = s.workloads[0].name;
+  } catch (const InputError&) {
+  }
 }
 
 }  // namespace workload_sweep
@@ -109,11 +215,13 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
                              const WorkloadSweepOptions& options) {
   using namespace workload_sweep;
   WorkloadSweep out;
+  name_sweep(out, doc, base_dir);
   for (const auto& a : options.axes) out.columns.push_back(a.path);
-  if (options.splits) out.columns.insert(out.columns.end(), {"dp", "tp", "pp"});
+  if (options.splits)
+    out.columns.insert(out.columns.end(), {"dp", "tp", "pp", "micro_batches", "recompute"});
   // The cartesian product of the axes, the last varying fastest: every point's scenario
   // first, so that progress can say how many there are.
-  std::vector<std::pair<nlohmann::json, std::vector<std::string>>> todo;
+  std::vector<Todo> todo;
   std::vector<std::size_t> index(options.axes.size(), 0);
   while (true) {
     nlohmann::json point = doc;
@@ -122,34 +230,16 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
       at_path(point, options.axes[i].path) = value_of(options.axes[i].values[index[i]]);
       settings.push_back(options.axes[i].values[index[i]]);
     }
-    if (!options.splits) {
-      todo.emplace_back(std::move(point), std::move(settings));
-    } else {
-      // The job's GPUs as this point's scenario has them.
-      const Scenario s = parse_scenario(point, base_dir);
-      if (s.workloads.empty())
-        throw InputError("workload", "the scenario has no workload to sweep");
-      const int gpus = static_cast<int>(s.workloads[0].ranks.size());
-      for (const auto& [dp, tp, pp] : splits_of(gpus, gpus_per_node(point, base_dir))) {
-        nlohmann::json split = point;
-        nlohmann::json& par = at_path(split, "workload.parallelism");
-        if (!par.is_object()) par = nlohmann::json::object();
-        par["dp"] = dp;
-        par["tp"] = tp;
-        par["pp"] = pp;
-        if (par.contains("ep") && dp % par["ep"].get<int>() != 0) continue;
-        std::vector<std::string> st = settings;
-        st.insert(st.end(), {std::to_string(dp), std::to_string(tp), std::to_string(pp)});
-        todo.emplace_back(std::move(split), std::move(st));
-      }
-    }
+    if (options.splits)
+      add_splits(todo, point, settings, base_dir);
+    else
+      todo.push_back({std::move(point), std::move(settings), {}, false});
     std::size_t axis = index.size();
     while (axis > 0 && ++index[axis - 1] == options.axes[axis - 1].values.size()) index[--axis] = 0;
     if (axis == 0) break;
   }
   for (std::size_t i = 0; i < todo.size(); ++i) {
-    out.points.push_back(measure(todo[i].first, base_dir));
-    out.points.back().settings = std::move(todo[i].second);
+    out.points.push_back(run_todo(todo[i], base_dir));
     if (options.progress) options.progress(i + 1, todo.size());
   }
   for (std::size_t i = 0; i < out.points.size(); ++i) {
@@ -169,8 +259,9 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
     width.push_back(w);
     out += fmt::format("{:<{}}  ", s.columns[c], w);
   }
-  out += fmt::format("{:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6} {:>9}\n", "gpus", "step",
-                     "compute", "exposed", "idle", "speedup", "eff", "mem/GPU");
+  out += fmt::format("{:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>6} {:>6} {:>10} {:>9}\n", "gpus",
+                     "step", "compute", "exposed", "idle", "speedup", "eff", "MFU", "tok/s/GPU",
+                     "mem/GPU");
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     for (std::size_t c = 0; c < s.columns.size(); ++c)
@@ -180,9 +271,12 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
       continue;
     }
     out += fmt::format(
-        "{:>5} {:>10} {:>10} {:>10} {:>10} {:>8.2f}x {:>5.1f}% {:>9}{}{}\n", p.gpus,
+        "{:>5} {:>10} {:>10} {:>10} {:>10} {:>8.2f}x {:>5.1f}% {:>6} {:>10} {:>9}{}{}\n", p.gpus,
         format_duration(p.step_s), format_duration(p.compute_s), format_duration(p.exposed_comm_s),
         format_duration(p.idle_s), p.speedup, 100 * p.scaling_efficiency,
+        // The minimal form has no FLOPs or tokens to count.
+        p.mfu > 0 ? fmt::format("{:.1f}%", 100 * p.mfu) : "-",
+        p.tokens_per_s_per_gpu > 0 ? fmt::format("{:.0f}", p.tokens_per_s_per_gpu) : "-",
         p.memory_bytes > 0 ? fmt::format("{:.1f} GB", p.memory_bytes / 1e9) : "-",
         p.fits ? "" : " (does not fit)", static_cast<int>(i) == s.best ? "  <- best" : "");
   }
@@ -194,14 +288,15 @@ std::string workload_sweep_csv(const WorkloadSweep& s) {
   std::string out;
   for (const auto& c : s.columns) out += csv_field(c) + ",";
   out +=
-      "gpus,step_s,compute_s,exposed_comm_s,idle_s,speedup,scaling_efficiency,memory_bytes,fits,"
-      "best,error\n";
+      "gpus,step_s,compute_s,exposed_comm_s,idle_s,speedup,scaling_efficiency,mfu,"
+      "tokens_per_s_per_gpu,memory_bytes,fits,best,error\n";
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     for (const auto& v : p.settings) out += csv_field(v) + ",";
-    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{},{},{}\n", p.gpus,
-                       p.step_s, p.compute_s, p.exposed_comm_s, p.idle_s, p.speedup,
-                       p.scaling_efficiency, p.memory_bytes, p.fits ? 1 : 0,
+    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
+                       p.gpus, p.step_s, p.compute_s, p.exposed_comm_s, p.idle_s, p.speedup,
+                       p.scaling_efficiency, p.mfu, p.tokens_per_s_per_gpu, p.memory_bytes,
+                       p.fits ? 1 : 0,
                        static_cast<int>(i) == s.best ? 1 : 0, csv_field(p.error));
   }
   return out;
@@ -209,7 +304,8 @@ std::string workload_sweep_csv(const WorkloadSweep& s) {
 
 nlohmann::json workload_sweep_json(const WorkloadSweep& s) {
   nlohmann::json points = nlohmann::json::array();
-  for (const auto& p : s.points) {
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
     nlohmann::json o;
     for (std::size_t c = 0; c < s.columns.size(); ++c) o["settings"][s.columns[c]] = p.settings[c];
     if (!p.error.empty()) {
@@ -222,12 +318,18 @@ nlohmann::json workload_sweep_json(const WorkloadSweep& s) {
                 {"idle_s", p.idle_s},
                 {"speedup", p.speedup},
                 {"scaling_efficiency", p.scaling_efficiency},
+                {"mfu", p.mfu},
+                {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
                 {"memory_bytes", p.memory_bytes},
+                {"memory_capacity", p.memory_capacity},
                 {"fits", p.fits}});
     }
+    o["best"] = static_cast<int>(i) == s.best;  // on refused points too: one shape to read
     points.push_back(std::move(o));
   }
-  return {{"columns", s.columns},
+  return {{"scenario", s.scenario},
+          {"job", s.job},
+          {"columns", s.columns},
           {"points", points},
           {"best", s.best < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.best)}};
 }

@@ -2,7 +2,15 @@
 // Sweeps over a training step: any field of the scenario (a bucket size, a
 // parallelism degree, the topology's node count) through a list of values, or
 // every dp x tp x pp split of the job's GPUs; per point the step time, speedup,
-// scaling efficiency and whether it fits in memory, and the best point that fits.
+// scaling efficiency, end-to-end MFU, tokens/s per GPU and whether it fits in memory,
+// and the best point that fits.
+//
+// Splits keep the global batch (tokens per step of the job) and the micro-batch size
+// fixed, so micro-batches per pipeline follow dp as Megatron derives them:
+// micro_batches = global batch / (dp x micro-batch size) = micro_batches0 x dp0 / dp.
+// A split where that is not a whole number, or is below pp (a pipeline needs at least pp
+// micro-batches to fill), is refused. A split that does not fit in memory is tried again
+// with selective, then full activation recomputation.
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
@@ -24,16 +32,20 @@ struct WorkloadSweepOptions {
 };
 
 struct WorkloadPoint {
-  std::vector<std::string> settings;  // per axis (then dp, tp, pp with splits)
+  // Per axis (then dp, tp, pp, micro_batches, recompute with splits).
+  std::vector<std::string> settings;
   double step_s = 0, compute_s = 0, exposed_comm_s = 0, idle_s = 0;
   double speedup = 0, scaling_efficiency = 0;
+  double mfu = 0, tokens_per_s_per_gpu = 0;  // end to end (bubble and exposed time count)
   int gpus = 0;
-  double memory_bytes = 0;  // per GPU, model form; 0 otherwise
+  double memory_bytes = 0;     // per GPU, model form; 0 otherwise
+  double memory_capacity = 0;  // the GPU's, model form; 0 otherwise
   bool fits = true;
   std::string error;  // a point the scenario refuses (e.g. tp not dividing the GPUs)
 };
 
 struct WorkloadSweep {
+  std::string scenario, job;  // names, for the page's title
   std::vector<std::string> columns;
   std::vector<WorkloadPoint> points;
   int best = -1;  // fastest point that fits in memory

@@ -1,0 +1,203 @@
+// collsim workload-sweep as a planner: splits keep the global batch (micro-batches follow
+// dp), a split that does not fit is tried with more activation recomputation, the best
+// row is the fastest that fits, and --out writes the CSV, JSON and page all-or-nothing.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "sweep/workload_sweep.h"
+
+using namespace collsim;
+using collsim::test::run_collsim;
+using collsim::test::slurp;
+using collsim::test::temp_dir;
+
+namespace workload_sweep_test {
+
+// A small model on one node of `gpus` GPUs; `memory` the GPU's, so that a test can put it
+// between what a step needs with and without recomputation.
+nlohmann::json sweep_scenario(const std::string& parallelism, const std::string& memory = "80GB",
+                              const std::string& job = "job0", int gpus = 8) {
+  return nlohmann::json::parse(R"({"name": "sweep-small",
+    "topology": {"preset": "cluster", "nodes": 1, "gpus_per_node": )" +
+                               std::to_string(gpus) + R"(, "nvlink": "450GB/s", "nic": "400Gbps",
+                 "pcie": "64GB/s"},
+    "network": {"model": "flow"},
+    "workload": {"name": ")" + job + R"(",
+      "model": {"name": "tiny", "layers": 8, "hidden": 4096, "vocab": 32000, "sequence": 4096},
+      "gpu": {"peak_flops": 989e12, "memory": ")" +
+                               memory + R"("}, "tokens_per_gpu": 16384, "bucket": "64MB",
+      "parallelism": {)" + parallelism + "}}}");
+}
+
+// The row with these dp, tp, pp (splits' columns come last but two).
+const WorkloadPoint& split_row(const WorkloadSweep& s, int dp, int tp, int pp) {
+  const std::size_t c = s.columns.size() - 5;
+  for (const auto& p : s.points)
+    if (p.settings[c] == std::to_string(dp) && p.settings[c + 1] == std::to_string(tp) &&
+        p.settings[c + 2] == std::to_string(pp))
+      return p;
+  FAIL("no split dp " << dp << " tp " << tp << " pp " << pp);
+  throw std::logic_error("unreachable");
+}
+
+WorkloadSweep splits_of(const nlohmann::json& doc) {
+  WorkloadSweepOptions o;
+  o.splits = true;
+  return sweep_workload(doc, ".", o);
+}
+
+}  // namespace workload_sweep_test
+
+using namespace workload_sweep_test;
+
+TEST_CASE("workload-sweep --splits: micro-batches follow dp for a fixed global batch",
+          "[workload][sweep]") {
+  // 2 replicas x 4 micro-batches: a global batch of 8 micro-batches.
+  const auto s = splits_of(sweep_scenario(R"("dp": 2, "tp": 4, "micro_batches": 4)", "1TB"));
+  REQUIRE(s.columns.back() == "recompute");
+  REQUIRE(s.columns[s.columns.size() - 2] == "micro_batches");
+  const auto micro = [&](int dp, int tp, int pp) { return split_row(s, dp, tp, pp).settings[3]; };
+  CHECK(micro(2, 4, 1) == "4");
+  CHECK(micro(1, 4, 2) == "8");
+  CHECK(micro(4, 2, 1) == "2");
+  CHECK(micro(2, 2, 2) == "4");
+  CHECK(micro(8, 1, 1) == "1");
+  CHECK(micro(1, 1, 8) == "8");  // exactly fills 8 stages
+  for (const auto& p : s.points) {
+    INFO(p.settings[0] << " " << p.settings[1] << " " << p.settings[2]);
+    REQUIRE(p.error.empty());
+    // Every split runs the same tokens per GPU per step: the global batch is kept.
+    CHECK(p.tokens_per_s_per_gpu * p.step_s == Approx(16384).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("workload-sweep --splits: refuses a dp that splits the batch unevenly or a pipeline "
+          "it cannot fill",
+          "[workload][sweep]") {
+  // 2 x 3 = 6 micro-batches in all.
+  const auto s = splits_of(sweep_scenario(R"("dp": 2, "tp": 4, "micro_batches": 3)", "1TB"));
+  CHECK(split_row(s, 1, 4, 2).settings[3] == "6");
+  CHECK(split_row(s, 1, 4, 2).error.empty());
+  CHECK(split_row(s, 2, 2, 2).settings[3] == "3");
+  const auto& uneven = split_row(s, 4, 2, 1);  // 6 / 4
+  CHECK(uneven.settings[3] == "-");
+  CHECK_THAT(uneven.error, Catch::Contains("does not split over dp = 4"));
+  CHECK_FALSE(uneven.fits);
+  const auto& shallow = split_row(s, 1, 1, 8);  // 6 micro-batches, 8 stages
+  CHECK_THAT(shallow.error, Catch::Contains("6 micro-batches per pipeline cannot fill pp = 8"));
+  CHECK_FALSE(shallow.fits);
+  CHECK(s.best >= 0);
+  CHECK(s.points[s.best].error.empty());
+}
+
+TEST_CASE("workload-sweep --splits: a split that does not fit is tried with recomputation",
+          "[workload][sweep]") {
+  // dp 1, tp 1, pp 1 on one GPU: its activations alone exceed the GPU's memory unless
+  // each layer's forward is recomputed.
+  const std::string par = R"("dp": 1, "micro_batches": 1)";
+  WorkloadSweepOptions by_hand;
+  by_hand.axes = {parse_axis("workload.parallelism.recompute=none,selective,full")};
+  const auto direct = sweep_workload(sweep_scenario(par, "40GB", "job0", 1), ".", by_hand);
+  REQUIRE(direct.points.size() == 3);
+  CHECK_FALSE(direct.points[0].fits);
+  CHECK_FALSE(direct.points[1].fits);
+  REQUIRE(direct.points[2].fits);
+
+  const auto s = splits_of(sweep_scenario(par, "40GB", "job0", 1));
+  REQUIRE(s.points.size() == 1);
+  const auto& p = s.points[0];
+  CHECK(p.settings.back() == "full");
+  CHECK(p.fits);
+  CHECK(p.memory_bytes == direct.points[2].memory_bytes);
+  CHECK(p.step_s == direct.points[2].step_s);
+  CHECK(s.best == 0);
+  CHECK_THAT(workload_sweep_csv(s), Catch::Contains(",full,"));
+}
+
+TEST_CASE("workload-sweep: the best row is the fastest that fits", "[workload][sweep]") {
+  WorkloadSweepOptions o;
+  o.axes = {parse_axis("workload.parallelism.recompute=none,full")};
+  const auto s =
+      sweep_workload(sweep_scenario(R"("dp": 1, "micro_batches": 1)", "40GB", "job0", 1), ".", o);
+  REQUIRE(s.points.size() == 2);
+  // Without recomputation the step is faster but does not fit.
+  REQUIRE(s.points[0].step_s < s.points[1].step_s);
+  REQUIRE_FALSE(s.points[0].fits);
+  REQUIRE(s.points[1].fits);
+  CHECK(s.best == 1);
+  CHECK(s.points[1].mfu > 0);
+  CHECK(s.points[1].mfu < s.points[0].mfu);  // recomputed FLOPs are not useful ones
+  const auto j = workload_sweep_json(s);
+  CHECK(j["best"] == 1);
+  CHECK(j["points"][0]["best"] == false);
+  CHECK(j["points"][1]["best"] == true);
+  CHECK(j["points"][1]["mfu"].get<double>() == s.points[1].mfu);
+  const std::string table = workload_sweep_table(s);
+  const auto full_line = table.substr(table.find("\nfull"));
+  CHECK_THAT(full_line.substr(0, full_line.find('\n', 1)), Catch::Contains("<- best"));
+  CHECK(table.find("<- best") == table.rfind("<- best"));
+  CHECK_THAT(table, Catch::Contains("MFU"));
+  CHECK_THAT(table, Catch::Contains("tok/s/GPU"));
+  const std::string csv = workload_sweep_csv(s);
+  CHECK_THAT(csv, Catch::Contains("mfu,tokens_per_s_per_gpu,memory_bytes,fits,best,error\n"));
+  const auto second = csv.substr(csv.find("\nfull,") + 1);
+  CHECK_THAT(second, Catch::Contains(",1,1,\n"));  // fits, best
+  CHECK_THAT(csv.substr(0, csv.find("\nfull,")), Catch::EndsWith(",0,0,"));  // neither
+}
+
+TEST_CASE("workload-sweep --out: csv, json and an escaped page, the same bytes each run",
+          "[workload][sweep][report]") {
+  const auto scenario = temp_dir("wsweep-scn") / "scenario.json";
+  std::ofstream(scenario) << sweep_scenario(R"("dp": 2, "tp": 4, "micro_batches": 4)", "80GB",
+                                            "<script>alert(1)</script>")
+                                 .dump();
+  const auto run_out = [&](const std::string& tag) {
+    const auto dir = temp_dir(tag);
+    const auto o = run_collsim("workload-sweep " + scenario.string() + " --splits --out " +
+                               dir.string() + " --format csv");
+    INFO(o.err);
+    REQUIRE(o.status == 0);
+    CHECK(o.out == slurp(dir / "workload_sweep.csv"));
+    return dir;
+  };
+  const auto a = run_out("wsweep-a"), b = run_out("wsweep-b");
+  for (const char* f : {"workload_sweep.csv", "workload_sweep.json", "workload_sweep.html"}) {
+    INFO(f);
+    const std::string first = slurp(a / f);
+    CHECK_FALSE(first.empty());
+    CHECK(first == slurp(b / f));
+  }
+  const auto j = nlohmann::json::parse(slurp(a / "workload_sweep.json"));
+  CHECK(j["job"] == "<script>alert(1)</script>");
+  for (const auto& p : j["points"]) CHECK(p["best"].is_boolean());
+  REQUIRE(j["best"].is_number());
+  const std::string page = slurp(a / "workload_sweep.html");
+  CHECK(page.find("<script>alert") == std::string::npos);
+  CHECK_THAT(page, Catch::Contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  // The best row starred: its settings in the columns' order.
+  std::string best = "\u2605 ";
+  for (const auto& c : j["columns"])
+    best += (best.size() > 4 ? " / " : "") +
+            j["points"][j["best"].get<int>()]["settings"][c.get<std::string>()].get<std::string>();
+  CHECK_THAT(page, Catch::Contains(best + "</text>"));
+  CHECK(page.find("\u2605") == page.rfind("\u2605"));
+  std::size_t scripts = 0;
+  for (auto at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1))
+    ++scripts;
+  CHECK(scripts == 1);  // only the page's own hover script
+  // One <g> per point, each with its hover text.
+  std::size_t rows = 0;
+  for (auto at = page.find("<g><title>dp="); at != std::string::npos;
+       at = page.find("<g><title>dp=", at + 1))
+    ++rows;
+  CHECK(rows == j["points"].size());
+}
+
+TEST_CASE("workload-sweep --out: nothing written when the sweep fails", "[workload][sweep]") {
+  const auto dir = temp_dir("wsweep-fail");
+  const auto o = run_collsim("workload-sweep /nonexistent/scenario.json --splits --out " +
+                             (dir / "out").string());
+  CHECK(o.status != 0);
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "workload_sweep.html"));
+}
