@@ -184,3 +184,13 @@ def test_compare_with_an_nccl_tests_log_returns_what_the_cli_prints():
     with pytest.raises(collsim.InputError) as e:
         collsim.compare(scenario, nccl_tests=log, collective="no-such")
     assert "no-such" in str(e.value)
+
+
+def test_workload_sweep_returns_what_the_cli_prints():
+    scenario = ROOT / "scenarios" / "workload-ddp-buckets.json"
+    doc = collsim.workload_sweep(scenario, set=["workload.bucket=10MB,25MB,100MB"])
+    assert doc == cli_json("workload-sweep", str(scenario), "--set",
+                           "workload.bucket=10MB,25MB,100MB", "--format", "json")
+    assert len(doc["points"]) == 3
+    with pytest.raises(collsim.InputError):
+        collsim.workload_sweep(scenario)  # neither set nor splits

@@ -28,6 +28,7 @@
 #include "simulate/run_workload.h"
 #include "simulate/simulated_plan.h"
 #include "sweep/sweep.h"
+#include "sweep/workload_sweep.h"
 #include "topology/summary.h"
 #include "validate/compare/nccl_compare.h"
 
@@ -181,6 +182,29 @@ py::object sweep(const py::object& scenario, const std::string& collective, cons
   return to_python(interruptible([&] { return sweep_json(run_sweep(s, req)); }));
 }
 
+// A training step across settings and splits: `collsim workload-sweep --format json`'s
+// document. `set` takes the CLI's --set texts ("workload.bucket=10MB,25MB").
+py::object workload_sweep(const py::object& scenario, const std::vector<std::string>& set,
+                          bool splits) {
+  nlohmann::json doc;
+  fs::path base = fs::current_path();
+  if (py::isinstance<py::dict>(scenario)) {
+    doc = parse_json_text(py::module_::import("json").attr("dumps")(scenario).cast<std::string>(),
+                          "scenario");
+  } else {
+    const std::string file = path_of(scenario, "scenario");
+    doc = read_json_file(file, file);
+    base = fs::path(file).parent_path();
+  }
+  WorkloadSweepOptions options;
+  for (const auto& text : set) options.axes.push_back(parse_axis(text));
+  options.splits = splits;
+  if (options.axes.empty() && !options.splits)
+    throw InputError("set", "give at least one set=[\"PATH=V1,V2\"] or splits=True");
+  return to_python(
+      interruptible([&] { return workload_sweep_json(sweep_workload(doc, base, options)); }));
+}
+
 // Every choice settled, per collective: `collsim plan --format json`'s document.
 py::object plan(const py::object& scenario) {
   const Scenario s = scenario_of(scenario);
@@ -247,6 +271,12 @@ PYBIND11_MODULE(collsim, m) {
         "Run one of the scenario's collectives (default: the first) across sizes (\"1KiB..1GiB\" "
         "with step \"x2\", a comma list, or a list of byte counts), algorithms (default: every "
         "applicable one) and rank counts; returns `collsim sweep --format json`'s document.");
+  m.def("workload_sweep", &workload_sweep, py::arg("scenario"), py::kw_only(),
+        py::arg("set") = std::vector<std::string>{}, py::arg("splits") = false,
+        "Run the scenario's training step across settings (set=[\"workload.bucket=10MB,25MB\"]) "
+        "and/or every parallel split (splits=True); returns `collsim workload-sweep --format "
+        "json`'s document, whose \"points\" are one dict per point and \"best\" the fastest "
+        "that fits.");
   m.def("plan", &plan, py::arg("scenario"),
         "Every choice settled per collective (algorithm, protocol, channels, segments, and "
         "NCCL's pick where asked); returns `collsim plan --format json`'s document.");
