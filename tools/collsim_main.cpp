@@ -146,13 +146,9 @@ struct WorkloadSweepArgs {
 };
 
 int workload_sweep_command(const WorkloadSweepArgs& args) {
-  WorkloadSweepOptions options;
-  for (const auto& s : args.sets) options.axes.push_back(parse_axis(s));
-  options.splits = args.splits;
+  WorkloadSweepOptions options = workload_sweep_options(args.sets, args.splits);
   ProgressBar bar(true);
   options.progress = [&bar](std::size_t done, std::size_t total) { bar(done, total); };
-  if (options.axes.empty() && !options.splits)
-    throw InputError("--set", "give at least one --set PATH=V1,V2 or --splits");
   const auto doc = read_json_file(args.scenario, args.scenario);
   const WorkloadSweep sweep =
       sweep_workload(doc, std::filesystem::path(args.scenario).parent_path(), options);

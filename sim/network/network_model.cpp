@@ -16,6 +16,10 @@ constexpr NetworkModelInfo kModels[] = {
     {NetworkModelKind::Packet, "packet", true, true},
 };
 
+// info_of indexes the table by the enum's value.
+static_assert(kModels[0].kind == NetworkModelKind::Ideal && kModels[1].kind == NetworkModelKind::Flow &&
+              kModels[2].kind == NetworkModelKind::Packet);
+
 }  // namespace
 
 std::span<const NetworkModelInfo> network_models() {

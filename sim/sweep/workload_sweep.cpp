@@ -193,6 +193,15 @@ void name_sweep(WorkloadSweep& out, const nlohmann::json& doc, const std::filesy
 
 }  // namespace workload_sweep
 
+WorkloadSweepOptions workload_sweep_options(const std::vector<std::string>& sets, bool splits) {
+  WorkloadSweepOptions options;
+  for (const auto& text : sets) options.axes.push_back(parse_axis(text));
+  options.splits = splits;
+  if (options.axes.empty() && !options.splits)
+    throw InputError("--set", "give at least one --set PATH=V1,V2 or --splits");
+  return options;
+}
+
 SweepAxis parse_axis(const std::string& text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())

@@ -58,6 +58,10 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
 // "workload.bucket=10MB,25MB,null" -> an axis; an InputError naming `--set` otherwise.
 SweepAxis parse_axis(const std::string& text);
 
+// What the CLI's --set/--splits and Python's set=/splits= ask for, checked alike: at
+// least one axis or the splits (an InputError naming `--set` otherwise).
+WorkloadSweepOptions workload_sweep_options(const std::vector<std::string>& sets, bool splits);
+
 std::string workload_sweep_table(const WorkloadSweep& s);
 std::string workload_sweep_csv(const WorkloadSweep& s);
 nlohmann::json workload_sweep_json(const WorkloadSweep& s);

@@ -196,11 +196,7 @@ py::object workload_sweep(const py::object& scenario, const std::vector<std::str
     doc = read_json_file(file, file);
     base = fs::path(file).parent_path();
   }
-  WorkloadSweepOptions options;
-  for (const auto& text : set) options.axes.push_back(parse_axis(text));
-  options.splits = splits;
-  if (options.axes.empty() && !options.splits)
-    throw InputError("set", "give at least one set=[\"PATH=V1,V2\"] or splits=True");
+  const WorkloadSweepOptions options = workload_sweep_options(set, splits);
   return to_python(
       interruptible([&] { return workload_sweep_json(sweep_workload(doc, base, options)); }));
 }
