@@ -59,10 +59,7 @@ struct RunArgs {
 // Every command but run times collectives alone: a workload-only scenario is refused.
 Scenario load_collectives(const std::string& file) {
   Scenario s = load_scenario(file);
-  if (s.collectives.empty())
-    throw InputError("collectives",
-                     "this command works on the scenario's collectives and it has "
-                     "only a \"workload\"; `collsim run` simulates that");
+  require_collectives(s);
   return s;
 }
 

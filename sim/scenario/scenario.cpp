@@ -561,6 +561,13 @@ Topology load_topology_argument(const std::string& arg, const fs::path& base_dir
   return load_topology(JsonView(name, "topology"), base_dir);
 }
 
+void require_collectives(const Scenario& s) {
+  if (s.collectives.empty())
+    throw InputError("collectives",
+                     "this command works on the scenario's collectives and it has only a "
+                     "\"workload\"; `collsim run` simulates that");
+}
+
 Scenario load_scenario(const fs::path& file) {
   if (!fs::is_regular_file(file)) throw InputError(file.string(), "no such scenario file");
   const nlohmann::json doc = read_json_file(file.string(), file.string());

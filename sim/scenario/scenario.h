@@ -48,6 +48,9 @@ inline constexpr std::string_view kRoutingFields[] = {
     "expert_load",     "expert_ranks",    "matrix"};
 
 Scenario load_scenario(const std::filesystem::path& file);
+// For what works on a scenario's collectives (plan, trace, compare, validate): an
+// InputError when it has none, only a "workload".
+void require_collectives(const Scenario& s);
 
 // Sets the scenario's launch mode, and the host issue time of its cost model to match.
 void set_launch(Scenario& s, LaunchMode launch);

@@ -204,9 +204,7 @@ py::object workload_sweep(const py::object& scenario, const std::vector<std::str
 // Every choice settled, per collective: `collsim plan --format json`'s document.
 py::object plan(const py::object& scenario) {
   const Scenario s = scenario_of(scenario);
-  if (s.collectives.empty())
-    throw InputError("collectives", "plan settles the scenario's collectives; it has only a "
-                                    "\"workload\"");
+  require_collectives(s);
   return to_python(interruptible([&] { return plan_json(s, make_plan(s)); }));
 }
 

@@ -214,9 +214,7 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
 }
 
 NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {
-  if (s.collectives.empty())
-    throw InputError("collectives",
-                     "compare times the scenario's collectives; it has only a \"workload\"");
+  require_collectives(s);
   const CollectiveSpec& base = pick_collective(s, request.collective);
   const NcclTestsLog log = read_nccl_tests_log(request.log, base.shape.op, request.ranks);
   const auto [lo, hi] = parse_size_range(request.sizes.empty() ? ":" : request.sizes, "--sizes");
