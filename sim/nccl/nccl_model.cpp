@@ -162,10 +162,37 @@ class Model {
     return chunk;
   }
 
+  // The data one NVLS head of one channel moves per pipeline step (enqueue.cc): NCCL
+  // starts from a Simple buffer step (NVLS at most 128 KiB, NVLSTree 64 KiB from 4 nodes
+  // on) and halves it while the collective would run too few loops of channels x heads
+  // chunks to fill its pipeline, down to 16 KiB (NVLS) or 32 KiB (NVLSTree).
+  std::int64_t nvls_chunk(NcclAlgo a, std::int64_t bytes, int nc) const {
+    const double ops = static_cast<double>(nc) * t_.per_node;
+    std::int64_t chunk = kSimpleStepBytes;
+    const auto loops_below = [&](double loops, std::int64_t above) {
+      if (static_cast<double>(bytes) < loops * ops * static_cast<double>(chunk) && chunk > above)
+        chunk = above;
+    };
+    if (a == NcclAlgo::Nvls) {
+      chunk = std::min<std::int64_t>(chunk, 128 * 1024);
+      loops_below(64, 64 * 1024);
+      loops_below(8, 32 * 1024);
+      loops_below(2, 16 * 1024);
+    } else {
+      if (t_.nodes >= 4) chunk = std::min<std::int64_t>(chunk, 64 * 1024);
+      loops_below(32, 256 * 1024);
+      loops_below(16, 128 * 1024);
+      loops_below(4, 64 * 1024);
+      loops_below(1, 32 * 1024);
+    }
+    return chunk;
+  }
+
  private:
   // A buffer step (NCCL_STEPS = 8 per buffer): LL 512 KiB and LL128 4,915,200 B of lines.
   static constexpr std::int64_t kLlStepBytes = 512 * 1024 / 8;
   static constexpr std::int64_t kLl128StepBytes = 120 * 640 * 8 * 8 / 8;
+  static constexpr std::int64_t kSimpleStepBytes = 4 * 1024 * 1024 / 8;
 
   double intra_lat(NcclAlgo a, Protocol p) const {
     return nccl_hop_latency_us(t_.nvlink ? HopClass::NvLink : HopClass::Pci, a, p);
@@ -348,6 +375,8 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
   pick.channels = model.run_channels(pick.chosen.algorithm, pick.chosen.protocol, bytes);
   if (pick.chosen.algorithm == NcclAlgo::Tree)
     pick.chunk_bytes = model.tree_chunk(pick.chosen.protocol, bytes, pick.channels);
+  if (pick.chosen.algorithm == NcclAlgo::NvlsTree)
+    pick.chunk_bytes = model.nvls_chunk(pick.chosen.algorithm, bytes, pick.channels);
   return pick;
 }
 

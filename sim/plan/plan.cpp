@@ -178,9 +178,15 @@ class Tuner {
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
-      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node);
+      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node, p.chunk_bytes);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
+      // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to
+      // 600 KB): a tree on it is cut into at least as many segments as it is deep, so that
+      // filling the pipeline costs no more than the data (a chunk stored and forwarded per
+      // hop made 256 KiB slower than 512 KiB on 4 hosts). LL's chunk (32 KiB) is small.
+      if (p.chosen.algorithm == NcclAlgo::Tree && p.chosen.protocol == Protocol::LL128)
+        s.options.segments = std::max(s.options.segments, tree_depth(topo));
       // One channel per rail across hosts; inside a host channels share every link. NCCL's
       // tree: a pair of trees (its channels c and n + c) per channel of the graph, heads on
       // rail c, at every size. NCCL launches fewer channels for small sizes (the label's
@@ -205,6 +211,12 @@ class Tuner {
   static int chunk_segments(std::int64_t bytes, int at_once, std::int64_t chunk = 0) {
     const double step = static_cast<double>(chunk > 0 ? chunk : 128 * 1024) * std::max(1, at_once);
     return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0, 1024.0));
+  }
+
+  // The hops from a tree's deepest rank to its root: a chain through each host, a
+  // binary tree across hosts.
+  static int tree_depth(const NcclTopo& topo) {
+    return std::min(1024, topo.per_node - 1 + static_cast<int>(std::ceil(std::log2(topo.nodes))));
   }
 
   static std::string catalogue_name(NcclAlgo a) {

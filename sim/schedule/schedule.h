@@ -68,15 +68,24 @@ struct OpTiming {
 };
 
 // Whether op `q`, which depends on transfer `p`, may begin once p's last byte has left
-// its sender rather than once it has arrived. Yes when q follows p on the same connection
-// (p.src to p.dst: in order however many are in flight, as NCCL's FIFOs are), or when q
-// does not touch p's destination at all (it reads or overwrites only what p has read).
-// A transfer's latency is thus paid where data flows, not again by every later send of
-// the same rank. Simulators and hardware runners order ops by this one rule.
+// its sender rather than once it has arrived: unless q reads or writes the elements p
+// writes. A rank's connections are FIFOs with several slots in flight (NCCL_STEPS), so
+// what follows p only in step order (the next segment on another connection, a switch
+// op on another slice) does not wait for p's latency; what needs p's data does. A
+// transfer's latency is thus paid where data flows, not again by every later op of the
+// same rank. The simulators order ops by this one rule.
 inline bool needs_only_sent(const Op& p, const Op& q) {
-  if (p.is_local() || p.is_switch() || q.is_switch()) return false;
-  const bool same_connection = q.src_rank == p.src_rank && q.dst_rank == p.dst_rank;
-  return same_connection || (q.src_rank != p.dst_rank && q.dst_rank != p.dst_rank);
+  if (p.is_local() || p.is_switch()) return false;
+  if (q.src_rank == p.src_rank && q.dst_rank == p.dst_rank && !q.is_switch()) return true;  // FIFO
+  const auto overlaps = [&](int buffer, std::int64_t offset) {
+    return buffer == p.dst_buffer && offset < p.dst_offset + p.count &&
+           p.dst_offset < offset + q.count;
+  };
+  // A switch op's range is the same on every rank it touches: comparing ranges without
+  // ranks is conservative.
+  const bool reads = (q.is_switch() || q.src_rank == p.dst_rank) && overlaps(q.src_buffer, q.src_offset);
+  const bool writes = (q.is_switch() || q.dst_rank == p.dst_rank) && overlaps(q.dst_buffer, q.dst_offset);
+  return !reads && !writes;
 }
 
 inline const char* op_kind_name(OpKind k) {
