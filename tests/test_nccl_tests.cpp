@@ -659,3 +659,19 @@ TEST_CASE("nccl-tests: every test binary's name is a collective collsim simulate
   }
   CHECK(!nccl_tests_op("frobnicate_perf"));
 }
+
+TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl-tests]") {
+  // 2 x 8 H100: NVLSTree at the largest sizes hides the network's latency behind the
+  // NVLink stage; its small sizes (trees over the NICs) show it. A fit that asked only
+  // the largest size left InfiniBand out.
+  const std::string log = nccl_tests_test::published_log("h100_2x8_all_reduce_default.txt");
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-2x8");
+  const std::string cal = (dir / "2x8.json").string();
+  const auto fit = collsim::test::run_collsim(
+      "calibrate --nccl-tests " + log + " --topology '{\"preset\": \"cluster\", \"nodes\": 2}' --out " + cal);
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.status == 0);
+  const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));
+  CHECK(doc["fit"]["link_kinds"] == nlohmann::json({"nvlink", "ib"}));
+  CHECK(doc["links"].contains("ib"));
+}
