@@ -24,15 +24,6 @@ namespace {
 // every sample of a long calibration.
 constexpr std::uintmax_t kMaxCalibrationBytes = std::uintmax_t{64} << 20;
 
-// Today in UTC, or SOURCE_DATE_EPOCH's day when set: a rerun then writes the same bytes.
-std::string calibration_date() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) t = std::atoll(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-}
-
 // A report as JSON text. File names come from the command line and may be any bytes:
 // invalid UTF-8 is replaced (U+FFFD), where nlohmann's dump would throw.
 std::string json_text(const nlohmann::json& doc) {
@@ -139,33 +130,15 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
                {"--backend", "--iters", "--warmup", "--rounds", "--quantile", "--timeout",
                 "--sizes", "--step"},
                "measures on this machine: not with --nccl-tests");
-  if (args.topology.empty())
-    throw InputError("--topology",
-                     "--nccl-tests needs the machine the logs ran on "
-                     "(a bundled name like dgx-h100, or a topology file)");
-  std::optional<CollectiveOp> op;
-  if (!args.collective.empty()) {
-    op = nccl_tests_op(args.collective);
-    if (!op)
-      throw InputError("--collective", fmt::format("not a collective: \"{}\"", args.collective));
-  }
-  NcclFitRequest req;
-  req.algorithm = args.algorithm;
-  req.nccl_algo = args.nccl_algo;
-  req.network = args.network;
-  req.base_dir = std::filesystem::current_path();
-  req.terms = parse_fit_terms(args.terms, "--terms");
-  // Inline JSON like `collsim topo` takes, else a bundled name or a file.
-  req.topology = args.topology.front() == '{' ? parse_json_text(args.topology, "--topology")
-                                              : nlohmann::json(args.topology);
-  const int given_ranks = calibrate->count("--ranks") ? ranks : 0;
-  for (const auto& file : args.logs) {
-    req.logs.push_back(read_nccl_tests_log(file, op, given_ranks));
-    if (op && req.logs.back().op != *op)
-      throw InputError(
-          file, fmt::format("the log measured {} (from {}), not {}", name_of(req.logs.back().op),
-                            req.logs.back().op_source, name_of(*op)));
-  }
+  const NcclFitRequest req = nccl_fit_request({.logs = args.logs,
+                                                .topology = args.topology,
+                                                .algorithm = args.algorithm,
+                                                .nccl_algo = args.nccl_algo,
+                                                .network = args.network,
+                                                .collective = args.collective,
+                                                .terms = args.terms,
+                                                .ranks = calibrate->count("--ranks") ? ranks : 0,
+                                                .base_dir = std::filesystem::current_path()});
   const NcclFit fit = fit_nccl_tests(req);
   {
     OutputDir dir(std::filesystem::absolute(out).parent_path());

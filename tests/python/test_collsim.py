@@ -194,3 +194,26 @@ def test_workload_sweep_returns_what_the_cli_prints():
     assert len(doc["points"]) == 3
     with pytest.raises(collsim.InputError):
         collsim.workload_sweep(scenario)  # neither set nor splits
+
+
+def test_calibrate_writes_what_the_cli_writes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # the same date in both
+    log = ROOT / "data" / "nccl-tests" / "h100x8_all_reduce_default.txt"
+    cli_file = tmp_path / "cli.json"
+    subprocess.run([str(CLI), "calibrate", "--nccl-tests", str(log), "--topology", "dgx-h100",
+                    "--out", str(cli_file)], check=True, capture_output=True)
+    py_file = tmp_path / "py.json"
+    doc = collsim.calibrate(log, topology="dgx-h100", out=py_file)
+    assert doc == json.loads(cli_file.read_text())
+    assert py_file.read_bytes() == cli_file.read_bytes()
+    assert doc["fit"]["heldout_mape_pct"] < doc["fit"]["defaults_mape_pct"]
+    # The file is a calibration compare takes: fitted on this log, it predicts it better.
+    scenario = {"topology": "dgx-h100",
+                "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "nccl",
+                                 "bytes": "1GiB"}]}
+    fitted = collsim.compare(scenario, nccl_tests=log, calibration=py_file)
+    plain = collsim.compare(scenario, nccl_tests=log)
+    assert fitted["mape_pct"] < plain["mape_pct"]
+    with pytest.raises(collsim.InputError) as e:
+        collsim.calibrate([log], topology="dgx-h100", terms="launch,speed")
+    assert e.value.path == "--terms" and "speed" in str(e.value)

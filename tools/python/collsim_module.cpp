@@ -30,7 +30,9 @@
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
 #include "topology/summary.h"
+#include "report/output_dir.h"
 #include "validate/compare/nccl_compare.h"
+#include "validate/fit/nccl_fit.h"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
@@ -226,6 +228,45 @@ py::object compare(const py::object& scenario, const py::object& nccl_tests,
       interruptible([&] { return nccl_comparison_json(compare_with_nccl_log(s, request)); }));
 }
 
+// A machine fitted to its nccl-tests logs: the calibration `collsim calibrate
+// --nccl-tests LOGS --out FILE` writes, as a dict (its "fit" holds the MAPE in sample,
+// held out and uncalibrated, and the residuals); written to `out` too when given.
+py::object calibrate(const py::object& nccl_tests, const py::object& topology,
+                     const std::string& algorithm, const std::string& nccl_algo,
+                     const std::string& network, const std::string& collective,
+                     const std::string& terms, int ranks, const py::object& out) {
+  NcclCalibrateRequest request{.logs = {},
+                               .topology = {},
+                               .algorithm = algorithm,
+                               .nccl_algo = nccl_algo,
+                               .network = network,
+                               .collective = collective,
+                               .terms = terms,
+                               .ranks = ranks,
+                               .base_dir = fs::current_path()};
+  if (py::isinstance<py::list>(nccl_tests) || py::isinstance<py::tuple>(nccl_tests)) {
+    for (const py::handle log : nccl_tests)
+      request.logs.push_back(path_of(py::reinterpret_borrow<py::object>(log), "nccl_tests"));
+  } else {
+    request.logs.push_back(path_of(nccl_tests, "nccl_tests"));
+  }
+  request.topology = py::isinstance<py::dict>(topology)
+                         ? py::module_::import("json").attr("dumps")(topology).cast<std::string>()
+                         : path_of(topology, "topology");
+  const nlohmann::json doc = interruptible([&] {
+    const NcclFitRequest req = nccl_fit_request(request);
+    return nccl_calibration_json(req, fit_nccl_tests(req), calibration_date());
+  });
+  if (!out.is_none()) {
+    const fs::path file = path_of(out, "out");
+    OutputDir dir(fs::absolute(file).parent_path());
+    dir.open(file.filename().string())
+        << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    dir.commit();
+  }
+  return to_python(doc);
+}
+
 // A bundled name, a topology or scenario file, JSON text, or a dict of either.
 py::object topology(const py::object& spec) {
   const std::string arg =
@@ -280,6 +321,15 @@ PYBIND11_MODULE(collsim, m) {
         "Simulate one of the scenario's collectives at every size of an nccl-tests log and "
         "compare; returns `collsim compare --nccl-tests LOG --format json`'s document, whose "
         "\"rows\" are one flat dict per size (pandas.DataFrame(doc[\"rows\"])).");
+  m.def("calibrate", &calibrate, py::arg("nccl_tests"), py::kw_only(), py::arg("topology"),
+        py::arg("algorithm") = "nccl", py::arg("nccl_algo") = "", py::arg("network") = "",
+        py::arg("collective") = "", py::arg("terms") = "launch,latency,efficiency,curve",
+        py::arg("ranks") = 0, py::arg("out") = py::none(),
+        "Fit the machine's cost terms to nccl-tests logs (a path or a list of paths) run on "
+        "`topology` (a bundled name, a file, or a dict); returns the calibration `collsim "
+        "calibrate --nccl-tests LOGS --topology T --out FILE` writes, and writes it to `out` "
+        "when given. Use it with compare(..., calibration=FILE) or a scenario's "
+        "\"network\": {\"calibration\": FILE}.");
   m.def("topology", &topology, py::arg("topology"),
         "Summarise a topology: a bundled name (\"cluster-8x8\"), a topology or scenario file, or "
         "a dict; returns `collsim topo --format json`'s document (bytes/s).");

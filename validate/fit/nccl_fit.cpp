@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "core/error.h"
+#include "core/json_view.h"
 #include "core/units.h"
 #include "nccl/protocol.h"
 #include "scenario/cost_json.h"
@@ -732,6 +736,44 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
   for (const auto& n : fit.notes) out += "# note: " + n + "\n";
   for (const auto& w : fit.warnings) out += "# warning: " + w + "\n";
   return out;
+}
+
+NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& r) {
+  if (r.topology.empty())
+    throw InputError("--topology",
+                     "--nccl-tests needs the machine the logs ran on "
+                     "(a bundled name like dgx-h100, or a topology file)");
+  if (r.logs.empty()) throw InputError("--nccl-tests", "no log given");
+  std::optional<CollectiveOp> op;
+  if (!r.collective.empty()) {
+    op = nccl_tests_op(r.collective);
+    if (!op) throw InputError("--collective", fmt::format("not a collective: \"{}\"", r.collective));
+  }
+  NcclFitRequest req;
+  req.algorithm = r.algorithm;
+  req.nccl_algo = r.nccl_algo;
+  req.network = r.network;
+  req.base_dir = r.base_dir;
+  req.terms = parse_fit_terms(r.terms, "--terms");
+  // Inline JSON like `collsim topo` takes, else a bundled name or a file.
+  req.topology = r.topology.front() == '{' ? parse_json_text(r.topology, "--topology")
+                                           : nlohmann::json(r.topology);
+  for (const auto& file : r.logs) {
+    req.logs.push_back(read_nccl_tests_log(file, op, r.ranks));
+    if (op && req.logs.back().op != *op)
+      throw InputError(
+          file, fmt::format("the log measured {} (from {}), not {}", name_of(req.logs.back().op),
+                            req.logs.back().op_source, name_of(*op)));
+  }
+  return req;
+}
+
+std::string calibration_date() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) t = std::atoll(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
 }
 
 }  // namespace collsim

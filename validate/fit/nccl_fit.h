@@ -26,6 +26,20 @@
 
 namespace collsim {
 
+// What `calibrate --nccl-tests` is asked, as the CLI's options and Python's arguments
+// give it (by the CLI's option names in errors).
+struct NcclCalibrateRequest {
+  std::vector<std::string> logs;  // --nccl-tests files
+  std::string topology;           // a bundled name, a topology file or inline JSON ('{...}')
+  std::string algorithm = "nccl";
+  std::string nccl_algo;
+  std::string network;
+  std::string collective;  // "": from each log
+  std::string terms = "launch,latency,efficiency,curve";
+  int ranks = 0;  // 0: from each log
+  std::filesystem::path base_dir = ".";
+};
+
 // Which terms a fit may use.
 struct FitTerms {
   bool launch = true, latency = true, efficiency = true, curve = true;
@@ -88,6 +102,14 @@ struct NcclFit {
 
 // Throws InputError when the fit predicts its own logs worse than the defaults do.
 NcclFit fit_nccl_tests(const NcclFitRequest& request);
+
+// The logs read and checked against the request (each of the collective asked, when
+// asked), as a fit request; InputError naming the option otherwise.
+NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& request);
+
+// Today in UTC (YYYY-MM-DD), or SOURCE_DATE_EPOCH's day when set: a rerun then writes
+// the same bytes.
+std::string calibration_date();
 
 // The calibration file: the cost model's keys (read by read_cost_model), "alpha_s": 0
 // (the terms replace α), and "provenance" and "fit" for people. `date` as given,
