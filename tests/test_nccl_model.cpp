@@ -1,8 +1,8 @@
 // NCCL's own cost model and pick (sim/nccl): the channel graph its search finds,
 // its published latency and bandwidth figures, the protocol crossovers they imply,
 // and the simulated pick against the published 8x H100 nccl-tests logs.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,8 +12,8 @@
 #include "nccl/nccl_model.h"
 #include "nccl/protocol.h"
 #include "schedule/algorithms.h"
-#include "topology/presets.h"
 #include "simulate/simulated_plan.h"
+#include "topology/presets.h"
 
 using namespace collsim;
 
@@ -65,9 +65,8 @@ double nccl_mape(const std::string& file, const nlohmann::json& extra, std::int6
     measured.push_back(t * 1e-6);
   }
   REQUIRE(measured.size() >= 4);
-  const nlohmann::json doc = {{"topology", "dgx-h100"},
-                              {"network", {{"model", "flow"}}},
-                              {"collectives", collectives}};
+  const nlohmann::json doc = {
+      {"topology", "dgx-h100"}, {"network", {{"model", "flow"}}}, {"collectives", collectives}};
   const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
   double sum = 0;
   for (std::size_t i = 0; i < measured.size(); ++i)
@@ -79,7 +78,8 @@ double nccl_mape(const std::string& file, const nlohmann::json& extra, std::int6
 
 using namespace nccl_model_test;
 
-TEST_CASE("NCCL's search on a DGX H100 finds 12 ring channels of 30 GB/s and NVLS at 40", "[nccl]") {
+TEST_CASE("NCCL's search on a DGX H100 finds 12 ring channels of 30 GB/s and NVLS at 40",
+          "[nccl]") {
   const NcclTopo t = dgx_h100(false);
   CHECK(t.nodes == 1);
   CHECK(t.per_node == 8);
@@ -128,8 +128,8 @@ TEST_CASE("NCCL's protocol crossovers on 8 H100 fall where its model puts them",
 
 TEST_CASE("each algorithm pays the NCCL latencies of the family its entry declares", "[nccl]") {
   using collsim::CollectiveOp;
-  using collsim::NcclAlgo;
   using collsim::nccl_family;
+  using collsim::NcclAlgo;
   CHECK(nccl_family(CollectiveOp::AllReduce, "ring") == NcclAlgo::Ring);
   CHECK(nccl_family(CollectiveOp::AllReduce, "double_binary_tree") == NcclAlgo::Tree);
   CHECK(nccl_family(CollectiveOp::AllReduce, "nccl_tree") == NcclAlgo::Tree);
@@ -207,7 +207,8 @@ TEST_CASE("protocols change what a collective costs, and nccl labels its pick", 
 TEST_CASE("protocol and nccl fields are refused where they do not belong", "[nccl]") {
   const auto error = [](const std::string& fields) {
     return test::error_of(R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce",
-        "bytes": "1MiB", )" + fields + "}]}");
+        "bytes": "1MiB", )" +
+                          fields + "}]}");
   };
   CHECK_THAT(error(R"("algorithm": "nccl", "protocol": "LL")"),
              Catch::Contains("collectives[0].protocol") && Catch::Contains("nccl_proto"));
@@ -224,9 +225,11 @@ TEST_CASE("protocol and nccl fields are refused where they do not belong", "[ncc
         "collectives": [{"op": "all_reduce", "bytes": "1MiB", "algorithm": "nvls", "protocol": "LL"}]})"),
              Catch::Contains("collectives[0].protocol") && Catch::Contains("Simple protocol only"));
   // "auto" tries only Simple there: NCCL's NVLS constants exist for no other protocol.
-  const ScenarioResult r = run_scenario(parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100",
+  const ScenarioResult r =
+      run_scenario(parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100",
       "network": {"model": "flow"}, "collectives": [{"op": "all_reduce", "bytes": "1MiB",
-      "algorithm": "nvls", "protocol": "auto"}]})"), "."));
+      "algorithm": "nvls", "protocol": "auto"}]})"),
+                                  "."));
   CHECK(r.labels[0] == "nvls Simple");
 }
 
@@ -327,13 +330,13 @@ TEST_CASE("an op waits for a transfer's arrival only where it uses the transfer'
   const auto op = [](int src, int dst, std::int64_t offset, OpKind kind = OpKind::Copy) {
     return Op{offset, offset, 32, src, dst, 1, kind, 0, 0, 0};
   };
-  CHECK(needs_only_sent(p, op(0, 1, 32)));   // the same connection: a FIFO
-  CHECK(!needs_only_sent(p, op(1, 2, 0)));   // forwards what p brought
-  CHECK(!needs_only_sent(p, op(1, 2, 16)));  // half of it
-  CHECK(needs_only_sent(p, op(1, 2, 32)));   // the next segment: only step order
-  CHECK(needs_only_sent(p, op(2, 1, 32)));   // another sender into other elements
+  CHECK(needs_only_sent(p, op(0, 1, 32)));                  // the same connection: a FIFO
+  CHECK(!needs_only_sent(p, op(1, 2, 0)));                  // forwards what p brought
+  CHECK(!needs_only_sent(p, op(1, 2, 16)));                 // half of it
+  CHECK(needs_only_sent(p, op(1, 2, 32)));                  // the next segment: only step order
+  CHECK(needs_only_sent(p, op(2, 1, 32)));                  // another sender into other elements
   CHECK(!needs_only_sent(p, op(2, 1, 0, OpKind::Reduce)));  // reduces into p's elements
-  CHECK(needs_only_sent(p, op(2, 3, 0)));    // elsewhere altogether
+  CHECK(needs_only_sent(p, op(2, 3, 0)));                   // elsewhere altogether
   // A switch op touches its range on every rank of its group.
   CHECK(!needs_only_sent(p, op(3, 3, 0, OpKind::SwitchReduce)));
   CHECK(needs_only_sent(p, op(3, 3, 64, OpKind::Multicast)));
@@ -346,16 +349,15 @@ TEST_CASE("a pipelined tree does not pay a hop's latency again at every step", "
   // rank's other connections now go on, and what is left (1.27x: 8.44 against 6.66 ms) is
   // the switch ops' step order.
   const auto time_with = [](int segments) {
-    const nlohmann::json doc = {
-        {"topology", {{"preset", "cluster"}, {"nodes", 4}}},
-        {"collectives",
-         {{{"name", "x"},
-           {"op", "all_reduce"},
-           {"algorithm", "nvls_tree"},
-           {"protocol", "Simple"},
-           {"channels", 2},
-           {"segments", segments},
-           {"bytes", "1GiB"}}}}};
+    const nlohmann::json doc = {{"topology", {{"preset", "cluster"}, {"nodes", 4}}},
+                                {"collectives",
+                                 {{{"name", "x"},
+                                   {"op", "all_reduce"},
+                                   {"algorithm", "nvls_tree"},
+                                   {"protocol", "Simple"},
+                                   {"channels", 2},
+                                   {"segments", segments},
+                                   {"bytes", "1GiB"}}}}};
     return run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
   };
   CHECK(time_with(256) < 1.35 * time_with(64));

@@ -668,7 +668,8 @@ TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-2x8");
   const std::string cal = (dir / "2x8.json").string();
   const auto fit = collsim::test::run_collsim(
-      "calibrate --nccl-tests " + log + " --topology '{\"preset\": \"cluster\", \"nodes\": 2}' --out " + cal);
+      "calibrate --nccl-tests " + log +
+      " --topology '{\"preset\": \"cluster\", \"nodes\": 2}' --out " + cal);
   INFO(fit.out << fit.err);
   REQUIRE(fit.status == 0);
   const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));

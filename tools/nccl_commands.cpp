@@ -107,8 +107,8 @@ int nccl_compare_command(const std::string& scenario_file, const std::string& lo
                         calibration),
         calibration);
   const NcclComparison c = compare_with_nccl_log(
-      scenario, {.log = log_file, .collective = args.collective, .sizes = args.sizes,
-                 .ranks = args.ranks});
+      scenario,
+      {.log = log_file, .collective = args.collective, .sizes = args.sizes, .ranks = args.ranks});
   if (!out_dir.empty()) {
     OutputDir out(out_dir);
     write_nccl_comparison_csv(out.open("compare.csv"), c);
@@ -131,14 +131,14 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
                 "--sizes", "--step"},
                "measures on this machine: not with --nccl-tests");
   const NcclFitRequest req = nccl_fit_request({.logs = args.logs,
-                                                .topology = args.topology,
-                                                .algorithm = args.algorithm,
-                                                .nccl_algo = args.nccl_algo,
-                                                .network = args.network,
-                                                .collective = args.collective,
-                                                .terms = args.terms,
-                                                .ranks = calibrate->count("--ranks") ? ranks : 0,
-                                                .base_dir = std::filesystem::current_path()});
+                                               .topology = args.topology,
+                                               .algorithm = args.algorithm,
+                                               .nccl_algo = args.nccl_algo,
+                                               .network = args.network,
+                                               .collective = args.collective,
+                                               .terms = args.terms,
+                                               .ranks = calibrate->count("--ranks") ? ranks : 0,
+                                               .base_dir = std::filesystem::current_path()});
   const NcclFit fit = fit_nccl_tests(req);
   {
     OutputDir dir(std::filesystem::absolute(out).parent_path());

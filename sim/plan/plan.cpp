@@ -178,7 +178,8 @@ class Tuner {
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
-      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node, p.chunk_bytes);
+      if (nvls)
+        s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node, p.chunk_bytes);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to

@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
 
 #include "core/csv.h"
 #include "core/units.h"
-#include "schedule/algorithms.h"
 #include "report/chrome_trace.h"
 #include "report/trace_lanes.h"
+#include "schedule/algorithms.h"
 
 namespace collsim {
 namespace {
@@ -131,9 +131,9 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
-    fmt::format_to(to_out, "  {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12.2f}", c.name,
-                   wn, name_of(c.shape.op), plans[i], wa, rank_list(c.ranks), c.bytes,
-                   c.shape.count, name_of(c.shape.dtype), o.time_s * 1e6);
+    fmt::format_to(to_out, "  {:<{}} {:<14} {:<{}} {:>6} {:>13} {:>12} {:<9} {:>12.2f}", c.name, wn,
+                   name_of(c.shape.op), plans[i], wa, rank_list(c.ranks), c.bytes, c.shape.count,
+                   name_of(c.shape.dtype), o.time_s * 1e6);
     if (o.time_s > 0)
       fmt::format_to(to_out, " {:>10.2f} {:>10.2f}\n", o.algbw_Bps / 1e9, o.busbw_Bps / 1e9);
     else
@@ -288,7 +288,9 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
     add_own_traffic(collectives[c], t, traffic.collectives[c], traffic.timed);
   return {{"scenario", s.name},
           {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
-          {"network", {{"model", std::string(name_of(s.network.model))}, {"alpha_s", to_seconds(s.network.alpha)}}},
+          {"network",
+           {{"model", std::string(name_of(s.network.model))},
+            {"alpha_s", to_seconds(s.network.alpha)}}},
           {"makespan_s", traffic.makespan_s},
           {"collectives", std::move(collectives)},
           {"links", std::move(links)},
@@ -350,8 +352,8 @@ void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult&
   out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate\n";
   for (const auto& b : traffic.per_step)
     fmt::print(out, "{},{},{},{},{},{:.12g}\n", csv_field(r.resolved[b.collective].name), b.step,
-               csv_field(s.topology.link_label(b.link)), name_of(s.topology.link(b.link).kind), b.bytes,
-               b.seconds);
+               csv_field(s.topology.link_label(b.link)), name_of(s.topology.link(b.link).kind),
+               b.bytes, b.seconds);
 }
 
 void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {

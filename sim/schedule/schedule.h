@@ -83,8 +83,10 @@ inline bool needs_only_sent(const Op& p, const Op& q) {
   };
   // A switch op's range is the same on every rank it touches: comparing ranges without
   // ranks is conservative.
-  const bool reads = (q.is_switch() || q.src_rank == p.dst_rank) && overlaps(q.src_buffer, q.src_offset);
-  const bool writes = (q.is_switch() || q.dst_rank == p.dst_rank) && overlaps(q.dst_buffer, q.dst_offset);
+  const bool reads =
+      (q.is_switch() || q.src_rank == p.dst_rank) && overlaps(q.src_buffer, q.src_offset);
+  const bool writes =
+      (q.is_switch() || q.dst_rank == p.dst_rank) && overlaps(q.dst_buffer, q.dst_offset);
   return !reads && !writes;
 }
 

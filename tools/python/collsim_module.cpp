@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -21,6 +21,7 @@
 #include "core/json_view.h"
 #include "core/units.h"
 #include "plan/plan_report.h"
+#include "report/output_dir.h"
 #include "report/reports.h"
 #include "report/workload_report.h"
 #include "scenario/scenario.h"
@@ -30,7 +31,6 @@
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
 #include "topology/summary.h"
-#include "report/output_dir.h"
 #include "validate/compare/nccl_compare.h"
 #include "validate/fit/nccl_fit.h"
 
@@ -48,7 +48,8 @@ std::string path_of(const py::object& value, const char* argument) {
   if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) &&
       !py::hasattr(value, "__fspath__"))
     throw py::type_error(std::string(argument) + ": expected a path (str, bytes or os.PathLike) " +
-                         "or a dict, got " + py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+                         "or a dict, got " +
+                         py::str(py::type::of(value).attr("__name__")).cast<std::string>());
   return os.attr("fsdecode")(os.attr("fspath")(value)).cast<std::string>();
 }
 
@@ -269,10 +270,9 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
 
 // A bundled name, a topology or scenario file, JSON text, or a dict of either.
 py::object topology(const py::object& spec) {
-  const std::string arg =
-      py::isinstance<py::dict>(spec)
-          ? py::module_::import("json").attr("dumps")(spec).cast<std::string>()
-          : path_of(spec, "topology");
+  const std::string arg = py::isinstance<py::dict>(spec)
+                              ? py::module_::import("json").attr("dumps")(spec).cast<std::string>()
+                              : path_of(spec, "topology");
   return to_python(topology_summary_json(load_topology_argument(arg, fs::current_path())));
 }
 

@@ -747,7 +747,8 @@ NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& r) {
   std::optional<CollectiveOp> op;
   if (!r.collective.empty()) {
     op = nccl_tests_op(r.collective);
-    if (!op) throw InputError("--collective", fmt::format("not a collective: \"{}\"", r.collective));
+    if (!op)
+      throw InputError("--collective", fmt::format("not a collective: \"{}\"", r.collective));
   }
   NcclFitRequest req;
   req.algorithm = r.algorithm;
