@@ -20,12 +20,10 @@
 #include "nccl_commands.h"
 #include "plan/plan_report.h"
 #include "replay/trace.h"
-#include "report/html_report.h"
-#include "report/workload_html.h"
 #include "report/output_dir.h"
 #include "report/workload_sweep_html.h"
 #include "report/reports.h"
-#include "report/trace_file.h"
+#include "report/run_files.h"
 #include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "schedule/layout.h"
@@ -67,14 +65,7 @@ Scenario load_collectives(const std::string& file) {
 int run_workload_command(const Scenario& scenario, const RunArgs& args) {
   const WorkloadRun run = run_workloads(scenario);
   const nlohmann::json doc = workload_document(scenario, run);
-  if (!args.out_dir.empty()) {
-    OutputDir out(args.out_dir);
-    out.open("result.json") << doc.dump(2) << "\n";
-    write_workload_trace(out.open("timeline.json"), scenario, run);
-    write_workload_links_csv(out.open("links.csv"), scenario, run);
-    write_workload_html(out.open("report.html"), scenario, run);
-    out.commit();
-  }
+  if (!args.out_dir.empty()) write_workload_files(args.out_dir, scenario, run);
   if (args.format == "json")
     std::cout << doc.dump(2) << "\n";
   else
@@ -111,22 +102,9 @@ int run_command(const RunArgs& args) {
   const TrafficReport traffic = analyse_traffic(scenario, result);
 
   // Files first: if they cannot be written, nothing is printed as if all went well.
-  if (!args.out_dir.empty()) {
-    OutputDir out(args.out_dir);
-    out.open("result.json") << result_json(scenario, result, traffic).dump(2) << "\n";
-    write_links_csv(out.open("links.csv"), scenario, result, traffic);
-    write_ranks_csv(out.open("ranks.csv"), scenario, result, traffic);
-    write_steps_csv(out.open("steps.csv"), scenario, result, traffic);
-    write_utilisation_csv(out.open("utilisation.csv"), scenario, traffic);
-    {
-      TraceFile trace(out, "timeline.json", args.trace_gzip);
-      std::ostream stream(&trace);
-      write_chrome_trace(stream, scenario, result, traffic, args.trace_transfers);
-      trace.finish();
-    }
-    write_html_report(out.open("report.html"), scenario, result, traffic);
-    out.commit();
-  }
+  if (!args.out_dir.empty())
+    write_run_files(args.out_dir, scenario, result, traffic,
+                    {.trace_transfers = args.trace_transfers, .trace_gzip = args.trace_gzip});
   if (args.format == "json")
     std::cout << result_json(scenario, result, traffic).dump(2) << "\n";
   else

@@ -217,3 +217,17 @@ def test_calibrate_writes_what_the_cli_writes(tmp_path, monkeypatch):
     with pytest.raises(collsim.InputError) as e:
         collsim.calibrate([log], topology="dgx-h100", terms="launch,speed")
     assert e.value.path == "--terms" and "speed" in str(e.value)
+
+
+@pytest.mark.parametrize("scenario", ["dgx-h100-allreduce.json", "workload-ddp-buckets.json"])
+def test_run_writes_what_run_out_writes(tmp_path, scenario):
+    path = ROOT / "scenarios" / scenario
+    subprocess.run([str(CLI), "run", str(path), "--out", str(tmp_path / "cli")], check=True,
+                   capture_output=True)
+    doc = collsim.run(path, out=tmp_path / "py")
+    cli_files = sorted(p.name for p in (tmp_path / "cli").iterdir())
+    assert "report.html" in cli_files
+    assert sorted(p.name for p in (tmp_path / "py").iterdir()) == cli_files
+    for name in cli_files:
+        assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert doc == json.loads((tmp_path / "cli" / "result.json").read_text())

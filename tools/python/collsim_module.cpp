@@ -23,6 +23,7 @@
 #include "plan/plan_report.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
+#include "report/run_files.h"
 #include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -114,15 +115,24 @@ py::object to_python(const nlohmann::json& doc) {
   return py::module_::import("json").attr("loads")(doc.dump());
 }
 
-py::object run(const py::object& scenario) {
+// `out`: a folder to write what `collsim run --out` writes there (report.html, the
+// timeline, result.json, the CSVs).
+py::object run(const py::object& scenario, const py::object& out) {
   const Scenario s = scenario_of(scenario);
+  std::optional<fs::path> dir;
+  if (!out.is_none()) dir = path_of(out, "out");
   return to_python(interruptible([&] {
+    if (!s.workloads.empty()) {  // as `collsim run` on a training step
+      const WorkloadRun step = run_workloads(s);
+      if (dir) write_workload_files(*dir, s, step);
+      return workload_document(s, step);
+    }
     SimulationOptions options;
-    options.record_ops = false;  // as `collsim run` without --out: no per-op timeline
-    if (!s.workloads.empty())
-      return workload_document(s, run_workloads(s));  // as `collsim run` on a training step
+    options.record_ops = dir.has_value();  // the timeline is the only per-op output
     const ScenarioResult result = run_scenario(s, options);
-    return result_json(s, result, analyse_traffic(s, result));
+    const TrafficReport traffic = analyse_traffic(s, result);
+    if (dir) write_run_files(*dir, s, result, traffic);
+    return result_json(s, result, traffic);
   }));
 }
 
@@ -297,9 +307,11 @@ PYBIND11_MODULE(collsim, m) {
     }
   });
 
-  m.def("run", &run, py::arg("scenario"),
+  m.def("run", &run, py::arg("scenario"), py::kw_only(), py::arg("out") = py::none(),
         "Simulate a scenario (a path or a dict) and return `collsim run --format json`'s "
-        "document: per collective its time, bandwidths and hottest links, and totals.");
+        "document: per collective its time, bandwidths and hottest links, and totals. With "
+        "out=DIR, also write there what `collsim run --out DIR` writes (report.html, "
+        "timeline.json, result.json, the CSVs).");
   m.def("sweep", &sweep, py::arg("scenario"), py::kw_only(), py::arg("collective") = "",
         py::arg("sizes") = py::str("1KiB..1GiB"), py::arg("step") = "x2",
         py::arg("algorithms") = py::none(), py::arg("ranks") = std::vector<int>{},
