@@ -140,12 +140,7 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
                                                .ranks = calibrate->count("--ranks") ? ranks : 0,
                                                .base_dir = std::filesystem::current_path()});
   const NcclFit fit = fit_nccl_tests(req);
-  {
-    OutputDir dir(std::filesystem::absolute(out).parent_path());
-    dir.open(std::filesystem::path(out).filename().string())
-        << json_text(nccl_calibration_json(req, fit, calibration_date())) << "\n";
-    dir.commit();
-  }
+  write_calibration_file(out, nccl_calibration_json(req, fit, calibration_date()));
   std::cout << nccl_fit_report(req, fit) << "# wrote " << out << "\n";
   return 0;
 }

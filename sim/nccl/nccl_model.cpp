@@ -162,29 +162,18 @@ class Model {
     return chunk;
   }
 
-  // The data one NVLS head of one channel moves per pipeline step (enqueue.cc): NCCL
-  // starts from a Simple buffer step (NVLS at most 128 KiB, NVLSTree 64 KiB from 4 nodes
-  // on) and halves it while the collective would run too few loops of channels x heads
-  // chunks to fill its pipeline, down to 16 KiB (NVLS) or 32 KiB (NVLSTree).
-  std::int64_t nvls_chunk(NcclAlgo a, std::int64_t bytes, int nc) const {
+  // The data one NVLSTree head of one channel moves per pipeline step (enqueue.cc): NCCL
+  // starts from a Simple buffer step (at most 64 KiB from 4 nodes on) and halves it while
+  // the collective would run too few loops of channels x heads chunks to fill its
+  // pipeline, down to 32 KiB. (NVLS on one node keeps 128 KiB: docs/nccl.md says why.)
+  std::int64_t nvls_tree_chunk(std::int64_t bytes, int nc) const {
     const double ops = static_cast<double>(nc) * t_.per_node;
     std::int64_t chunk = kSimpleStepBytes;
-    const auto loops_below = [&](double loops, std::int64_t above) {
-      if (static_cast<double>(bytes) < loops * ops * static_cast<double>(chunk) && chunk > above)
-        chunk = above;
-    };
-    if (a == NcclAlgo::Nvls) {
-      chunk = std::min<std::int64_t>(chunk, 128 * 1024);
-      loops_below(64, 64 * 1024);
-      loops_below(8, 32 * 1024);
-      loops_below(2, 16 * 1024);
-    } else {
-      if (t_.nodes >= 4) chunk = std::min<std::int64_t>(chunk, 64 * 1024);
-      loops_below(32, 256 * 1024);
-      loops_below(16, 128 * 1024);
-      loops_below(4, 64 * 1024);
-      loops_below(1, 32 * 1024);
-    }
+    if (t_.nodes >= 4) chunk = std::min<std::int64_t>(chunk, 64 * 1024);
+    for (const auto& [loops, floor] : {std::pair{32, 256 * 1024}, std::pair{16, 128 * 1024},
+                                       std::pair{4, 64 * 1024}, std::pair{1, 32 * 1024}})
+      if (static_cast<double>(bytes) < loops * ops * static_cast<double>(chunk) && chunk > floor)
+        chunk = floor;
     return chunk;
   }
 
@@ -376,7 +365,7 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
   if (pick.chosen.algorithm == NcclAlgo::Tree)
     pick.chunk_bytes = model.tree_chunk(pick.chosen.protocol, bytes, pick.channels);
   if (pick.chosen.algorithm == NcclAlgo::NvlsTree)
-    pick.chunk_bytes = model.nvls_chunk(pick.chosen.algorithm, bytes, pick.channels);
+    pick.chunk_bytes = model.nvls_tree_chunk(bytes, pick.channels);
   return pick;
 }
 

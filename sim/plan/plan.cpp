@@ -173,7 +173,7 @@ class Tuner {
       // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
       // time (a head is a GPU of one node's switch: NVLSTree's slices are cut per node,
       // not per rank of the whole collective), trees and chains (broadcast, reduce) one
-      // per channel; a tree on LL or LL128 in NCCL's own chunk for its protocol.
+      // per channel; NVLSTree, and a tree on LL or LL128, in NCCL's own chunk.
       const bool nvls =
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =

@@ -137,7 +137,7 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     if (o.time_s > 0)
       fmt::format_to(to_out, " {:>10.2f} {:>10.2f}\n", o.algbw_Bps / 1e9, o.busbw_Bps / 1e9);
     else
-      out += fmt::format(" {:>10} {:>10}\n", "-", "-");
+      fmt::format_to(to_out, " {:>10} {:>10}\n", "-", "-");
   }
   if (r.resolved.size() > 1) {
     double end = 0;

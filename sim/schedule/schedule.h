@@ -76,7 +76,7 @@ struct OpTiming {
 // same rank. The simulators order ops by this one rule.
 inline bool needs_only_sent(const Op& p, const Op& q) {
   if (p.is_local() || p.is_switch()) return false;
-  if (q.src_rank == p.src_rank && q.dst_rank == p.dst_rank && !q.is_switch()) return true;  // FIFO
+  if (q.src_rank == p.src_rank && q.dst_rank == p.dst_rank) return true;  // FIFO
   const auto overlaps = [&](int buffer, std::int64_t offset) {
     return buffer == p.dst_buffer && offset < p.dst_offset + p.count &&
            p.dst_offset < offset + q.count;

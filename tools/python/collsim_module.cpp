@@ -21,7 +21,6 @@
 #include "core/json_view.h"
 #include "core/units.h"
 #include "plan/plan_report.h"
-#include "report/output_dir.h"
 #include "report/reports.h"
 #include "report/run_files.h"
 #include "report/workload_report.h"
@@ -268,13 +267,7 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
     const NcclFitRequest req = nccl_fit_request(request);
     return nccl_calibration_json(req, fit_nccl_tests(req), calibration_date());
   });
-  if (!out.is_none()) {
-    const fs::path file = path_of(out, "out");
-    OutputDir dir(fs::absolute(file).parent_path());
-    dir.open(file.filename().string())
-        << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    dir.commit();
-  }
+  if (!out.is_none()) write_calibration_file(path_of(out, "out"), doc);
   return to_python(doc);
 }
 

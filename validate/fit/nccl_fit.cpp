@@ -16,6 +16,7 @@
 #include "core/json_view.h"
 #include "core/units.h"
 #include "nccl/protocol.h"
+#include "report/output_dir.h"
 #include "scenario/cost_json.h"
 #include "scenario/scenario.h"
 #include "validate/compare/nccl_compare.h"
@@ -767,6 +768,13 @@ NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& r) {
                             req.logs.back().op_source, name_of(*op)));
   }
   return req;
+}
+
+void write_calibration_file(const std::filesystem::path& file, const nlohmann::json& doc) {
+  OutputDir dir(std::filesystem::absolute(file).parent_path());
+  dir.open(file.filename().string())
+      << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  dir.commit();
 }
 
 std::string calibration_date() {

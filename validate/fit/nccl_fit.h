@@ -107,6 +107,10 @@ NcclFit fit_nccl_tests(const NcclFitRequest& request);
 // asked), as a fit request; InputError naming the option otherwise.
 NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& request);
 
+// Writes a calibration document to `file` as `calibrate --out` does: whole or not at all,
+// two-space JSON, invalid UTF-8 in file names replaced.
+void write_calibration_file(const std::filesystem::path& file, const nlohmann::json& doc);
+
 // Today in UTC (YYYY-MM-DD), or SOURCE_DATE_EPOCH's day when set: a rerun then writes
 // the same bytes.
 std::string calibration_date();
