@@ -246,3 +246,13 @@ TEST_CASE("collsim topo takes a scenario file: its topology, with its placement"
   CHECK(e.status == 2);
   CHECK_THAT(e.err, Catch::Contains("collectives[0].bytes: expected a size"));
 }
+
+TEST_CASE("collsim topo --svg draws without Graphviz; one drawing at a time", "[topo]") {
+  const Outcome o = run_collsim("topo cluster-128x8 --svg");
+  REQUIRE(o.status == 0);
+  CHECK(o.out.starts_with("<?xml"));
+  CHECK_THAT(o.out, Catch::Contains("servers 96-127</text>"));  // the 4th pod, grouped
+  const Outcome both = run_collsim("topo dgx-h100 --svg --dot");
+  CHECK(both.status == 2);
+  CHECK(both.out.empty());
+}

@@ -24,6 +24,7 @@
 #include "report/workload_sweep_html.h"
 #include "report/reports.h"
 #include "report/run_files.h"
+#include "report/topology_drawing.h"
 #include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "schedule/layout.h"
@@ -223,6 +224,7 @@ int plan_command(const PlanArgs& args) {
 struct TopoArgs {
   std::string topology;
   bool dot = false;
+  bool svg = false;
   bool json = false;
   std::string format = "text";
 };
@@ -232,6 +234,8 @@ int topo_command(const TopoArgs& args) {
   const Topology t = load_topology_argument(args.topology, std::filesystem::current_path());
   if (args.dot)
     write_graphviz(std::cout, t);
+  else if (args.svg)
+    write_topology_svg(std::cout, t);
   else if (args.json)
     std::cout << topology_to_json(t).dump(2) << "\n";
   else if (args.format == "json")
@@ -617,7 +621,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   topo->add_flag("--dot", topo_args.dot,
                  "Print Graphviz, a box per host and per rail (render with: dot -Tsvg)");
+  topo->add_flag("--svg", topo_args.svg,
+                 "Print a drawing as SVG (no Graphviz needed): node by node for a few servers, "
+                 "grouped by server group and switch tier for a cluster");
   topo->add_flag("--json", topo_args.json, "Print the topology as an explicit node/link JSON file");
+  topo->get_option("--dot")->excludes("--svg")->excludes("--json");
+  topo->get_option("--svg")->excludes("--json");
 
   try {
     app.parse(argc, argv);

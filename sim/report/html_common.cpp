@@ -110,10 +110,8 @@ void shaded_row(std::ostream& out, int bins, int y, int h, const std::function<S
   }
 }
 
-void page_start(std::ostream& out, std::string_view title) {
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>"
-      << escape(title) << "</title>\n<style>\n"
-      << "body{font-family:sans-serif;margin:20px;color:#222;max-width:1200px}\n"
+std::string_view style_rules() {
+  return "body{font-family:sans-serif;margin:20px;color:#222;max-width:1200px}\n"
          "table{border-collapse:collapse;font-size:13px}\n"
          "td,th{border:1px solid #ccc;padding:2px "
          "8px;text-align:right;vertical-align:top;white-space:nowrap}\n"
@@ -125,7 +123,28 @@ void page_start(std::ostream& out, std::string_view title) {
          "font-weight:bold}\n.nodename{font-size:9px;fill:#fff}\n"
          ".scroll{overflow-x:auto;max-width:1200px}\n"
          "#hover{position:fixed;top:8px;right:8px;background:#ffe;border:1px solid #999;"
-         "padding:4px 8px;font-size:12px;max-width:420px}\n</style>\n</head><body>\n";
+         "padding:4px 8px;font-size:12px;max-width:420px}\n";
+}
+
+void page_start(std::ostream& out, std::string_view title) {
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>"
+      << escape(title) << "</title>\n<style>\n"
+      << style_rules() << "</style>\n</head><body>\n";
+}
+
+void load_scale(std::ostream& out, int x, int y) {
+  out << fmt::format(
+      "<defs><linearGradient id=\"load\">{}</linearGradient></defs>"
+      "<text x=\"{}\" y=\"{}\" class=\"axis\">utilisation</text>"
+      "<rect x=\"{}\" y=\"{}\" width=\"200\" height=\"10\" fill=\"url(#load)\" stroke=\"#999\"/>",
+      fmt::format("<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"0.5\" "
+                  "stop-color=\"{}\"/><stop offset=\"1\" stop-color=\"{}\"/>",
+                  load_colour(0), load_colour(0.5), load_colour(1)),
+      x, y + 9, x + 70, y);
+  for (int p : {0, 50, 100})
+    out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}%</text>",
+                       x + 70 + 2 * p, y + 22, p);
+  out << "\n";
 }
 
 void hover_panel(std::ostream& out, std::string_view prompt) {

@@ -36,6 +36,12 @@ struct Shade {
 };
 void shaded_row(std::ostream& out, int bins, int y, int h, const std::function<Shade(int)>& level);
 
+// The utilisation colour scale (pale to dark red, 0-100%) as a 200 px bar at (x + 70, y),
+// with the gradient's <defs> (id "load"): once per SVG.
+void load_scale(std::ostream& out, int x, int y);
+
+// The pages' CSS (also inside a standalone SVG, for its text classes).
+std::string_view style_rules();
 // <!DOCTYPE html> to <body>, with the shared style; `title` is escaped here.
 void page_start(std::ostream& out, std::string_view title);
 // The panel that shows the <title> of what the pointer is over (page_end's script fills it).

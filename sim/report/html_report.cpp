@@ -12,6 +12,7 @@
 #include "core/units.h"
 #include "report/html_common.h"
 #include "report/reports.h"
+#include "report/topology_drawing.h"
 
 namespace collsim {
 namespace {
@@ -23,7 +24,6 @@ constexpr int kMaxTimelineRows = 64;            // beyond: a row per group of ra
 constexpr int kTimelineBins = 200;              // columns of the aggregated timeline
 constexpr std::size_t kHeatmapLinks = 24;
 constexpr int kHottestPerCollective = 3;
-constexpr int kMaxDrawnNodes = 400;
 
 // Each collective as a named band over [start, end]; overlapping ones stacked in lanes.
 // Returns the height used.
@@ -262,21 +262,6 @@ std::vector<LinkId> heatmap_links(const TrafficReport& traffic) {
   return shown;
 }
 
-void colour_scale(std::ostream& out, int x, int y) {
-  out << fmt::format(
-      "<defs><linearGradient id=\"load\">{}</linearGradient></defs>"
-      "<text x=\"{}\" y=\"{}\" class=\"axis\">utilisation</text>"
-      "<rect x=\"{}\" y=\"{}\" width=\"200\" height=\"10\" fill=\"url(#load)\" stroke=\"#999\"/>",
-      fmt::format("<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"0.5\" "
-                  "stop-color=\"{}\"/><stop offset=\"1\" stop-color=\"{}\"/>",
-                  html::load_colour(0), html::load_colour(0.5), html::load_colour(1)),
-      x, y + 9, x + 70, y);
-  for (int p : {0, 50, 100})
-    out << fmt::format("<text x=\"{}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}%</text>",
-                       x + 70 + 2 * p, y + 22, p);
-  out << "\n";
-}
-
 void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
                      const TrafficReport& traffic) {
   const std::vector<LinkId> shown = heatmap_links(traffic);
@@ -295,7 +280,7 @@ void heatmap_section(std::ostream& out, const Scenario& s, const ScenarioResult&
       shown.size(), used, kHottestPerCollective, traffic.bins, format_duration(traffic.bin_s));
   const int cell_h = 14, bands_top = 34;
   std::ostringstream body;
-  colour_scale(body, html::kPlotLeft, 4);
+  html::load_scale(body, html::kPlotLeft, 4);
   const int bands_h = collective_bands(body, r, traffic.makespan_s, bands_top);
   const int top = bands_top + bands_h + 4;
   const int axis_y = top + static_cast<int>(shown.size()) * cell_h + 2;
@@ -366,201 +351,6 @@ void kind_bars_section(std::ostream& out, const Scenario& s, const TrafficReport
   out << "</svg>\n";
 }
 
-// Inside a server, bottom to top: GPUs, then NICs / PCIe switches / CPUs, then NVSwitches.
-// Outside (the fabric), bottom to top: switches and leaves, spines, cores.
-int inner_layer(NodeKind k) {
-  switch (k) {
-    case NodeKind::Gpu:
-      return 0;
-    case NodeKind::NvSwitch:
-      return 2;
-    default:
-      return 1;
-  }
-}
-int fabric_layer(NodeKind k) {
-  switch (k) {
-    case NodeKind::Spine:
-      return 1;
-    case NodeKind::Core:
-      return 2;
-    default:
-      return 0;
-  }
-}
-
-struct Placed {
-  double x = 0, y = 0;
-};
-
-// A position for every node: each server (Node::host) a box with its GPUs at the bottom,
-// fabric switches in rows above all servers. Returns the drawing's width and height.
-std::pair<int, int> place_nodes(const Topology& t, std::vector<Placed>& pos,
-                                std::map<int, std::pair<double, double>>& boxes) {
-  std::map<int, std::array<std::vector<NodeId>, 3>> hosts;  // host -> inner layers
-  std::map<int, std::vector<NodeId>> fabric;                // layer -> nodes
-  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
-    const Node& node = t.node(n);
-    if (node.host >= 0 || node.kind == NodeKind::Gpu)
-      hosts[std::max(0, node.host)][inner_layer(node.kind)].push_back(n);
-    else
-      fabric[fabric_layer(node.kind)].push_back(n);
-  }
-  // Slots as wide as fits all servers side by side in about 1180 px (at least 15 px:
-  // beyond that the drawing scrolls).
-  const int pad = 8, gap = 10, inner_gap = 44;
-  std::size_t slots = 0;
-  for (const auto& [host, layers] : hosts) {
-    std::size_t most = 1;
-    for (const auto& l : layers) most = std::max(most, l.size());
-    slots += most;
-  }
-  const int room = 1180 - static_cast<int>(hosts.size()) * (2 * pad + gap);
-  const int slot = std::clamp(room / static_cast<int>(std::max<std::size_t>(1, slots)), 15, 30);
-  int width = 10;
-  for (const auto& [host, layers] : hosts) {
-    std::size_t most = 1;
-    for (const auto& l : layers) most = std::max(most, l.size());
-    const int w = static_cast<int>(most) * slot + 2 * pad;
-    boxes[host] = {width, width + w};
-    width += w + gap;
-  }
-  width = std::max(width, 600);
-  const int fabric_gap = 80;
-  const int fabric_h = static_cast<int>(fabric.size()) * fabric_gap;
-  const int box_top = 30 + fabric_h, box_bottom = box_top + 3 * inner_gap + 10;
-  for (const auto& [host, layers] : hosts) {
-    const auto [x0, x1] = boxes[host];
-    for (int layer = 0; layer < 3; ++layer) {
-      const auto& nodes = layers[layer];
-      for (std::size_t i = 0; i < nodes.size(); ++i)
-        pos[nodes[i]] = {x0 + pad + (i + 0.5) * (x1 - x0 - 2 * pad) / nodes.size(),
-                         box_bottom - 22.0 - layer * inner_gap};
-    }
-  }
-  int level = 0;
-  for (const auto& [layer, nodes] : fabric) {
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      pos[nodes[i]] = {10 + (i + 0.5) * (width - 20) / nodes.size(),
-                       box_top - 40.0 - level * fabric_gap};
-    ++level;
-  }
-  return {width, box_bottom + 8};
-}
-
-void topology_legend(std::ostream& out, const Topology& t) {
-  std::set<NodeKind> kinds;
-  for (const auto& n : t.nodes()) kinds.insert(n.kind);
-  out << "<p class=\"note\" id=\"topology-legend\">";
-  out << "<svg width=\"14\" height=\"12\"><circle cx=\"7\" cy=\"6\" r=\"5\" fill=\"#2a7\"/>"
-         "</svg> GPU (its rank below) ";
-  if (kinds.count(NodeKind::Nic))
-    out << "<svg width=\"14\" height=\"12\"><rect x=\"2\" y=\"1\" width=\"10\" height=\"10\" "
-           "fill=\"#d90\"/></svg> NIC ";
-  out << "<svg width=\"22\" height=\"12\"><rect x=\"1\" y=\"1\" width=\"20\" height=\"10\" "
-         "rx=\"2\" fill=\"#557\"/></svg> switch (NVSwitch, PCIe, leaf, spine, core) &middot; "
-         "a grey box is one server &middot; a line is a cable, both directions: its width the "
-         "bytes it carried, its colour the busier direction's utilisation over the run "
-         "(grey: unused).";
-  bool leaves = false;
-  for (const auto& n : t.nodes()) leaves |= n.kind == NodeKind::Leaf && n.name.find("leaf") == 0;
-  if (leaves)
-    out << " Fabric names: <code>leafR.J</code> is leaf switch J of rail R (rail R joins NIC R "
-           "of every server), <code>spineS</code> spine switch S.";
-  out << "</p>\n";
-}
-
-void topology_section(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
-  const Topology& t = s.topology;
-  out << "<h2>Topology and load</h2>\n";
-  if (t.nodes().size() > kMaxDrawnNodes) {
-    out << fmt::format(
-        "<p id=\"topology\">{} nodes are too many to draw legibly; each link's load is in "
-        "links.csv (`collsim topo --dot` draws the graph).</p>\n",
-        t.nodes().size());
-    return;
-  }
-  std::vector<Placed> pos(t.nodes().size());
-  std::map<int, std::pair<double, double>> boxes;
-  const auto [width, height] = place_nodes(t, pos, boxes);
-  std::int64_t most = 1;
-  for (const auto& lt : traffic.links) most = std::max(most, lt.bytes);
-  topology_legend(out, t);
-  out << fmt::format(
-      "<div class=\"scroll\"><svg id=\"topology\" width=\"{}\" height=\"{}\" "
-      "xmlns=\"http://www.w3.org/2000/svg\">\n",
-      width, height + 30);
-  colour_scale(out, 10, height + 4);
-  // Server boxes, named by host number (and the GPU-name prefix the presets use).
-  double box_top = height;
-  for (const auto& p : pos) box_top = std::min(box_top, p.y);
-  for (const auto& [host, span] : boxes) {
-    double top = 1e9;
-    for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-      if (std::max(0, t.node(n).host) == host &&
-          (t.node(n).host >= 0 || t.node(n).kind == NodeKind::Gpu))
-        top = std::min(top, pos[n].y);
-    out << fmt::format(
-        "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\" "
-        "stroke=\"#ccc\" rx=\"6\"/><text x=\"{:.0f}\" y=\"{:.0f}\" class=\"tick\">server "
-        "{}</text>\n",
-        span.first, top - 22, span.second - span.first, height - top + 14, span.first + 4, top - 11,
-        host);
-  }
-  std::map<std::pair<NodeId, NodeId>, std::pair<std::int64_t, double>> cables;
-  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
-    const auto key = std::minmax(t.link(l).src, t.link(l).dst);
-    auto& [bytes, util] = cables[{key.first, key.second}];
-    bytes += traffic.links[l].bytes;
-    util = std::max(util, traffic.links[l].utilisation);
-  }
-  for (const auto& [ends, load] : cables) {
-    const auto [a, b] = ends;
-    const double w = 0.6 + 5.0 * static_cast<double>(load.first) / static_cast<double>(most);
-    out << fmt::format(
-        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
-        "stroke-width=\"{:.1f}\"><title>{} \u2014 {}: {}, {} utilised</title></line>\n",
-        pos[a].x, pos[a].y, pos[b].x, pos[b].y,
-        load.first > 0 ? html::load_colour(load.second) : "#ccc", w, html::escape(t.node(a).name),
-        html::escape(t.node(b).name), format_bytes(load.first), html::percent(load.second));
-  }
-  // Switch names where they fit: fabric rows get a name each only while they are sparse.
-  std::map<int, int> per_row;
-  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-    ++per_row[static_cast<int>(pos[n].y)];
-  for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n) {
-    const Node& node = t.node(n);
-    const auto [x, y] = pos[n];
-    const std::string title =
-        fmt::format("<title>{} ({}{})</title>", html::escape(node.name), name_of(node.kind),
-                    node.rank >= 0 ? fmt::format(", rank {}", node.rank) : "");
-    if (node.kind == NodeKind::Gpu) {
-      out << fmt::format(
-          "<g><circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"6\" fill=\"#2a7\"/><text x=\"{:.1f}\" "
-          "y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>{}</g>\n",
-          x, y, x, y + 17, node.rank, title);
-    } else if (node.kind == NodeKind::Nic) {
-      out << fmt::format(
-          "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"#d90\"/>{}</g>\n",
-          x - 5, y - 5, title);
-    } else {
-      const bool named = width / per_row[static_cast<int>(y)] >= 64;
-      const double w = named ? std::min(58.0, 7.0 * node.name.size() + 8) : 14;
-      out << fmt::format(
-          "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"14\" rx=\"3\" "
-          "fill=\"#557\"/>{}{}</g>\n",
-          x - w / 2, y - 7, w,
-          named ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" "
-                              "class=\"nodename\" text-anchor=\"middle\">{}"
-                              "</text>",
-                              x, y + 4, html::escape(node.name))
-                : "",
-          title);
-    }
-  }
-  out << "</svg></div>\n";
-}
-
 }  // namespace
 
 void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r,
@@ -578,7 +368,8 @@ void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResul
     heatmap_section(out, s, r, traffic);
   }
   kind_bars_section(out, s, traffic);
-  topology_section(out, s, traffic);
+  out << "<h2>Topology and load</h2>\n";
+  topology_figure(out, s.topology, traffic.links);
   html::page_end(out);
 }
 
