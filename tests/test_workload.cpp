@@ -514,13 +514,13 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
       R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"}, "workload": )";
   CHECK(error_of(topo + R"({"gradients": "1GiB", "compute": "20ms", "bucket": "1B"}})") ==
         "workload: a step of 2147483649 tasks (1 micro-batch, 1073741824 gradient buckets), "
-        "more than the 131072 collsim builds; use larger buckets, fewer micro-batches or fewer "
+        "more than the 1048576 collsim builds; use larger buckets, fewer micro-batches or fewer "
         "layers");
   // Two jobs each within the bound, not together.
-  const std::string half = R"({"gradients": "1GiB", "compute": "20ms", "bucket": "32KiB", "ranks": )";
+  const std::string half = R"({"gradients": "1GiB", "compute": "20ms", "bucket": "4KiB", "ranks": )";
   CHECK_THAT(error_of(topo + "[" + half + "[0, 1]}, " + half + "[2, 3]}]}"),
-             Catch::StartsWith("workload[1]: a step of 65537 tasks (1 micro-batch, 32768 gradient "
-                               "buckets), with the jobs before it, more than the 131072"));
+             Catch::StartsWith("workload[1]: a step of 524289 tasks (1 micro-batch, 262144 gradient "
+                               "buckets), with the jobs before it, more than the 1048576"));
   CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 4096, "parallelism": {"dp": 1048576, "tp": 1048576, "pp": 1048576}}})") ==
         "workload.parallelism: dp x tp x pp = 1048576 x 1048576 x 1048576 = 1152921504606846976 "
         "GPUs, but only 8 ranks are left on the topology");

@@ -119,11 +119,12 @@ struct WorkloadSize {
   std::int64_t buckets = 0;  // gradient buckets, for the message
 };
 
-// The most a scenario's workloads may add up to. Tasks: a step of 300,000 takes about
-// 30 s and 800 MB to simulate and report (~100 us, 2.7 KB a task); the largest bundled
-// workload has 19,120. Entries: 4 to 8 bytes each. Ops: the 2^28 of a scenario's
+// The most a scenario's workloads may add up to. Tasks: a step of 740,000 (Llama-3 70B on
+// 4,096 GPUs: TP 8, PP 8, DP 64, 16 micro-batches, sequence parallel) takes 39 s and 2.2 GB
+// to simulate under the flow model (~54 us, 3 KB a task); the bound keeps a step within
+// about a minute and 3 GB. The largest bundled workload has 19,120. Entries: 4 to 8 bytes each. Ops: the 2^28 of a scenario's
 // collective schedules. A Chakra job counts nothing here: its reader bounds its trace.
-inline constexpr std::int64_t kMaxStepTasks = std::int64_t{1} << 17;
+inline constexpr std::int64_t kMaxStepTasks = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMaxStepEntries = std::int64_t{1} << 26;
 inline constexpr std::int64_t kMaxStepOps = std::int64_t{1} << 28;
 
