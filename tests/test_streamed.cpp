@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "report/run_use_case.h"
 #include "report/traffic.h"
 #include "schedule/builder.h"
 #include "schedule/stream.h"
@@ -384,4 +385,39 @@ TEST_CASE("run --stream refuses what it cannot time exactly or write", "[stream]
   CHECK(out.status == 2);
   CHECK_THAT(out.err, Catch::Contains("--out"));
   CHECK(!std::filesystem::exists(dir / "out"));
+}
+
+TEST_CASE("collsim run streams by itself where that gives the same figures", "[stream]") {
+  const auto load = [](const char* text) {
+    return parse_scenario(parse_json_text(text, "s.json"), ".");
+  };
+  const Scenario in_order = load(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "50GB/s"},
+    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
+                    {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": ["a"]}]})");
+  const Scenario overlapping = load(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "50GB/s"},
+    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
+                    {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": []}]})");
+  CHECK(streams_exactly(in_order));
+  CHECK(!streams_exactly(overlapping));
+  // A streamed record counts its ops per collective (its schedules hold none); a stored
+  // one holds them.
+  const RunRecord auto_run = run_use_case(in_order, {});
+  REQUIRE(auto_run.result);
+  CHECK(auto_run.result->streamed_ops.size() == 2);
+  CHECK(auto_run.result->schedules[0].ops.empty());
+  CHECK(run_use_case(overlapping, {}).result->streamed_ops.empty());
+  // The same document and table as the stored run without per-op records.
+  RunRecord stored;
+  stored.result = run_scenario(in_order, SimulationOptions{.record_ops = false});
+  stored.traffic = analyse_traffic(in_order, *stored.result);
+  CHECK(run_document(in_order, stored) == run_document(in_order, auto_run));
+  CHECK(run_table(in_order, stored) == run_table(in_order, auto_run));
+  // Files need each op's times: stored then.
+  const auto dir = temp_dir("auto-stream");
+  RunRequest with_files;
+  with_files.out = dir / "out";
+  const RunRecord with_ops = run_use_case(in_order, with_files);
+  CHECK(with_ops.result->streamed_ops.empty());
+  CHECK(with_ops.result->outcomes[1].end_s == auto_run.result->outcomes[1].end_s);
+  std::filesystem::remove_all(dir);
 }

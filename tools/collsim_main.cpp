@@ -23,13 +23,11 @@
 #include "report/output_dir.h"
 #include "report/workload_sweep_html.h"
 #include "report/reports.h"
-#include "report/run_files.h"
+#include "report/run_use_case.h"
 #include "report/topology_drawing.h"
-#include "report/workload_report.h"
 #include "scenario/scenario.h"
 #include "schedule/layout.h"
 #include "simulate/run_scenario.h"
-#include "simulate/run_workload.h"
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
 #include "sweep_commands.h"
@@ -62,54 +60,17 @@ Scenario load_collectives(const std::string& file) {
   return s;
 }
 
-// A training step: the jobs (and any collectives) of the scenario together.
-int run_workload_command(const Scenario& scenario, const RunArgs& args) {
-  const WorkloadRun run = run_workloads(scenario);
-  const nlohmann::json doc = workload_document(scenario, run);
-  if (!args.out_dir.empty()) write_workload_files(args.out_dir, scenario, run);
-  if (args.format == "json")
-    std::cout << doc.dump(2) << "\n";
-  else
-    std::cout << workload_table(scenario, run);
-  return 0;
-}
-
-// Totals without holding a schedule whole: the table or the JSON, no files.
-int run_streamed_command(const Scenario& scenario, const RunArgs& args) {
-  if (!scenario.workloads.empty())
-    throw InputError("workload",
-                     "--stream runs a scenario's collectives; a training step "
-                     "runs without it");
-  if (!args.out_dir.empty())
-    throw InputError("--out",
-                     "--stream keeps no per-op record to write a timeline or per-step "
-                     "files from; run without --out (--format json gives result.json)");
-  const ScenarioResult result = run_scenario_streamed(scenario);
-  const TrafficReport traffic = analyse_traffic(scenario, result);
-  if (args.format == "json")
-    std::cout << result_json(scenario, result, traffic).dump(2) << "\n";
-  else
-    std::cout << summary_table(scenario, result, traffic);
-  return 0;
-}
-
 int run_command(const RunArgs& args) {
   const Scenario scenario = load_scenario(args.scenario);
-  if (args.stream) return run_streamed_command(scenario, args);
-  if (!scenario.workloads.empty()) return run_workload_command(scenario, args);
-  SimulationOptions options;
-  options.record_ops = !args.out_dir.empty();  // the timeline is the only per-op output
-  const ScenarioResult result = run_scenario(scenario, options);
-  const TrafficReport traffic = analyse_traffic(scenario, result);
-
-  // Files first: if they cannot be written, nothing is printed as if all went well.
-  if (!args.out_dir.empty())
-    write_run_files(args.out_dir, scenario, result, traffic,
-                    {.trace_transfers = args.trace_transfers, .trace_gzip = args.trace_gzip});
+  RunRequest request;
+  if (!args.out_dir.empty()) request.out = args.out_dir;
+  request.stream = args.stream;
+  request.files = {.trace_transfers = args.trace_transfers, .trace_gzip = args.trace_gzip};
+  const RunRecord record = run_use_case(scenario, request);
   if (args.format == "json")
-    std::cout << result_json(scenario, result, traffic).dump(2) << "\n";
+    std::cout << run_document(scenario, record).dump(2) << "\n";
   else
-    std::cout << summary_table(scenario, result, traffic);
+    std::cout << run_table(scenario, record);
   return 0;
 }
 
@@ -508,8 +469,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   run->add_flag("--stream", run_args.stream,
-                "Generate each collective while simulating it, holding only the ops in flight "
-                "(for schedules too large to store); collectives must run one after another");
+                "Generate each collective while simulating it, holding only the ops in flight; "
+                "run does so by itself when the figures are the same and no --out is asked, "
+                "--stream refuses what it cannot stream (overlapping collectives, workloads)");
   run->add_flag("--trace-gzip", run_args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
                 "done anyway past 32 MiB");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 #include "simulate/simulated_plan.h"
@@ -24,9 +25,10 @@ CollectiveOutcome outcome_of(const CollectiveSpec& c, Time start, Time end) {
   return o;
 }
 
-// Collective i > 0 must wait, directly or through others, on collective i - 1: then
-// each one's ops begin after all of the previous one's end, and alone is exact.
-void require_one_after_another(const Scenario& scenario) {
+// The first collective that does not wait, directly or through others, on the one before
+// it (it may overlap it), or none: then each one's ops begin after all of the previous
+// one's end, and alone is exact. Throws on an `after` that is not an earlier collective.
+std::optional<std::size_t> first_overlapping(const Scenario& scenario) {
   const auto& cs = scenario.collectives;
   std::vector<std::vector<bool>> waits(cs.size(), std::vector<bool>(cs.size(), false));
   for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -36,11 +38,18 @@ void require_one_after_another(const Scenario& scenario) {
       waits[i][a] = true;
       for (std::size_t k = 0; k < i; ++k) waits[i][k] = waits[i][k] || waits[a][k];
     }
-    if (i > 0 && !waits[i][i - 1])
-      throw InputError(cs[i].json_path + ".after",
-                       fmt::format("--stream times each collective alone, so each must run after "
-                                   "the one before it; \"{}\" may overlap \"{}\"",
-                                   cs[i].name, cs[i - 1].name));
+    if (i > 0 && !waits[i][i - 1]) return i;
+  }
+  return std::nullopt;
+}
+
+void require_one_after_another(const Scenario& scenario) {
+  if (const auto i = first_overlapping(scenario)) {
+    const CollectiveSpec& c = scenario.collectives[*i];
+    throw InputError(c.json_path + ".after",
+                     fmt::format("--stream times each collective alone, so each must run after "
+                                 "the one before it; \"{}\" may overlap \"{}\"",
+                                 c.name, scenario.collectives[*i - 1].name));
   }
 }
 
@@ -158,6 +167,11 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
     out.choices.push_back(std::move(c.choice));
   }
   return out;
+}
+
+bool streams_exactly(const Scenario& scenario) {
+  return !scenario.collectives.empty() && scenario.workloads.empty() &&
+         !first_overlapping(scenario);
 }
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {

@@ -57,4 +57,9 @@ ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options 
 // streams'.
 ScenarioResult run_scenario_streamed(const Scenario& scenario);
 
+// Whether run_scenario_streamed gives exactly what run_scenario gives: the scenario has
+// collectives, no workload, and each collective waits (directly or through others) on
+// the one before it. `collsim run` then streams by itself when no per-op output is asked.
+bool streams_exactly(const Scenario& scenario);
+
 }  // namespace collsim

@@ -23,6 +23,15 @@ def test_run_returns_what_the_cli_prints():
     assert collsim.run(str(SCENARIO)) == cli_json("run", str(SCENARIO), "--format", "json")
 
 
+def test_run_streamed_returns_what_run_stream_prints(tmp_path):
+    assert collsim.run(SCENARIO, stream=True) == cli_json("run", str(SCENARIO), "--stream",
+                                                          "--format", "json")
+    # As on the command line: a streamed run keeps no per-op record to write files from.
+    with pytest.raises(collsim.InputError, match="--out"):
+        collsim.run(SCENARIO, stream=True, out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_run_takes_a_path_or_a_dict():
     doc = json.loads(SCENARIO.read_text())
     from_path = collsim.run(SCENARIO)  # a pathlib.Path is a path too
@@ -138,8 +147,8 @@ def test_ctrl_c_stops_a_long_run_within_a_second(tmp_path):
     import signal
     import threading
     import time
-    # A 2,048-GPU ring all-reduce: about 8 s of work stored, far past the signal.
-    big = {"topology": {"preset": "switch", "gpus": 2048, "bandwidth": "450GB/s"},
+    # A 4,096-GPU ring all-reduce: about 5 s of work (streamed), far past the signal.
+    big = {"topology": {"preset": "switch", "gpus": 4096, "bandwidth": "450GB/s"},
            "network": {"model": "ideal"},
            "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1GiB", "algorithm": "ring"}]}
     for delay in (0.2, 1.5):

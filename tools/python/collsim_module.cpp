@@ -22,11 +22,9 @@
 #include "core/units.h"
 #include "plan/plan_report.h"
 #include "report/reports.h"
-#include "report/run_files.h"
-#include "report/workload_report.h"
+#include "report/run_use_case.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
-#include "simulate/run_workload.h"
 #include "simulate/simulated_plan.h"
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
@@ -115,24 +113,13 @@ py::object to_python(const nlohmann::json& doc) {
 }
 
 // `out`: a folder to write what `collsim run --out` writes there (report.html, the
-// timeline, result.json, the CSVs).
-py::object run(const py::object& scenario, const py::object& out) {
+// timeline, result.json, the CSVs); `stream`: as `collsim run --stream`.
+py::object run(const py::object& scenario, const py::object& out, bool stream) {
   const Scenario s = scenario_of(scenario);
-  std::optional<fs::path> dir;
-  if (!out.is_none()) dir = path_of(out, "out");
-  return to_python(interruptible([&] {
-    if (!s.workloads.empty()) {  // as `collsim run` on a training step
-      const WorkloadRun step = run_workloads(s);
-      if (dir) write_workload_files(*dir, s, step);
-      return workload_document(s, step);
-    }
-    SimulationOptions options;
-    options.record_ops = dir.has_value();  // the timeline is the only per-op output
-    const ScenarioResult result = run_scenario(s, options);
-    const TrafficReport traffic = analyse_traffic(s, result);
-    if (dir) write_run_files(*dir, s, result, traffic);
-    return result_json(s, result, traffic);
-  }));
+  RunRequest request;
+  if (!out.is_none()) request.out = path_of(out, "out");
+  request.stream = stream;
+  return to_python(interruptible([&] { return run_document(s, run_use_case(s, request)); }));
 }
 
 // A comma list in a string, or a list of strings.
@@ -301,10 +288,12 @@ PYBIND11_MODULE(collsim, m) {
   });
 
   m.def("run", &run, py::arg("scenario"), py::kw_only(), py::arg("out") = py::none(),
+        py::arg("stream") = false,
         "Simulate a scenario (a path or a dict) and return `collsim run --format json`'s "
         "document: per collective its time, bandwidths and hottest links, and totals. With "
         "out=DIR, also write there what `collsim run --out DIR` writes (report.html, "
-        "timeline.json, result.json, the CSVs).");
+        "timeline.json, result.json, the CSVs); stream=True: as `collsim run --stream`, "
+        "no schedule held whole.");
   m.def("sweep", &sweep, py::arg("scenario"), py::kw_only(), py::arg("collective") = "",
         py::arg("sizes") = py::str("1KiB..1GiB"), py::arg("step") = "x2",
         py::arg("algorithms") = py::none(), py::arg("ranks") = std::vector<int>{},
