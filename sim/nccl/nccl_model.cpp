@@ -6,21 +6,12 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/nccl_published.h"
+
 namespace collsim {
 namespace {
 
-// The per-channel speeds NCCL's search tries, fastest first (sm90 lists; GB/s).
-constexpr double kIntraSpeeds[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-constexpr double kInterSpeeds[] = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2};
-
-enum class Arch { Ampere, Hopper, Blackwell };
-
-// The GPU generation, from its NVLink bandwidth (NCCL reads the compute capability).
-Arch arch_of(const NcclTopo& t) {
-  if (t.intra_GBps >= 900 * 40.1 / 50) return Arch::Blackwell;
-  if (t.intra_GBps >= 450 * 20.6 / 25) return Arch::Hopper;
-  return Arch::Ampere;
-}
+using nccl_published::Arch;
 
 int node_bucket(int nodes) {
   return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
@@ -28,39 +19,30 @@ int node_bucket(int nodes) {
 
 // Caps per architecture (docs/nccl.md §1.6): [arch][nodes bucket].
 double ll_max_bw(Arch a, int nodes) {
-  constexpr double kTable[3][3] = {{87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282, 90, 70}};
-  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+  return nccl_published::kLlMaxBw[index(a)][node_bucket(nodes)];
 }
 double per_ch_ring_ll128(Arch a) {
-  constexpr double kTable[3] = {20, 36.7, 40};
-  return kTable[static_cast<int>(a)];
+  return nccl_published::kPerChannelRingLl128[index(a)];
 }
 double per_ch_tree(Arch a, int nodes) {
-  constexpr double kTable[3][3] = {{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
-  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+  return nccl_published::kPerChannelTree[index(a)][node_bucket(nodes)];
 }
 double per_ch_tree_ll128(Arch a, int nodes) {
-  constexpr double kTable[3][3] = {{20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+  return nccl_published::kPerChannelTreeLl128[index(a)][node_bucket(nodes)];
 }
 double per_ch_nvls_tree(Arch a, int nodes) {
-  constexpr double kTable[3][3] = {{24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}};
-  return kTable[static_cast<int>(a)][node_bucket(nodes)];
+  return nccl_published::kPerChannelNvlsTree[index(a)][node_bucket(nodes)];
 }
 double nvls_efficiency(Arch a) {
-  return a == Arch::Blackwell ? kSharpEfficiencyBlackwell : kSharpEfficiencyHopper;
+  return nccl_published::kNvlsEfficiency[index(a)];
 }
 
 // Tree all-reduce's bandwidth correction by size, 64 B x 2^i (NCCL's treeCorrectionFactor).
 double tree_correction(Protocol p, std::int64_t bytes) {
-  constexpr double kTable[3][23] = {
-      {1, 1, 1, 1, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1, 1, 1, 1},
-      {1, 1, 1, 1, 1, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1, 1},
-      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
   const std::int64_t units = bytes >> 6;
   if (units < 1) return 1;
   const int i = static_cast<int>(std::floor(std::log2(static_cast<double>(units))));
-  return i >= 0 && i < 23 ? kTable[static_cast<int>(p)][i] : 1;
+  return i >= 0 && i < 23 ? nccl_published::kTreeCorrection[static_cast<int>(p)][i] : 1;
 }
 
 int steps_of(CollectiveOp op, int n) {
@@ -79,7 +61,7 @@ int steps_of(CollectiveOp op, int n) {
 std::pair<int, double> best_channels(double total, int most) {
   int channels = 0;
   double speed = 0;
-  for (double s : kIntraSpeeds) {
+  for (double s : nccl_published::kIntraSpeeds) {
     const int c = std::min(most, static_cast<int>(std::floor(total / s)));
     if (c * s > channels * speed) channels = c, speed = s;
   }
@@ -95,7 +77,7 @@ bool enabled(const NcclFilter& f, NcclAlgo a, Protocol p) {
 
 class Model {
  public:
-  Model(const NcclTopo& t, CollectiveOp op) : t_(t), op_(op), arch_(arch_of(t)) {}
+  Model(const NcclTopo& t, CollectiveOp op) : t_(t), op_(op), arch_(t.arch) {}
 
   // NCCL's latency (µs) and algorithm bandwidth (GB/s) for one pair; bw 0: disabled.
   NcclOption option(NcclAlgo a, Protocol p) const {
@@ -271,6 +253,7 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   double any = 0;
   for (const Link& l : t.links())
     if (l.src == gpu) any += l.bandwidth;
+  out.arch = nccl_published::arch_of_nvlink(nvlink);
   out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(nvlink) / 1e9
                    : pcie > 0 ? pcie / 1e9
                               : any / 1e9;
@@ -296,7 +279,7 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     out.bw_intra = s;
   } else {
     double inter = 0;
-    for (double s : kInterSpeeds)
+    for (double s : nccl_published::kInterSpeeds)
       if (s <= out.nic_GBps) {
         inter = s;
         break;
@@ -315,7 +298,7 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     out.bw_inter /= 2;
   }
   // The NVLS graph: one head per GPU, each charging (per_node + 1) x its speed.
-  for (double s : kIntraSpeeds)
+  for (double s : nccl_published::kIntraSpeeds)
     if ((out.per_node + 1) * s <= out.intra_GBps) {
       out.nvls_bw = s;
       break;

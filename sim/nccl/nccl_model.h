@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/nccl_published.h"
 #include "nccl/protocol.h"
 #include "schedule/collective.h"
 #include "topology/topology.h"
@@ -15,17 +16,19 @@ namespace collsim {
 // What NCCL's search would see of the GPUs taking part.
 struct NcclTopo {
   int ranks = 0;
-  int nodes = 1;            // hosts
-  int per_node = 0;         // GPUs per host (ranks / nodes)
-  double intra_GBps = 0;    // a GPU's usable NVLink bandwidth (or PCIe without NVLink)
-  bool nvlink = false;      // intra paths are NVLink: LL128 is on
-  double nic_GBps = 0;      // one NIC's bandwidth, when nodes > 1
+  int nodes = 1;     // hosts
+  int per_node = 0;  // GPUs per host (ranks / nodes)
+  // The GPUs' generation, from their NVLink bandwidth (Ampere without NVLink).
+  nccl_published::Arch arch = nccl_published::Arch::Ampere;
+  double intra_GBps = 0;  // a GPU's usable NVLink bandwidth (or PCIe without NVLink)
+  bool nvlink = false;    // intra paths are NVLink: LL128 is on
+  double nic_GBps = 0;    // one NIC's bandwidth, when nodes > 1
   int nics_per_node = 0;
-  bool nvls = false;        // the GPUs share a switch that reduces (NVLink SHARP)
+  bool nvls = false;  // the GPUs share a switch that reduces (NVLink SHARP)
   // The ring/tree graph: channels x per-channel bandwidth, before the run-time doubling.
   int channels = 1;
   double bw_intra = 0, bw_inter = 0;
-  int nvls_channels = 0;    // the NVLS graph
+  int nvls_channels = 0;  // the NVLS graph
   double nvls_bw = 0;
 };
 
@@ -47,9 +50,9 @@ struct NcclOption {
 
 struct NcclPick {
   NcclOption chosen;
-  int channels = 1;                  // the channels NCCL would run on at this size
-  std::int64_t chunk_bytes = 0;      // the data one channel moves per pipeline step (0: not set)
-  std::vector<NcclOption> options;   // every enabled pair, in NCCL's order
+  int channels = 1;                 // the channels NCCL would run on at this size
+  std::int64_t chunk_bytes = 0;     // the data one channel moves per pipeline step (0: not set)
+  std::vector<NcclOption> options;  // every enabled pair, in NCCL's order
 };
 
 // Whether NCCL has collective algorithms for `op` (else it runs point-to-point sends).

@@ -1,5 +1,6 @@
 #include "nccl/protocol.h"
 
+#include "core/nccl_published.h"
 #include "schedule/algorithms.h"
 
 #include <algorithm>
@@ -11,19 +12,6 @@ namespace {
 constexpr std::size_t idx(auto e) {
   return static_cast<std::size_t>(e);
 }
-
-// [algo][proto] in the enum orders: {Tree, Ring, Nvls, NvlsTree, Pat} x {LL, LL128, Simple}.
-constexpr double kBaseLat[5][3] = {
-    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {8.0, 8.0, 8.0}};
-// [hw][algo][proto]; NVLS and PAT are Simple-only, their LL/LL128 entries unused.
-constexpr double kHwLat[3][5][3] = {
-    // NVLink
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
-    // PCI
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
-    // NET
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}},
-};
 
 }  // namespace
 
@@ -49,11 +37,11 @@ NcclAlgo nccl_family(CollectiveOp op, std::string_view algorithm) {
 }
 
 double nccl_base_latency_us(NcclAlgo a, Protocol p) {
-  return kBaseLat[idx(a)][idx(p)];
+  return nccl_published::kBaseLatencyUs[idx(a)][idx(p)];
 }
 
 double nccl_hop_latency_us(HopClass hw, NcclAlgo a, Protocol p) {
-  return kHwLat[idx(hw)][idx(a)][idx(p)];
+  return nccl_published::kHopLatencyUs[idx(hw)][idx(a)][idx(p)];
 }
 
 HopClass hop_class(LinkKind k) {
@@ -69,21 +57,12 @@ HopClass hop_class(LinkKind k) {
 }
 
 double protocol_efficiency(Protocol p) {
-  switch (p) {
-    case Protocol::LL:
-      return 0.5;
-    case Protocol::LL128:
-      return 120.0 / 128.0;
-    case Protocol::Simple:
-      break;
-  }
-  return 1.0;
+  return nccl_published::kProtocolDataShare[idx(p)];
 }
 
 double nvlink_usable_fraction(double gpu_nvlink_Bps) {
-  if (gpu_nvlink_Bps >= kBlackwellNvlinkBps) return 40.1 / 50;  // Blackwell: 18 links of 50 GB/s
-  if (gpu_nvlink_Bps >= 450e9) return 20.6 / 25;                // Hopper: 18 links of 25 GB/s
-  return 20.0 / 25;                                             // Ampere and Volta
+  using namespace nccl_published;
+  return kNvlinkUsable[index(arch_of_nvlink(gpu_nvlink_Bps))];
 }
 
 double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu) {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/nccl_published.h"
 #include "core/time.h"
 
 namespace collsim {
@@ -36,16 +37,13 @@ std::optional<LinkKind> link_kind_from_name(std::string_view name);
 std::vector<std::string> all_node_kind_names();
 std::vector<std::string> all_link_kind_names();
 
-// NCCL's published NVLS efficiency (src/graph/tuning.cc, nvlsEfficiency) by GPU
-// generation: the one place both the switch's default and NCCL's tuning model read it.
-inline constexpr double kSharpEfficiencyHopper = 0.85;
-inline constexpr double kSharpEfficiencyBlackwell = 0.74;
-inline constexpr double kDefaultSharpEfficiency = kSharpEfficiencyHopper;
-// A GPU with this much NVLink bandwidth (B/s, one direction) is a Blackwell: 18 links of
-// 50 GB/s (Hopper: 18 of 25).
-inline constexpr double kBlackwellNvlinkBps = 900e9;
+// NVLink SHARP's efficiency by the GPUs' generation (NCCL's nvlsEfficiency): the switch's
+// default and what NCCL's tuning model reads are the one number.
+inline constexpr double kDefaultSharpEfficiency =
+    nccl_published::kNvlsEfficiency[nccl_published::index(nccl_published::Arch::Hopper)];
 inline constexpr double sharp_efficiency_for(double gpu_nvlink_Bps) {
-  return gpu_nvlink_Bps >= kBlackwellNvlinkBps ? kSharpEfficiencyBlackwell : kSharpEfficiencyHopper;
+  return nccl_published::kNvlsEfficiency[nccl_published::index(
+      nccl_published::arch_of_nvlink(gpu_nvlink_Bps))];
 }
 
 struct Node {
