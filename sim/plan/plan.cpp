@@ -399,11 +399,13 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
     plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
     held += plan.collectives.back().schedule.size();
     if (holding == ScheduleHolding::Stored && static_cast<double>(held) > kMaxStoredOps)
-      throw InputError(spec.json_path,
-                       fmt::format("the scenario's schedules hold {} ops up to this collective, "
-                                   "more than the 2^26 collsim holds in memory; split the "
-                                   "scenario, or use collsim run --stream",
-                                   held));
+      throw InputError(
+          spec.json_path,
+          fmt::format("the scenario's schedules hold {} ops up to this collective, "
+                      "more than the 2^26 collsim holds in memory; split the "
+                      "scenario, or run it streamed (collsim run does so without --out when "
+                      "collectives run one after another)",
+                      held));
   }
   return plan;
 }

@@ -591,7 +591,8 @@ std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
   if (ops <= kMaxScheduleOps) return {};
   return shape + fmt::format(
                      ", more than the 2^26 collsim holds in memory (about {} at 115 bytes an "
-                     "op); use fewer ranks, segments or channels, or collsim run --stream",
+                     "op); use fewer ranks, segments or channels, or run it streamed (collsim run "
+                     "does so without --out when collectives run one after another)",
                      format_bytes(static_cast<std::int64_t>(ops * 115)));
 }
 
