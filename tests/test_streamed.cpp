@@ -387,37 +387,48 @@ TEST_CASE("run --stream refuses what it cannot time exactly or write", "[stream]
   CHECK(!std::filesystem::exists(dir / "out"));
 }
 
-TEST_CASE("collsim run streams by itself where that gives the same figures", "[stream]") {
-  const auto load = [](const char* text) {
+TEST_CASE("collsim run streams by itself where that gives the same figures and pays",
+          "[stream]") {
+  const auto load = [](const std::string& text) {
     return parse_scenario(parse_json_text(text, "s.json"), ".");
   };
-  const Scenario in_order = load(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "50GB/s"},
-    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
-                    {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": ["a"]}]})");
-  const Scenario overlapping = load(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "50GB/s"},
-    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
-                    {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": []}]})");
-  CHECK(streams_exactly(in_order));
+  const auto two = [](int gpus, const char* second_after) {
+    return fmt::format(R"({{"topology": {{"preset": "switch", "gpus": {}, "bandwidth": "50GB/s"}},
+      "collectives": [{{"name": "a", "op": "all_reduce", "bytes": "64KiB", "algorithm": "ring"}},
+                      {{"name": "b", "op": "all_gather", "bytes": "64KiB", "algorithm": "ring",
+                        "after": {}}}]}})",
+                       gpus, second_after);
+  };
+  const Scenario small = load(two(8, R"(["a"])"));
+  const Scenario overlapping = load(two(8, "[]"));
+  // 725 ranks: a ring all-reduce of 2 x 725 x 724 > 2^20 transfers, past which a stored
+  // schedule costs more than the stream's set-up.
+  const Scenario large = load(two(725, R"(["a"])"));
+  CHECK(streams_exactly(small));
   CHECK(!streams_exactly(overlapping));
+  CHECK(!streaming_pays(small));
+  CHECK(streaming_pays(large));
   // A streamed record counts its ops per collective (its schedules hold none); a stored
   // one holds them.
-  const RunRecord auto_run = run_use_case(in_order, {});
-  REQUIRE(auto_run.result);
-  CHECK(auto_run.result->streamed_ops.size() == 2);
-  CHECK(auto_run.result->schedules[0].ops.empty());
+  const RunRecord large_run = run_use_case(large, {});
+  REQUIRE(large_run.result);
+  CHECK(large_run.result->streamed_ops.size() == 2);
+  CHECK(large_run.result->schedules[0].ops.empty());
+  CHECK(large_run.result->op_count(0) == 2u * 725 * 724);
+  CHECK(run_use_case(small, {}).result->streamed_ops.empty());
   CHECK(run_use_case(overlapping, {}).result->streamed_ops.empty());
-  // The same document and table as the stored run without per-op records.
-  RunRecord stored;
-  stored.result = run_scenario(in_order, SimulationOptions{.record_ops = false});
-  stored.traffic = analyse_traffic(in_order, *stored.result);
-  CHECK(run_document(in_order, stored) == run_document(in_order, auto_run));
-  CHECK(run_table(in_order, stored) == run_table(in_order, auto_run));
-  // Files need each op's times: stored then.
+  // Streamed on request: the same document and table as the stored run.
+  RunRequest streamed;
+  streamed.stream = true;
+  const RunRecord small_streamed = run_use_case(small, streamed);
+  CHECK(small_streamed.result->streamed_ops.size() == 2);
+  const RunRecord small_stored = run_use_case(small, {});
+  CHECK(run_document(small, small_stored) == run_document(small, small_streamed));
+  CHECK(run_table(small, small_stored) == run_table(small, small_streamed));
+  // Files need each op's times: stored then, whatever the size.
   const auto dir = temp_dir("auto-stream");
   RunRequest with_files;
   with_files.out = dir / "out";
-  const RunRecord with_ops = run_use_case(in_order, with_files);
-  CHECK(with_ops.result->streamed_ops.empty());
-  CHECK(with_ops.result->outcomes[1].end_s == auto_run.result->outcomes[1].end_s);
+  CHECK(run_use_case(small, with_files).result->streamed_ops.empty());
   std::filesystem::remove_all(dir);
 }

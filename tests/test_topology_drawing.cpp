@@ -71,7 +71,28 @@ TEST_CASE("A tier too wide to draw switch by switch is grouped by its neighbours
   CHECK(count_of(svg, "<title>core") == 16);  // each core its own box
   // pod - its leaves, leaves - its spines, every spine group - every core.
   CHECK(count_of(svg, "<line ") == 16 + 16 + 16 * 16);
-  CHECK(svg.size() < 300'000);
+  // 512 servers: past the 256 drawn as cells, each group is one box.
+  CHECK(count_of(svg, "<title>server ") == 0);
+  CHECK(svg.size() < 100'000);
+}
+
+TEST_CASE("Many server groups widen the drawing instead of overlapping", "[topo]") {
+  // A pod per server: 128 groups, each needing a box of its own.
+  const std::string svg =
+      svg_of(topology_of(R"({"preset": "cluster", "nodes": 128, "pod_nodes": 1, "cores": 2})"));
+  CHECK(count_of(svg, "servers ") + count_of(svg, "server ") >= 128);
+  CHECK(count_of(svg, "width=\"-") == 0);
+  const auto at = svg.find("<svg width=\"") + 12;
+  CHECK(std::stoi(svg.substr(at)) > 128 * 12);  // at least 12 px a group, and the gaps
+}
+
+TEST_CASE("A one-way link is drawn with its capacity, as one way", "[topo]") {
+  const std::string svg = svg_of(topology_of(
+      R"({"preset": "ring", "gpus": 4, "bandwidth": "100GB/s", "bidirectional": false})"));
+  CHECK_THAT(svg, Catch::Contains("<title>gpu0 \u2014 gpu1: 100.0 GB/s one way</title>"));
+  const std::string duplex =
+      svg_of(topology_of(R"({"preset": "ring", "gpus": 4, "bandwidth": "100GB/s"})"));
+  CHECK_THAT(duplex, Catch::Contains("<title>gpu0 \u2014 gpu1: 100.0 GB/s each way</title>"));
 }
 
 TEST_CASE("A loaded cluster drawing says what each bundle of cables carried", "[topo][report]") {

@@ -470,8 +470,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--stream", run_args.stream,
                 "Generate each collective while simulating it, holding only the ops in flight; "
-                "run does so by itself when the figures are the same and no --out is asked, "
-                "--stream refuses what it cannot stream (overlapping collectives, workloads)");
+                "run does so by itself for large schedules when the figures are the same and no "
+                "--out is asked; --stream refuses what it cannot stream (overlapping collectives, "
+                "workloads, --out)");
   run->add_flag("--trace-gzip", run_args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
                 "done anyway past 32 MiB");

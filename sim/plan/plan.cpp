@@ -394,18 +394,18 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
                ScheduleHolding holding) {
   Plan plan;
   plan.collectives.reserve(scenario.collectives.size());
-  std::size_t held = 0;  // ops of the stored schedules so far: they are all held at once
+  // Ops of the stored schedules so far: all are held at once, streamed or not (a streamed
+  // run still stores "auto" and NVLS collectives, and plans every collective first).
+  std::size_t held = 0;
   for (const auto& spec : scenario.collectives) {
     plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
     held += plan.collectives.back().schedule.size();
-    if (holding == ScheduleHolding::Stored && static_cast<double>(held) > kMaxStoredOps)
-      throw InputError(
-          spec.json_path,
-          fmt::format("the scenario's schedules hold {} ops up to this collective, "
-                      "more than the 2^26 collsim holds in memory; split the "
-                      "scenario, or run it streamed (collsim run does so without --out when "
-                      "collectives run one after another)",
-                      held));
+    if (static_cast<double>(held) > kMaxStoredOps)
+      throw InputError(spec.json_path,
+                       fmt::format("the scenario's schedules hold {} ops up to this collective, "
+                                   "more than the 2^26 collsim holds in memory; split the "
+                                   "scenario, or {}",
+                                   held, kStreamAdvice));
   }
   return plan;
 }

@@ -24,9 +24,10 @@ void check_streamable(const Scenario& scenario, const RunRequest& request) {
 
 RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   RunRecord record;
-  // Streamed when asked, and by itself whenever it gives the same figures and no output
-  // needs per-op records: no schedule is then held whole (a 4,096-GPU ring in MBs, not GBs).
-  if (request.stream || (!request.out && streams_exactly(scenario))) {
+  // Streamed when asked, and by itself whenever it gives the same figures, no output needs
+  // per-op records and a schedule is large: none is then held whole (a 4,096-GPU ring in
+  // MBs, not GBs).
+  if (request.stream || (!request.out && streams_exactly(scenario) && streaming_pays(scenario))) {
     check_streamable(scenario, request);
     record.result = run_scenario_streamed(scenario);
   } else if (!scenario.workloads.empty()) {

@@ -19,7 +19,7 @@ namespace {
 constexpr std::size_t kMaxDetailedNodes = 400;  // every node drawn, up to this many
 constexpr std::size_t kMaxDetailedHosts = 8;    // beyond: the grouped drawing
 constexpr std::size_t kMaxRowBoxes = 48;        // switches of a tier drawn one by one
-constexpr std::size_t kMaxServerCells = 256;    // servers drawn as cells of their group
+constexpr std::size_t kMaxServerCells = 256;    // servers drawn as cells of their groups
 constexpr int kWidth = 1180;                    // the drawing's usual width (it may scroll)
 constexpr int kScaleHeight = 30;                // under the drawing: the colour scale
 
@@ -31,19 +31,21 @@ struct Loads {
   double utilisation(LinkId l) const { return any() ? links[l].utilisation : 0; }
 };
 
-// Cables drawn as one line: their count, capacity one way, bytes both ways, and the
-// busiest direction's utilisation.
+// Cables drawn as one line: their links and capacity each way (`way` 0 or 1, as the
+// caller orients the pair), bytes both ways, and the busiest direction's utilisation.
 struct Bundle {
-  int links = 0;  // directed
-  double capacity = 0;
+  std::array<int, 2> links{};
+  std::array<double, 2> capacity{};
   std::int64_t bytes = 0;
   double utilisation = 0;
-  void add(const Topology& t, LinkId l, const Loads& loads, bool count_capacity) {
-    ++links;
-    if (count_capacity) capacity += t.link(l).bandwidth;
+  void add(const Topology& t, LinkId l, const Loads& loads, int way) {
+    ++links[way];
+    capacity[way] += t.link(l).bandwidth;
     bytes += loads.bytes(l);
     utilisation = std::max(utilisation, loads.utilisation(l));
   }
+  int cables() const { return std::max(links[0], links[1]); }  // a one-way link counts too
+  double most_capacity() const { return std::max(capacity[0], capacity[1]); }
 };
 
 // What every line's width is relative to: the most bytes, or (unloaded) the most capacity.
@@ -53,17 +55,19 @@ struct LineScale {
   template <class Map>
   LineScale(const Map& bundles, bool with_loads) : loaded(with_loads) {
     for (const auto& [key, b] : bundles)
-      most = std::max(most, loaded ? static_cast<double>(b.bytes) : b.capacity);
+      most = std::max(most, loaded ? static_cast<double>(b.bytes) : b.most_capacity());
   }
   double width(const Bundle& b, double thickest) const {
-    return 0.6 + thickest * (loaded ? static_cast<double>(b.bytes) : b.capacity) / most;
+    return 0.6 + thickest * (loaded ? static_cast<double>(b.bytes) : b.most_capacity()) / most;
   }
   std::string colour(const Bundle& b) const {
     if (!loaded) return "#89a";
     return b.bytes > 0 ? html::load_colour(b.utilisation) : "#ccc";
   }
   std::string describe(const Bundle& b) const {
-    if (!loaded) return fmt::format("{} each way", html::gbps(b.capacity));
+    if (!loaded)
+      return fmt::format("{} {}", html::gbps(b.most_capacity()),
+                         b.links[0] > 0 && b.links[1] > 0 ? "each way" : "one way");
     return fmt::format("{}, {} utilised", format_bytes(b.bytes), html::percent(b.utilisation));
   }
 };
@@ -252,7 +256,7 @@ Drawing detailed_drawing(const Topology& t, const Loads& loads) {
   std::map<std::pair<NodeId, NodeId>, Bundle> cables;
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
     const auto [a, b] = std::minmax(t.link(l).src, t.link(l).dst);
-    cables[{a, b}].add(t, l, loads, t.link(l).src == a);
+    cables[{a, b}].add(t, l, loads, t.link(l).src == a ? 0 : 1);
   }
   std::ostringstream out;
   draw_server_boxes(out, t, pos, boxes, d.height);
@@ -292,17 +296,18 @@ constexpr int kServerRowHeight = 34;
 // server of a small fat tree).
 struct Grouping {
   std::vector<Box> boxes;
-  std::vector<int> box_of;   // per node
-  std::vector<int> host_of;  // per node: its server, or -1 (fabric)
+  std::vector<int> box_of;     // per node
+  std::vector<int> server_of;  // per node: its server, or -1 (fabric)
   int rows = 1;
 };
 
 void group_servers(const Topology& t, Grouping& g) {
   std::map<int, std::set<NodeId>> fabric_of;  // host -> the switches its nodes cable to
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-    if (g.host_of[n] >= 0) fabric_of[g.host_of[n]];
+    if (g.server_of[n] >= 0) fabric_of[g.server_of[n]];
   for (const Link& l : t.links())
-    if (g.host_of[l.src] >= 0 && g.host_of[l.dst] < 0) fabric_of[g.host_of[l.src]].insert(l.dst);
+    if (g.server_of[l.src] >= 0 && g.server_of[l.dst] < 0)
+      fabric_of[g.server_of[l.src]].insert(l.dst);
   std::map<std::set<NodeId>, int> box_of_key;
   std::map<int, int> box_of_host;
   for (const auto& [host, key] : fabric_of) {
@@ -312,7 +317,7 @@ void group_servers(const Topology& t, Grouping& g) {
     box_of_host[host] = it->second;
   }
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-    if (g.host_of[n] >= 0) g.box_of[n] = box_of_host[g.host_of[n]];
+    if (g.server_of[n] >= 0) g.box_of[n] = box_of_host[g.server_of[n]];
 }
 
 // Fabric switches tier by tier, bottom up: one box each while a tier is small, else one
@@ -320,7 +325,7 @@ void group_servers(const Topology& t, Grouping& g) {
 void group_fabric(const Topology& t, Grouping& g) {
   std::map<int, std::vector<NodeId>> tiers;
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-    if (g.host_of[n] < 0) tiers[fabric_layer(t.node(n).kind)].push_back(n);
+    if (g.server_of[n] < 0) tiers[fabric_layer(t.node(n).kind)].push_back(n);
   std::vector<std::set<NodeId>> neighbours(t.nodes().size());
   for (const Link& l : t.links()) neighbours[l.src].insert(l.dst);
   for (const auto& [tier, switches] : tiers) {
@@ -363,31 +368,43 @@ void group_fabric(const Topology& t, Grouping& g) {
 Grouping group_nodes(const Topology& t) {
   Grouping g;
   g.box_of.assign(t.nodes().size(), -1);
-  g.host_of.resize(t.nodes().size());
+  g.server_of.resize(t.nodes().size());
   for (NodeId n = 0; n < static_cast<NodeId>(t.nodes().size()); ++n)
-    g.host_of[n] = host_of(t.node(n));
+    g.server_of[n] = host_of(t.node(n));
   group_servers(t, g);
   group_fabric(t, g);
   return g;
 }
 
-// Server boxes side by side, as wide as their server count; switch boxes evenly spread
-// over their row in order.
-void place_boxes(Grouping& g, int width) {
+// Server groups side by side, each as wide as its servers need (3 px a cell where cells
+// are drawn, at least 12 px) plus a share of the rest by its server count; switch boxes
+// evenly spread over their row in order. The drawing is kWidth wide, or wider (it then
+// scrolls) where its groups or a row of switches need more. Returns the width.
+int place_boxes(Grouping& g, bool cells) {
+  constexpr double gap = 12, cell_px = 3, group_px = 12, switch_px = 14;
+  const auto least = [&](const Box& b) {
+    return std::max(group_px, cells ? cell_px * static_cast<double>(b.hosts.size()) + 4 : 0.0);
+  };
   std::size_t hosts = 0, groups = 0;
-  for (const Box& b : g.boxes)
-    if (b.row == 0) hosts += b.hosts.size(), ++groups;
-  const double gap = 12, room = width - 20 - gap * static_cast<double>(groups - 1);
+  double needed = 0;
+  std::vector<int> per_row(g.rows);
+  for (const Box& b : g.boxes) {
+    ++per_row[b.row];
+    if (b.row != 0) continue;
+    hosts += b.hosts.size(), ++groups, needed += least(b);
+  }
+  const double gaps = gap * static_cast<double>(groups - 1);
+  double width = std::max<double>(kWidth, 20 + needed + gaps);
+  for (int row = 1; row < g.rows; ++row) width = std::max(width, 20.0 + switch_px * per_row[row]);
+  const double extra = width - 20 - gaps - needed;
   const double bottom = 40.0 + kRowGap * (g.rows - 1) + kServerRowHeight / 2.0;
   double x = 10;
   for (Box& b : g.boxes) {
     if (b.row != 0) continue;
-    b.w = room * static_cast<double>(b.hosts.size()) / static_cast<double>(hosts);
+    b.w = least(b) + extra * static_cast<double>(b.hosts.size()) / static_cast<double>(hosts);
     b.x = x + b.w / 2, b.y = bottom;
     x += b.w + gap;
   }
-  std::vector<int> per_row(g.rows);
-  for (const Box& b : g.boxes) ++per_row[b.row];
   for (Box& b : g.boxes) {
     if (b.row == 0) continue;
     const double slot = (width - 20.0) / per_row[b.row];
@@ -395,10 +412,22 @@ void place_boxes(Grouping& g, int width) {
     b.y = bottom - kServerRowHeight / 2.0 - kRowGap * b.row + kBoxHeight / 2.0;
     b.w = std::clamp(slot - 6, 6.0, 96.0);
   }
+  return static_cast<int>(std::ceil(width));
 }
 
-// "servers 0-31" for a run of hosts, else a count.
-std::string hosts_label(const std::vector<int>& hosts) {
+// Each server's first and last rank (first > last: a server without GPUs).
+using RankSpans = std::map<int, std::pair<int, int>>;
+
+int gpus_of(const RankSpans& ranks, const std::vector<int>& hosts) {
+  int gpus = 0;
+  for (int h : hosts) gpus += std::max(0, ranks.at(h).second - ranks.at(h).first + 1);
+  return gpus;
+}
+
+// "servers 0-31" for a run of servers, else a count; GPUs that no server holds (a bare
+// switch of GPUs) are "N GPUs".
+std::string hosts_label(const std::vector<int>& hosts, bool hostless, int gpus) {
+  if (hostless) return fmt::format("{} GPUs", gpus);
   if (hosts.size() == 1) return fmt::format("server {}", hosts.front());
   if (hosts.back() - hosts.front() + 1 == static_cast<int>(hosts.size()))
     return fmt::format("servers {}-{}", hosts.front(), hosts.back());
@@ -414,45 +443,72 @@ std::string switches_label(const Topology& t, const std::vector<NodeId>& switche
 std::map<int, Bundle> server_insides(const Topology& t, const Grouping& g, const Loads& loads) {
   std::map<int, Bundle> inside;
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
-    const int h = g.host_of[t.link(l).src];
-    if (h >= 0 && h == g.host_of[t.link(l).dst]) inside[h].add(t, l, loads, true);
+    const int h = g.server_of[t.link(l).src];
+    if (h >= 0 && h == g.server_of[t.link(l).dst]) inside[h].add(t, l, loads, 0);
   }
   return inside;
 }
 
-void draw_server_group(std::ostream& out, const Box& b, const std::map<int, Bundle>& inside,
-                       const Loads& loads, const std::map<int, std::pair<int, int>>& ranks_of) {
+// How a server group is drawn: with a cell per server while there are few servers.
+struct GroupStyle {
+  bool cells = true;
+  bool hostless = false;
+};
+
+std::string server_title(int h, const RankSpans& ranks, const Bundle& inside, const Loads& loads) {
+  const auto [first, last] = ranks.at(h);
+  return fmt::format(
+      "server {} ({}){}", h,
+      first <= last ? fmt::format("ranks {}-{}", first, last) : std::string("no GPUs"),
+      loads.any() ? fmt::format(": inside {}, busiest link {} utilised", format_bytes(inside.bytes),
+                                html::percent(inside.utilisation))
+                  : "");
+}
+
+std::string inside_fill(const Bundle& inside, const Loads& loads, const char* unloaded) {
+  if (!loads.any()) return unloaded;
+  return inside.bytes > 0 ? html::load_colour(inside.utilisation) : "#ddd";
+}
+
+void draw_server_group(std::ostream& out, const Box& b, const std::string& name,
+                       const std::map<int, Bundle>& inside, const Loads& loads,
+                       const RankSpans& ranks, const GroupStyle& style) {
   const double left = b.x - b.w / 2, top = b.y - kServerRowHeight / 2.0;
-  int gpus = 0;
-  for (int h : b.hosts) gpus += ranks_of.at(h).second - ranks_of.at(h).first + 1;
+  const Bundle none;
+  const auto inside_of = [&](int h) -> const Bundle& {
+    const auto it = inside.find(h);
+    return it == inside.end() ? none : it->second;
+  };
+  // Without cells the box itself shows its busiest server.
+  Bundle busiest;
+  for (int h : b.hosts)
+    if (inside_of(h).utilisation >= busiest.utilisation) busiest = inside_of(h);
   // The label under the box, shortened to the host range where the box is narrow (about
   // 6 px a character at the tick size).
-  std::string label = hosts_label(b.hosts);
+  std::string label = name;
   if (b.w < 6.0 * label.size() && label.starts_with("servers "))
     label = label.substr(std::string_view("servers ").size());
-  label = html::escape(label);
   out << fmt::format(
-      "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"#f4f4f4\" "
-      "stroke=\"#aaa\" rx=\"4\"/><title>{} ({} GPUs)</title></g>"
+      "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
+      "stroke=\"#aaa\" rx=\"4\"/><title>{} ({} GPUs){}</title></g>"
       "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n",
-      left, top, b.w, kServerRowHeight, label, gpus, b.x, top + kServerRowHeight + 12, label);
+      left, top, b.w, kServerRowHeight,
+      style.cells ? std::string("#f4f4f4") : inside_fill(busiest, loads, "#2a7"),
+      html::escape(name), gpus_of(ranks, b.hosts),
+      !style.cells && loads.any()
+          ? fmt::format(", busiest link inside {} utilised", html::percent(busiest.utilisation))
+          : "",
+      b.x, top + kServerRowHeight + 12, html::escape(label));
+  if (!style.cells || style.hostless) return;
   const double cell = (b.w - 4) / static_cast<double>(b.hosts.size());
   for (std::size_t i = 0; i < b.hosts.size(); ++i) {
     const int h = b.hosts[i];
-    const auto it = inside.find(h);
-    const Bundle none;
-    const Bundle& in = it == inside.end() ? none : it->second;
-    const auto [first, last] = ranks_of.at(h);
-    const std::string fill =
-        !loads.any() ? "#2a7" : (in.bytes > 0 ? html::load_colour(in.utilisation) : "#ddd");
     out << fmt::format(
         "<g><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" "
-        "stroke=\"#fff\" stroke-width=\"{}\"/><title>server {} (ranks {}-{}){}</title></g>\n",
-        left + 2 + i * cell, top + 4, cell, kServerRowHeight - 8, fill, cell > 4 ? 1 : 0, h, first,
-        last,
-        loads.any() ? fmt::format(": inside {}, busiest link {} utilised", format_bytes(in.bytes),
-                                  html::percent(in.utilisation))
-                    : "");
+        "stroke=\"#fff\" stroke-width=\"{}\"/><title>{}</title></g>\n",
+        left + 2 + static_cast<double>(i) * cell, top + 4, cell, kServerRowHeight - 8,
+        inside_fill(inside_of(h), loads, "#2a7"), cell > 4 ? 1 : 0,
+        html::escape(server_title(h, ranks, inside_of(h), loads)));
   }
 }
 
@@ -474,15 +530,18 @@ void draw_switch_group(std::ostream& out, const Topology& t, const Box& b) {
       title);
 }
 
-std::string box_name(const Topology& t, const Box& b) {
-  return b.row == 0 ? hosts_label(b.hosts) : switches_label(t, b.switches);
-}
-
-std::string grouped_legend(bool loaded) {
-  std::string out =
-      "A grey box at the bottom is a group of servers that cable to the same switches, one "
-      "cell per server";
-  out += loaded ? ", coloured by the busiest link inside it (NVLink, PCIe)" : "";
+std::string grouped_legend(bool loaded, const GroupStyle& style) {
+  std::string out = style.hostless ? "The grey box at the bottom is the GPUs"
+                                   : "A grey box at the bottom is a group of servers that cable "
+                                     "to the same switches";
+  if (!style.hostless)
+    out += style.cells ? ", one cell per server" + std::string(loaded ? ", coloured by the "
+                                                                        "busiest link inside it "
+                                                                        "(NVLink, PCIe)"
+                                                                      : "")
+                       : std::string(loaded ? ", coloured by its busiest server's busiest link "
+                                              "inside (NVLink, PCIe)"
+                                            : "");
   out +=
       "; a dark box above is a switch, or, in a tier too wide to draw switch by switch, the "
       "switches with the same neighbours below (labelled by count) &middot; a line is every "
@@ -493,50 +552,70 @@ std::string grouped_legend(bool loaded) {
   return out + " Hover for names, counts and rates.";
 }
 
-Drawing grouped_drawing(const Topology& t, const Loads& loads) {
-  Grouping g = group_nodes(t);
-  Drawing d;
-  d.width = kWidth;
-  place_boxes(g, d.width);
-  d.height = 40 + kRowGap * (g.rows - 1) + kServerRowHeight + 18;
-  d.legend = grouped_legend(loads.any());
-  std::map<std::pair<int, int>, Bundle> lines;
-  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
-    const int a = g.box_of[t.link(l).src], b = g.box_of[t.link(l).dst];
-    if (a != b) lines[std::minmax(a, b)].add(t, l, loads, a < b);
-  }
-  std::map<int, std::pair<int, int>> ranks_of;  // host -> first and last rank
+RankSpans rank_spans(const Topology& t, const Grouping& g) {
+  RankSpans ranks;
   for (const Node& n : t.nodes())
     if (n.kind == NodeKind::Gpu && host_of(n) >= 0) {
-      const auto [it, fresh] = ranks_of.try_emplace(host_of(n), n.rank, n.rank);
+      const auto [it, fresh] = ranks.try_emplace(host_of(n), n.rank, n.rank);
       it->second = {std::min(it->second.first, n.rank), std::max(it->second.second, n.rank)};
     }
   for (const Box& b : g.boxes)
-    for (int h : b.hosts) ranks_of.try_emplace(h, 0, -1);  // a server without GPUs
+    for (int h : b.hosts) ranks.try_emplace(h, 0, -1);  // a server without GPUs
+  return ranks;
+}
+
+void draw_bundle(std::ostream& out, const Box& down, const Box& up, const std::string& down_name,
+                 const std::string& up_name, const Bundle& bundle, const LineScale& scale) {
+  const double down_y = down.y - (down.row == 0 ? kServerRowHeight : kBoxHeight) / 2.0;
+  // From a server group, straight up under the switch where the group reaches (a group's
+  // cables to its rails' leaves fan out rather than meet in one point).
+  const double down_x = down.row == 0 && down.w > 8
+                            ? std::clamp(up.x, down.x - down.w / 2 + 4, down.x + down.w / 2 - 4)
+                            : down.x;
+  out << fmt::format(
+      "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+      "stroke-width=\"{:.1f}\"><title>{} \u2014 {}: {} {}, {}</title></line>\n",
+      down_x, down_y, up.x, up.y + kBoxHeight / 2.0, scale.colour(bundle), scale.width(bundle, 7.0),
+      html::escape(down_name), html::escape(up_name), bundle.cables(),
+      bundle.cables() == 1 ? "cable" : "cables", scale.describe(bundle));
+}
+
+Drawing grouped_drawing(const Topology& t, const Loads& loads) {
+  Grouping g = group_nodes(t);
+  std::size_t hosts = 0;
+  for (const Box& b : g.boxes) hosts += b.hosts.size();
+  GroupStyle style;
+  style.cells = hosts <= kMaxServerCells;
+  style.hostless =
+      std::none_of(t.nodes().begin(), t.nodes().end(), [](const Node& n) { return n.host >= 0; });
+  Drawing d;
+  d.width = place_boxes(g, style.cells);
+  d.height = 40 + kRowGap * (g.rows - 1) + kServerRowHeight + 18;
+  d.legend = grouped_legend(loads.any(), style);
+  const RankSpans ranks = rank_spans(t, g);
+  std::vector<std::string> names;
+  for (const Box& b : g.boxes)
+    names.push_back(b.row == 0 ? hosts_label(b.hosts, style.hostless, gpus_of(ranks, b.hosts))
+                               : switches_label(t, b.switches));
+  std::map<std::pair<int, int>, Bundle> lines;
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
+    const int a = g.box_of[t.link(l).src], b = g.box_of[t.link(l).dst];
+    if (a != b) lines[std::minmax(a, b)].add(t, l, loads, a < b ? 0 : 1);
+  }
   std::ostringstream out;
   const LineScale scale(lines, loads.any());
   for (const auto& [ends, bundle] : lines) {
-    const Box &lo = g.boxes[ends.first], &hi = g.boxes[ends.second];
-    const Box& down = lo.row <= hi.row ? lo : hi;
-    const Box& up = lo.row <= hi.row ? hi : lo;
-    const double down_y = down.y - (down.row == 0 ? kServerRowHeight : kBoxHeight) / 2.0;
-    // From a server group, straight up under the switch where the group reaches (a
-    // group's cables to its rails' leaves fan out rather than meet in one point).
-    const double down_x =
-        down.row == 0 ? std::clamp(up.x, down.x - down.w / 2 + 4, down.x + down.w / 2 - 4) : down.x;
-    out << fmt::format(
-        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
-        "stroke-width=\"{:.1f}\"><title>{} \u2014 {}: {} cables, {}</title></line>\n",
-        down_x, down_y, up.x, up.y + kBoxHeight / 2.0, scale.colour(bundle),
-        scale.width(bundle, 7.0), html::escape(box_name(t, down)), html::escape(box_name(t, up)),
-        bundle.links / 2, scale.describe(bundle));
+    const bool first_down = g.boxes[ends.first].row <= g.boxes[ends.second].row;
+    const int down = first_down ? ends.first : ends.second;
+    const int up = first_down ? ends.second : ends.first;
+    draw_bundle(out, g.boxes[down], g.boxes[up], names[down], names[up], bundle, scale);
   }
   const std::map<int, Bundle> inside = server_insides(t, g, loads);
-  for (const Box& b : g.boxes) {
-    if (b.row == 0)
-      draw_server_group(out, b, inside, loads, ranks_of);
+  for (std::size_t b = 0; b < g.boxes.size(); ++b) {
+    if (g.boxes[b].row == 0)
+      draw_server_group(out, g.boxes[b], names[b], inside, loads, ranks, style);
     else
-      draw_switch_group(out, t, b);
+      draw_switch_group(out, t, g.boxes[b]);
   }
   d.body = out.str();
   return d;
@@ -553,8 +632,8 @@ Drawing draw(const Topology& t, const Loads& loads) {
     else
       fabric = true;
   }
-  if (fabric && (hosts.size() > kMaxDetailedHosts || t.nodes().size() > kMaxDetailedNodes) &&
-      hosts.size() <= kMaxServerCells * 64)
+  if (fabric && !hosts.empty() &&
+      (hosts.size() > kMaxDetailedHosts || t.nodes().size() > kMaxDetailedNodes))
     return grouped_drawing(t, loads);
   if (t.nodes().size() <= kMaxDetailedNodes) return detailed_drawing(t, loads);
   return {};

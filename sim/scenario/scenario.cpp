@@ -574,11 +574,17 @@ Scenario load_scenario(const fs::path& file) {
   return parse_scenario(doc, file.parent_path(), file.stem().string());
 }
 
-std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
+double schedule_ops_bound(const CollectiveSpec& c) {
   const double K = static_cast<double>(c.ranks.size());
   const double S = most_segments(c.options, c.shape.count);
   const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
-  const double ops = 2 * K * std::max(K, S) * C;
+  return 2 * K * std::max(K, S) * C;
+}
+
+std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
+  const double S = most_segments(c.options, c.shape.count);
+  const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
+  const double ops = schedule_ops_bound(c);
   const std::string shape =
       fmt::format("{} ranks x {} segments x {} channels: a schedule of up to {} ops",
                   c.ranks.size(), S, C, format_significant(ops, 3));
@@ -591,9 +597,8 @@ std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
   if (ops <= kMaxScheduleOps) return {};
   return shape + fmt::format(
                      ", more than the 2^26 collsim holds in memory (about {} at 115 bytes an "
-                     "op); use fewer ranks, segments or channels, or run it streamed (collsim run "
-                     "does so without --out when collectives run one after another)",
-                     format_bytes(static_cast<std::int64_t>(ops * 115)));
+                     "op); use fewer ranks, segments or channels, or {}",
+                     format_bytes(static_cast<std::int64_t>(ops * 115)), kStreamAdvice);
 }
 
 }  // namespace collsim

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "nccl/nccl_model.h"
-#include "request/collective_spec.h"
 #include "network/network_model.h"
+#include "request/collective_spec.h"
 #include "schedule/algorithms.h"
 #include "topology/topology.h"
 #include "workload/workload.h"
@@ -31,9 +31,9 @@ struct Scenario {
 // The fields each part of a scenario file takes; the loader refuses any other, and
 // tests/test_schema.cpp checks scenarios/schema/scenario.schema.json lists the same.
 // "$schema" names the JSON Schema for editors; the loader ignores it.
-inline constexpr std::string_view kScenarioFields[] = {
-    "$schema", "name",        "description", "topology", "placement",
-    "network", "collectives", "workload",    "launch"};
+inline constexpr std::string_view kScenarioFields[] = {"$schema",     "name",      "description",
+                                                       "topology",    "placement", "network",
+                                                       "collectives", "workload",  "launch"};
 inline constexpr std::string_view kLaunchFields[] = {"gpus_per_process", "issue_per_gpu"};
 inline constexpr std::string_view kNetworkFields[] = {
     "model", "alpha", "routing", "packet", "switching", "calibration", "cost"};
@@ -74,6 +74,13 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& 
 // 2^26 ops at most); a streamed one holds only the ops in flight, and is bounded by
 // the time its 2^35 ops would take. Checked before generating (plan/plan.h).
 std::string schedule_size_problem(const CollectiveSpec& c, bool streamed = false);
+// The most ops the collective's schedule may have: 2 x ranks x max(ranks, segments) x
+// channels (what the size check above compares with its bounds).
+double schedule_ops_bound(const CollectiveSpec& c);
+// What to do about a schedule too big to store: the advice both refusals end with.
+inline constexpr const char* kStreamAdvice =
+    "run it streamed (collsim run does so without --out when the collectives run one after "
+    "another; an \"auto\" or NVLS collective is stored all the same)";
 // The most ops the stored schedules of one run may hold together (about 7.5 GiB).
 inline constexpr double kMaxStoredOps = static_cast<double>(1 << 26);
 

@@ -25,20 +25,21 @@ CollectiveOutcome outcome_of(const CollectiveSpec& c, Time start, Time end) {
   return o;
 }
 
-// The first collective that does not wait, directly or through others, on the one before
-// it (it may overlap it), or none: then each one's ops begin after all of the previous
-// one's end, and alone is exact. Throws on an `after` that is not an earlier collective.
+// The first collective that may overlap the one before it, or none: then each one's ops
+// begin after all of the previous one's end, and alone is exact. `after` points only to
+// earlier collectives, so i can wait on i - 1 through others only through one between
+// them, and there is none: it waits on i - 1 exactly when it names it. Throws on an
+// `after` that is not an earlier collective.
 std::optional<std::size_t> first_overlapping(const Scenario& scenario) {
   const auto& cs = scenario.collectives;
-  std::vector<std::vector<bool>> waits(cs.size(), std::vector<bool>(cs.size(), false));
   for (std::size_t i = 0; i < cs.size(); ++i) {
+    bool waits_on_previous = false;
     for (int a : cs[i].after) {
       if (a < 0 || static_cast<std::size_t>(a) >= i)
         throw InputError(cs[i].json_path + ".after", "a collective may only wait on earlier ones");
-      waits[i][a] = true;
-      for (std::size_t k = 0; k < i; ++k) waits[i][k] = waits[i][k] || waits[a][k];
+      waits_on_previous = waits_on_previous || static_cast<std::size_t>(a) + 1 == i;
     }
-    if (i > 0 && !waits[i][i - 1]) return i;
+    if (i > 0 && !waits_on_previous) return i;
   }
   return std::nullopt;
 }
@@ -172,6 +173,13 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
 bool streams_exactly(const Scenario& scenario) {
   return !scenario.collectives.empty() && scenario.workloads.empty() &&
          !first_overlapping(scenario);
+}
+
+bool streaming_pays(const Scenario& scenario) {
+  double largest = 0;
+  for (const CollectiveSpec& c : scenario.collectives)
+    largest = std::max(largest, schedule_ops_bound(c));
+  return largest >= kStreamingPaysOps;
 }
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {
