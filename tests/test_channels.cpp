@@ -33,12 +33,17 @@ TEST_CASE("every algorithm with channels computes its collective for many K, C a
             }
           }
           if (e.takes("segments")) o.segments = 2;
-          const Schedule s = e.generate(shape_of(e.op, K, count), o);
-          INFO(name_of(e.op) << " " << e.algorithm << " K=" << K << " C=" << C
-                             << " count=" << count);
-          REQUIRE(check_schedule(s) == "");
-          CHECK(verify_exact(s, 5).ok());
-          if (K <= 8 && count <= 64) CHECK(verify_symbolic(s).ok());
+          // Rooted collectives from the first, the last and a middle member.
+          for (int root : is_rooted(e.op) ? std::vector<int>{0, K - 1, K / 2} : std::vector{0}) {
+            CollectiveShape shape = shape_of(e.op, K, count);
+            shape.root = root;
+            const Schedule s = e.generate(shape, o);
+            INFO(name_of(e.op) << " " << e.algorithm << " K=" << K << " C=" << C
+                               << " count=" << count << " root=" << root);
+            REQUIRE(check_schedule(s) == "");
+            CHECK(verify_exact(s, 5).ok());
+            if (K <= 8 && count <= 64) CHECK(verify_symbolic(s).ok());
+          }
         }
       }
     }
@@ -92,6 +97,48 @@ TEST_CASE(
       CHECK(r.outcomes[0].time_s == Approx(2 * (K - 1) * per_step).epsilon(1e-6));
       if (nodes == 2) CHECK(r.outcomes[0].busbw_Bps > 0.95 * 400e9);  // NIC-bound: 8 x 50 GB/s
     }
+  }
+}
+
+namespace {
+
+ScenarioResult run_text(const std::string& text) {
+  return run_scenario(
+      parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios"));
+}
+
+}  // namespace
+
+TEST_CASE("ring broadcast and reduce on channels cross the network on every rail") {
+  for (const char* op : {"broadcast", "reduce"}) {
+    for (int channels : {1, 8}) {
+      const auto r = run_text(std::string(R"({"topology": {"preset": "cluster", "nodes": 2},
+        "network": {"model": "flow"}, "collectives": [{"op": ")") + op +
+                              R"(", "algorithm": "ring", "root": 5, "segments": 1024,
+        "bytes": "1GiB", "channels": )" + std::to_string(channels) + "}]}");
+      INFO(op << ", " << channels << " channels");
+      // One chain crosses through one NIC a node (50 GB/s); eight, one per rail, through
+      // all eight (400 GB/s), less the pipeline's fill of 14 hops over 1024 segments.
+      if (channels == 1) CHECK(r.outcomes[0].busbw_Bps < 50e9);
+      if (channels == 8) CHECK(r.outcomes[0].busbw_Bps > 0.97 * 400e9);
+    }
+  }
+}
+
+TEST_CASE("a pipeline pays a hop's latency once per hop, not once per segment") {
+  // Chain broadcast over K = 8 GPUs of one switch, S segments of T each, latency L per
+  // hop (propagation, the way NCCL's per-hop latency is counted): segment s leaves the
+  // root at s T and reaches hop h at s T + h (T + L), as a connection holds several
+  // segments in flight (NCCL_STEPS). Ordering each rank's segments one step after the
+  // other would make every segment wait for the latency too.
+  for (int S : {1, 4, 16}) {
+    const auto r = run_text(R"({"topology": "dgx-h100", "network": {"model": "ideal",
+        "cost": {"links": {"nvlink": {"latency_s": 3e-6}}}},
+        "collectives": [{"op": "broadcast", "algorithm": "ring", "bytes": "64MiB",
+        "segments": )" + std::to_string(S) + "}]}");
+    const double T = double(64 << 20) / S / 450e9, L = 3e-6;
+    INFO(S << " segments");
+    CHECK(r.outcomes[0].time_s == Approx((S - 1) * T + 7 * (T + L)).margin(1e-9));  // ps rounding
   }
 }
 

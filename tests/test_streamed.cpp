@@ -36,7 +36,7 @@ class Collect final : public StepSink {
 };
 
 bool streams(const AlgorithmEntry& e) {
-  return e.algorithm != "nvls" && e.algorithm != "nvls_tree";  // switch ops: stored only
+  return e.streams();  // switch ops and pipelines' lanes: stored only
 }
 
 // The options each entry is streamed with: its defaults, and segments / levels /

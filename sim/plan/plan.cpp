@@ -70,7 +70,7 @@ class Tuner {
         fill_defaults(entry, trial);
         if (!auto_algorithm && !has_auto(trial.spec.options) && protocols.size() == 1) {
           with_protocol(trial, protocols.front());
-          if (holding_ == ScheduleHolding::Streamed && !uses_switch_ops(trial.spec)) {
+          if (holding_ == ScheduleHolding::Streamed && streams(trial.spec)) {
             trial.streamed = true;  // generated (and checked) as it is simulated
             return trial;
           }
@@ -103,16 +103,23 @@ class Tuner {
   }
 
  private:
-  // Switch ops (NVLS), at the top or as a level: a stream refuses them, and only a
-  // network model that shares links times them.
-  static bool uses_switch_ops(const CollectiveSpec& spec) {
-    auto switch_ops = [&](const std::string& a) {
+  // Whether the algorithm, at the top or as a level, has `trait`.
+  static bool any_level(const CollectiveSpec& spec, bool AlgorithmEntry::*trait) {
+    auto has = [&](const std::string& a) {
       const AlgorithmEntry* e = find_algorithm(spec.shape.op, a);
-      return e && e->switch_ops;
+      return e && e->*trait;
     };
-    return switch_ops(spec.algorithm) ||
+    return has(spec.algorithm) ||
            std::any_of(spec.options.levels.begin(), spec.options.levels.end(),
-                       [&](const LevelSpec& l) { return switch_ops(l.algorithm); });
+                       [&](const LevelSpec& l) { return has(l.algorithm); });
+  }
+  // Switch ops (NVLS): only a network model that shares links times them.
+  static bool uses_switch_ops(const CollectiveSpec& spec) {
+    return any_level(spec, &AlgorithmEntry::switch_ops);
+  }
+  // Neither switch ops nor a pipeline's lanes: a stream can carry its schedule.
+  static bool streams(const CollectiveSpec& spec) {
+    return !uses_switch_ops(spec) && !any_level(spec, &AlgorithmEntry::lanes);
   }
 
   // NVLS and PAT run on Simple only, as in NCCL.

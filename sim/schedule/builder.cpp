@@ -75,6 +75,41 @@ void ScheduleBuilder::next_step() {
   step_has_ops_ = false;
 }
 
+void ScheduleBuilder::begin_lanes(int lanes) {
+  next_step();
+  if (lanes <= 1 || lanes_ != 1) return;
+  if (sink_) throw std::invalid_argument("a pipeline's lanes cannot be streamed");
+  // Every lane starts after what came before: each takes the rank's latest step.
+  std::vector<std::vector<OpId>> done(done_.size() * lanes);
+  for (int c = 0; c < channels_; ++c)
+    for (int l = 0; l < lanes; ++l)
+      for (int r = 0; r < ranks_; ++r)
+        done[(c * lanes + l) * ranks_ + r] = done_[c * ranks_ + r];
+  done_ = std::move(done);
+  open_.assign(done_.size(), {});
+  lanes_ = lanes;
+}
+
+void ScheduleBuilder::end_lanes() {
+  next_step();
+  if (lanes_ == 1) return;
+  // What follows waits for every lane: each rank's latest ops, lane by lane.
+  std::vector<std::vector<OpId>> done(static_cast<std::size_t>(channels_) * ranks_);
+  for (int c = 0; c < channels_; ++c)
+    for (int r = 0; r < ranks_; ++r) {
+      auto& merged = done[c * ranks_ + r];
+      for (int l = 0; l < lanes_; ++l) {
+        const auto& lane = done_[slot(c, l, r)];
+        merged.insert(merged.end(), lane.begin(), lane.end());
+      }
+      std::sort(merged.begin(), merged.end());
+      merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+    }
+  done_ = std::move(done);
+  open_.assign(done_.size(), {});
+  lanes_ = 1;
+}
+
 void ScheduleBuilder::join_channels() {
   next_step();
   if (channels_ == 1) return;
@@ -96,8 +131,14 @@ void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_
   if (count > 0) append(kind, src, dst, count, channel);  // empty chunks (count < ranks)
 }
 
-void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
-                             int channel) {
+OpId ScheduleBuilder::add_in_lane(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
+                                  int channel, int lane, OpId after) {
+  if (lane < 0 || lane >= lanes_) throw std::logic_error("schedule lane out of range");
+  return count > 0 ? append(kind, src, dst, count, channel, lane, after) : kNoOp;
+}
+
+OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
+                             int channel, int lane, OpId after) {
   if (channel < 0 || channel >= channels_) throw std::logic_error("schedule channel out of range");
   const OpId id = streamed_ + schedule_.ops.size();
 
@@ -110,10 +151,11 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   // costs more than the copy (this is the generators' hot loop).
   scratch_deps_.clear();
   auto gather = [&](int rank) {
-    for (OpId d : done_list(channel, rank)) scratch_deps_.push_back(d);
+    for (OpId d : done_[slot(channel, lane, rank)]) scratch_deps_.push_back(d);
   };
   for (int r = first; r <= last; ++r) gather(r);
   if (!every_rank && dst.rank != src.rank) gather(dst.rank);
+  if (after != kNoOp) scratch_deps_.push_back(after);
   sort_unique(scratch_deps_);
   for (OpId d : scratch_deps_) schedule_.deps.push_back(d);
   schedule_.dep_begin.push_back(schedule_.deps.size());
@@ -123,9 +165,9 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
                              static_cast<std::uint8_t>(dst.buffer),
                              static_cast<std::uint8_t>(channel)});
   auto touch = [&](int rank) {
-    const int slot = channel * ranks_ + rank;
-    if (open_[slot].empty()) touched_.push_back(slot);
-    if (open_[slot].empty() || open_[slot].back() != id) open_[slot].push_back(id);
+    const int at = slot(channel, lane, rank);
+    if (open_[at].empty()) touched_.push_back(at);
+    if (open_[at].empty() || open_[at].back() != id) open_[at].push_back(id);
   };
   if (every_rank) {
     for (int r = first; r <= last; ++r) touch(r);
@@ -134,6 +176,7 @@ void ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     touch(dst.rank);
   }
   step_has_ops_ = true;
+  return id;
 }
 
 Schedule ScheduleBuilder::finish() {

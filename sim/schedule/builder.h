@@ -7,6 +7,12 @@
 // walks its steps in order, which orders every pair of ops that touch the same
 // rank on one channel. Ops of the same step must not conflict (check_schedule
 // verifies it); channels are independent, so generators give them disjoint data.
+//
+// A pipeline (generators/pipeline.h) runs in lanes: segment t on lane t % lanes, the
+// step rule applied per lane, and each connection's ops in segment order. Segments
+// are disjoint, so a rank's op on one segment need not wait for its ops on another:
+// as in NCCL, where a connection holds NCCL_STEPS chunks in flight, a rank forwards
+// the next segment while the one before is still on its way.
 #include <vector>
 
 #include "schedule/schedule.h"
@@ -49,6 +55,18 @@ class ScheduleBuilder {
   void set_switch_group(int ranks) { schedule_.switch_group = ranks; }
   // Adds a transfer; an empty one (count <= 0) moves nothing and is left out.
   void add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
+
+  // Lanes (above): between begin_lanes and end_lanes, add_in_lane orders an op after the
+  // latest step of its ranks on its channel and lane only, and after `after` (the
+  // connection's previous op; kNoOp for none). Ops before begin_lanes order every lane;
+  // ops after end_lanes wait for every lane. A stream cannot carry lanes (its simulator
+  // relies on each rank's ops following its latest): std::invalid_argument.
+  static constexpr OpId kNoOp = ~OpId{0};
+  void begin_lanes(int lanes);
+  void end_lanes();
+  // The op's id, or kNoOp when it is empty.
+  OpId add_in_lane(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel,
+                   int lane, OpId after);
   // A message without data (barriers): it costs its latency and orders what follows.
   void signal(int src_rank, int dst_rank, int channel = 0) {
     append(OpKind::Copy, {src_rank, 0, 0}, {dst_rank, 0, 0}, 0, channel);
@@ -62,18 +80,22 @@ class ScheduleBuilder {
 
  private:
   void flush_step();  // streamed: hands the open step to the sink
-  void append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
-  std::vector<OpId>& done_list(int channel, int rank) { return done_[channel * ranks_ + rank]; }
-  std::vector<OpId>& open_list(int channel, int rank) { return open_[channel * ranks_ + rank]; }
+  OpId append(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel,
+              int lane = 0, OpId after = kNoOp);
+  int slot(int channel, int lane, int rank) const {
+    return (channel * lanes_ + lane) * ranks_ + rank;
+  }
+  std::vector<OpId>& done_list(int channel, int rank) { return done_[slot(channel, 0, rank)]; }
 
   Schedule schedule_;  // streamed: the header and the open step's ops only
   StepSink* sink_ = nullptr;
   OpId streamed_ = 0;  // ops already handed to the sink: the open step's first id
   int ranks_;
   int channels_;
+  int lanes_ = 1;
   int step_ = 0;
   bool step_has_ops_ = false;
-  // Per (channel, rank): ops of the rank's latest finished step, and of the open step.
+  // Per (channel, lane, rank): ops of the rank's latest finished step, and of the open step.
   std::vector<std::vector<OpId>> done_;
   std::vector<std::vector<OpId>> open_;
   std::vector<int> touched_;  // (channel, rank) slots with ops in the open step

@@ -187,12 +187,14 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
                .generate = nvls_all_reduce,
                .options = {checked, channels},
                .switch_ops = true,
+               .lanes = true,
                .nccl_family = NcclAlgo::Nvls});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
                .generate = nvls_tree_all_reduce,
                .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
                .switch_ops = true,
+               .lanes = true,
                .nccl_family = NcclAlgo::NvlsTree});
 }
 

@@ -4,24 +4,48 @@
 
 namespace collsim {
 
+// NCCL_STEPS: a connection holds this many chunks in flight, so segment t may
+// overtake the ranks' work on segments up to t - 8 (builder.h, lanes).
+constexpr int kSegmentsInFlight = 8;
+
 void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments) {
   std::size_t phases = 0;
   for (const auto& p : plans) phases = std::max(phases, p.phases.size());
   if (phases == 0) return;
+  const int lanes = std::min(segments, kSegmentsInFlight);
+  b.begin_lanes(lanes);
+  // Per plan, the latest op on each of its edges (phase by phase): the connection's
+  // previous segment, which the next one follows.
+  std::vector<std::vector<OpId>> latest(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    std::size_t edges = 0;
+    for (const Phase& phase : plans[i].phases) edges += phase.size();
+    latest[i].assign(edges, ScheduleBuilder::kNoOp);
+  }
   const int steps = static_cast<int>(phases) + segments - 1;
   for (int t = 0; t < steps; ++t) {
     b.next_step();
-    for (const auto& plan : plans) {
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const PhasedPlan& plan = plans[i];
       const Partition seg = plan.group.chunks(segments);
+      OpId* edge_latest = latest[i].data();
       for (int j = 0; j < static_cast<int>(plan.phases.size()); ++j) {
         const int s = t - j;
-        if (s < 0 || s >= segments) continue;
-        for (const Edge& e : plan.phases[j])
-          b.add(e.kind, plan.group.at(e.src, seg.begin(s)), plan.group.at(e.dst, seg.begin(s)),
-                seg.size(s), plan.group.channel);
+        if (s < 0 || s >= segments) {
+          edge_latest += plan.phases[j].size();
+          continue;
+        }
+        for (const Edge& e : plan.phases[j]) {
+          const OpId id = b.add_in_lane(e.kind, plan.group.at(e.src, seg.begin(s)),
+                                        plan.group.at(e.dst, seg.begin(s)), seg.size(s),
+                                        plan.group.channel, s % lanes, *edge_latest);
+          if (id != ScheduleBuilder::kNoOp) *edge_latest = id;
+          ++edge_latest;
+        }
       }
     }
   }
+  b.end_lanes();
 }
 
 std::vector<Phase> chain_phases(int size, int root, Direction d) {

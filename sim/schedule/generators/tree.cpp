@@ -89,6 +89,7 @@ AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, Generator 
           .algorithm = algorithm,
           .generate = std::move(generate),
           .options = {segments_option()},
+          .lanes = true,
           .nccl_family = family};
 }
 
@@ -98,6 +99,19 @@ Schedule chain_or_binomial(const CollectiveShape& s, const AlgorithmOptions& o, 
   return single_plan(s, name,
                      chain ? chain_phases(s.ranks, s.root, d) : binomial_phases(s.ranks, s.root, d),
                      o.segments);
+}
+
+// The ring broadcast (or reduce) on channels, as NCCL runs it: each channel's slice goes
+// down the chain from the root around that channel's own ring order, so on several
+// hosts the channels cross the network on different rails instead of all on one NIC.
+template <Direction D>
+void chain_on_groups(ScheduleBuilder& b, std::span<const Group> groups, const AlgorithmOptions& o) {
+  std::vector<PhasedPlan> plans;
+  for (const Group& g : groups) {
+    const auto root = std::find(g.ranks.begin(), g.ranks.end(), b.shape().root);
+    plans.push_back({g, chain_phases(g.size(), static_cast<int>(root - g.ranks.begin()), D)});
+  }
+  run_pipelined(b, plans, o.segments);
 }
 
 // NCCL's tree over `hosts[m]`: a chain inside each host, and across hosts an in-order
@@ -180,20 +194,29 @@ void hosts_from_topology(AlgorithmOptions& o, const OptionContext& ctx) {
 
 void register_trees(std::vector<AlgorithmEntry>& c) {
   // "ring" broadcast and reduce are the pipelined chain around the ring.
+  // The ring's take "channels" (one chain per channel, each in its own ring order).
   for (const char* name : {"ring", "binomial_tree"}) {
-    const NcclAlgo family = std::string_view(name) == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree;
-    c.push_back(pipelined(
+    const bool ring = std::string_view(name) == "ring";
+    auto broadcast = pipelined(
         CollectiveOp::Broadcast, name,
         [name](const CollectiveShape& s, const AlgorithmOptions& o) {
           return chain_or_binomial(s, o, name, Direction::Broadcast);
         },
-        family));
-    c.push_back(pipelined(
+        ring ? NcclAlgo::Ring : NcclAlgo::Tree);
+    auto reduce = pipelined(
         CollectiveOp::Reduce, name,
         [name](const CollectiveShape& s, const AlgorithmOptions& o) {
           return chain_or_binomial(s, o, name, Direction::Reduce);
         },
-        family));
+        ring ? NcclAlgo::Ring : NcclAlgo::Tree);
+    if (ring) {
+      broadcast.on_groups = chain_on_groups<Direction::Broadcast>;
+      reduce.on_groups = chain_on_groups<Direction::Reduce>;
+      broadcast = with_channels(std::move(broadcast));
+      reduce = with_channels(std::move(reduce));
+    }
+    c.push_back(std::move(broadcast));
+    c.push_back(std::move(reduce));
   }
   auto binomial = pipelined(CollectiveOp::AllReduce, "binomial_tree",
                             [](const CollectiveShape& s, const AlgorithmOptions& o) {
