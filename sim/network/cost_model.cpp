@@ -73,7 +73,7 @@ bool StatedTerms::any() const {
 
 // Stated terms at their neutral values still change what NCCL's model charges.
 bool CostModel::trivial() const {
-  return !latency_replaces_alpha && !stated.any() && launch == 0 && host_issue == 0 &&
+  return !latency_replaces_alpha && !stated.any() && launch == 0 && host_issue == 0 && nccl_floor == 0 &&
          op_overhead == 0 && reduce.empty() && local_copy.empty() && host_memory.empty() &&
          reduce_memory.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });

@@ -73,6 +73,13 @@ struct CostModel {
   // at least this long, as back-to-back launches measure it (nccl-tests' iterations):
   // the GPUs run no faster than one host thread hands them work.
   Time host_issue = 0;
+  // NCCL's own estimate for the algorithm and protocol it picked, at this size (its tuning
+  // model's latency + bytes / algbw): a collective run as NCCL picks it lasts at least
+  // this long. Its table holds what kernels reach on the GPUs (per-channel protocol
+  // ceilings, the tree's correction by size, the NIC speed its search counts), which the
+  // links alone do not; the links hold contention and topology, which its table does not.
+  // Set by the planner for NCCL's picks unless a calibration states the machine's terms.
+  Time nccl_floor = 0;
   // Per op that waits on another (the wake-up), on the rank that completes it, one op
   // at a time per rank; ops with no dependency start with the collective.
   Time op_overhead = 0;

@@ -155,6 +155,7 @@ class Tuner {
     s.options = {};
     s.nccl_filter = {};
     std::string pick;
+    double chosen_time_us = 0;
     std::vector<NcclOption> weighed;
     if (!nccl_has_algorithms(spec.shape.op)) {
       // NCCL runs these as grouped point-to-point sends, on the Simple protocol.
@@ -205,9 +206,18 @@ class Tuner {
       if (p.chosen.algorithm == NcclAlgo::Tree)
         s.options.channels = std::clamp(topo.channels, 1, kMaxChannels / 2);
       pick = describe(p);
+      chosen_time_us = p.chosen.time_us;
       weighed = std::move(p.options);
     }
     PlannedCollective out = plan(s);
+    // NCCL's estimate of its pick bounds the simulated time below, until a calibration
+    // states this machine's terms (they describe it better than NCCL's generic table).
+    const bool calibrated = scenario_.network.cost && scenario_.network.cost->stated.any();
+    if (!weighed.empty() && !calibrated) {
+      auto floored = std::make_shared<CostModel>(out.cost ? *out.cost : CostModel{});
+      floored->nccl_floor = from_seconds(chosen_time_us * 1e-6);
+      out.cost = std::move(floored);
+    }
     out.spec.json_path = spec.json_path;
     out.nccl_pick = std::move(pick);
     out.nccl_options = std::move(weighed);

@@ -105,6 +105,28 @@ std::string one_nic_notes(const Scenario& s, const ScenarioResult& r) {
   return out;
 }
 
+// "NAME: NCCL's own estimate for its pick, X us, outlasts its ops' Y us ..." for the
+// collectives a least duration held (CollectiveOutcome::held_by), the first few of them.
+std::string held_notes(const ScenarioResult& r) {
+  constexpr int kShown = 4;
+  std::string out;
+  int held = 0;
+  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+    const CollectiveOutcome& o = r.outcomes[i];
+    if (o.held_by.empty() || ++held > kShown) continue;
+    const bool nccl = o.held_by == "nccl_model";
+    out += fmt::format(
+        "# {}: {} ({:.2f} us) outlasts its ops on the links ({:.2f} us) and stands{}\n",
+        r.resolved[i].name,
+        nccl ? "NCCL's own estimate for its pick" : "the host's time to issue it", o.time_s * 1e6,
+        o.ops_time_s * 1e6,
+        nccl ? ": its table holds kernel limits the links do not (a calibration replaces it)"
+             : "");
+  }
+  if (held > kShown) out += fmt::format("# ... and {} more held so\n", held - kShown);
+  return out;
+}
+
 }  // namespace
 
 std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
@@ -145,6 +167,7 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     out += fmt::format("# all collectives done at {}\n", format_duration(end));
   }
   out += one_nic_notes(s, r);
+  out += held_notes(r);
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
@@ -237,6 +260,9 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            {"time_s", o.time_s},
                            {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
                            {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
+                           {"ops_time_s", o.ops_time_s},
+                           {"held_by", o.held_by.empty() ? nlohmann::json()
+                                                         : nlohmann::json(o.held_by)},
                            {"segments", c.options.segments},
                            {"transfers", r.op_count(i)},
                            {"steps", r.schedules[i].num_steps}});

@@ -21,7 +21,10 @@ class OpCosts {
 
   bool any() const { return model_ != nullptr; }
   Time launch() const { return model_ ? model_->launch : 0; }
-  Time host_issue() const { return model_ ? model_->host_issue : 0; }
+  // The least a collective lasts: the host's time to issue it, NCCL's own estimate.
+  Time least_duration() const {
+    return model_ ? std::max(model_->host_issue, model_->nccl_floor) : 0;
+  }
   bool has_overhead() const { return model_ && model_->op_overhead > 0; }
 
   // The rank that completes an op (the receiver: it waits, wakes and reduces) handles

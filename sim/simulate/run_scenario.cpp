@@ -13,11 +13,17 @@
 namespace collsim {
 namespace {
 
-CollectiveOutcome outcome_of(const CollectiveSpec& c, Time start, Time end) {
+CollectiveOutcome outcome_of(const CollectiveSpec& c, const CostModel* cost, Time start,
+                             Time end, Time ops_end) {
   CollectiveOutcome o;
   o.start_s = to_seconds(start);
   o.end_s = to_seconds(end);
   o.time_s = to_seconds(end - start);
+  o.ops_time_s = to_seconds(ops_end - start);
+  // Held: longer by more than 1% (NCCL's estimate also counts a few bytes' worth of its
+  // bandwidth term where the links took its latency alone).
+  if (cost && to_seconds(end - ops_end) > 0.01 * o.ops_time_s)
+    o.held_by = cost->nccl_floor >= cost->host_issue ? "nccl_model" : "host_issue";
   if (end > start) {
     o.algbw_Bps = static_cast<double>(c.bytes) / o.time_s;
     o.busbw_Bps = o.algbw_Bps * busbw_factor(c.shape.op, c.shape.ranks);
@@ -88,8 +94,8 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   out.sim = sim.run(tasks);
 
   for (std::size_t i = 0; i < n; ++i)
-    out.outcomes.push_back(
-        outcome_of(out.resolved[i], out.sim.tasks[i].start, out.sim.tasks[i].end));
+    out.outcomes.push_back(outcome_of(out.resolved[i], tasks[i].cost.get(), out.sim.tasks[i].start,
+                                      out.sim.tasks[i].end, out.sim.tasks[i].ops_end));
   return out;
 }
 
@@ -129,7 +135,7 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
     Time start = 0;
     for (int a : c.spec.after) start = std::max(start, out.sim.tasks[a].end);
     auto model = make_network_model(scenario.network, topo, router);
-    Time took = 0;
+    Time took = 0, ops_took = 0;
     Schedule header;  // what the reports read of the schedule: its step count
     std::uint64_t ops = c.schedule.size();
     auto absorb = [&](const auto& r) {  // a StreamedResult or a SimulationResult
@@ -144,6 +150,7 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
       const StreamedResult r = simulate_streamed(topo, router, *model, {c.gpus, c.cost},
                                                  [&] { return run_generator(c.spec); });
       took = r.end;
+      ops_took = r.ops_end;
       c.digest = r.digest;
       header.num_steps = r.steps;
       ops = r.ops;
@@ -152,14 +159,17 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
       Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
       const SimulationResult r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
       took = r.tasks[0].end - r.tasks[0].start;
+      ops_took = r.tasks[0].ops_end - r.tasks[0].start;
       header.num_steps = c.schedule.num_steps;
       absorb(r);
     }
     TaskTiming timing;
     timing.start = start;
     timing.end = add_time(start, took);
+    timing.ops_end = add_time(start, ops_took);
     out.sim.tasks.push_back(timing);
-    out.outcomes.push_back(outcome_of(c.spec, timing.start, timing.end));
+    out.outcomes.push_back(
+        outcome_of(c.spec, c.cost.get(), timing.start, timing.end, timing.ops_end));
     out.labels.push_back(c.label());
     out.schedules.push_back(std::move(header));  // no ops: reports read the counters alone
     out.streamed_ops.push_back(ops);

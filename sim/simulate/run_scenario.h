@@ -17,6 +17,10 @@ struct CollectiveOutcome {
   double time_s = 0;
   double algbw_Bps = 0;  // bytes / time; 0 when the collective takes no time
   double busbw_Bps = 0;
+  // What its ops alone took, and what held it longer (CostModel::least_duration) when
+  // something did: "nccl_model" (NCCL's estimate for its pick), "host_issue".
+  double ops_time_s = 0;
+  std::string held_by;
 };
 
 struct ScenarioResult {

@@ -388,8 +388,10 @@ void Simulator::finish_op(std::size_t task, OpId id, Phase phase) {
 }
 
 void Simulator::finish_task(std::size_t index) {
-  // A collective lasts at least the host's time to issue it (CostModel::host_issue).
-  const Time issued = add_time(result_.tasks[index].start, state_[index].costs.host_issue());
+  if (result_.tasks[index].ops_end < 0) result_.tasks[index].ops_end = engine_.now();
+  // A collective lasts at least the host's time to issue it, and what NCCL's own model
+  // says of its pick (CostModel::host_issue, nccl_floor).
+  const Time issued = add_time(result_.tasks[index].start, state_[index].costs.least_duration());
   if (engine_.now() < issued) return engine_.schedule(issued, kTaskIssued, index);
   result_.tasks[index].end = engine_.now();
   for (std::size_t dep : state_[index].dependents)

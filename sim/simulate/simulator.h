@@ -37,6 +37,7 @@ struct CollectiveTask {
 struct TaskTiming {
   Time start = -1;
   Time end = -1;
+  Time ops_end = -1;  // when its last op ended: before `end` when a least duration held it
   std::vector<OpTiming> ops;  // filled when SimulationOptions::record_ops
   std::vector<PathId> paths;  // per op: its route in SimulationResult::routes; -1 for local ops
 };

@@ -93,8 +93,10 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     play();
     if (finished_ != next_)
       throw std::logic_error("a streamed op never finished (dependency cycle?)");
-    // A collective lasts at least the host's time to issue it (CostModel::host_issue).
-    result_.end = std::max(result_.end, costs_.host_issue());
+    // A collective lasts at least the host's time to issue it, and what NCCL's own model
+    // says of its pick (CostModel::host_issue, nccl_floor).
+    result_.ops_end = result_.end;
+    result_.end = std::max(result_.end, costs_.least_duration());
     result_.ops = next_;
     result_.events = engine_.events_processed();
     result_.held_bytes =

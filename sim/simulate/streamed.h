@@ -32,7 +32,8 @@ struct StreamedCollective {
 };
 
 struct StreamedResult {
-  Time end = 0;  // when the last op finished
+  Time end = 0;      // when the collective ended (its least duration included)
+  Time ops_end = 0;  // when the last op finished
   std::uint64_t ops = 0;
   std::uint64_t transfers = 0;
   std::uint64_t events = 0;

@@ -79,6 +79,8 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
   for (const Op& op : sched.ops)
     if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
   out.plan = r.labels[0];
+  const std::string& held = r.outcomes[0].held_by;
+  if (!held.empty()) out.plan += held == "nccl_model" ? " (NCCL's estimate)" : " (host issue)";
   return out;
 }
 
@@ -148,7 +150,8 @@ std::string nccl_comparison_table(const NcclComparison& c) {
                            : "");
   out +=
       "# measured: the log's out-of-place columns; error = (simulated - measured) / measured;\n"
-      "# simulated: what ran at that size\n";
+      "# simulated: what ran at that size; (NCCL's estimate): NCCL's own model of its pick\n"
+      "# outlasted the ops on the links and stands; (host issue): the launch mode's floor\n";
   out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}  {}\n", "bytes", "simulated us",
                      "measured us", "error", "sim busbw", "meas busbw", "simulated");
   for (const auto& r : c.rows)

@@ -144,10 +144,13 @@ std::vector<LinkKind> crossed_kinds(const std::vector<LogScenario>& scenarios,
   // is (a pipeline at the largest hides the latency of a stage with slack).
   for (std::size_t i = 0; i < logs.size(); ++i)
     for (const NcclTestsRow* row : {&logs[i].rows.front(), &logs[i].rows.back()}) {
-      const CostModel none;
+      // Stated (a launch of 0), as the fit's models are: NCCL's estimate then bounds
+      // nothing, and only the links decide.
+      CostModel none;
+      none.stated.launch = true;
       const double t0 = run_with(scenarios[i], *row, &none).time_s;
       for (LinkKind k : present) {
-        CostModel m;
+        CostModel m = none;
         m.link(k).latency = from_seconds(1e-6);
         if (run_with(scenarios[i], *row, &m).time_s - t0 > 0.5e-6) crossed.insert(k);
       }
