@@ -304,7 +304,7 @@ TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nc
   CHECK(r.outcomes[0].algbw_Bps < 450e9);
 }
 
-TEST_CASE("NVLSTree pipelines in NCCL's chunk, halved while too few loops would fill it",
+TEST_CASE("NVLSTree pipelines in slices of NCCL's chunk, halved while too few loops would fill it",
           "[nccl]") {
   const auto chunk_at = [](int nodes, const std::string& bytes) {
     const nlohmann::json doc = {
@@ -315,12 +315,13 @@ TEST_CASE("NVLSTree pipelines in NCCL's chunk, halved while too few loops would 
     REQUIRE(plan.collectives[0].label() == "nccl: nvls_tree/Simple/16ch");
     return plan.collectives[0].spec.options.segments;
   };
-  // 16 channels x 8 heads = 128 chunks per loop. 2 nodes: 16 MiB runs 64 KiB chunks (2
-  // loops), 64 MiB 128 KiB (4), 1 GiB 256 KiB (32); from 4 nodes on at most 64 KiB.
-  CHECK(chunk_at(2, "16MiB") == 2);
-  CHECK(chunk_at(2, "64MiB") == 4);
-  CHECK(chunk_at(2, "1GiB") == 32);
-  CHECK(chunk_at(4, "1GiB") == 128);
+  // 16 channels x 8 heads = 128 chunks per loop, each moved in 2 slices (NCCL's
+  // ALLREDUCE_CHUNKSTEPS / SLICESTEPS). 2 nodes: 16 MiB runs 64 KiB chunks (2 loops, 4
+  // slices), 64 MiB 128 KiB (4 loops), 1 GiB 256 KiB (32); from 4 nodes on at most 64 KiB.
+  CHECK(chunk_at(2, "16MiB") == 2 * 2);
+  CHECK(chunk_at(2, "64MiB") == 2 * 4);
+  CHECK(chunk_at(2, "1GiB") == 2 * 32);
+  CHECK(chunk_at(4, "1GiB") == 2 * 128);
 }
 
 TEST_CASE("an op waits for a transfer's arrival only where it uses the transfer's data",
@@ -345,9 +346,10 @@ TEST_CASE("an op waits for a transfer's arrival only where it uses the transfer'
 TEST_CASE("a pipelined tree does not pay a hop's latency again at every step", "[nccl]") {
   // NVLSTree over 4 hosts on the Simple protocol (NCCL's 20.9 us per network hop), 1 GiB
   // on 2 channels in 64 or 256 segments: when every op waited for the arrivals of its
-  // ranks' previous step, 256 segments took 1.53x the time of 64 (10.9 against 7.1 ms); a
-  // rank's other connections now go on, and segments run in lanes (1.29x: 7.52 against
-  // 5.82 ms; docs/results/nccl-logs.md).
+  // ranks' previous step, 256 segments took 1.53x the time of 64 (10.9 against 7.1 ms).
+  // A rank's other connections now go on, and segments run in lanes, 8 in flight per hop
+  // (with 8 end to end, a segment's way up waited for the way down of the one 8 before:
+  // 7.52 against 5.82 ms); more segments only fill the pipeline better (5.58 ms).
   const auto time_with = [](int segments) {
     const nlohmann::json doc = {{"topology", {{"preset", "cluster"}, {"nodes", 4}}},
                                 {"collectives",
@@ -360,7 +362,7 @@ TEST_CASE("a pipelined tree does not pay a hop's latency again at every step", "
                                    {"bytes", "1GiB"}}}}};
     return run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
   };
-  CHECK(time_with(256) < 1.35 * time_with(64));
+  CHECK(time_with(256) < time_with(64));
 }
 
 TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibration states the "

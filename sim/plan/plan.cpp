@@ -186,8 +186,12 @@ class Tuner {
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
+      // NVLSTree forwards each slice of its chunk at every hop (kSlicesPerChunk); NVLS on one
+      // node keeps whole 128 KiB chunks (nvls_tree_chunk says why).
       if (nvls)
-        s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node, p.chunk_bytes);
+        s.options.segments = chunk_segments(
+            spec.bytes, p.channels * topo.per_node,
+            p.chosen.algorithm == NcclAlgo::NvlsTree ? p.chunk_bytes / kSlicesPerChunk : 0);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to
@@ -223,6 +227,10 @@ class Tuner {
     out.nccl_options = std::move(weighed);
     return out;
   }
+
+  // NCCL's Simple primitives move a chunk (ALLREDUCE_CHUNKSTEPS = 4 buffer steps) in
+  // slices (ALLREDUCE_SLICESTEPS = 2), each forwarded at every hop as it arrives.
+  static constexpr int kSlicesPerChunk = 2;
 
   // Segments for `bytes` moved as chunks (128 KiB unless NCCL's pick says), `at_once`
   // of them in flight.

@@ -75,9 +75,12 @@ void ScheduleBuilder::next_step() {
   step_has_ops_ = false;
 }
 
-void ScheduleBuilder::begin_lanes(int lanes) {
+int ScheduleBuilder::begin_lanes(std::int64_t asked) {
   next_step();
-  if (lanes <= 1 || lanes_ != 1) return;
+  const std::int64_t slots = std::int64_t{channels_} * ranks_;
+  const int lanes = static_cast<int>(std::clamp<std::int64_t>(
+      std::min(asked, kMaxLaneSlots / std::max<std::int64_t>(1, slots)), 1, 1 << 20));
+  if (lanes == 1 || lanes_ != 1) return lanes_;
   if (sink_) throw std::invalid_argument("a pipeline's lanes cannot be streamed");
   // Every lane starts after what came before: each takes the rank's latest step.
   std::vector<std::vector<OpId>> done(done_.size() * lanes);
@@ -88,6 +91,7 @@ void ScheduleBuilder::begin_lanes(int lanes) {
   done_ = std::move(done);
   open_.assign(done_.size(), {});
   lanes_ = lanes;
+  return lanes;
 }
 
 void ScheduleBuilder::end_lanes() {

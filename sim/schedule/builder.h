@@ -62,7 +62,10 @@ class ScheduleBuilder {
   // ops after end_lanes wait for every lane. A stream cannot carry lanes (its simulator
   // relies on each rank's ops following its latest): std::invalid_argument.
   static constexpr OpId kNoOp = ~OpId{0};
-  void begin_lanes(int lanes);
+  // Returns the lanes it keeps: fewer than asked where lanes x channels x ranks would pass
+  // kMaxLaneSlots (each a list of op ids), at least 1.
+  static constexpr std::int64_t kMaxLaneSlots = std::int64_t{1} << 20;
+  int begin_lanes(std::int64_t lanes);
   void end_lanes();
   // The op's id, or kNoOp when it is empty.
   OpId add_in_lane(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel,

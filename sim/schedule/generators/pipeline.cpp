@@ -4,16 +4,20 @@
 
 namespace collsim {
 
-// NCCL_STEPS: a connection holds this many chunks in flight, so segment t may
-// overtake the ranks' work on segments up to t - 8 (builder.h, lanes).
+// NCCL_STEPS: a connection holds this many chunks in flight. A plan of P phases has P
+// connections one after another on a segment's way, so up to 8 P segments are in flight
+// end to end: segment t may overtake the ranks' work on segments up to t - 8 P (builder.h,
+// lanes). With fewer lanes, a rank that a segment visits twice far apart (a tree's way up
+// and way down, NVLS's reduce and multicast) would hold the next segments until the
+// earlier ones came back.
 constexpr int kSegmentsInFlight = 8;
 
 void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments) {
   std::size_t phases = 0;
   for (const auto& p : plans) phases = std::max(phases, p.phases.size());
   if (phases == 0) return;
-  const int lanes = std::min(segments, kSegmentsInFlight);
-  b.begin_lanes(lanes);
+  const int lanes =
+      b.begin_lanes(std::min<std::int64_t>(segments, std::int64_t{kSegmentsInFlight} * phases));
   // Per plan, the latest op on each of its edges (phase by phase): the connection's
   // previous segment, which the next one follows.
   std::vector<std::vector<OpId>> latest(plans.size());
