@@ -405,3 +405,18 @@ TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibra
       ".");
   CHECK(run_scenario(s).outcomes[0].held_by == "nccl_model");
 }
+
+TEST_CASE("a NIC carries what NCCL's search counts of it: 48 GB/s per channel of its list",
+          "[nccl]") {
+  // 400 Gb/s (50 GB/s): one 48 GB/s channel; 200 Gb/s: 24 of 25; 800 Gb/s: two of 48.
+  for (const auto& [nic, usable] :
+       {std::pair{50e9, 48.0 / 50}, std::pair{25e9, 24.0 / 25}, std::pair{100e9, 96.0 / 100}}) {
+    ClusterParams p;
+    p.server.nic = nic;
+    const Topology t = make_cluster_topology(p);
+    INFO(nic << " B/s");
+    CHECK(net_usable_fraction(t, t.gpu_of_rank(0)) == Approx(usable));
+  }
+  const Topology one = make_switch_topology(8, 450e9, 0);
+  CHECK(net_usable_fraction(one, one.gpu_of_rank(0)) == 1);  // no NICs
+}

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace collsim {
 namespace {
@@ -65,6 +66,22 @@ double nvlink_usable_fraction(double gpu_nvlink_Bps) {
   return kNvlinkUsable[index(arch_of_nvlink(gpu_nvlink_Bps))];
 }
 
+double net_usable_fraction(const Topology& t, NodeId gpu) {
+  // The rate of the fastest NIC on the GPU's host, into the network.
+  double nic = 0;
+  const int host = t.node(gpu).host;
+  for (const Link& l : t.links()) {
+    const Node& src = t.node(l.src);
+    if (src.kind == NodeKind::Nic && src.host == host && hop_class(l.kind) == HopClass::Net)
+      nic = std::max(nic, l.bandwidth);
+  }
+  // Channels of the fastest listed speed the NIC holds (a NIC faster than the list's top
+  // carries several), over the NIC's rate.
+  for (double speed : nccl_published::kInterSpeeds)
+    if (nic > 0 && speed * 1e9 <= nic) return std::floor(nic / (speed * 1e9)) * speed * 1e9 / nic;
+  return 1;
+}
+
 double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu) {
   double sum = 0;
   for (const Link& l : t.links())
@@ -107,6 +124,7 @@ std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostM
                from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) + nvlink_once) * 1e-6));
   const double nvlink =
       t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
+  const double net = t.num_ranks() > 0 ? net_usable_fraction(t, t.gpu_of_rank(0)) : 1;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const HopClass hw = hop_class(static_cast<LinkKind>(k));
     LinkKindCost& c = m.links[k];
@@ -116,7 +134,10 @@ std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostM
     c.latency = add_time(own_latency, from_seconds(hop * 1e-6));
     // A stated efficiency (or measured rate) is the usable share: NCCL's NVLink share is its
     // default for the same thing. The protocol's framing applies on top of either.
-    const double usable = !m.stated.efficiency[k] && hw == HopClass::NvLink ? nvlink : 1.0;
+    const double usable = m.stated.efficiency[k] ? 1.0
+                          : hw == HopClass::NvLink ? nvlink
+                          : hw == HopClass::Net    ? net
+                                                   : 1.0;
     c.efficiency *= protocol_efficiency(p) * usable;
   }
   return std::make_shared<const CostModel>(std::move(m));

@@ -41,6 +41,10 @@ double protocol_efficiency(Protocol p);
 // NCCL's usable NVLink rate over the signalling rate (20.6 of 25 GB/s per H100 link,
 // 20 of 25 per A100 link, 40.1 of 50 per B200 link), by a GPU's total NVLink bandwidth.
 double nvlink_usable_fraction(double gpu_nvlink_Bps);
+// The share of a NIC's rate NCCL's search counts (channels of the fastest speed of its
+// inter-node list that fit in the NIC's rate: 48 GB/s of a 400 Gb/s NIC, 2 x 48 of an 800
+// Gb/s one), for the NICs of `gpu`'s host; 1 without NICs.
+double net_usable_fraction(const Topology& t, NodeId gpu);
 // The sum of a GPU's outgoing NVLink bandwidth (0 without NVLink).
 double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu);
 

@@ -158,16 +158,19 @@ std::vector<LinkKind> crossed_kinds(const std::vector<LogScenario>& scenarios,
   return {crossed.begin(), crossed.end()};
 }
 
-// The usable share each kind has when nothing is stated: NCCL's NVLink share under
-// NCCL's model (its protocols and picks), else the nominal rate.
+// The usable share each kind has when nothing is stated: NCCL's NVLink and NIC shares
+// under NCCL's model (its protocols and picks), else the nominal rate.
 std::vector<double> default_efficiencies(const NcclFitRequest& req, const Topology& t,
                                          const std::vector<LinkKind>& kinds) {
   const bool nccl_model = req.algorithm == "nccl";
   const double nvlink =
       t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
+  const double net = t.num_ranks() > 0 ? net_usable_fraction(t, t.gpu_of_rank(0)) : 1;
   std::vector<double> out;
-  for (LinkKind k : kinds)
-    out.push_back(nccl_model && hop_class(k) == HopClass::NvLink ? nvlink : 1.0);
+  for (LinkKind k : kinds) {
+    const HopClass hw = hop_class(k);
+    out.push_back(!nccl_model ? 1.0 : hw == HopClass::NvLink ? nvlink : hw == HopClass::Net ? net : 1.0);
+  }
   return out;
 }
 
