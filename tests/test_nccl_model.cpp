@@ -404,6 +404,16 @@ TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibra
                       "t.json"),
       ".");
   CHECK(run_scenario(s).outcomes[0].held_by == "nccl_model");
+  // One rank, or no bytes: NCCL runs no kernel its model describes; nothing holds them.
+  for (const char* c : {R"("ranks": [3], "bytes": "1MiB")", R"("bytes": 0)"}) {
+    const auto o = run_scenario(parse_scenario(
+        parse_json_text(fmt::format(R"({{"topology": "dgx-h100", "collectives": [
+          {{"name": "x", "op": "all_reduce", "algorithm": "nccl", {}}}]}})", c), "t.json"),
+        ".")).outcomes[0];
+    INFO(c);
+    CHECK(o.held_by.empty());
+    CHECK(o.time_s == o.ops_time_s);
+  }
 }
 
 TEST_CASE("a NIC carries what NCCL's search counts of it: 48 GB/s per channel of its list",

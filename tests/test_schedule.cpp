@@ -180,3 +180,43 @@ TEST_CASE("builder: ops wait for the previous step of both their ranks, per chan
   CHECK(s.deps_of(4).empty());
   CHECK(s.num_steps == 2);
 }
+
+TEST_CASE("builder lanes: an op orders after its lane, its connection and what came before") {
+  auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 3, 16), "test", {16});
+  b.copy({0, 0, 0}, {1, 0, 0}, 1);  // op 0, before the lanes
+  REQUIRE(b.begin_lanes(2) == 2);
+  using B = ScheduleBuilder;
+  const OpId a = b.add_in_lane(OpKind::Copy, {1, 0, 1}, {2, 0, 1}, 1, 0, 0, B::kNoOp);  // op 1
+  const OpId c = b.add_in_lane(OpKind::Copy, {0, 0, 2}, {1, 0, 2}, 1, 0, 1, B::kNoOp);  // op 2
+  b.next_step();
+  // Lane 0 again on rank 1: after op 1 (its lane), not op 2 (the other lane); a connection's
+  // previous op comes in through `after`.
+  const OpId d = b.add_in_lane(OpKind::Copy, {0, 0, 3}, {1, 0, 3}, 1, 0, 0, c);  // op 3
+  // Lane 1 first touches rank 2: it reads what came before the lanes there (nothing).
+  const OpId e = b.add_in_lane(OpKind::Copy, {2, 0, 4}, {2, 0, 5}, 1, 0, 1, B::kNoOp);  // op 4
+  CHECK(b.add_in_lane(OpKind::Copy, {0, 0, 6}, {1, 0, 6}, 0, 0, 1, B::kNoOp) == B::kNoOp);
+  CHECK_THROWS_AS(b.copy({0, 0, 7}, {1, 0, 7}, 1), std::logic_error);  // a plain op inside
+  CHECK_THROWS_AS(b.begin_lanes(2), std::logic_error);                // lanes inside lanes
+  b.end_lanes();
+  b.copy({1, 0, 8}, {2, 0, 8}, 1);  // op 5: after every lane's latest on ranks 1 and 2
+  const Schedule s = b.finish();
+  auto deps = [&](OpId id) { return std::vector<OpId>(s.deps_of(id).begin(), s.deps_of(id).end()); };
+  CHECK(deps(a) == std::vector<OpId>{0});  // lane 0 starts after op 0 on ranks 0, 1
+  CHECK(deps(c) == std::vector<OpId>{0});  // so does lane 1
+  CHECK(deps(d) == std::vector<OpId>{0, 1, 2});  // rank 0 untouched in lane 0: op 0
+  CHECK(deps(e).empty());
+  // Rank 1: op 3 (lane 0), op 2 (lane 1); rank 2: op 1 (lane 0), op 4 (lane 1).
+  CHECK(deps(5) == std::vector<OpId>{1, 2, 3, 4});
+}
+
+TEST_CASE("builder lanes: past kMaxLaneSlots lists, fewer lanes, at least one") {
+  // Lanes x channels x ranks past kMaxLaneSlots: fewer lanes, at least one.
+  auto big = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 1 << 18, 1 << 18), "test",
+                                      {1 << 18}, 2);
+  CHECK(big.begin_lanes(64) == static_cast<int>(ScheduleBuilder::kMaxLaneSlots / (2 << 18)));
+  big.end_lanes();
+  const int ranks = (1 << 18) + 1;  // x 4 channels: just past 2^20 lists
+  auto huge = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, ranks, ranks), "test",
+                                       {1}, 4);
+  CHECK(huge.begin_lanes(64) == 1);
+}

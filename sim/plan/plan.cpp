@@ -103,23 +103,29 @@ class Tuner {
   }
 
  private:
-  // Whether the algorithm, at the top or as a level, has `trait`.
-  static bool any_level(const CollectiveSpec& spec, bool AlgorithmEntry::*trait) {
-    auto has = [&](const std::string& a) {
+  // Whether `test` holds of the algorithm's entry with its options, at the top or for
+  // any level (a level's algorithm looked up under the collective's op, as planned).
+  template <class Test>
+  static bool any_level(const CollectiveSpec& spec, Test test) {
+    auto holds = [&](const std::string& a, const AlgorithmOptions& o) {
       const AlgorithmEntry* e = find_algorithm(spec.shape.op, a);
-      return e && e->*trait;
+      return e && test(*e, o);
     };
-    return has(spec.algorithm) ||
+    return holds(spec.algorithm, spec.options) ||
            std::any_of(spec.options.levels.begin(), spec.options.levels.end(),
-                       [&](const LevelSpec& l) { return has(l.algorithm); });
+                       [&](const LevelSpec& l) { return holds(l.algorithm, l.options); });
   }
   // Switch ops (NVLS): only a network model that shares links times them.
   static bool uses_switch_ops(const CollectiveSpec& spec) {
-    return any_level(spec, &AlgorithmEntry::switch_ops);
+    return any_level(spec, [](const AlgorithmEntry& e, const AlgorithmOptions&) {
+      return e.switch_ops;
+    });
   }
-  // Neither switch ops nor a pipeline's lanes: a stream can carry its schedule.
+  // A stream can carry its schedule (AlgorithmEntry::streams) at the top and every level.
   static bool streams(const CollectiveSpec& spec) {
-    return !uses_switch_ops(spec) && !any_level(spec, &AlgorithmEntry::lanes);
+    return !any_level(spec, [](const AlgorithmEntry& e, const AlgorithmOptions& o) {
+      return !e.streams(o);
+    });
   }
 
   // NVLS and PAT run on Simple only, as in NCCL.
@@ -217,7 +223,9 @@ class Tuner {
     // NCCL's estimate of its pick bounds the simulated time below, until a calibration
     // states this machine's terms (they describe it better than NCCL's generic table).
     const bool calibrated = scenario_.network.cost && scenario_.network.cost->stated.any();
-    if (!weighed.empty() && !calibrated) {
+    // One rank or no bytes: NCCL runs no kernel its model describes.
+    const bool moves = spec.bytes > 0 && spec.ranks.size() > 1;
+    if (!weighed.empty() && !calibrated && moves) {
       auto floored = std::make_shared<CostModel>(out.cost ? *out.cost : CostModel{});
       floored->nccl_floor = from_seconds(chosen_time_us * 1e-6);
       out.cost = std::move(floored);

@@ -578,6 +578,10 @@ double schedule_ops_bound(const CollectiveSpec& c) {
   const double K = static_cast<double>(c.ranks.size());
   const double S = most_segments(c.options, c.shape.count);
   const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
+  // A pipeline (a tree, a chain, NVLS) moves each segment over a few edges per member;
+  // anything else may send every chunk around the ring (K^2 ops per pass).
+  const AlgorithmEntry* e = find_algorithm(c.shape.op, c.algorithm);
+  if (e && e->lanes && c.options.levels.empty()) return 4 * K * S * C;
   return 2 * K * std::max(K, S) * C;
 }
 

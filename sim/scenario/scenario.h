@@ -80,7 +80,8 @@ double schedule_ops_bound(const CollectiveSpec& c);
 // What to do about a schedule too big to store: the advice both refusals end with.
 inline constexpr const char* kStreamAdvice =
     "run it streamed (collsim run does so without --out when the collectives run one after "
-    "another; an \"auto\" or NVLS collective is stored all the same)";
+    "another; an \"auto\", NVLS or pipelined one, in more than one segment, is stored all the "
+    "same)";
 // The most ops the stored schedules of one run may hold together (about 7.5 GiB).
 inline constexpr double kMaxStoredOps = static_cast<double>(1 << 26);
 

@@ -92,16 +92,17 @@ struct AlgorithmEntry {
   // Its schedule holds switch ops (NVLS): a stream cannot carry them, and only a network
   // model that shares links can time them (the planner checks both).
   bool switch_ops = false;
-  // Its ops run in a pipeline's lanes (builder.h): a stream cannot carry them either (the
-  // streamed simulator relies on each rank's ops following its latest).
+  // In more than one segment its ops run in a pipeline's lanes (builder.h): a stream cannot
+  // carry them either (the streamed simulator relies on each rank's ops following its latest).
   bool lanes = false;
   // The NCCL family its schedule has the shape of: which of NCCL's latency and protocol
   // tables it pays (nccl/protocol.h).
   NcclAlgo nccl_family = NcclAlgo::Ring;
 
   bool takes(std::string_view option) const;
-  // Whether its schedule can be generated while it is simulated (schedule/stream.h).
-  bool streams() const { return !switch_ops && !lanes; }
+  // Whether its schedule, with options `o`, can be generated while it is simulated
+  // (schedule/stream.h): a pipeline in one segment has no lanes.
+  bool streams(const AlgorithmOptions& o) const { return !switch_ops && !(lanes && o.segments > 1); }
   // Only the options this entry takes, the rest at their defaults ("auto" parses
   // every entry's options into one set; each candidate sees its own).
   AlgorithmOptions own(const AlgorithmOptions& o) const;

@@ -77,18 +77,16 @@ void ScheduleBuilder::next_step() {
 
 int ScheduleBuilder::begin_lanes(std::int64_t asked) {
   next_step();
+  if (lanes_ != 1) throw std::logic_error("a pipeline's lanes begun twice");
   const std::int64_t slots = std::int64_t{channels_} * ranks_;
   const int lanes = static_cast<int>(std::clamp<std::int64_t>(
       std::min(asked, kMaxLaneSlots / std::max<std::int64_t>(1, slots)), 1, 1 << 20));
-  if (lanes == 1 || lanes_ != 1) return lanes_;
+  if (lanes == 1) return 1;
   if (sink_) throw std::invalid_argument("a pipeline's lanes cannot be streamed");
-  // Every lane starts after what came before: each takes the rank's latest step.
-  std::vector<std::vector<OpId>> done(done_.size() * lanes);
-  for (int c = 0; c < channels_; ++c)
-    for (int l = 0; l < lanes; ++l)
-      for (int r = 0; r < ranks_; ++r)
-        done[(c * lanes + l) * ranks_ + r] = done_[c * ranks_ + r];
-  done_ = std::move(done);
+  // Every lane starts after what came before: a lane's list stays empty, and reads the
+  // rank's latest step from before (before_), until the lane first touches the rank.
+  before_ = std::move(done_);
+  done_.assign(before_.size() * lanes, {});
   open_.assign(done_.size(), {});
   lanes_ = lanes;
   return lanes;
@@ -103,7 +101,7 @@ void ScheduleBuilder::end_lanes() {
     for (int r = 0; r < ranks_; ++r) {
       auto& merged = done[c * ranks_ + r];
       for (int l = 0; l < lanes_; ++l) {
-        const auto& lane = done_[slot(c, l, r)];
+        const auto& lane = latest(c, l, r);
         merged.insert(merged.end(), lane.begin(), lane.end());
       }
       std::sort(merged.begin(), merged.end());
@@ -111,11 +109,18 @@ void ScheduleBuilder::end_lanes() {
     }
   done_ = std::move(done);
   open_.assign(done_.size(), {});
+  before_.clear();
   lanes_ = 1;
+}
+
+const std::vector<OpId>& ScheduleBuilder::latest(int channel, int lane, int rank) const {
+  const auto& own = done_[slot(channel, lane, rank)];
+  return own.empty() && lanes_ > 1 ? before_[channel * ranks_ + rank] : own;
 }
 
 void ScheduleBuilder::join_channels() {
   next_step();
+  if (lanes_ != 1) throw std::logic_error("channels joined inside a pipeline's lanes");
   if (channels_ == 1) return;
   std::vector<OpId> merged;
   for (int rank = 0; rank < ranks_; ++rank) {
@@ -132,6 +137,8 @@ void ScheduleBuilder::join_channels() {
 
 void ScheduleBuilder::add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count,
                           int channel) {
+  // Inside lanes a plain op would wait for lane 0 alone.
+  if (lanes_ != 1) throw std::logic_error("a plain op added inside a pipeline's lanes");
   if (count > 0) append(kind, src, dst, count, channel);  // empty chunks (count < ranks)
 }
 
@@ -155,7 +162,7 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   // costs more than the copy (this is the generators' hot loop).
   scratch_deps_.clear();
   auto gather = [&](int rank) {
-    for (OpId d : done_[slot(channel, lane, rank)]) scratch_deps_.push_back(d);
+    for (OpId d : latest(channel, lane, rank)) scratch_deps_.push_back(d);
   };
   for (int r = first; r <= last; ++r) gather(r);
   if (!every_rank && dst.rank != src.rank) gather(dst.rank);

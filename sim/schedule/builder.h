@@ -13,6 +13,7 @@
 // are disjoint, so a rank's op on one segment need not wait for its ops on another:
 // as in NCCL, where a connection holds NCCL_STEPS chunks in flight, a rank forwards
 // the next segment while the one before is still on its way.
+#include <stdexcept>
 #include <vector>
 
 #include "schedule/schedule.h"
@@ -72,6 +73,7 @@ class ScheduleBuilder {
                    int lane, OpId after);
   // A message without data (barriers): it costs its latency and orders what follows.
   void signal(int src_rank, int dst_rank, int channel = 0) {
+    if (lanes_ != 1) throw std::logic_error("a signal added inside a pipeline's lanes");
     append(OpKind::Copy, {src_rank, 0, 0}, {dst_rank, 0, 0}, 0, channel);
   }
 
@@ -89,6 +91,9 @@ class ScheduleBuilder {
     return (channel * lanes_ + lane) * ranks_ + rank;
   }
   std::vector<OpId>& done_list(int channel, int rank) { return done_[slot(channel, 0, rank)]; }
+  // The ops an op on (channel, lane, rank) orders after: the lane's latest step on the
+  // rank, or, until the lane first touches it, the rank's latest step before the lanes.
+  const std::vector<OpId>& latest(int channel, int lane, int rank) const;
 
   Schedule schedule_;  // streamed: the header and the open step's ops only
   StepSink* sink_ = nullptr;
@@ -101,7 +106,8 @@ class ScheduleBuilder {
   // Per (channel, lane, rank): ops of the rank's latest finished step, and of the open step.
   std::vector<std::vector<OpId>> done_;
   std::vector<std::vector<OpId>> open_;
-  std::vector<int> touched_;  // (channel, rank) slots with ops in the open step
+  std::vector<std::vector<OpId>> before_;  // inside lanes: per (channel, rank), done_ before them
+  std::vector<int> touched_;  // (channel, lane, rank) slots with ops in the open step
   std::vector<OpId> scratch_deps_;
 };
 

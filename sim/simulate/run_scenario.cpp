@@ -155,7 +155,7 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
       header.num_steps = r.steps;
       ops = r.ops;
       absorb(r);
-    } else {  // a choice was made on stored schedules, or NVLS: the stored schedule, alone
+    } else {  // chosen on stored schedules, NVLS, a pipeline's lanes: the stored one, alone
       Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
       const SimulationResult r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
       took = r.tasks[0].end - r.tasks[0].start;

@@ -68,6 +68,9 @@ struct SweepRow {
   double busbw_Bps;
   bool winner;       // fastest at this (ranks, size); "nccl" rows never win, they are compared
   std::string plan;  // the planned label: "ring (8 channels) LL128", "nccl: ring/LL/24ch"
+  // What its ops took on the links: below time_s where NCCL's estimate held the pick
+  // (CollectiveOutcome::held_by; the plan then ends in " (NCCL's estimate)").
+  double ops_time_s = 0;
 };
 
 // At one (ranks, size): NCCL's pick, simulated, against the fastest simulated algorithm.

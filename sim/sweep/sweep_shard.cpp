@@ -34,7 +34,7 @@ constexpr std::string_view kPlanKeys[] = {
     "op",       "dtype",    "redop",   "root",      "own_ranks",  "rank_counts", "algorithms",
     "sizes"};
 constexpr std::string_view kRowKeys[] = {"point",  "ranks",     "algorithm", "bytes", "count",
-                                         "time_s", "algbw_Bps", "busbw_Bps", "plan"};
+                                         "time_s", "algbw_Bps", "busbw_Bps", "plan", "ops_time_s"};
 
 // The longest a simulated collective can take: the picosecond clock's end.
 constexpr double kMaxRowSeconds = to_seconds(kTimeNever);
@@ -105,7 +105,8 @@ nlohmann::json rows_json(std::span<const std::size_t> points, std::span<const Sw
                    {"time_s", r.time_s},
                    {"algbw_Bps", r.algbw_Bps},
                    {"busbw_Bps", r.busbw_Bps},
-                   {"plan", r.plan}});
+                   {"plan", r.plan},
+                   {"ops_time_s", r.ops_time_s}});
   }
   return out;
 }
@@ -134,6 +135,10 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
     r.algbw_Bps = read_nonnegative(v["algbw_Bps"], 1e300, "a bandwidth in bytes per second");
     r.busbw_Bps = read_nonnegative(v["busbw_Bps"], 1e300, "a bandwidth in bytes per second");
     r.plan = v["plan"].as_string();
+    // Shards from before the field: the ops took the whole time.
+    const auto ops = v.find("ops_time_s");
+    r.ops_time_s =
+        ops ? read_nonnegative(*ops, kMaxRowSeconds, "a simulated time in seconds") : r.time_s;
     out.emplace_back(k, std::move(r));
   }
   return out;

@@ -60,7 +60,8 @@ FitTerms parse_fit_terms(const std::string& list, const std::string& where);
 
 // The fitted values. Per link kind they follow NCCL's proportions: the latency of kind
 // k is latency_scale x NCCL's ring/Simple hop latency of k's class, its efficiency
-// efficiency x the kind's default usable share (NCCL's for NVLink, else 1).
+// efficiency x the kind's default usable share (NCCL's for NVLink and for the network,
+// else 1).
 struct FitValues {
   double launch_s = 0;
   double latency_scale = 0;

@@ -9,7 +9,8 @@ namespace collsim {
 // end to end: segment t may overtake the ranks' work on segments up to t - 8 P (builder.h,
 // lanes). With fewer lanes, a rank that a segment visits twice far apart (a tree's way up
 // and way down, NVLS's reduce and multicast) would hold the next segments until the
-// earlier ones came back.
+// earlier ones came back. The window is a rank's, not a connection's credits: a
+// connection into a slower hop may hold more than 8.
 constexpr int kSegmentsInFlight = 8;
 
 void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments) {

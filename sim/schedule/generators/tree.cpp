@@ -56,24 +56,31 @@ Schedule binomial_scatter_gather(const CollectiveShape& s, Direction d) {
 
 }  // namespace
 
-void binomial_all_reduce(ScheduleBuilder& b, const Group& g, int segments) {
-  auto phases = binomial_phases(g.size(), 0, Direction::Reduce);
-  auto down = binomial_phases(g.size(), 0, Direction::Broadcast);
-  phases.insert(phases.end(), down.begin(), down.end());
-  const PhasedPlan plan{g, std::move(phases)};
-  run_pipelined(b, std::span<const PhasedPlan>(&plan, 1), segments);
+// All groups in one pipeline (their lanes set up once, not once per group).
+void binomial_all_reduce(ScheduleBuilder& b, std::span<const Group> groups, int segments) {
+  std::vector<PhasedPlan> plans;
+  for (const Group& g : groups) {
+    auto phases = binomial_phases(g.size(), 0, Direction::Reduce);
+    auto down = binomial_phases(g.size(), 0, Direction::Broadcast);
+    phases.insert(phases.end(), down.begin(), down.end());
+    plans.push_back({g, std::move(phases)});
+  }
+  run_pipelined(b, plans, segments);
 }
 
-void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segments) {
+void double_binary_tree_all_reduce(ScheduleBuilder& b, std::span<const Group> groups,
+                                   int segments) {
   // Each tree carries half the data on its own channel; the second tree is the
   // first shifted by one member, so most leaves of one are inner nodes of the other.
-  const std::int64_t half = g.count / 2;
-  Group first = g.slice(0, half), second = g.slice(half, g.count - half);
-  first.channel = g.channel;
-  second.channel = g.channel + 1;
-  const PhasedPlan plans[] = {
-      {first, binary_tree_all_reduce_phases(g.size(), 0)},
-      {second, binary_tree_all_reduce_phases(g.size(), g.size() > 1 ? 1 : 0)}};
+  std::vector<PhasedPlan> plans;
+  for (const Group& g : groups) {
+    const std::int64_t half = g.count / 2;
+    Group first = g.slice(0, half), second = g.slice(half, g.count - half);
+    first.channel = g.channel;
+    second.channel = g.channel + 1;
+    plans.push_back({first, binary_tree_all_reduce_phases(g.size(), 0)});
+    plans.push_back({second, binary_tree_all_reduce_phases(g.size(), g.size() > 1 ? 1 : 0)});
+  }
   b.join_channels();
   run_pipelined(b, plans, segments);
   b.join_channels();
@@ -221,22 +228,24 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   auto binomial = pipelined(CollectiveOp::AllReduce, "binomial_tree",
                             [](const CollectiveShape& s, const AlgorithmOptions& o) {
                               auto b = make_builder(s, "binomial_tree");
-                              binomial_all_reduce(b, whole_group(s), o.segments);
+                              const Group g = whole_group(s);
+                              binomial_all_reduce(b, std::span(&g, 1), o.segments);
                               return b.finish();
                             });
   binomial.on_groups = [](ScheduleBuilder& b, std::span<const Group> groups,
                           const AlgorithmOptions& o) {
-    for (const Group& g : groups) binomial_all_reduce(b, g, o.segments);
+    binomial_all_reduce(b, groups, o.segments);
   };
   c.push_back(with_channels(std::move(binomial)));
   auto dbt = pipelined(CollectiveOp::AllReduce, "double_binary_tree",
                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
                          auto b = make_builder(s, "double_binary_tree", {}, 2);
-                         double_binary_tree_all_reduce(b, whole_group(s), o.segments);
+                         const Group g = whole_group(s);
+                         double_binary_tree_all_reduce(b, std::span(&g, 1), o.segments);
                          return b.finish();
                        });
   dbt.on_groups = [](ScheduleBuilder& b, std::span<const Group> groups, const AlgorithmOptions& o) {
-    for (const Group& g : groups) double_binary_tree_all_reduce(b, g, o.segments);
+    double_binary_tree_all_reduce(b, groups, o.segments);
   };
   dbt.channels = 2;
   c.push_back(with_channels(std::move(dbt)));

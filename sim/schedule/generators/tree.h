@@ -6,8 +6,9 @@
 
 namespace collsim {
 
-void binomial_all_reduce(ScheduleBuilder& b, const Group& g, int segments);
-void double_binary_tree_all_reduce(ScheduleBuilder& b, const Group& g, int segments);
+void binomial_all_reduce(ScheduleBuilder& b, std::span<const Group> groups, int segments);
+void double_binary_tree_all_reduce(ScheduleBuilder& b, std::span<const Group> groups,
+                                   int segments);
 
 void register_trees(std::vector<AlgorithmEntry>& catalogue);
 
