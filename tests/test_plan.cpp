@@ -198,3 +198,18 @@ TEST_CASE("every bundled scenario shrunk to small sizes plans to schedules the r
   }
   CHECK(planned > 30);
 }
+
+TEST_CASE("channels left to the topology count toward a schedule's size once known") {
+  // 768 GPUs: a ring of 64 channels could reach 2 x 768^2 x 64 ops, past the 2^26 a run
+  // holds; "auto" gives one channel per rail (8), well within it.
+  const auto plan_with = [](const std::string& channels) {
+    return make_plan(parse_scenario(
+        parse_json_text(R"({"topology": {"preset": "cluster", "nodes": 96}, "collectives": [
+          {"name": "x", "op": "all_gather", "algorithm": "ring", "bytes": "1KiB",
+           "channels": )" + channels + "}]}",
+                        "t.json"),
+        "."));
+  };
+  CHECK(plan_with(R"("auto")").collectives[0].spec.options.channels == 8);
+  CHECK_THROWS_WITH(plan_with("64"), Catch::Contains("768 ranks x 1 segments x 64 channels"));
+}

@@ -43,9 +43,18 @@ class Tuner {
       : scenario_(s), router_(router), cost_(cost), holding_(holding) {}
 
   PlannedCollective plan(const CollectiveSpec& spec) {
-    // Before any routing or tuning: a million ranks are refused at once, not after a search.
+    // Before any routing or tuning: a million ranks are refused at once, not after a search
+    // (channels left to the topology count as one here; their number is checked once known).
     const bool streamed = holding_ == ScheduleHolding::Streamed;
-    if (std::string too_big = schedule_size_problem(spec, streamed); !too_big.empty())
+    const CollectiveSpec* checked = &spec;
+    CollectiveSpec least;
+    if (spec.options.auto_channels) {
+      least = spec;
+      least.options.auto_channels = false;
+      least.options.channels = 1;
+      checked = &least;
+    }
+    if (std::string too_big = schedule_size_problem(*checked, streamed); !too_big.empty())
       throw InputError(spec.json_path, too_big);
     if (spec.algorithm == "nccl") return plan_nccl(spec);
     PlannedCollective base{
@@ -68,6 +77,8 @@ class Tuner {
       const auto protocols = protocols_to_try(spec.protocol, spec.shape.op, a);
       try {
         fill_defaults(entry, trial);
+        if (std::string too_big = schedule_size_problem(trial.spec, streamed); !too_big.empty())
+          throw InputError(spec.json_path, too_big);
         if (!auto_algorithm && !has_auto(trial.spec.options) && protocols.size() == 1) {
           with_protocol(trial, protocols.front());
           if (holding_ == ScheduleHolding::Streamed && streams(trial.spec)) {

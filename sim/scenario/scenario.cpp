@@ -586,19 +586,17 @@ double schedule_ops_bound(const CollectiveSpec& c) {
 }
 
 std::string schedule_size_problem(const CollectiveSpec& c, bool streamed) {
+  const double ops = schedule_ops_bound(c);
+  if (ops <= (streamed ? kMaxStreamedOps : kMaxScheduleOps)) return {};
   const double S = most_segments(c.options, c.shape.count);
   const double C = c.options.auto_channels ? kMaxChannels : c.options.channels;
-  const double ops = schedule_ops_bound(c);
   const std::string shape =
       fmt::format("{} ranks x {} segments x {} channels: a schedule of up to {} ops",
                   c.ranks.size(), S, C, format_significant(ops, 3));
   if (streamed)
-    return ops <= kMaxStreamedOps
-               ? std::string{}
-               : shape +
-                     ", more than the 2^35 collsim simulates (hours of work at a few million "
-                     "ops a second); use fewer ranks, segments or channels";
-  if (ops <= kMaxScheduleOps) return {};
+    return shape +
+           ", more than the 2^35 collsim simulates (hours of work at a few million ops a second); "
+           "use fewer ranks, segments or channels";
   return shape + fmt::format(
                      ", more than the 2^26 collsim holds in memory (about {} at 115 bytes an "
                      "op); use fewer ranks, segments or channels, or {}",
