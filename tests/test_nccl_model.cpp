@@ -429,4 +429,13 @@ TEST_CASE("a NIC carries what NCCL's search counts of it: 48 GB/s per channel of
   }
   const Topology one = make_switch_topology(8, 450e9, 0);
   CHECK(net_usable_fraction(one, one.gpu_of_rank(0)) == 1);  // no NICs
+  // The protocol's costs run network links at that share, unless a term states their own.
+  const Topology cluster = make_cluster_topology(ClusterParams{});
+  const auto ib = [](const CostModel& m) { return m.link(LinkKind::Ib).efficiency; };
+  CHECK(ib(*protocol_cost(nullptr, Protocol::Simple, NcclAlgo::Ring, cluster)) == Approx(0.96));
+  CostModel stated;
+  stated.link(LinkKind::Ib).efficiency = 0.9;
+  stated.stated.efficiency[static_cast<std::size_t>(LinkKind::Ib)] = true;
+  const auto base = std::make_shared<const CostModel>(stated);
+  CHECK(ib(*protocol_cost(base, Protocol::Simple, NcclAlgo::Ring, cluster)) == Approx(0.9));
 }
