@@ -578,3 +578,22 @@ TEST_CASE("every CSV stays one field per column when names hold commas and quote
   REQUIRE(collsim::test::run_collsim("run " + workload + " --out " + (dir / "w").string()).status == 0);
   check_csvs(dir / "w", "switch, one");
 }
+
+TEST_CASE("run's table details the first 16 collectives and counts the rest", "[report]") {
+  nlohmann::json doc = {{"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "450GB/s"}}},
+                        {"collectives", nlohmann::json::array()}};
+  for (int i = 0; i < 20; ++i)
+    doc["collectives"].push_back(
+        {{"name", "c" + std::to_string(i)}, {"op", "all_reduce"}, {"algorithm", "ring"},
+         {"bytes", 4096}});
+  const Scenario s = parse_scenario(doc, ".");
+  const ScenarioResult r = run_scenario(s);
+  const std::string text = summary_table(s, r, analyse_traffic(s, r));
+  for (int i = 0; i < 20; ++i)  // a row each
+    CHECK_THAT(text, Catch::Contains("  c" + std::to_string(i) + " "));
+  CHECK_THAT(text, Catch::Contains("# c15: bottleneck"));
+  CHECK_THAT(text, !Catch::Contains("# c16: bottleneck"));
+  CHECK_THAT(text, Catch::Contains("#   c15 ("));
+  CHECK_THAT(text, !Catch::Contains("#   c16 ("));
+  CHECK_THAT(text, Catch::Contains("... and 4 more collectives"));
+}

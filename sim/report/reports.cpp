@@ -38,10 +38,22 @@ std::string network_line(const Scenario& s) {
 
 // Each collective judged over its own window: its busiest links and how evenly its
 // ranks sent (a skewed all-to-all shows as max far above mean).
+// The text names each collective's bottleneck and links up to this many collectives; the
+// rest are in --format json and --out (100,000 collectives made 500,000 lines of it).
+constexpr std::size_t kCollectivesDetailed = 16;
+
+std::string more_collectives_line(std::size_t total) {
+  return total > kCollectivesDetailed
+             ? fmt::format("#   ... and {} more collectives (all of them: --format json, --out)\n",
+                           total - kCollectivesDetailed)
+             : std::string{};
+}
+
 std::string per_collective_lines(const Scenario& s, const ScenarioResult& r,
                                  const TrafficReport& traffic) {
   std::string out = "# per collective, over its own duration:\n";
-  for (std::size_t c = 0; c < traffic.collectives.size(); ++c) {
+  const std::size_t shown = std::min(traffic.collectives.size(), kCollectivesDetailed);
+  for (std::size_t c = 0; c < shown; ++c) {
     const CollectiveTraffic& ct = traffic.collectives[c];
     const RankSpread sent = spread(ct.ranks, &RankTraffic::sent),
                      received = spread(ct.ranks, &RankTraffic::received);
@@ -56,7 +68,7 @@ std::string per_collective_lines(const Scenario& s, const ScenarioResult& r,
           fmt::format("#     {:<28} {:5.1f}% utilised  {:>10} carried\n",
                       s.topology.link_label(lb.link), lb.utilisation * 100, format_bytes(lb.bytes));
   }
-  return out;
+  return out + more_collectives_line(traffic.collectives.size());
 }
 
 }  // namespace
@@ -199,7 +211,7 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     out += "\n";
   }
   for (const auto& b : traffic.per_collective) {
-    if (b.link < 0 || r.resolved.size() < 2) continue;
+    if (b.link < 0 || r.resolved.size() < 2 || b.collective >= kCollectivesDetailed) continue;
     out += fmt::format("# {}: bottleneck {} ({} in {} at full rate)\n",
                        r.resolved[b.collective].name, s.topology.link_label(b.link),
                        format_bytes(b.bytes), format_duration(b.seconds));
