@@ -228,17 +228,24 @@ void refuse_foreign_options(const JsonView& v, const CollectiveSpec& c,
 // every entry for the collective, so each candidate finds its own). Fields no
 // candidate takes are refused here, before anything else is read.
 std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, CollectiveSpec& c) {
-  const auto algorithms = algorithms_for(c.shape.op);
   // Without "algorithm", the catalogue's first entry for the collective.
-  c.algorithm = v.has("algorithm") ? v["algorithm"].as_string()
-                                   : (algorithms.empty() ? "" : algorithms.front());
+  if (v.has("algorithm")) {
+    c.algorithm = v["algorithm"].as_string();
+  } else {
+    c.algorithm.clear();
+    for (const auto& e : algorithm_catalogue())
+      if (e.op == c.shape.op) {
+        c.algorithm = e.algorithm;
+        break;
+      }
+  }
   std::vector<const AlgorithmEntry*> candidates;
   for (const auto& e : algorithm_catalogue())
     if (e.op == c.shape.op && (c.algorithm == "auto" || e.algorithm == c.algorithm))
       candidates.push_back(&e);
   if (c.algorithm != "auto" && c.algorithm != "nccl" && candidates.empty()) {
     std::string list;
-    for (const auto& a : algorithms) list += (list.empty() ? "" : ", ") + a;
+    for (const auto& a : algorithms_for(c.shape.op)) list += (list.empty() ? "" : ", ") + a;
     const JsonView where = v.has("algorithm") ? v["algorithm"] : v["op"];
     where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto, nccl",
                                    c.algorithm, name_of(c.shape.op), list));

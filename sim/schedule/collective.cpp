@@ -72,8 +72,9 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     if (d.name == name) return d.type;
   return std::nullopt;
 }
-std::vector<std::string> all_collective_names() {
-  return names_in(kCollectives);
+const std::vector<std::string>& all_collective_names() {
+  static const std::vector<std::string> names = names_in(kCollectives);  // read per collective
+  return names;
 }
 std::vector<std::string> all_reduce_op_names() {
   return names_in(kReduceOps);

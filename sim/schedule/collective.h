@@ -32,7 +32,7 @@ std::string_view name_of(DType t);
 std::optional<CollectiveOp> collective_from_name(std::string_view name);
 std::optional<ReduceOp> reduce_op_from_name(std::string_view name);
 std::optional<DType> dtype_from_name(std::string_view name);
-std::vector<std::string> all_collective_names();
+const std::vector<std::string>& all_collective_names();
 std::vector<std::string> all_dtype_names();
 std::vector<std::string> all_reduce_op_names();
 
