@@ -627,10 +627,16 @@ TEST_CASE("compare takes the launch mode from the log's header and says so",
   CHECK_THAT(nccl_comparison_table(c),
              Catch::Contains("# launch: one process drives 8 GPUs (35.2 us to issue a "
                              "collective), from the log's header (nThread 1 nGpus 8)"));
-  // Every small size is the host's 35.2 us to issue, against 35-40 us measured.
-  for (const auto& row : c.rows) {
+  // Every small size is the host's 35.2 us to issue, against 35-40 us measured; each row
+  // says so, in its label and (JSON) in held_by.
+  const auto json_rows = nccl_comparison_json(c)["rows"];
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    const auto& row = c.rows[i];
     CHECK(row.simulated_s == Approx(35.2e-6));
     CHECK(std::abs(row.error_pct) < 15);
+    CHECK(row.held_by == "host_issue");
+    CHECK_THAT(row.plan, Catch::EndsWith(" (host issue)"));
+    CHECK(json_rows[i]["held_by"] == "host_issue");
   }
   CHECK(c.mape_pct < 5);  // 58% with the launch mode left out
   // A scenario that says how it launches keeps its own.

@@ -79,8 +79,9 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
   for (const Op& op : sched.ops)
     if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
   out.plan = r.labels[0];
-  const std::string& held = r.outcomes[0].held_by;
-  if (!held.empty()) out.plan += held == "nccl_model" ? " (NCCL's estimate)" : " (host issue)";
+  out.held_by = r.outcomes[0].held_by;
+  if (!out.held_by.empty())
+    out.plan += out.held_by == "nccl_model" ? " (NCCL's estimate)" : " (host issue)";
   return out;
 }
 
@@ -119,7 +120,8 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
     const SizedRun run = simulate_alone(launched, c);
     const double measured = row.out_of_place.time_us * 1e-6;
     out.rows.push_back({row.bytes, run.time_s, measured, (run.time_s - measured) / measured * 100,
-                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps, run.plan});
+                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps, run.plan,
+                        run.held_by});
   }
   if (out.rows.empty())
     throw InputError("--sizes", fmt::format("no size of {} in the range asked for", log.file));
@@ -185,7 +187,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
                     {"error_pct", r.error_pct},
                     {"simulated_busbw_GBps", r.simulated_busbw_GBps},
                     {"measured_busbw_GBps", r.measured_busbw_GBps},
-                    {"simulated_plan", r.plan}});
+                    {"simulated_plan", r.plan},
+                    {"held_by", r.held_by.empty() ? nlohmann::json() : nlohmann::json(r.held_by)}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& e : c.ranges)
     ranges.push_back(
