@@ -108,8 +108,8 @@ double hop_scale(const CostModel& m, std::size_t kind) {
 
 }  // namespace
 
-std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base,
-                                               Protocol p, NcclAlgo a, const Topology& t) {
+std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base, Protocol p,
+                                         NcclAlgo a, const Topology& t) {
   CostModel m = base ? *base : CostModel{};
   m.latency_replaces_alpha = true;
   // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's.
@@ -140,7 +140,7 @@ std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostM
                                                    : 1.0;
     c.efficiency *= protocol_efficiency(p) * usable;
   }
-  return std::make_shared<const CostModel>(std::move(m));
+  return std::make_shared<CostModel>(std::move(m));
 }
 
 }  // namespace collsim

@@ -56,7 +56,7 @@ double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu);
 // algorithms and protocols scaled by the same factor, keeping the table's ratios),
 // a stated efficiency or bandwidth curve the usable share in place of NCCL's NVLink
 // share; the protocol's payload efficiency applies on top.
-std::shared_ptr<const CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base,
-                                               Protocol p, NcclAlgo a, const Topology& t);
+std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base, Protocol p,
+                                         NcclAlgo a, const Topology& t);
 
 }  // namespace collsim

@@ -161,9 +161,12 @@ class Tuner {
                        fmt::format("{} runs on the Simple protocol only", c.spec.algorithm));
     c.spec.protocol = protocol;
     c.cost = scenario_.network.cost;
-    if (auto p = protocol_from_name(protocol))
-      c.cost = protocol_cost(c.cost, *p, nccl_family(c.spec.shape.op, c.spec.algorithm),
+    if (auto p = protocol_from_name(protocol)) {
+      auto m = protocol_cost(c.cost, *p, nccl_family(c.spec.shape.op, c.spec.algorithm),
                              scenario_.topology);
+      m->nccl_floor = nccl_floor_;
+      c.cost = std::move(m);
+    }
   }
 
   // NCCL's pick by its own cost model, then planned as if the user had asked for it.
@@ -172,7 +175,6 @@ class Tuner {
     s.options = {};
     s.nccl_filter = {};
     std::string pick;
-    double chosen_time_us = 0;
     std::vector<NcclOption> weighed;
     if (!nccl_has_algorithms(spec.shape.op)) {
       // NCCL runs these as grouped point-to-point sends, on the Simple protocol.
@@ -227,20 +229,16 @@ class Tuner {
       if (p.chosen.algorithm == NcclAlgo::Tree)
         s.options.channels = std::clamp(topo.channels, 1, kMaxChannels / 2);
       pick = describe(p);
-      chosen_time_us = p.chosen.time_us;
+      // NCCL's estimate of its pick bounds the simulated time below (with_protocol puts
+      // it in the pick's costs), until a calibration states this machine's terms (they
+      // describe it better than NCCL's generic table). One rank or no bytes: NCCL runs no
+      // kernel its model describes.
+      const bool calibrated = scenario_.network.cost && scenario_.network.cost->stated.any();
+      if (!calibrated && spec.bytes > 0 && spec.ranks.size() > 1)
+        nccl_floor_ = from_seconds(p.chosen.time_us * 1e-6);
       weighed = std::move(p.options);
     }
     PlannedCollective out = plan(s);
-    // NCCL's estimate of its pick bounds the simulated time below, until a calibration
-    // states this machine's terms (they describe it better than NCCL's generic table).
-    const bool calibrated = scenario_.network.cost && scenario_.network.cost->stated.any();
-    // One rank or no bytes: NCCL runs no kernel its model describes.
-    const bool moves = spec.bytes > 0 && spec.ranks.size() > 1;
-    if (!weighed.empty() && !calibrated && moves) {
-      auto floored = std::make_shared<CostModel>(out.cost ? *out.cost : CostModel{});
-      floored->nccl_floor = from_seconds(chosen_time_us * 1e-6);
-      out.cost = std::move(floored);
-    }
     out.spec.json_path = spec.json_path;
     out.nccl_pick = std::move(pick);
     out.nccl_options = std::move(weighed);
@@ -396,6 +394,7 @@ class Tuner {
   Router& router_;
   const CostFunction& cost_;
   ScheduleHolding holding_;
+  Time nccl_floor_ = 0;  // CostModel::nccl_floor of the collective planned, set for NCCL's pick
 };
 
 }  // namespace
