@@ -386,13 +386,13 @@ TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibra
                     << o.ops_time_s << " s");
       CHECK(o.time_s >= estimate - 1e-12);
       CHECK(o.time_s == Approx(std::max(estimate, o.ops_time_s)).margin(1e-11));  // ps
-      CHECK((o.held_by == "nccl_model") == (o.time_s - o.ops_time_s > 0.01 * o.ops_time_s));
+      CHECK((o.held_by == HeldBy::NcclModel) == (o.time_s - o.ops_time_s > 0.01 * o.ops_time_s));
       // A calibration's terms describe this machine: NCCL's generic table no longer holds.
       const Scenario calibrated = parse_scenario(
           parse_json_text(doc(R"(, "cost": {"links": {"nvlink": {"efficiency": 1}}})"), "t.json"),
           ".");
       const CollectiveOutcome c = run_scenario(calibrated).outcomes[0];
-      CHECK(c.held_by.empty());
+      CHECK(c.held_by == HeldBy::Nothing);
       CHECK(c.time_s == c.ops_time_s);
     }
   }
@@ -403,7 +403,7 @@ TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibra
         {"name": "x", "op": "all_reduce", "algorithm": "nccl", "bytes": "128KiB"}]})",
                       "t.json"),
       ".");
-  CHECK(run_scenario(s).outcomes[0].held_by == "nccl_model");
+  CHECK(run_scenario(s).outcomes[0].held_by == HeldBy::NcclModel);
   // One rank, or no bytes: NCCL runs no kernel its model describes; nothing holds them.
   for (const char* c : {R"("ranks": [3], "bytes": "1MiB")", R"("bytes": 0)"}) {
     const auto o = run_scenario(parse_scenario(
@@ -411,7 +411,7 @@ TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibra
           {{"name": "x", "op": "all_reduce", "algorithm": "nccl", {}}}]}})", c), "t.json"),
         ".")).outcomes[0];
     INFO(c);
-    CHECK(o.held_by.empty());
+    CHECK(o.held_by == HeldBy::Nothing);
     CHECK(o.time_s == o.ops_time_s);
   }
 }

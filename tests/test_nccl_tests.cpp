@@ -634,7 +634,7 @@ TEST_CASE("compare takes the launch mode from the log's header and says so",
     const auto& row = c.rows[i];
     CHECK(row.simulated_s == Approx(35.2e-6));
     CHECK(std::abs(row.error_pct) < 15);
-    CHECK(row.held_by == "host_issue");
+    CHECK(row.held_by == HeldBy::HostIssue);
     CHECK_THAT(row.plan, Catch::EndsWith(" (host issue)"));
     CHECK(json_rows[i]["held_by"] == "host_issue");
   }

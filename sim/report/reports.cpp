@@ -125,8 +125,8 @@ std::string held_notes(const ScenarioResult& r) {
   int held = 0;
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const CollectiveOutcome& o = r.outcomes[i];
-    if (o.held_by.empty() || ++held > kShown) continue;
-    const bool nccl = o.held_by == "nccl_model";
+    if (o.held_by == HeldBy::Nothing || ++held > kShown) continue;
+    const bool nccl = o.held_by == HeldBy::NcclModel;
     out += fmt::format(
         "# {}: {} ({:.2f} us) outlasts its ops on the links ({:.2f} us) and stands{}\n",
         r.resolved[i].name,
@@ -140,6 +140,10 @@ std::string held_notes(const ScenarioResult& r) {
 }
 
 }  // namespace
+
+nlohmann::json held_json(HeldBy held) {
+  return held == HeldBy::Nothing ? nlohmann::json() : nlohmann::json(name_of(held));
+}
 
 std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
                           int hottest) {
@@ -273,8 +277,7 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
                            {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
                            {"ops_time_s", o.ops_time_s},
-                           {"held_by", o.held_by.empty() ? nlohmann::json()
-                                                         : nlohmann::json(o.held_by)},
+                           {"held_by", held_json(o.held_by)},
                            {"segments", c.options.segments},
                            {"transfers", r.op_count(i)},
                            {"steps", r.schedules[i].num_steps}});

@@ -25,6 +25,9 @@ RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::
 std::string summary_table(const Scenario& scenario, const ScenarioResult& result,
                           const TrafficReport& traffic, int hottest = 5);
 // {scenario, topology, network, makespan_s, collectives[], links[], ranks[]}
+// A collective's held_by in JSON: null when nothing held it, else name_of(held).
+nlohmann::json held_json(HeldBy held);
+
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
 // Rows with scope "run" (every link or rank, over the whole run), then rows with scope

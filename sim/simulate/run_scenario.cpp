@@ -23,7 +23,7 @@ CollectiveOutcome outcome_of(const CollectiveSpec& c, const CostModel* cost, Tim
   // Held: longer by more than 1% (NCCL's estimate also counts a few bytes' worth of its
   // bandwidth term where the links took its latency alone).
   if (cost && to_seconds(end - ops_end) > 0.01 * o.ops_time_s)
-    o.held_by = cost->nccl_floor >= cost->host_issue ? "nccl_model" : "host_issue";
+    o.held_by = cost->nccl_floor >= cost->host_issue ? HeldBy::NcclModel : HeldBy::HostIssue;
   if (end > start) {
     o.algbw_Bps = static_cast<double>(c.bytes) / o.time_s;
     o.busbw_Bps = o.algbw_Bps * busbw_factor(c.shape.op, c.shape.ranks);
@@ -73,6 +73,16 @@ void add_counts(std::vector<std::int64_t>& into, const std::vector<std::int64_t>
 }
 
 }  // namespace
+
+std::string_view name_of(HeldBy h) {
+  constexpr std::string_view names[] = {"", "nccl_model", "host_issue"};
+  return names[static_cast<int>(h)];
+}
+
+std::string_view held_label(HeldBy h) {
+  constexpr std::string_view labels[] = {"", " (NCCL's estimate)", " (host issue)"};
+  return labels[static_cast<int>(h)];
+}
 
 ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOptions options) {
   ScenarioResult out;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/plan.h"
@@ -11,16 +12,23 @@
 
 namespace collsim {
 
+// What held a collective past its last op (CostModel::least_duration), if anything.
+enum class HeldBy : std::uint8_t { Nothing, NcclModel, HostIssue };
+// "nccl_model", "host_issue" (JSON); "" for Nothing.
+std::string_view name_of(HeldBy h);
+// What a row's label adds for it: " (NCCL's estimate)", " (host issue)", "".
+std::string_view held_label(HeldBy h);
+
 struct CollectiveOutcome {
   double start_s = 0;
   double end_s = 0;
   double time_s = 0;
   double algbw_Bps = 0;  // bytes / time; 0 when the collective takes no time
   double busbw_Bps = 0;
-  // What its ops alone took, and what held it longer (CostModel::least_duration) when
-  // something did: "nccl_model" (NCCL's estimate for its pick), "host_issue".
+  // What its ops alone took, and what held it longer (NCCL's estimate for its pick, the
+  // host's time to issue it) when something did.
   double ops_time_s = 0;
-  std::string held_by;
+  HeldBy held_by = HeldBy::Nothing;
 };
 
 struct ScenarioResult {

@@ -215,7 +215,7 @@ SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k
           o.algbw_Bps,
           o.busbw_Bps,
           false,
-          r.labels[0] + (o.held_by == "nccl_model" ? " (NCCL's estimate)" : ""),
+          r.labels[0] + std::string(o.held_by == HeldBy::NcclModel ? held_label(o.held_by) : ""),
           o.ops_time_s};
 }
 

@@ -9,6 +9,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "report/reports.h"
 #include "schedule/algorithms.h"
 #include "simulate/run_scenario.h"
 
@@ -80,8 +81,7 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
     if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
   out.plan = r.labels[0];
   out.held_by = r.outcomes[0].held_by;
-  if (!out.held_by.empty())
-    out.plan += out.held_by == "nccl_model" ? " (NCCL's estimate)" : " (host issue)";
+  out.plan += held_label(out.held_by);
   return out;
 }
 
@@ -188,7 +188,7 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
                     {"simulated_busbw_GBps", r.simulated_busbw_GBps},
                     {"measured_busbw_GBps", r.measured_busbw_GBps},
                     {"simulated_plan", r.plan},
-                    {"held_by", r.held_by.empty() ? nlohmann::json() : nlohmann::json(r.held_by)}});
+                    {"held_by", held_json(r.held_by)}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& e : c.ranges)
     ranges.push_back(

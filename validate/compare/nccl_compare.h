@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
 #include "validate/compare/nccl_tests_log.h"
 
 namespace collsim {
@@ -24,7 +25,7 @@ struct SizedRun {
   double busbw_Bps = 0;
   std::int64_t transfer_bytes = 0;  // the largest transfer between two ranks
   std::string plan;                 // what ran, as planned: "nccl: ring/LL128/16ch", "ring LL"
-  std::string held_by;              // CollectiveOutcome::held_by: "", "nccl_model", "host_issue"
+  HeldBy held_by = HeldBy::Nothing;  // what held it past its ops (CollectiveOutcome::held_by)
 };
 
 // `c` alone on the scenario's network, planned as `collsim run` plans it.
@@ -36,7 +37,7 @@ struct NcclCompareRow {
   double error_pct = 0;  // (simulated - measured) / measured
   double simulated_busbw_GBps = 0, measured_busbw_GBps = 0;
   std::string plan;  // what was simulated at this size (NCCL's pick changes with size)
-  std::string held_by;  // what held it past its ops (CollectiveOutcome::held_by), or ""
+  HeldBy held_by = HeldBy::Nothing;  // what held it past its ops (CollectiveOutcome::held_by)
 };
 
 struct SizeRangeError {
