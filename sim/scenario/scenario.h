@@ -74,8 +74,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::filesystem::path& 
 // 2^26 ops at most); a streamed one holds only the ops in flight, and is bounded by
 // the time its 2^35 ops would take. Checked before generating (plan/plan.h).
 std::string schedule_size_problem(const CollectiveSpec& c, bool streamed = false);
-// The most ops the collective's schedule may have: 2 x ranks x max(ranks, segments) x
-// channels (what the size check above compares with its bounds).
+// The most ops the collective's schedule may have: 4 x ranks x segments x channels for a
+// pipeline (AlgorithmEntry::lanes), else 2 x ranks x max(ranks, segments) x channels (what
+// the size check above compares with its bounds).
 double schedule_ops_bound(const CollectiveSpec& c);
 // What to do about a schedule too big to store: the advice both refusals end with.
 inline constexpr const char* kStreamAdvice =
