@@ -311,7 +311,7 @@ TEST_CASE("nvls_tree takes its hosts from the topology and refuses hosts that ar
                        "segments": 2}]})"));
   const auto& c = p.collectives[0];
   REQUIRE(c.spec.options.hosts.size() == 64);
-  CHECK(c.schedule.switch_group == 8);
+  CHECK(c.schedule->switch_group == 8);
   CHECK(verify_exact(c.schedule, 1).ok());
   CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "1GB/s"},
     "collectives": [{"op": "all_reduce", "algorithm": "nvls_tree", "bytes": 64,

@@ -60,7 +60,7 @@ TEST_CASE("the plan settles hierarchical levels from the hosts, and run times th
   const Plan plan = make_plan(s);
   const PlannedCollective& c = plan.collectives[0];
   CHECK(level_sizes(c.spec) == std::vector<int>{8, 8});
-  CHECK(c.schedule.num_steps == 2 * 7 + 2 * 7);
+  CHECK(c.schedule->num_steps == 2 * 7 + 2 * 7);
   CHECK(c.label() == "hierarchical [8 ring | 8 ring]");
   CHECK(verify_exact(c.schedule, 3).ok());
   const ScenarioResult r = run_scenario(s);
@@ -107,7 +107,7 @@ TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost
   // algorithm with the fewest, whatever the network says.
   Router router(s.topology, s.network.routing);
   const Plan fewest =
-      make_plan(s, router, [](const PlannedCollective& c) { return double(c.schedule.size()); });
+      make_plan(s, router, [](const PlannedCollective& c) { return double(c.schedule->size()); });
   const PlannedCollective* small = fewest.find("auto-small");
   REQUIRE(small);
   for (const auto& name : algorithms_for(CollectiveOp::AllReduce)) {
@@ -117,7 +117,7 @@ TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost
     other.options = {};
     if (name == "hierarchical") other.options.levels = {{2, "ring", {}}, {2, "ring", {}}};
     INFO(name);
-    CHECK(generate_schedule(other).size() >= small->schedule.size());
+    CHECK(generate_schedule(other).size() >= small->schedule->size());
   }
 }
 
@@ -212,4 +212,45 @@ TEST_CASE("channels left to the topology count toward a schedule's size once kno
   };
   CHECK(plan_with(R"("auto")").collectives[0].spec.options.channels == 8);
   CHECK_THROWS_WITH(plan_with("64"), Catch::Contains("768 ranks x 1 segments x 64 channels"));
+}
+
+TEST_CASE("collectives asking for the same thing share one plan, and time as if planned alone") {
+  // Four all-reduces: 0, 1 and 3 ask the same (names, order and "after" aside: 1 waits on 0,
+  // 3 on nothing); 2 differs
+  // by its bytes alone, so it must get a schedule of its own.
+  const Scenario s = scenario_of(R"({"topology": {"preset": "switch", "gpus": 4,
+      "bandwidth": "10GB/s"}, "network": {"model": "flow"}, "collectives": [
+    {"name": "a", "op": "all_reduce", "algorithm": "auto", "bytes": "64KiB"},
+    {"name": "b", "op": "all_reduce", "algorithm": "auto", "bytes": "64KiB"},
+    {"name": "c", "op": "all_reduce", "algorithm": "auto", "bytes": "96KiB"},
+    {"name": "d", "op": "all_reduce", "algorithm": "auto", "bytes": "64KiB", "after": []}]})");
+  const Plan plan = make_plan(s);
+  const auto& c = plan.collectives;
+  CHECK(c[1].schedule.same_as(c[0].schedule));
+  CHECK(c[3].schedule.same_as(c[0].schedule));
+  CHECK_FALSE(c[2].schedule.same_as(c[0].schedule));
+  // Each keeps its own name, place and predecessors.
+  CHECK(c[1].spec.name == "b");
+  CHECK(c[1].spec.json_path == "collectives[1]");
+  CHECK(c[1].spec.after == std::vector<int>{0});
+  CHECK(c[3].spec.after.empty());
+  // The shared plan is the one each would get alone.
+  Router router(s.topology, s.network.routing);
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const PlannedCollective alone =
+        plan_collective(s, router, simulated_alone(s, router), s.collectives[i]);
+    INFO(i);
+    CHECK(alone.label() == c[i].label());
+    CHECK(alone.digest == c[i].digest);
+    CHECK(same_ops(*alone.schedule, *c[i].schedule));
+  }
+  // Changing anything the plan reads (here the ranks) is not the same request.
+  CollectiveSpec other = s.collectives[0];
+  other.name = "z";
+  CHECK(other.asks_the_same_as(s.collectives[0]));
+  other.ranks = {3, 2, 1, 0};
+  CHECK_FALSE(other.asks_the_same_as(s.collectives[0]));
+  other = s.collectives[0];
+  other.options.channels = 2;
+  CHECK_FALSE(other.asks_the_same_as(s.collectives[0]));
 }

@@ -34,8 +34,8 @@ const std::string kScenarios = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/";
 std::vector<int> peaks_from_record(const Scenario& s, const ScenarioResult& r) {
   std::vector<std::vector<std::pair<Time, int>>> edges(s.topology.links().size());
   for (std::size_t c = 0; c < r.schedules.size(); ++c)
-    for (OpId id = 0; id < r.schedules[c].size(); ++id) {
-      if (r.schedules[c].ops[id].is_local()) continue;
+    for (OpId id = 0; id < r.schedules[c]->size(); ++id) {
+      if (r.schedules[c]->ops[id].is_local()) continue;
       const OpTiming& t = r.sim.tasks[c].ops[id];
       for (LinkId l : r.sim.routes[r.sim.tasks[c].paths[id]]) {
         edges[l].emplace_back(t.start, 1);

@@ -343,7 +343,7 @@ TEST_CASE("run --stream gives what run gives, on every bundled scenario of colle
       CHECK(streamed.labels[i] == stored.labels[i]);
       CHECK(streamed.digests[i] == stored.digests[i]);
       CHECK(streamed.op_count(i) == stored.op_count(i));
-      CHECK(streamed.schedules[i].num_steps == stored.schedules[i].num_steps);
+      CHECK(streamed.schedules[i]->num_steps == stored.schedules[i]->num_steps);
       CHECK(streamed.outcomes[i].start_s == stored.outcomes[i].start_s);
       CHECK(streamed.outcomes[i].end_s == stored.outcomes[i].end_s);
       ++compared;
@@ -416,7 +416,7 @@ TEST_CASE("collsim run streams by itself where that gives the same figures and p
   const RunRecord large_run = run_use_case(large, {});
   REQUIRE(large_run.result);
   CHECK(large_run.result->streamed_ops.size() == 2);
-  CHECK(large_run.result->schedules[0].ops.empty());
+  CHECK(large_run.result->schedules[0]->ops.empty());
   CHECK(large_run.result->op_count(0) == 2u * 725 * 724);
   CHECK(run_use_case(small, {}).result->streamed_ops.empty());
   CHECK(run_use_case(overlapping, {}).result->streamed_ops.empty());

@@ -602,12 +602,12 @@ TEST_CASE("compare: errors per collective, step and op against a known measureme
   const Comparison c = compare_runs(s, sim, {{"collectives", cols}});
   REQUIRE(c.collectives.size() == 2);
   CHECK(c.steps.size() == 6 + 2);  // ring on 4: 2(K-1) steps; binomial tree on 4: 2
-  CHECK(c.ops.size() == sim.schedules[0].size() + sim.schedules[1].size());
+  CHECK(c.ops.size() == sim.schedules[0]->size() + sim.schedules[1]->size());
   for (const auto* rows : {&c.collectives, &c.steps, &c.ops})
     for (const auto& r : *rows) CHECK(r.error_pct == Approx(-50).margin(1e-6));
   CHECK(c.mape_pct == Approx(50));
   CHECK(c.op_mape_pct == Approx(50));
-  CHECK(c.ops[0].bytes == sim.schedules[0].ops[0].count * 4);
+  CHECK(c.ops[0].bytes == sim.schedules[0]->ops[0].count * 4);
   std::ostringstream csv;
   write_comparison_csv(csv, c);
   CHECK_THAT(csv.str(), Catch::StartsWith("collective,step,op,src,dst,bytes,measured_s"));
@@ -624,7 +624,7 @@ TEST_CASE("compare: a measured.json with an impossible time or an unknown field 
                                     ".", "test");
   const ScenarioResult sim = run_scenario(s);
   nlohmann::json ops = nlohmann::json::array();
-  for (std::size_t i = 0; i < sim.schedules[0].size(); ++i) ops.push_back({0.0, 1e-6});
+  for (std::size_t i = 0; i < sim.schedules[0]->size(); ++i) ops.push_back({0.0, 1e-6});
   const nlohmann::json good = {{"name", "ar"}, {"time_s", 1e-5}, {"ops", ops}};
   const auto error = [&](const nlohmann::json& collective) {
     try {

@@ -38,6 +38,8 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks);
 struct NcclFilter {
   std::vector<NcclAlgo> algorithms;
   std::vector<Protocol> protocols;
+
+  bool operator==(const NcclFilter&) const = default;
 };
 
 struct NcclOption {

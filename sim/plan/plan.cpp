@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "nccl/nccl_model.h"
@@ -71,7 +72,8 @@ class Tuner {
     std::string refusal;  // why the first inapplicable candidate did not apply
     for (const auto& a : algorithms) {
       const AlgorithmEntry& entry = *find_algorithm(spec.shape.op, a);
-      PlannedCollective trial = base;
+      // One algorithm: the base itself (no copy of a collective per collective).
+      PlannedCollective trial = algorithms.size() == 1 ? std::move(base) : base;
       trial.spec.algorithm = a;
       trial.spec.options = entry.own(spec.options);
       const auto protocols = protocols_to_try(spec.protocol, spec.shape.op, a);
@@ -397,6 +399,46 @@ class Tuner {
   Time nccl_floor_ = 0;  // CostModel::nccl_floor of the collective planned, set for NCCL's pick
 };
 
+// Collectives that ask for the same thing (a training step's repeated buckets, a file of
+// many identical all-reduces) are planned once: planning is deterministic, so the later
+// ones take the earlier plan, its schedule shared, and simulate exactly as if planned anew.
+class PlanMemo {
+ public:
+  // The plan of an earlier collective that asked for what `spec` asks, or null.
+  const PlannedCollective* find(const Plan& plan, const CollectiveSpec& spec) const {
+    const auto it = by_key_.find(key(spec));
+    if (it == by_key_.end()) return nullptr;
+    for (const auto& [asked, index] : it->second)
+      if (asked->asks_the_same_as(spec)) return &plan.collectives[index];
+    return nullptr;
+  }
+  // `asked` (which must outlive the memo) was planned as plan.collectives[index].
+  void add(const CollectiveSpec& asked, std::size_t index) {
+    by_key_[key(asked)].emplace_back(&asked, index);
+  }
+
+ private:
+  static std::uint64_t key(const CollectiveSpec& s) {
+    std::uint64_t h = std::hash<std::string>{}(s.algorithm);
+    for (std::int64_t v : {s.bytes, static_cast<std::int64_t>(s.shape.op),
+                           static_cast<std::int64_t>(s.ranks.size()),
+                           s.ranks.empty() ? std::int64_t{-1} : s.ranks.front()})
+      h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
+    return h;
+  }
+  std::unordered_map<std::uint64_t, std::vector<std::pair<const CollectiveSpec*, std::size_t>>>
+      by_key_;
+};
+
+// `same`'s plan for `spec`, which asks for the same: under spec's name, place and predecessors.
+PlannedCollective planned_as(const PlannedCollective& same, const CollectiveSpec& spec) {
+  PlannedCollective out = same;
+  out.spec.name = spec.name;
+  out.spec.json_path = spec.json_path;
+  out.spec.after = spec.after;
+  return out;
+}
+
 }  // namespace
 
 std::string PlannedCollective::label() const {
@@ -440,9 +482,15 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
   // Ops of the stored schedules so far: all are held at once, streamed or not (a streamed
   // run still stores "auto" and NVLS collectives, and plans every collective first).
   std::size_t held = 0;
+  PlanMemo memo;
   for (const auto& spec : scenario.collectives) {
+    if (const PlannedCollective* same = memo.find(plan, spec)) {
+      plan.collectives.push_back(planned_as(*same, spec));
+      continue;  // its schedule is shared: nothing more held
+    }
     plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
-    held += plan.collectives.back().schedule.size();
+    memo.add(spec, plan.collectives.size() - 1);
+    held += plan.collectives.back().schedule->size();
     if (static_cast<double>(held) > kMaxStoredOps)
       throw InputError(spec.json_path,
                        fmt::format("the scenario's schedules hold {} ops up to this collective, "

@@ -63,7 +63,7 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
   for (const auto& c : plan.collectives)
     out += fmt::format("  {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", c.spec.name, wn,
                        name_of(c.spec.shape.op), c.spec.shape.ranks, c.spec.bytes, c.label(), wp,
-                       c.schedule.num_steps, c.schedule.size(), digest_text(c.digest));
+                       c.schedule->num_steps, c.schedule->size(), digest_text(c.digest));
   for (const auto& c : plan.collectives) {
     if (!c.choice) continue;
     out += fmt::format("# {}: chose {} ({:.2f} us simulated alone) of {} candidates", c.spec.name,
@@ -90,8 +90,8 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
                         {"algorithm", c.spec.algorithm},
                         {"plan", c.label()},
                         {"options", options_json(c.spec.options)},
-                        {"steps", c.schedule.num_steps},
-                        {"transfers", c.schedule.size()},
+                        {"steps", c.schedule->num_steps},
+                        {"transfers", c.schedule->size()},
                         {"schedule_digest", digest_text(c.digest)}};
     if (c.choice) {
       j["auto"] = {{"chosen", candidate_json(c.choice->chosen)},

@@ -145,7 +145,7 @@ void timeline_bars(std::ostream& out, const ScenarioResult& r, double scale, int
   for (std::size_t c = 0; c < r.resolved.size(); ++c) {
     const auto& timing = r.sim.tasks[c].ops;
     for (OpId id = 0; id < timing.size(); ++id) {
-      const Op& op = r.schedules[c].ops[id];
+      const Op& op = r.schedules[c]->ops[id];
       const int src = r.resolved[c].ranks[op.src_rank], dst = r.resolved[c].ranks[op.dst_rank];
       const double a = to_seconds(timing[id].start), b = to_seconds(timing[id].end);
       out << fmt::format(
@@ -154,7 +154,7 @@ void timeline_bars(std::ostream& out, const ScenarioResult& r, double scale, int
           html::kPlotLeft + a * scale, top + src * row_h + 2, std::max(0.6, (b - a) * scale),
           row_h - 4, html::collective_colour(c, op.step % 2 ? 38 : 55),
           html::escape(r.resolved[c].name), op.step, op_kind_name(op.kind), src, dst,
-          format_bytes(r.schedules[c].bytes(op)), format_duration(a), format_duration(b));
+          format_bytes(r.schedules[c]->bytes(op)), format_duration(a), format_duration(b));
     }
   }
 }
@@ -172,7 +172,7 @@ void timeline_bins(std::ostream& out, const ScenarioResult& r, const Rows& rows,
     std::fill(mine.begin(), mine.end(), 0.0);
     const auto& timing = r.sim.tasks[c].ops;
     for (OpId id = 0; id < timing.size(); ++id) {
-      const Op& op = r.schedules[c].ops[id];
+      const Op& op = r.schedules[c]->ops[id];
       const int row = r.resolved[c].ranks[op.src_rank] / rows.ranks_per_row;
       const double a = to_seconds(timing[id].start), b = to_seconds(timing[id].end);
       const int k0 = std::min(B - 1, static_cast<int>(a / width)),

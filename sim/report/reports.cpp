@@ -280,7 +280,7 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            {"held_by", held_json(o.held_by)},
                            {"segments", c.options.segments},
                            {"transfers", r.op_count(i)},
-                           {"steps", r.schedules[i].num_steps}});
+                           {"steps", r.schedules[i]->num_steps}});
     if (r.choices[i]) {
       auto candidate = [](const Candidate& x) {
         return nlohmann::json{{"algorithm", x.algorithm},
@@ -669,7 +669,7 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
   std::vector<TimelineCollective> collectives;
   for (std::size_t c = 0; c < r.resolved.size(); ++c)
     collectives.push_back(
-        {r.resolved[c].name, &r.resolved[c].ranks, &r.schedules[c], r.sim.tasks[c].ops});
+        {r.resolved[c].name, &r.resolved[c].ranks, &*r.schedules[c], r.sim.tasks[c].ops});
   write_transfer_timeline(out, s.topology, collectives, &traffic, max_transfers);
 }
 

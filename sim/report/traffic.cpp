@@ -70,8 +70,8 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
   TrafficReport rep;
   for (const auto& o : r.outcomes) rep.makespan_s = std::max(rep.makespan_s, o.end_s);
   // Per-op timing was recorded (a streamed run holds no ops: nothing to time by).
-  rep.timed = !r.sim.tasks.empty() && !r.schedules[0].ops.empty() &&
-              r.sim.tasks[0].ops.size() == r.schedules[0].size();
+  rep.timed = !r.sim.tasks.empty() && !r.schedules[0]->ops.empty() &&
+              r.sim.tasks[0].ops.size() == r.schedules[0]->size();
   rep.bins = rep.timed ? bins : 0;
   rep.bin_s = rep.makespan_s > 0 && bins > 0 ? rep.makespan_s / bins : 0;
   const std::size_t L = t.links().size();

@@ -25,6 +25,14 @@ struct CollectiveSpec {
   // "LL", "LL128", "Simple", "auto" (the tuner tries each), or "" (plain α-β).
   std::string protocol;
   NcclFilter nccl_filter;  // "algorithm": "nccl": what "nccl_algo" / "nccl_proto" allow
+
+  // Whether `other` asks for exactly this collective, whatever its name, place in the
+  // file and predecessors: then both plan alike (plan/plan.h shares the plan).
+  bool asks_the_same_as(const CollectiveSpec& other) const {
+    return bytes == other.bytes && shape == other.shape && algorithm == other.algorithm &&
+           protocol == other.protocol && ranks == other.ranks && options == other.options &&
+           nccl_filter == other.nccl_filter;
+  }
 };
 
 }  // namespace collsim

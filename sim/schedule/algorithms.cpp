@@ -71,6 +71,9 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
   return out;
 }
 
+// Here, where LevelSpec (which holds options) is complete.
+bool AlgorithmOptions::operator==(const AlgorithmOptions&) const = default;
+
 AlgorithmOptions AlgorithmOptions::for_other_ranks() const {
   AlgorithmOptions out = *this;
   out.levels.clear();

@@ -45,6 +45,8 @@ struct AlgorithmOptions {
   // these ranks (levels, channel orders, servers) is dropped, for the planner to
   // derive again; counts stay.
   AlgorithmOptions for_other_ranks() const;
+
+  bool operator==(const AlgorithmOptions&) const;
 };
 
 // One level of a hierarchical algorithm: groups of `size` members running
@@ -53,6 +55,8 @@ struct LevelSpec {
   int size = 1;
   std::string algorithm = "ring";
   AlgorithmOptions options;
+
+  bool operator==(const LevelSpec&) const = default;
 };
 
 // Where options are read and defaults derived: the collective (or level) they belong to.

@@ -15,6 +15,11 @@ std::size_t Schedule::memory_bytes() const {
          deps.capacity() * sizeof(OpId) + buffer_counts.capacity() * sizeof(std::int64_t);
 }
 
+const Schedule& SharedSchedule::empty() {
+  static const Schedule none;
+  return none;
+}
+
 ScheduleGraph::ScheduleGraph(const Schedule& s) {
   const std::size_t n = s.size();
   const std::size_t edges = s.deps.size();

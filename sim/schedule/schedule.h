@@ -105,6 +105,9 @@ struct CollectiveShape {
   int root = 0;
   // All-to-allv: elements rank s sends rank d at [s * ranks + d]. Empty means uniform.
   std::shared_ptr<const std::vector<std::int64_t>> matrix;
+
+  // Equal: the same matrix object, not merely equal contents (enough to share a plan).
+  bool operator==(const CollectiveShape&) const = default;
 };
 
 class Schedule {
@@ -137,6 +140,26 @@ class Schedule {
   }
   // Bytes of memory the schedule occupies (for the benchmark's bytes-per-transfer figure).
   std::size_t memory_bytes() const;
+};
+
+// A finished schedule, held by every collective that runs it: collectives asking for the
+// same thing share one (plan/plan.h), so 100,000 identical all-reduces hold one schedule,
+// not 100,000. Read-only; empty (no ops) until one is given.
+class SharedSchedule {
+ public:
+  SharedSchedule() = default;
+  SharedSchedule(Schedule s) : s_(std::make_shared<const Schedule>(std::move(s))) {}
+
+  const Schedule& get() const { return s_ ? *s_ : empty(); }
+  const Schedule& operator*() const { return get(); }
+  const Schedule* operator->() const { return &get(); }
+  operator const Schedule&() const { return get(); }
+  // Whether both hold the very same schedule (not merely equal ones).
+  bool same_as(const SharedSchedule& other) const { return s_ && s_ == other.s_; }
+
+ private:
+  static const Schedule& empty();
+  std::shared_ptr<const Schedule> s_;
 };
 
 // Successor lists and in-degrees, derived once from a schedule's dependencies:

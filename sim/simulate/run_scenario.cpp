@@ -89,15 +89,21 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   std::vector<CollectiveTask> tasks;
   const std::size_t n = plan.collectives.size();
   out.schedules.reserve(n);  // tasks point into it: no reallocation below
+  out.labels.reserve(n);
+  out.resolved.reserve(n);
+  out.choices.reserve(n);
+  out.digests.reserve(n);
+  tasks.reserve(n);
   for (auto& c : plan.collectives) {
     out.labels.push_back(c.label());
     out.schedules.push_back(std::move(c.schedule));
     tasks.push_back(
-        {c.spec.name, &out.schedules.back(), std::move(c.gpus), c.spec.after, std::move(c.cost)});
+        {c.spec.name, &*out.schedules.back(), std::move(c.gpus), c.spec.after, std::move(c.cost)});
     out.resolved.push_back(std::move(c.spec));
     out.choices.push_back(std::move(c.choice));
     out.digests.push_back(c.digest);
   }
+  plan = {};  // all taken: its husks (a KB each) need not outlive the run
   Router router(scenario.topology, scenario.network.routing);
   auto model = make_network_model(scenario.network, scenario.topology, router);
   Simulator sim(scenario.topology, router, *model, options);
@@ -147,7 +153,7 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
     auto model = make_network_model(scenario.network, topo, router);
     Time took = 0, ops_took = 0;
     Schedule header;  // what the reports read of the schedule: its step count
-    std::uint64_t ops = c.schedule.size();
+    std::uint64_t ops = c.schedule->size();
     auto absorb = [&](const auto& r) {  // a StreamedResult or a SimulationResult
       add_counters(out.sim.links, r.links);
       add_counts(out.sim.node_sent, r.node_sent);
@@ -167,10 +173,10 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
       absorb(r);
     } else {  // chosen on stored schedules, NVLS, a pipeline's lanes: the stored one, alone
       Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
-      const SimulationResult r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
+      const SimulationResult r = sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});
       took = r.tasks[0].end - r.tasks[0].start;
       ops_took = r.tasks[0].ops_end - r.tasks[0].start;
-      header.num_steps = c.schedule.num_steps;
+      header.num_steps = c.schedule->num_steps;
       absorb(r);
     }
     TaskTiming timing;

@@ -34,7 +34,7 @@ struct CollectiveOutcome {
 struct ScenarioResult {
   std::vector<CollectiveSpec> resolved;  // the plan's collectives, every choice settled
   std::vector<std::optional<AutoChoice>> choices;
-  std::vector<Schedule> schedules;     // one per collective, in scenario order
+  std::vector<SharedSchedule> schedules;  // one per collective, in scenario order (shared)
   std::vector<std::uint64_t> digests;  // schedule_digest of each
   std::vector<std::string> labels;     // PlannedCollective::label() of each
   std::vector<CollectiveOutcome> outcomes;
@@ -50,7 +50,7 @@ struct ScenarioResult {
   std::vector<CollectiveTotals> streamed_totals;
 
   std::uint64_t op_count(std::size_t i) const {
-    return streamed_ops.empty() ? schedules[i].size() : streamed_ops[i];
+    return streamed_ops.empty() ? schedules[i]->size() : streamed_ops[i];
   }
 };
 

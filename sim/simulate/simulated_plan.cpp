@@ -11,7 +11,7 @@ CostFunction simulated_alone(const Scenario& scenario, Router& router) {
   return [&scenario, &router](const PlannedCollective& c) {
     auto model = make_network_model(scenario.network, scenario.topology, router);
     Simulator sim(scenario.topology, router, *model, SimulationOptions{.record_ops = false});
-    const auto r = sim.run({{c.spec.name, &c.schedule, c.gpus, {}, c.cost}});
+    const auto r = sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});
     return to_seconds(r.tasks[0].end - r.tasks[0].start);
   };
 }

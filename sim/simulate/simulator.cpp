@@ -124,9 +124,12 @@ void Simulator::prepare_task(std::size_t index) {
   // a one-entry memo per source rank answers those without hashing. New pairs are
   // searched together, grouped by source.
   path.assign(s.size(), -1);
-  std::vector<int> memo_dst(s.shape.ranks, -1);
-  std::vector<PathId> memo_path(s.shape.ranks, -1);
-  std::vector<std::pair<NodeId, NodeId>> missing;
+  std::vector<int>& memo_dst = scratch_.memo_dst;  // reused: a task per collective adds up
+  std::vector<PathId>& memo_path = scratch_.memo_path;
+  std::vector<std::pair<NodeId, NodeId>>& missing = scratch_.missing;
+  memo_dst.assign(s.shape.ranks, -1);
+  memo_path.assign(s.shape.ranks, -1);
+  missing.clear();
   auto lookup = [&](const Op& op) {
     if (memo_dst[op.src_rank] == op.dst_rank) return memo_path[op.src_rank];
     const PathId p = router_.cached(task.rank_gpu[op.src_rank], task.rank_gpu[op.dst_rank]);

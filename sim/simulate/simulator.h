@@ -115,6 +115,11 @@ class Simulator final : private NetworkHost {
   std::vector<TaskState> state_;
   // Tasks sharing a schedule (a workload's thousand identical all-reduces) share its graph.
   std::unordered_map<const Schedule*, std::unique_ptr<const ScheduleGraph>> graphs_;
+  struct RouteScratch {  // prepare_task's working lists, kept between tasks
+    std::vector<int> memo_dst;
+    std::vector<PathId> memo_path;
+    std::vector<std::pair<NodeId, NodeId>> missing;
+  } scratch_;
   TransferIds ids_;  // (task, op, leg) <-> the id a network model hands back
   std::vector<Time> rank_busy_until_;  // per topology node: CostModel::op_overhead's queue
   SimulationResult result_;
