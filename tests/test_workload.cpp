@@ -549,3 +549,36 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
         "workload.tokens_per_gpu: a micro-batch's activations (8796093022208 tokens x hidden "
         "4096) come to 7.21e+16 bytes, more than 2^50");
 }
+
+TEST_CASE("a training step counts and reports the collectives NCCL's estimate held",
+          "[workload]") {
+  // Small buckets on one DGX H100: NCCL picks ring/LL, whose estimate (its 15 us latency)
+  // outlasts what the links take; a plain ring has no such floor.
+  const auto scenario = [](const std::string& algorithm) {
+    return parse_scenario(parse_json_text(R"({"topology": "dgx-h100", "workload": {"gradients":
+        "4MiB", "compute": "1ms", "scaling": "weak", "bucket": "256KiB", "overlap": true,
+        "algorithm": ")" + algorithm + R"("}})",
+                                          "scenario.json"),
+                          ".");
+  };
+  const Scenario nccl = scenario("nccl");
+  const WorkloadRun held = run_workloads(nccl);
+  const JobOutcome& j = held.jobs.at(0);
+  CHECK(j.collectives == 16);
+  CHECK(j.held_collectives == 16);
+  double past_ops = 0;
+  for (const StepTaskOutcome& t : held.step.tasks)
+    if (t.held_by == HeldBy::NcclModel) past_ops += t.end_s - t.ops_end_s;
+  CHECK(past_ops > 0);
+  CHECK(j.held_s == Approx(past_ops));
+  CHECK(workload_table(nccl, held).find("held            16 of 16 collectives") !=
+        std::string::npos);
+  CHECK(workload_json(nccl, held)["held_s"].get<double>() == Approx(past_ops));
+
+  const Scenario ring = scenario("ring");
+  const WorkloadRun free = run_workloads(ring);
+  CHECK(free.jobs.at(0).collectives == 16);
+  CHECK(free.jobs.at(0).held_collectives == 0);
+  CHECK(free.jobs.at(0).held_s == 0);
+  CHECK(workload_table(ring, free).find("held ") == std::string::npos);
+}

@@ -70,7 +70,10 @@ nlohmann::json job_json(const JobOutcome& j) {
                       {"speedup", j.speedup},
                       {"scaling_efficiency", j.scaling_efficiency},
                       {"buckets", j.facts.gradient_buckets},
-                      {"gradient_bytes", j.facts.gradient_bytes}};
+                      {"gradient_bytes", j.facts.gradient_bytes},
+                      {"collectives", j.collectives},
+                      {"held_collectives", j.held_collectives},
+                      {"held_s", j.held_s}};
   if (j.alone_step_s > 0) {
     o["alone_step_s"] = j.alone_step_s;
     o["slowdown"] = j.step_s / j.alone_step_s;
@@ -179,6 +182,12 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     out +=
         fmt::format("bubble          {}   (no compute, no communication: pipeline, stragglers)\n",
                     format_duration(j.idle_s));
+    if (j.held_collectives > 0)
+      out += fmt::format(
+          "held            {} of {} collectives: NCCL's own estimate of its pick (or the host's "
+          "time to issue one) outlasted their ops on the links, by {} in all; counted in "
+          "communication\n",
+          j.held_collectives, j.collectives, format_duration(j.held_s));
     if (j.facts.one_gpu_step_s > 0)  // a trace without compute has no one-GPU step
       out += fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",
                          j.speedup, format_duration(j.facts.one_gpu_step_s),

@@ -2,12 +2,26 @@
 // What the cost model charges one op of a collective: shared by the stored simulator
 // and the streamed one, so both time an op alike.
 #include <algorithm>
+#include <cstdint>
 #include <span>
 
 #include "network/cost_model.h"
 #include "schedule/schedule.h"
 
 namespace collsim {
+
+// What held a collective past its last op (OpCosts::least_duration), if anything.
+enum class HeldBy : std::uint8_t { Nothing, NcclModel, HostIssue };
+
+// What held a collective that ran from `start` to `end`, its last op ending at `ops_end`,
+// under `cost`: a least duration, when it outlasted the ops by more than 1% (NCCL's
+// estimate also counts a few bytes' worth of its bandwidth term where the links took its
+// latency alone).
+inline HeldBy held_by(const CostModel* cost, Time start, Time ops_end, Time end) {
+  if (!cost || to_seconds(end - ops_end) <= 0.01 * to_seconds(ops_end - start))
+    return HeldBy::Nothing;
+  return cost->nccl_floor >= cost->host_issue ? HeldBy::NcclModel : HeldBy::HostIssue;
+}
 
 class OpCosts {
  public:

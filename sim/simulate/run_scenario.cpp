@@ -20,10 +20,7 @@ CollectiveOutcome outcome_of(const CollectiveSpec& c, const CostModel* cost, Tim
   o.end_s = to_seconds(end);
   o.time_s = to_seconds(end - start);
   o.ops_time_s = to_seconds(ops_end - start);
-  // Held: longer by more than 1% (NCCL's estimate also counts a few bytes' worth of its
-  // bandwidth term where the links took its latency alone).
-  if (cost && to_seconds(end - ops_end) > 0.01 * o.ops_time_s)
-    o.held_by = cost->nccl_floor >= cost->host_issue ? HeldBy::NcclModel : HeldBy::HostIssue;
+  o.held_by = held_by(cost, start, ops_end, end);
   if (end > start) {
     o.algbw_Bps = static_cast<double>(c.bytes) / o.time_s;
     o.busbw_Bps = o.algbw_Bps * busbw_factor(c.shape.op, c.shape.ranks);

@@ -8,12 +8,11 @@
 
 #include "plan/plan.h"
 #include "scenario/scenario.h"
+#include "simulate/op_costs.h"
 #include "simulate/simulator.h"
 
 namespace collsim {
 
-// What held a collective past its last op (CostModel::least_duration), if anything.
-enum class HeldBy : std::uint8_t { Nothing, NcclModel, HostIssue };
 // "nccl_model", "host_issue" (JSON); "" for Nothing.
 std::string_view name_of(HeldBy h);
 // What a row's label adds for it: " (NCCL's estimate)", " (host issue)", "".

@@ -77,8 +77,11 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
   Simulator sim(scenario.topology, router, *model, options);
   out.sim = sim.run(tasks);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    out.tasks[i].start_s = to_seconds(out.sim.tasks[i].start);
-    out.tasks[i].end_s = to_seconds(out.sim.tasks[i].end);
+    const TaskTiming& timing = out.sim.tasks[i];
+    out.tasks[i].start_s = to_seconds(timing.start);
+    out.tasks[i].end_s = to_seconds(timing.end);
+    out.tasks[i].ops_end_s = to_seconds(timing.ops_end);
+    out.tasks[i].held_by = held_by(tasks[i].cost.get(), timing.start, timing.ops_end, timing.end);
     out.step_s = std::max(out.step_s, out.tasks[i].end_s);
   }
   return out;

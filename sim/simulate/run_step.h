@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scenario/scenario.h"
+#include "simulate/op_costs.h"
 #include "simulate/simulator.h"
 #include "workload/step_graph.h"
 
@@ -16,6 +17,9 @@ struct StepTaskOutcome {
   double start_s = 0;
   double end_s = 0;
   int plan = -1;  // collectives: index into StepResult::plans
+  // Collectives: when the last op ended, and what held it longer (then end_s is later).
+  double ops_end_s = 0;
+  HeldBy held_by = HeldBy::Nothing;
 };
 
 struct StepResult {

@@ -28,6 +28,13 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
   std::vector<bool> keep(g.tasks.size());
   for (std::size_t i = 0; i < g.tasks.size(); ++i) keep[i] = job_of_task[i] == job;
   o.breakdown = step_breakdown(g, r, w.ranks, keep);
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    if (!keep[i] || g.tasks[i].kind != StepTaskKind::Collective) continue;
+    ++o.collectives;
+    if (r.tasks[i].held_by == HeldBy::Nothing) continue;
+    ++o.held_collectives;
+    o.held_s += r.tasks[i].end_s - r.tasks[i].ops_end_s;
+  }
   const StepBreakdown& b = o.breakdown;
   o.step_s = b.step_s;
   o.compute_s = b.compute_s;
