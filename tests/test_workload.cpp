@@ -582,3 +582,26 @@ TEST_CASE("a training step counts and reports the collectives NCCL's estimate he
   CHECK(free.jobs.at(0).held_s == 0);
   CHECK(workload_table(ring, free).find("held ") == std::string::npos);
 }
+
+TEST_CASE("a training step shares a plan only between collectives that ask the same",
+          "[workload]") {
+  // Beside a job, two collectives differing in what NCCL may pick alone: each gets its own
+  // plan (they once shared the first one's NVLS), and a third like the first shares it.
+  const Scenario s = parse_scenario(
+      parse_json_text(R"({"topology": "dgx-h100", "workload": {"gradients": "4MiB",
+        "compute": "1ms", "scaling": "weak", "bucket": "4MiB", "algorithm": "ring"},
+        "collectives": [
+          {"name": "a", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB", "after": []},
+          {"name": "b", "op": "all_reduce", "algorithm": "nccl", "nccl_algo": "ring",
+           "bytes": "1GiB", "after": []},
+          {"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB", "after": []}]})",
+                      "scenario.json"),
+      ".");
+  const WorkloadRun run = run_workloads(s);
+  const auto& t = run.step.tasks;
+  REQUIRE(t.size() > 3);
+  CHECK(t[0].plan != t[1].plan);
+  CHECK(t[2].plan == t[0].plan);
+  CHECK(run.step.plans.at(t[0].plan).find("nvls") != std::string::npos);
+  CHECK(run.step.plans.at(t[1].plan).find("ring") != std::string::npos);
+}

@@ -29,8 +29,12 @@ struct CollectiveSpec {
   // Whether `other` asks for exactly this collective, whatever its name, place in the
   // file and predecessors: then both plan alike (plan/plan.h shares the plan).
   bool asks_the_same_as(const CollectiveSpec& other) const {
+    return ranks == other.ranks && asks_the_same_elsewhere(other);
+  }
+  // ... the same, on ranks that may differ (a training step's identical groups).
+  bool asks_the_same_elsewhere(const CollectiveSpec& other) const {
     return bytes == other.bytes && shape == other.shape && algorithm == other.algorithm &&
-           protocol == other.protocol && ranks == other.ranks && options == other.options &&
+           protocol == other.protocol && options == other.options &&
            nccl_filter == other.nccl_filter;
   }
 };

@@ -106,8 +106,13 @@ struct CollectiveShape {
   // All-to-allv: elements rank s sends rank d at [s * ranks + d]. Empty means uniform.
   std::shared_ptr<const std::vector<std::int64_t>> matrix;
 
-  // Equal: the same matrix object, not merely equal contents (enough to share a plan).
-  bool operator==(const CollectiveShape&) const = default;
+  // Equal matrices by content (a training step's layers route alike).
+  bool operator==(const CollectiveShape& o) const {
+    const bool same_matrix =
+        matrix == o.matrix || (matrix && o.matrix && *matrix == *o.matrix);
+    return op == o.op && reduce_op == o.reduce_op && dtype == o.dtype && ranks == o.ranks &&
+           count == o.count && root == o.root && same_matrix;
+  }
 };
 
 class Schedule {

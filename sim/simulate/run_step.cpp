@@ -13,7 +13,8 @@ namespace collsim {
 namespace step_run {
 
 // Collectives equal in everything but which GPUs run them share one plan: the same
-// shape, algorithm and protocol, and ranks laid out over hosts the same way.
+// request (CollectiveSpec::asks_the_same_elsewhere), and ranks laid out over hosts the same
+// way. The key narrows the search; the request decides.
 std::string plan_key(const Topology& topology, const CollectiveSpec& c) {
   std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", name_of(c.shape.op), c.bytes,
                                 name_of(c.shape.dtype), name_of(c.shape.reduce_op), c.algorithm,
@@ -41,7 +42,8 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
   Router router(scenario.topology, scenario.network.routing);
   const CostFunction cost = simulated_alone(scenario, router);
   std::vector<PlannedCollective> planned;
-  std::unordered_map<std::string, int> plan_of;
+  std::vector<CollectiveSpec> asked;  // what each plan was asked for
+  std::unordered_map<std::string, std::vector<int>> plans_by_key;
   std::vector<CollectiveTask> tasks;
   tasks.reserve(graph.tasks.size());
   out.tasks.resize(graph.tasks.size());
@@ -59,14 +61,19 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
       spec.ranks = t.ranks;
       spec.shape.ranks = static_cast<int>(t.ranks.size());
       spec.after.clear();
-      const auto [it, fresh] =
-          plan_of.try_emplace(plan_key(scenario.topology, spec), static_cast<int>(planned.size()));
-      if (fresh) {
+      std::vector<int>& same_key = plans_by_key[plan_key(scenario.topology, spec)];
+      const auto same = std::find_if(same_key.begin(), same_key.end(), [&](int p) {
+        return asked[p].asks_the_same_elsewhere(spec);
+      });
+      const int plan = same != same_key.end() ? *same : static_cast<int>(planned.size());
+      if (plan == static_cast<int>(planned.size())) {
         planned.push_back(plan_collective(scenario, router, cost, spec));
         out.plans.push_back(planned.back().label());
+        asked.push_back(spec);
+        same_key.push_back(plan);
       }
-      out.tasks[i].plan = it->second;
-      task.cost = planned[it->second].cost;
+      out.tasks[i].plan = plan;
+      task.cost = planned[plan].cost;
     }
     tasks.push_back(std::move(task));
   }
