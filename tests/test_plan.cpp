@@ -255,10 +255,13 @@ TEST_CASE("collectives asking for the same thing share one plan, and time as if 
   CHECK_FALSE(other.asks_the_same_as(s.collectives[0]));
   // All-to-allv matrices compare by content, not by which copy holds them.
   CollectiveShape a, b;
-  a.matrix = std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 1, 2, 0});
-  b.matrix = std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 1, 2, 0});
+  a.matrix =
+      std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 1, 2, 0});
+  b.matrix =
+      std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 1, 2, 0});
   CHECK(a == b);
-  b.matrix = std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 2, 1, 0});
+  b.matrix =
+      std::make_shared<const std::vector<std::int64_t>>(std::vector<std::int64_t>{0, 2, 1, 0});
   CHECK_FALSE(a == b);
   b.matrix = nullptr;
   CHECK_FALSE(a == b);

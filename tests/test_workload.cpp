@@ -550,8 +550,7 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
         "4096) come to 7.21e+16 bytes, more than 2^50");
 }
 
-TEST_CASE("a training step counts and reports the collectives NCCL's estimate held",
-          "[workload]") {
+TEST_CASE("a training step counts and reports the collectives NCCL's estimate held", "[workload]") {
   // Small buckets on one DGX H100: NCCL picks ring/LL, whose estimate (its 15 us latency)
   // outlasts what the links take; a plain ring has no such floor.
   const auto scenario = [](const std::string& algorithm) {
@@ -587,16 +586,16 @@ TEST_CASE("a training step shares a plan only between collectives that ask the s
           "[workload]") {
   // Beside a job, two collectives differing in what NCCL may pick alone: each gets its own
   // plan (they once shared the first one's NVLS), and a third like the first shares it.
-  const Scenario s = parse_scenario(
-      parse_json_text(R"({"topology": "dgx-h100", "workload": {"gradients": "4MiB",
+  const Scenario s =
+      parse_scenario(parse_json_text(R"({"topology": "dgx-h100", "workload": {"gradients": "4MiB",
         "compute": "1ms", "scaling": "weak", "bucket": "4MiB", "algorithm": "ring"},
         "collectives": [
           {"name": "a", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB", "after": []},
           {"name": "b", "op": "all_reduce", "algorithm": "nccl", "nccl_algo": "ring",
            "bytes": "1GiB", "after": []},
           {"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB", "after": []}]})",
-                      "scenario.json"),
-      ".");
+                                     "scenario.json"),
+                     ".");
   const WorkloadRun run = run_workloads(s);
   const auto& t = run.step.tasks;
   REQUIRE(t.size() > 3);

@@ -59,8 +59,8 @@ class Tuner {
       throw InputError(spec.json_path, too_big);
     if (spec.algorithm == "nccl") return plan_nccl(spec);
     PlannedCollective base{
-        spec, std::nullopt,           {}, placement(scenario_.topology, spec.ranks),
-        0,    scenario_.network.cost, {}};
+        spec, nullptr, {}, placement(scenario_.topology, spec.ranks), 0, scenario_.network.cost,
+        {}};
     check_reachable(scenario_.topology, base, router_);
     const bool auto_algorithm = spec.algorithm == "auto";
     std::vector<std::string> algorithms{spec.algorithm};
@@ -111,7 +111,7 @@ class Tuner {
     if (!best)
       throw InputError(spec.json_path + ".algorithm",
                        "no algorithm applies here" + (refusal.empty() ? "" : " (" + refusal + ")"));
-    best->choice = choice_among(tried, auto_algorithm);
+    best->choice = std::make_shared<const AutoChoice>(choice_among(tried, auto_algorithm));
     return finish(std::move(*best));
   }
 
@@ -420,9 +420,9 @@ class PlanMemo {
  private:
   static std::uint64_t key(const CollectiveSpec& s) {
     std::uint64_t h = std::hash<std::string>{}(s.algorithm);
-    for (std::int64_t v : {s.bytes, static_cast<std::int64_t>(s.shape.op),
-                           static_cast<std::int64_t>(s.ranks.size()),
-                           s.ranks.empty() ? std::int64_t{-1} : s.ranks.front()})
+    for (std::int64_t v :
+         {s.bytes, static_cast<std::int64_t>(s.shape.op), static_cast<std::int64_t>(s.ranks.size()),
+          s.ranks.empty() ? std::int64_t{-1} : s.ranks.front()})
       h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
     return h;
   }

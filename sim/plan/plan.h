@@ -36,7 +36,7 @@ struct AutoChoice {
 
 struct PlannedCollective {
   CollectiveSpec spec;  // algorithm and every option settled: no "auto" left
-  std::optional<AutoChoice> choice;
+  std::shared_ptr<const AutoChoice> choice;  // "auto": what was weighed; null otherwise
   SharedSchedule schedule;  // shared with every collective that asked for the same (make_plan)
   std::vector<NodeId> gpus;               // the schedule's rank r runs on GPU node gpus[r]
   std::uint64_t digest = 0;               // schedule_digest(schedule): which schedule, op for op

@@ -108,8 +108,7 @@ struct CollectiveShape {
 
   // Equal matrices by content (a training step's layers route alike).
   bool operator==(const CollectiveShape& o) const {
-    const bool same_matrix =
-        matrix == o.matrix || (matrix && o.matrix && *matrix == *o.matrix);
+    const bool same_matrix = matrix == o.matrix || (matrix && o.matrix && *matrix == *o.matrix);
     return op == o.op && reduce_op == o.reduce_op && dtype == o.dtype && ranks == o.ranks &&
            count == o.count && root == o.root && same_matrix;
   }

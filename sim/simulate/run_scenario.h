@@ -32,7 +32,7 @@ struct CollectiveOutcome {
 
 struct ScenarioResult {
   std::vector<CollectiveSpec> resolved;  // the plan's collectives, every choice settled
-  std::vector<std::optional<AutoChoice>> choices;
+  std::vector<std::shared_ptr<const AutoChoice>> choices;  // null where nothing was chosen
   std::vector<SharedSchedule> schedules;  // one per collective, in scenario order (shared)
   std::vector<std::uint64_t> digests;  // schedule_digest of each
   std::vector<std::string> labels;     // PlannedCollective::label() of each

@@ -62,9 +62,8 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
       spec.shape.ranks = static_cast<int>(t.ranks.size());
       spec.after.clear();
       std::vector<int>& same_key = plans_by_key[plan_key(scenario.topology, spec)];
-      const auto same = std::find_if(same_key.begin(), same_key.end(), [&](int p) {
-        return asked[p].asks_the_same_elsewhere(spec);
-      });
+      const auto same = std::find_if(same_key.begin(), same_key.end(),
+                                     [&](int p) { return asked[p].asks_the_same_elsewhere(spec); });
       const int plan = same != same_key.end() ? *same : static_cast<int>(planned.size());
       if (plan == static_cast<int>(planned.size())) {
         planned.push_back(plan_collective(scenario, router, cost, spec));
