@@ -355,3 +355,16 @@ TEST_CASE("cli: each fuzzing reproducer exits 2 with one line") {
     CHECK((!fs::exists(dir / "out") || fs::is_empty(dir / "out")));
   }
 }
+
+TEST_CASE("identical collectives share a schedule but still count against the memory bound") {
+  // A 1,024-rank ring all-reduce is 2,095,104 ops; 33 of them pass 2^26 even though they
+  // share one schedule, since the simulator keeps state per op of every task.
+  std::string collectives;
+  for (int i = 0; i < 33; ++i)
+    collectives += std::string(i ? ", " : "") + R"({"op": "all_reduce", "algorithm": "ring", )" +
+                   R"("bytes": 4096, "after": []})";
+  CHECK_THAT(error_of(scenario(R"({"preset": "switch", "gpus": 1024, "bandwidth": "100GB/s"})",
+                               collectives)),
+             Catch::StartsWith("collectives[32]: the scenario's schedules hold 69138432 ops up "
+                               "to this collective"));
+}

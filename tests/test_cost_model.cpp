@@ -76,7 +76,7 @@ TEST_CASE("an op's recorded start is when it moves data, after the overhead it p
       {"collectives",
        {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", 3 << 20}}}}};
   const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
-  const Schedule& s = r.schedules[0];
+  const Schedule& s = *r.schedules[0];
   const auto& ops = r.sim.tasks[0].ops;
   REQUIRE(ops.size() == s.size());
   const Time start = r.sim.tasks[0].start;

@@ -97,7 +97,7 @@ TEST_CASE("nccl_tree takes its hosts from the topology, or from \"hosts\"") {
   const auto& hosts = p.collectives[0].spec.options.hosts;
   REQUIRE(hosts.size() == 64);
   CHECK(hosts.front() != hosts.back());
-  CHECK(verify_exact(p.collectives[0].schedule, 1).ok());
+  CHECK(verify_exact(*p.collectives[0].schedule, 1).ok());
   CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "1GB/s"},
     "collectives": [{"op": "all_reduce", "algorithm": "nccl_tree", "bytes": 64, "hosts": [0, 1]}]})") ==
         "collectives[0].hosts: expected a host index for each of the 4 ranks, got [0,1]");

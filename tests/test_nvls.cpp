@@ -312,7 +312,7 @@ TEST_CASE("nvls_tree takes its hosts from the topology and refuses hosts that ar
   const auto& c = p.collectives[0];
   REQUIRE(c.spec.options.hosts.size() == 64);
   CHECK(c.schedule->switch_group == 8);
-  CHECK(verify_exact(c.schedule, 1).ok());
+  CHECK(verify_exact(*c.schedule, 1).ok());
   CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "1GB/s"},
     "collectives": [{"op": "all_reduce", "algorithm": "nvls_tree", "bytes": 64,
                      "hosts": [0, 1, 0, 1]}]})") ==

@@ -62,11 +62,11 @@ TEST_CASE("the plan settles hierarchical levels from the hosts, and run times th
   CHECK(level_sizes(c.spec) == std::vector<int>{8, 8});
   CHECK(c.schedule->num_steps == 2 * 7 + 2 * 7);
   CHECK(c.label() == "hierarchical [8 ring | 8 ring]");
-  CHECK(verify_exact(c.schedule, 3).ok());
+  CHECK(verify_exact(*c.schedule, 3).ok());
   const ScenarioResult r = run_scenario(s);
-  CHECK(same_ops(r.schedules[0], c.schedule));
+  CHECK(same_ops(*r.schedules[0], *c.schedule));
   CHECK(r.digests[0] == c.digest);
-  CHECK(schedule_digest(r.schedules[0]) == c.digest);
+  CHECK(schedule_digest(*r.schedules[0]) == c.digest);
 }
 
 TEST_CASE("planning twice gives the same schedules and a one-op change changes the digest") {
@@ -77,10 +77,10 @@ TEST_CASE("planning twice gives the same schedules and a one-op change changes t
     CHECK(a.collectives[i].digest == b.collectives[i].digest);
     CHECK(a.collectives[i].label() == b.collectives[i].label());
   }
-  Schedule changed = a.collectives[0].schedule;
+  Schedule changed = *a.collectives[0].schedule;
   changed.ops.back().count -= 1;
   CHECK(schedule_digest(changed) != a.collectives[0].digest);
-  changed = a.collectives[0].schedule;
+  changed = *a.collectives[0].schedule;
   std::swap(changed.ops.front().src_rank, changed.ops.front().dst_rank);
   CHECK(schedule_digest(changed) != a.collectives[0].digest);
 }
@@ -93,7 +93,7 @@ TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost
     CHECK(c.spec.algorithm != "auto");
     CHECK_FALSE(c.spec.options.auto_segments);
     for (const auto& l : c.spec.options.levels) CHECK_FALSE(l.options.auto_segments);
-    CHECK(verify_exact(c.schedule, 11).ok());
+    CHECK(verify_exact(*c.schedule, 11).ok());
   }
   const PlannedCollective* top = plan.find("tree-on-top");
   REQUIRE(top);
@@ -152,7 +152,7 @@ TEST_CASE("each algorithm takes its own options, and so does each hierarchy leve
       "levels": [{"size": 2}, {"size": 4, "algorithm": "double_binary_tree"}]}]})"));
   CHECK(plan.collectives[0].label() == "hierarchical [4 ring | 2 binomial_tree (3 segments)]");
   CHECK(plan.collectives[1].label() == "hierarchical [2 ring | 4 double_binary_tree (5 segments)]");
-  for (const auto& c : plan.collectives) CHECK(verify_exact(c.schedule, 2).ok());
+  for (const auto& c : plan.collectives) CHECK(verify_exact(*c.schedule, 2).ok());
 }
 
 TEST_CASE("auto skips what cannot apply and says why when nothing can") {
@@ -190,8 +190,8 @@ TEST_CASE("every bundled scenario shrunk to small sizes plans to schedules the r
     const Plan plan = make_plan(parse_scenario(doc, e.path().parent_path()));
     for (const auto& c : plan.collectives) {
       INFO(c.spec.name);
-      const Verdict v = c.spec.shape.op == CollectiveOp::Barrier ? verify_barrier(c.schedule)
-                                                                 : verify_exact(c.schedule, 7);
+      const Verdict v = c.spec.shape.op == CollectiveOp::Barrier ? verify_barrier(*c.schedule)
+                                                                 : verify_exact(*c.schedule, 7);
       CHECK(v.ok());
       ++planned;
     }

@@ -91,7 +91,7 @@ TEST_CASE("record: each op's route is recorded once, as the router has it") {
   Router router(s.topology, s.network.routing);
   std::size_t routed = 0;
   for (std::size_t c = 0; c < r.schedules.size(); ++c) {
-    const Schedule& sched = r.schedules[c];
+    const Schedule& sched = *r.schedules[c];
     REQUIRE(r.sim.tasks[c].paths.size() == sched.size());
     CHECK(r.sim.tasks[c].ops.empty());  // times only when asked; routes always
     for (OpId id = 0; id < sched.size(); ++id) {

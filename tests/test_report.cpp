@@ -61,7 +61,8 @@ TEST_CASE("traffic: bottlenecks, utilisation and rank busy time add up", "[repor
   // Every step has a bottleneck, and per-step bottleneck seconds never exceed the step's simulated
   // length.
   std::size_t steps = 0;
-  for (const Schedule& sched : r.schedules) steps += static_cast<std::size_t>(sched.num_steps);
+  for (const SharedSchedule& sched : r.schedules)
+    steps += static_cast<std::size_t>(sched->num_steps);
   CHECK(t.per_step.size() == steps);
   for (std::size_t l = 0; l < t.links.size(); ++l) {
     double binned = 0;

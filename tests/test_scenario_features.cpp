@@ -89,7 +89,8 @@ TEST_CASE(
       run_text(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "10GB/s"},
     "collectives": [{"name": "m", "op": "all_to_all", "routing": {"tokens_per_rank": 40, "bytes_per_token": 8,
                      "experts": 8, "top_k": 2, "expert_load": [0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]}}]})");
-  for (const auto& s : small.schedules) {
+  for (const auto& shared : small.schedules) {
+    const Schedule& s = *shared;
     CHECK(check_schedule(s) == "");
     CHECK(verify_exact(s, 7, 2).ok());
     CHECK(verify_symbolic(s).ok());
@@ -167,7 +168,7 @@ TEST_CASE("hierarchical takes its levels from the topology's hosts, or from \"le
   CHECK(sizes(r.resolved[0]) == std::vector<int>{2, 2});
   CHECK(sizes(r.resolved[1]) == std::vector<int>{4});
   CHECK(r.resolved[1].options.levels[0].algorithm == "halving_doubling");
-  for (const auto& s : r.schedules) CHECK(verify_exact(s, 1).ok());
+  for (const auto& s : r.schedules) CHECK(verify_exact(*s, 1).ok());
   try {
     run_text(
         R"({"topology": )" + topology +

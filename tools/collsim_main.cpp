@@ -130,7 +130,7 @@ int trace_command(const TraceArgs& args) {
     }
   }
   const CollectiveSpec& spec = chosen->spec;
-  const Schedule& schedule = chosen->schedule;
+  const Schedule& schedule = *chosen->schedule;
   const bool barrier = spec.shape.op == CollectiveOp::Barrier;
   if (replay_elements(schedule) > kMaxReplayedElements)
     throw InputError(spec.json_path,

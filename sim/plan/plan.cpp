@@ -87,13 +87,13 @@ class Tuner {
             trial.streamed = true;  // generated (and checked) as it is simulated
             return trial;
           }
-          trial.schedule = generate_schedule(trial.spec);
+          trial.schedule = SharedSchedule(generate_schedule(trial.spec));
           return finish(std::move(trial));  // nothing to choose
         }
         for (const AlgorithmOptions& o : expand_auto(entry, trial)) {
           PlannedCollective t = trial;  // no schedule yet: cheap to copy
           t.spec.options = o;
-          t.schedule = generate_schedule(t.spec);
+          t.schedule = SharedSchedule(generate_schedule(t.spec));
           for (const std::string& p : protocols) {
             with_protocol(t, p);
             tried.push_back({a, o, t.label(), cost_(t), p});
@@ -388,7 +388,7 @@ class Tuner {
   }
 
   static PlannedCollective finish(PlannedCollective c) {
-    c.digest = schedule_digest(c.schedule);
+    c.digest = schedule_digest(*c.schedule);
     return c;
   }
 
@@ -418,6 +418,7 @@ class PlanMemo {
   }
 
  private:
+  // A few fields narrow the search; asks_the_same_as decides.
   static std::uint64_t key(const CollectiveSpec& s) {
     std::uint64_t h = std::hash<std::string>{}(s.algorithm);
     for (std::int64_t v :
@@ -486,10 +487,11 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
   for (const auto& spec : scenario.collectives) {
     if (const PlannedCollective* same = memo.find(plan, spec)) {
       plan.collectives.push_back(planned_as(*same, spec));
-      continue;  // its schedule is shared: nothing more held
+    } else {
+      plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
+      memo.add(spec, plan.collectives.size() - 1);
     }
-    plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
-    memo.add(spec, plan.collectives.size() - 1);
+    // A shared schedule is counted again: the simulator keeps state per op of each task.
     held += plan.collectives.back().schedule->size();
     if (static_cast<double>(held) > kMaxStoredOps)
       throw InputError(spec.json_path,

@@ -99,7 +99,7 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
   std::optional<Router> router;  // routes to NVLS switches, made when a schedule has switch ops
   for (std::size_t c = 0; c < r.resolved.size(); ++c) {
     const auto& spec = r.resolved[c];
-    const Schedule& sched = r.schedules[c];
+    const Schedule& sched = *r.schedules[c];
     const std::vector<PathId>& paths = r.sim.tasks[c].paths;
     // Ops come in step order: bytes per link for the current step, and which links they touched.
     std::vector<std::int64_t> step_bytes(L, 0), coll_bytes(L, 0);

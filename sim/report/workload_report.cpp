@@ -185,8 +185,8 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     if (j.held_collectives > 0)
       out += fmt::format(
           "held            {} of {} collectives: NCCL's own estimate of its pick (or the host's "
-          "time to issue one) outlasted their ops on the links, by {} in all; counted in "
-          "communication\n",
+          "time to issue one) outlasted their ops on the links, by {} per GPU (mean); counted "
+          "in communication\n",
           j.held_collectives, j.collectives, format_duration(j.held_s));
     if (j.facts.one_gpu_step_s > 0)  // a trace without compute has no one-GPU step
       out += fmt::format("speedup         {:.2f}x over one GPU ({}), scaling efficiency {:.1f}%\n",

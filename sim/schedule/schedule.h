@@ -152,12 +152,12 @@ class Schedule {
 class SharedSchedule {
  public:
   SharedSchedule() = default;
-  SharedSchedule(Schedule s) : s_(std::make_shared<const Schedule>(std::move(s))) {}
+  explicit SharedSchedule(Schedule s) : s_(std::make_shared<const Schedule>(std::move(s))) {}
 
   const Schedule& get() const { return s_ ? *s_ : empty(); }
   const Schedule& operator*() const { return get(); }
   const Schedule* operator->() const { return &get(); }
-  operator const Schedule&() const { return get(); }
+  explicit operator const Schedule&() const { return get(); }
   // Whether both hold the very same schedule (not merely equal ones).
   bool same_as(const SharedSchedule& other) const { return s_ && s_ == other.s_; }
 

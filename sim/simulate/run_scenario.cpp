@@ -85,7 +85,7 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
   ScenarioResult out;
   std::vector<CollectiveTask> tasks;
   const std::size_t n = plan.collectives.size();
-  out.schedules.reserve(n);  // tasks point into it: no reallocation below
+  out.schedules.reserve(n);
   out.labels.reserve(n);
   out.resolved.reserve(n);
   out.choices.reserve(n);
@@ -184,7 +184,8 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
     out.outcomes.push_back(
         outcome_of(c.spec, c.cost.get(), timing.start, timing.end, timing.ops_end));
     out.labels.push_back(c.label());
-    out.schedules.push_back(std::move(header));  // no ops: reports read the counters alone
+    out.schedules.push_back(
+        SharedSchedule(std::move(header)));  // no ops: reports read the counters alone
     out.streamed_ops.push_back(ops);
     out.digests.push_back(c.digest);
     out.resolved.push_back(std::move(c.spec));

@@ -73,12 +73,10 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
       }
       out.tasks[i].plan = plan;
       task.cost = planned[plan].cost;
+      task.schedule = &*planned[plan].schedule;  // on the heap: stays put as `planned` grows
     }
     tasks.push_back(std::move(task));
   }
-  // Schedules are final only now (the vector no longer grows).
-  for (std::size_t i = 0; i < tasks.size(); ++i)
-    if (out.tasks[i].plan >= 0) tasks[i].schedule = &*planned[out.tasks[i].plan].schedule;
   auto model = make_network_model(scenario.network, scenario.topology, router);
   Simulator sim(scenario.topology, router, *model, options);
   out.sim = sim.run(tasks);

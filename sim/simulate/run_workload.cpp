@@ -33,8 +33,10 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
     ++o.collectives;
     if (r.tasks[i].held_by == HeldBy::Nothing) continue;
     ++o.held_collectives;
-    o.held_s += r.tasks[i].end_s - r.tasks[i].ops_end_s;
+    o.held_s +=
+        (r.tasks[i].end_s - r.tasks[i].ops_end_s) * static_cast<double>(g.tasks[i].ranks.size());
   }
+  if (!w.ranks.empty()) o.held_s /= static_cast<double>(w.ranks.size());
   const StepBreakdown& b = o.breakdown;
   o.step_s = b.step_s;
   o.compute_s = b.compute_s;

@@ -27,9 +27,10 @@ struct JobOutcome {
   double mfu = 0;
   double tokens_per_s_per_gpu = 0;
   double alone_step_s = 0;  // several jobs: the step with the cluster to itself
-  // Its collectives that a least duration held past their ops (StepTaskOutcome::held_by):
-  // how many, of how many, and the time they lasted past their ops, summed. Counted in
-  // communication like any other time a collective is in flight.
+  // Its collectives (tasks: each group's its own) that a least duration held past their
+  // ops (StepTaskOutcome::held_by), of how many; and that time, per GPU like `comm_s` (the
+  // mean over the job's ranks of the held time of the collectives each took part in).
+  // Counted in communication like any other time a collective is in flight.
   int collectives = 0, held_collectives = 0;
   double held_s = 0;
   StepBreakdown breakdown;  // per parallelism and collective kind: busy, exposed

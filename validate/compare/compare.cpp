@@ -131,7 +131,7 @@ Comparison compare_runs(const Scenario&, const ScenarioResult& sim,
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& name = sim.resolved[i].name;
     const MeasuredRecord& m = measured_collective(measured, name);
-    const Schedule& sched = sim.schedules[i];
+    const Schedule& sched = *sim.schedules[i];
     if (m.schedule_digest && *m.schedule_digest != digest_text(sim.digests[i]))
       throw InputError("--measured",
                        fmt::format("{}: measured with schedule \"{}\", but the plan simulates {} "
@@ -213,7 +213,7 @@ void write_comparison_trace(std::ostream& out, const Scenario& s, const Scenario
   double sim_at = 0, meas_at = 0;  // both laid back to back, collective after collective
   for (std::size_t i = 0; i < sim.resolved.size(); ++i) {
     const auto& spec = sim.resolved[i];
-    const Schedule& sched = sim.schedules[i];
+    const Schedule& sched = *sim.schedules[i];
     const MeasuredRecord& m = measured_collective(measured, spec.name);
     if (m.ops.size() != sched.size())  // compare_runs says which; the trace needs each op
       throw InputError("--measured", fmt::format("{}: {} measured ops, but the schedule has {}",

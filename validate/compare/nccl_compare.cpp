@@ -76,7 +76,7 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
   SizedRun out;
   out.time_s = r.outcomes[0].time_s;
   out.busbw_Bps = r.outcomes[0].busbw_Bps;
-  const Schedule& sched = r.schedules[0];
+  const Schedule& sched = *r.schedules[0];
   for (const Op& op : sched.ops)
     if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
   out.plan = r.labels[0];

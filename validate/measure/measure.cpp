@@ -34,7 +34,7 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   for (auto& c : plan.collectives) {
     out.collectives.push_back({std::move(c.spec), std::move(c.schedule), c.digest, {}});
   }
-  for (const auto& mc : out.collectives) schedules.push_back(&mc.schedule);
+  for (const auto& mc : out.collectives) schedules.push_back(&*mc.schedule);
   std::vector<Measurement> measured = run_in_rounds(schedules, options);
   for (std::size_t i = 0; i < out.collectives.size(); ++i) {
     MeasuredCollective& mc = out.collectives[i];
@@ -121,7 +121,7 @@ void write_measured_trace(std::ostream& out, const Scenario& s, const MeasuredSc
   }
   for (std::size_t i = 0; i < m.collectives.size(); ++i) {
     const auto& c = m.collectives[i];
-    collectives.push_back({c.spec.name, &c.spec.ranks, &c.schedule, times[i]});
+    collectives.push_back({c.spec.name, &c.spec.ranks, &*c.schedule, times[i]});
   }
   write_transfer_timeline(out, s.topology, collectives, nullptr);
 }

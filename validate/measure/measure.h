@@ -13,7 +13,7 @@ namespace collsim {
 
 struct MeasuredCollective {
   CollectiveSpec spec;
-  Schedule schedule;
+  SharedSchedule schedule;  // the plan's, shared
   std::uint64_t digest;  // the plan's schedule_digest: what compare checks it simulates
   Measurement m;
 };
