@@ -117,7 +117,7 @@ void Simulator::prepare_task(std::size_t index) {
     throw std::invalid_argument("task \"" + task.name +
                                 "\": rank placement does not match the schedule");
   TaskState& st = state_.emplace_back();
-  st.graph = &graph_of(s);
+  ++graphs_[&s].users;
   // Each op's route goes straight into the record, which the run reads as well.
   std::vector<PathId>& path = result_.tasks[index].paths;
   // Most ops reuse a route, and a rank mostly talks to the peer it talked to last:
@@ -157,7 +157,6 @@ void Simulator::prepare_task(std::size_t index) {
   }
   if (any_switch) prepare_switch_routes(index, st);
   st.costs = OpCosts(task.cost.get(), s.shape);
-  st.waiting = st.graph->indegree;
   st.ops_left = s.size();
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
 }
@@ -276,9 +275,17 @@ SimulationResult Simulator::run_loaded() {
 }
 
 const ScheduleGraph& Simulator::graph_of(const Schedule& s) {
-  auto& slot = graphs_[&s];
+  auto& slot = graphs_[&s].graph;
   if (!slot) slot = std::make_unique<const ScheduleGraph>(s);
   return *slot;
+}
+
+void Simulator::release_graph(std::size_t index) {
+  TaskState& st = state_[index];
+  std::vector<std::uint32_t>().swap(st.waiting);
+  st.graph = nullptr;
+  const auto it = graphs_.find((*tasks_)[index].schedule);
+  if (--it->second.users == 0) graphs_.erase(it);
 }
 
 void Simulator::record_routes() {
@@ -302,6 +309,10 @@ void Simulator::start_task(std::size_t index) {
   if (task.is_compute())
     return engine_.schedule(add_time(engine_.now(), task.duration), kComputeDone, index);
   TaskState& st = state_[index];
+  // Successors and dependency counts only while the task runs: a run of a million
+  // collectives one after another holds one graph at a time, not a million.
+  st.graph = &graph_of(*task.schedule);
+  st.waiting = st.graph->indegree;
   if (st.ops_left == 0) return finish_task(index);
   // The launch is part of the collective's time: its ops wait for it.
   if (st.costs.launch() > 0)
@@ -391,7 +402,10 @@ void Simulator::finish_op(std::size_t task, OpId id, Phase phase) {
 }
 
 void Simulator::finish_task(std::size_t index) {
-  if (result_.tasks[index].ops_end < 0) result_.tasks[index].ops_end = engine_.now();
+  if (result_.tasks[index].ops_end < 0) {
+    result_.tasks[index].ops_end = engine_.now();
+    if (!(*tasks_)[index].is_compute()) release_graph(index);
+  }
   // A collective lasts at least the host's time to issue it, and what NCCL's own model
   // says of its pick (CostModel::host_issue, nccl_floor).
   const Time issued = add_time(result_.tasks[index].start, state_[index].costs.least_duration());

@@ -104,6 +104,7 @@ class Simulator final : private NetworkHost {
   void finish_op(std::size_t task, OpId op, Phase phase = Phase::Whole);
   void finish_task(std::size_t index);
   const ScheduleGraph& graph_of(const Schedule& s);
+  void release_graph(std::size_t index);  // its ops are done: the last user frees it
   void record_routes();
 
   const Topology& topology_;
@@ -113,8 +114,13 @@ class Simulator final : private NetworkHost {
   Engine engine_;
   const std::vector<CollectiveTask>* tasks_ = nullptr;
   std::vector<TaskState> state_;
-  // Tasks sharing a schedule (a workload's thousand identical all-reduces) share its graph.
-  std::unordered_map<const Schedule*, std::unique_ptr<const ScheduleGraph>> graphs_;
+  // Tasks sharing a schedule (a workload's thousand identical all-reduces) share its graph,
+  // built when the first of them starts and freed when the last of them ends.
+  struct SharedGraph {
+    std::unique_ptr<const ScheduleGraph> graph;
+    std::size_t users = 0;  // tasks of this schedule not yet done
+  };
+  std::unordered_map<const Schedule*, SharedGraph> graphs_;
   struct RouteScratch {  // prepare_task's working lists, kept between tasks
     std::vector<int> memo_dst;
     std::vector<PathId> memo_path;
