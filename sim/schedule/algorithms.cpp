@@ -71,8 +71,14 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
   return out;
 }
 
-// Here, where LevelSpec (which holds options) is complete.
-bool AlgorithmOptions::operator==(const AlgorithmOptions&) const = default;
+// Here, where LevelSpec (which holds options) is complete. Written out: clang 14 crashes
+// on a defaulted comparison that recurses through LevelSpec's.
+bool AlgorithmOptions::operator==(const AlgorithmOptions& o) const {
+  return segments == o.segments && auto_segments == o.auto_segments && channels == o.channels &&
+         auto_channels == o.auto_channels && orders == o.orders && servers == o.servers &&
+         hosts == o.hosts && levels == o.levels;
+}
+static_assert(sizeof(AlgorithmOptions) == 112, "a field was added: compare it above too");
 
 AlgorithmOptions AlgorithmOptions::for_other_ranks() const {
   AlgorithmOptions out = *this;

@@ -56,7 +56,9 @@ struct LevelSpec {
   std::string algorithm = "ring";
   AlgorithmOptions options;
 
-  bool operator==(const LevelSpec&) const = default;
+  bool operator==(const LevelSpec& o) const {
+    return size == o.size && algorithm == o.algorithm && options == o.options;
+  }
 };
 
 // Where options are read and defaults derived: the collective (or level) they belong to.
