@@ -65,15 +65,10 @@ std::vector<CollectiveTraffic::LinkBytes> CollectiveTraffic::hottest(std::size_t
   return out;
 }
 
-TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
-  const Topology& t = s.topology;
-  TrafficReport rep;
-  for (const auto& o : r.outcomes) rep.makespan_s = std::max(rep.makespan_s, o.end_s);
-  // Per-op timing was recorded (a streamed run holds no ops: nothing to time by).
-  rep.timed = !r.sim.tasks.empty() && !r.schedules[0]->ops.empty() &&
-              r.sim.tasks[0].ops.size() == r.schedules[0]->size();
-  rep.bins = rep.timed ? bins : 0;
-  rep.bin_s = rep.makespan_s > 0 && bins > 0 ? rep.makespan_s / bins : 0;
+namespace {
+
+// The run's totals: per link (bytes, busy, peak, utilisation over the makespan) and per rank.
+void add_run_totals(const Topology& t, const ScenarioResult& r, TrafficReport& rep) {
   const std::size_t L = t.links().size();
   rep.links.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
@@ -83,128 +78,194 @@ TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bi
     lt.peak_transfers = r.sim.links.peak_in_flight[l];
     if (rep.makespan_s > 0)
       lt.utilisation = static_cast<double>(lt.bytes) / (t.link(l).bandwidth * rep.makespan_s);
-    if (rep.timed) lt.bins.assign(bins, 0.0f);
+    if (rep.timed) lt.bins.assign(rep.bins, 0.0f);
   }
   rep.ranks.resize(t.num_ranks());
   for (int rank = 0; rank < t.num_ranks(); ++rank) {
     rep.ranks[rank].sent = r.sim.node_sent[t.gpu_of_rank(rank)];
     rep.ranks[rank].received = r.sim.node_received[t.gpu_of_rank(rank)];
   }
+}
 
-  if (!r.streamed_totals.empty()) {
-    add_streamed_collectives(t, r, rep);
-    return rep;
-  }
-  std::vector<std::vector<std::pair<Time, Time>>> rank_busy(t.num_ranks());
-  std::optional<Router> router;  // routes to NVLS switches, made when a schedule has switch ops
-  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
-    const auto& spec = r.resolved[c];
-    const Schedule& sched = *r.schedules[c];
-    const std::vector<PathId>& paths = r.sim.tasks[c].paths;
-    // Ops come in step order: bytes per link for the current step, and which links they touched.
-    std::vector<std::int64_t> step_bytes(L, 0), coll_bytes(L, 0);
-    std::vector<LinkId> touched;
-    int step = -1;
-    auto close_step = [&] {
-      if (step < 0) return;
-      Bottleneck b{c, step};
-      for (LinkId l : touched) {
-        const double secs = step_bytes[l] / t.link(l).bandwidth;
-        if (secs > b.seconds || (secs == b.seconds && l < b.link))
-          b = {c, step, l, secs, step_bytes[l]};
-        step_bytes[l] = 0;
-      }
-      touched.clear();
-      if (b.link >= 0) rep.per_step.push_back(b);  // a barrier's steps carry no bytes
-    };
-    // This collective's own record, by its rank index (spec.ranks[i] is topology rank i).
-    CollectiveTraffic own;
-    own.start_s = r.outcomes[c].start_s;
-    own.end_s = r.outcomes[c].end_s;
-    own.ranks.resize(spec.ranks.size());
-    std::vector<std::vector<std::pair<Time, Time>>> own_busy(spec.ranks.size());
-    // Bytes over one route, at the op's step and time; ranks `src` and `dst` (its own
-    // indices) are busy meanwhile.
-    auto account = [&](OpId id, std::span<const LinkId> path, std::int64_t bytes, int src,
-                       int dst) {
-      const Op& op = sched.ops[id];
-      if (op.step != step) {
-        close_step();
-        step = op.step;
-      }
-      for (LinkId l : path) {
-        if (step_bytes[l] == 0 && bytes > 0) touched.push_back(l);
-        step_bytes[l] += bytes;
-        coll_bytes[l] += bytes;
-      }
-      if (!rep.timed) return;
-      const OpTiming& ot = r.sim.tasks[c].ops[id];
-      own_busy[src].emplace_back(ot.start, ot.end);
-      if (dst != src) own_busy[dst].emplace_back(ot.start, ot.end);
-      const double a = to_seconds(ot.start), b = to_seconds(ot.end);
-      for (LinkId l : path) {
-        // Spread the bytes evenly over [a, b] into the bins they cover.
-        const double rate = b > a ? bytes / (b - a) : 0;
-        const int first = std::min(bins - 1, static_cast<int>(a / rep.bin_s));
-        const int last = std::min(bins - 1, static_cast<int>(b / rep.bin_s));
-        for (int k = first; k <= last && rate > 0; ++k) {
-          const double lo = std::max(a, k * rep.bin_s), hi = std::min(b, (k + 1) * rep.bin_s);
-          if (hi > lo)
-            rep.links[l].bins[k] +=
-                static_cast<float>(rate * (hi - lo) / (t.link(l).bandwidth * rep.bin_s));
-        }
-      }
-    };
+// A stored run's collectives, walked op by op in step order: bytes per link per step (each
+// step's bottleneck) and per collective, per-rank bytes and busy time, and with per-op
+// times the links' utilisation bins. One walker serves every collective: its per-link
+// arrays are cleared through the links each touched, so a collective costs its ops, not
+// the topology's link count.
+class StoredWalk {
+ public:
+  StoredWalk(const Scenario& s, const ScenarioResult& r, TrafficReport& rep)
+      : s_(s),
+        t_(s.topology),
+        r_(r),
+        rep_(rep),
+        step_bytes_(t_.links().size(), 0),
+        coll_bytes_(t_.links().size(), 0),
+        rank_busy_(rep.timed ? t_.num_ranks() : 0) {}
+
+  void collective(std::size_t c) {
+    c_ = c;
+    step_ = -1;
+    const CollectiveSpec& spec = r_.resolved[c];
+    own_ = {};
+    own_.start_s = r_.outcomes[c].start_s;
+    own_.end_s = r_.outcomes[c].end_s;
+    own_.ranks.resize(spec.ranks.size());  // by its own rank index
+    own_busy_.assign(rep_.timed ? spec.ranks.size() : 0, {});
+    const Schedule& sched = *r_.schedules[c];
+    const std::vector<PathId>& paths = r_.sim.tasks[c].paths;
     for (OpId id = 0; id < sched.size(); ++id) {
       const Op& op = sched.ops[id];
       if (op.is_local()) continue;
-      const std::int64_t bytes = sched.bytes(op);
       if (op.is_switch()) {
-        // As the simulator times it: a leg between the switch and each GPU of the group
-        // (up for a reduce, down for a multicast), and one the other way for the issuer.
-        if (!router) router.emplace(t, s.network.routing);
-        const int n = sched.switch_group_size(), first = sched.switch_group_first(op);
-        std::vector<NodeId> gpus;
-        for (int m = first; m < first + n; ++m) gpus.push_back(t.gpu_of_rank(spec.ranks[m]));
-        const auto sw = sharp_switch_of(t, gpus);
-        if (!sw) continue;  // the simulator refused it already
-        const bool reduce = op.kind == OpKind::SwitchReduce;
-        for (int leg = 0; leg <= n; ++leg) {
-          const int rank = leg < n ? first + leg : op.src_rank;
-          const NodeId g = t.gpu_of_rank(spec.ranks[rank]);
-          const bool up = reduce == (leg < n);
-          (up ? own.ranks[rank].sent : own.ranks[rank].received) += bytes;
-          account(id, router->links(up ? router->route(g, *sw) : router->route(*sw, g)), bytes,
-                  rank, rank);
-        }
+        switch_op(sched, id);
         continue;
       }
-      own.ranks[op.src_rank].sent += bytes;
-      own.ranks[op.dst_rank].received += bytes;
-      account(id, r.sim.routes[paths[id]], bytes, op.src_rank, op.dst_rank);
+      const std::int64_t bytes = sched.bytes(op);
+      own_.ranks[op.src_rank].sent += bytes;
+      own_.ranks[op.dst_rank].received += bytes;
+      account(op, id, r_.sim.routes[paths[id]], bytes, op.dst_rank);
     }
-    const double window = own.duration_s();
-    Bottleneck whole{c, -1};
-    for (std::size_t l = 0; l < L; ++l)
-      if (coll_bytes[l] > 0) add_link_total(t, static_cast<LinkId>(l), coll_bytes[l], own, whole);
-    if (rep.timed)
-      for (std::size_t i = 0; i < own.ranks.size(); ++i) {
-        auto& busy = rank_busy[spec.ranks[i]];
-        busy.insert(busy.end(), own_busy[i].begin(), own_busy[i].end());
-        own.ranks[i].busy_s = union_length(own_busy[i]);
-        own.ranks[i].idle_s = std::max(0.0, window - own.ranks[i].busy_s);
-        std::vector<std::pair<Time, Time>>().swap(own_busy[i]);  // memory back as we go
-      }
-    rep.collectives.push_back(std::move(own));
-    rep.per_collective.push_back(whole);
+    close_collective();
     close_step();
   }
-  if (rep.timed) {
-    for (int rank = 0; rank < t.num_ranks(); ++rank) {
-      rep.ranks[rank].busy_s = union_length(rank_busy[rank]);
-      rep.ranks[rank].idle_s = rep.makespan_s - rep.ranks[rank].busy_s;
+
+  // Each rank's busy time over the run: the union of its ops' intervals.
+  void finish() {
+    for (int rank = 0; rank < static_cast<int>(rank_busy_.size()); ++rank) {
+      rep_.ranks[rank].busy_s = union_length(rank_busy_[rank]);
+      rep_.ranks[rank].idle_s = rep_.makespan_s - rep_.ranks[rank].busy_s;
     }
   }
+
+ private:
+  // As the simulator times a switch op: a leg between the switch and each GPU of the group
+  // (up for a reduce, down for a multicast), and one the other way for the issuer.
+  void switch_op(const Schedule& sched, OpId id) {
+    const Op& op = sched.ops[id];
+    const CollectiveSpec& spec = r_.resolved[c_];
+    if (!router_) router_.emplace(t_, s_.network.routing);
+    const int n = sched.switch_group_size(), first = sched.switch_group_first(op);
+    std::vector<NodeId> gpus;
+    for (int m = first; m < first + n; ++m) gpus.push_back(t_.gpu_of_rank(spec.ranks[m]));
+    const auto sw = sharp_switch_of(t_, gpus);
+    if (!sw) return;  // the simulator refused it already
+    const std::int64_t bytes = sched.bytes(op);
+    const bool reduce = op.kind == OpKind::SwitchReduce;
+    for (int leg = 0; leg <= n; ++leg) {
+      const int rank = leg < n ? first + leg : op.src_rank;
+      const NodeId g = t_.gpu_of_rank(spec.ranks[rank]);
+      const bool up = reduce == (leg < n);
+      (up ? own_.ranks[rank].sent : own_.ranks[rank].received) += bytes;
+      const PathId route = up ? router_->route(g, *sw) : router_->route(*sw, g);
+      account(op, id, router_->links(route), bytes, rank, rank);
+    }
+  }
+
+  // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the
+  // collective's own indices; the op's source unless given) are busy meanwhile.
+  void account(const Op& op, OpId id, std::span<const LinkId> path, std::int64_t bytes, int dst,
+               int src = -1) {
+    if (src < 0) src = op.src_rank;
+    if (op.step != step_) {
+      close_step();
+      step_ = op.step;
+    }
+    for (LinkId l : path) {
+      if (step_bytes_[l] == 0 && bytes > 0) step_touched_.push_back(l);
+      if (coll_bytes_[l] == 0 && bytes > 0) coll_touched_.push_back(l);
+      step_bytes_[l] += bytes;
+      coll_bytes_[l] += bytes;
+    }
+    if (!rep_.timed) return;
+    const OpTiming& ot = r_.sim.tasks[c_].ops[id];
+    own_busy_[src].emplace_back(ot.start, ot.end);
+    if (dst != src) own_busy_[dst].emplace_back(ot.start, ot.end);
+    for (LinkId l : path) spread(l, bytes, to_seconds(ot.start), to_seconds(ot.end));
+  }
+
+  // `bytes` moved over [a, b] on link l, spread evenly into the utilisation bins it covers.
+  void spread(LinkId l, std::int64_t bytes, double a, double b) {
+    const double rate = b > a ? bytes / (b - a) : 0;
+    if (rate <= 0) return;
+    const double bin = rep_.bin_s, capacity = t_.link(l).bandwidth;
+    const int first = std::min(rep_.bins - 1, static_cast<int>(a / bin));
+    const int last = std::min(rep_.bins - 1, static_cast<int>(b / bin));
+    for (int k = first; k <= last; ++k) {
+      const double lo = std::max(a, k * bin), hi = std::min(b, (k + 1) * bin);
+      if (hi > lo) rep_.links[l].bins[k] += static_cast<float>(rate * (hi - lo) / (capacity * bin));
+    }
+  }
+
+  // The step's bottleneck: the link needing longest at full rate (the lower id on a tie).
+  void close_step() {
+    if (step_ < 0) return;
+    Bottleneck b{c_, step_};
+    for (LinkId l : step_touched_) {
+      const double secs = step_bytes_[l] / t_.link(l).bandwidth;
+      if (secs > b.seconds || (secs == b.seconds && l < b.link))
+        b = {c_, step_, l, secs, step_bytes_[l]};
+      step_bytes_[l] = 0;
+    }
+    step_touched_.clear();
+    if (b.link >= 0) rep_.per_step.push_back(b);  // a barrier's steps carry no bytes
+  }
+
+  // The collective's links in id order (add_link_total breaks ties by it), its ranks' busy
+  // and idle time over its own window, into the report.
+  void close_collective() {
+    std::sort(coll_touched_.begin(), coll_touched_.end());
+    Bottleneck whole{c_, -1};
+    for (LinkId l : coll_touched_) {
+      add_link_total(t_, l, coll_bytes_[l], own_, whole);
+      coll_bytes_[l] = 0;
+    }
+    coll_touched_.clear();
+    const CollectiveSpec& spec = r_.resolved[c_];
+    const double window = own_.duration_s();
+    for (std::size_t i = 0; i < own_busy_.size(); ++i) {
+      auto& busy = rank_busy_[spec.ranks[i]];
+      busy.insert(busy.end(), own_busy_[i].begin(), own_busy_[i].end());
+      own_.ranks[i].busy_s = union_length(own_busy_[i]);
+      own_.ranks[i].idle_s = std::max(0.0, window - own_.ranks[i].busy_s);
+      std::vector<std::pair<Time, Time>>().swap(own_busy_[i]);  // memory back as we go
+    }
+    rep_.collectives.push_back(std::move(own_));
+    rep_.per_collective.push_back(whole);
+  }
+
+  const Scenario& s_;
+  const Topology& t_;
+  const ScenarioResult& r_;
+  TrafficReport& rep_;
+  std::vector<std::int64_t> step_bytes_, coll_bytes_;  // per link; zero outside the touched
+  std::vector<LinkId> step_touched_, coll_touched_;
+  std::vector<std::vector<std::pair<Time, Time>>> rank_busy_;  // per topology rank, timed runs
+  std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
+  std::size_t c_ = 0;             // the collective walked
+  int step_ = -1;                 // its step being summed
+  CollectiveTraffic own_;
+  std::vector<std::vector<std::pair<Time, Time>>> own_busy_;  // by its own rank index
+};
+
+}  // namespace
+
+TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
+  TrafficReport rep;
+  for (const auto& o : r.outcomes) rep.makespan_s = std::max(rep.makespan_s, o.end_s);
+  // Per-op timing was recorded (a streamed run holds no ops: nothing to time by).
+  rep.timed = !r.sim.tasks.empty() && !r.schedules[0]->ops.empty() &&
+              r.sim.tasks[0].ops.size() == r.schedules[0]->size();
+  rep.bins = rep.timed ? bins : 0;
+  rep.bin_s = rep.makespan_s > 0 && bins > 0 ? rep.makespan_s / bins : 0;
+  add_run_totals(s.topology, r, rep);
+  if (!r.streamed_totals.empty()) {
+    add_streamed_collectives(s.topology, r, rep);
+    return rep;
+  }
+  StoredWalk walk(s, r, rep);
+  for (std::size_t c = 0; c < r.resolved.size(); ++c) walk.collective(c);
+  walk.finish();
   return rep;
 }
 

@@ -233,16 +233,18 @@ PathId Router::route(NodeId src, NodeId dst) {
   return id;
 }
 
-std::optional<std::pair<NodeId, NodeId>> Router::find_unreachable(
-    std::span<const NodeId> nodes) const {
+std::optional<std::pair<NodeId, NodeId>> Router::find_unreachable(std::span<const NodeId> nodes) {
   if (nodes.size() < 2) return std::nullopt;
   // Every node reaches nodes[0] and nodes[0] reaches every node, or some pair fails.
   const std::size_t n = topology_.nodes().size();
-  const auto forward = reached_from(graph_->g, nodes[0], n);
-  const auto backward = reached_from(boost::make_reverse_graph(graph_->g), nodes[0], n);
+  Reach& reach = reach_[nodes[0]];
+  if (reach.forward.empty()) {
+    reach.forward = reached_from(graph_->g, nodes[0], n);
+    reach.backward = reached_from(boost::make_reverse_graph(graph_->g), nodes[0], n);
+  }
   for (NodeId v : nodes) {
-    if (!forward[v]) return std::make_pair(nodes[0], v);
-    if (!backward[v]) return std::make_pair(v, nodes[0]);
+    if (!reach.forward[v]) return std::make_pair(nodes[0], v);
+    if (!reach.backward[v]) return std::make_pair(v, nodes[0]);
   }
   return std::nullopt;
 }

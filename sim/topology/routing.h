@@ -43,8 +43,10 @@ class Router {
     return {links_.data() + paths_[id].first, paths_[id].length};
   }
 
-  // A pair of the given nodes that cannot reach each other, if any.
-  std::optional<std::pair<NodeId, NodeId>> find_unreachable(std::span<const NodeId> nodes) const;
+  // A pair of the given nodes that cannot reach each other, if any. What the first node
+  // reaches, and is reached from, is searched once and kept (a scenario's many collectives
+  // on the same GPUs cost one search, not one each).
+  std::optional<std::pair<NodeId, NodeId>> find_unreachable(std::span<const NodeId> nodes);
 
  private:
   PathId add_path_from_tree(NodeId src, NodeId dst);
@@ -64,6 +66,10 @@ class Router {
   // search_from), shared by the GPUs attached to them; empty otherwise.
   std::vector<NodeId> tree_seeds_;
   std::vector<NodeId> attachments_;  // scratch
+  struct Reach {
+    std::vector<bool> forward, backward;  // per node: reached from the source, reaches it
+  };
+  std::unordered_map<NodeId, Reach> reach_;  // find_unreachable's, by source
 };
 
 }  // namespace collsim
