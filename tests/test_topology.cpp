@@ -60,6 +60,13 @@ TEST_CASE("unreachable pairs are found, in either direction") {
   CHECK(bad->second == a);
   CHECK_THROWS(router.route(c, a));
   CHECK(router.links(router.route(a, c)).size() == 2);
+  // What a reaches is kept between questions; each set is still judged on its own.
+  CHECK_FALSE(router.find_unreachable(std::vector<NodeId>{a, b}));
+  REQUIRE(router.find_unreachable(all));
+  CHECK(router.find_unreachable(all)->first == c);
+  const auto from_c = router.find_unreachable(std::vector<NodeId>{c, b});
+  REQUIRE(from_c);
+  CHECK(*from_c == std::make_pair(c, b));
 }
 
 TEST_CASE("topology JSON: inline graph with duplex and one-way links, explicit ranks") {
