@@ -399,38 +399,6 @@ class Tuner {
   Time nccl_floor_ = 0;  // CostModel::nccl_floor of the collective planned, set for NCCL's pick
 };
 
-// Collectives that ask for the same thing (a training step's repeated buckets, a file of
-// many identical all-reduces) are planned once: planning is deterministic, so the later
-// ones take the earlier plan, its schedule shared, and simulate exactly as if planned anew.
-class PlanMemo {
- public:
-  // The plan of an earlier collective that asked for what `spec` asks, or null.
-  const PlannedCollective* find(const Plan& plan, const CollectiveSpec& spec) const {
-    const auto it = by_key_.find(key(spec));
-    if (it == by_key_.end()) return nullptr;
-    for (const auto& [asked, index] : it->second)
-      if (asked->asks_the_same_as(spec)) return &plan.collectives[index];
-    return nullptr;
-  }
-  // `asked` (which must outlive the memo) was planned as plan.collectives[index].
-  void add(const CollectiveSpec& asked, std::size_t index) {
-    by_key_[key(asked)].emplace_back(&asked, index);
-  }
-
- private:
-  // A few fields narrow the search; asks_the_same_as decides.
-  static std::uint64_t key(const CollectiveSpec& s) {
-    std::uint64_t h = std::hash<std::string>{}(s.algorithm);
-    for (std::int64_t v :
-         {s.bytes, static_cast<std::int64_t>(s.shape.op), static_cast<std::int64_t>(s.ranks.size()),
-          s.ranks.empty() ? std::int64_t{-1} : s.ranks.front()})
-      h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
-    return h;
-  }
-  std::unordered_map<std::uint64_t, std::vector<std::pair<const CollectiveSpec*, std::size_t>>>
-      by_key_;
-};
-
 // `same`'s plan for `spec`, which asks for the same: under spec's name, place and predecessors.
 PlannedCollective planned_as(const PlannedCollective& same, const CollectiveSpec& spec) {
   PlannedCollective out = same;
@@ -441,6 +409,50 @@ PlannedCollective planned_as(const PlannedCollective& same, const CollectiveSpec
 }
 
 }  // namespace
+
+std::optional<std::size_t> PlanMemo::find(const CollectiveSpec& spec) const {
+  const auto it = by_key_.find(key(spec));
+  if (it == by_key_.end()) return std::nullopt;
+  for (const auto& [asked, index] : it->second)
+    if (same(*asked, spec)) return index;
+  return std::nullopt;
+}
+
+void PlanMemo::add(const CollectiveSpec& asked, std::size_t index) {
+  by_key_[key(asked)].emplace_back(&asked, index);
+}
+
+std::uint64_t PlanMemo::key(const CollectiveSpec& s) const {
+  std::uint64_t h = std::hash<std::string>{}(s.algorithm);
+  const auto mix = [&h](std::int64_t v) {
+    h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
+  };
+  mix(s.bytes);
+  mix(static_cast<std::int64_t>(s.shape.op));
+  mix(static_cast<std::int64_t>(s.ranks.size()));
+  if (ranks_ == Ranks::Same) {
+    mix(s.ranks.empty() ? -1 : s.ranks.front());
+  } else {
+    for (int host : layout(s.ranks)) mix(host);
+  }
+  return h;
+}
+
+bool PlanMemo::same(const CollectiveSpec& a, const CollectiveSpec& b) const {
+  if (ranks_ == Ranks::Same) return a.asks_the_same_as(b);
+  return a.asks_the_same_elsewhere(b) && layout(a.ranks) == layout(b.ranks);
+}
+
+std::vector<int> PlanMemo::layout(const std::vector<int>& ranks) const {
+  std::unordered_map<int, int> number;  // host -> order of first appearance
+  std::vector<int> out;
+  out.reserve(ranks.size());
+  for (int r : ranks) {
+    const int host = topology_.node(topology_.gpu_of_rank(r)).host;
+    out.push_back(number.try_emplace(host, static_cast<int>(number.size())).first->second);
+  }
+  return out;
+}
 
 std::string PlannedCollective::label() const {
   if (!nccl_pick.empty()) return "nccl: " + nccl_pick;
@@ -483,10 +495,10 @@ Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cos
   // Ops of the stored schedules so far: all are held at once, streamed or not (a streamed
   // run still stores "auto" and NVLS collectives, and plans every collective first).
   std::size_t held = 0;
-  PlanMemo memo;
+  PlanMemo memo(scenario.topology, PlanMemo::Ranks::Same);
   for (const auto& spec : scenario.collectives) {
-    if (const PlannedCollective* same = memo.find(plan, spec)) {
-      plan.collectives.push_back(planned_as(*same, spec));
+    if (const auto same = memo.find(spec)) {
+      plan.collectives.push_back(planned_as(plan.collectives[*same], spec));
     } else {
       plan.collectives.push_back(Tuner(scenario, router, cost, holding).plan(spec));
       memo.add(spec, plan.collectives.size() - 1);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "scenario/scenario.h"
@@ -76,6 +77,31 @@ enum class ScheduleHolding { Stored, Streamed };
 // simulated alone, is injected from above (simulate/simulated_plan.h: make_plan(scenario)).
 Plan make_plan(const Scenario& scenario, Router& router, const CostFunction& cost,
                ScheduleHolding holding = ScheduleHolding::Stored);
+
+// Plans already made, found by what was asked: planning is deterministic, so a collective
+// asking what an earlier one asked (CollectiveSpec::asks_the_same_as: all but its name,
+// place and predecessors) takes that plan, its schedule shared. `Ranks::Layout` also
+// matches other ranks laid out over hosts alike (a training step's identical groups,
+// each task placed on its own GPUs).
+class PlanMemo {
+ public:
+  enum class Ranks { Same, Layout };
+  PlanMemo(const Topology& topology, Ranks ranks) : topology_(topology), ranks_(ranks) {}
+  // The index given with an earlier request asking what `spec` asks, if any.
+  std::optional<std::size_t> find(const CollectiveSpec& spec) const;
+  // `asked` (which must outlive the memo) was planned as `index`.
+  void add(const CollectiveSpec& asked, std::size_t index);
+
+ private:
+  std::uint64_t key(const CollectiveSpec& s) const;  // narrows the search; `same` decides
+  bool same(const CollectiveSpec& a, const CollectiveSpec& b) const;
+  std::vector<int> layout(const std::vector<int>& ranks) const;  // host of each, renumbered
+
+  const Topology& topology_;
+  Ranks ranks_;
+  std::unordered_map<std::uint64_t, std::vector<std::pair<const CollectiveSpec*, std::size_t>>>
+      by_key_;
+};
 
 // One collective settled the way make_plan settles each of a scenario's (workloads
 // plan theirs one by one).
