@@ -157,7 +157,6 @@ class SharedSchedule {
   const Schedule& get() const { return s_ ? *s_ : empty(); }
   const Schedule& operator*() const { return get(); }
   const Schedule* operator->() const { return &get(); }
-  explicit operator const Schedule&() const { return get(); }
   // Whether both hold the very same schedule (not merely equal ones).
   bool same_as(const SharedSchedule& other) const { return s_ && s_ == other.s_; }
 
