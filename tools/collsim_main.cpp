@@ -444,6 +444,204 @@ void install_stop_handlers() {
   }
 }
 
+CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
+  auto* cmd = app.add_subcommand("run", "Simulate a scenario and print one row per collective");
+  cmd->add_option("scenario", args.scenario, "Scenario JSON file")->required();
+  cmd->add_option("--format", args.format, "Output on stdout")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--out", args.out_dir,
+                  "Also write result.json, CSVs, timeline.json and report.html here");
+  cmd->add_option("--trace-transfers", args.trace_transfers,
+                  "timeline.json: one slice per transfer up to this many; beyond, per rank "
+                  "time bins of how busy it was")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--stream", args.stream,
+                "Generate each collective while simulating it, holding only the ops in flight; "
+                "run does so by itself for large schedules when the figures are the same and no "
+                "--out is asked; --stream refuses what it cannot stream (overlapping collectives, "
+                "workloads, --out)");
+  cmd->add_flag("--trace-gzip", args.trace_gzip,
+                "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
+                "done anyway past 32 MiB");
+  return cmd;
+}
+
+CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "trace", "Replay a collective on real buffers and print every rank after every step");
+  cmd->add_option("scenario", args.scenario, "Scenario JSON file")->required();
+  cmd->add_option("--collective", args.collective, "Which collective (default: the first)");
+  cmd->add_option("--values", args.values,
+                  "Inputs: 10^rank (powers), a0, b0, ... (symbolic), or auto: powers up to "
+                  "18 ranks and 256 elements, a line per step beyond")
+      ->check(CLI::IsMember({"auto", "powers", "symbolic"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+CLI::App* add_plan_command(CLI::App& app, PlanArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "plan",
+      "Show what run, trace and validate will execute: every choice settled, per collective");
+  cmd->add_option("scenario", args.scenario, "Scenario JSON file")->required();
+  cmd->add_option("--format", args.format, "Output on stdout")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+CLI::App* add_workload_sweep_command(CLI::App& app, WorkloadSweepArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "workload-sweep", "Run a scenario's training step across settings or parallel splits");
+  cmd->add_option("scenario", args.scenario, "Scenario JSON file with a workload")->required();
+  cmd->add_option("--set", args.sets,
+                  "PATH=V1,V2,...: a scenario field through values (repeatable), e.g. "
+                  "workload.bucket=10MB,25MB or topology.nodes=1,2,4");
+  cmd->add_flag("--splits", args.splits,
+                "Also every dp x tp x pp of the job's GPUs (tp a power of two within a node), "
+                "the global batch kept (micro-batches follow dp), with the least activation "
+                "recomputation that fits");
+  cmd->add_option("--out", args.out_dir,
+                  "Write workload_sweep.csv, workload_sweep.json and workload_sweep.html here");
+  cmd->add_option("--format", args.format, "Output on stdout")
+      ->check(CLI::IsMember({"text", "csv", "json"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+CLI::App* add_validate_command(CLI::App& app, ValidateArgs& args) {
+  auto* cmd = app.add_subcommand("validate",
+                                 "Run the scenario's collectives for real and check their results");
+  cmd->add_option("scenario", args.scenario, "Scenario JSON file")->required();
+  add_run_options(cmd, args.run);
+  cmd->add_option("--out", args.out_dir, "Write measured.json and timeline.json here");
+  return cmd;
+}
+
+CLI::App* add_calibrate_command(CLI::App& app, CalibrateArgs& args, NcclCalibrateArgs& nccl) {
+  auto* cmd =
+      app.add_subcommand("calibrate",
+                         "Measure the cost model (bandwidth by size, concurrency, reductions, "
+                         "per-op overhead) and write a calibration file, or fit it to "
+                         "nccl-tests logs (--nccl-tests)");
+  add_run_options(cmd, args.run);
+  cmd->add_option("--reduce", args.reduce, "Reductions to sweep, \"dtype.op\" comma list")
+      ->capture_default_str();
+  cmd->add_option("--ranks", args.ranks,
+                  "Ranks: pairs (r, r + ranks/2) measured at once; 2 is point to point")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
+  cmd->add_option("--sizes", args.sizes, "A..B range or a comma list")->capture_default_str();
+  cmd->add_option("--step", args.step, "Factor between sizes")->capture_default_str();
+  cmd->add_option("--out", args.out, "Calibration JSON to write")->capture_default_str();
+  add_nccl_calibrate_options(cmd, nccl);
+  return cmd;
+}
+
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& args, NcclCompareArgs& nccl) {
+  auto* cmd =
+      app.add_subcommand("compare", "Simulated against measured, per collective and per step");
+  cmd->add_option("scenario", args.scenario, "Scenario JSON file")->required();
+  cmd->add_option("--measured", args.measured,
+                  "measured.json from collsim validate (an nccl-tests log: --nccl-tests)");
+  cmd->add_option("--calibration", args.calibration, "Calibration JSON to simulate with");
+  cmd->add_option("--out", args.out_dir, "Write compare.csv and compare_timeline.json here");
+  add_nccl_compare_options(cmd, nccl);
+  // What is compared with is said by the flag, never guessed from the file.
+  cmd->get_option("--measured")->excludes("--nccl-tests");
+  return cmd;
+}
+
+CLI::App* add_topo_command(CLI::App& app, TopoArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "topo",
+      "Summarise a topology (counts, per-GPU injection, switch tiers and their oversubscription, "
+      "bisection bandwidth), or draw it");
+  cmd->add_option("topology", args.topology,
+                  "Bundled name (dgx-h100), topology or scenario file, or inline JSON like "
+                  "'{\"preset\": \"cluster\", \"nodes\": 4}'")
+      ->required();
+  cmd->add_option("--format", args.format, "The summary as text, or JSON in bytes/s")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_flag("--dot", args.dot,
+                "Print Graphviz, a box per host and per rail (render with: dot -Tsvg)");
+  cmd->add_flag("--svg", args.svg,
+                "Print a drawing as SVG (no Graphviz needed): node by node for a few servers, "
+                "grouped by server group and switch tier for a cluster");
+  cmd->add_flag("--json", args.json, "Print the topology as an explicit node/link JSON file");
+  cmd->get_option("--dot")->excludes("--svg")->excludes("--json");
+  cmd->get_option("--svg")->excludes("--json");
+  return cmd;
+}
+
+// Every command's arguments and the subcommand that fills them: CLI11 writes into these
+// members while parsing, so the struct stays where it was made.
+struct Commands {
+  RunArgs run_args;
+  TraceArgs trace_args;
+  PlanArgs plan_args;
+  SweepArgs sweep_args;
+  MergeArgs merge_args;
+  WorkloadSweepArgs wsweep_args;
+  ValidateArgs validate_args;
+  CalibrateArgs calibrate_args;
+  NcclCalibrateArgs nccl_calibrate_args;
+  CompareArgs compare_args;
+  NcclCompareArgs nccl_compare_args;
+  TopoArgs topo_args;
+  CLI::App *run, *trace, *plan, *sweep, *merge, *workload_sweep, *validate, *calibrate, *compare,
+      *topo;
+
+  explicit Commands(CLI::App& app)
+      : run(add_run_command(app, run_args)),
+        trace(add_trace_command(app, trace_args)),
+        plan(add_plan_command(app, plan_args)),
+        sweep(add_sweep_command(app, sweep_args)),
+        merge(add_merge_command(app, merge_args)),
+        workload_sweep(add_workload_sweep_command(app, wsweep_args)),
+        validate(add_validate_command(app, validate_args)),
+        calibrate(add_calibrate_command(app, calibrate_args, nccl_calibrate_args)),
+        compare(add_compare_command(app, compare_args, nccl_compare_args)),
+        topo(add_topo_command(app, topo_args)) {}
+  Commands(const Commands&) = delete;
+  Commands& operator=(const Commands&) = delete;
+};
+
+// Runs the one command the command line named.
+int run_named_command(const Commands& c) {
+  if (*c.run) return run_command(c.run_args);
+  if (*c.trace) return trace_command(c.trace_args);
+  if (*c.plan) return plan_command(c.plan_args);
+  if (*c.topo) return topo_command(c.topo_args);
+  if (*c.sweep) return sweep_command(c.sweep_args);
+  if (*c.workload_sweep) return workload_sweep_command(c.wsweep_args);
+  if (*c.merge) return merge_command(c.merge_args);
+  if (*c.validate) return validate_command(c.validate_args);
+  if (*c.calibrate && !c.nccl_calibrate_args.logs.empty())
+    return nccl_calibrate_command(c.nccl_calibrate_args, c.calibrate, c.calibrate_args.out,
+                                  c.calibrate_args.ranks);
+  if (*c.calibrate) {
+    check_no_nccl_calibrate_options(c.calibrate);
+    return calibrate_command(c.calibrate_args);
+  }
+  if (*c.compare && c.compare_args.measured.empty() && c.nccl_compare_args.log.empty())
+    throw InputError("compare",
+                     "say what to compare with: --measured measured.json (from "
+                     "collsim validate) or --nccl-tests LOG");
+  if (*c.compare && !c.nccl_compare_args.log.empty())
+    return nccl_compare_command(c.compare_args.scenario, c.nccl_compare_args.log,
+                                c.compare_args.calibration, c.compare_args.out_dir,
+                                c.nccl_compare_args);
+  if (*c.compare) {
+    check_no_nccl_compare_options(c.compare);
+    return compare_command(c.compare_args);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -454,143 +652,7 @@ int main(int argc, char** argv) {
   CLI::App app{"collsim: a discrete-event simulator of collective communication on GPU clusters"};
   app.set_version_flag("--version", std::string("collsim ") + COLLSIM_VERSION);
   app.require_subcommand(1);
-
-  RunArgs run_args;
-  auto* run = app.add_subcommand("run", "Simulate a scenario and print one row per collective");
-  run->add_option("scenario", run_args.scenario, "Scenario JSON file")->required();
-  run->add_option("--format", run_args.format, "Output on stdout")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  run->add_option("--out", run_args.out_dir,
-                  "Also write result.json, CSVs, timeline.json and report.html here");
-  run->add_option("--trace-transfers", run_args.trace_transfers,
-                  "timeline.json: one slice per transfer up to this many; beyond, per rank "
-                  "time bins of how busy it was")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  run->add_flag("--stream", run_args.stream,
-                "Generate each collective while simulating it, holding only the ops in flight; "
-                "run does so by itself for large schedules when the figures are the same and no "
-                "--out is asked; --stream refuses what it cannot stream (overlapping collectives, "
-                "workloads, --out)");
-  run->add_flag("--trace-gzip", run_args.trace_gzip,
-                "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
-                "done anyway past 32 MiB");
-
-  TraceArgs trace_args;
-  auto* trace = app.add_subcommand(
-      "trace", "Replay a collective on real buffers and print every rank after every step");
-  trace->add_option("scenario", trace_args.scenario, "Scenario JSON file")->required();
-  trace->add_option("--collective", trace_args.collective, "Which collective (default: the first)");
-  trace
-      ->add_option("--values", trace_args.values,
-                   "Inputs: 10^rank (powers), a0, b0, ... (symbolic), or auto: powers up to "
-                   "18 ranks and 256 elements, a line per step beyond")
-      ->check(CLI::IsMember({"auto", "powers", "symbolic"}))
-      ->capture_default_str();
-
-  PlanArgs plan_args;
-  auto* plan = app.add_subcommand(
-      "plan",
-      "Show what run, trace and validate will execute: every choice settled, per collective");
-  plan->add_option("scenario", plan_args.scenario, "Scenario JSON file")->required();
-  plan->add_option("--format", plan_args.format, "Output on stdout")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-
-  SweepArgs sweep_args;
-  auto* sweep = add_sweep_command(app, sweep_args);
-  MergeArgs merge_args;
-  auto* merge = add_merge_command(app, merge_args);
-
-  WorkloadSweepArgs wsweep_args;
-  auto* wsweep = app.add_subcommand(
-      "workload-sweep", "Run a scenario's training step across settings or parallel splits");
-  wsweep->add_option("scenario", wsweep_args.scenario, "Scenario JSON file with a workload")
-      ->required();
-  wsweep->add_option("--set", wsweep_args.sets,
-                     "PATH=V1,V2,...: a scenario field through values (repeatable), e.g. "
-                     "workload.bucket=10MB,25MB or topology.nodes=1,2,4");
-  wsweep->add_flag("--splits", wsweep_args.splits,
-                   "Also every dp x tp x pp of the job's GPUs (tp a power of two within a node), "
-                   "the global batch kept (micro-batches follow dp), with the least activation "
-                   "recomputation that fits");
-  wsweep->add_option("--out", wsweep_args.out_dir,
-                     "Write workload_sweep.csv, workload_sweep.json and workload_sweep.html here");
-  wsweep->add_option("--format", wsweep_args.format, "Output on stdout")
-      ->check(CLI::IsMember({"text", "csv", "json"}))
-      ->capture_default_str();
-
-  ValidateArgs validate_args;
-  auto* validate = app.add_subcommand(
-      "validate", "Run the scenario's collectives for real and check their results");
-  validate->add_option("scenario", validate_args.scenario, "Scenario JSON file")->required();
-  add_run_options(validate, validate_args.run);
-  validate->add_option("--out", validate_args.out_dir,
-                       "Write measured.json and timeline.json here");
-
-  CalibrateArgs calibrate_args;
-  auto* calibrate =
-      app.add_subcommand("calibrate",
-                         "Measure the cost model (bandwidth by size, concurrency, reductions, "
-                         "per-op overhead) and write a calibration file, or fit it to "
-                         "nccl-tests logs (--nccl-tests)");
-  add_run_options(calibrate, calibrate_args.run);
-  calibrate
-      ->add_option("--reduce", calibrate_args.reduce,
-                   "Reductions to sweep, \"dtype.op\" comma list")
-      ->capture_default_str();
-  calibrate
-      ->add_option("--ranks", calibrate_args.ranks,
-                   "Ranks: pairs (r, r + ranks/2) measured at once; 2 is point to point")
-      ->check(CLI::Range(2, 4096))
-      ->capture_default_str();
-  calibrate->add_option("--sizes", calibrate_args.sizes, "A..B range or a comma list")
-      ->capture_default_str();
-  calibrate->add_option("--step", calibrate_args.step, "Factor between sizes")
-      ->capture_default_str();
-  calibrate->add_option("--out", calibrate_args.out, "Calibration JSON to write")
-      ->capture_default_str();
-  NcclCalibrateArgs nccl_calibrate_args;
-  add_nccl_calibrate_options(calibrate, nccl_calibrate_args);
-
-  CompareArgs compare_args;
-  auto* compare =
-      app.add_subcommand("compare", "Simulated against measured, per collective and per step");
-  compare->add_option("scenario", compare_args.scenario, "Scenario JSON file")->required();
-  compare
-      ->add_option("--measured", compare_args.measured,
-                   "measured.json from collsim validate (an nccl-tests log: --nccl-tests)");
-  compare->add_option("--calibration", compare_args.calibration,
-                      "Calibration JSON to simulate with");
-  compare->add_option("--out", compare_args.out_dir,
-                      "Write compare.csv and compare_timeline.json here");
-  NcclCompareArgs nccl_compare_args;
-  add_nccl_compare_options(compare, nccl_compare_args);
-  // What is compared with is said by the flag, never guessed from the file.
-  compare->get_option("--measured")->excludes("--nccl-tests");
-
-  TopoArgs topo_args;
-  auto* topo = app.add_subcommand(
-      "topo",
-      "Summarise a topology (counts, per-GPU injection, switch tiers and their oversubscription, "
-      "bisection bandwidth), or draw it");
-  topo->add_option("topology", topo_args.topology,
-                   "Bundled name (dgx-h100), topology or scenario file, or inline JSON like "
-                   "'{\"preset\": \"cluster\", \"nodes\": 4}'")
-      ->required();
-  topo->add_option("--format", topo_args.format, "The summary as text, or JSON in bytes/s")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  topo->add_flag("--dot", topo_args.dot,
-                 "Print Graphviz, a box per host and per rail (render with: dot -Tsvg)");
-  topo->add_flag("--svg", topo_args.svg,
-                 "Print a drawing as SVG (no Graphviz needed): node by node for a few servers, "
-                 "grouped by server group and switch tier for a cluster");
-  topo->add_flag("--json", topo_args.json, "Print the topology as an explicit node/link JSON file");
-  topo->get_option("--dot")->excludes("--svg")->excludes("--json");
-  topo->get_option("--svg")->excludes("--json");
-
+  Commands commands(app);  // not const: parsing writes into it
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -599,32 +661,7 @@ int main(int argc, char** argv) {
   install_stop_handlers();
   try {
     const ProgressLines progress_lines;
-    if (*run) return run_command(run_args);
-    if (*trace) return trace_command(trace_args);
-    if (*plan) return plan_command(plan_args);
-    if (*topo) return topo_command(topo_args);
-    if (*sweep) return sweep_command(sweep_args);
-    if (*wsweep) return workload_sweep_command(wsweep_args);
-    if (*merge) return merge_command(merge_args);
-    if (*validate) return validate_command(validate_args);
-    if (*calibrate && !nccl_calibrate_args.logs.empty())
-      return nccl_calibrate_command(nccl_calibrate_args, calibrate, calibrate_args.out,
-                                    calibrate_args.ranks);
-    if (*calibrate) {
-      check_no_nccl_calibrate_options(calibrate);
-      return calibrate_command(calibrate_args);
-    }
-    if (*compare && compare_args.measured.empty() && nccl_compare_args.log.empty())
-      throw InputError("compare", "say what to compare with: --measured measured.json (from "
-                                  "collsim validate) or --nccl-tests LOG");
-    if (*compare && !nccl_compare_args.log.empty())
-      return nccl_compare_command(compare_args.scenario, nccl_compare_args.log,
-                                  compare_args.calibration, compare_args.out_dir,
-                                  nccl_compare_args);
-    if (*compare) {
-      check_no_nccl_compare_options(compare);
-      return compare_command(compare_args);
-    }
+    return run_named_command(commands);
   } catch (const Interrupted&) {
     std::cerr << "collsim: interrupted; nothing written\n";
     return 128 + (stop_signal ? static_cast<int>(stop_signal) : SIGINT);
