@@ -189,107 +189,119 @@ std::pair<DType, ReduceOp> parse_reduction(const std::string& key) {
   return {*t, *op};
 }
 
-}  // namespace
+using Reduction = std::pair<DType, ReduceOp>;
 
-Calibration calibrate(const CalibrateRequest& request, const RunOptions& options) {
+// One schedule of the calibration's sweeps: what it measures, at which size and reduction.
+enum class SweepKind { OneWay, BothWays, ReduceAlone, ReduceBoth };
+struct SweepItem {
+  SweepKind kind;
+  std::size_t size, reduction;  // indices into the request's sizes and reductions
+  Schedule schedule;
+};
+
+std::vector<SweepItem> sweep_items(const CalibrateRequest& request,
+                                   const std::vector<Reduction>& reductions) {
   const int ranks = request.ranks;
-  if (ranks < 2 || ranks % 2)
-    throw ValidationError(fmt::format("--ranks must be even and at least 2, not {}", ranks));
-  if (request.sizes.size() < 2)
-    throw ValidationError("--sizes: calibrate needs at least two sizes to fit curves");
-  Calibration c;
-  c.backend = name_of(options.backend);
-  c.device = backend_device(options.backend);
-  c.ranks = ranks;
-  c.date = today();
-  c.iterations = options.iterations;
-  c.warmup = options.warmup;
-  c.rounds = effective_rounds(options);
-  c.quantile = options.quantile;
-  const double q = options.quantile;
-  c.load_before = load_average();
-  const auto reductions = [&] {
-    std::vector<std::pair<DType, ReduceOp>> out;
-    for (const auto& key : request.reductions) out.push_back(parse_reduction(key));
-    return out;
-  }();
-
-  // Every sweep's schedules, measured in rounds together (run_in_rounds).
-  enum Kind { OneWay, BothWays, ReduceAlone, ReduceBoth };
-  struct Item {
-    Kind kind;
-    std::size_t size, reduction;
-    Schedule schedule;
-  };
-  std::vector<Item> items;
+  std::vector<SweepItem> items;
   for (std::size_t z = 0; z < request.sizes.size(); ++z) {
     const std::int64_t bytes = request.sizes[z];
-    items.push_back({OneWay, z, 0, one_way_copy(bytes, ranks)});
-    items.push_back({BothWays, z, 0, both_ways(bytes, ranks)});
+    items.push_back({SweepKind::OneWay, z, 0, one_way_copy(bytes, ranks)});
+    items.push_back({SweepKind::BothWays, z, 0, both_ways(bytes, ranks)});
     for (std::size_t i = 0; i < reductions.size(); ++i) {
       const auto [dtype, op] = reductions[i];
-      items.push_back({ReduceAlone, z, i, reduce_from_peer(bytes, ranks, dtype, op, false)});
-      items.push_back({ReduceBoth, z, i, reduce_from_peer(bytes, ranks, dtype, op, true)});
+      items.push_back(
+          {SweepKind::ReduceAlone, z, i, reduce_from_peer(bytes, ranks, dtype, op, false)});
+      items.push_back(
+          {SweepKind::ReduceBoth, z, i, reduce_from_peer(bytes, ranks, dtype, op, true)});
     }
   }
+  return items;
+}
+
+// Every item measured, in rounds together (run_in_rounds); a transport that moves the
+// wrong bytes has no rate worth fitting.
+std::vector<Measurement> measure_items(const CalibrateRequest& request,
+                                       const std::vector<SweepItem>& items,
+                                       const RunOptions& options) {
   std::vector<const Schedule*> schedules;
   for (const auto& item : items) schedules.push_back(&item.schedule);
-  const std::vector<Measurement> measured = run_in_rounds(schedules, options);
-  c.pinning = measured.front().pinning;
+  std::vector<Measurement> measured = run_in_rounds(schedules, options);
   for (std::size_t i = 0; i < items.size(); ++i)
-    if (measured[i].wrong)  // a transport that moves the wrong bytes has no rate worth fitting
+    if (measured[i].wrong)
       throw ValidationError(fmt::format("{} of {} bytes: {} elements differ from the replayer",
                                         items[i].schedule.algorithm, request.sizes[items[i].size],
                                         measured[i].wrong));
+  return measured;
+}
 
-  Sweep one_way("one_way"), concurrent("concurrent");
-  std::vector<Sweep> alone, both;
-  for (const auto& key : request.reductions) {
-    alone.emplace_back(key);
-    both.emplace_back("concurrent " + key);
-  }
+// The measurements sorted into their sweeps, with the wake-up gaps and release latencies
+// read where copies are short.
+struct SortedSamples {
+  Sweep one_way{"one_way"}, concurrent{"concurrent"};
+  std::vector<Sweep> alone, both;  // per reduction
   std::vector<double> gaps, releases;
+};
+
+SortedSamples sort_samples(const CalibrateRequest& request, const std::vector<SweepItem>& items,
+                           const std::vector<Measurement>& measured, double q) {
+  SortedSamples out;
+  for (const auto& key : request.reductions) {
+    out.alone.emplace_back(key);
+    out.both.emplace_back("concurrent " + key);
+  }
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const Item& item = items[i];
+    const SweepItem& item = items[i];
     const Measurement& m = measured[i];
-    // The wake-up and the launch are read where copies are short.
     const bool short_copies = request.sizes[item.size] <= 4096 || item.size == 0;
     switch (item.kind) {
-      case OneWay:
-        one_way.samples.push_back(op_durations(item.schedule, m, q));
+      case SweepKind::OneWay:
+        out.one_way.samples.push_back(op_durations(item.schedule, m, q));
         break;
-      case BothWays: {
-        concurrent.samples.push_back(step_durations(item.schedule, m, q));
+      case SweepKind::BothWays: {
+        out.concurrent.samples.push_back(step_durations(item.schedule, m, q));
         if (!short_copies) break;
         const auto g = step_gaps(item.schedule, m);
-        gaps.insert(gaps.end(), g.begin(), g.end());
+        out.gaps.insert(out.gaps.end(), g.begin(), g.end());
         const auto l = release_latencies(item.schedule, m);
-        releases.insert(releases.end(), l.begin(), l.end());
+        out.releases.insert(out.releases.end(), l.begin(), l.end());
         break;
       }
-      case ReduceAlone:
-        alone[item.reduction].samples.push_back(op_durations(item.schedule, m, q));
+      case SweepKind::ReduceAlone:
+        out.alone[item.reduction].samples.push_back(op_durations(item.schedule, m, q));
         break;
-      case ReduceBoth:
-        both[item.reduction].samples.push_back(step_durations(item.schedule, m, q));
+      case SweepKind::ReduceBoth:
+        out.both[item.reduction].samples.push_back(step_durations(item.schedule, m, q));
         break;
     }
   }
-  fit_curve(one_way);
-  fit_curve(concurrent);
-  c.sweeps = {one_way, concurrent, memory_sweep("host_memory", concurrent, one_way, ranks)};
-  for (std::size_t i = 0; i < reductions.size(); ++i) {
-    fit_curve(alone[i]);
-    fit_curve(both[i]);
-    Sweep memory = memory_sweep("host_memory " + request.reductions[i], both[i], alone[i], ranks);
-    c.sweeps.insert(c.sweeps.end(), {std::move(alone[i]), std::move(both[i]), std::move(memory)});
-  }
-  c.load_after = load_average();
+  return out;
+}
 
-  c.model.launch = from_seconds(band_mean(releases, q));
-  c.model.op_overhead = from_seconds(band_mean(gaps, q));
-  c.overhead_p10_s = percentile(gaps, 0.1);
-  c.overhead_p90_s = percentile(gaps, 0.9);
+// Fits every sweep's curve and lists them in the file's order: one_way, concurrent,
+// host_memory, then per reduction its alone, concurrent and host-memory sweeps.
+std::vector<Sweep> fitted_sweeps(SortedSamples& sorted, const CalibrateRequest& request) {
+  fit_curve(sorted.one_way);
+  fit_curve(sorted.concurrent);
+  std::vector<Sweep> sweeps = {
+      sorted.one_way, sorted.concurrent,
+      memory_sweep("host_memory", sorted.concurrent, sorted.one_way, request.ranks)};
+  for (std::size_t i = 0; i < sorted.alone.size(); ++i) {
+    Sweep& alone = sorted.alone[i];
+    Sweep& both = sorted.both[i];
+    fit_curve(alone);
+    fit_curve(both);
+    Sweep memory = memory_sweep("host_memory " + request.reductions[i], both, alone, request.ranks);
+    sweeps.insert(sweeps.end(), {std::move(alone), std::move(both), std::move(memory)});
+  }
+  return sweeps;
+}
+
+// The cost model read from the fitted sweeps (in fitted_sweeps' order) and the gaps.
+void set_cost_model(Calibration& c, const SortedSamples& sorted, double q) {
+  c.model.launch = from_seconds(band_mean(sorted.releases, q));
+  c.model.op_overhead = from_seconds(band_mean(sorted.gaps, q));
+  c.overhead_p10_s = percentile(sorted.gaps, 0.1);
+  c.overhead_p90_s = percentile(sorted.gaps, 0.9);
   for (auto& k : c.model.links) k.bandwidth = c.sweeps[0].curve;
   c.model.local_copy = c.sweeps[0].curve;  // a copy inside a rank is the same memcpy
   c.model.host_memory = c.sweeps[2].curve;
@@ -304,6 +316,36 @@ Calibration calibrate(const CalibrateRequest& request, const RunOptions& options
   c.alpha_s = line.alpha_s;
   c.bandwidth_Bps = line.bandwidth_Bps;
   c.r2 = line.r2;
+}
+
+}  // namespace
+
+Calibration calibrate(const CalibrateRequest& request, const RunOptions& options) {
+  if (request.ranks < 2 || request.ranks % 2)
+    throw ValidationError(
+        fmt::format("--ranks must be even and at least 2, not {}", request.ranks));
+  if (request.sizes.size() < 2)
+    throw ValidationError("--sizes: calibrate needs at least two sizes to fit curves");
+  Calibration c;
+  c.backend = name_of(options.backend);
+  c.device = backend_device(options.backend);
+  c.ranks = request.ranks;
+  c.date = today();
+  c.iterations = options.iterations;
+  c.warmup = options.warmup;
+  c.rounds = effective_rounds(options);
+  c.quantile = options.quantile;
+  c.load_before = load_average();
+  std::vector<Reduction> reductions;
+  for (const auto& key : request.reductions) reductions.push_back(parse_reduction(key));
+
+  const std::vector<SweepItem> items = sweep_items(request, reductions);
+  const std::vector<Measurement> measured = measure_items(request, items, options);
+  c.pinning = measured.front().pinning;
+  SortedSamples sorted = sort_samples(request, items, measured, options.quantile);
+  c.sweeps = fitted_sweeps(sorted, request);
+  c.load_after = load_average();
+  set_cost_model(c, sorted, options.quantile);
   return c;
 }
 
