@@ -86,85 +86,82 @@ double cables_of(const std::vector<Dimension>& dims) {
   return cables;
 }
 
-Topology preset_from_json(const JsonView& spec) {
-  const std::string preset = spec["preset"].as_choice(
-      {"switch", "ring", "dgx-h100", "cluster", "nvl72", "torus", "multidim"});
-  if (preset == "switch" || preset == "nvl72") {
-    spec.allow_only(kSwitchPresetFields);
-    const int gpus = spec.has("gpus") || preset == "switch"
-                         ? static_cast<int>(spec["gpus"].as_int(1, kMaxGpus))
-                         : 72;
-    if (preset == "nvl72")
-      return make_nvl72_topology(gpus, bandwidth_or(spec, "bandwidth", 900e9),
-                                 latency_or(spec, "latency"));
-    const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
-    return make_switch_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
-                                kind);
+// Each preset's builder reads its own fields; preset_from_json has checked that the spec
+// holds no others (Preset::fields).
+Topology switch_preset(const JsonView& spec) {
+  const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
+  const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
+  return make_switch_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
+                              kind);
+}
+
+Topology nvl72_preset(const JsonView& spec) {
+  const int gpus = spec.has("gpus") ? static_cast<int>(spec["gpus"].as_int(1, kMaxGpus)) : 72;
+  return make_nvl72_topology(gpus, bandwidth_or(spec, "bandwidth", 900e9),
+                             latency_or(spec, "latency"));
+}
+
+Topology ring_preset(const JsonView& spec) {
+  const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
+  const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
+  const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
+  return make_ring_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
+                            bidir, kind);
+}
+
+Topology dgx_preset(const JsonView& spec) {
+  return make_dgx_topology(server_from_json(spec));
+}
+
+// A ratio like "oversubscription": at least 1 (2 means 2:1).
+double ratio_field(const JsonView& v) {
+  const double ratio = v.as_number();
+  if (ratio < 1) v.fail("a ratio of at least 1 (2 means 2:1)");
+  return ratio;
+}
+
+Topology cluster_preset(const JsonView& spec) {
+  ClusterParams p;
+  p.nodes = static_cast<int>(spec["nodes"].as_int(1, kMaxGpus));
+  p.server = server_from_json(spec);
+  check_gpu_count(spec, static_cast<long long>(p.nodes) * p.server.gpus);
+  if (spec.has("radix")) p.radix = static_cast<int>(spec["radix"].as_int(2, 1 << 16));
+  if (spec.has("oversubscription")) p.oversubscription = ratio_field(spec["oversubscription"]);
+  if (spec.has("spines")) p.spines = static_cast<int>(spec["spines"].as_int(1, 1 << 16));
+  if (spec.has("fabric")) p.fabric = link_kind_of(spec["fabric"]);
+  if (spec.has("pod_nodes")) p.pod_nodes = static_cast<int>(spec["pod_nodes"].as_int(1, kMaxGpus));
+  if (spec.has("cores")) p.cores = static_cast<int>(spec["cores"].as_int(1, 1 << 16));
+  if (spec.has("core_oversubscription"))
+    p.core_oversubscription = ratio_field(spec["core_oversubscription"]);
+  for (const char* three_tier : {"cores", "core_oversubscription"})
+    if (spec.has(three_tier) && !spec.has("pod_nodes"))
+      spec[three_tier].fail_message("only a three-tier cluster has cores: set \"pod_nodes\" too");
+  // Every leaf reaches every spine of its pod, every pod spine every core.
+  const double pods = p.pod_nodes > 0 ? std::ceil(double(p.nodes) / p.pod_nodes) : 1;
+  const double leaves = double(p.nodes) * p.server.gpus;  // at most one per NIC
+  check_cable_count(spec,
+                    2.0 * p.nodes * p.server.gpus + leaves * p.spines + pods * p.spines * p.cores);
+  return make_cluster_topology(p);
+}
+
+Topology torus_preset(const JsonView& spec) {
+  const std::vector<int> sizes = spec["dims"].as_int_list(1, 1 << 16);
+  if (sizes.empty() || sizes.size() > 3)
+    spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
+  std::vector<Dimension> dims;
+  long long total = 1;
+  for (int n : sizes) {
+    dims.push_back({Dimension::Shape::Ring, n, spec["bandwidth"].as_bandwidth(),
+                    latency_or(spec, "latency"),
+                    spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink});
+    total *= n;
   }
-  if (preset == "ring") {
-    spec.allow_only(kRingPresetFields);
-    const int gpus = static_cast<int>(spec["gpus"].as_int(1, kMaxGpus));
-    const bool bidir = spec.has("bidirectional") ? spec["bidirectional"].as_bool() : true;
-    const LinkKind kind = spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink;
-    return make_ring_topology(gpus, spec["bandwidth"].as_bandwidth(), latency_or(spec, "latency"),
-                              bidir, kind);
-  }
-  if (preset == "dgx-h100") {
-    spec.allow_only(kDgxPresetFields);
-    return make_dgx_topology(server_from_json(spec));
-  }
-  if (preset == "cluster") {
-    spec.allow_only(kClusterPresetFields);
-    ClusterParams p;
-    p.nodes = static_cast<int>(spec["nodes"].as_int(1, kMaxGpus));
-    p.server = server_from_json(spec);
-    check_gpu_count(spec, static_cast<long long>(p.nodes) * p.server.gpus);
-    if (spec.has("radix")) p.radix = static_cast<int>(spec["radix"].as_int(2, 1 << 16));
-    if (spec.has("oversubscription")) {
-      p.oversubscription = spec["oversubscription"].as_number();
-      if (p.oversubscription < 1)
-        spec["oversubscription"].fail("a ratio of at least 1 (2 means 2:1)");
-    }
-    if (spec.has("spines")) p.spines = static_cast<int>(spec["spines"].as_int(1, 1 << 16));
-    if (spec.has("fabric")) p.fabric = link_kind_of(spec["fabric"]);
-    if (spec.has("pod_nodes"))
-      p.pod_nodes = static_cast<int>(spec["pod_nodes"].as_int(1, kMaxGpus));
-    if (spec.has("cores")) p.cores = static_cast<int>(spec["cores"].as_int(1, 1 << 16));
-    if (spec.has("core_oversubscription")) {
-      p.core_oversubscription = spec["core_oversubscription"].as_number();
-      if (p.core_oversubscription < 1)
-        spec["core_oversubscription"].fail("a ratio of at least 1 (2 means 2:1)");
-    }
-    for (const char* three_tier : {"cores", "core_oversubscription"})
-      if (spec.has(three_tier) && !spec.has("pod_nodes"))
-        spec[three_tier].fail_message("only a three-tier cluster has cores: set \"pod_nodes\" too");
-    {
-      // Every leaf reaches every spine of its pod, every pod spine every core.
-      const double pods = p.pod_nodes > 0 ? std::ceil(double(p.nodes) / p.pod_nodes) : 1;
-      const double leaves = double(p.nodes) * p.server.gpus;  // at most one per NIC
-      check_cable_count(
-          spec, 2.0 * p.nodes * p.server.gpus + leaves * p.spines + pods * p.spines * p.cores);
-    }
-    return make_cluster_topology(p);
-  }
-  if (preset == "torus") {
-    spec.allow_only(kTorusPresetFields);
-    const std::vector<int> sizes = spec["dims"].as_int_list(1, 1 << 16);
-    if (sizes.empty() || sizes.size() > 3)
-      spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
-    std::vector<Dimension> dims;
-    long long total = 1;
-    for (int n : sizes) {
-      dims.push_back({Dimension::Shape::Ring, n, spec["bandwidth"].as_bandwidth(),
-                      latency_or(spec, "latency"),
-                      spec.has("kind") ? link_kind_of(spec["kind"]) : LinkKind::NvLink});
-      total *= n;
-    }
-    check_gpu_count(spec, total);
-    check_cable_count(spec, cables_of(dims));
-    return make_multidim_topology(dims, "torus");
-  }
-  spec.allow_only(kMultidimPresetFields);
+  check_gpu_count(spec, total);
+  check_cable_count(spec, cables_of(dims));
+  return make_multidim_topology(dims, "torus");
+}
+
+Topology multidim_preset(const JsonView& spec) {
   std::vector<Dimension> dims;
   long long total = 1;
   const JsonView list = spec["dims"];
@@ -176,6 +173,32 @@ Topology preset_from_json(const JsonView& spec) {
   check_gpu_count(spec, total);
   check_cable_count(spec, cables_of(dims));
   return make_multidim_topology(dims);
+}
+
+// The registry: a preset is its builder and one line here (its fields: topology_json.h).
+struct PresetBuilder {
+  std::string_view preset;
+  Topology (*build)(const JsonView& spec);
+};
+constexpr PresetBuilder kPresetBuilders[] = {
+    {"switch", switch_preset},    {"ring", ring_preset},   {"dgx-h100", dgx_preset},
+    {"cluster", cluster_preset},  {"nvl72", nvl72_preset}, {"torus", torus_preset},
+    {"multidim", multidim_preset}};
+static_assert(std::size(kPresetBuilders) == std::size(kPresetFields),
+              "every preset has a builder and a list of fields");
+
+Topology preset_from_json(const JsonView& spec) {
+  std::vector<std::string> names;
+  for (const PresetBuilder& b : kPresetBuilders) names.emplace_back(b.preset);
+  const std::string preset = spec["preset"].as_choice(names);
+  const auto fields = std::find_if(std::begin(kPresetFields), std::end(kPresetFields),
+                                   [&](const PresetFields& f) { return f.preset == preset; });
+  const auto builder = std::find_if(std::begin(kPresetBuilders), std::end(kPresetBuilders),
+                                    [&](const PresetBuilder& b) { return b.preset == preset; });
+  if (fields == std::end(kPresetFields))
+    throw std::logic_error("preset \"" + preset + "\" has no list of fields");
+  spec.allow_only(fields->fields);
+  return builder->build(spec);
 }
 
 NodeId node_ref(const Topology& t, const JsonView& v) {
