@@ -302,7 +302,8 @@ struct Target {
   bool once = false;  // too long to repeat
 };
 
-int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
+// The scale targets of the performance issue, each with its limit where it has one.
+std::vector<Target> scale_targets(bool with_100k) {
   Case ideal{.ranks = 4096};
   Case flow_small{.ranks = 1024, .size = "1KiB", .model = "flow", .bandwidth = 25e9};
   Case packet{.ranks = 64, .size = "256MiB", .model = "packet", .topology = "cluster"};
@@ -326,11 +327,61 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
   if (with_100k)
     targets.push_back({"ideal ring 1GiB switch K=100000, streamed (finishes; run once)",
                        Case{.ranks = 100000, .stream = true}, 0, false, true});
+  return targets;
+}
 
+// What one target's median run did, and whether it met its limit.
+void print_target_run(const Target& t, const Figures& f, const Child& child) {
+  fmt::print("  simulated {:.6f} ms, {} transfers, {} events{}\n", f.simulated_s * 1e3, f.transfers,
+             f.events, t.c.stream ? fmt::format(", at most {} ops held", f.peak_held) : "");
+  if (t.c.stream)
+    fmt::print("  wall {:.3f} s (generate and simulate, streamed, {:.3f}), CPU {:.3f} s\n",
+               child.wall_s, f.loop_s, child.cpu_s);
+  else
+    fmt::print(
+        "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop "
+        "{:.3f}), CPU {:.3f} s\n",
+        child.wall_s, f.gen_s, f.check_s, f.load_s, f.loop_s, child.cpu_s);
+  fmt::print("  events/s {:.2f} M in the loop, {:.2f} M transfers/s overall; peak RSS {:.1f} MiB\n",
+             static_cast<double>(f.events) / f.loop_s / 1e6,
+             static_cast<double>(f.transfers) / child.wall_s / 1e6, child.peak_mib);
+  if (t.c.model == "packet")
+    fmt::print("  packet-hops/s {:.2f} M in the loop ({:.2f} M over the CPU time)\n",
+               static_cast<double>(f.packet_hops) / f.loop_s / 1e6,
+               static_cast<double>(f.packet_hops) / child.cpu_s / 1e6);
+  if (t.max_wall_s > 0)
+    fmt::print("  target < {} s: {} by wall, {} by CPU\n", t.max_wall_s,
+               child.wall_s < t.max_wall_s ? "met" : "missed",
+               child.cpu_s < t.max_wall_s ? "met" : "missed");
+}
+
+// The floor on the same case, `repeat` times, and collsim's ratios to its median.
+void print_floor_ratio(const std::string& floor_path, const Case& c, int repeat,
+                       const Child& child) {
+  if (floor_path.empty()) {
+    fmt::print("  floor: not built (tools/floor/floor.cpp); pass --floor\n");
+    return;
+  }
+  std::vector<FloorRun> floors;
+  for (int i = 0; i < repeat; ++i)
+    if (auto r = run_floor(floor_path, c)) floors.push_back(*r);
+  if (floors.empty()) {
+    fmt::print("  floor: {} did not run\n", floor_path);
+    return;
+  }
+  const FloorRun fl = median(floors, [](const FloorRun& r) { return r.child.wall_s; });
+  fmt::print("  floor: simulated {:.6f} ms, wall {:.3f} s, CPU {:.3f} s, peak RSS {:.1f} MiB\n",
+             fl.simulated_s * 1e3, fl.child.wall_s, fl.child.cpu_s, fl.child.peak_mib);
+  fmt::print("  collsim / floor: wall {:.2f}x, CPU {:.2f}x, memory {:.2f}x (targets 1.5x, < 1x)\n",
+             child.wall_s / fl.child.wall_s, child.cpu_s / fl.child.cpu_s,
+             child.peak_mib / fl.child.peak_mib);
+}
+
+int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
   fmt::print("median of {} run(s) each; wall and CPU are whole child processes (setup included)\n",
              repeat);
-  std::vector<std::pair<int, double>> flow_growth;  // (K, wall)
-  for (const Target& t : targets) {
+  std::vector<std::pair<int, double>> flow_growth;  // (K, CPU seconds)
+  for (const Target& t : scale_targets(with_100k)) {
     fmt::print("\n{}\n", t.what);
     const double ops = 2.0 * (t.c.ranks - 1) * t.c.ranks;
     if (!t.c.stream && ops * kStoredBytesPerTransfer > 0.8 * available_bytes()) {
@@ -348,50 +399,10 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
       continue;
     }
     const auto [f, child] = median(runs, [](const auto& r) { return r.second.wall_s; });
-    fmt::print("  simulated {:.6f} ms, {} transfers, {} events{}\n", f.simulated_s * 1e3,
-               f.transfers, f.events,
-               t.c.stream ? fmt::format(", at most {} ops held", f.peak_held) : "");
-    if (t.c.stream)
-      fmt::print("  wall {:.3f} s (generate and simulate, streamed, {:.3f}), CPU {:.3f} s\n",
-                 child.wall_s, f.loop_s, child.cpu_s);
-    else
-      fmt::print(
-          "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop "
-          "{:.3f}), CPU {:.3f} s\n",
-          child.wall_s, f.gen_s, f.check_s, f.load_s, f.loop_s, child.cpu_s);
-    fmt::print(
-        "  events/s {:.2f} M in the loop, {:.2f} M transfers/s overall; peak RSS {:.1f} MiB\n",
-        static_cast<double>(f.events) / f.loop_s / 1e6,
-        static_cast<double>(f.transfers) / child.wall_s / 1e6, child.peak_mib);
-    if (t.c.model == "packet")
-      fmt::print("  packet-hops/s {:.2f} M in the loop ({:.2f} M over the CPU time)\n",
-                 static_cast<double>(f.packet_hops) / f.loop_s / 1e6,
-                 static_cast<double>(f.packet_hops) / child.cpu_s / 1e6);
-    if (t.max_wall_s > 0)
-      fmt::print("  target < {} s: {} by wall, {} by CPU\n", t.max_wall_s,
-                 child.wall_s < t.max_wall_s ? "met" : "missed",
-                 child.cpu_s < t.max_wall_s ? "met" : "missed");
+    print_target_run(t, f, child);
     if (t.c.model == "flow" && t.c.topology == "cluster")
       flow_growth.emplace_back(t.c.ranks, child.cpu_s);
-    if (!t.with_floor) continue;
-    if (floor_path.empty()) {
-      fmt::print("  floor: not built (tools/floor/floor.cpp); pass --floor\n");
-      continue;
-    }
-    std::vector<FloorRun> floors;
-    for (int i = 0; i < repeat; ++i)
-      if (auto r = run_floor(floor_path, t.c)) floors.push_back(*r);
-    if (floors.empty()) {
-      fmt::print("  floor: {} did not run\n", floor_path);
-      continue;
-    }
-    const FloorRun fl = median(floors, [](const FloorRun& r) { return r.child.wall_s; });
-    fmt::print("  floor: simulated {:.6f} ms, wall {:.3f} s, CPU {:.3f} s, peak RSS {:.1f} MiB\n",
-               fl.simulated_s * 1e3, fl.child.wall_s, fl.child.cpu_s, fl.child.peak_mib);
-    fmt::print(
-        "  collsim / floor: wall {:.2f}x, CPU {:.2f}x, memory {:.2f}x (targets 1.5x, < 1x)\n",
-        child.wall_s / fl.child.wall_s, child.cpu_s / fl.child.cpu_s,
-        child.peak_mib / fl.child.peak_mib);
+    if (t.with_floor) print_floor_ratio(floor_path, t.c, repeat, child);
   }
   if (!with_100k)
     fmt::print(
