@@ -56,6 +56,13 @@ nlohmann::json shares_json(const StepBreakdown& b, const std::vector<StepShare>&
   return out;
 }
 
+// A placement order as its JSON names, fastest-varying first.
+std::vector<std::string> order_names(const std::vector<ParallelAxis>& order) {
+  std::vector<std::string> out;
+  for (ParallelAxis a : order) out.emplace_back(name_of(a));
+  return out;
+}
+
 nlohmann::json job_json(const JobOutcome& j) {
   const WorkloadSpec& w = *j.spec;
   nlohmann::json o = {{"name", w.name},
@@ -101,7 +108,7 @@ nlohmann::json job_json(const JobOutcome& j) {
                         {"virtual_stages", p.virtual_stages},
                         {"sequence_parallel", p.sequence_parallel},
                         {"recompute", p.recompute},
-                        {"order", p.order}};
+                        {"order", order_names(p.order)}};
     o["memory_bytes"] = {
         {"params", j.facts.memory_params},       {"gradients", j.facts.memory_gradients},
         {"optimizer", j.facts.memory_optimizer}, {"activations", j.facts.memory_activations},

@@ -185,15 +185,10 @@ class TrainingBuilder {
                                static_cast<int>((k + 1) * m_.layers / chunks_)});
     frontier_.resize(par_.pp);
     order_ = par_.order;
-    if (std::find(order_.begin(), order_.end(), "cp") == order_.end())
-      order_.insert(std::find(order_.begin(), order_.end(), "tp") + 1, "cp");
-    for (const auto& name : order_) {
-      if (name == "tp") radix_.push_back(par_.tp);
-      if (name == "cp") radix_.push_back(cp_);
-      if (name == "ep") radix_.push_back(par_.ep);
-      if (name == "pp") radix_.push_back(par_.pp);
-      if (name == "dp") radix_.push_back(dpo_ / cp_);
-    }
+    if (std::find(order_.begin(), order_.end(), ParallelAxis::Cp) == order_.end())
+      order_.insert(std::find(order_.begin(), order_.end(), ParallelAxis::Tp) + 1,
+                    ParallelAxis::Cp);
+    for (ParallelAxis axis : order_) radix_.push_back(size_along(axis));
   }
 
   WorkloadFacts build() {
@@ -274,16 +269,45 @@ class TrainingBuilder {
     bool expert = false;
   };
 
+  // The job's extent along `axis`; along DP, its replicas (each of cp CP ranks).
+  int size_along(ParallelAxis axis) const {
+    switch (axis) {
+      case ParallelAxis::Tp:
+        return par_.tp;
+      case ParallelAxis::Cp:
+        return cp_;
+      case ParallelAxis::Ep:
+        return par_.ep;
+      case ParallelAxis::Pp:
+        return par_.pp;
+      case ParallelAxis::Dp:
+        return dpo_ / cp_;
+    }
+    return 1;
+  }
+
   // d counts replicas and their CP ranks: replica d / cp, CP rank d % cp.
   int rank_at(int t, int e, int p, int d) const {
     int index = 0, scale = 1;
     for (std::size_t i = 0; i < order_.size(); ++i) {
-      const std::string& name = order_[i];
-      const int c = name == "tp"   ? t
-                    : name == "cp" ? d % cp_
-                    : name == "ep" ? e
-                    : name == "pp" ? p
-                                   : d / cp_;
+      int c = 0;
+      switch (order_[i]) {
+        case ParallelAxis::Tp:
+          c = t;
+          break;
+        case ParallelAxis::Cp:
+          c = d % cp_;
+          break;
+        case ParallelAxis::Ep:
+          c = e;
+          break;
+        case ParallelAxis::Pp:
+          c = p;
+          break;
+        case ParallelAxis::Dp:
+          c = d / cp_;
+          break;
+      }
       index += c * scale;
       scale *= radix_[i];
     }
@@ -833,7 +857,7 @@ class TrainingBuilder {
   StepGraphBuilder& b_;
   WorkloadFacts facts_;
   int dpo_ = 1, micro_ = 1, cp_ = 1;
-  std::vector<std::string> order_;  // par_.order with "cp" placed
+  std::vector<ParallelAxis> order_;  // par_.order with CP placed
   std::int64_t seq_ = 0;
   double mb_tokens_ = 0, rate_ = 0;
   std::int64_t act_bytes_ = 2;

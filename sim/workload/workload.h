@@ -14,6 +14,7 @@
 #include "schedule/collective.h"
 #include "workload/chakra_options.h"
 #include "workload/model.h"
+#include "workload/parallel_axis.h"
 
 namespace collsim {
 
@@ -37,7 +38,8 @@ struct Parallelism {
   std::string recompute = "none";
   // Placement: which coordinate varies fastest over the job's ranks. TP first keeps a
   // tensor-parallel group inside a node; "cp", when not listed, comes right after "tp".
-  std::vector<std::string> order{"tp", "ep", "pp", "dp"};
+  std::vector<ParallelAxis> order{ParallelAxis::Tp, ParallelAxis::Ep, ParallelAxis::Pp,
+                                  ParallelAxis::Dp};
 
   int gpus() const { return dp * tp * pp * cp; }
 };

@@ -193,11 +193,21 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
   parse_interleaving(v, p);
   if (auto r = v.find("recompute")) p.recompute = r->as_choice({"none", "selective", "full"});
   if (auto o = v.find("order")) {
-    p.order = o->as_string_list();
-    std::vector<std::string> sorted = p.order;
-    std::sort(sorted.begin(), sorted.end());
-    if (sorted != std::vector<std::string>{"dp", "ep", "pp", "tp"} &&
-        sorted != std::vector<std::string>{"cp", "dp", "ep", "pp", "tp"})
+    // Every axis once, CP optional: a bitmask of those named, unknown names and repeats
+    // spoiling it.
+    unsigned named = 0;
+    bool valid = true;
+    p.order.clear();
+    for (const std::string& name : o->as_string_list()) {
+      const auto axis = parallel_axis_from_name(name);
+      const unsigned bit = axis ? 1u << static_cast<unsigned>(*axis) : 0;
+      valid = valid && bit != 0 && !(named & bit);
+      named |= bit;
+      if (axis) p.order.push_back(*axis);
+    }
+    const unsigned cp = 1u << static_cast<unsigned>(ParallelAxis::Cp);
+    const unsigned all = (1u << kParallelAxisNames.size()) - 1;
+    if (!valid || (named != all && named != (all & ~cp)))
       o->fail("the four of \"tp\", \"ep\", \"pp\", \"dp\" once each, fastest-varying first "
               "(and \"cp\", else placed right after \"tp\")");
   }
