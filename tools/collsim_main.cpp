@@ -38,6 +38,7 @@
 #include "validate/measure/measure.h"
 #include "validate/measure/validation_error.h"
 #include "simulate/simulated_plan.h"
+#include "huge_pages.h"
 #include "progress_bar.h"
 
 namespace {
@@ -648,6 +649,8 @@ int main(int argc, char** argv) {
   // A rank process of a real run (any backend), started by `collsim validate`/`calibrate`.
   if (argc == 4 && std::string(argv[1]) == "__rank")
     return collsim::rank_main(argv[2], std::atoi(argv[3]));
+
+  collsim::restart_with_huge_pages(argv);
 
   CLI::App app{"collsim: a discrete-event simulator of collective communication on GPU clusters"};
   app.set_version_flag("--version", std::string("collsim ") + COLLSIM_VERSION);
