@@ -184,8 +184,15 @@ constexpr PresetBuilder kPresetBuilders[] = {
     {"switch", switch_preset},    {"ring", ring_preset},   {"dgx-h100", dgx_preset},
     {"cluster", cluster_preset},  {"nvl72", nvl72_preset}, {"torus", torus_preset},
     {"multidim", multidim_preset}};
-static_assert(std::size(kPresetBuilders) == std::size(kPresetFields),
-              "every preset has a builder and a list of fields");
+constexpr bool every_builder_has_fields() {
+  for (const PresetBuilder& b : kPresetBuilders) {
+    bool found = false;
+    for (const PresetFields& f : kPresetFields) found = found || f.preset == b.preset;
+    if (!found) return false;
+  }
+  return std::size(kPresetBuilders) == std::size(kPresetFields);
+}
+static_assert(every_builder_has_fields(), "every preset has a builder and a list of fields");
 
 Topology preset_from_json(const JsonView& spec) {
   std::vector<std::string> names;
