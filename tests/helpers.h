@@ -116,9 +116,11 @@ struct Outcome {
   std::string err;
 };
 
-inline Outcome run_collsim(const std::string& args) {
+// `env`: VAR=VALUE settings for this run only ("" for none).
+inline Outcome run_collsim(const std::string& args, const std::string& env = "") {
   const auto err_file = temp_dir("stderr") / "err.txt";
-  const std::string cmd = std::string(COLLSIM_EXE) + " " + args + " 2>" + err_file.string();
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(COLLSIM_EXE) + " " +
+                          args + " 2>" + err_file.string();
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "", "popen failed"};
   std::string out;

@@ -56,6 +56,26 @@ TEST_CASE("same scenario, same output, byte for byte") {
         run_collsim("run " + kScenario + " --format json").out);
 }
 
+TEST_CASE("restarting onto huge pages changes no output, exit status or argument") {
+  // collsim restarts itself with glibc's heap on huge pages (tools/huge_pages.h); with
+  // glibc.malloc.hugetlb set by the caller it does not. Both must say the same.
+  const std::string off = "GLIBC_TUNABLES=glibc.malloc.hugetlb=0";
+  const std::vector<std::string> commands = {"run " + kScenario + " --format json",
+                                             "plan " + kScenario,
+                                             "run no-such-scenario.json",
+                                             "topo dgx-h100",
+                                             "--version",
+                                             "run"};
+  for (const std::string& args : commands) {
+    INFO(args);
+    const Outcome restarted = run_collsim(args), as_started = run_collsim(args, off);
+    CHECK(restarted.status == as_started.status);
+    CHECK(restarted.out == as_started.out);
+    CHECK(restarted.err == as_started.err);
+  }
+  CHECK(run_collsim("run no-such-scenario.json").status == 2);
+}
+
 TEST_CASE("run in json format carries the contract fields") {
   const Outcome o = run_collsim("run " + kScenario + " --format json");
   REQUIRE(o.status == 0);

@@ -1,34 +1,52 @@
 #pragma once
 // Large runs spend a third of their time in page faults and TLB misses on 4 KiB pages
-// (100,000 collectives: 3.4 s -> 2.4 s; a stored 2,048-rank ring: 11 s -> 7.3 s, the
-// same output bytes). glibc backs its heap with transparent huge pages when asked
-// (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, glibc >= 2.35), but reads that only as a
-// process starts, so the command line restarts itself once with it set. Whoever sets
-// glibc.malloc.hugetlb themselves (=0 turns it off) is left as they are, and so is a
-// sanitizer build, whose allocator is not glibc's.
+// (docs/results/benchmarks.md, "The heap on huge pages"). glibc backs its heap with
+// transparent huge pages when asked (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, glibc >= 2.35),
+// but reads that only as a process starts, so the command line restarts itself once with
+// it set. It runs on as started, never restarting, where the restart would not do what it
+// should: glibc.malloc.hugetlb already set (=0 turns this off), a sanitizer build (its
+// allocator is not glibc's), a secure-execution process (glibc drops the tunable), a
+// program started through ld.so by hand, and valgrind (the restart would leave it).
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+extern char** environ;
 
 namespace collsim {
 
-inline void restart_with_huge_pages(char** argv) {
-#ifndef __SANITIZE_ADDRESS__
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;  // asked, or restarted
-  std::string with = "glibc.malloc.hugetlb=1";
-  if (tunables && *tunables) with = std::string(tunables) + ":" + with;
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0 || setenv("GLIBC_TUNABLES", with.c_str(), 1) != 0) return;
-  self[n] = '\0';
-  execv(self, argv);
-  // No restart (no /proc, say): run on as started, with ordinary pages.
+inline bool restart_would_mislead() {
+#if defined(COLLSIM_SANITIZED) || defined(__SANITIZE_ADDRESS__)
+  return true;
 #else
-  (void)argv;
+  const char* preload = std::getenv("LD_PRELOAD");
+  return getauxval(AT_SECURE) != 0 || getauxval(AT_BASE) == 0 ||
+         std::getenv("COLLSIM_RESTARTED") != nullptr ||
+         (preload && std::strstr(preload, "vgpreload"));
 #endif
+}
+
+inline void restart_with_huge_pages(char** argv) {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if ((tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) || restart_would_mislead())
+    return;
+  // The restarted process's environment: this one's, with the tunable added and a mark
+  // that it has restarted (once, whatever glibc does with the tunable).
+  std::string glibc = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1";
+  if (tunables && *tunables) glibc += std::string(":") + tunables;
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) != 0) env.push_back(*e);
+  env.push_back(glibc.data());
+  std::string mark = "COLLSIM_RESTARTED=1";
+  env.push_back(mark.data());
+  env.push_back(nullptr);
+  execve("/proc/self/exe", argv, env.data());
+  // No restart (no /proc, say): this process runs on as it is, with ordinary pages.
 }
 
 }  // namespace collsim
