@@ -411,18 +411,20 @@ PlannedCollective planned_as(const PlannedCollective& same, const CollectiveSpec
 }  // namespace
 
 std::optional<std::size_t> PlanMemo::find(const CollectiveSpec& spec) const {
-  const auto it = by_key_.find(key(spec));
+  const std::vector<int> hosts = layout(spec.ranks);
+  const auto it = by_key_.find(key(spec, hosts));
   if (it == by_key_.end()) return std::nullopt;
-  for (const auto& [asked, index] : it->second)
-    if (same(*asked, spec)) return index;
+  for (const Entry& e : it->second)
+    if (e.hosts == hosts && same(*e.asked, spec)) return e.index;
   return std::nullopt;
 }
 
 void PlanMemo::add(const CollectiveSpec& asked, std::size_t index) {
-  by_key_[key(asked)].emplace_back(&asked, index);
+  std::vector<int> hosts = layout(asked.ranks);
+  by_key_[key(asked, hosts)].push_back({&asked, index, std::move(hosts)});
 }
 
-std::uint64_t PlanMemo::key(const CollectiveSpec& s) const {
+std::uint64_t PlanMemo::key(const CollectiveSpec& s, const std::vector<int>& hosts) const {
   std::uint64_t h = std::hash<std::string>{}(s.algorithm);
   const auto mix = [&h](std::int64_t v) {
     h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
@@ -430,21 +432,18 @@ std::uint64_t PlanMemo::key(const CollectiveSpec& s) const {
   mix(s.bytes);
   mix(static_cast<std::int64_t>(s.shape.op));
   mix(static_cast<std::int64_t>(s.ranks.size()));
-  if (ranks_ == Ranks::Same) {
-    mix(s.ranks.empty() ? -1 : s.ranks.front());
-  } else {
-    for (int host : layout(s.ranks)) mix(host);
-  }
+  if (ranks_ == Ranks::Same) mix(s.ranks.empty() ? -1 : s.ranks.front());
+  for (int host : hosts) mix(host);
   return h;
 }
 
 bool PlanMemo::same(const CollectiveSpec& a, const CollectiveSpec& b) const {
-  if (ranks_ == Ranks::Same) return a.asks_the_same_as(b);
-  return a.asks_the_same_elsewhere(b) && layout(a.ranks) == layout(b.ranks);
+  return ranks_ == Ranks::Same ? a.asks_the_same_as(b) : a.asks_the_same_elsewhere(b);
 }
 
 std::vector<int> PlanMemo::layout(const std::vector<int>& ranks) const {
-  std::unordered_map<int, int> number;  // host -> order of first appearance
+  if (ranks_ == Ranks::Same) return {};  // the ranks themselves are compared
+  std::unordered_map<int, int> number;   // host -> order of first appearance
   std::vector<int> out;
   out.reserve(ranks.size());
   for (int r : ranks) {

@@ -93,14 +93,20 @@ class PlanMemo {
   void add(const CollectiveSpec& asked, std::size_t index);
 
  private:
-  std::uint64_t key(const CollectiveSpec& s) const;  // narrows the search; `same` decides
+  struct Entry {
+    const CollectiveSpec* asked;
+    std::size_t index;
+    std::vector<int> hosts;  // layout(asked->ranks), computed once
+  };
+  // Narrows the search (`hosts`: the request's layout); `same` and the layouts decide.
+  std::uint64_t key(const CollectiveSpec& s, const std::vector<int>& hosts) const;
   bool same(const CollectiveSpec& a, const CollectiveSpec& b) const;
-  std::vector<int> layout(const std::vector<int>& ranks) const;  // host of each, renumbered
+  // Ranks::Layout: each rank's host, renumbered by first appearance; Ranks::Same: empty.
+  std::vector<int> layout(const std::vector<int>& ranks) const;
 
   const Topology& topology_;
   Ranks ranks_;
-  std::unordered_map<std::uint64_t, std::vector<std::pair<const CollectiveSpec*, std::size_t>>>
-      by_key_;
+  std::unordered_map<std::uint64_t, std::vector<Entry>> by_key_;
 };
 
 // One collective settled the way make_plan settles each of a scenario's (workloads
