@@ -288,27 +288,10 @@ class TrainingBuilder {
 
   // d counts replicas and their CP ranks: replica d / cp, CP rank d % cp.
   int rank_at(int t, int e, int p, int d) const {
+    const int coordinate[] = {t, d % cp_, e, p, d / cp_};  // in ParallelAxis order
     int index = 0, scale = 1;
     for (std::size_t i = 0; i < order_.size(); ++i) {
-      int c = 0;
-      switch (order_[i]) {
-        case ParallelAxis::Tp:
-          c = t;
-          break;
-        case ParallelAxis::Cp:
-          c = d % cp_;
-          break;
-        case ParallelAxis::Ep:
-          c = e;
-          break;
-        case ParallelAxis::Pp:
-          c = p;
-          break;
-        case ParallelAxis::Dp:
-          c = d / cp_;
-          break;
-      }
-      index += c * scale;
+      index += coordinate[static_cast<std::size_t>(order_[i])] * scale;
       scale *= radix_[i];
     }
     return w_.ranks[index];
