@@ -6,21 +6,14 @@
 #include <stdexcept>
 #include <string>
 
-#include "simulate/op_costs.h"
-
 namespace collsim {
 namespace {
 
 // Named apart from streamed.cpp's tags: a unity build compiles both files in one unit.
 enum SimulatorEvent : std::uint32_t {
-  kTaskStart,
+  kTaskStart = kFirstSourceEvent,
   kTaskLaunched,
   kTaskIssued,  // the host has issued a collective whose ops all finished earlier
-  kSimNetworkWakeup,
-  kSimOpReady,
-  kSimLocalOpDone,
-  kSimDelivered,     // a transfer's data has arrived, its delivery delay after it was sent
-  kSimLegDelivered,  // the same for one leg of a switch op
   kComputeDone
 };
 
@@ -44,64 +37,37 @@ struct Simulator::TaskState {
 
 Simulator::Simulator(const Topology& topology, Router& router, NetworkModel& model,
                      SimulationOptions options)
-    : topology_(topology), router_(router), model_(model), options_(options) {}
+    : Executor(topology, router, model), options_(options) {}
 
 Simulator::~Simulator() = default;
 
-void Simulator::schedule_wakeup(Time at, std::uint64_t cookie) {
-  engine_.schedule(at, kSimNetworkWakeup, cookie);
+const OpCosts& Simulator::costs(std::size_t task) const {
+  return state_[task].costs;
 }
 
-void Simulator::transfer_finished(TransferId id) {
-  const auto [task, op, leg] = ids_.decode(id);
-  const Schedule& s = *(*tasks_)[task].schedule;
-  const Op& o = s.ops[op];
-  const TaskState& st = state_[task];
-  const PathId path = o.is_switch() ? leg_path(task, op, leg) : result_.tasks[task].paths[op];
-  const std::optional<Time> delay =
-      model_.delivery_delay(path, st.costs.transfer(topology_, router_.links(path), o, s.bytes(o)));
-  const bool in_flight = delay && *delay > 0;  // else it arrived as it left
-  if (o.is_switch()) {
-    if (!in_flight) return leg_delivered(task, op, leg);
-    return engine_.schedule(add_time(engine_.now(), *delay), kSimLegDelivered, id);
-  }
-  if (!in_flight) return finish_op(task, op);
-  // Sent: what needs only that goes on now; the rest waits for the data to arrive. The
-  // arrival is queued first, as the streamed simulator queues it (ties go in order).
-  engine_.schedule(add_time(engine_.now(), *delay), kSimDelivered, ids_.id(task, op));
-  release_sent(task, op);
+template <class F>
+void Simulator::each_successor(std::size_t task, OpId op, F&& f) const {
+  for (OpId next : state_[task].graph->successors(op)) f(next);
 }
 
-// Legs 0..n-1 cross the group's links (up for a reduce, down for a multicast), leg n the
-// issuer's the other way.
-PathId Simulator::leg_path(std::size_t task, OpId id, int leg) const {
-  const Schedule& s = *(*tasks_)[task].schedule;
-  const Op& op = s.ops[id];
-  const TaskState& st = state_[task];
-  const int n = s.switch_group_size();
-  const int r = leg < n ? s.switch_group_first(op) + leg : op.src_rank;
-  const bool up = (op.kind == OpKind::SwitchReduce) == (leg < n);
-  return up ? st.up[r] : st.down[r];
+bool Simulator::dependency_done(std::size_t task, OpId next) {
+  return --state_[task].waiting[next] == 0;
 }
 
-// What arrives at a GPU is a multicast's leg to it, or the reduced result coming back to
-// the issuer; the switch op is done when its last leg has arrived.
-void Simulator::leg_delivered(std::size_t task, OpId id, int leg) {
-  const Schedule& s = *(*tasks_)[task].schedule;
-  const Op& o = s.ops[id];
-  const int n = s.switch_group_size();
-  if ((o.kind == OpKind::Multicast) == (leg < n))
-    result_.node_received[(*tasks_)[task].rank_gpu[leg < n ? s.switch_group_first(o) + leg
-                                                           : o.src_rank]] += s.bytes(o);
-  if (--state_[task].legs_left[id] > 0) return;
-  finish_op(task, id);
+void Simulator::finished(std::size_t task, OpId) {
+  if (--state_[task].ops_left == 0) finish_task(task);
 }
 
-void Simulator::release_sent(std::size_t task, OpId id) {
-  TaskState& st = state_[task];
-  const std::vector<Op>& ops = (*tasks_)[task].schedule->ops;
-  for (OpId next : st.graph->successors(id))
-    if (needs_only_sent(ops[id], ops[next]) && --st.waiting[next] == 0) start_op(task, next);
+PathId Simulator::switch_route(std::size_t task, int rank, bool up) const {
+  return up ? state_[task].up[rank] : state_[task].down[rank];
+}
+
+double Simulator::switch_efficiency(std::size_t task, int rank) const {
+  return state_[task].efficiency[rank];
+}
+
+std::uint16_t& Simulator::legs_left(std::size_t task, OpId op) {
+  return state_[task].legs_left[op];
 }
 
 void Simulator::prepare_task(std::size_t index) {
@@ -200,10 +166,7 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   tasks_ = &tasks;
   result_ = SimulationResult{};
   result_.tasks.resize(tasks.size());
-  result_.links.resize(topology_.links().size());
-  result_.node_sent.assign(topology_.nodes().size(), 0);
-  result_.node_received.assign(topology_.nodes().size(), 0);
-  rank_busy_until_.assign(topology_.nodes().size(), 0);
+  reset();
   state_.clear();
   state_.reserve(tasks.size());
   graphs_.clear();
@@ -227,6 +190,7 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
 SimulationResult Simulator::run_loaded() {
   const auto& tasks = *tasks_;
   engine_.run([this](const Event& e) {
+    if (play_executor_event(e)) return;
     switch (e.tag) {
       case kTaskStart:
         start_task(static_cast<std::size_t>(e.id));
@@ -235,37 +199,16 @@ SimulationResult Simulator::run_loaded() {
         start_ready_ops(static_cast<std::size_t>(e.id));
         break;
       case kTaskIssued:
-        finish_task(static_cast<std::size_t>(e.id));
-        break;
-      case kSimOpReady: {
-        const auto op = ids_.decode(e.id);
-        begin_op(op.task, op.op);
-        break;
-      }
-      case kSimNetworkWakeup:
-        model_.wakeup(*this, e.id);
-        break;
-      case kSimLocalOpDone: {
-        const auto op = ids_.decode(e.id);
-        finish_op(op.task, op.op);
-        break;
-      }
-      case kSimDelivered: {
-        const auto op = ids_.decode(e.id);
-        finish_op(op.task, op.op, Phase::Delivered);
-        break;
-      }
-      case kSimLegDelivered: {
-        const auto op = ids_.decode(e.id);
-        leg_delivered(op.task, op.op, op.leg);
-        break;
-      }
       case kComputeDone:
         finish_task(static_cast<std::size_t>(e.id));
         break;
     }
   });
   result_.events = engine_.events_processed();
+  result_.links = std::move(traffic_.links);
+  result_.node_sent = std::move(traffic_.node_sent);
+  result_.node_received = std::move(traffic_.node_received);
+  result_.transfers = traffic_.transfers;
   record_routes();
   for (std::size_t i = 0; i < tasks.size(); ++i)
     if (result_.tasks[i].end < 0)
@@ -324,81 +267,6 @@ void Simulator::start_ready_ops(std::size_t index) {
   TaskState& st = state_[index];
   for (OpId id = 0; id < st.waiting.size(); ++id)
     if (st.waiting[id] == 0) start_op(index, id);
-}
-
-void Simulator::start_op(std::size_t task, OpId id) {
-  const OpCosts& costs = state_[task].costs;
-  const CollectiveTask& t = (*tasks_)[task];
-  // The overhead is the wake-up after a dependency, paid by the rank that runs the op
-  // (Op::executor, as the hardware runner has it): ops that wait on none start with the
-  // collective (its launch covers them), as a real run's first ops do.
-  const Schedule& s = *t.schedule;
-  if (!costs.has_overhead() || s.dep_begin[id] == s.dep_begin[id + 1]) return begin_op(task, id);
-  Time& busy = rank_busy_until_[t.rank_gpu[t.schedule->ops[id].executor()]];
-  engine_.schedule(costs.overhead_paid(busy, engine_.now()), kSimOpReady, ids_.id(task, id));
-}
-
-// An op starts when it begins to move data, after any overhead it paid: a real run
-// stamps its ops there too (after the wake-up), so the two timelines compare op for op.
-void Simulator::begin_op(std::size_t task, OpId id) {
-  if (options_.record_ops) result_.tasks[task].ops[id].start = engine_.now();
-  const CollectiveTask& t = (*tasks_)[task];
-  const TaskState& st = state_[task];
-  const Op& op = t.schedule->ops[id];
-  const std::int64_t bytes = t.schedule->bytes(op);
-  if (op.is_switch()) return begin_switch_op(task, id);
-  if (op.is_local()) {
-    engine_.schedule(add_time(engine_.now(), st.costs.local_time(op, bytes)), kSimLocalOpDone,
-                     ids_.id(task, id));
-    return;
-  }
-  result_.node_sent[t.rank_gpu[op.src_rank]] += bytes;
-  ++result_.transfers;
-  const PathId path = result_.tasks[task].paths[id];
-  const TransferCost cost = st.costs.transfer(topology_, router_.links(path), op, bytes);
-  model_.start_transfer(*this, ids_.id(task, id), path, bytes, cost);
-}
-
-// A switch op is n + 1 transfers at once. SwitchReduce (multimem.ld_reduce): the
-// switch reads the range from each of the group's n GPUs (n legs up) and returns the
-// result to the issuer (one leg down). Multicast (multimem.st): the issuer stores the
-// range once (one leg up), the switch writes it to all n GPUs (n legs down). The
-// switch moves payload at its sharp_efficiency of the link rate: each leg's time is
-// stretched by 1 / efficiency (on top of the cost model's terms for its links; the
-// reduction is the switch's, so no GPU reduction rate applies).
-void Simulator::begin_switch_op(std::size_t task, OpId id) {
-  const CollectiveTask& t = (*tasks_)[task];
-  const Schedule& s = *t.schedule;
-  const Op& op = s.ops[id];
-  TaskState& st = state_[task];
-  const int n = s.switch_group_size(), first = s.switch_group_first(op), issuer = op.src_rank;
-  const std::int64_t bytes = s.bytes(op);
-  const bool reduce = op.kind == OpKind::SwitchReduce;
-  st.legs_left[id] = static_cast<std::uint16_t>(n + 1);
-  result_.transfers += static_cast<std::uint64_t>(n + 1);
-  for (int leg = 0; leg <= n; ++leg) {
-    const int r = leg < n ? first + leg : issuer;
-    const PathId path = leg_path(task, id, leg);
-    if (reduce == (leg < n)) result_.node_sent[t.rank_gpu[r]] += bytes;
-    TransferCost cost = st.costs.transfer(topology_, router_.links(path), op, bytes);
-    cost.stretch /= st.efficiency[issuer];
-    model_.start_transfer(*this, ids_.id(task, id, leg), path, bytes, cost);
-  }
-}
-
-void Simulator::finish_op(std::size_t task, OpId id, Phase phase) {
-  const CollectiveTask& t = (*tasks_)[task];
-  const Op& op = t.schedule->ops[id];
-  if (options_.record_ops) result_.tasks[task].ops[id].end = engine_.now();
-  if (!op.is_local() && !op.is_switch())
-    result_.node_received[t.rank_gpu[op.dst_rank]] += t.schedule->bytes(op);
-  TaskState& st = state_[task];
-  const std::vector<Op>& ops = t.schedule->ops;
-  for (OpId next : st.graph->successors(id)) {
-    if (phase == Phase::Delivered && needs_only_sent(op, ops[next])) continue;  // released
-    if (--st.waiting[next] == 0) start_op(task, next);
-  }
-  if (--st.ops_left == 0) finish_task(task);
 }
 
 void Simulator::finish_task(std::size_t index) {

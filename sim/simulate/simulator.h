@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/engine.h"
 #include "network/network_model.h"
 #include "schedule/schedule.h"
+#include "simulate/executor.h"
 #include "simulate/transfer_ids.h"
 
 namespace collsim {
@@ -68,7 +68,9 @@ struct SimulationResult {
   std::uint64_t transfers = 0;
 };
 
-class Simulator final : private NetworkHost {
+// The stored source of the one executor (executor.h): every task's schedule is whole
+// before the run, each op's dependency count and successors come from its graph.
+class Simulator final : private Executor<Simulator> {
  public:
   Simulator(const Topology& topology, Router& router, NetworkModel& model,
             SimulationOptions options = {});
@@ -81,37 +83,54 @@ class Simulator final : private NetworkHost {
   SimulationResult run_loaded();
 
  private:
+  friend class Executor<Simulator>;
   struct TaskState;
 
-  Time now() const override { return engine_.now(); }
-  void schedule_wakeup(Time at, std::uint64_t cookie) override;
-  void transfer_finished(TransferId id) override;
-  LinkCounters& link_counters() override { return result_.links; }
+  // --- the source, as the executor reads it ---
+  static constexpr bool kSwitchOps = true;
+  TransferIds::Decoded decode(TransferId id) const { return ids_.decode(id); }
+  TransferId id(std::size_t task, OpId op, int leg = 0) const { return ids_.id(task, op, leg); }
+  const Schedule& schedule(std::size_t task) const { return *(*tasks_)[task].schedule; }
+  const Op& op(std::size_t task, OpId op) const { return schedule(task).ops[op]; }
+  std::int64_t bytes(std::size_t task, OpId op) const {
+    return schedule(task).bytes(schedule(task).ops[op]);
+  }
+  PathId path(std::size_t task, OpId op) const { return result_.tasks[task].paths[op]; }
+  NodeId gpu(std::size_t task, int rank) const { return (*tasks_)[task].rank_gpu[rank]; }
+  bool has_deps(std::size_t task, OpId op) const {
+    const Schedule& s = schedule(task);
+    return s.dep_begin[op] != s.dep_begin[op + 1];
+  }
+  const OpCosts& costs(std::size_t task) const;
+  template <class F>
+  void each_successor(std::size_t task, OpId op, F&& f) const;
+  template <class F>
+  void last_successors(std::size_t task, OpId op, F&& f) const {
+    each_successor(task, op, f);
+  }
+  bool dependency_done(std::size_t task, OpId next);
+  void began(std::size_t task, OpId op) {
+    if (options_.record_ops) result_.tasks[task].ops[op].start = engine_.now();
+  }
+  void sent(std::size_t, OpId) {}
+  void finishing(std::size_t task, OpId op, OpPhase) {
+    if (options_.record_ops) result_.tasks[task].ops[op].end = engine_.now();
+  }
+  void finished(std::size_t task, OpId op);
+  PathId switch_route(std::size_t task, int rank, bool up) const;
+  double switch_efficiency(std::size_t task, int rank) const;
+  std::uint16_t& legs_left(std::size_t task, OpId op);
 
   void prepare_task(std::size_t index);
   void start_task(std::size_t index);
   void start_ready_ops(std::size_t task);
-  void start_op(std::size_t task, OpId op);                      // its dependencies are done
-  void begin_op(std::size_t task, OpId op);                      // its rank's overhead is paid too
   void prepare_switch_routes(std::size_t index, TaskState& st);  // NVLS switch ops
-  void begin_switch_op(std::size_t task, OpId op);
-  // Whether a finishing transfer was first sent (release_sent already started what needed
-  // only that) or finishes whole (a local op, a switch op, a model that times its delay).
-  enum class Phase : std::uint8_t { Whole, Delivered };
-  void release_sent(std::size_t task, OpId op);
-  PathId leg_path(std::size_t task, OpId op, int leg) const;  // a switch op's leg
-  void leg_delivered(std::size_t task, OpId op, int leg);
-  void finish_op(std::size_t task, OpId op, Phase phase = Phase::Whole);
   void finish_task(std::size_t index);
   const ScheduleGraph& graph_of(const Schedule& s);
   void release_graph(std::size_t index);  // its ops are done: the last user frees it
   void record_routes();
 
-  const Topology& topology_;
-  Router& router_;
-  NetworkModel& model_;
   SimulationOptions options_;
-  Engine engine_;
   const std::vector<CollectiveTask>* tasks_ = nullptr;
   std::vector<TaskState> state_;
   // Tasks sharing a schedule (a workload's thousand identical all-reduces) share its graph,
@@ -127,7 +146,6 @@ class Simulator final : private NetworkHost {
     std::vector<std::pair<NodeId, NodeId>> missing;
   } scratch_;
   TransferIds ids_;  // (task, op, leg) <-> the id a network model hands back
-  std::vector<Time> rank_busy_until_;  // per topology node: CostModel::op_overhead's queue
   SimulationResult result_;
 };
 

@@ -2,23 +2,15 @@
 
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 
-#include "engine/engine.h"
 #include "schedule/stream.h"
-#include "simulate/op_costs.h"
+#include "simulate/executor.h"
 
 namespace collsim {
 namespace {
 
-enum StreamedEvent : std::uint32_t {
-  kStreamLaunched,
-  kStreamWakeup,
-  kStreamOpReady,
-  kStreamLocalOpDone,
-  kStreamDelivered  // a transfer's data has arrived, its delivery delay after it was sent
-};
+enum StreamedEvent : std::uint32_t { kStreamLaunched = kFirstSourceEvent };
 
 constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max();
 constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
@@ -45,16 +37,13 @@ struct SuccessorLink {
   std::uint32_t next;
 };
 
-class StreamedSimulator final : private NetworkHost, public StepSink {
+// The streamed source of the one executor (executor.h): one collective, task 0, whose
+// ops are held in a window from the oldest unfinished to the newest generated.
+class StreamedSimulator final : private Executor<StreamedSimulator>, public StepSink {
  public:
   StreamedSimulator(const Topology& topology, Router& router, NetworkModel& model,
                     const StreamedCollective& collective)
-      : topology_(topology), router_(router), model_(model), collective_(collective) {
-    result_.links.resize(topology.links().size());
-    result_.node_sent.assign(topology.nodes().size(), 0);
-    result_.node_received.assign(topology.nodes().size(), 0);
-    rank_busy_until_.assign(topology.nodes().size(), 0);
-  }
+      : Executor(topology, router, model), collective_(collective) {}
 
   // The generator writes into this simulator: steps are played as they come.
   StreamedResult run(const std::function<Schedule()>& generate) {
@@ -99,6 +88,10 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     result_.end = std::max(result_.end, costs_.least_duration());
     result_.ops = next_;
     result_.events = engine_.events_processed();
+    result_.links = std::move(traffic_.links);
+    result_.node_sent = std::move(traffic_.node_sent);
+    result_.node_received = std::move(traffic_.node_received);
+    result_.transfers = traffic_.transfers;
     result_.held_bytes =
         result_.peak_held * sizeof(HeldOp) + successors_.capacity() * sizeof(SuccessorLink);
     return std::move(result_);
@@ -134,7 +127,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
       const OpId id = step.first + i;
       if (held(id).waiting != 0) continue;
       if (launched_)
-        start_op(id);
+        start_op(0, id);
       else
         waiting_for_launch_.push_back(id);
     }
@@ -169,66 +162,54 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   }
 
   void handle(const Event& e) {
-    switch (e.tag) {
-      case kStreamLaunched:
-        launched_ = true;
-        for (OpId id : waiting_for_launch_) start_op(id);
-        waiting_for_launch_.clear();
-        break;
-      case kStreamWakeup:
-        model_.wakeup(*this, e.id);
-        break;
-      case kStreamOpReady:
-        begin_op(e.id);
-        break;
-      case kStreamLocalOpDone:
-        finish_op(e.id);
-        break;
-      case kStreamDelivered:
-        finish_op(e.id);
-        break;
-    }
+    if (play_executor_event(e)) return;
+    if (e.tag != kStreamLaunched)
+      throw std::logic_error("an event the streamed simulator never scheduled");
+    launched_ = true;
+    for (OpId id : waiting_for_launch_) start_op(0, id);
+    waiting_for_launch_.clear();
   }
 
-  void start_op(OpId id) {
-    const HeldOp& h = held(id);
-    if (!costs_.has_overhead() || !h.has_deps) return begin_op(id);
-    Time& busy = rank_busy_until_[collective_.rank_gpu[h.op.executor()]];
-    engine_.schedule(costs_.overhead_paid(busy, engine_.now()), kStreamOpReady, id);
-  }
+  // --- the source, as the executor reads it: task 0, an op named by its id ---
+  friend class Executor<StreamedSimulator>;
+  static constexpr bool kSwitchOps = false;  // admit refuses them
+  static TransferIds::Decoded decode(TransferId id) { return {0, id, 0}; }
+  static TransferId id(std::size_t, OpId op) { return op; }
+  const Op& op(std::size_t, OpId id) { return held(id).op; }
+  std::int64_t bytes(std::size_t, OpId id) { return held(id).op.count * element_bytes_; }
+  PathId path(std::size_t, OpId id) { return held(id).path; }
+  const OpCosts& costs(std::size_t) const { return costs_; }
+  NodeId gpu(std::size_t, int rank) const { return collective_.rank_gpu[rank]; }
+  bool has_deps(std::size_t, OpId id) { return held(id).has_deps; }
+  bool dependency_done(std::size_t, OpId next) { return --held(next).waiting == 0; }
+  void began(std::size_t, OpId) {}
 
-  void begin_op(OpId id) {
-    const HeldOp& h = held(id);
-    const std::int64_t bytes = h.op.count * element_bytes_;
-    if (h.op.is_local())
-      return engine_.schedule(add_time(engine_.now(), costs_.local_time(h.op, bytes)),
-                              kStreamLocalOpDone, id);
-    result_.node_sent[collective_.rank_gpu[h.op.src_rank]] += bytes;
-    ++result_.transfers;
-    const TransferCost cost = costs_.transfer(topology_, router_.links(h.path), h.op, bytes);
-    model_.start_transfer(*this, id, h.path, bytes, cost);
-  }
-
-  // A transfer's last byte has left: what needs only that goes on (Simulator::release_sent),
-  // and its source's slot may take ops to come; the data arrives after the delivery delay.
-  void sent(OpId id, Time delay) {
-    // The arrival is queued before anything it releases, as Simulator queues it: an op
-    // released now may be generated only later (ties at one instant go in order).
-    engine_.schedule(add_time(engine_.now(), delay), kStreamDelivered, id);
+  // Its last byte has left: its source's slot may take ops to come.
+  void sent(std::size_t, OpId id) {
     HeldOp& h = held(id);
     h.sent = true;
-    const int source = slots_of(h.op).slot[0];
-    if (latest_[source] == id) ++idle_slots_;
-    const Op op = h.op;
-    for_each_successor(h, [&](OpId next) {
-      if (needs_only_sent(op, held(next).op) && --held(next).waiting == 0) start_op(next);
-    });
+    if (latest_[slots_of(h.op).slot[0]] == id) ++idle_slots_;
   }
 
-  // Calls f on each successor of h, in the order they were linked (id order), as
+  void finishing(std::size_t, OpId id, OpPhase phase) {
+    HeldOp& h = held(id);
+    const bool was_sent = phase == OpPhase::Delivered;
+    h.done = true;
+    ++finished_;
+    result_.end = engine_.now();
+    for (int slot : slots_of(h.op))  // its rank has no unfinished op left
+      if (latest_[slot] == id && !(was_sent && slot == slots_of(h.op).slot[0])) ++idle_slots_;
+  }
+
+  void finished(std::size_t, OpId) {
+    while (oldest_ < next_ && held(oldest_).done) ++oldest_;
+  }
+
+  // Calls f on each successor of op `id`, in the order they were linked (id order), as
   // Simulator starts them.
   template <class F>
-  void for_each_successor(const HeldOp& h, F&& f) {
+  void each_successor(std::size_t, OpId id, F&& f) {
+    const HeldOp& h = held(id);
     const int n = h.inline_successors;
     const OpId first[HeldOp::kInline] = {h.successor[0], h.successor[1]};
     std::uint32_t more = h.more_first;
@@ -240,31 +221,20 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     }
   }
 
-  void finish_op(OpId id) {
+  // The same, for the last time: the lists are recycled.
+  template <class F>
+  void last_successors(std::size_t task, OpId id, F&& f) {
     HeldOp& h = held(id);
-    if (!h.op.is_local())
-      result_.node_received[collective_.rank_gpu[h.op.dst_rank]] += h.op.count * element_bytes_;
-    const bool was_sent = h.sent;
-    h.done = true;
-    ++finished_;
-    result_.end = engine_.now();
-    for (int slot : slots_of(h.op))  // its rank has no unfinished op left
-      if (latest_[slot] == id && !(was_sent && slot == slots_of(h.op).slot[0])) ++idle_slots_;
-    const Op op = h.op;
-    const HeldOp successors = h;  // the lists, before they are recycled
+    const std::uint32_t more_first = h.more_first;
+    each_successor(task, id, f);
     h.inline_successors = 0;
     h.more_first = h.more_last = kNoSuccessor;
-    for_each_successor(successors, [&](OpId next) {
-      if (was_sent && needs_only_sent(op, held(next).op)) return;  // released when sent
-      if (--held(next).waiting == 0) start_op(next);
-    });
-    for (std::uint32_t more = successors.more_first; more != kNoSuccessor;) {
+    for (std::uint32_t more = more_first; more != kNoSuccessor;) {
       const std::uint32_t next = successors_[more].next;
       successors_[more].next = free_successor_;
       free_successor_ = more;
       more = next;
     }
-    while (oldest_ < next_ && held(oldest_).done) ++oldest_;
   }
 
   // Whether an op to come on `slot` could start now: the slot's latest op is done, or has
@@ -275,20 +245,6 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
     const HeldOp& h = held(latest);
     return h.sent && slots_of(h.op).slot[0] == slot;
   }
-
-  // --- NetworkHost ---
-  Time now() const override { return engine_.now(); }
-  void schedule_wakeup(Time at, std::uint64_t cookie) override {
-    engine_.schedule(at, kStreamWakeup, cookie);
-  }
-  void transfer_finished(TransferId id) override {
-    const HeldOp& h = held(id);
-    const std::optional<Time> delay = model_.delivery_delay(
-        h.path, costs_.transfer(topology_, router_.links(h.path), h.op, h.op.count * element_bytes_));
-    if (!delay || *delay == 0) return finish_op(id);  // arrived as it left
-    sent(id, *delay);
-  }
-  LinkCounters& link_counters() override { return result_.links; }
 
   // --- the window of held ops: a ring indexed by op id ---
   HeldOp& held(OpId id) { return window_[id & (window_.size() - 1)]; }
@@ -346,11 +302,7 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
                router_.route(collective_.rank_gpu[op.src_rank], collective_.rank_gpu[op.dst_rank]);
   }
 
-  const Topology& topology_;
-  Router& router_;
-  NetworkModel& model_;
   const StreamedCollective& collective_;
-  Engine engine_;
   StreamedResult result_;
   std::unique_ptr<StreamAudit> audit_;  // generated on this thread: the digest is ours
   int ranks_ = 0;
@@ -369,7 +321,6 @@ class StreamedSimulator final : private NetworkHost, public StepSink {
   bool generated_all_ = false;
   bool launched_ = false;
   std::vector<OpId> waiting_for_launch_;
-  std::vector<Time> rank_busy_until_;  // per topology node, as in Simulator
   std::vector<int> memo_dst_;
   std::vector<PathId> memo_path_;
 };
