@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "network/due_queue.h"
 
 using namespace collsim;
 using namespace collsim::test;
@@ -120,4 +121,35 @@ TEST_CASE("latency is propagation: a rank's next send on a slow link does not wa
     const double t = run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
     CHECK(t == Approx(30e-6).epsilon(0.01));
   }
+}
+
+TEST_CASE("the flow model's due queue gives an instant's flows in slot order, stale ones dropped") {
+  DueQueue q;
+  // Pushed out of order, ties at 20 and 30, a stale entry (version 0) at 10 alone.
+  q.push(30, {7, 1});
+  q.push(20, {5, 1});
+  q.push(10, {9, 0});
+  q.push(20, {2, 1});
+  q.push(30, {1, 1});
+  q.push(20, {4, 1});
+  auto live = [](DueQueue::Entry e) { return e.version == 1; };
+  REQUIRE(q.drop_stale(live));
+  CHECK(q.earliest() == 20);  // the bucket at 10 held only a stale entry
+  std::vector<DueQueue::Entry> due;
+  q.take_earliest(due);
+  REQUIRE(due.size() == 3);
+  CHECK((due[0].slot == 2 && due[1].slot == 4 && due[2].slot == 5));
+  // A time seen before, once its bucket is gone, starts a new one behind the heap's top.
+  q.push(25, {3, 1});
+  q.push(20, {6, 1});
+  REQUIRE(q.drop_stale(live));
+  CHECK(q.earliest() == 20);
+  q.take_earliest(due);
+  CHECK((due.size() == 1 && due[0].slot == 6));
+  q.take_earliest(due);
+  CHECK((due.size() == 1 && due[0].slot == 3));
+  q.take_earliest(due);
+  CHECK((due.size() == 2 && due[0].slot == 1 && due[1].slot == 7));
+  CHECK(q.empty());
+  CHECK_FALSE(q.drop_stale(live));
 }

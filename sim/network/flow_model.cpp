@@ -11,10 +11,6 @@ namespace {
 
 enum : std::uint64_t { kActivate = 0, kResolve = 1, kComplete = 2 };
 
-bool later_due(const auto& a, const auto& b) {
-  return a.finish != b.finish ? a.finish > b.finish : a.slot > b.slot;
-}
-
 }  // namespace
 
 FlowModel::FlowModel(const NetworkParams& params, const Topology& topology, Router& router)
@@ -136,9 +132,7 @@ void FlowModel::set_rate(Slot s, double rate, Time now) {
   f.rate = rate;
   f.finish = add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
   ++f.version;
-  due_.push_back({f.finish, s, f.version});
-  std::push_heap(due_.begin(), due_.end(),
-                 [](const Due& a, const Due& b) { return later_due(a, b); });
+  due_.push(f.finish, {s, f.version});
 }
 
 // Each entry is replaced by the link's last one (as a search-and-swap would), whose
@@ -321,39 +315,34 @@ void FlowModel::update_flows(Time now) {
   }
 }
 
+// The flows due now finish in slot order (the order of the heap of (finish, slot) this
+// replaced: the same events in the same order).
 void FlowModel::complete_due(NetworkHost& host) {
   const Time now = host.now();
-  auto cmp = [](const Due& a, const Due& b) { return later_due(a, b); };
-  while (!due_.empty() && due_.front().finish <= now) {
-    std::pop_heap(due_.begin(), due_.end(), cmp);
-    const Due d = due_.back();
-    due_.pop_back();
-    Flow& f = flows_[d.slot];
-    if (!f.active || d.version != f.version) continue;
-    f.active = false;
-    leave_links(d.slot);
-    // Flows left on its links may speed up; links it had to itself need no resolve.
-    each_constraint(d.slot, [&](LinkId l) {
-      if (!on_link_[l].empty()) dirty_links_.push_back(l);
-    });
-    for (LinkId l : router_.links(f.path)) host.link_counters().leave(l, now);
-    free_slots_.push_back(d.slot);
-    host.transfer_finished(f.id);
+  while (!due_.empty() && due_.earliest() <= now) {
+    due_.take_earliest(due_now_);
+    for (const DueQueue::Entry d : due_now_) {
+      Flow& f = flows_[d.slot];
+      if (!f.active || d.version != f.version) continue;
+      f.active = false;
+      leave_links(d.slot);
+      // Flows left on its links may speed up; links it had to itself need no resolve.
+      each_constraint(d.slot, [&](LinkId l) {
+        if (!on_link_[l].empty()) dirty_links_.push_back(l);
+      });
+      for (LinkId l : router_.links(f.path)) host.link_counters().leave(l, now);
+      free_slots_.push_back(d.slot);
+      host.transfer_finished(f.id);
+    }
   }
   if (!dirty_links_.empty()) request_resolve(host);
 }
 
 void FlowModel::arm_completion_timer(NetworkHost& host) {
-  auto cmp = [](const Due& a, const Due& b) { return later_due(a, b); };
-  while (!due_.empty()) {  // drop stale entries from the top
-    const Due& d = due_.front();
-    if (flows_[d.slot].active && flows_[d.slot].version == d.version) break;
-    std::pop_heap(due_.begin(), due_.end(), cmp);
-    due_.pop_back();
-  }
-  if (due_.empty() || due_.front().finish >= armed_at_) return;
+  if (!due_.drop_stale([this](DueQueue::Entry e) { return live(e); })) return;
+  if (due_.earliest() >= armed_at_) return;
   // One live timer: a new, earlier one retires the one before (its wakeup is ignored).
-  armed_at_ = due_.front().finish;
+  armed_at_ = due_.earliest();
   host.schedule_wakeup(armed_at_, make_cookie(kComplete, ++timer_generation_));
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "network/due_queue.h"
 #include "network/maxmin.h"
 #include "network/network_model.h"
 
@@ -52,11 +53,6 @@ class FlowModel final : public NetworkModel {
     // collectives quadratic). Reused with the slot, so it allocates only once.
     std::vector<std::uint32_t> at;
   };
-  struct Due {
-    Time finish;
-    Slot slot;
-    std::uint32_t version;
-  };
 
   Slot allocate(TransferId id, PathId path, double bytes);
   // Calls f on every constraint the flow is in: its links, then its hosts' memory.
@@ -75,6 +71,9 @@ class FlowModel final : public NetworkModel {
   void update_flows(Time now);
   void complete_due(NetworkHost& host);
   void arm_completion_timer(NetworkHost& host);
+  bool live(DueQueue::Entry e) const {
+    return flows_[e.slot].active && flows_[e.slot].version == e.version;
+  }
 
   Time alpha_;
   Router& router_;
@@ -87,7 +86,8 @@ class FlowModel final : public NetworkModel {
   std::vector<std::vector<Slot>> on_link_;  // active flows per link
   std::vector<LinkId> dirty_links_;
   bool resolve_pending_ = false;
-  std::vector<Due> due_;  // min-heap by finish time
+  DueQueue due_;                          // the active flows' finish times
+  std::vector<DueQueue::Entry> due_now_;  // complete_due's scratch
   Time armed_at_ = kTimeNever;
   std::uint64_t timer_generation_ = 0;
   std::uint64_t resolves_ = 0;
