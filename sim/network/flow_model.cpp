@@ -67,7 +67,7 @@ double FlowModel::capacity_of(LinkId l) const {
   const auto& on = on_link_[l];
   if (on.empty()) return 1.0;  // no flow to constrain
   double sum = 0;
-  for (Slot s : on) sum += flows_[s].memory_capacity;
+  for (const OnLink& o : on) sum += flows_[o.slot].memory_capacity;
   return sum / static_cast<double>(on.size());
 }
 
@@ -110,8 +110,9 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   f.at.clear();
   each_constraint(s, [&](LinkId l) {
     alone = alone && on_link_[l].empty();
+    const auto constraint = static_cast<std::uint32_t>(f.at.size());
     f.at.push_back(static_cast<std::uint32_t>(on_link_[l].size()));
-    on_link_[l].push_back(s);
+    on_link_[l].push_back({s, constraint});
   });
   if (!alone) {
     mark_dirty(s);
@@ -142,16 +143,10 @@ void FlowModel::leave_links(Slot s) {
   each_constraint(s, [&](LinkId l) {
     auto& v = on_link_[l];
     const std::uint32_t hole = flows_[s].at[k++];
-    const auto last = static_cast<std::uint32_t>(v.size() - 1);
-    const Slot moved = v[last];
+    const OnLink moved = v.back();
     v[hole] = moved;
     v.pop_back();
-    if (hole == last) return;
-    std::size_t j = 0;
-    each_constraint(moved, [&](LinkId m) {
-      std::uint32_t& at = flows_[moved].at[j++];
-      if (m == l && at == last) at = hole;
-    });
+    if (hole != v.size()) flows_[moved.slot].at[moved.constraint] = hole;
   });
 }
 
@@ -182,7 +177,8 @@ void FlowModel::resolve(NetworkHost& host) {
   }
   dirty_links_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    for (Slot s : on_link_[comp_links_[i]]) {
+    for (const OnLink& on : on_link_[comp_links_[i]]) {
+      const Slot s = on.slot;
       if (flow_seen_[s] == epoch_) continue;
       flow_seen_[s] = epoch_;
       comp_flows_.push_back(s);

@@ -83,7 +83,13 @@ class FlowModel final : public NetworkModel {
   const Topology* topology_ = nullptr;
   std::vector<Flow> flows_;
   std::vector<Slot> free_slots_;
-  std::vector<std::vector<Slot>> on_link_;  // active flows per link
+  // A flow on a link, and which of its constraints (each_constraint's order) that link
+  // is: a flow moved within the list updates its `at` without walking its path.
+  struct OnLink {
+    Slot slot;
+    std::uint32_t constraint;
+  };
+  std::vector<std::vector<OnLink>> on_link_;  // active flows per link
   std::vector<LinkId> dirty_links_;
   bool resolve_pending_ = false;
   DueQueue due_;                          // the active flows' finish times
