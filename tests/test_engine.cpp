@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <queue>
+#include <random>
 #include <vector>
 
 #include "engine/engine.h"
@@ -62,4 +64,55 @@ TEST_CASE("engine: many ties are deterministic and engines are independent") {
     prev_t = ev.time;
     prev_id = ev.id;
   });
+}
+
+// The radix heap against the definition: a priority queue of (time, sequence number).
+// Times are drawn so that ties, times equal to now(), times far ahead (high bits) and
+// times one picosecond apart (low bits) all occur, events are scheduled while others are
+// popped, and every pop must be the reference's.
+TEST_CASE("engine: pops in (time, scheduling order) exactly, for any mix of times") {
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    Engine e;
+    using Key = std::pair<Time, std::uint64_t>;  // (time, id = order of scheduling)
+    std::priority_queue<Key, std::vector<Key>, std::greater<>> reference;
+    std::uint64_t next_id = 0;
+    auto schedule_some = [&](Time now) {
+      const int n = static_cast<int>(rng() % 4);
+      for (int i = 0; i < n; ++i) {
+        Time at = now;
+        switch (rng() % 5) {
+          case 0:
+            break;  // now itself
+          case 1:
+            at += static_cast<Time>(rng() % 3);
+            break;  // low bits
+          case 2:
+            at += static_cast<Time>(rng() % 1000);
+            break;
+          case 3:
+            at += static_cast<Time>(rng() % (Time{1} << 40));
+            break;  // high bits
+          case 4:
+            at = (now | 0xff) + 1;
+            break;  // a carry across bits
+        }
+        e.schedule(at, 0, next_id);
+        reference.push({at, next_id++});
+      }
+    };
+    schedule_some(0);
+    std::size_t popped = 0;
+    while (!reference.empty() && popped < 20000) {
+      const Key want = reference.top();
+      reference.pop();
+      const Event got = e.pop();
+      REQUIRE(got.time == want.first);
+      REQUIRE(got.id == want.second);
+      REQUIRE(e.now() == want.first);
+      ++popped;
+      if (popped < 5000) schedule_some(e.now());
+    }
+    REQUIRE(e.empty() == reference.empty());
+  }
 }

@@ -5,15 +5,18 @@
 // function of its input. The engine knows nothing of networks or collectives:
 // an event is a small tagged value handed back to whoever runs the loop.
 //
-// Layout: events are grouped into one FIFO bucket per distinct time, and a heap
-// orders the buckets. Collective schedules are lock-step: thousands of transfers
-// end at the very same picosecond, and a plain heap spends its time breaking
-// those ties. Here a tie costs an append and a read: schedule is O(1) for a time
-// already queued (O(log B) for a new one, B = distinct pending times) and pop is
-// O(1) within a bucket. Buckets and their vectors are recycled, so a run
-// allocates only while it reaches sizes it has not reached before.
+// Layout: a radix heap on time. Event times never go back past now(), so an event
+// is filed by the highest bit in which its time differs from now(): bucket 0 holds the
+// events of now() itself, in order of scheduling, bucket b those that differ first at
+// bit b - 1. When bucket 0 runs dry, the lowest non-empty bucket is refiled around its
+// earliest time, which sends each of its events to a lower bucket, in order: an event
+// is moved at most 64 times in all, usually a few, and filing it is a bit scan, with
+// no hash of times and no heap of them. Collective schedules are lock-step — thousands
+// of transfers end at the very same picosecond — and there a tie costs an append and
+// a read; packets, whose times rarely tie, cost about as little. Buckets keep their
+// capacity, so a run allocates only while it reaches sizes it has not reached before.
+#include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "core/time.h"
@@ -49,24 +52,16 @@ class Engine {
 
  private:
   static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
-  using BucketId = std::uint32_t;
-  static constexpr BucketId kNone = ~BucketId{0};
-  struct Bucket {
-    Time time = 0;
-    std::vector<Event> events;
-    std::size_t next = 0;  // first event not yet popped
-  };
+  static constexpr int kBuckets = 65;  // now() itself, then one per bit of a time
 
-  BucketId bucket_for(Time at);
-  void heap_push(BucketId b);
-  BucketId heap_pop();
+  int bucket_of(Time at) const {
+    const auto differ = static_cast<std::uint64_t>(at) ^ static_cast<std::uint64_t>(now_);
+    return differ == 0 ? 0 : 64 - __builtin_clzll(differ);
+  }
+  void refill_now();  // bucket 0 is empty: move the clock to the earliest event
 
-  std::vector<Bucket> buckets_;
-  std::vector<BucketId> free_;
-  std::vector<BucketId> heap_;  // min-heap of bucket ids by time; times are distinct
-  std::unordered_map<Time, BucketId> by_time_;
-  BucketId current_ = kNone;  // the bucket being drained (its time is now())
-  BucketId last_ = kNone;     // the bucket most recently appended to: the usual next target
+  std::array<std::vector<Event>, kBuckets> buckets_;
+  std::size_t next_ = 0;  // bucket 0's first event not yet popped
   Time now_ = 0;
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;
