@@ -1,14 +1,12 @@
 #include "engine/engine.h"
 
-#include <algorithm>
-
 #include "core/interrupt.h"
 
 namespace collsim {
 
 void Engine::schedule(Time at, std::uint32_t tag, std::uint64_t id) {
   if (at < now_) at = now_;
-  buckets_[bucket_of(at)].push_back(Event{at, next_seq_++, id, tag});
+  file(Event{at, id, tag});
   ++pending_;
 }
 
@@ -21,10 +19,9 @@ void Engine::refill_now() {
   int b = 1;
   while (buckets_[b].empty()) ++b;
   std::vector<Event>& from = buckets_[b];
-  now_ = std::min_element(from.begin(), from.end(), [](const Event& x, const Event& y) {
-           return x.time < y.time;
-         })->time;
-  for (const Event& e : from) buckets_[bucket_of(e.time)].push_back(e);
+  now_ = earliest_[b];
+  earliest_[b] = kTimeNever;
+  for (const Event& e : from) file(e);
   from.clear();
 }
 

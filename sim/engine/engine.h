@@ -15,6 +15,7 @@
 // of transfers end at the very same picosecond — and there a tie costs an append and
 // a read; packets, whose times rarely tie, cost about as little. Buckets keep their
 // capacity, so a run allocates only while it reaches sizes it has not reached before.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -23,9 +24,10 @@
 
 namespace collsim {
 
+// Events of one time come out in the order they were scheduled: the buckets keep it,
+// so an event carries no sequence number.
 struct Event {
   Time time;
-  std::uint64_t seq;
   std::uint64_t id;   // meaning chosen by the tag's owner
   std::uint32_t tag;  // which kind of event; the loop's handler dispatches on it
 };
@@ -54,16 +56,27 @@ class Engine {
   static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
   static constexpr int kBuckets = 65;  // now() itself, then one per bit of a time
 
+  static constexpr std::array<Time, kBuckets> filled(Time t) {
+    std::array<Time, kBuckets> a{};
+    a.fill(t);
+    return a;
+  }
   int bucket_of(Time at) const {
     const auto differ = static_cast<std::uint64_t>(at) ^ static_cast<std::uint64_t>(now_);
     return differ == 0 ? 0 : 64 - __builtin_clzll(differ);
   }
   void refill_now();  // bucket 0 is empty: move the clock to the earliest event
 
+  void file(const Event& e) {
+    const int b = bucket_of(e.time);
+    buckets_[b].push_back(e);
+    earliest_[b] = std::min(earliest_[b], e.time);
+  }
+
   std::array<std::vector<Event>, kBuckets> buckets_;
+  std::array<Time, kBuckets> earliest_ = filled(kTimeNever);  // per bucket: its earliest time
   std::size_t next_ = 0;  // bucket 0's first event not yet popped
   Time now_ = 0;
-  std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;
   std::size_t pending_ = 0;
 };

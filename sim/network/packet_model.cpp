@@ -17,7 +17,10 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
       cut_through_(params.cut_through),
       topology_(topology),
       router_(router),
-      links_(topology.links().size()) {}
+      links_(topology.links().size()) {
+  for (const Link& l : topology.links())
+    full_packet_time_.push_back(transfer_time(packet_bytes_, l.bandwidth));
+}
 
 void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
                                  std::int64_t bytes, const TransferCost& cost) {
@@ -57,8 +60,11 @@ void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
   }
 }
 
+// Most packets are whole and unstretched: their time per link is computed once.
 Time PacketModel::serialization(const Packet& p, LinkId link) const {
-  return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);
+  const double stretch = transfers_[p.transfer].stretch;
+  if (p.bytes == packet_bytes_ && stretch == 1) return full_packet_time_[link];
+  return transfer_time(p.bytes, topology_.link(link).bandwidth / stretch);
 }
 
 // Starts the head packet if the link is free and the packet has arrived.

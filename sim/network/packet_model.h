@@ -55,6 +55,7 @@ class PacketModel final : public NetworkModel {
   const Topology& topology_;
   Router& router_;
   std::vector<LinkState> links_;
+  std::vector<Time> full_packet_time_;  // per link: a whole packet at its bandwidth, unstretched
   std::vector<Transfer> transfers_;
   std::vector<Slot> free_;
   std::uint64_t packet_hops_ = 0;
