@@ -18,8 +18,10 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
       topology_(topology),
       router_(router),
       links_(topology.links().size()) {
-  for (const Link& l : topology.links())
+  for (const Link& l : topology.links()) {
     full_packet_time_.push_back(transfer_time(packet_bytes_, l.bandwidth));
+    latency_.push_back(l.latency);
+  }
 }
 
 void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
@@ -37,7 +39,7 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   for (std::int64_t p = 0; p < packets; ++p)
     links_[first].queue.push_back(
         {s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
-  serve(host, first);
+  serve(host, first, host.now());
 }
 
 void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
@@ -48,7 +50,7 @@ void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
       break;
     case kLinkReady:
       links_[index].waiting = false;
-      serve(host, static_cast<LinkId>(index));
+      serve(host, static_cast<LinkId>(index), host.now());
       break;
     case kDeliver: {
       const Transfer& t = transfers_[index];
@@ -68,19 +70,17 @@ Time PacketModel::serialization(const Packet& p, LinkId link) const {
 }
 
 // Starts the head packet if the link is free and the packet has arrived.
-void PacketModel::serve(NetworkHost& host, LinkId link) {
+void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
   LinkState& ls = links_[link];
   if (ls.sending || ls.waiting || ls.queue.empty()) return;
   const Packet& head = ls.queue.front();
-  if (head.ready > host.now()) {
+  if (head.ready > now) {
     ls.waiting = true;
     host.schedule_wakeup(head.ready, make_cookie(kLinkReady, link));
     return;
   }
   ls.sending = true;
-  const Time end =
-      std::max(add_time(host.now(), serialization(head, link)),
-               head.not_before_finish);
+  const Time end = std::max(add_time(now, serialization(head, link)), head.not_before_finish);
   host.schedule_wakeup(end, make_cookie(kLinkDone, link));
 }
 
@@ -91,7 +91,7 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   ls.sending = false;
   ++packet_hops_;
   const Time now = host.now();
-  const Time latency = topology_.link(link).latency;
+  const Time latency = latency_[link];
   Transfer& t = transfers_[p.transfer];
   const auto path = router_.links(t.path);
   if (p.hop + 1 < path.size()) {
@@ -101,12 +101,12 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
     p.not_before_finish = cut_through_ ? add_time(now, latency) : 0;
     ++p.hop;
     links_[next].queue.push_back(p);
-    serve(host, next);
+    serve(host, next, now);
   } else if (--t.packets_left == 0) {
     host.schedule_wakeup(add_time(now, latency),
                          make_cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
   }
-  serve(host, link);
+  serve(host, link, now);
 }
 
 }  // namespace collsim

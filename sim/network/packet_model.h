@@ -45,7 +45,7 @@ class PacketModel final : public NetworkModel {
     double stretch = 1;  // TransferCost: each packet is serialized this much slower
   };
 
-  void serve(NetworkHost& host, LinkId link);
+  void serve(NetworkHost& host, LinkId link, Time now);
   void finish_packet(NetworkHost& host, LinkId link);
   Time serialization(const Packet& p, LinkId link) const;
 
@@ -56,6 +56,7 @@ class PacketModel final : public NetworkModel {
   Router& router_;
   std::vector<LinkState> links_;
   std::vector<Time> full_packet_time_;  // per link: a whole packet at its bandwidth, unstretched
+  std::vector<Time> latency_;           // per link, read at every hop
   std::vector<Transfer> transfers_;
   std::vector<Slot> free_;
   std::uint64_t packet_hops_ = 0;
