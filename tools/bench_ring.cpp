@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "core/units.h"
+#include "huge_pages.h"
 #include "network/flow_model.h"
 #include "network/packet_model.h"
 #include "schedule/algorithms.h"
@@ -260,6 +261,7 @@ std::optional<FloorRun> run_floor(const std::string& path, const Case& c) {
     dup2(fd[1], STDOUT_FILENO);
     close(fd[0]);
     close(fd[1]);
+    undo_huge_pages_restart();  // the floor runs as it would from a shell
     execl(path.c_str(), path.c_str(), k.c_str(), bytes.c_str(), "5e-6", bw.c_str(), nullptr);
     _exit(127);
   }
@@ -420,6 +422,7 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  collsim::restart_with_huge_pages(argv);  // as the collsim command runs
   CLI::App app{"collsim-bench: simulate one collective and report how fast the simulator ran"};
   Case c;
   bool targets = false;

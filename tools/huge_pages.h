@@ -49,4 +49,19 @@ inline void restart_with_huge_pages(char** argv) {
   // No restart (no /proc, say): this process runs on as it is, with ordinary pages.
 }
 
+// In a restarted process, puts the environment back as it was before the restart, for a
+// child program that should run as it would from a shell (collsim-bench's floor).
+inline void undo_huge_pages_restart() {
+  if (!std::getenv("COLLSIM_RESTARTED")) return;
+  unsetenv("COLLSIM_RESTARTED");
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  const std::string ours = "glibc.malloc.hugetlb=1";
+  if (!tunables || std::strncmp(tunables, ours.c_str(), ours.size()) != 0) return;
+  const std::string rest = tunables[ours.size()] == ':' ? tunables + ours.size() + 1 : "";
+  if (rest.empty())
+    unsetenv("GLIBC_TUNABLES");
+  else
+    setenv("GLIBC_TUNABLES", rest.c_str(), 1);
+}
+
 }  // namespace collsim
