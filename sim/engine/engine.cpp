@@ -11,13 +11,18 @@ void Engine::schedule(Time at, std::uint32_t tag, std::uint64_t id) {
 }
 
 // The lowest non-empty bucket holds the earliest events (they agree with now() on more
-// high bits than any other's). Filed again around the earliest of them, each goes to a
-// lower bucket, in the order it was in: events of one time stay in order of scheduling.
+// high digits than any other's, or on as many with a lower value where they differ). Filed again
+// around the earliest of them, each goes to a lower bucket, in the order it was in: events of one
+// time stay in order of scheduling.
 void Engine::refill_now() {
   buckets_[0].clear();
   next_ = 0;
-  int b = 1;
-  while (buckets_[b].empty()) ++b;
+  filled_[0] &= ~std::uint64_t{1};
+  std::size_t word = 0;
+  while (filled_[word] == 0) ++word;
+  const auto b =
+      static_cast<int>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(filled_[word])));
+  filled_[word] &= ~(std::uint64_t{1} << (b % 64));
   std::vector<Event>& from = buckets_[b];
   now_ = earliest_[b];
   earliest_[b] = kTimeNever;

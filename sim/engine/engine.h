@@ -5,16 +5,17 @@
 // function of its input. The engine knows nothing of networks or collectives:
 // an event is a small tagged value handed back to whoever runs the loop.
 //
-// Layout: a radix heap on time. Event times never go back past now(), so an event
-// is filed by the highest bit in which its time differs from now(): bucket 0 holds the
-// events of now() itself, in order of scheduling, bucket b those that differ first at
-// bit b - 1. When bucket 0 runs dry, the lowest non-empty bucket is refiled around its
-// earliest time, which sends each of its events to a lower bucket, in order: an event
-// is moved at most 64 times in all, usually a few, and filing it is a bit scan, with
-// no hash of times and no heap of them. Collective schedules are lock-step — thousands
-// of transfers end at the very same picosecond — and there a tie costs an append and
-// a read; packets, whose times rarely tie, cost about as little. Buckets keep their
-// capacity, so a run allocates only while it reaches sizes it has not reached before.
+// Layout: a radix heap on time, in hexadecimal digits. Event times never go back past
+// now(), so an event is filed by the highest digit in which its time differs from
+// now() and that digit's value: bucket 0 holds the events of now() itself, in order of
+// scheduling; the others hold, lowest first, ever later times. When bucket 0 runs dry,
+// the lowest non-empty bucket is filed again around its earliest time, which sends
+// each of its events to a lower bucket, in order: an event moves at most 16 times in
+// all, usually two or three, and filing it is a bit scan, with no hash of times and no
+// heap of them. Collective schedules are lock-step — thousands of transfers end at the
+// very same picosecond — and there a tie costs an append and a read; packets, whose
+// times rarely tie, cost little more. Buckets keep their capacity, so a run allocates
+// only while it reaches sizes it has not reached before.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -54,16 +55,23 @@ class Engine {
 
  private:
   static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
-  static constexpr int kBuckets = 65;  // now() itself, then one per bit of a time
+  static constexpr int kDigitBits = 4;
+  static constexpr int kDigits = 1 << kDigitBits;
+  static constexpr int kBuckets = 1 + 64 / kDigitBits * kDigits;  // now(), then (digit, value)
 
   static constexpr std::array<Time, kBuckets> filled(Time t) {
     std::array<Time, kBuckets> a{};
     a.fill(t);
     return a;
   }
+  // Later times file to higher buckets: a higher differing digit, or at the same digit a
+  // higher value (a time after now() has the higher value where they first differ).
   int bucket_of(Time at) const {
-    const auto differ = static_cast<std::uint64_t>(at) ^ static_cast<std::uint64_t>(now_);
-    return differ == 0 ? 0 : 64 - __builtin_clzll(differ);
+    const auto t = static_cast<std::uint64_t>(at);
+    const std::uint64_t differ = t ^ static_cast<std::uint64_t>(now_);
+    if (differ == 0) return 0;
+    const int digit = (63 - __builtin_clzll(differ)) / kDigitBits;
+    return 1 + digit * kDigits + static_cast<int>((t >> (digit * kDigitBits)) & (kDigits - 1));
   }
   void refill_now();  // bucket 0 is empty: move the clock to the earliest event
 
@@ -71,10 +79,12 @@ class Engine {
     const int b = bucket_of(e.time);
     buckets_[b].push_back(e);
     earliest_[b] = std::min(earliest_[b], e.time);
+    filled_[b / 64] |= std::uint64_t{1} << (b % 64);
   }
 
   std::array<std::vector<Event>, kBuckets> buckets_;
   std::array<Time, kBuckets> earliest_ = filled(kTimeNever);  // per bucket: its earliest time
+  std::array<std::uint64_t, (kBuckets + 63) / 64> filled_{};  // which buckets hold events
   std::size_t next_ = 0;  // bucket 0's first event not yet popped
   Time now_ = 0;
   std::uint64_t processed_ = 0;
