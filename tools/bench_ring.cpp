@@ -252,8 +252,17 @@ struct FloorRun {
 std::optional<FloorRun> run_floor(const std::string& path, const Case& c) {
   int fd[2];
   if (pipe(fd) != 0) return std::nullopt;
-  const std::string k = std::to_string(c.ranks), bytes = std::to_string(*parse_size(c.size)),
-                    bw = fmt::format("{}", c.bandwidth);
+  // Arguments and environment made here: the forked child only calls execve. The floor
+  // runs as it would from a shell, not on the heap setting of our restart.
+  std::string program = path, ranks = std::to_string(c.ranks),
+              bytes = std::to_string(*parse_size(c.size)), alpha = "5e-6",
+              bandwidth = fmt::format("{}", c.bandwidth);
+  char* args[] = {program.data(), ranks.data(),     bytes.data(),
+                  alpha.data(),   bandwidth.data(), nullptr};
+  std::vector<std::string> env = environment_before_restart();
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   std::fflush(stdout);  // the child must not inherit (and repeat) buffered output
   const auto t0 = Clock::now();
   const pid_t pid = fork();
@@ -261,8 +270,7 @@ std::optional<FloorRun> run_floor(const std::string& path, const Case& c) {
     dup2(fd[1], STDOUT_FILENO);
     close(fd[0]);
     close(fd[1]);
-    undo_huge_pages_restart();  // the floor runs as it would from a shell
-    execl(path.c_str(), path.c_str(), k.c_str(), bytes.c_str(), "5e-6", bw.c_str(), nullptr);
+    execve(program.c_str(), args, envp.data());
     _exit(127);
   }
   close(fd[1]);

@@ -49,19 +49,24 @@ inline void restart_with_huge_pages(char** argv) {
   // No restart (no /proc, say): this process runs on as it is, with ordinary pages.
 }
 
-// In a restarted process, puts the environment back as it was before the restart, for a
-// child program that should run as it would from a shell (collsim-bench's floor).
-inline void undo_huge_pages_restart() {
-  if (!std::getenv("COLLSIM_RESTARTED")) return;
-  unsetenv("COLLSIM_RESTARTED");
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  const std::string ours = "glibc.malloc.hugetlb=1";
-  if (!tunables || std::strncmp(tunables, ours.c_str(), ours.size()) != 0) return;
-  const std::string rest = tunables[ours.size()] == ':' ? tunables + ours.size() + 1 : "";
-  if (rest.empty())
-    unsetenv("GLIBC_TUNABLES");
-  else
-    setenv("GLIBC_TUNABLES", rest.c_str(), 1);
+// The environment as it was before the restart (this one's, if it did not restart), for
+// a child program that should run as it would from a shell (collsim-bench's floor).
+// Built in the parent: a forked child then only calls execve.
+inline std::vector<std::string> environment_before_restart() {
+  const bool restarted = std::getenv("COLLSIM_RESTARTED") != nullptr;
+  const std::string ours = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1";
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    if (restarted && entry == "COLLSIM_RESTARTED=1") continue;
+    if (restarted && entry.rfind(ours, 0) == 0) {  // ours, before any the user had set
+      if (entry.size() > ours.size() + 1 && entry[ours.size()] == ':')
+        env.push_back("GLIBC_TUNABLES=" + entry.substr(ours.size() + 1));
+      continue;
+    }
+    env.push_back(entry);
+  }
+  return env;
 }
 
 }  // namespace collsim
