@@ -7,6 +7,8 @@
 #include "topology/routing.h"
 #include "topology/topology_json.h"
 
+#include <set>
+
 using namespace collsim;
 
 TEST_CASE("switch preset: every GPU pair routes through the switch in two hops") {
@@ -134,4 +136,56 @@ TEST_CASE("topology JSON errors name the path") {
       "topology.nodes[1].name: duplicate node name \"a\"");
   CHECK(error_of(R"({"preset": "switch", "gpus": 0, "bandwidth": "1GB/s"})") ==
         "topology.gpus: expected an integer in 1..1048576, got 0");
+}
+
+// A search goes only as far as the destination asked for and is kept for the next route
+// from the same source: whatever the order of the questions, every route (its ECMP picks
+// included) must be the one a search of the whole graph gives. In the explicit graph
+// every GPU hangs on two switches, so a destination has two equal-cost links into it
+// (a search stopped before its last level was done would miss one); the 3-tier
+// cluster has routes across pods, several levels deep.
+TEST_CASE("routes do not depend on how far their searches went") {
+  ClusterParams p;
+  p.nodes = 8;
+  p.radix = 8;  // 4 servers a leaf: two leaves per rail, spines between them
+  p.spines = 3;
+  p.pod_nodes = 4;
+  p.cores = 2;
+  nlohmann::json dual = {{"nodes", nlohmann::json::array()}, {"links", nlohmann::json::array()}};
+  for (const char* sw : {"a", "b"}) dual["nodes"].push_back({{"name", sw}, {"kind", "nvswitch"}});
+  for (int g = 0; g < 12; ++g) {
+    const std::string gpu = "g" + std::to_string(g);
+    dual["nodes"].push_back({{"name", gpu}, {"kind", "gpu"}});
+    for (const char* sw : {"a", "b"})
+      dual["links"].push_back({{"src", gpu},
+                               {"dst", sw},
+                               {"kind", "nvlink"},
+                               {"bandwidth", "100GB/s"},
+                               {"latency", "100ns"}});
+  }
+  const Topology topologies[] = {make_cluster_topology(p),
+                                 load_topology(JsonView(dual, "topology"), "/nonexistent")};
+  auto links_of = [](Router& r, NodeId a, NodeId b) {
+    const auto l = r.links(r.route(a, b));
+    return std::vector<LinkId>(l.begin(), l.end());
+  };
+  for (const Topology& t : topologies) {
+    const int K = t.num_ranks();
+    std::vector<std::pair<NodeId, NodeId>> pairs;
+    for (int s : {0, 1, 9, K - 1})
+      for (int d = 0; d < K; ++d)
+        if (d != s) pairs.emplace_back(t.gpu_of_rank(s), t.gpu_of_rank(d));
+    Router near_first(t), far_first(t), whole(t, RoutingPolicy::Ecmp, Router::Search::Whole);
+    for (auto [a, b] : pairs) links_of(near_first, a, b);
+    for (auto it = pairs.rbegin(); it != pairs.rend(); ++it)
+      links_of(far_first, it->first, it->second);
+    std::set<LinkId> last_hops;  // of routes into g1: ECMP must use both switches
+    for (auto [a, b] : pairs) {
+      const std::vector<LinkId> want = links_of(whole, a, b);
+      REQUIRE(links_of(near_first, a, b) == want);
+      REQUIRE(links_of(far_first, a, b) == want);
+      if (b == t.gpu_of_rank(1)) last_hops.insert(want.back());
+    }
+    CHECK(last_hops.size() >= 2);
+  }
 }

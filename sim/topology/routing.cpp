@@ -30,16 +30,28 @@ std::uint64_t pair_key(NodeId a, NodeId b) {
 
 // Records every node's distance from the source and each link that reaches it
 // on a shortest path (tree edges and equal-length alternatives): the ECMP choices.
+// With a target it stops the search once the target's level is complete (the first
+// node popped at the target's distance: every node before it has been examined, so
+// every shortest link into the target and the nodes before it is found); `level` is
+// then that distance, else the search ran to the end.
+struct SearchDone {};
+
 template <class G>
 class ShortestPathRecorder : public boost::default_bfs_visitor {
  public:
-  ShortestPathRecorder(std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds)
-      : dist_(&dist), preds_(&preds) {}
+  ShortestPathRecorder(std::vector<int>& dist, std::vector<std::vector<LinkId>>& preds,
+                       NodeId target, int& level)
+      : dist_(&dist), preds_(&preds), target_(target), level_(&level) {}
+  template <class Vertex>
+  void examine_vertex(Vertex u, const G&) const {
+    if ((*dist_)[u] >= *level_) throw SearchDone{};
+  }
   template <class Edge>
   void tree_edge(Edge e, const G& g) const {
     const auto u = boost::source(e, g), v = boost::target(e, g);
     (*dist_)[v] = (*dist_)[u] + 1;
     (*preds_)[v].push_back(boost::get(boost::edge_index, g, e));
+    if (static_cast<NodeId>(v) == target_) *level_ = (*dist_)[v];
   }
   template <class Edge>
   void non_tree_edge(Edge e, const G& g) const {
@@ -50,37 +62,55 @@ class ShortestPathRecorder : public boost::default_bfs_visitor {
  private:
   std::vector<int>* dist_;
   std::vector<std::vector<LinkId>>* preds_;
+  NodeId target_;
+  int* level_;
 };
 
+constexpr int kWholeSearch = std::numeric_limits<int>::max();
+
+// Breadth-first from `source`, as far as `target` (-1: everywhere); returns how far the
+// result is final (kWholeSearch when it ran to the end).
 template <class G>
-void shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
-                    std::vector<std::vector<LinkId>>& preds) {
+int shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
+                   std::vector<std::vector<LinkId>>& preds, NodeId target = -1) {
   dist.assign(dist.size(), -1);
   for (auto& p : preds) p.clear();
   dist[source] = 0;
-  boost::breadth_first_search(
-      g, static_cast<typename boost::graph_traits<G>::vertex_descriptor>(source),
-      boost::visitor(ShortestPathRecorder<G>(dist, preds)));
+  int level = source == target ? 0 : kWholeSearch;
+  try {
+    boost::breadth_first_search(
+        g, static_cast<typename boost::graph_traits<G>::vertex_descriptor>(source),
+        boost::visitor(ShortestPathRecorder<G>(dist, preds, target, level)));
+  } catch (const SearchDone&) {
+  }
+  return level;
 }
 
 // The same, seeded with several nodes at distance 1 (in order) and no source: a GPU's
 // tree, with the GPU itself left out (see Router::search_from).
 template <class G>
-void shortest_paths_from_seeds(const G& g, std::span<const NodeId> seeds, std::vector<int>& dist,
-                               std::vector<std::vector<LinkId>>& preds) {
+int shortest_paths_from_seeds(const G& g, std::span<const NodeId> seeds, std::vector<int>& dist,
+                              std::vector<std::vector<LinkId>>& preds, NodeId target) {
   using Vertex = typename boost::graph_traits<G>::vertex_descriptor;
   dist.assign(dist.size(), -1);
   for (auto& p : preds) p.clear();
   std::vector<Vertex> sources;
+  int level = kWholeSearch;
   for (NodeId s : seeds) {
     dist[s] = 1;
     sources.push_back(static_cast<Vertex>(s));
+    if (s == target) level = 1;
   }
   boost::queue<Vertex> queue;
   std::vector<boost::default_color_type> color(dist.size(), boost::white_color);
-  boost::breadth_first_search(
-      g, sources.begin(), sources.end(), queue, ShortestPathRecorder<G>(dist, preds),
-      boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g)));
+  try {
+    boost::breadth_first_search(
+        g, sources.begin(), sources.end(), queue,
+        ShortestPathRecorder<G>(dist, preds, target, level),
+        boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g)));
+  } catch (const SearchDone&) {
+  }
+  return level;
 }
 
 template <class G>
@@ -113,8 +143,8 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: a fixed, well-spread hash
 
 }  // namespace
 
-Router::Router(const Topology& topology, RoutingPolicy policy)
-    : topology_(topology), policy_(policy), graph_(std::make_unique<Graph>()) {
+Router::Router(const Topology& topology, RoutingPolicy policy, Search search)
+    : topology_(topology), policy_(policy), search_(search), graph_(std::make_unique<Graph>()) {
   graph_->g = Graph::Type(topology.nodes().size());
   for (LinkId id = 0; id < static_cast<LinkId>(topology.links().size()); ++id) {
     const Link& l = topology.link(id);
@@ -136,9 +166,12 @@ bool NotThroughOtherGpus::operator()(const Edge& e) const {
 // on from them exactly as a search seeded with them would. So such GPUs share one
 // seeded search (one per switch on a regular topology: O(K) routing, not O(K^2)), and
 // each takes its own links to the attachments: the routes, ECMP picks included, are
-// those of a search per GPU.
-void Router::search_from(NodeId src) {
-  if (tree_source_ == src) return;
+// those of a search per GPU. A search goes only as far as dst's level (a ring's
+// neighbour is two hops away where the whole cluster is six): the tree is kept, and a
+// later destination beyond it searches again.
+void Router::search_from(NodeId src, NodeId dst) {
+  if (tree_source_ == src && tree_holds(dst)) return;
+  const NodeId target = search_ == Search::Whole ? -1 : dst;
   const std::size_t n = topology_.nodes().size();
   dist_.resize(n);
   preds_.resize(n);
@@ -153,10 +186,10 @@ void Router::search_from(NodeId src) {
       attachments_.push_back(to);
   }
   if (shared && !attachments_.empty()) {
-    if (attachments_ != tree_seeds_) {
+    if (attachments_ != tree_seeds_ || !tree_holds(dst)) {
       const NotThroughOtherGpus keep{&topology_, graph_.get(), -1};
-      shortest_paths_from_seeds(boost::make_filtered_graph(graph_->g, keep), attachments_, dist_,
-                                preds_);
+      tree_level_ = shortest_paths_from_seeds(boost::make_filtered_graph(graph_->g, keep),
+                                              attachments_, dist_, preds_, target);
       tree_seeds_ = attachments_;
     }
     // The first hops are the source's own links.
@@ -167,13 +200,14 @@ void Router::search_from(NodeId src) {
   }
   tree_seeds_.clear();
   const NotThroughOtherGpus keep{&topology_, graph_.get(), src};
-  shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_);
+  tree_level_ =
+      shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_, target);
 }
 
 PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   if (dist_[dst] < 0 && direct_only_) {
     // No path avoids forwarding through other GPUs (a ring of GPUs, say): allow it.
-    shortest_paths(graph_->g, src, dist_, preds_);
+    tree_level_ = shortest_paths(graph_->g, src, dist_, preds_);
     direct_only_ = false;
     tree_seeds_.clear();
   }
@@ -227,7 +261,7 @@ PathId Router::cached(NodeId src, NodeId dst) const {
 PathId Router::route(NodeId src, NodeId dst) {
   const auto key = pair_key(src, dst);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  search_from(src);
+  search_from(src, dst);
   const PathId id = add_path_from_tree(src, dst);
   cache_.emplace(key, id);
   return id;

@@ -27,7 +27,11 @@ enum class RoutingPolicy { Ecmp, Single };
 class Router {
  public:
   struct Graph;
-  explicit Router(const Topology& topology, RoutingPolicy policy = RoutingPolicy::Ecmp);
+  // How far a search for a route goes: as far as the destination's level (the routes are
+  // the same, tests/test_topology.cpp checks it), or the whole graph, as a reference.
+  enum class Search { UpToDestination, Whole };
+  explicit Router(const Topology& topology, RoutingPolicy policy = RoutingPolicy::Ecmp,
+                  Search search = Search::UpToDestination);
   ~Router();
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
@@ -50,16 +54,23 @@ class Router {
 
  private:
   PathId add_path_from_tree(NodeId src, NodeId dst);
-  void search_from(NodeId src);
+  // The shortest paths from src, searched at least as far as dst.
+  void search_from(NodeId src, NodeId dst);
+  // Whether dist_/preds_ are final for dst: it lies within the levels the search finished.
+  bool tree_holds(NodeId dst) const { return dist_[dst] >= 0 && dist_[dst] <= tree_level_; }
 
   const Topology& topology_;
   RoutingPolicy policy_;
+  Search search_;
   std::unique_ptr<Graph> graph_;
   std::vector<PathInfo> paths_;
   std::vector<LinkId> links_;
   std::unordered_map<std::uint64_t, PathId> cache_;
   NodeId tree_source_ = -1;  // whose shortest paths dist_/preds_ hold
   bool direct_only_ = true;  // whether they avoid forwarding through other GPUs
+  // The search stops once its target's level is complete: nodes at most this far are
+  // final (every equal-cost link into them found), the rest are not searched yet.
+  int tree_level_ = -1;
   std::vector<int> dist_;
   std::vector<std::vector<LinkId>> preds_;  // per node: links into it on a shortest path
   // When dist_/preds_ are a search seeded with these nodes (a GPU's attachments, see
