@@ -318,8 +318,8 @@ void FlowModel::complete_due(NetworkHost& host) {
   while (!due_.empty() && due_.earliest() <= now) {
     due_.take_earliest(due_now_);
     for (const DueQueue::Entry d : due_now_) {
+      if (!live(d)) continue;
       Flow& f = flows_[d.slot];
-      if (!f.active || d.version != f.version) continue;
       f.active = false;
       leave_links(d.slot);
       // Flows left on its links may speed up; links it had to itself need no resolve.

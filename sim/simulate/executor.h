@@ -227,7 +227,7 @@ class Executor : private NetworkHost {
   void release_sent(std::size_t task, OpId id) {
     Source& src = source();
     src.sent(task, id);
-    const Op op = src.op(task, id);
+    const Op& op = src.op(task, id);
     src.each_successor(task, id, [&](OpId next) {
       if (needs_only_sent(op, src.op(task, next)) && src.dependency_done(task, next))
         start_op(task, next);
@@ -236,7 +236,7 @@ class Executor : private NetworkHost {
 
   void finish_op(std::size_t task, OpId id, OpPhase phase) {
     Source& src = source();
-    const Op op = src.op(task, id);
+    const Op& op = src.op(task, id);
     if (!op.is_local() && !op.is_switch())
       traffic_.node_received[src.gpu(task, op.dst_rank)] += src.bytes(task, id);
     src.finishing(task, id, phase);

@@ -32,8 +32,8 @@ std::uint64_t pair_key(NodeId a, NodeId b) {
 // on a shortest path (tree edges and equal-length alternatives): the ECMP choices.
 // With a target it stops the search once the target's level is complete (the first
 // node popped at the target's distance: every node before it has been examined, so
-// every shortest link into the target and the nodes before it is found); `level` is
-// then that distance, else the search ran to the end.
+// every shortest link into the target and the nodes before it is found). A node is
+// reached only from an examined one, so every node it reached is final.
 struct SearchDone {};
 
 template <class G>
@@ -68,11 +68,10 @@ class ShortestPathRecorder : public boost::default_bfs_visitor {
 
 constexpr int kWholeSearch = std::numeric_limits<int>::max();
 
-// Breadth-first from `source`, as far as `target` (-1: everywhere); returns how far the
-// result is final (kWholeSearch when it ran to the end).
+// Breadth-first from `source`, as far as `target` (-1: everywhere).
 template <class G>
-int shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
-                   std::vector<std::vector<LinkId>>& preds, NodeId target = -1) {
+void shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
+                    std::vector<std::vector<LinkId>>& preds, NodeId target = -1) {
   dist.assign(dist.size(), -1);
   for (auto& p : preds) p.clear();
   dist[source] = 0;
@@ -83,14 +82,13 @@ int shortest_paths(const G& g, NodeId source, std::vector<int>& dist,
         boost::visitor(ShortestPathRecorder<G>(dist, preds, target, level)));
   } catch (const SearchDone&) {
   }
-  return level;
 }
 
 // The same, seeded with several nodes at distance 1 (in order) and no source: a GPU's
 // tree, with the GPU itself left out (see Router::search_from).
 template <class G>
-int shortest_paths_from_seeds(const G& g, std::span<const NodeId> seeds, std::vector<int>& dist,
-                              std::vector<std::vector<LinkId>>& preds, NodeId target) {
+void shortest_paths_from_seeds(const G& g, std::span<const NodeId> seeds, std::vector<int>& dist,
+                               std::vector<std::vector<LinkId>>& preds, NodeId target) {
   using Vertex = typename boost::graph_traits<G>::vertex_descriptor;
   dist.assign(dist.size(), -1);
   for (auto& p : preds) p.clear();
@@ -110,7 +108,6 @@ int shortest_paths_from_seeds(const G& g, std::span<const NodeId> seeds, std::ve
         boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g)));
   } catch (const SearchDone&) {
   }
-  return level;
 }
 
 template <class G>
@@ -188,8 +185,8 @@ void Router::search_from(NodeId src, NodeId dst) {
   if (shared && !attachments_.empty()) {
     if (attachments_ != tree_seeds_ || !tree_holds(dst)) {
       const NotThroughOtherGpus keep{&topology_, graph_.get(), -1};
-      tree_level_ = shortest_paths_from_seeds(boost::make_filtered_graph(graph_->g, keep),
-                                              attachments_, dist_, preds_, target);
+      shortest_paths_from_seeds(boost::make_filtered_graph(graph_->g, keep), attachments_, dist_,
+                                preds_, target);
       tree_seeds_ = attachments_;
     }
     // The first hops are the source's own links.
@@ -200,14 +197,13 @@ void Router::search_from(NodeId src, NodeId dst) {
   }
   tree_seeds_.clear();
   const NotThroughOtherGpus keep{&topology_, graph_.get(), src};
-  tree_level_ =
-      shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_, target);
+  shortest_paths(boost::make_filtered_graph(graph_->g, keep), src, dist_, preds_, target);
 }
 
 PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   if (dist_[dst] < 0 && direct_only_) {
     // No path avoids forwarding through other GPUs (a ring of GPUs, say): allow it.
-    tree_level_ = shortest_paths(graph_->g, src, dist_, preds_);
+    shortest_paths(graph_->g, src, dist_, preds_);
     direct_only_ = false;
     tree_seeds_.clear();
   }

@@ -56,8 +56,9 @@ class Router {
   PathId add_path_from_tree(NodeId src, NodeId dst);
   // The shortest paths from src, searched at least as far as dst.
   void search_from(NodeId src, NodeId dst);
-  // Whether dist_/preds_ are final for dst: it lies within the levels the search finished.
-  bool tree_holds(NodeId dst) const { return dist_[dst] >= 0 && dist_[dst] <= tree_level_; }
+  // Whether the search reached dst (a search stopped early has final paths to every node
+  // it reached, see routing.cpp).
+  bool tree_holds(NodeId dst) const { return dist_[dst] >= 0; }
 
   const Topology& topology_;
   RoutingPolicy policy_;
@@ -68,9 +69,6 @@ class Router {
   std::unordered_map<std::uint64_t, PathId> cache_;
   NodeId tree_source_ = -1;  // whose shortest paths dist_/preds_ hold
   bool direct_only_ = true;  // whether they avoid forwarding through other GPUs
-  // The search stops once its target's level is complete: nodes at most this far are
-  // final (every equal-cost link into them found), the rest are not searched yet.
-  int tree_level_ = -1;
   std::vector<int> dist_;
   std::vector<std::vector<LinkId>> preds_;  // per node: links into it on a shortest path
   // When dist_/preds_ are a search seeded with these nodes (a GPU's attachments, see
