@@ -52,6 +52,7 @@ struct RunArgs {
   std::size_t trace_transfers = kTraceTransfers;
   bool trace_gzip = false;
   bool stream = false;
+  bool symmetry = false;
 };
 
 // Every command but run times collectives alone: a workload-only scenario is refused.
@@ -66,6 +67,7 @@ int run_command(const RunArgs& args) {
   RunRequest request;
   if (!args.out_dir.empty()) request.out = args.out_dir;
   request.stream = args.stream;
+  request.fold = args.symmetry;
   request.files = {.trace_transfers = args.trace_transfers, .trace_gzip = args.trace_gzip};
   const RunRecord record = run_use_case(scenario, request);
   if (args.format == "json")
@@ -463,6 +465,10 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
                 "run does so by itself for large schedules when the figures are the same and no "
                 "--out is asked; --stream refuses what it cannot stream (overlapping collectives, "
                 "workloads, --out)");
+  cmd->add_flag("--symmetry", args.symmetry,
+                "Time each collective whose ranks are interchangeable (a ring in equal chunks "
+                "on one switch of alike links) by one rank's ops: the same times and counters, "
+                "no schedule digest; the rest are streamed, as with --stream");
   cmd->add_flag("--trace-gzip", args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
                 "done anyway past 32 MiB");

@@ -39,6 +39,19 @@ struct LinkCounters {
     only_end.assign(links, kNoEnd);
     ends.assign(links, {});
   }
+  // Link `to` carried what `from` did, interval for interval (a folded run's orbit of
+  // links, simulate/symmetric.h).
+  void copy_link(LinkId from, LinkId to) {
+    bytes[to] = bytes[from];
+    busy[to] = busy[from];
+    busy_until[to] = busy_until[from];
+    in_flight[to] = in_flight[from];
+    peak_in_flight[to] = peak_in_flight[from];
+    busy_since[to] = busy_since[from];
+    changed_at[to] = changed_at[from];
+    only_end[to] = only_end[from];
+    ends[to] = ends[from];
+  }
   // For models that see transfers come and go (flow, packet): exact busy time and
   // the most transfers sharing the link at once.
   void enter(LinkId link, std::int64_t n, Time now) {

@@ -11,9 +11,9 @@ namespace collsim {
 namespace {
 
 constexpr NetworkModelInfo kModels[] = {
-    {NetworkModelKind::Ideal, "ideal", false, false},
-    {NetworkModelKind::Flow, "flow", true, false},
-    {NetworkModelKind::Packet, "packet", true, true},
+    {NetworkModelKind::Ideal, "ideal", false, false, true},
+    {NetworkModelKind::Flow, "flow", true, false, true},
+    {NetworkModelKind::Packet, "packet", true, true, true},
 };
 
 // info_of indexes the table by the enum's value.

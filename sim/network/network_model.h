@@ -45,6 +45,10 @@ struct NetworkModelInfo {
   bool shares_links;
   // Whether it queues every packet of a transfer (the loader bounds their count).
   bool holds_packets;
+  // Whether a transfer's timing depends only on the links it crosses and what else
+  // crosses them, so a turn of the network mapping links onto alike links turns the
+  // timings with it (simulate/symmetric.h; tests/test_symmetry.cpp checks each such model).
+  bool times_by_links;
 };
 
 // Every model, in the order the loader lists them.

@@ -476,6 +476,21 @@ Schedule run_generator(const CollectiveSpec& c) {
   }
 }
 
+std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::string& why) {
+  const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
+  if (!entry || !entry->quotient) {
+    why = fmt::format("{} has no fold by its ranks' symmetry", c.algorithm);
+    return std::nullopt;
+  }
+  std::optional<QuotientSchedule> q = entry->quotient(c.shape, c.options);
+  if (!q)
+    why = fmt::format(
+        "{} is folded only in one channel and in equal chunks ({} elements on {} "
+        "ranks are not)",
+        c.algorithm, c.shape.count, c.shape.ranks);
+  return q;
+}
+
 Schedule generate_schedule(const CollectiveSpec& c) {
   if (std::string too_big = schedule_size_problem(c); !too_big.empty())
     throw InputError(c.json_path, too_big);

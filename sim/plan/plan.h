@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "scenario/scenario.h"
+#include "schedule/quotient.h"
 
 namespace collsim {
 
@@ -120,6 +121,10 @@ Schedule generate_schedule(const CollectiveSpec& c);
 // Runs the collective's generator unchecked (for a stream, which checks each step),
 // a refusal as an InputError naming the collective.
 Schedule run_generator(const CollectiveSpec& c);
+// The collective's schedule folded by a turn of its ranks (AlgorithmEntry::quotient),
+// made without the full schedule; nullopt, and `why`, when its algorithm has none for
+// this shape and these options.
+std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::string& why);
 
 // Hex digits of a digest, as every command prints it.
 std::string digest_text(std::uint64_t digest);

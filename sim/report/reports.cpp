@@ -184,6 +184,8 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   }
   out += one_nic_notes(s, r);
   out += held_notes(r);
+  for (std::size_t i = 0; i < r.folding.size(); ++i)
+    out += fmt::format("# {}: {}\n", r.resolved[i].name, r.folding[i].note);
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
@@ -253,6 +255,11 @@ void add_own_traffic(nlohmann::json& c, const Topology& t, const CollectiveTraff
   c["received_bytes_per_rank"] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}};
 }
 
+// Timed by its representatives: no full schedule, so no digest of one.
+bool folded(const ScenarioResult& r, std::size_t i) {
+  return i < r.folding.size() && r.folding[i].folded;
+}
+
 }  // namespace
 
 nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
@@ -261,26 +268,29 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     const auto& c = r.resolved[i];
     const auto& o = r.outcomes[i];
-    collectives.push_back({{"name", c.name},
-                           {"op", name_of(c.shape.op)},
-                           {"algorithm", c.algorithm},
-                           {"plan", r.labels[i]},
-                           {"protocol", c.protocol},
-                           {"schedule_digest", digest_text(r.digests[i])},
-                           {"ranks", c.ranks},
-                           {"bytes", c.bytes},
-                           {"count", c.shape.count},
-                           {"dtype", name_of(c.shape.dtype)},
-                           {"start_s", o.start_s},
-                           {"end_s", o.end_s},
-                           {"time_s", o.time_s},
-                           {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
-                           {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
-                           {"ops_time_s", o.ops_time_s},
-                           {"held_by", held_json(o.held_by)},
-                           {"segments", c.options.segments},
-                           {"transfers", r.op_count(i)},
-                           {"steps", r.schedules[i]->num_steps}});
+    collectives.push_back(
+        {{"name", c.name},
+         {"op", name_of(c.shape.op)},
+         {"algorithm", c.algorithm},
+         {"plan", r.labels[i]},
+         {"protocol", c.protocol},
+         {"schedule_digest",
+          folded(r, i) ? nlohmann::json(nullptr) : nlohmann::json(digest_text(r.digests[i]))},
+         {"ranks", c.ranks},
+         {"bytes", c.bytes},
+         {"count", c.shape.count},
+         {"dtype", name_of(c.shape.dtype)},
+         {"start_s", o.start_s},
+         {"end_s", o.end_s},
+         {"time_s", o.time_s},
+         {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
+         {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
+         {"ops_time_s", o.ops_time_s},
+         {"held_by", held_json(o.held_by)},
+         {"segments", c.options.segments},
+         {"transfers", r.op_count(i)},
+         {"steps", r.schedules[i]->num_steps}});
+    if (i < r.folding.size()) collectives.back()["symmetry"] = r.folding[i].note;
     if (r.choices[i]) {
       auto candidate = [](const Candidate& x) {
         return nlohmann::json{{"algorithm", x.algorithm},

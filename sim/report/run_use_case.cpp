@@ -10,14 +10,15 @@ namespace collsim {
 namespace {
 
 void check_streamable(const Scenario& scenario, const RunRequest& request) {
+  const std::string flag = request.fold ? "--symmetry" : "--stream";
   if (!scenario.workloads.empty())
     throw InputError("workload",
-                     "--stream runs a scenario's collectives; a training step "
-                     "runs without it");
+                     flag + " runs a scenario's collectives; a training step runs without it");
   if (request.out)
     throw InputError("--out",
-                     "--stream keeps no per-op record to write a timeline or per-step "
-                     "files from; run without --out (--format json gives result.json)");
+                     flag +
+                         " keeps no per-op record to write a timeline or per-step "
+                         "files from; run without --out (--format json gives result.json)");
 }
 
 }  // namespace
@@ -27,9 +28,10 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   // Streamed when asked, and by itself whenever it gives the same figures, no output needs
   // per-op records and a schedule is large: none is then held whole (a 4,096-GPU ring in
   // MBs, not GBs).
-  if (request.stream || (!request.out && streams_exactly(scenario) && streaming_pays(scenario))) {
+  if (request.stream || request.fold ||
+      (!request.out && streams_exactly(scenario) && streaming_pays(scenario))) {
     check_streamable(scenario, request);
-    record.result = run_scenario_streamed(scenario);
+    record.result = run_scenario_streamed(scenario, request.fold);
   } else if (!scenario.workloads.empty()) {
     record.step = run_workloads(scenario);
     if (request.out) write_workload_files(*request.out, scenario, *record.step);

@@ -21,6 +21,9 @@ namespace collsim {
 struct RunRequest {
   std::optional<std::filesystem::path> out;  // write what `run --out DIR` writes there
   bool stream = false;   // insist on no schedule held whole (--stream): refuse what cannot
+  // Time each collective whose ranks are interchangeable by one rank's ops (--symmetry,
+  // simulate/symmetric.h); streams the rest, as --stream does.
+  bool fold = false;
   RunFileOptions files;  // the timeline's size and compression
 };
 

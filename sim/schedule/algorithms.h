@@ -8,6 +8,7 @@
 // algorithms.cpp.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include "schedule/group.h"
 #include "schedule/nccl_family.h"
+#include "schedule/quotient.h"
 #include "schedule/schedule.h"
 
 namespace collsim {
@@ -104,6 +106,13 @@ struct AlgorithmEntry {
   // The NCCL family its schedule has the shape of: which of NCCL's latency and protocol
   // tables it pays (nccl/protocol.h).
   NcclAlgo nccl_family = NcclAlgo::Ring;
+  // Its schedule folded by a turn of the ranks (schedule/quotient.h), made without the
+  // full schedule, for a collective whose ranks are interchangeable; null for an
+  // algorithm that has none, nullopt for a shape or options that are not symmetric
+  // (unequal chunks, channels in other orders). tests/test_symmetry.cpp checks each
+  // against fold_by_rotation of the full schedule.
+  std::function<std::optional<QuotientSchedule>(const CollectiveShape&, const AlgorithmOptions&)>
+      quotient = nullptr;
 
   bool takes(std::string_view option) const;
   // Whether its schedule, with options `o`, can be generated while it is simulated

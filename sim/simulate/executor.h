@@ -15,7 +15,9 @@
 //   op(task, op) -> const Op&                        bytes(task, op) -> std::int64_t
 //   path(task, op) -> PathId (its route)             costs(task) -> const OpCosts&
 //   gpu(task, rank) -> NodeId                        has_deps(task, op) -> bool
-//   each_successor(task, op, f): f(next) for each successor, in the order linked
+//   each_successor(task, op, f): f(next, only_sent) for each successor, in the order
+//     linked; only_sent: whether next needs only op's bytes to have left (converts to
+//     bool; LazyOnlySent asks needs_only_sent when it is read)
 //   last_successors(task, op, f): the same once the op is done (the source may free them)
 //   dependency_done(task, next) -> bool: one of next's dependencies is done; true if none is left
 //   hooks: began(task, op), sent(task, op) (its last byte left, the data arrives later),
@@ -35,6 +37,13 @@
 #include "simulate/transfer_ids.h"
 
 namespace collsim {
+
+// needs_only_sent(dep, next), asked only where the executor reads it.
+struct LazyOnlySent {
+  const Op& dep;
+  const Op& next;
+  explicit operator bool() const { return needs_only_sent(dep, next); }
+};
 
 // How an op finishes: whole (a local op, a switch op, a transfer whose data arrived as
 // it left), or delivered after it was first sent (what needed only that already went on).
@@ -227,10 +236,8 @@ class Executor : private NetworkHost {
   void release_sent(std::size_t task, OpId id) {
     Source& src = source();
     src.sent(task, id);
-    const Op& op = src.op(task, id);
-    src.each_successor(task, id, [&](OpId next) {
-      if (needs_only_sent(op, src.op(task, next)) && src.dependency_done(task, next))
-        start_op(task, next);
+    src.each_successor(task, id, [&](OpId next, auto only_sent) {
+      if (only_sent && src.dependency_done(task, next)) start_op(task, next);
     });
   }
 
@@ -240,9 +247,8 @@ class Executor : private NetworkHost {
     if (!op.is_local() && !op.is_switch())
       traffic_.node_received[src.gpu(task, op.dst_rank)] += src.bytes(task, id);
     src.finishing(task, id, phase);
-    src.last_successors(task, id, [&](OpId next) {
-      if (phase == OpPhase::Delivered && needs_only_sent(op, src.op(task, next)))
-        return;  // released when sent
+    src.last_successors(task, id, [&](OpId next, auto only_sent) {
+      if (phase == OpPhase::Delivered && only_sent) return;  // released when sent
       if (src.dependency_done(task, next)) start_op(task, next);
     });
     src.finished(task, id);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "simulate/simulated_plan.h"
 #include "simulate/streamed.h"
+#include "simulate/symmetric.h"
 #include "topology/routing.h"
 
 namespace collsim {
@@ -129,9 +130,29 @@ ScenarioResult::CollectiveTotals totals_of(const Topology& t, const CollectiveSp
   return out;
 }
 
+// The collective timed by its representatives, where its algorithm folds and the network
+// keeps its ranks alike; else nullopt and why not, in `note`.
+std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& router,
+                                         NetworkModel& model, const PlannedCollective& c,
+                                         ScenarioResult::Folding& note) {
+  std::string why;
+  std::optional<QuotientSchedule> q = run_quotient(c.spec, why);
+  const StreamedCollective collective{c.gpus, c.cost};
+  if (q) why = fold_problem(scenario.topology, collective, scenario.network.model, q->period);
+  if (!why.empty()) {
+    note.note = "not folded: " + why;
+    return std::nullopt;
+  }
+  StreamedResult r =
+      simulate_folded(scenario.topology, router, model, scenario.network.model, collective, *q);
+  note = {true, fmt::format("folded: {} ranks alike, {} of {} ops played", c.spec.shape.ranks,
+                            q->size(), q->full_size())};
+  return r;
+}
+
 }  // namespace
 
-ScenarioResult run_scenario_streamed(const Scenario& scenario) {
+ScenarioResult run_scenario_streamed(const Scenario& scenario, bool fold) {
   require_one_after_another(scenario);
   for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
     if (std::string too_big = schedule_size_problem(c, true); !too_big.empty())
@@ -159,7 +180,21 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario) {
       out.sim.transfers += r.transfers;
       out.streamed_totals.push_back(totals_of(topo, c.spec, r.links, r.node_sent, r.node_received));
     };
-    if (c.streamed) {
+    std::optional<StreamedResult> folded;
+    if (fold) {
+      out.folding.emplace_back();
+      if (c.streamed)
+        folded = run_folded(scenario, router, *model, c, out.folding.back());
+      else
+        out.folding.back().note = "not folded: its schedule is not streamed";
+    }
+    if (folded) {
+      took = folded->end;
+      ops_took = folded->ops_end;
+      header.num_steps = folded->steps;
+      ops = folded->ops;
+      absorb(*folded);
+    } else if (c.streamed) {
       const StreamedResult r = simulate_streamed(topo, router, *model, {c.gpus, c.cost},
                                                  [&] { return run_generator(c.spec); });
       took = r.end;

@@ -47,6 +47,13 @@ struct ScenarioResult {
     std::vector<std::int64_t> sent, received;                 // by its own rank index
   };
   std::vector<CollectiveTotals> streamed_totals;
+  // Where a fold by symmetry was asked (run --symmetry), per collective: whether it was
+  // simulated folded (simulate/symmetric.h), and how, or why not; empty otherwise.
+  struct Folding {
+    bool folded = false;
+    std::string note;
+  };
+  std::vector<Folding> folding;
 
   std::uint64_t op_count(std::size_t i) const {
     return streamed_ops.empty() ? schedules[i]->size() : streamed_ops[i];
@@ -67,7 +74,9 @@ ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options 
 // "after" (an InputError names the first that is not). Keeps totals (link and rank
 // counters, times), no per-op record: schedules hold no ops, the digests are the
 // streams'.
-ScenarioResult run_scenario_streamed(const Scenario& scenario);
+// With `fold`, each collective whose ranks are interchangeable (schedule/quotient.h,
+// simulate/symmetric.h) is timed by one rank's ops: the same figures, no digest.
+ScenarioResult run_scenario_streamed(const Scenario& scenario, bool fold = false);
 
 // Whether run_scenario_streamed gives exactly what run_scenario gives: the scenario has
 // collectives, no workload, and each collective waits (directly or through others) on

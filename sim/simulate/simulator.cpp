@@ -47,7 +47,8 @@ const OpCosts& Simulator::costs(std::size_t task) const {
 
 template <class F>
 void Simulator::each_successor(std::size_t task, OpId op, F&& f) const {
-  for (OpId next : state_[task].graph->successors(op)) f(next);
+  const std::vector<Op>& ops = schedule(task).ops;
+  for (OpId next : state_[task].graph->successors(op)) f(next, LazyOnlySent{ops[op], ops[next]});
 }
 
 bool Simulator::dependency_done(std::size_t task, OpId next) {

@@ -213,11 +213,11 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     const int n = h.inline_successors;
     const OpId first[HeldOp::kInline] = {h.successor[0], h.successor[1]};
     std::uint32_t more = h.more_first;
-    for (int i = 0; i < n; ++i) f(first[i]);
+    for (int i = 0; i < n; ++i) f(first[i], LazyOnlySent{h.op, held(first[i]).op});
     while (more != kNoSuccessor) {
       const SuccessorLink link = successors_[more];
       more = link.next;
-      f(link.op);
+      f(link.op, LazyOnlySent{h.op, held(link.op).op});
     }
   }
 

@@ -210,9 +210,7 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   if (dist_[dst] < 0)
     throw std::runtime_error(topology_.node(src).name + " cannot reach " +
                              topology_.node(dst).name);
-  PathInfo info;
-  info.first = links_.size();
-  info.bottleneck = std::numeric_limits<double>::infinity();
+  const std::uint64_t first = links_.size();
   const std::uint64_t pair_hash = mix(pair_key(src, dst));
   for (NodeId at = dst; at != src;) {
     const auto& choices = preds_[at];
@@ -224,16 +222,35 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
                          ? choices[k]
                          : *std::min_element(choices.begin(), choices.end());
     links_.push_back(l);
-    info.latency = add_time(info.latency, topology_.link(l).latency);
-    info.bottleneck = std::min(info.bottleneck, topology_.link(l).bandwidth);
     at = topology_.link(l).src;
   }
-  std::reverse(links_.begin() + info.first, links_.end());
-  info.length = static_cast<std::uint32_t>(links_.size() - info.first);
+  std::reverse(links_.begin() + first, links_.end());
+  if (!direct_only_) tree_source_ = -1;  // the unfiltered search is not the cached one
+  return add_path_at(first);
+}
+
+PathId Router::add_path_at(std::uint64_t first) {
+  PathInfo info;
+  info.first = first;
+  info.bottleneck = std::numeric_limits<double>::infinity();
+  for (std::uint64_t i = first; i < links_.size(); ++i) {
+    const Link& l = topology_.link(links_[i]);
+    info.latency = add_time(info.latency, l.latency);
+    info.bottleneck = std::min(info.bottleneck, l.bandwidth);
+  }
+  info.length = static_cast<std::uint32_t>(links_.size() - first);
   const PathId id = checked_count<PathId>(paths_.size(), "distinct routes");
   paths_.push_back(info);
-  if (!direct_only_) tree_source_ = -1;  // the unfiltered search is not the cached one
   return id;
+}
+
+PathId Router::add_path(std::span<const LinkId> route) {
+  for (std::size_t i = 1; i < route.size(); ++i)
+    if (topology_.link(route[i - 1]).dst != topology_.link(route[i]).src)
+      throw std::logic_error("a path's links must follow each other");
+  const std::uint64_t first = links_.size();
+  links_.insert(links_.end(), route.begin(), route.end());
+  return add_path_at(first);
 }
 
 void Router::prepare(std::span<const std::pair<NodeId, NodeId>> pairs) {

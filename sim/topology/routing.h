@@ -40,6 +40,9 @@ class Router {
   void prepare(std::span<const std::pair<NodeId, NodeId>> pairs);
   // The path from src to dst; throws std::runtime_error when dst is unreachable.
   PathId route(NodeId src, NodeId dst);
+  // A path given link by link, not searched for (a folded run's links of one orbit,
+  // simulate/symmetric.h): `route` must be a chain of links; not cached by its ends.
+  PathId add_path(std::span<const LinkId> route);
   // The path if it was routed already, else -1 (no search).
   PathId cached(NodeId src, NodeId dst) const;
   const PathInfo& info(PathId id) const { return paths_[id]; }
@@ -54,6 +57,8 @@ class Router {
 
  private:
   PathId add_path_from_tree(NodeId src, NodeId dst);
+  // Registers links_[first, end) as a path.
+  PathId add_path_at(std::uint64_t first);
   // The shortest paths from src, searched at least as far as dst.
   void search_from(NodeId src, NodeId dst);
   // Whether the search reached dst (a search stopped early has final paths to every node

@@ -23,6 +23,23 @@ Schedule whole_ring(const CollectiveShape& shape, int passes, Body&& body) {
 
 }  // namespace
 
+namespace {
+
+// Member m's send in step i of a pass: chunk (m + shift - i) to member m + 1.
+struct RingSend {
+  BufferRef from, to;
+  std::int64_t count;
+};
+
+RingSend ring_send(const Group& g, int m, int i, int shift) {
+  const int K = g.size();
+  const int c = g.chunk_of(rotate(m + shift - i, 0, K));
+  const std::int64_t at = g.chunk_begin(K, c);
+  return {g.at(m, at), g.at((m + 1) % K, at), g.chunk_size(K, c)};
+}
+
+}  // namespace
+
 void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, int shift) {
   int steps = 0;
   for (const Group& g : groups) steps = std::max(steps, g.size() - 1);
@@ -32,9 +49,8 @@ void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, i
       const int K = g.size();
       if (i >= K - 1) continue;
       for (int m = 0; m < K; ++m) {
-        const int c = g.chunk_of(rotate(m + shift - i, 0, K));
-        const std::int64_t at = g.chunk_begin(K, c);
-        b.add(kind, g.at(m, at), g.at((m + 1) % K, at), g.chunk_size(K, c), g.channel);
+        const RingSend s = ring_send(g, m, i, shift);
+        b.add(kind, s.from, s.to, s.count, g.channel);
       }
     }
   }
@@ -49,10 +65,68 @@ void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
 
 namespace {
 
+struct RingPass {
+  OpKind kind;
+  int shift;
+};
+
+// The op member m runs... in step i of `pass`, numbered `step` in the schedule.
+Op ring_op(const Group& g, RingPass pass, int m, int i, int step) {
+  const RingSend s = ring_send(g, m, i, pass.shift);
+  return Op{s.from.offset,
+            s.to.offset,
+            s.count,
+            s.from.rank,
+            s.to.rank,
+            step,
+            pass.kind,
+            static_cast<std::uint8_t>(s.from.buffer),
+            static_cast<std::uint8_t>(s.to.buffer),
+            static_cast<std::uint8_t>(g.channel)};
+}
+
+// A ring over the whole collective in equal chunks is the same for every rank turned by
+// one: each step's representative is the send rank 0 runs (it receives a reduction, or
+// pushes a copy), waiting, as the builder has it, on the sends of the step before that
+// touched its two ranks (members m - 1, m, m + 1), each the step's representative turned
+// to the rank running it.
+std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
+                                              std::span<const RingPass> passes) {
+  const int K = shape.ranks;
+  if (shape.count <= 0 || shape.count % K != 0) return std::nullopt;  // unequal chunks
+  const Group g = whole_group(shape);
+  QuotientSchedule q;
+  q.shape = shape;
+  q.dep_begin.push_back(0);
+  const auto representative = [K](OpKind k) { return k == OpKind::Reduce ? K - 1 : 0; };
+  int step = 0;
+  for (std::size_t p = 0; p < passes.size(); ++p) {
+    for (int i = 0; i < K - 1; ++i, ++step) {
+      const int m = representative(passes[p].kind);
+      const Op op = ring_op(g, passes[p], m, i, step);
+      if (step > 0) {
+        const RingPass before = i > 0 ? passes[p] : passes[p - 1];
+        const int before_i = i > 0 ? i - 1 : K - 2;
+        std::vector<int> members = {rotate(m - 1, 0, K), m, (m + 1) % K};
+        std::sort(members.begin(), members.end());
+        members.erase(std::unique(members.begin(), members.end()), members.end());
+        for (int x : members) {
+          const Op dep = ring_op(g, before, x, before_i, step - 1);
+          q.deps.push_back({q.ops.size() - 1, dep.executor(), needs_only_sent(dep, op)});
+        }
+      }
+      q.ops.push_back(op);
+      q.dep_begin.push_back(q.deps.size());
+    }
+  }
+  q.num_steps = step;
+  return q;
+}
+
 // A ring entry: `passes` passes of `body` over the whole group, or over each
 // channel's lane of every chunk.
 template <void (*Body)(ScheduleBuilder&, std::span<const Group>)>
-AlgorithmEntry ring_entry(CollectiveOp op, int passes) {
+AlgorithmEntry ring_entry(CollectiveOp op, int passes, std::vector<RingPass> pass_list) {
   return with_channels(
       {.op = op,
        .algorithm = "ring",
@@ -60,15 +134,23 @@ AlgorithmEntry ring_entry(CollectiveOp op, int passes) {
                             const AlgorithmOptions&) { return whole_ring(s, passes, Body); },
        .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
                        const AlgorithmOptions&) { Body(b, g); },
-       .channel_split = ChannelSplit::Lanes});
+       .channel_split = ChannelSplit::Lanes,
+       .quotient = [pass_list](const CollectiveShape& s,
+                               const AlgorithmOptions& o) -> std::optional<QuotientSchedule> {
+         if (o.channels > 1 || !o.orders.empty()) return std::nullopt;
+         return ring_quotient(s, pass_list);
+       }});
 }
 
 }  // namespace
 
 void register_ring(std::vector<AlgorithmEntry>& c) {
-  c.push_back(ring_entry<ring_all_reduce>(CollectiveOp::AllReduce, 2));
-  c.push_back(ring_entry<ring_reduce_scatter>(CollectiveOp::ReduceScatter, 1));
-  c.push_back(ring_entry<ring_all_gather>(CollectiveOp::AllGather, 1));
+  // The passes as ring_all_reduce, ring_reduce_scatter and ring_all_gather make them.
+  c.push_back(ring_entry<ring_all_reduce>(CollectiveOp::AllReduce, 2,
+                                          {{OpKind::Reduce, 0}, {OpKind::Copy, 1}}));
+  c.push_back(
+      ring_entry<ring_reduce_scatter>(CollectiveOp::ReduceScatter, 1, {{OpKind::Reduce, -1}}));
+  c.push_back(ring_entry<ring_all_gather>(CollectiveOp::AllGather, 1, {{OpKind::Copy, 0}}));
 }
 
 }  // namespace collsim

@@ -1,0 +1,38 @@
+#pragma once
+// A collective whose ranks are interchangeable, timed by one rank's ops.
+//
+// Where a schedule folds by a turn of its ranks (schedule/quotient.h) and the same turn
+// maps the network onto itself, the ops of one orbit run at the same times, and every
+// link of an orbit carries, interval for interval, what any other does: each link
+// sees exactly one image of each representative that crosses its orbit. So only the
+// representatives are played, each over its orbit's canonical links (the ones rank 0's
+// GPU uses) and paying its overhead in rank 0's queue; then every link and GPU of an
+// orbit takes the canonical one's counters. The networks folded are those a turn of
+// the ranks provably maps onto itself: every rank's GPU hangs off one switch by one
+// link each way, the links all alike (a rail-optimised fat tree, whose turns move whole
+// nodes, is not folded yet).
+//
+// The result — times, every link's and GPU's counters, transfers and ops — is the full
+// run's, bit for bit (tests/test_symmetry.cpp, against the streamed and the stored
+// simulation); `events` counts those played, and there is no digest: the full schedule is
+// never made.
+#include <string>
+
+#include "network/network_model.h"
+#include "schedule/quotient.h"
+#include "simulate/streamed.h"
+
+namespace collsim {
+
+// Why the network does not let `collective`'s ranks be folded by a turn of `period`
+// ranks under `model`, or "" when it does.
+std::string fold_problem(const Topology& topology, const StreamedCollective& collective,
+                         NetworkModelKind model, int period);
+
+// Plays `quotient` as the full schedule would run; throws std::invalid_argument where
+// fold_problem is not empty.
+StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
+                               NetworkModelKind kind, const StreamedCollective& collective,
+                               const QuotientSchedule& quotient);
+
+}  // namespace collsim

@@ -1,0 +1,215 @@
+// Symmetry: a schedule folded by a turn of its ranks is what fold_by_rotation reads off
+// the full schedule, and playing the fold gives the full run's figures bit for bit;
+// where the turn breaks (unequal chunks, a slow link, a second switch, a tree) nothing
+// is folded.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "schedule/quotient.h"
+#include "simulate/streamed.h"
+#include "simulate/symmetric.h"
+
+using namespace collsim;
+using namespace collsim::test;
+
+namespace symmetry_test {
+
+constexpr CollectiveOp kRingOps[] = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter,
+                                     CollectiveOp::AllGather};
+
+void require_same_quotient(const QuotientSchedule& a, const QuotientSchedule& b) {
+  REQUIRE(a.ops.size() == b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    INFO("op " << i);
+    CHECK(a.ops[i].src_rank == b.ops[i].src_rank);
+    CHECK(a.ops[i].dst_rank == b.ops[i].dst_rank);
+    CHECK(a.ops[i].src_offset == b.ops[i].src_offset);
+    CHECK(a.ops[i].dst_offset == b.ops[i].dst_offset);
+    CHECK(a.ops[i].count == b.ops[i].count);
+    CHECK(a.ops[i].step == b.ops[i].step);
+    CHECK(a.ops[i].kind == b.ops[i].kind);
+  }
+  CHECK(a.dep_begin == b.dep_begin);
+  CHECK(a.deps == b.deps);
+  CHECK(a.num_steps == b.num_steps);
+  CHECK(a.period == b.period);
+}
+
+void require_same_run(const StreamedResult& full, const StreamedResult& folded) {
+  REQUIRE(folded.end == full.end);
+  CHECK(folded.ops_end == full.ops_end);
+  CHECK(folded.ops == full.ops);
+  CHECK(folded.transfers == full.transfers);
+  CHECK(folded.steps == full.steps);
+  CHECK(folded.links.bytes == full.links.bytes);
+  CHECK(folded.links.busy == full.links.busy);
+  CHECK(folded.links.peak_in_flight == full.links.peak_in_flight);
+  CHECK(folded.node_sent == full.node_sent);
+  CHECK(folded.node_received == full.node_received);
+}
+
+std::vector<NodeId> rank_gpus(const Topology& t, int K) {
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < K; ++r) gpus.push_back(t.gpu_of_rank(r));
+  return gpus;
+}
+
+}  // namespace symmetry_test
+
+using namespace symmetry_test;
+
+TEST_CASE("a ring's own fold is the one read off its full schedule", "[symmetry]") {
+  for (CollectiveOp op : kRingOps) {
+    const AlgorithmEntry* e = find_algorithm(op, "ring");
+    REQUIRE(e);
+    REQUIRE(e->quotient);
+    for (int K : {1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 64}) {
+      INFO(name_of(op) << " K=" << K);
+      const AlgorithmOptions o;
+      const CollectiveShape even = shape_of(op, K, 6 * std::int64_t{K});
+      const auto own = e->quotient(even, o);
+      std::string why;
+      const auto read = fold_by_rotation(e->generate(even, o), 1, &why);
+      INFO(why);
+      REQUIRE(read);
+      REQUIRE(own);
+      require_same_quotient(*own, *read);
+      CHECK(own->full_size() == e->generate(even, o).size());
+      if (K == 1) continue;  // no ops: nothing can be uneven
+      // Unequal chunks turn into other counts: neither fold exists.
+      const CollectiveShape uneven = shape_of(op, K, 6 * std::int64_t{K} + 1);
+      CHECK(!e->quotient(uneven, o));
+      CHECK(!fold_by_rotation(e->generate(uneven, o), 1));
+      // Channels in other orders are not folded by the ring's own quotient.
+      AlgorithmOptions two = o;
+      two.channels = 2;
+      CHECK(!e->quotient(even, two));
+    }
+  }
+}
+
+TEST_CASE("schedules a turn does not map onto themselves are not folded", "[symmetry]") {
+  std::string why;
+  const auto tree =
+      generate(CollectiveOp::Broadcast, "binomial_tree", shape_of(CollectiveOp::Broadcast, 8, 64));
+  CHECK(!fold_by_rotation(tree, 1, &why));
+  CHECK(why.find("no image") != std::string::npos);
+  // One op moved to another step: its turned images no longer match it.
+  Schedule ring =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 64));
+  REQUIRE(fold_by_rotation(ring, 1));
+  Schedule broken = ring;
+  broken.ops[5].count -= 1;
+  CHECK(!fold_by_rotation(broken, 1));
+  // A dependency dropped from one op only.
+  Schedule fewer = ring;
+  const OpId last = fewer.size() - 1;
+  fewer.deps.erase(fewer.deps.begin() + static_cast<std::ptrdiff_t>(fewer.dep_begin[last]));
+  fewer.dep_begin[last + 1] -= 1;
+  CHECK(!fold_by_rotation(fewer, 1, &why));
+  CHECK(why.find("waits on other ops") != std::string::npos);
+  CHECK(!fold_by_rotation(ring, 3));  // 3 does not divide 4
+}
+
+TEST_CASE("a folded run is the full run, bit for bit, on every model that times by links",
+          "[symmetry]") {
+  auto cost = std::make_shared<CostModel>();
+  cost->launch = from_seconds(7e-6);
+  cost->op_overhead = from_seconds(0.4e-6);
+  cost->link(LinkKind::NvLink).efficiency = 0.8;
+  for (NetworkModelKind kind :
+       {NetworkModelKind::Ideal, NetworkModelKind::Flow, NetworkModelKind::Packet}) {
+    if (!info_of(kind).times_by_links) continue;
+    NetworkParams params;
+    params.model = kind;
+    params.alpha = from_seconds(2e-6);
+    params.packet_bytes = 4096;
+    for (CollectiveOp op : kRingOps)
+      for (int K : {2, 3, 5, 8, 16})
+        for (const std::shared_ptr<const CostModel>& c :
+             {std::shared_ptr<const CostModel>{}, std::shared_ptr<const CostModel>(cost)}) {
+          INFO(name_of(kind) << " " << name_of(op) << " K=" << K << " cost " << (c != nullptr));
+          const Topology topo = make_switch_topology(K, 50e9, from_seconds(1e-7));
+          const AlgorithmEntry& e = *find_algorithm(op, "ring");
+          const CollectiveShape shape = shape_of(op, K, 2048 * std::int64_t{K});
+          const StreamedCollective collective{rank_gpus(topo, K), c};
+          Router r1(topo);
+          auto m1 = make_network_model(params, topo, r1);
+          const StreamedResult full =
+              simulate_streamed(topo, r1, *m1, collective, [&] { return e.generate(shape, {}); });
+          Router r2(topo);
+          auto m2 = make_network_model(params, topo, r2);
+          REQUIRE(fold_problem(topo, collective, kind, 1).empty());
+          const StreamedResult folded =
+              simulate_folded(topo, r2, *m2, kind, collective, *e.quotient(shape, {}));
+          require_same_run(full, folded);
+          CHECK(folded.events < full.events);
+        }
+  }
+}
+
+TEST_CASE("a network a turn of the ranks does not map onto itself is not folded", "[symmetry]") {
+  Topology slow = make_switch_topology(4, 50e9, from_seconds(1e-7));
+  const auto gpus = rank_gpus(slow, 4);
+  for (LinkId l = 0; l < static_cast<LinkId>(slow.links().size()); ++l)
+    if (slow.link(l).src == gpus[2]) slow.set_bandwidth(l, 25e9);  // one slow link
+  CHECK(fold_problem(slow, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("differ") !=
+        std::string::npos);
+
+  ClusterParams p;
+  p.nodes = 2;
+  p.server.gpus = 4;
+  const Topology cluster = make_cluster_topology(p);
+  CHECK(
+      !fold_problem(cluster, {rank_gpus(cluster, 8), nullptr}, NetworkModelKind::Ideal, 1).empty());
+
+  const Topology fine = make_switch_topology(4, 50e9, from_seconds(1e-7));
+  CHECK(fold_problem(fine, {rank_gpus(fine, 4), nullptr}, NetworkModelKind::Flow, 1).empty());
+  // Only some of the switch's GPUs in the collective: still alike.
+  const Topology bigger = make_switch_topology(8, 50e9, from_seconds(1e-7));
+  CHECK(fold_problem(bigger, {rank_gpus(bigger, 4), nullptr}, NetworkModelKind::Flow, 1).empty());
+  CHECK(!fold_problem(fine, {rank_gpus(fine, 4), nullptr}, NetworkModelKind::Flow, 2).empty());
+}
+
+TEST_CASE("run --symmetry gives what run gives, less the digest, and says what it folded",
+          "[symmetry][cli]") {
+  const auto dir = temp_dir("symmetry");
+  const auto write = [&](const std::string& name, const std::string& topology, std::int64_t bytes) {
+    std::ofstream(dir / name) << R"({"topology": )" << topology
+                              << R"(, "network": {"model": "flow", "alpha": "1us"},
+      "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "ring", "bytes": )"
+                              << bytes << R"(},
+                      {"name": "ag", "op": "all_gather", "algorithm": "ring", "bytes": 4100,
+                       "after": ["ar"]}]})";
+    return (dir / name).string();
+  };
+  const std::string star = R"({"preset": "switch", "gpus": 16, "bandwidth": "100GB/s"})";
+  for (const auto& [file, folds] :
+       {std::pair{write("even.json", star, 16 * 4 * 1000), true},
+        std::pair{write("uneven.json", star, 16 * 4 * 1000 + 4), false},
+        std::pair{write("cluster.json", R"({"preset": "cluster", "nodes": 2, "gpus_per_node": 8})",
+                        16 * 4 * 1000),
+                  false}}) {
+    INFO(file);
+    const Outcome plain = run_collsim("run --format json " + file);
+    const Outcome folded = run_collsim("run --symmetry --format json " + file);
+    REQUIRE(plain.status == 0);
+    REQUIRE(folded.status == 0);
+    auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(folded.out);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::string note = b["collectives"][i]["symmetry"];
+      CHECK(note.starts_with(i == 0 && folds ? "folded: 16 ranks alike" : "not folded: "));
+      CHECK(b["collectives"][i]["schedule_digest"].is_null() == note.starts_with("folded"));
+      b["collectives"][i].erase("symmetry");
+      b["collectives"][i]["schedule_digest"] = a["collectives"][i]["schedule_digest"];
+    }
+    CHECK(a == b);
+  }
+  const Outcome refused = run_collsim("run --symmetry --out " + (dir / "o").string() + " " +
+                                      (dir / "even.json").string());
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("--symmetry") != std::string::npos);
+}
