@@ -32,6 +32,19 @@ def test_run_streamed_returns_what_run_stream_prints(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_run_with_symmetry_returns_what_run_symmetry_prints():
+    ring = {"topology": {"preset": "switch", "gpus": 64, "bandwidth": "450GB/s"},
+            "network": {"model": "ideal", "alpha": "5us"},
+            "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "ring",
+                             "bytes": 64 * 4 * 1024}]}
+    folded = collsim.run(ring, symmetry=True)
+    note = folded["collectives"][0]["symmetry"]
+    assert note.startswith("folded: 64 ranks alike")
+    assert folded["collectives"][0]["schedule_digest"] is None
+    plain = collsim.run(ring)
+    assert folded["collectives"][0]["time_s"] == plain["collectives"][0]["time_s"]
+
+
 def test_run_takes_a_path_or_a_dict():
     doc = json.loads(SCENARIO.read_text())
     from_path = collsim.run(SCENARIO)  # a pathlib.Path is a path too

@@ -113,12 +113,14 @@ py::object to_python(const nlohmann::json& doc) {
 }
 
 // `out`: a folder to write what `collsim run --out` writes there (report.html, the
-// timeline, result.json, the CSVs); `stream`: as `collsim run --stream`.
-py::object run(const py::object& scenario, const py::object& out, bool stream) {
+// timeline, result.json, the CSVs); `stream`: as `collsim run --stream`; `symmetry`: as
+// `collsim run --symmetry`.
+py::object run(const py::object& scenario, const py::object& out, bool stream, bool symmetry) {
   const Scenario s = scenario_of(scenario);
   RunRequest request;
   if (!out.is_none()) request.out = path_of(out, "out");
   request.stream = stream;
+  request.fold = symmetry;
   return to_python(interruptible([&] { return run_document(s, run_use_case(s, request)); }));
 }
 
@@ -288,12 +290,13 @@ PYBIND11_MODULE(collsim, m) {
   });
 
   m.def("run", &run, py::arg("scenario"), py::kw_only(), py::arg("out") = py::none(),
-        py::arg("stream") = false,
+        py::arg("stream") = false, py::arg("symmetry") = false,
         "Simulate a scenario (a path or a dict) and return `collsim run --format json`'s "
         "document: per collective its time, bandwidths and hottest links, and totals. With "
         "out=DIR, also write there what `collsim run --out DIR` writes (report.html, "
         "timeline.json, result.json, the CSVs); stream=True: as `collsim run --stream`, "
-        "no schedule held whole.");
+        "no schedule held whole; symmetry=True: as `collsim run --symmetry`, a collective whose "
+        "ranks are alike timed by one rank's ops.");
   m.def("sweep", &sweep, py::arg("scenario"), py::kw_only(), py::arg("collective") = "",
         py::arg("sizes") = py::str("1KiB..1GiB"), py::arg("step") = "x2",
         py::arg("algorithms") = py::none(), py::arg("ranks") = std::vector<int>{},
