@@ -31,6 +31,7 @@ void require_same_quotient(const QuotientSchedule& a, const QuotientSchedule& b)
     CHECK(a.ops[i].count == b.ops[i].count);
     CHECK(a.ops[i].step == b.ops[i].step);
     CHECK(a.ops[i].kind == b.ops[i].kind);
+    CHECK(a.ops[i].channel == b.ops[i].channel);
   }
   CHECK(a.dep_begin == b.dep_begin);
   CHECK(a.deps == b.deps);
@@ -83,10 +84,23 @@ TEST_CASE("a ring's own fold is the one read off its full schedule", "[symmetry]
       const CollectiveShape uneven = shape_of(op, K, 6 * std::int64_t{K} + 1);
       CHECK(!e->quotient(uneven, o));
       CHECK(!fold_by_rotation(e->generate(uneven, o), 1));
-      // Channels in other orders are not folded by the ring's own quotient.
-      AlgorithmOptions two = o;
-      two.channels = 2;
-      CHECK(!e->quotient(even, two));
+      // In channels, each its lane of every chunk, the ranks in order.
+      for (int channels : {2, 3}) {
+        AlgorithmOptions split = o;
+        split.channels = channels;
+        const auto own_split = e->quotient(even, split);
+        const auto read_split = fold_by_rotation(e->generate(even, split), 1, &why);
+        INFO(channels << " channels: " << why);
+        REQUIRE(own_split);
+        REQUIRE(read_split);
+        require_same_quotient(*own_split, *read_split);
+      }
+      // Channels in other rank orders are not folded by the ring's own quotient.
+      AlgorithmOptions ordered = o;
+      ordered.channels = 2;
+      ordered.orders = {std::vector<int>(K), std::vector<int>(K)};
+      for (int r = 0; r < K; ++r) ordered.orders[0][r] = ordered.orders[1][K - 1 - r] = r;
+      CHECK(!e->quotient(even, ordered));
     }
   }
 }
@@ -129,25 +143,29 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
     params.packet_bytes = 4096;
     for (CollectiveOp op : kRingOps)
       for (int K : {2, 3, 5, 8, 16})
-        for (const std::shared_ptr<const CostModel>& c :
-             {std::shared_ptr<const CostModel>{}, std::shared_ptr<const CostModel>(cost)}) {
-          INFO(name_of(kind) << " " << name_of(op) << " K=" << K << " cost " << (c != nullptr));
-          const Topology topo = make_switch_topology(K, 50e9, from_seconds(1e-7));
-          const AlgorithmEntry& e = *find_algorithm(op, "ring");
-          const CollectiveShape shape = shape_of(op, K, 2048 * std::int64_t{K});
-          const StreamedCollective collective{rank_gpus(topo, K), c};
-          Router r1(topo);
-          auto m1 = make_network_model(params, topo, r1);
-          const StreamedResult full =
-              simulate_streamed(topo, r1, *m1, collective, [&] { return e.generate(shape, {}); });
-          Router r2(topo);
-          auto m2 = make_network_model(params, topo, r2);
-          REQUIRE(fold_problem(topo, collective, kind, 1).empty());
-          const StreamedResult folded =
-              simulate_folded(topo, r2, *m2, kind, collective, *e.quotient(shape, {}));
-          require_same_run(full, folded);
-          CHECK(folded.events < full.events);
-        }
+        for (int channels : {1, 3})
+          for (const std::shared_ptr<const CostModel>& c :
+               {std::shared_ptr<const CostModel>{}, std::shared_ptr<const CostModel>(cost)}) {
+            INFO(name_of(kind) << " " << name_of(op) << " K=" << K << " channels " << channels
+                               << " cost " << (c != nullptr));
+            AlgorithmOptions o;
+            o.channels = channels;
+            const Topology topo = make_switch_topology(K, 50e9, from_seconds(1e-7));
+            const AlgorithmEntry& e = *find_algorithm(op, "ring");
+            const CollectiveShape shape = shape_of(op, K, 2048 * std::int64_t{K});
+            const StreamedCollective collective{rank_gpus(topo, K), c};
+            Router r1(topo);
+            auto m1 = make_network_model(params, topo, r1);
+            const StreamedResult full =
+                simulate_streamed(topo, r1, *m1, collective, [&] { return e.generate(shape, o); });
+            Router r2(topo);
+            auto m2 = make_network_model(params, topo, r2);
+            REQUIRE(fold_problem(topo, collective, kind, 1).empty());
+            const StreamedResult folded =
+                simulate_folded(topo, r2, *m2, kind, collective, *e.quotient(shape, o));
+            require_same_run(full, folded);
+            CHECK(folded.events < full.events);
+          }
   }
 }
 

@@ -485,9 +485,10 @@ std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::strin
   std::optional<QuotientSchedule> q = entry->quotient(c.shape, c.options);
   if (!q)
     why = fmt::format(
-        "{} is folded only in one channel and in equal chunks ({} elements on {} "
-        "ranks are not)",
-        c.algorithm, c.shape.count, c.shape.ranks);
+        "{} is folded only in equal chunks, each channel visiting the ranks in order ({} "
+        "elements on {} ranks, {} channel(s){})",
+        c.algorithm, c.shape.count, c.shape.ranks, std::max(1, c.options.channels),
+        c.options.orders.empty() ? "" : " in rail orders");
   return q;
 }
 

@@ -109,7 +109,7 @@ struct AlgorithmEntry {
   // Its schedule folded by a turn of the ranks (schedule/quotient.h), made without the
   // full schedule, for a collective whose ranks are interchangeable; null for an
   // algorithm that has none, nullopt for a shape or options that are not symmetric
-  // (unequal chunks, channels in other orders). tests/test_symmetry.cpp checks each
+  // (unequal chunks, channels in other rank orders). tests/test_symmetry.cpp checks each
   // against fold_by_rotation of the full schedule.
   std::function<std::optional<QuotientSchedule>(const CollectiveShape&, const AlgorithmOptions&)>
       quotient = nullptr;

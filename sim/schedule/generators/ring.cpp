@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "schedule/generators/channels.h"
+
 namespace collsim {
 namespace {
 
@@ -86,15 +88,20 @@ Op ring_op(const Group& g, RingPass pass, int m, int i, int step) {
 }
 
 // A ring over the whole collective in equal chunks is the same for every rank turned by
-// one: each step's representative is the send rank 0 runs (it receives a reduction, or
-// pushes a copy), waiting, as the builder has it, on the sends of the step before that
-// touched its two ranks (members m - 1, m, m + 1), each the step's representative turned
-// to the rank running it.
+// one, in each channel (each its lane of every chunk, the ranks in order). A step's
+// representatives are the sends rank 0 runs (it receives a reduction, or pushes a copy),
+// one per channel; each waits, as the builder has it, on its channel's sends of the step
+// before that touched its two ranks (members m - 1, m, m + 1), each that step's
+// representative turned to the rank running it.
 std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
+                                              const AlgorithmOptions& o,
                                               std::span<const RingPass> passes) {
-  const int K = shape.ranks;
-  if (shape.count <= 0 || shape.count % K != 0) return std::nullopt;  // unequal chunks
-  const Group g = whole_group(shape);
+  const int K = shape.ranks, C = std::max(1, o.channels);
+  if (!o.orders.empty() || shape.count <= 0 || shape.count % K != 0) return std::nullopt;
+  if (shape.count / K < C) return std::nullopt;  // empty lanes: channels without ops
+  const std::vector<Group> groups =
+      C > 1 ? channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1)
+            : std::vector<Group>{whole_group(shape)};
   QuotientSchedule q;
   q.shape = shape;
   q.dep_begin.push_back(0);
@@ -102,21 +109,25 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
   int step = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
     for (int i = 0; i < K - 1; ++i, ++step) {
-      const int m = representative(passes[p].kind);
-      const Op op = ring_op(g, passes[p], m, i, step);
-      if (step > 0) {
-        const RingPass before = i > 0 ? passes[p] : passes[p - 1];
-        const int before_i = i > 0 ? i - 1 : K - 2;
-        std::vector<int> members = {rotate(m - 1, 0, K), m, (m + 1) % K};
-        std::sort(members.begin(), members.end());
-        members.erase(std::unique(members.begin(), members.end()), members.end());
-        for (int x : members) {
-          const Op dep = ring_op(g, before, x, before_i, step - 1);
-          q.deps.push_back({q.ops.size() - 1, dep.executor(), needs_only_sent(dep, op)});
+      const OpId before_first = q.ops.size() - (step > 0 ? C : 0);
+      for (int c = 0; c < C; ++c) {
+        const Group& g = groups[c];
+        const int m = representative(passes[p].kind);
+        const Op op = ring_op(g, passes[p], m, i, step);
+        if (step > 0) {
+          const RingPass before = i > 0 ? passes[p] : passes[p - 1];
+          const int before_i = i > 0 ? i - 1 : K - 2;
+          std::vector<int> members = {rotate(m - 1, 0, K), m, (m + 1) % K};
+          std::sort(members.begin(), members.end());
+          members.erase(std::unique(members.begin(), members.end()), members.end());
+          for (int x : members) {
+            const Op dep = ring_op(g, before, x, before_i, step - 1);
+            q.deps.push_back({before_first + c, dep.executor(), needs_only_sent(dep, op)});
+          }
         }
+        q.ops.push_back(op);
+        q.dep_begin.push_back(q.deps.size());
       }
-      q.ops.push_back(op);
-      q.dep_begin.push_back(q.deps.size());
     }
   }
   q.num_steps = step;
@@ -135,11 +146,8 @@ AlgorithmEntry ring_entry(CollectiveOp op, int passes, std::vector<RingPass> pas
        .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
                        const AlgorithmOptions&) { Body(b, g); },
        .channel_split = ChannelSplit::Lanes,
-       .quotient = [pass_list](const CollectiveShape& s,
-                               const AlgorithmOptions& o) -> std::optional<QuotientSchedule> {
-         if (o.channels > 1 || !o.orders.empty()) return std::nullopt;
-         return ring_quotient(s, pass_list);
-       }});
+       .quotient = [pass_list](const CollectiveShape& s, const AlgorithmOptions& o)
+           -> std::optional<QuotientSchedule> { return ring_quotient(s, o, pass_list); }});
 }
 
 }  // namespace
