@@ -4,11 +4,13 @@
 // is folded.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
 #include "schedule/quotient.h"
+#include "simulate/run_scenario.h"
 #include "simulate/streamed.h"
 #include "simulate/symmetric.h"
 
@@ -230,4 +232,18 @@ TEST_CASE("run --symmetry gives what run gives, less the digest, and says what i
                                       (dir / "even.json").string());
   CHECK(refused.status != 0);
   CHECK(refused.err.find("--symmetry") != std::string::npos);
+}
+
+TEST_CASE("run folds by itself a schedule of billions of ops, and only such", "[symmetry]") {
+  const auto ring_on = [](int gpus) {
+    return parse_scenario(parse_json_text(fmt::format(R"({{"topology": {{"preset": "switch",
+      "gpus": {}, "bandwidth": "450GB/s"}}, "collectives": [{{"name": "ar", "op": "all_reduce", "algorithm": "ring",
+      "channels": 1, "bytes": "1GiB"}}]}})",
+                                                      gpus),
+                                          "scenario.json"),
+                          ".");
+  };
+  // A ring all-reduce is bounded by 2 K^2 ops (scenario.h): 2^32 from K = 46,341 on.
+  CHECK(folding_pays(ring_on(46341)));
+  CHECK(!folding_pays(ring_on(46340)));
 }

@@ -234,11 +234,23 @@ bool streams_exactly(const Scenario& scenario) {
          !first_overlapping(scenario);
 }
 
-bool streaming_pays(const Scenario& scenario) {
+namespace {
+
+double largest_schedule(const Scenario& scenario) {
   double largest = 0;
   for (const CollectiveSpec& c : scenario.collectives)
     largest = std::max(largest, schedule_ops_bound(c));
-  return largest >= kStreamingPaysOps;
+  return largest;
+}
+
+}  // namespace
+
+bool streaming_pays(const Scenario& scenario) {
+  return largest_schedule(scenario) >= kStreamingPaysOps;
+}
+
+bool folding_pays(const Scenario& scenario) {
+  return largest_schedule(scenario) >= kFoldingPaysOps;
 }
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {

@@ -88,5 +88,10 @@ bool streams_exactly(const Scenario& scenario);
 // run` streams by itself when both hold and no per-op output is asked.
 inline constexpr double kStreamingPaysOps = 1 << 20;
 bool streaming_pays(const Scenario& scenario);
+// Whether some collective's schedule could reach kFoldingPaysOps ops: minutes streamed
+// (100 ns an op), seconds folded where its ranks are alike. `collsim run` then folds
+// what folds by itself (no digest for those; --stream insists on the whole schedule).
+inline constexpr double kFoldingPaysOps = 4294967296.0;  // 2^32
+bool folding_pays(const Scenario& scenario);
 
 }  // namespace collsim
