@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "report/chrome_trace.h"
+#include "report/reports.h"
 #include "report/traffic.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -301,4 +302,22 @@ TEST_CASE("chrome trace: binned concurrent collectives each keep their name and 
   REQUIRE(sent.size() == 16);
   // Each slice rounds its bytes to a whole number: within half a byte per slice.
   for (const auto& [name, bytes] : sent) CHECK(bytes == Approx(2.0 * 7 * (1 << 20)).margin(48));
+}
+
+TEST_CASE("result.json written a collective at a time is the document dumped whole", "[record]") {
+  // Every bundled scenario of collectives, and one whose collectives carry auto choices.
+  int compared = 0;
+  for (const auto& entry : fs::directory_iterator(kScenarios)) {
+    if (entry.path().extension() != ".json") continue;
+    const Scenario s = load_scenario(entry.path());
+    if (s.collectives.empty() || !s.workloads.empty()) continue;
+    INFO(entry.path().filename().string());
+    const ScenarioResult r = run_scenario(s);
+    const TrafficReport traffic = analyse_traffic(s, r);
+    std::ostringstream streamed;
+    write_result_json(streamed, s, r, traffic);
+    CHECK(streamed.str() == result_json(s, r, traffic).dump(2) + "\n");
+    ++compared;
+  }
+  CHECK(compared >= 10);
 }

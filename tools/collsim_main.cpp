@@ -71,7 +71,7 @@ int run_command(const RunArgs& args) {
   request.files = {.trace_transfers = args.trace_transfers, .trace_gzip = args.trace_gzip};
   const RunRecord record = run_use_case(scenario, request);
   if (args.format == "json")
-    std::cout << run_document(scenario, record).dump(2) << "\n";
+    write_run_document(std::cout, scenario, record);
   else
     std::cout << run_table(scenario, record);
   return 0;

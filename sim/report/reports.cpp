@@ -262,49 +262,70 @@ bool folded(const ScenarioResult& r, std::size_t i) {
 
 }  // namespace
 
-nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
-                           const TrafficReport& traffic) {
-  nlohmann::json collectives = nlohmann::json::array();
-  for (std::size_t i = 0; i < r.resolved.size(); ++i) {
-    const auto& c = r.resolved[i];
-    const auto& o = r.outcomes[i];
-    collectives.push_back(
-        {{"name", c.name},
-         {"op", name_of(c.shape.op)},
-         {"algorithm", c.algorithm},
-         {"plan", r.labels[i]},
-         {"protocol", c.protocol},
-         {"schedule_digest",
-          folded(r, i) ? nlohmann::json(nullptr) : nlohmann::json(digest_text(r.digests[i]))},
-         {"ranks", c.ranks},
-         {"bytes", c.bytes},
-         {"count", c.shape.count},
-         {"dtype", name_of(c.shape.dtype)},
-         {"start_s", o.start_s},
-         {"end_s", o.end_s},
-         {"time_s", o.time_s},
-         {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
-         {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
-         {"ops_time_s", o.ops_time_s},
-         {"held_by", held_json(o.held_by)},
-         {"segments", c.options.segments},
-         {"transfers", r.op_count(i)},
-         {"steps", r.schedules[i]->num_steps}});
-    if (i < r.folding.size()) collectives.back()["symmetry"] = r.folding[i].note;
-    if (r.choices[i]) {
-      auto candidate = [](const Candidate& x) {
-        return nlohmann::json{{"algorithm", x.algorithm},
-                              {"plan", x.label},
-                              {"segments", x.options.segments},
-                              {"time_s", x.time_s}};
-      };
-      collectives.back()["auto"] = {
-          {"chosen", candidate(r.choices[i]->chosen)},
-          {"runner_up",
-           r.choices[i]->runner_up ? candidate(*r.choices[i]->runner_up) : nlohmann::json(nullptr)},
-          {"candidates", r.choices[i]->candidates_tried}};
-    }
+namespace {
+
+// collectives[i] of result.json: its figures, its plan's choice, its bottleneck and traffic.
+nlohmann::json collective_json(const Scenario& s, const ScenarioResult& r,
+                               const TrafficReport& traffic, std::size_t i,
+                               const Bottleneck* bottleneck) {
+  const auto& c = r.resolved[i];
+  const auto& o = r.outcomes[i];
+  nlohmann::json out = {
+      {"name", c.name},
+      {"op", name_of(c.shape.op)},
+      {"algorithm", c.algorithm},
+      {"plan", r.labels[i]},
+      {"protocol", c.protocol},
+      {"schedule_digest",
+       folded(r, i) ? nlohmann::json(nullptr) : nlohmann::json(digest_text(r.digests[i]))},
+      {"ranks", c.ranks},
+      {"bytes", c.bytes},
+      {"count", c.shape.count},
+      {"dtype", name_of(c.shape.dtype)},
+      {"start_s", o.start_s},
+      {"end_s", o.end_s},
+      {"time_s", o.time_s},
+      {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
+      {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
+      {"ops_time_s", o.ops_time_s},
+      {"held_by", held_json(o.held_by)},
+      {"segments", c.options.segments},
+      {"transfers", r.op_count(i)},
+      {"steps", r.schedules[i]->num_steps}};
+  if (i < r.folding.size()) out["symmetry"] = r.folding[i].note;
+  if (r.choices[i]) {
+    auto candidate = [](const Candidate& x) {
+      return nlohmann::json{{"algorithm", x.algorithm},
+                            {"plan", x.label},
+                            {"segments", x.options.segments},
+                            {"time_s", x.time_s}};
+    };
+    out["auto"] = {{"chosen", candidate(r.choices[i]->chosen)},
+                   {"runner_up", r.choices[i]->runner_up ? candidate(*r.choices[i]->runner_up)
+                                                         : nlohmann::json(nullptr)},
+                   {"candidates", r.choices[i]->candidates_tried}};
   }
+  const Topology& t = s.topology;
+  if (bottleneck)
+    out["bottleneck"] = {{"link", t.link_label(bottleneck->link)},
+                         {"bytes", bottleneck->bytes},
+                         {"seconds_at_full_rate", bottleneck->seconds}};
+  if (i < traffic.collectives.size())
+    add_own_traffic(out, t, traffic.collectives[i], traffic.timed);
+  return out;
+}
+
+// Each collective's bottleneck (the last one listed for it), or null.
+std::vector<const Bottleneck*> bottlenecks_of(const ScenarioResult& r,
+                                              const TrafficReport& traffic) {
+  std::vector<const Bottleneck*> out(r.resolved.size(), nullptr);
+  for (const auto& b : traffic.per_collective)
+    if (b.link >= 0) out[b.collective] = &b;
+  return out;
+}
+
+// result.json without its collectives (an empty array in their place).
+nlohmann::json result_json_frame(const Scenario& s, const TrafficReport& traffic) {
   nlohmann::json links = nlohmann::json::array();
   const auto& t = s.topology;
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
@@ -330,22 +351,54 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
       ranks.back()["idle_s"] = rt.idle_s;
     }
   }
-  for (const auto& b : traffic.per_collective) {
-    if (b.link < 0) continue;
-    collectives[b.collective]["bottleneck"] = {
-        {"link", t.link_label(b.link)}, {"bytes", b.bytes}, {"seconds_at_full_rate", b.seconds}};
-  }
-  for (std::size_t c = 0; c < traffic.collectives.size(); ++c)
-    add_own_traffic(collectives[c], t, traffic.collectives[c], traffic.timed);
   return {{"scenario", s.name},
           {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
           {"network",
            {{"model", std::string(name_of(s.network.model))},
             {"alpha_s", to_seconds(s.network.alpha)}}},
           {"makespan_s", traffic.makespan_s},
-          {"collectives", std::move(collectives)},
+          {"collectives", nlohmann::json::array()},
           {"links", std::move(links)},
           {"ranks", std::move(ranks)}};
+}
+
+}  // namespace
+
+nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
+                           const TrafficReport& traffic) {
+  nlohmann::json doc = result_json_frame(s, traffic);
+  nlohmann::json& collectives = doc["collectives"];
+  const auto bottlenecks = bottlenecks_of(r, traffic);
+  for (std::size_t i = 0; i < r.resolved.size(); ++i)
+    collectives.push_back(collective_json(s, r, traffic, i, bottlenecks[i]));
+  return doc;
+}
+
+void write_result_json(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                       const TrafficReport& traffic) {
+  // The frame as dump(2) prints it, the collectives written one at a time where its empty
+  // array stands: 100,000 collectives never sit in memory as one document.
+  const std::string frame = result_json_frame(s, traffic).dump(2);
+  const std::string_view hole = "\"collectives\": []";
+  const std::size_t at = frame.find(hole);
+  out << std::string_view(frame).substr(0, at + hole.size() - 2);
+  if (r.resolved.empty()) {
+    out << "[]";
+  } else {
+    std::string chunk = "[";  // written a megabyte at a time
+    const auto bottlenecks = bottlenecks_of(r, traffic);
+    for (std::size_t i = 0; i < r.resolved.size(); ++i) {
+      const std::string text = collective_json(s, r, traffic, i, bottlenecks[i]).dump(2);
+      chunk += i ? ",\n    " : "\n    ";
+      std::size_t from = 0;  // each line indented by the array's depth (a string holds no \n)
+      for (std::size_t nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1)
+        chunk.append(text, from, nl + 1 - from).append("    ");
+      chunk.append(text, from);
+      if (chunk.size() >= (1 << 20)) out << chunk, chunk.clear();
+    }
+    out << chunk << "\n  ]";
+  }
+  out << std::string_view(frame).substr(at + hole.size()) << "\n";
 }
 
 void write_links_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r,

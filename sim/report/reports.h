@@ -30,6 +30,10 @@ nlohmann::json held_json(HeldBy held);
 
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
+// result_json(...).dump(2) and a newline, written one collective at a time (memory: one
+// collective's document, not every one's).
+void write_result_json(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
+                       const TrafficReport& traffic);
 // Rows with scope "run" (every link or rank, over the whole run), then rows with scope
 // "collective" (what each collective moved, over its own window): docs/commands.md lists the columns.
 void write_links_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,

@@ -14,7 +14,7 @@ void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
                      const ScenarioResult& result, const TrafficReport& traffic,
                      const RunFileOptions& options) {
   OutputDir out(dir);
-  out.open("result.json") << result_json(scenario, result, traffic).dump(2) << "\n";
+  write_result_json(out.open("result.json"), scenario, result, traffic);
   write_links_csv(out.open("links.csv"), scenario, result, traffic);
   write_ranks_csv(out.open("ranks.csv"), scenario, result, traffic);
   write_steps_csv(out.open("steps.csv"), scenario, result, traffic);

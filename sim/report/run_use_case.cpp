@@ -54,6 +54,13 @@ nlohmann::json run_document(const Scenario& scenario, const RunRecord& record) {
   return result_json(scenario, *record.result, *record.traffic);
 }
 
+void write_run_document(std::ostream& out, const Scenario& scenario, const RunRecord& record) {
+  if (record.step)
+    out << workload_document(scenario, *record.step).dump(2) << "\n";
+  else
+    write_result_json(out, scenario, *record.result, *record.traffic);
+}
+
 std::string run_table(const Scenario& scenario, const RunRecord& record) {
   if (record.step) return workload_table(scenario, *record.step);
   return summary_table(scenario, *record.result, *record.traffic);

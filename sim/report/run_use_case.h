@@ -6,6 +6,7 @@
 // anything is returned, so that nothing is reported as done when they could not be.
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -39,6 +40,8 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request);
 
 // `collsim run --format json`'s document (result.json), and its text table.
 nlohmann::json run_document(const Scenario& scenario, const RunRecord& record);
+// run_document(...).dump(2) and a newline, a run of collectives written as it is made.
+void write_run_document(std::ostream& out, const Scenario& scenario, const RunRecord& record);
 std::string run_table(const Scenario& scenario, const RunRecord& record);
 
 }  // namespace collsim
