@@ -6,6 +6,7 @@
 #include "helpers.h"
 #include "report/run_use_case.h"
 #include "report/traffic.h"
+#include "same_traffic.h"
 #include "schedule/builder.h"
 #include "schedule/stream.h"
 #include "simulate/streamed.h"
@@ -79,12 +80,7 @@ Schedule streamed_copy(const AlgorithmEntry& e, const CollectiveShape& shape,
 
 void require_same_run(const SimulationResult& stored, const StreamedResult& streamed) {
   REQUIRE(streamed.end == stored.tasks[0].end);
-  CHECK(streamed.transfers == stored.transfers);
-  CHECK(streamed.links.bytes == stored.links.bytes);
-  CHECK(streamed.links.busy == stored.links.busy);
-  CHECK(streamed.links.peak_in_flight == stored.links.peak_in_flight);
-  CHECK(streamed.node_sent == stored.node_sent);
-  CHECK(streamed.node_received == stored.node_received);
+  require_same_traffic(stored, streamed);
 }
 
 // Both ways on a fresh router and model each: the stored schedule through Simulator,

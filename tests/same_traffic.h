@@ -1,0 +1,18 @@
+#pragma once
+// Two runs of one collective moved the same, link for link and GPU for GPU: what the
+// streamed and the folded simulations must give as the stored one does.
+#include <catch2/catch.hpp>
+
+namespace collsim::test {
+
+template <class Expected, class Actual>
+void require_same_traffic(const Expected& expected, const Actual& actual) {
+  CHECK(actual.transfers == expected.transfers);
+  CHECK(actual.links.bytes == expected.links.bytes);
+  CHECK(actual.links.busy == expected.links.busy);
+  CHECK(actual.links.peak_in_flight == expected.links.peak_in_flight);
+  CHECK(actual.node_sent == expected.node_sent);
+  CHECK(actual.node_received == expected.node_received);
+}
+
+}  // namespace collsim::test
