@@ -131,7 +131,11 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
   auto cost = std::make_shared<CostModel>();
   cost->launch = from_seconds(7e-6);
   cost->op_overhead = from_seconds(0.4e-6);
+  cost->nccl_floor = from_seconds(9e-6);
   cost->link(LinkKind::NvLink).efficiency = 0.8;
+  cost->link(LinkKind::NvLink).latency = from_seconds(0.3e-6);
+  cost->link(LinkKind::NvLink).bandwidth = SizeCurve({{1024, 20e9}, {64 << 10, 45e9}});
+  cost->reduce.push_back({"float32.sum", SizeCurve({{1024, 9e9}, {64 << 20, 19e9}})});
   for (NetworkModelKind kind :
        {NetworkModelKind::Ideal, NetworkModelKind::Flow, NetworkModelKind::Packet}) {
     if (!info_of(kind).times_by_links) continue;
@@ -139,7 +143,9 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
     params.model = kind;
     params.alpha = from_seconds(2e-6);
     params.packet_bytes = 4096;
-    for (CollectiveOp op : kRingOps)
+    for (const AlgorithmEntry& e : algorithm_catalogue()) {
+      if (!e.quotient) continue;  // every algorithm's own fold is played against its full run
+      const CollectiveOp op = e.op;
       for (int K : {2, 3, 5, 8, 16})
         for (int channels : {1, 3})
           for (const std::shared_ptr<const CostModel>& c :
@@ -149,7 +155,6 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
             AlgorithmOptions o;
             o.channels = channels;
             const Topology topo = make_switch_topology(K, 50e9, from_seconds(1e-7));
-            const AlgorithmEntry& e = *find_algorithm(op, "ring");
             const CollectiveShape shape = shape_of(op, K, 2048 * std::int64_t{K});
             const StreamedCollective collective{rank_gpus(topo, K), c};
             Router r1(topo);
@@ -164,6 +169,7 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
             require_same_run(full, folded);
             CHECK(folded.events < full.events);
           }
+    }
   }
 }
 
@@ -174,6 +180,34 @@ TEST_CASE("a network a turn of the ranks does not map onto itself is not folded"
     if (slow.link(l).src == gpus[2]) slow.set_bandwidth(l, 25e9);  // one slow link
   CHECK(fold_problem(slow, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("differ") !=
         std::string::npos);
+  Topology slow_down = make_switch_topology(4, 50e9, from_seconds(1e-7));
+  for (LinkId l = 0; l < static_cast<LinkId>(slow_down.links().size()); ++l)
+    if (slow_down.link(l).dst == gpus[3]) slow_down.set_bandwidth(l, 25e9);  // one way only
+  CHECK(fold_problem(slow_down, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("differ") !=
+        std::string::npos);
+  Topology doubled = make_switch_topology(4, 50e9, from_seconds(1e-7));
+  doubled.add_link({gpus[1], *doubled.find("switch"), 50e9, from_seconds(1e-7), LinkKind::NvLink});
+  CHECK(fold_problem(doubled, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("several") !=
+        std::string::npos);
+
+  // Under flow, a host's memory is shared by its GPUs' transfers: not a link of an orbit.
+  auto memory = std::make_shared<CostModel>();
+  memory->host_memory = SizeCurve({{1 << 20, 40e9}});
+  const Topology plain = make_switch_topology(4, 50e9, from_seconds(1e-7));
+  CHECK(fold_problem(plain, {gpus, memory}, NetworkModelKind::Flow, 1).find("memory") !=
+        std::string::npos);
+  CHECK(fold_problem(plain, {gpus, memory}, NetworkModelKind::Ideal, 1).empty());
+
+  // A fold by two ranks is not played (only turns by one are).
+  const auto by_two = fold_by_rotation(
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 64)), 2);
+  REQUIRE(by_two);
+  Router router(plain);
+  NetworkParams ideal;
+  auto model = make_network_model(ideal, plain, router);
+  CHECK_THROWS_AS(
+      simulate_folded(plain, router, *model, NetworkModelKind::Ideal, {gpus, nullptr}, *by_two),
+      std::invalid_argument);
 
   ClusterParams p;
   p.nodes = 2;
@@ -242,4 +276,21 @@ TEST_CASE("run folds by itself a schedule of billions of ops, and only such", "[
   // A ring all-reduce is bounded by 2 K^2 ops (scenario.h): 2^32 from K = 46,341 on.
   CHECK(folding_pays(ring_on(46341)));
   CHECK(!folding_pays(ring_on(46340)));
+
+  // Only the collective that pays is folded: the small one after it keeps its digest.
+  const Scenario both = parse_scenario(
+      parse_json_text(R"({"topology": {"preset": "switch", "gpus": 46341, "bandwidth": "450GB/s"},
+        "collectives": [
+          {"name": "big", "op": "all_reduce", "algorithm": "ring", "channels": 1,
+           "bytes": 1482912},
+          {"name": "small", "op": "all_reduce", "algorithm": "ring", "ranks": [0, 1, 2, 3],
+           "bytes": 4096, "after": ["big"]}]})",
+                      "scenario.json"),
+      ".");
+  const ScenarioResult r = run_scenario_streamed(both, FoldWhen::Pays);
+  REQUIRE(r.folding.size() == 2);
+  CHECK(r.folding[0].folded);
+  CHECK(r.folding[1].note.empty());
+  CHECK(r.digests[1] != 0);
+  CHECK(r.op_count(0) == 2 * std::uint64_t{46341} * 46340);
 }

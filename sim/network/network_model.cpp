@@ -11,9 +11,9 @@ namespace collsim {
 namespace {
 
 constexpr NetworkModelInfo kModels[] = {
-    {NetworkModelKind::Ideal, "ideal", false, false, true},
-    {NetworkModelKind::Flow, "flow", true, false, true},
-    {NetworkModelKind::Packet, "packet", true, true, true},
+    {NetworkModelKind::Ideal, "ideal", false, false, true, false},
+    {NetworkModelKind::Flow, "flow", true, false, true, true},
+    {NetworkModelKind::Packet, "packet", true, true, true, false},
 };
 
 // info_of indexes the table by the enum's value.

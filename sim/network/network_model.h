@@ -46,9 +46,13 @@ struct NetworkModelInfo {
   // Whether it queues every packet of a transfer (the loader bounds their count).
   bool holds_packets;
   // Whether a transfer's timing depends only on the links it crosses and what else
-  // crosses them, so a turn of the network mapping links onto alike links turns the
-  // timings with it (simulate/symmetric.h; tests/test_symmetry.cpp checks each such model).
+  // crosses them (and, where shares_host_memory, its hosts' memory), so a turn of the
+  // network mapping links onto alike links turns the timings with it
+  // (simulate/symmetric.h; tests/test_symmetry.cpp checks each such model).
   bool times_by_links;
+  // Whether transfers from and to one host's GPUs share its memory, where the cost model
+  // gives it a rate (CostModel::host_memory, reduce_memory).
+  bool shares_host_memory;
 };
 
 // Every model, in the order the loader lists them.

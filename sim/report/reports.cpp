@@ -185,7 +185,8 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   out += one_nic_notes(s, r);
   out += held_notes(r);
   for (std::size_t i = 0; i < r.folding.size(); ++i)
-    out += fmt::format("# {}: {}\n", r.resolved[i].name, r.folding[i].note);
+    if (!r.folding[i].note.empty())
+      out += fmt::format("# {}: {}\n", r.resolved[i].name, r.folding[i].note);
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
@@ -292,7 +293,7 @@ nlohmann::json collective_json(const Scenario& s, const ScenarioResult& r,
       {"segments", c.options.segments},
       {"transfers", r.op_count(i)},
       {"steps", r.schedules[i]->num_steps}};
-  if (i < r.folding.size()) out["symmetry"] = r.folding[i].note;
+  if (i < r.folding.size() && !r.folding[i].note.empty()) out["symmetry"] = r.folding[i].note;
   if (r.choices[i]) {
     auto candidate = [](const Candidate& x) {
       return nlohmann::json{{"algorithm", x.algorithm},

@@ -32,7 +32,9 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
       (!request.out && streams_exactly(scenario) && streaming_pays(scenario))) {
     check_streamable(scenario, request);
     // Billions of ops take minutes streamed: folded where the ranks are alike, seconds.
-    const bool fold = request.fold || (!request.stream && folding_pays(scenario));
+    const FoldWhen fold = request.fold                                ? FoldWhen::Always
+                          : !request.stream && folding_pays(scenario) ? FoldWhen::Pays
+                                                                      : FoldWhen::Never;
     record.result = run_scenario_streamed(scenario, fold);
   } else if (!scenario.workloads.empty()) {
     record.step = run_workloads(scenario);

@@ -49,8 +49,8 @@ std::optional<Orbits> find_orbits(const Schedule& full, int period, std::string&
     bool whole = static_cast<int>(members.size()) == turns;
     for (int t = 0; whole && t < turns; ++t) whole = members[t].first == t;
     if (!whole) {
-      why = fmt::format("op {} (step {}) has no image turned by {} ranks", members[0].second,
-                        std::get<0>(key), period);
+      why = fmt::format("op {} (step {}) has no image, or several, turned by {} ranks",
+                        members[0].second, std::get<0>(key), period);
       return std::nullopt;
     }
     for (auto [turn, id] : members) {

@@ -8,6 +8,10 @@
 // below `period`. simulate/symmetric.h plays these; tests/test_symmetry.cpp checks them
 // against the full schedule and the full simulation.
 //
+// Words, as the code uses them: the user asks for *symmetry* (run --symmetry); a *turn*
+// is the rotation of every rank by `period`; an op's *orbit* is its images under every
+// turn; the *fold* (QuotientSchedule) keeps one *representative* per orbit.
+//
 // Which elements an op moves is not compared: it does not change when the op runs, only
 // whether its successors need its data, which each dependency keeps (Dep::only_sent).
 #include <cstdint>

@@ -48,13 +48,14 @@ std::optional<std::size_t> first_overlapping(const Scenario& scenario) {
   return std::nullopt;
 }
 
-void require_one_after_another(const Scenario& scenario) {
+// `how`: the flag that asked for the run ("--stream", "--symmetry").
+void require_one_after_another(const Scenario& scenario, std::string_view how) {
   if (const auto i = first_overlapping(scenario)) {
     const CollectiveSpec& c = scenario.collectives[*i];
     throw InputError(c.json_path + ".after",
-                     fmt::format("--stream times each collective alone, so each must run after "
+                     fmt::format("{} times each collective alone, so each must run after "
                                  "the one before it; \"{}\" may overlap \"{}\"",
-                                 c.name, scenario.collectives[*i - 1].name));
+                                 how, c.name, scenario.collectives[*i - 1].name));
   }
 }
 
@@ -152,8 +153,8 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
 
 }  // namespace
 
-ScenarioResult run_scenario_streamed(const Scenario& scenario, bool fold) {
-  require_one_after_another(scenario);
+ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold) {
+  require_one_after_another(scenario, fold == FoldWhen::Always ? "--symmetry" : "--stream");
   for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
     if (std::string too_big = schedule_size_problem(c, true); !too_big.empty())
       throw InputError(c.json_path, too_big);
@@ -181,8 +182,8 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario, bool fold) {
       out.streamed_totals.push_back(totals_of(topo, c.spec, r.links, r.node_sent, r.node_received));
     };
     std::optional<StreamedResult> folded;
-    if (fold) {
-      out.folding.emplace_back();
+    if (fold != FoldWhen::Never) out.folding.emplace_back();
+    if (fold == FoldWhen::Always || (fold == FoldWhen::Pays && folding_pays(c.spec))) {
       if (c.streamed)
         folded = run_folded(scenario, router, *model, c, out.folding.back());
       else
@@ -247,6 +248,10 @@ double largest_schedule(const Scenario& scenario) {
 
 bool streaming_pays(const Scenario& scenario) {
   return largest_schedule(scenario) >= kStreamingPaysOps;
+}
+
+bool folding_pays(const CollectiveSpec& c) {
+  return schedule_ops_bound(c) >= kFoldingPaysOps;
 }
 
 bool folding_pays(const Scenario& scenario) {

@@ -47,8 +47,8 @@ struct ScenarioResult {
     std::vector<std::int64_t> sent, received;                 // by its own rank index
   };
   std::vector<CollectiveTotals> streamed_totals;
-  // Where a fold by symmetry was asked (run --symmetry), per collective: whether it was
-  // simulated folded (simulate/symmetric.h), and how, or why not; empty otherwise.
+  // Where folds were tried (FoldWhen), per collective: whether it was simulated folded
+  // (simulate/symmetric.h), and how, or why not ("" where none was tried); empty otherwise.
   struct Folding {
     bool folded = false;
     std::string note;
@@ -74,9 +74,11 @@ ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options 
 // "after" (an InputError names the first that is not). Keeps totals (link and rank
 // counters, times), no per-op record: schedules hold no ops, the digests are the
 // streams'.
-// With `fold`, each collective whose ranks are interchangeable (schedule/quotient.h,
-// simulate/symmetric.h) is timed by one rank's ops: the same figures, no digest.
-ScenarioResult run_scenario_streamed(const Scenario& scenario, bool fold = false);
+// Which collectives are timed by one rank's ops where their ranks are interchangeable
+// (schedule/quotient.h, simulate/symmetric.h; the same figures, no digest): none, those
+// whose schedule could reach kFoldingPaysOps, or every one (run --symmetry).
+enum class FoldWhen { Never, Pays, Always };
+ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold = FoldWhen::Never);
 
 // Whether run_scenario_streamed gives exactly what run_scenario gives: the scenario has
 // collectives, no workload, and each collective waits (directly or through others) on
@@ -92,6 +94,7 @@ bool streaming_pays(const Scenario& scenario);
 // (100 ns an op), seconds folded where its ranks are alike. `collsim run` then folds
 // what folds by itself (no digest for those; --stream insists on the whole schedule).
 inline constexpr double kFoldingPaysOps = 4294967296.0;  // 2^32
-bool folding_pays(const Scenario& scenario);
+bool folding_pays(const CollectiveSpec& c);
+bool folding_pays(const Scenario& scenario);  // for some collective
 
 }  // namespace collsim

@@ -58,6 +58,13 @@ std::string star_problem(const Topology& t, const StreamedCollective& c, Network
                          int period, std::optional<Star>* star = nullptr) {
   if (!info_of(model).times_by_links)
     return fmt::format("the {} model is not shown to time turned links alike", name_of(model));
+  const CostModel* cost = c.cost.get();
+  if (info_of(model).shares_host_memory && cost &&
+      (!cost->host_memory.empty() || !cost->reduce_memory.empty()))
+    return fmt::format(
+        "the {} model shares each host's memory among its GPUs' transfers, which the fold does "
+        "not turn with the links",
+        name_of(model));
   if (period != 1) return "only turns by one rank are folded";
   std::string why;
   std::optional<Star> s = star_of(t, c.rank_gpu, why);

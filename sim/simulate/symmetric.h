@@ -13,9 +13,13 @@
 // nodes, is not folded yet).
 //
 // The result — times, every link's and GPU's counters, transfers and ops — is the full
-// run's, bit for bit (tests/test_symmetry.cpp, against the streamed and the stored
-// simulation); `events` counts those played, and there is no digest: the full schedule is
-// never made.
+// run's, bit for bit (tests/test_symmetry.cpp plays every algorithm's own fold against its
+// streamed full run, itself checked against the stored one in tests/test_streamed.cpp);
+// `events` counts those played, and there is no digest: the full schedule is never made.
+// What the argument leaves to the fold: where ops become ready at one instant, a rank's
+// overhead queue takes them in the order their events run, which the representatives'
+// successor order must reproduce (a fold_by_rotation check of structure does not; the
+// test does, for each algorithm with a fold).
 #include <string>
 
 #include "network/network_model.h"

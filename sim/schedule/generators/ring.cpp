@@ -15,18 +15,6 @@ ScheduleBuilder ring_builder(const CollectiveShape& shape, int passes) {
   return b;
 }
 
-template <class Body>
-Schedule whole_ring(const CollectiveShape& shape, int passes, Body&& body) {
-  auto b = ring_builder(shape, passes);
-  const Group g = whole_group(shape);
-  body(b, std::span<const Group>(&g, 1));
-  return b.finish();
-}
-
-}  // namespace
-
-namespace {
-
 // Member m's send in step i of a pass: chunk (m + shift - i) to member m + 1.
 struct RingSend {
   BufferRef from, to;
@@ -58,21 +46,14 @@ void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, i
   }
 }
 
-// Reduce-scatter leaving member m with chunk m+1, then all-gather from there:
-// the textbook order that the step-by-step trace in docs/models.md shows.
-void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups) {
-  ring_pass(b, groups, OpKind::Reduce, 0);
-  ring_pass(b, groups, OpKind::Copy, 1);
+void ring_passes(ScheduleBuilder& b, std::span<const Group> groups,
+                 std::span<const RingPass> passes) {
+  for (const RingPass& p : passes) ring_pass(b, groups, p.kind, p.shift);
 }
 
 namespace {
 
-struct RingPass {
-  OpKind kind;
-  int shift;
-};
-
-// The op member m runs... in step i of `pass`, numbered `step` in the schedule.
+// Member m's op in step i of `pass`, numbered `step` in the schedule.
 Op ring_op(const Group& g, RingPass pass, int m, int i, int step) {
   const RingSend s = ring_send(g, m, i, pass.shift);
   return Op{s.from.offset,
@@ -134,31 +115,33 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
   return q;
 }
 
-// A ring entry: `passes` passes of `body` over the whole group, or over each
-// channel's lane of every chunk.
-template <void (*Body)(ScheduleBuilder&, std::span<const Group>)>
-AlgorithmEntry ring_entry(CollectiveOp op, int passes, std::vector<RingPass> pass_list) {
+// A ring entry: its passes over the whole group, or over each channel's lane of every
+// chunk; the same passes make its fold.
+template <const auto& Passes>
+AlgorithmEntry ring_entry(CollectiveOp op) {
   return with_channels(
       {.op = op,
        .algorithm = "ring",
-       .generate = [passes](const CollectiveShape& s,
-                            const AlgorithmOptions&) { return whole_ring(s, passes, Body); },
+       .generate =
+           [](const CollectiveShape& s, const AlgorithmOptions&) {
+             auto b = ring_builder(s, static_cast<int>(std::size(Passes)));
+             const Group g = whole_group(s);
+             ring_passes(b, std::span<const Group>(&g, 1), Passes);
+             return b.finish();
+           },
        .on_groups = [](ScheduleBuilder& b, std::span<const Group> g,
-                       const AlgorithmOptions&) { Body(b, g); },
+                       const AlgorithmOptions&) { ring_passes(b, g, Passes); },
        .channel_split = ChannelSplit::Lanes,
-       .quotient = [pass_list](const CollectiveShape& s, const AlgorithmOptions& o)
-           -> std::optional<QuotientSchedule> { return ring_quotient(s, o, pass_list); }});
+       .quotient = [](const CollectiveShape& s, const AlgorithmOptions& o)
+           -> std::optional<QuotientSchedule> { return ring_quotient(s, o, Passes); }});
 }
 
 }  // namespace
 
 void register_ring(std::vector<AlgorithmEntry>& c) {
-  // The passes as ring_all_reduce, ring_reduce_scatter and ring_all_gather make them.
-  c.push_back(ring_entry<ring_all_reduce>(CollectiveOp::AllReduce, 2,
-                                          {{OpKind::Reduce, 0}, {OpKind::Copy, 1}}));
-  c.push_back(
-      ring_entry<ring_reduce_scatter>(CollectiveOp::ReduceScatter, 1, {{OpKind::Reduce, -1}}));
-  c.push_back(ring_entry<ring_all_gather>(CollectiveOp::AllGather, 1, {{OpKind::Copy, 0}}));
+  c.push_back(ring_entry<kRingAllReduce>(CollectiveOp::AllReduce));
+  c.push_back(ring_entry<kRingReduceScatter>(CollectiveOp::ReduceScatter));
+  c.push_back(ring_entry<kRingAllGather>(CollectiveOp::AllGather));
 }
 
 }  // namespace collsim

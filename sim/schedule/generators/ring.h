@@ -14,14 +14,31 @@ namespace collsim {
 // reduction of chunk (m + 1 + shift); a copying pass spreads chunk (m + shift).
 void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, int shift);
 
+// One pass as a collective runs it: copying or reducing, from which chunk.
+struct RingPass {
+  OpKind kind;
+  int shift;
+};
+// All-reduce: reduce-scatter leaving member m with chunk m+1, then all-gather from there
+// (the textbook order that the step-by-step trace in docs/models.md shows).
+inline constexpr RingPass kRingAllReduce[] = {{OpKind::Reduce, 0}, {OpKind::Copy, 1}};
+inline constexpr RingPass kRingReduceScatter[] = {{OpKind::Reduce, -1}};  // m keeps chunk m
+inline constexpr RingPass kRingAllGather[] = {{OpKind::Copy, 0}};         // m spreads chunk m
+
+// The passes one after another.
+void ring_passes(ScheduleBuilder& b, std::span<const Group> groups,
+                 std::span<const RingPass> passes);
+
 // The collective-level building blocks, on any group.
 inline void ring_reduce_scatter(ScheduleBuilder& b, std::span<const Group> g) {
-  ring_pass(b, g, OpKind::Reduce, -1);
+  ring_passes(b, g, kRingReduceScatter);
 }
 inline void ring_all_gather(ScheduleBuilder& b, std::span<const Group> g) {
-  ring_pass(b, g, OpKind::Copy, 0);
+  ring_passes(b, g, kRingAllGather);
 }
-void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> groups);
+inline void ring_all_reduce(ScheduleBuilder& b, std::span<const Group> g) {
+  ring_passes(b, g, kRingAllReduce);
+}
 
 void register_ring(std::vector<AlgorithmEntry>& catalogue);
 
