@@ -63,20 +63,20 @@ void channel_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
   const Topology& t = *ctx.topology;
   // Each member's host, and its rail: its GPU's position among its host's GPUs.
   std::vector<int> hosts, rails;
-  std::map<int, std::vector<NodeId>> gpus_of_host;
+  std::map<int, int> gpus_of_host;                 // how many GPUs each host has
+  std::vector<int> rail_of(t.nodes().size(), -1);  // per GPU: its place among its host's
   for (NodeId id = 0; id < static_cast<NodeId>(t.nodes().size()); ++id)
-    if (t.node(id).kind == NodeKind::Gpu) gpus_of_host[t.node(id).host].push_back(id);
+    if (t.node(id).kind == NodeKind::Gpu) rail_of[id] = gpus_of_host[t.node(id).host]++;
   for (int r : ctx.placed) {
     const NodeId gpu = t.gpu_of_rank(r);
-    const auto& same = gpus_of_host[t.node(gpu).host];
     hosts.push_back(t.node(gpu).host);
-    rails.push_back(static_cast<int>(std::find(same.begin(), same.end(), gpu) - same.begin()));
+    rails.push_back(rail_of[gpu]);
   }
   const bool known = std::none_of(hosts.begin(), hosts.end(), [](int h) { return h < 0; });
   const bool multi_host =
       known && std::any_of(hosts.begin(), hosts.end(), [&](int h) { return h != hosts.front(); });
   if (o.auto_channels) {
-    o.channels = multi_host ? static_cast<int>(gpus_of_host[hosts.front()].size()) : 1;
+    o.channels = multi_host ? gpus_of_host[hosts.front()] : 1;
     o.channels = std::clamp(o.channels, 1, kMaxChannels);
     o.auto_channels = false;
   }
