@@ -16,6 +16,9 @@
 // run's, bit for bit (tests/test_symmetry.cpp plays every algorithm's own fold against its
 // streamed full run, itself checked against the stored one in tests/test_streamed.cpp);
 // `events` counts those played, and there is no digest: the full schedule is never made.
+// The flow model's max-min sums the rates on a link in the order its transfers came, and
+// a turn can change that order among transfers of different sizes: its last bits then
+// differ (measured on direct all-to-all in unequal blocks, which therefore does not fold).
 // What the argument leaves to the fold: where ops become ready at one instant, a rank's
 // overhead queue takes them in the order their events run, which the representatives'
 // successor order must reproduce (a fold_by_rotation check of structure does not; the

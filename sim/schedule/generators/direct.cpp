@@ -1,5 +1,7 @@
 #include "schedule/generators/direct.h"
 
+#include <algorithm>
+
 #include "schedule/group.h"
 
 namespace collsim {
@@ -22,6 +24,69 @@ Schedule a2a(const CollectiveShape& s, const char* name, bool rounds_at_once) {
     for (int r = 0; r < K; ++r) a2a_block(b, s, r, (r + i) % K);
   }
   return b.finish();
+}
+
+// The op rank src runs to send its block to dst, numbered `step`.
+Op a2a_op(const CollectiveShape& s, int src, int dst, int step) {
+  return Op{a2a_send_offset(s, src, dst),
+            a2a_recv_offset(s, src, dst),
+            a2a_count(s, src, dst),
+            src,
+            dst,
+            step,
+            OpKind::Copy,
+            0,
+            1,
+            0};
+}
+
+// Whether every rank sends as much i places ahead (no matrix, or a circulant one).
+bool same_rounds(const CollectiveShape& s) {
+  if (!s.matrix) return true;
+  for (int src = 0; src < s.ranks; ++src)
+    for (int dst = 0; dst < s.ranks; ++dst)
+      if (a2a_count(s, src, dst) != a2a_count(s, 0, (dst - src + s.ranks) % s.ranks)) return false;
+  return true;
+}
+
+// An all-to-all whose rounds are the same for every rank is the same turned by one: round
+// i's representative is rank 0's send to rank i (empty rounds are left out whole, as the
+// builder leaves out empty blocks). Pairwise, it waits on the previous round's sends that
+// touched ranks 0 and i (members 0, -j, i, i - j of round j), each that round's
+// representative turned to the rank sending it; direct rounds share one step, with no deps.
+std::optional<QuotientSchedule> a2a_quotient(const CollectiveShape& s, bool rounds_at_once) {
+  const int K = s.ranks;
+  if (!same_rounds(s)) return std::nullopt;
+  // All rounds at once put blocks of every size on a link together, and the flow model's
+  // max-min sums their rates in an order a turn changes (last-bit differences, measured):
+  // direct folds only in equal blocks.
+  if (rounds_at_once)
+    for (int i = 1; i < K; ++i)
+      if (a2a_count(s, 0, i) != a2a_count(s, 0, 1)) return std::nullopt;
+  QuotientSchedule q;
+  q.shape = s;
+  q.dep_begin.push_back(0);
+  int step = -1, previous = -1;  // the last round with ops
+  for (int i = 0; i < K; ++i) {
+    if (a2a_count(s, 0, i) <= 0) continue;
+    if (!rounds_at_once || step < 0) ++step;
+    const Op op = a2a_op(s, 0, i, step);
+    if (!rounds_at_once && previous >= 0) {
+      const int j = previous;
+      std::vector<int> members = {0, (K - j) % K, i, (i - j + K) % K};
+      std::sort(members.begin(), members.end());
+      members.erase(std::unique(members.begin(), members.end()), members.end());
+      for (int x : members) {
+        const Op dep = a2a_op(s, x, (x + j) % K, step - 1);
+        q.deps.push_back({q.ops.size() - 1, dep.executor(), needs_only_sent(dep, op)});
+      }
+    }
+    q.ops.push_back(op);
+    q.dep_begin.push_back(q.deps.size());
+    previous = i;
+  }
+  q.num_steps = step + 1;
+  return q;
 }
 
 Schedule one_step_scatter_gather(const CollectiveShape& s, bool scatter) {
@@ -58,8 +123,14 @@ void register_direct(std::vector<AlgorithmEntry>& c) {
   };
   c.push_back(entry(CollectiveOp::AllToAll, "direct",
                     [](const CollectiveShape& s) { return a2a(s, "direct", true); }));
+  c.back().quotient = [](const CollectiveShape& s, const AlgorithmOptions&) {
+    return a2a_quotient(s, true);
+  };
   c.push_back(entry(CollectiveOp::AllToAll, "pairwise",
                     [](const CollectiveShape& s) { return a2a(s, "pairwise", false); }));
+  c.back().quotient = [](const CollectiveShape& s, const AlgorithmOptions&) {
+    return a2a_quotient(s, false);
+  };
   c.push_back(entry(CollectiveOp::Scatter, "direct",
                     [](const CollectiveShape& s) { return one_step_scatter_gather(s, true); }));
   c.push_back(entry(CollectiveOp::Gather, "direct",
