@@ -93,6 +93,16 @@ Op turn_ranks(const Op& op, int shift, int ranks) {
   return t;
 }
 
+void QuotientSchedule::add(const Op& op, OpId rep, std::vector<Op> before) {
+  const auto by_source = [](const Op& a, const Op& b) { return a.src_rank < b.src_rank; };
+  const auto same_source = [](const Op& a, const Op& b) { return a.src_rank == b.src_rank; };
+  std::sort(before.begin(), before.end(), by_source);
+  before.erase(std::unique(before.begin(), before.end(), same_source), before.end());
+  for (const Op& dep : before) deps.push_back({rep, dep.executor(), needs_only_sent(dep, op)});
+  ops.push_back(op);
+  dep_begin.push_back(deps.size());
+}
+
 std::optional<QuotientSchedule> fold_by_rotation(const Schedule& full, int period,
                                                  std::string* why) {
   std::string reason;
@@ -110,7 +120,6 @@ std::optional<QuotientSchedule> fold_by_rotation(const Schedule& full, int perio
   q.shape = full.shape;
   q.period = period;
   q.num_steps = full.num_steps;
-  q.dep_begin.push_back(0);
   for (OpId rep : orbits->reps) {
     q.ops.push_back(full.ops[rep]);
     for (const auto& d : relative_deps(full, *orbits, rep)) q.deps.push_back(d);

@@ -34,11 +34,18 @@ struct QuotientSchedule {
   };
 
   CollectiveShape shape;
-  int period = 1;                   // the turn, in ranks; divides shape.ranks
-  std::vector<Op> ops;              // the representatives, in the full schedule's order
-  std::vector<DepIndex> dep_begin;  // ops.size() + 1 offsets into deps
+  int period = 1;                      // the turn, in ranks; divides shape.ranks
+  std::vector<Op> ops;                 // the representatives, in the full schedule's order
+  std::vector<DepIndex> dep_begin{0};  // ops.size() + 1 offsets into deps
   std::vector<Dep> deps;
   int num_steps = 0;
+
+  // For a generator's own fold by one rank (period 1): appends representative `op`,
+  // waiting, as the builder has it, on `before`: the full schedule's ops of the step
+  // before that touched op's ranks (repeats allowed), all images of representative
+  // `rep`. A step lists its ops by source rank, so that is the order they are kept in;
+  // each is `rep` turned to the rank running it.
+  void add(const Op& op, OpId rep, std::vector<Op> before);
 
   std::size_t size() const { return ops.size(); }
   std::span<const Dep> deps_of(OpId id) const {

@@ -181,29 +181,26 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold) {
       out.sim.transfers += r.transfers;
       out.streamed_totals.push_back(totals_of(topo, c.spec, r.links, r.node_sent, r.node_received));
     };
-    std::optional<StreamedResult> folded;
+    // Folded where asked and it folds, else streamed (its digest with it), else stored.
+    std::optional<StreamedResult> streamed;
     if (fold != FoldWhen::Never) out.folding.emplace_back();
     if (fold == FoldWhen::Always || (fold == FoldWhen::Pays && folding_pays(c.spec))) {
       if (c.streamed)
-        folded = run_folded(scenario, router, *model, c, out.folding.back());
+        streamed = run_folded(scenario, router, *model, c, out.folding.back());
       else
         out.folding.back().note = "not folded: its schedule is not streamed";
     }
-    if (folded) {
-      took = folded->end;
-      ops_took = folded->ops_end;
-      header.num_steps = folded->steps;
-      ops = folded->ops;
-      absorb(*folded);
-    } else if (c.streamed) {
-      const StreamedResult r = simulate_streamed(topo, router, *model, {c.gpus, c.cost},
-                                                 [&] { return run_generator(c.spec); });
-      took = r.end;
-      ops_took = r.ops_end;
-      c.digest = r.digest;
-      header.num_steps = r.steps;
-      ops = r.ops;
-      absorb(r);
+    if (!streamed && c.streamed) {
+      streamed = simulate_streamed(topo, router, *model, {c.gpus, c.cost},
+                                   [&] { return run_generator(c.spec); });
+      c.digest = streamed->digest;
+    }
+    if (streamed) {
+      took = streamed->end;
+      ops_took = streamed->ops_end;
+      header.num_steps = streamed->steps;
+      ops = streamed->ops;
+      absorb(*streamed);
     } else {  // chosen on stored schedules, NVLS, a pipeline's lanes: the stored one, alone
       Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
       const SimulationResult r = sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});

@@ -1,7 +1,5 @@
 #include "schedule/generators/direct.h"
 
-#include <algorithm>
-
 #include "schedule/group.h"
 
 namespace collsim {
@@ -65,24 +63,17 @@ std::optional<QuotientSchedule> a2a_quotient(const CollectiveShape& s, bool roun
       if (a2a_count(s, 0, i) != a2a_count(s, 0, 1)) return std::nullopt;
   QuotientSchedule q;
   q.shape = s;
-  q.dep_begin.push_back(0);
   int step = -1, previous = -1;  // the last round with ops
   for (int i = 0; i < K; ++i) {
     if (a2a_count(s, 0, i) <= 0) continue;
     if (!rounds_at_once || step < 0) ++step;
-    const Op op = a2a_op(s, 0, i, step);
+    std::vector<Op> before;
     if (!rounds_at_once && previous >= 0) {
       const int j = previous;
-      std::vector<int> members = {0, (K - j) % K, i, (i - j + K) % K};
-      std::sort(members.begin(), members.end());
-      members.erase(std::unique(members.begin(), members.end()), members.end());
-      for (int x : members) {
-        const Op dep = a2a_op(s, x, (x + j) % K, step - 1);
-        q.deps.push_back({q.ops.size() - 1, dep.executor(), needs_only_sent(dep, op)});
-      }
+      for (int x : {0, (K - j) % K, i, (i - j + K) % K})
+        before.push_back(a2a_op(s, x, (x + j) % K, step - 1));
     }
-    q.ops.push_back(op);
-    q.dep_begin.push_back(q.deps.size());
+    q.add(a2a_op(s, 0, i, step), q.ops.size() - 1, std::move(before));
     previous = i;
   }
   q.num_steps = step + 1;

@@ -85,7 +85,6 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
             : std::vector<Group>{whole_group(shape)};
   QuotientSchedule q;
   q.shape = shape;
-  q.dep_begin.push_back(0);
   const auto representative = [K](OpKind k) { return k == OpKind::Reduce ? K - 1 : 0; };
   int step = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
@@ -94,20 +93,14 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
       for (int c = 0; c < C; ++c) {
         const Group& g = groups[c];
         const int m = representative(passes[p].kind);
-        const Op op = ring_op(g, passes[p], m, i, step);
+        std::vector<Op> before;
         if (step > 0) {
-          const RingPass before = i > 0 ? passes[p] : passes[p - 1];
-          const int before_i = i > 0 ? i - 1 : K - 2;
-          std::vector<int> members = {rotate(m - 1, 0, K), m, (m + 1) % K};
-          std::sort(members.begin(), members.end());
-          members.erase(std::unique(members.begin(), members.end()), members.end());
-          for (int x : members) {
-            const Op dep = ring_op(g, before, x, before_i, step - 1);
-            q.deps.push_back({before_first + c, dep.executor(), needs_only_sent(dep, op)});
-          }
+          const RingPass pass = i > 0 ? passes[p] : passes[p - 1];
+          const int at = i > 0 ? i - 1 : K - 2;
+          for (int x : {rotate(m - 1, 0, K), m, (m + 1) % K})
+            before.push_back(ring_op(g, pass, x, at, step - 1));
         }
-        q.ops.push_back(op);
-        q.dep_begin.push_back(q.deps.size());
+        q.add(ring_op(g, passes[p], m, i, step), before_first + c, std::move(before));
       }
     }
   }
