@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
+#include <deque>
 #include <queue>
 #include <random>
 #include <vector>
 
+#include "core/fifo.h"
 #include "engine/engine.h"
 
 using namespace collsim;
@@ -115,4 +117,32 @@ TEST_CASE("engine: pops in (time, scheduling order) exactly, for any mix of time
     }
     REQUIRE(e.empty() == reference.empty());
   }
+}
+
+TEST_CASE("fifo: first in, first out across wrap-around and growth") {
+  // Pushes and pops in uneven runs so the ring wraps before it grows, and grows while
+  // wrapped; a std::deque fed the same calls is the reference.
+  Fifo<std::int64_t> fifo;
+  std::deque<std::int64_t> reference;
+  std::mt19937 rng(7);
+  std::int64_t next = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const int pushes = static_cast<int>(rng() % 7), pops = static_cast<int>(rng() % 6);
+    for (int i = 0; i < pushes; ++i) {
+      fifo.push_back(next);
+      reference.push_back(next++);
+    }
+    for (int i = 0; i < pops && !reference.empty(); ++i) {
+      REQUIRE(fifo.front() == reference.front());
+      fifo.pop_front();
+      reference.pop_front();
+    }
+    REQUIRE(fifo.size() == reference.size());
+  }
+  while (!reference.empty()) {
+    REQUIRE(fifo.front() == reference.front());
+    fifo.pop_front();
+    reference.pop_front();
+  }
+  CHECK(fifo.empty());
 }

@@ -30,15 +30,13 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   // A message without data (a barrier's) still travels as one empty packet.
   const std::int64_t packets =
       std::max<std::int64_t>(1, (bytes + packet_bytes_ - 1) / packet_bytes_);
-  transfers_[s] = {id, path, packets, cost.stretch};
+  transfers_[s] = {id, path, packets, packets, bytes, cost.stretch};
   const auto path_links = router_.links(path);
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
   const Time ready =
       add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
-  for (std::int64_t p = 0; p < packets; ++p)
-    links_[first].queue.push_back(
-        {s, 0, std::min(packet_bytes_, bytes - p * packet_bytes_), ready, 0});
+  links_[first].queue.push_back({s, 0, std::min(packet_bytes_, bytes), ready, 0});
   serve(host, first, host.now());
 }
 
@@ -87,12 +85,17 @@ void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
 void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   LinkState& ls = links_[link];
   Packet p = ls.queue.front();
-  ls.queue.pop_front();
+  Transfer& t = transfers_[p.transfer];
+  if (p.hop == 0 && --t.unsent > 0) {  // the train's next packet stays at the front
+    t.unsent_bytes -= p.bytes;
+    ls.queue.front().bytes = std::min(packet_bytes_, t.unsent_bytes);
+  } else {
+    ls.queue.pop_front();
+  }
   ls.sending = false;
   ++packet_hops_;
   const Time now = host.now();
   const Time latency = latency_[link];
-  Transfer& t = transfers_[p.transfer];
   const auto path = router_.links(t.path);
   if (p.hop + 1 < path.size()) {
     const LinkId next = path[p.hop + 1];

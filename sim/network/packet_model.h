@@ -5,11 +5,12 @@
 // (store-and-forward), or may start on the next link once its head arrives
 // (cut-through). Queueing delay and head-of-line blocking show up here, where the
 // fluid model smooths them away. A link holds one pending event — its current
-// packet's end — not one per queued packet.
+// packet's end — not one per queued packet, and a transfer's packets that have not yet
+// left its first link wait there as one queue entry, not one each.
 #include <cstdint>
-#include <deque>
 #include <vector>
 
+#include "core/fifo.h"
 #include "network/network_model.h"
 
 namespace collsim {
@@ -28,20 +29,25 @@ class PacketModel final : public NetworkModel {
   using Slot = std::int32_t;
   struct Packet {
     Slot transfer;
-    std::uint32_t hop;  // index into the transfer's path
+    std::uint32_t hop;  // index into the transfer's path; 0: its train (Transfer::unsent)
     std::int64_t bytes;
     Time ready;              // may start on this link from then on
     Time not_before_finish;  // cut-through: cannot end before it ended upstream + latency
   };
   struct LinkState {
-    std::deque<Packet> queue;
+    Fifo<Packet> queue;
     bool sending = false;  // the head is on the wire
     bool waiting = false;  // a wakeup is set for when the head becomes ready
   };
   struct Transfer {
     TransferId id = 0;
     PathId path = -1;
-    std::int64_t packets_left = 0;
+    std::int64_t packets_left = 0;  // not yet delivered
+    // Its packets still waiting at the first link: they wait there as one queue entry (a
+    // train) that stands for the next of them, not one entry each, so the queues hold
+    // only the packets on their way.
+    std::int64_t unsent = 0;
+    std::int64_t unsent_bytes = 0;
     double stretch = 1;  // TransferCost: each packet is serialized this much slower
   };
 

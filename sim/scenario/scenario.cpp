@@ -34,7 +34,8 @@ constexpr double kMaxScheduleOps = kMaxStoredOps;
 // A streamed schedule holds only the ops in flight, so the bound is on time instead:
 // 2^35 ops take hours at a few million a second (100,000 ranks in a ring fit).
 constexpr double kMaxStreamedOps = static_cast<double>(std::int64_t{1} << 35);
-// The packet model queues every packet of a transfer when it starts, ~40 bytes each.
+// The packet model's queues have no backpressure: where many links feed one (an incast),
+// that link's queue may come to hold nearly every packet, 32 bytes each.
 constexpr double kMaxPackets = static_cast<double>(1 << 28);
 
 // An upper bound on the ops of any catalogue algorithm for K ranks and S segments: a
@@ -49,7 +50,7 @@ double most_segments(const AlgorithmOptions& o, std::int64_t count) {
   return s;
 }
 
-// The packet model queues every packet of a transfer when it starts: refuse packet
+// The packet model's queues may hold every packet at once (kMaxPackets): refuse packet
 // counts that would not fit in memory (a rank sends up to about twice a collective's
 // bytes, so 2 x bytes x ranks bounds them).
 void check_packet_count(const JsonView& root, const NetworkParams& network, double data) {

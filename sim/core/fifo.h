@@ -1,0 +1,47 @@
+#pragma once
+// A first-in first-out queue in one ring buffer that doubles when full: pushing and
+// popping never allocate once it has reached its largest size, and its elements sit in
+// one block (std::deque allocates a block every few elements and reaches them through
+// a map). For the packet model's per-link queues, where every packet-hop is a push and
+// a pop.
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace collsim {
+
+template <class T>
+class Fifo {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  T& front() { return slots_[head_]; }
+  const T& front() const { return slots_[head_]; }
+
+  void push_back(const T& value) {
+    if (size_ == slots_.size()) grow();
+    slots_[(head_ + size_) & (slots_.size() - 1)] = value;
+    ++size_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (slots_.size() - 1);
+    --size_;
+  }
+
+ private:
+  // Twice the slots (a power of two, so an index wraps with a mask), in order from 0.
+  void grow() {
+    std::vector<T> bigger(slots_.empty() ? 8 : 2 * slots_.size());
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = slots_[(head_ + i) & (slots_.size() - 1)];
+    slots_.swap(bigger);
+    head_ = 0;
+  }
+
+  std::vector<T> slots_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace collsim
