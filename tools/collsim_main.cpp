@@ -17,29 +17,30 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/json_view.h"
+#include "huge_pages.h"
 #include "nccl_commands.h"
 #include "plan/plan_report.h"
+#include "progress_bar.h"
 #include "replay/trace.h"
 #include "report/output_dir.h"
-#include "report/workload_sweep_html.h"
 #include "report/reports.h"
 #include "report/run_use_case.h"
 #include "report/topology_drawing.h"
+#include "report/workload_sweep_html.h"
 #include "scenario/scenario.h"
+#include "scenario/schema.h"
 #include "schedule/layout.h"
 #include "simulate/run_scenario.h"
+#include "simulate/simulated_plan.h"
 #include "sweep/sweep.h"
 #include "sweep/workload_sweep.h"
 #include "sweep_commands.h"
 #include "topology/summary.h"
 #include "topology/topology_json.h"
-#include "validate/measure/calibrate.h"
 #include "validate/compare/compare.h"
+#include "validate/measure/calibrate.h"
 #include "validate/measure/measure.h"
 #include "validate/measure/validation_error.h"
-#include "simulate/simulated_plan.h"
-#include "huge_pages.h"
-#include "progress_bar.h"
 
 namespace {
 
@@ -584,6 +585,26 @@ CLI::App* add_topo_command(CLI::App& app, TopoArgs& args) {
   return cmd;
 }
 
+struct SchemaArgs {
+  std::string which = "scenario";
+};
+
+CLI::App* add_schema_command(CLI::App& app, SchemaArgs& args) {
+  auto* cmd = app.add_subcommand(
+      "schema",
+      "Print the JSON Schema of scenario or topology files, written from the fields the "
+      "loader reads (scenarios/schema/ holds its output)");
+  cmd->add_option("which", args.which, "scenario or topology")
+      ->check(CLI::IsMember({"scenario", "topology"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+int schema_command(const SchemaArgs& args) {
+  std::cout << (args.which == "topology" ? topology_schema() : scenario_schema());
+  return 0;
+}
+
 // Every command's arguments and the subcommand that fills them: CLI11 writes into these
 // members while parsing, so the struct stays where it was made.
 struct Commands {
@@ -599,8 +620,9 @@ struct Commands {
   CompareArgs compare_args;
   NcclCompareArgs nccl_compare_args;
   TopoArgs topo_args;
+  SchemaArgs schema_args;
   CLI::App *run, *trace, *plan, *sweep, *merge, *workload_sweep, *validate, *calibrate, *compare,
-      *topo;
+      *topo, *schema;
 
   explicit Commands(CLI::App& app)
       : run(add_run_command(app, run_args)),
@@ -612,7 +634,8 @@ struct Commands {
         validate(add_validate_command(app, validate_args)),
         calibrate(add_calibrate_command(app, calibrate_args, nccl_calibrate_args)),
         compare(add_compare_command(app, compare_args, nccl_compare_args)),
-        topo(add_topo_command(app, topo_args)) {}
+        topo(add_topo_command(app, topo_args)),
+        schema(add_schema_command(app, schema_args)) {}
   Commands(const Commands&) = delete;
   Commands& operator=(const Commands&) = delete;
 };
@@ -623,6 +646,7 @@ int run_named_command(const Commands& c) {
   if (*c.trace) return trace_command(c.trace_args);
   if (*c.plan) return plan_command(c.plan_args);
   if (*c.topo) return topo_command(c.topo_args);
+  if (*c.schema) return schema_command(c.schema_args);
   if (*c.sweep) return sweep_command(c.sweep_args);
   if (*c.workload_sweep) return workload_sweep_command(c.wsweep_args);
   if (*c.merge) return merge_command(c.merge_args);

@@ -98,6 +98,10 @@ void JsonView::allow_only(std::initializer_list<std::string_view> known) const {
   allow_only(std::span<const std::string_view>(known.begin(), known.size()));
 }
 
+void JsonView::allow_only(std::span<const FieldDoc> known) const {
+  allow_only(field_names(known));
+}
+
 void JsonView::allow_only(std::span<const std::string_view> known) const {
   if (!value_->is_object()) fail("an object");
   for (const auto& [key, _] : value_->items()) {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/field_doc.h"
+
 namespace collsim {
 
 class JsonView {
@@ -32,6 +34,7 @@ class JsonView {
   // Fails naming the nearest known key when the object has a member not in `known`.
   void allow_only(std::initializer_list<std::string_view> known) const;
   void allow_only(std::span<const std::string_view> known) const;
+  void allow_only(std::span<const FieldDoc> known) const;
 
   std::string as_string() const;
   // A name that reaches the outputs (tables, CSV, HTML, traces): 1 to kMaxNameLength

@@ -4,6 +4,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string_view>
 
+#include "core/field_doc.h"
 #include "network/cost_model.h"
 
 namespace collsim {
@@ -17,9 +18,17 @@ class JsonView;
 // narrower kCostModelKeys first. A misspelled key is an error, never a term ignored.
 void read_cost_model(const JsonView& v, CostModel& model);
 // The keys read_cost_model reads.
-inline constexpr std::string_view kCostModelKeys[] = {"launch_s", "op_overhead_s", "links",
-                                                      "bandwidth_curve", "reduce", "local_copy",
-                                                      "host_memory", "reduce_memory"};
+inline constexpr FieldDoc kCostModelKeys[] = {
+    {"launch_s", R"json({"$ref": "#/definitions/duration"})json"},
+    {"op_overhead_s", R"json({"$ref": "#/definitions/duration"})json"},
+    {"links",
+     R"json({"type": "object", "propertyNames": {"$ref": "topology.schema.json#/definitions/linkKind"}, "additionalProperties": {"$ref": "#/definitions/linkCost"}})json"},
+    {"bandwidth_curve", R"json({"$ref": "#/definitions/curve"})json"},
+    {"reduce", R"json({"$ref": "#/definitions/rates"})json"},
+    {"local_copy", R"json({"$ref": "#/definitions/curve"})json"},
+    {"host_memory", R"json({"$ref": "#/definitions/curve"})json"},
+    {"reduce_memory", R"json({"$ref": "#/definitions/rates"})json"},
+};
 // Every key of a calibration file: the cost keys, the α-β pair, and what `collsim
 // calibrate` (validate/measure/calibrate.cpp) and `calibrate --nccl-tests` (validate/fit/nccl_fit.cpp)
 // write beside them as provenance, which no reader uses.
@@ -29,8 +38,12 @@ inline constexpr std::string_view kCalibrationKeys[] = {
     "overhead",   "alpha_beta", "sweeps",        "backend", "device",          "date",
     "ranks",      "fit"};
 // What "links": {"<kind>": {...}} takes for each link kind.
-inline constexpr std::string_view kLinkCostKeys[] = {"bandwidth_Bps", "efficiency", "latency_s",
-                                                     "bandwidth_curve"};
+inline constexpr FieldDoc kLinkCostKeys[] = {
+    {"bandwidth_Bps", R"json({"type": "number", "exclusiveMinimum": 0})json"},
+    {"efficiency", R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1})json"},
+    {"latency_s", R"json({"$ref": "#/definitions/duration"})json"},
+    {"bandwidth_curve", R"json({"$ref": "#/definitions/curve"})json"},
+};
 
 // The same keys, written as read_cost_model reads them (seconds and bytes per second).
 nlohmann::json cost_model_json(const CostModel& model);

@@ -251,8 +251,7 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
     where.fail_message(fmt::format("no algorithm \"{}\" for {}; available: {}, auto, nccl",
                                    c.algorithm, name_of(c.shape.op), list));
   }
-  refuse_foreign_options(v, c, candidates,
-                         {std::begin(kCollectiveFields), std::end(kCollectiveFields)});
+  refuse_foreign_options(v, c, candidates, field_names(kCollectiveFields));
   return candidates;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/field_doc.h"
 #include "nccl/nccl_model.h"
 #include "network/network_model.h"
 #include "request/collective_spec.h"
@@ -31,21 +32,79 @@ struct Scenario {
 // The fields each part of a scenario file takes; the loader refuses any other, and
 // tests/test_schema.cpp checks scenarios/schema/scenario.schema.json lists the same.
 // "$schema" names the JSON Schema for editors; the loader ignores it.
-inline constexpr std::string_view kScenarioFields[] = {"$schema",     "name",      "description",
-                                                       "topology",    "placement", "network",
-                                                       "collectives", "workload",  "launch"};
-inline constexpr std::string_view kLaunchFields[] = {"gpus_per_process", "issue_per_gpu"};
-inline constexpr std::string_view kNetworkFields[] = {
-    "model", "alpha", "routing", "packet", "switching", "calibration", "cost"};
+inline constexpr FieldDoc kScenarioFields[] = {
+    {"$schema",
+     R"json({"description": "The JSON Schema of this file, for editors; collsim ignores it.", "type": "string"})json"},
+    {"name",
+     R"json({"type": "string", "description": "Default: the file's name without .json."})json"},
+    {"description", R"json({"type": "string"})json"},
+    {"topology",
+     R"json({"description": "A bundled topology's name (\"dgx-h100\"), a file relative to this one, or a topology object.", "anyOf": [{"type": "string"}, {"$ref": "topology.schema.json"}]})json",
+     kRequired},
+    {"placement",
+     R"json({"description": "GPU node names in rank order: rank r runs on placement[r].", "type": "array", "items": {"type": "string"}})json"},
+    {"network", R"json({"$ref": "#/definitions/network"})json"},
+    {"collectives",
+     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/collective"}})json"},
+    {"workload",
+     R"json({"description": "Training jobs: one job, or a list on disjoint ranks (docs/workloads.md).", "oneOf": [{"$ref": "#/definitions/job"}, {"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/job"}}]})json"},
+    {"launch",
+     R"json({"description": "How the host issues the collectives: \"process_per_gpu\" (the default), or one process driving several GPUs as nccl-tests -g N does, which issues their kernels one after another (a collective then takes at least gpus_per_process x issue_per_gpu).", "oneOf": [{"const": "process_per_gpu"}, {"type": "object", "additionalProperties": false, "properties": "@fields:kLaunchFields"}]})json"},
+};
+inline constexpr FieldDoc kLaunchFields[] = {
+    {"gpus_per_process", R"json({"type": "integer", "minimum": 1, "maximum": 65536})json",
+     kRequired},
+    {"issue_per_gpu", R"json({"$ref": "#/definitions/duration", "default": "4.4us"})json"},
+};
+inline constexpr FieldDoc kNetworkFields[] = {
+    {"model",
+     R"json({"enum": "@network_model", "default": "@default_network_model", "description": "ideal: alpha + n/beta, no contention; flow: max-min fair sharing of every link; packet: store-and-forward or cut-through packets."})json"},
+    {"alpha",
+     R"json({"$ref": "#/definitions/duration", "description": "Per-message start-up cost (software latency)."})json"},
+    {"routing", R"json({"enum": ["ecmp", "single"], "default": "ecmp"})json"},
+    {"packet",
+     R"json({"$ref": "#/definitions/size", "description": "Packet size (packet model)."})json"},
+    {"switching", R"json({"enum": ["store_and_forward", "cut_through"]})json"},
+    {"calibration",
+     R"json({"type": "string", "description": "A calibration file (collsim calibrate), relative to this scenario."})json"},
+    {"cost", R"json({"$ref": "#/definitions/cost"})json"},
+};
 // Fields every collective takes; the rest belong to its algorithm's entry (the
 // catalogue's AlgorithmEntry::options).
-inline constexpr std::string_view kCollectiveFields[] = {
-    "name",  "op",    "algorithm", "bytes",    "dtype",     "redop",     "root",
-    "ranks", "after", "routing",   "protocol", "nccl_algo", "nccl_proto"};
+inline constexpr FieldDoc kCollectiveFields[] = {
+    {"name",
+     R"json({"type": "string", "description": "Unique; default \"<op>#<index>\". A routed all-to-all becomes <name>.dispatch and <name>.combine."})json"},
+    {"op", R"json({"enum": "@op"})json", kRequired},
+    {"algorithm", R"json({"$ref": "#/definitions/algorithm"})json"},
+    {"bytes",
+     R"json({"$ref": "#/definitions/size", "description": "nccl-tests' size: the per-rank buffer (required except for barriers and routed all-to-alls)."})json"},
+    {"dtype", R"json({"enum": "@dtype", "default": "float32"})json"},
+    {"redop", R"json({"enum": "@redop", "default": "sum"})json"},
+    {"root", R"json({"type": "integer", "minimum": 0, "default": 0})json"},
+    {"ranks",
+     R"json({"$ref": "#/definitions/rankList", "description": "Topology ranks taking part, in the algorithm's rank order (default: all)."})json"},
+    {"after",
+     R"json({"type": "array", "items": {"type": "string"}, "description": "Names of earlier collectives that must finish first (default: the previous one)."})json"},
+    {"routing", R"json({"$ref": "#/definitions/routing"})json"},
+    {"protocol", R"json({"enum": "@protocol"})json"},
+    {"nccl_algo",
+     R"json({"type": "string", "description": "NCCL_ALGO's form: \"ring,tree\", or \"^nvls\" for all but those."})json"},
+    {"nccl_proto",
+     R"json({"type": "string", "description": "NCCL_PROTO's form: \"simple\", or \"^ll128\"."})json"},
+};
 // An all-to-all's "routing": MoE token routing, or an explicit token matrix.
-inline constexpr std::string_view kRoutingFields[] = {
-    "tokens_per_rank", "bytes_per_token", "experts", "top_k",
-    "expert_load",     "expert_ranks",    "matrix"};
+inline constexpr FieldDoc kRoutingFields[] = {
+    {"tokens_per_rank", R"json({"type": "integer", "minimum": 0})json"},
+    {"bytes_per_token", R"json({"$ref": "#/definitions/size"})json", kRequired},
+    {"experts", R"json({"type": "integer", "minimum": 1})json"},
+    {"top_k", R"json({"type": "integer", "minimum": 1, "default": 1})json"},
+    {"expert_load",
+     R"json({"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}, "description": "The fraction of routed tokens each expert receives, one per expert, each 0 to 1, summing to 1 (default: uniform)."})json"},
+    {"expert_ranks",
+     R"json({"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "The rank (a position in the collective's ranks) hosting each expert, one per expert. Default: equal contiguous blocks, rank r hosting experts r*E/K .. (r+1)*E/K - 1, which needs the expert count E to be a multiple of the rank count K."})json"},
+    {"matrix",
+     R"json({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}, "description": "Tokens rank s sends rank d at [s][d]."})json"},
+};
 
 Scenario load_scenario(const std::filesystem::path& file);
 // For what works on a scenario's collectives (plan, trace, compare, validate): an

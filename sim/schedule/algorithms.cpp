@@ -120,6 +120,27 @@ void parse_channels(const JsonView& object, AlgorithmOptions& o, const OptionCon
 
 }  // namespace
 
+namespace {
+
+constexpr FieldDoc kOptionDocs[] = {
+    {"segments",
+     R"json({"$ref": "#/definitions/countOrAuto", "description": "Pipelined algorithms: pieces the data is cut into, or auto."})json"},
+    {"channels",
+     R"json({"anyOf": [{"type": "integer", "minimum": 1, "maximum": 64}, {"const": "auto"}], "description": "Copies of the algorithm over slices of the buffer and the topology's rails."})json"},
+    {"levels",
+     R"json({"description": "hierarchical: group sizes from the innermost out; they multiply to the rank count.", "type": "array", "minItems": 1, "items": {"$ref": "#/definitions/level"}})json"},
+    {"hosts",
+     R"json({"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "nccl_tree, nvls_tree: each rank's host (default: from the topology)."})json"},
+    {"servers",
+     R"json({"$ref": "#/definitions/rankList", "description": "parameter_server: the ranks that serve."})json"},
+};
+
+}  // namespace
+
+std::span<const FieldDoc> algorithm_option_docs() {
+  return kOptionDocs;
+}
+
 OptionDef segments_option() {
   return {"segments", parse_segments};
 }

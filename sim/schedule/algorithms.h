@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/field_doc.h"
 #include "schedule/group.h"
 #include "schedule/nccl_family.h"
 #include "schedule/quotient.h"
@@ -128,6 +129,10 @@ struct AlgorithmEntry {
 const std::vector<AlgorithmEntry>& algorithm_catalogue();
 const AlgorithmEntry* find_algorithm(CollectiveOp op, std::string_view algorithm);
 std::vector<std::string> algorithms_for(CollectiveOp op);
+
+// The JSON Schema of every option an entry may take, one per name whichever entries take
+// it (tests/test_schema.cpp checks that each option taken has one, and no other).
+std::span<const FieldDoc> algorithm_option_docs();
 
 // The options shared by several entries.
 OptionDef segments_option();  // "segments": a count, or "auto"

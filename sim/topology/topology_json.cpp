@@ -204,7 +204,7 @@ Topology preset_from_json(const JsonView& spec) {
                                     [&](const PresetBuilder& b) { return b.preset == preset; });
   if (fields == std::end(kPresetFields))
     throw std::logic_error("preset \"" + preset + "\" has no list of fields");
-  spec.allow_only(fields->fields);
+  spec.allow_only(preset_fields(*fields));
   return builder->build(spec);
 }
 

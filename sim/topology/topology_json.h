@@ -1,6 +1,8 @@
 #pragma once
 // Topologies from JSON: a preset ({"preset": "switch", "gpus": 8, ...}), an inline
 // graph ({"nodes": [...], "links": [...]}), a file path, or a bundled name.
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
 #include <span>
@@ -8,59 +10,159 @@
 #include <string_view>
 #include <vector>
 
+#include "core/field_doc.h"
 #include "topology/topology.h"
 
 namespace collsim {
 
 class JsonView;
 
+// Tables joined end to end, at compile time (presets that share a server's fields).
+template <std::size_t... N>
+constexpr std::array<FieldDoc, (N + ...)> join_fields(const FieldDoc (&... tables)[N]) {
+  std::array<FieldDoc, (N + ...)> out{};
+  std::size_t at = 0;
+  ((std::copy(std::begin(tables), std::end(tables), out.begin() + at), at += N), ...);
+  return out;
+}
+
 // The fields each form of topology takes; the loader refuses any other, and
 // tests/test_schema.cpp checks scenarios/schema/topology.schema.json lists the same.
 // "$schema" names the JSON Schema for editors; the loader ignores it.
-inline constexpr std::string_view kGraphFields[] = {"$schema", "name", "description", "nodes",
-                                                    "links"};
-inline constexpr std::string_view kNodeFields[] = {"name", "kind",  "rank",
-                                                   "host", "sharp", "sharp_efficiency"};
-inline constexpr std::string_view kLinkFields[] = {"src",     "dst",  "bandwidth",
-                                                   "latency", "kind", "duplex"};
-inline constexpr std::string_view kDimensionFields[] = {"shape", "size", "bandwidth", "latency",
-                                                        "kind"};
-inline constexpr std::string_view kSwitchPresetFields[] = {"$schema",   "preset",  "gpus",
-                                                           "bandwidth", "latency", "kind"};
-inline constexpr std::string_view kRingPresetFields[] = {
-    "$schema", "preset", "gpus", "bandwidth", "latency", "kind", "bidirectional"};
-inline constexpr std::string_view kDgxPresetFields[] = {
-    "$schema", "preset", "gpus_per_node", "nvlink", "nvlink_latency", "pcie", "nic", "nic_latency"};
-inline constexpr std::string_view kClusterPresetFields[] = {"$schema",
-                                                            "preset",
-                                                            "nodes",
-                                                            "gpus_per_node",
-                                                            "nvlink",
-                                                            "nvlink_latency",
-                                                            "pcie",
-                                                            "nic",
-                                                            "nic_latency",
-                                                            "radix",
-                                                            "oversubscription",
-                                                            "spines",
-                                                            "fabric",
-                                                            "pod_nodes",
-                                                            "cores",
-                                                            "core_oversubscription"};
-inline constexpr std::string_view kTorusPresetFields[] = {"$schema",   "preset",  "dims",
-                                                          "bandwidth", "latency", "kind"};
-inline constexpr std::string_view kMultidimPresetFields[] = {"$schema", "preset", "dims"};
+inline constexpr FieldDoc kGraphFields[] = {
+    {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
+    {"name", R"json({"type": "string"})json"},
+    {"description", R"json({"type": "string"})json"},
+    {"nodes",
+     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/node"}})json",
+     kRequired},
+    {"links", R"json({"type": "array", "items": {"$ref": "#/definitions/link"}})json", kRequired},
+};
+inline constexpr FieldDoc kNodeFields[] = {
+    {"name", R"json({"type": "string"})json", kRequired},
+    {"kind", R"json({"$ref": "#/definitions/nodeKind"})json", kRequired},
+    {"rank",
+     R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "GPUs only: the rank it hosts (default: the order GPUs are listed)."})json"},
+    {"host",
+     R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "Which server the node sits in."})json"},
+    {"sharp",
+     R"json({"type": "boolean", "description": "nvswitch only: reduces and multicasts in the switch (NVLink SHARP)."})json"},
+    {"sharp_efficiency",
+     R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.85, "description": "With sharp: the fraction of the link rate the switch's own transfers reach."})json"},
+};
+inline constexpr FieldDoc kLinkFields[] = {
+    {"src", R"json({"type": "string", "description": "A node's name."})json", kRequired},
+    {"dst", R"json({"type": "string", "description": "A node's name."})json", kRequired},
+    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
+    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"kind", R"json({"$ref": "#/definitions/linkKind"})json", kRequired},
+    {"duplex",
+     R"json({"type": "boolean", "default": true, "description": "true: one cable, a link each way; false: src to dst only."})json"},
+};
+inline constexpr FieldDoc kDimensionFields[] = {
+    {"shape", R"json({"enum": ["ring", "switch", "fully_connected"]})json", kRequired},
+    {"size", R"json({"type": "integer", "minimum": 1, "maximum": 65536})json", kRequired},
+    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
+    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+};
+// What every preset takes: "$schema" (for editors; the loader ignores it) and its name.
+inline constexpr FieldDoc kPresetCommonFields[] = {
+    {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
+    {"preset", R"json({"const": "@preset"})json", kRequired},
+};
+inline constexpr FieldDoc kSwitchPresetFields[] = {
+    {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576})json", kRequired},
+    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
+    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+};
+inline constexpr FieldDoc kNvl72PresetFields[] = {
+    {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "default": 72})json"},
+    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth", "default": "900GB/s"})json"},
+    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+};
+inline constexpr FieldDoc kRingPresetFields[] = {
+    {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576})json", kRequired},
+    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
+    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+    {"bidirectional", R"json({"type": "boolean", "default": true})json"},
+};
+// What a dgx-h100 server and every server of a cluster have (the schema's "server").
+inline constexpr FieldDoc kServerFields[] = {
+    {"gpus_per_node", R"json({"$ref": "#/definitions/server/properties/gpus_per_node"})json"},
+    {"nvlink", R"json({"$ref": "#/definitions/server/properties/nvlink"})json"},
+    {"nvlink_latency", R"json({"$ref": "#/definitions/server/properties/nvlink_latency"})json"},
+    {"pcie", R"json({"$ref": "#/definitions/server/properties/pcie"})json"},
+    {"nic", R"json({"$ref": "#/definitions/server/properties/nic"})json"},
+    {"nic_latency", R"json({"$ref": "#/definitions/server/properties/nic_latency"})json"},
+};
+inline constexpr auto kDgxPresetFields = join_fields(kServerFields);
+inline constexpr FieldDoc kClusterNodesField[] = {
+    {"nodes",
+     R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "Servers."})json",
+     kRequired},
+};
+inline constexpr FieldDoc kClusterFabricFields[] = {
+    {"radix",
+     R"json({"type": "integer", "minimum": 2, "maximum": 65536, "default": 64, "description": "Leaf switch ports: a leaf takes radix x o / (o + 1) servers of its rail."})json"},
+    {"oversubscription", R"json({"$ref": "#/definitions/ratio", "default": 1})json"},
+    {"spines", R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1})json"},
+    {"fabric", R"json({"$ref": "#/definitions/linkKind", "default": "ib"})json"},
+    {"pod_nodes",
+     R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "Servers per pod: makes the cluster three tiers."})json"},
+    {"cores", R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1})json"},
+    {"core_oversubscription", R"json({"$ref": "#/definitions/ratio", "default": 1})json"},
+};
+inline constexpr auto kClusterPresetFields =
+    join_fields(kClusterNodesField, kServerFields, kClusterFabricFields);
+inline constexpr FieldDoc kTorusPresetFields[] = {
+    {"dims",
+     R"json({"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "integer", "minimum": 1, "maximum": 65536}})json",
+     kRequired},
+    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
+    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+};
+inline constexpr FieldDoc kMultidimPresetFields[] = {
+    {"dims",
+     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/dimension"}})json",
+     kRequired},
+};
 
 struct PresetFields {
   std::string_view preset;
-  std::span<const std::string_view> fields;
+  std::span<const FieldDoc> fields;
+  std::string_view definition;  // its object's name in the JSON Schema's "definitions"
+  std::string_view description;
+  // Rules across its fields, as JSON Schema keywords (the loader checks them in code).
+  std::string_view rules = {};
 };
-// Every preset with its fields (nvl72 takes the switch's).
+// Every preset with its own fields (nvl72 takes the switch's, with defaults of its own).
 inline constexpr PresetFields kPresetFields[] = {
-    {"switch", kSwitchPresetFields},    {"nvl72", kSwitchPresetFields},
-    {"ring", kRingPresetFields},        {"dgx-h100", kDgxPresetFields},
-    {"cluster", kClusterPresetFields},  {"torus", kTorusPresetFields},
-    {"multidim", kMultidimPresetFields}};
+    {"switch", kSwitchPresetFields, "switchPreset",
+     "GPUs each with one full-duplex link to one non-blocking switch."},
+    {"nvl72", kNvl72PresetFields, "nvl72Preset",
+     "One NVLink domain on NVSwitch trays that reduce and multicast (NVLS)."},
+    {"ring", kRingPresetFields, "ringPreset", "GPUs in a ring of neighbour links."},
+    {"dgx-h100", kDgxPresetFields, "dgxPreset",
+     "One DGX H100-like server: GPUs on one NVSwitch fabric, a NIC per GPU on PCIe."},
+    {"cluster", kClusterPresetFields, "clusterPreset",
+     "Rail-optimized fat tree of dgx-h100-like servers: two tiers (leaves, spines), or three "
+     "with pod_nodes (pods of leaves and spines under core switches).",
+     R"json({"dependencies": {"cores": ["pod_nodes"], "core_oversubscription": ["pod_nodes"]}})json"},
+    {"torus", kTorusPresetFields, "torusPreset", "A 2D or 3D torus: every dimension a ring."},
+    {"multidim", kMultidimPresetFields, "multidimPreset",
+     "ASTRA-sim-style dimensions, innermost (a server) first."}};
+
+// Everything a preset takes: kPresetCommonFields, then its own.
+inline std::vector<FieldDoc> preset_fields(const PresetFields& p) {
+  std::vector<FieldDoc> out(std::begin(kPresetCommonFields), std::end(kPresetCommonFields));
+  out.insert(out.end(), p.fields.begin(), p.fields.end());
+  return out;
+}
 
 // `base_dir` resolves relative file names (the scenario's folder).
 Topology load_topology(const JsonView& spec, const std::filesystem::path& base_dir);

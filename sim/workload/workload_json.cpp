@@ -367,8 +367,7 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
                        const std::filesystem::path& base_dir) {
   if (!v.is_object())
     v.fail("a workload object like {\"gradients\": \"1GiB\", \"compute\": \"20ms\"}");
-  const std::vector<std::string_view> keys(std::begin(kJobKeys), std::end(kJobKeys));
-  v.allow_only(keys);
+  v.allow_only(kJobKeys);
   WorkloadSpec w;
   w.json_path = v.path();
   w.name = v.has("name") ? v["name"].as_name() : fmt::format("job{}", index);

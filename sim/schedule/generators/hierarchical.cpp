@@ -102,7 +102,7 @@ LevelSpec parse_level(const JsonView& v, std::size_t index, std::size_t count) {
   const bool outermost = is_outermost(index, count);
   const AlgorithmEntry& e = checked_entry_for_level(
       level.algorithm, outermost, index, v.has("algorithm") ? v["algorithm"].path() : v.path());
-  std::vector<std::string_view> known(std::begin(kLevelFields), std::end(kLevelFields));
+  std::vector<std::string_view> known = field_names(kLevelFields);
   for (const auto& d : e.options) known.push_back(d.name);
   v.allow_only(known);
   e.parse(v, level.options,

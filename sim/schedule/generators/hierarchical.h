@@ -4,12 +4,16 @@
 // the 1/g of the data each member now owns, and so on up to the outermost level,
 // which all-reduces; then all-gathers back down. Each level's algorithm is chosen
 // separately (ring below; ring, trees or halving-doubling at the top).
+#include "core/field_doc.h"
 #include "schedule/algorithms.h"
 
 namespace collsim {
 
 // What a "levels" entry takes besides its algorithm's options.
-inline constexpr std::string_view kLevelFields[] = {"size", "algorithm"};
+inline constexpr FieldDoc kLevelFields[] = {
+    {"size", R"json({"type": "integer", "minimum": 1})json", kRequired},
+    {"algorithm", R"json({"$ref": "#/definitions/algorithm"})json"},
+};
 
 void register_hierarchical(std::vector<AlgorithmEntry>& catalogue);
 

@@ -1,0 +1,534 @@
+#include "scenario/schema.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "nccl/protocol.h"
+#include "network/network_model.h"
+#include "scenario/cost_json.h"
+#include "scenario/scenario.h"
+#include "schedule/algorithms.h"
+#include "schedule/collective.h"
+#include "schedule/generators/hierarchical.h"
+#include "topology/topology.h"
+#include "topology/topology_json.h"
+#include "workload/model.h"
+#include "workload/workload_json.h"
+
+namespace collsim {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order they are declared
+
+// The shape of a scenario file: its value types and which object sits where. A
+// "properties": "@fields:TABLE" is that table's fields; "@NAME" a registry's list.
+constexpr std::string_view kScenarioShape = R"json({
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "title": "collsim scenario",
+  "description": "A cluster, a network model and the collectives to run on it. docs/scenarios.md explains every field.",
+  "type": "object",
+  "additionalProperties": false,
+  "definitions": {
+    "size": {
+      "$ref": "topology.schema.json#/definitions/size"
+    },
+    "bandwidth": {
+      "$ref": "topology.schema.json#/definitions/bandwidth"
+    },
+    "duration": {
+      "$ref": "topology.schema.json#/definitions/duration"
+    },
+    "countOrAuto": {
+      "anyOf": [
+        {
+          "type": "integer",
+          "minimum": 1
+        },
+        {
+          "const": "auto"
+        }
+      ]
+    },
+    "rankList": {
+      "type": "array",
+      "items": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "uniqueItems": true
+    },
+    "network": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kNetworkFields"
+    },
+    "curve": {
+      "description": "[[bytes, bytes per second], ...], sizes increasing.",
+      "type": "array",
+      "minItems": 1,
+      "items": {
+        "type": "array",
+        "minItems": 2,
+        "maxItems": 2,
+        "items": [
+          {
+            "$ref": "#/definitions/size"
+          },
+          {
+            "anyOf": [
+              {
+                "type": "number",
+                "exclusiveMinimum": 0
+              },
+              {
+                "$ref": "#/definitions/bandwidth"
+              }
+            ]
+          }
+        ]
+      }
+    },
+    "rates": {
+      "description": "Curves keyed \"dtype.op\" (\"float32.sum\") or \"any\".",
+      "type": "object",
+      "additionalProperties": {
+        "$ref": "#/definitions/curve"
+      }
+    },
+    "cost": {
+      "description": "The cost model beyond alpha-beta (docs/models.md, \"The cost model\").",
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kCostModelKeys"
+    },
+    "linkCost": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kLinkCostKeys"
+    },
+    "algorithm": {
+      "description": "A catalogue algorithm for the collective (docs/scenarios.md, \"Algorithms\"); auto: the planner picks the fastest; nccl: what NCCL would pick.",
+      "enum": "@algorithm"
+    },
+    "collective": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kCollectiveFields"
+    },
+    "level": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kLevelFields"
+    },
+    "routing": {
+      "description": "all_to_all only: MoE token routing (tokens_per_rank, experts, ...) or an explicit ranks x ranks token matrix. The collective becomes a dispatch and a combine.",
+      "type": "object",
+      "additionalProperties": false,
+      "oneOf": [
+        {
+          "required": [
+            "matrix"
+          ]
+        },
+        {
+          "required": [
+            "tokens_per_rank",
+            "experts"
+          ]
+        }
+      ],
+      "dependencies": {
+        "matrix": {
+          "not": {
+            "anyOf": [
+              {
+                "required": [
+                  "tokens_per_rank"
+                ]
+              },
+              {
+                "required": [
+                  "experts"
+                ]
+              },
+              {
+                "required": [
+                  "top_k"
+                ]
+              },
+              {
+                "required": [
+                  "expert_load"
+                ]
+              },
+              {
+                "required": [
+                  "expert_ranks"
+                ]
+              }
+            ]
+          }
+        }
+      },
+      "properties": "@fields:kRoutingFields"
+    },
+    "job": {
+      "type": "object",
+      "additionalProperties": false,
+      "description": "One training job: the minimal form (gradients + compute) or the model form (model + tokens_per_gpu).",
+      "properties": "@fields:kJobKeys"
+    },
+    "parallelism": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kParallelismKeys"
+    },
+    "model": {
+      "oneOf": [
+        {
+          "enum": "@model"
+        },
+        {
+          "type": "object",
+          "additionalProperties": false,
+          "properties": "@fields:kModelKeys"
+        }
+      ]
+    },
+    "gpu": {
+      "oneOf": [
+        {
+          "enum": "@gpu"
+        },
+        {
+          "type": "object",
+          "additionalProperties": false,
+          "properties": "@fields:kGpuKeys"
+        }
+      ]
+    }
+  },
+  "anyOf": [
+    {
+      "required": [
+        "collectives"
+      ]
+    },
+    {
+      "required": [
+        "workload"
+      ]
+    }
+  ],
+  "properties": "@fields:kScenarioFields"
+})json";
+
+// The shape of a topology file; each preset's object is written from kPresetFields.
+constexpr std::string_view kTopologyShape = R"json({
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "title": "collsim topology",
+  "description": "A cluster for collsim: a preset ({\"preset\": \"cluster\", ...}) or an explicit graph ({\"nodes\": [...], \"links\": [...]}). docs/scenarios.md, \"Topologies\", explains every field.",
+  "oneOf": [
+    {
+      "$ref": "#/definitions/preset"
+    },
+    {
+      "$ref": "#/definitions/graph"
+    }
+  ],
+  "definitions": {
+    "size": {
+      "description": "Bytes: a count, or a string like \"64MiB\", \"1GB\" (GB = 1e9, GiB = 2^30).",
+      "anyOf": [
+        {
+          "type": "integer",
+          "minimum": 0
+        },
+        {
+          "type": "string",
+          "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*((Ki|Mi|Gi|Ti|k|K|M|G|T)?B)?\\s*$"
+        }
+      ]
+    },
+    "bandwidth": {
+      "description": "Bytes or bits per second, one direction: \"450GB/s\", \"400Gbps\".",
+      "type": "string",
+      "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*(Ki|Mi|Gi|Ti|k|K|M|G|T)?(B/s|Bps|b/s|bps)\\s*$"
+    },
+    "duration": {
+      "description": "Seconds as a number, or a string like \"5us\", \"1.5ms\", \"100ns\".",
+      "anyOf": [
+        {
+          "type": "number",
+          "minimum": 0
+        },
+        {
+          "type": "string",
+          "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*(s|ms|us|µs|ns|ps|min)\\s*$"
+        }
+      ]
+    },
+    "ratio": {
+      "description": "Downlink : uplink capacity, at least 1 (2 means 2:1).",
+      "type": "number",
+      "minimum": 1
+    },
+    "linkKind": {
+      "enum": "@link_kind"
+    },
+    "nodeKind": {
+      "enum": "@node_kind"
+    },
+    "schemaRef": {
+      "description": "The JSON Schema of this file, for editors; collsim ignores it.",
+      "type": "string"
+    },
+    "preset": {
+      "oneOf": "@presets"
+    },
+    "server": {
+      "description": "What a dgx-h100 server and every server of a cluster have.",
+      "properties": {
+        "gpus_per_node": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1024,
+          "default": 8
+        },
+        "nvlink": {
+          "$ref": "#/definitions/bandwidth",
+          "description": "Per GPU per direction through the NVSwitch fabric.",
+          "default": "450GB/s"
+        },
+        "nvlink_latency": {
+          "$ref": "#/definitions/duration"
+        },
+        "pcie": {
+          "$ref": "#/definitions/bandwidth",
+          "description": "GPU to its NIC.",
+          "default": "64GB/s"
+        },
+        "nic": {
+          "$ref": "#/definitions/bandwidth",
+          "description": "Per NIC (one per GPU).",
+          "default": "50GB/s"
+        },
+        "nic_latency": {
+          "$ref": "#/definitions/duration"
+        }
+      }
+    },
+    "dimension": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kDimensionFields"
+    },
+    "graph": {
+      "description": "An explicit graph: nodes and the links between them.",
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kGraphFields"
+    },
+    "node": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kNodeFields"
+    },
+    "link": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": "@fields:kLinkFields"
+    }
+  }
+})json";
+
+Json names(const std::vector<std::string>& list) {
+  return Json(list);
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out{"auto", "nccl"};
+  for (const AlgorithmEntry& e : algorithm_catalogue())
+    if (std::find(out.begin(), out.end(), e.algorithm) == out.end()) out.emplace_back(e.algorithm);
+  return out;
+}
+
+std::vector<std::string> protocol_names() {
+  std::vector<std::string> out;
+  for (Protocol p : kProtocols) out.emplace_back(name_of(p));
+  out.emplace_back("auto");
+  return out;
+}
+
+std::vector<std::string> network_model_names() {
+  std::vector<std::string> out;
+  for (const NetworkModelInfo& m : network_models()) out.emplace_back(m.name);
+  return out;
+}
+
+// What "@NAME" stands for.
+Json registry(std::string_view name) {
+  if (name == "algorithm") return names(algorithm_names());
+  if (name == "op") return names(all_collective_names());
+  if (name == "dtype") return names(all_dtype_names());
+  if (name == "redop") return names(all_reduce_op_names());
+  if (name == "protocol") return names(protocol_names());
+  if (name == "network_model") return names(network_model_names());
+  if (name == "default_network_model") return std::string(name_of(kDefaultNetworkModel));
+  if (name == "link_kind") return names(all_link_kind_names());
+  if (name == "node_kind") return names(all_node_kind_names());
+  if (name == "model") return names(model_preset_names());
+  if (name == "gpu") return names(gpu_preset_names());
+  if (name == "presets") {
+    Json refs = Json::array();
+    for (const PresetFields& p : kPresetFields)
+      refs.push_back({{"$ref", "#/definitions/" + std::string(p.definition)}});
+    return refs;
+  }
+  throw std::logic_error("schema: no registry \"" + std::string(name) + "\"");
+}
+
+struct Field {
+  std::string name;
+  Json schema;
+  bool required = false;
+};
+
+std::vector<Field> fields_of(std::span<const FieldDoc> table) {
+  std::vector<Field> out;
+  for (const FieldDoc& f : table)
+    out.push_back({std::string(f.name), Json::parse(f.schema), f.required});
+  return out;
+}
+
+// A collective takes its own fields and every option of an algorithm; a hierarchical
+// level those of the algorithms that run on groups, as the collective declares them.
+std::vector<Field> collective_fields() {
+  std::vector<Field> out = fields_of(kCollectiveFields);
+  for (Field& f : fields_of(algorithm_option_docs())) out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<Field> level_fields() {
+  std::vector<Field> out = fields_of(kLevelFields);
+  for (const FieldDoc& option : algorithm_option_docs()) {
+    const bool on_groups =
+        std::any_of(algorithm_catalogue().begin(), algorithm_catalogue().end(),
+                    [&](const AlgorithmEntry& e) { return e.on_groups && e.takes(option.name); });
+    if (on_groups)
+      out.push_back(
+          {std::string(option.name),
+           {{"$ref", "#/definitions/collective/properties/" + std::string(option.name)}}});
+  }
+  return out;
+}
+
+std::vector<Field> table(std::string_view name) {
+  static const std::map<std::string_view, std::span<const FieldDoc>> kTables = {
+      {"kScenarioFields", kScenarioFields},
+      {"kLaunchFields", kLaunchFields},
+      {"kNetworkFields", kNetworkFields},
+      {"kCostModelKeys", kCostModelKeys},
+      {"kLinkCostKeys", kLinkCostKeys},
+      {"kRoutingFields", kRoutingFields},
+      {"kJobKeys", kJobKeys},
+      {"kParallelismKeys", kParallelismKeys},
+      {"kModelKeys", kModelKeys},
+      {"kGpuKeys", kGpuKeys},
+      {"kDimensionFields", kDimensionFields},
+      {"kGraphFields", kGraphFields},
+      {"kNodeFields", kNodeFields},
+      {"kLinkFields", kLinkFields}};
+  if (name == "kCollectiveFields") return collective_fields();
+  if (name == "kLevelFields") return level_fields();
+  const auto it = kTables.find(name);
+  if (it == kTables.end()) throw std::logic_error("schema: no field table " + std::string(name));
+  return fields_of(it->second);
+}
+
+Json expand(const Json& v, std::string_view preset);
+
+// An object whose "properties" names a table: "required" (when any field is) and the
+// fields, each expanded in turn, where the marker stood.
+Json expand_object(const Json& v, std::string_view preset) {
+  Json out = Json::object();
+  for (const auto& [key, value] : v.items()) {
+    const std::string text = value.is_string() ? value.get<std::string>() : std::string();
+    if (key == "properties" && text.starts_with("@fields:")) {
+      const std::vector<Field> fields = table(std::string_view(text).substr(8));
+      Json required = Json::array(), properties = Json::object();
+      for (const Field& f : fields) {
+        if (f.required) required.push_back(f.name);
+        properties[f.name] = expand(f.schema, preset);
+      }
+      if (!required.empty()) out["required"] = std::move(required);
+      out["properties"] = std::move(properties);
+    } else {
+      out[key] = expand(value, preset);
+    }
+  }
+  return out;
+}
+
+// `v` with every marker replaced; "@preset" is the preset whose fields these are.
+Json expand(const Json& v, std::string_view preset) {
+  if (v.is_object()) return expand_object(v, preset);
+  if (v.is_array()) {
+    Json out = Json::array();
+    for (const Json& item : v) out.push_back(expand(item, preset));
+    return out;
+  }
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "@preset") return std::string(preset);
+    if (s.starts_with('@')) return registry(std::string_view(s).substr(1));
+  }
+  return v;
+}
+
+// Each preset's object, declared by its row of kPresetFields.
+Json preset_object(const PresetFields& p) {
+  Json o = {{"description", p.description}, {"type", "object"}};
+  Json required = Json::array(), properties = Json::object();
+  for (const Field& f : fields_of(preset_fields(p))) {
+    if (f.required) required.push_back(f.name);
+    properties[f.name] = expand(f.schema, p.preset);
+  }
+  o["required"] = std::move(required);
+  o["additionalProperties"] = false;
+  o["properties"] = std::move(properties);
+  if (!p.rules.empty()) {
+    const Json rules = Json::parse(p.rules);
+    for (const auto& [key, value] : rules.items()) o[key] = value;
+  }
+  return o;
+}
+
+std::string text_of(const Json& doc) {
+  return doc.dump(2, ' ', false) + "\n";
+}
+
+}  // namespace
+
+std::string scenario_schema() {
+  return text_of(expand(Json::parse(kScenarioShape), ""));
+}
+
+std::string topology_schema() {
+  const Json shape = expand(Json::parse(kTopologyShape), "");
+  Json doc = shape;
+  Json& definitions = doc["definitions"];
+  definitions = Json::object();
+  for (const auto& [name, value] : shape["definitions"].items()) {
+    definitions[name] = value;
+    if (name == "preset")
+      for (const PresetFields& p : kPresetFields)
+        definitions[std::string(p.definition)] = preset_object(p);
+  }
+  return text_of(doc);
+}
+
+}  // namespace collsim

@@ -1,0 +1,17 @@
+#pragma once
+// The JSON Schemas of scenario and topology files (`collsim schema`), for editors and
+// validators. They are written from what the loaders read: every field from its
+// FieldDoc table beside its loader (core/field_doc.h), every name list from its registry
+// (algorithms, collectives, dtypes, protocols, network models, presets, link and node
+// kinds, models, GPUs). Only the shape around them (which object sits where, the value
+// types every file shares) is written here. scenarios/schema/ holds their output, and
+// tests/test_schema.cpp checks it is up to date.
+#include <string>
+
+namespace collsim {
+
+// Each as the text of a JSON document, indented by two, ending in a newline.
+std::string scenario_schema();
+std::string topology_schema();
+
+}  // namespace collsim
