@@ -145,15 +145,11 @@ nlohmann::json held_json(HeldBy held) {
   return held == HeldBy::Nothing ? nlohmann::json() : nlohmann::json(name_of(held));
 }
 
-std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
-                          int hottest) {
-  std::string out =
-      fmt::format("# collsim {}: topology {} ({} GPUs, {} links), {}\n", s.name, s.topology.name,
-                  s.topology.num_ranks(), s.topology.links().size(), network_line(s));
-  out +=
-      "# size in bytes; time in microseconds; algbw = size/time and busbw in GB/s (1 GB = 1e9 "
-      "bytes)\n";
-  // Columns as wide as their widest entry, so long names do not push rows out of line.
+namespace {
+
+// The header and one row per collective, columns as wide as their widest entry so long
+// names do not push rows out of line.
+void append_rows(std::string& out, const ScenarioResult& r) {
   std::size_t wn = 4, wa = 9;
   const std::vector<std::string>& plans = r.labels;  // as planned, with options and protocol
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
@@ -177,16 +173,11 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     else
       fmt::format_to(to_out, " {:>10} {:>10}\n", "-", "-");
   }
-  if (r.resolved.size() > 1) {
-    double end = 0;
-    for (const auto& o : r.outcomes) end = std::max(end, o.end_s);
-    out += fmt::format("# all collectives done at {}\n", format_duration(end));
-  }
-  out += one_nic_notes(s, r);
-  out += held_notes(r);
-  for (std::size_t i = 0; i < r.folding.size(); ++i)
-    if (!r.folding[i].note.empty())
-      out += fmt::format("# {}: {}\n", r.resolved[i].name, r.folding[i].note);
+}
+
+// What "auto" chose for each collective that asked it, and the runner-up.
+std::string auto_choice_lines(const ScenarioResult& r) {
+  std::string out;
   for (std::size_t i = 0; i < r.resolved.size(); ++i) {
     if (!r.choices[i]) continue;
     const AutoChoice& a = *r.choices[i];
@@ -197,8 +188,14 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
           fmt::format("; runner-up {} ({:.2f} us)", a.runner_up->label, a.runner_up->time_s * 1e6);
     out += "\n";
   }
-  // The links that worked hardest, by bytes over capacity x makespan.
-  std::vector<LinkId> order(s.topology.links().size());
+  return out;
+}
+
+// The links that worked hardest, by bytes over capacity x makespan.
+std::string hottest_link_lines(const Topology& topology, const TrafficReport& traffic,
+                               int hottest) {
+  std::string out;
+  std::vector<LinkId> order(topology.links().size());
   for (LinkId l = 0; l < static_cast<LinkId>(order.size()); ++l) order[l] = l;
   std::stable_sort(order.begin(), order.end(), [&](LinkId a, LinkId b) {
     return traffic.links[a].utilisation > traffic.links[b].utilisation;
@@ -209,14 +206,39 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
     const LinkId l = order[i];
     const LinkTraffic& lt = traffic.links[l];
     if (lt.bytes == 0) break;
-    const Link& link = s.topology.link(l);
-    out +=
-        fmt::format("#   {:<28} {:<8} {:>9}  {:5.1f}% utilised  {:>10} carried",
-                    s.topology.link_label(l), name_of(link.kind), format_bandwidth(link.bandwidth),
-                    lt.utilisation * 100, format_bytes(lt.bytes));
+    const Link& link = topology.link(l);
+    out += fmt::format("#   {:<28} {:<8} {:>9}  {:5.1f}% utilised  {:>10} carried",
+                       topology.link_label(l), name_of(link.kind), format_bandwidth(link.bandwidth),
+                       lt.utilisation * 100, format_bytes(lt.bytes));
     if (traffic.timed) out += fmt::format("  up to {} at once", lt.peak_transfers);
     out += "\n";
   }
+  return out;
+}
+
+}  // namespace
+
+std::string summary_table(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic,
+                          int hottest) {
+  std::string out =
+      fmt::format("# collsim {}: topology {} ({} GPUs, {} links), {}\n", s.name, s.topology.name,
+                  s.topology.num_ranks(), s.topology.links().size(), network_line(s));
+  out +=
+      "# size in bytes; time in microseconds; algbw = size/time and busbw in GB/s (1 GB = 1e9 "
+      "bytes)\n";
+  append_rows(out, r);
+  if (r.resolved.size() > 1) {
+    double end = 0;
+    for (const auto& o : r.outcomes) end = std::max(end, o.end_s);
+    out += fmt::format("# all collectives done at {}\n", format_duration(end));
+  }
+  out += one_nic_notes(s, r);
+  out += held_notes(r);
+  for (std::size_t i = 0; i < r.folding.size(); ++i)
+    if (!r.folding[i].note.empty())
+      out += fmt::format("# {}: {}\n", r.resolved[i].name, r.folding[i].note);
+  out += auto_choice_lines(r);
+  out += hottest_link_lines(s.topology, traffic, hottest);
   for (const auto& b : traffic.per_collective) {
     if (b.link < 0 || r.resolved.size() < 2 || b.collective >= kCollectivesDetailed) continue;
     out += fmt::format("# {}: bottleneck {} ({} in {} at full rate)\n",
@@ -610,10 +632,12 @@ std::vector<TraceTransfer> busy_bins(const TimelineCollective& tc, std::size_t c
 
 }  // namespace
 
-void write_transfer_timeline(std::ostream& out, const Topology& topology,
-                             std::span<const TimelineCollective> collectives,
-                             const TrafficReport* traffic, std::size_t max_transfers) {
-  const int K = topology.num_ranks();
+namespace {
+
+// Every transfer, or (past `max_transfers`) each rank's sends and receives per time bin,
+// in order of start.
+std::vector<TraceTransfer> timeline_transfers(std::span<const TimelineCollective> collectives,
+                                              int K, std::size_t max_transfers) {
   std::size_t total = 0;
   for (const TimelineCollective& tc : collectives) total += tc.ops.size();
   std::vector<TraceTransfer> transfers;
@@ -641,36 +665,57 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
   std::stable_sort(
       transfers.begin(), transfers.end(),
       [](const TraceTransfer& a, const TraceTransfer& b) { return a.start < b.start; });
-  TraceLanes send_lanes(K), recv_lanes(K);
-  std::vector<std::pair<int, int>> lane_of(transfers.size());  // (send lane, receive lane)
-  for (std::size_t i = 0; i < transfers.size(); ++i) {
-    const TraceTransfer& x = transfers[i];
-    lane_of[i] = {x.side != 1 ? send_lanes.place(x.src, x.start, x.end) : -1,
-                  x.side != 0 ? recv_lanes.place(x.dst, x.start, x.end) : -1};
-  }
-  // Thread ids: per rank, its send lanes then its receive lanes, ranks in order.
-  std::vector<int> first_tid(K + 1, 0);
-  for (int rank = 0; rank < K; ++rank)
-    first_tid[rank + 1] =
-        first_tid[rank] + std::max(1, send_lanes.count(rank)) + recv_lanes.count(rank);
+  return transfers;
+}
 
-  // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
-  ChromeTrace trace(out);
-  trace.process_name(0, "ranks");
-  if (traffic) trace.process_name(1, "link utilisation");
-  fmt::memory_buffer name;  // scratch for formatted names: no allocation per event
-  auto named = [&]<class... Args>(fmt::format_string<Args...> format, Args&&... args) {
-    name.clear();
-    fmt::format_to(std::back_inserter(name), format, std::forward<Args>(args)...);
-    return std::string_view(name.data(), name.size());
-  };
-  for (int rank = 0; rank < K; ++rank) {
+// The trace's threads: per rank, its send lanes then its receive lanes, ranks in order;
+// each transfer on a lane of its sender and one of its receiver where it does not overlap
+// another.
+struct TimelineThreads {
+  TraceLanes send_lanes, recv_lanes;
+  std::vector<std::pair<int, int>> lane_of;  // per transfer: (send lane, receive lane)
+  std::vector<int> first_tid;                // per rank, and one past the last
+
+  TimelineThreads(std::span<const TraceTransfer> transfers, int K)
+      : send_lanes(K), recv_lanes(K), lane_of(transfers.size()), first_tid(K + 1, 0) {
+    for (std::size_t i = 0; i < transfers.size(); ++i) {
+      const TraceTransfer& x = transfers[i];
+      lane_of[i] = {x.side != 1 ? send_lanes.place(x.src, x.start, x.end) : -1,
+                    x.side != 0 ? recv_lanes.place(x.dst, x.start, x.end) : -1};
+    }
+    for (int rank = 0; rank < K; ++rank)
+      first_tid[rank + 1] = first_tid[rank] + sends(rank) + recv_lanes.count(rank);
+  }
+  int sends(int rank) const { return std::max(1, send_lanes.count(rank)); }
+  int send_tid(std::size_t i, int rank) const { return first_tid[rank] + lane_of[i].first; }
+  int recv_tid(std::size_t i, int rank) const {
+    return first_tid[rank] + sends(rank) + lane_of[i].second;
+  }
+};
+
+// Formats a name into one reused buffer: no allocation per event.
+class NameBuffer {
+ public:
+  template <class... Args>
+  std::string_view operator()(fmt::format_string<Args...> format, Args&&... args) {
+    name_.clear();
+    fmt::format_to(std::back_inserter(name_), format, std::forward<Args>(args)...);
+    return {name_.data(), name_.size()};
+  }
+
+ private:
+  fmt::memory_buffer name_;
+};
+
+void write_thread_names(ChromeTrace& trace, const Topology& topology,
+                        const TimelineThreads& threads, NameBuffer& named) {
+  for (int rank = 0; rank < topology.num_ranks(); ++rank) {
     const std::string& gpu = topology.node(topology.gpu_of_rank(rank)).name;
-    const int sends = std::max(1, send_lanes.count(rank));
-    for (int lane = 0; lane < sends + recv_lanes.count(rank); ++lane) {
+    const int sends = threads.sends(rank);
+    for (int lane = 0; lane < sends + threads.recv_lanes.count(rank); ++lane) {
       const bool recv = lane >= sends;
       const int n = recv ? lane - sends : lane;
-      const int tid = first_tid[rank] + lane;
+      const int tid = threads.first_tid[rank] + lane;
       if (n)
         trace.thread_name(0, tid,
                           named("rank {} ({}) {} {}", rank, gpu, recv ? "recv" : "send", n + 1));
@@ -679,52 +724,76 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
       trace.thread_sort_index(0, tid, tid);
     }
   }
+}
+
+// One transfer: a slice on its sender's lane and one on its receiver's, with an arrow
+// between them; or one time bin of a rank's sends or receives.
+void write_transfer(ChromeTrace& trace, const TraceTransfer& x, int send_tid, int recv_tid,
+                    std::string_view collective, NameBuffer& named) {
+  const double ts = x.start / 1e6, dur = (x.end - x.start) / 1e6;
+  if (x.side >= 0) {
+    trace
+        .complete(
+            0, x.side ? recv_tid : send_tid, ts, dur,
+            named("{}: {} {:.0f}%", collective, x.side ? "receiving" : "sending", x.busy * 100),
+            collective)
+        .arg("collective", collective)
+        .arg("busy", x.busy, "{:.4f}")
+        .arg("bytes", x.bytes)
+        .arg("transfers", x.transfers);
+    return;
+  }
+  for (int side = 0; side < 2; ++side)
+    trace
+        .complete(0, side ? recv_tid : send_tid, ts, dur,
+                  named("{} {}\u2192{}", x.reduce ? "reduce" : "copy", x.src, x.dst), collective)
+        .arg("collective", collective)
+        .arg("step", x.step)
+        .arg("bytes", x.bytes)
+        .arg("src_rank", x.src)
+        .arg("dst_rank", x.dst);
+  if (x.src != x.dst && x.end > x.start) {
+    // An arrow from the send slice to the receive slice. Flow events bind to the
+    // slice with the same pid, tid, ts and cat (Chrome's rule), or to the slice
+    // enclosing them ("bp": "e", the Trace Event Format's): both hold here.
+    trace.flow_start(0, send_tid, ts, x.id, collective, "transfer");
+    trace.flow_end(0, recv_tid, ts, x.id, collective, "transfer");
+  }
+}
+
+// Counter tracks: each busy link's utilisation per time bin.
+void write_link_counters(ChromeTrace& trace, const Topology& topology,
+                         const TrafficReport& traffic) {
+  for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
+    const LinkTraffic& lt = traffic.links[l];
+    if (lt.bytes == 0 || lt.bins.empty()) continue;
+    const std::string link = "link " + topology.link_label(l);
+    for (int k = 0; k <= traffic.bins; ++k)
+      trace.counter(1, k * traffic.bin_s * 1e6, link)
+          .arg("utilisation", k < traffic.bins ? lt.bins[k] : 0.0, "{:.4g}");
+  }
+}
+
+}  // namespace
+
+void write_transfer_timeline(std::ostream& out, const Topology& topology,
+                             std::span<const TimelineCollective> collectives,
+                             const TrafficReport* traffic, std::size_t max_transfers) {
+  const int K = topology.num_ranks();
+  const std::vector<TraceTransfer> transfers = timeline_transfers(collectives, K, max_transfers);
+  const TimelineThreads threads(transfers, K);
+  // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
+  ChromeTrace trace(out);
+  trace.process_name(0, "ranks");
+  if (traffic) trace.process_name(1, "link utilisation");
+  NameBuffer named;
+  write_thread_names(trace, topology, threads, named);
   for (std::size_t i = 0; i < transfers.size(); ++i) {
     const TraceTransfer& x = transfers[i];
-    const double ts = x.start / 1e6, dur = (x.end - x.start) / 1e6;
-    const int send_tid = first_tid[x.src] + lane_of[i].first;
-    const int recv_tid =
-        first_tid[x.dst] + std::max(1, send_lanes.count(x.dst)) + lane_of[i].second;
-    const std::string_view collective = collectives[x.collective].name;
-    if (x.side >= 0) {  // a time bin of the rank's sends or receives for one collective
-      trace
-          .complete(
-              0, x.side ? recv_tid : send_tid, ts, dur,
-              named("{}: {} {:.0f}%", collective, x.side ? "receiving" : "sending", x.busy * 100),
-              collective)
-          .arg("collective", collective)
-          .arg("busy", x.busy, "{:.4f}")
-          .arg("bytes", x.bytes)
-          .arg("transfers", x.transfers);
-      continue;
-    }
-    for (int side = 0; side < 2; ++side)
-      trace
-          .complete(0, side ? recv_tid : send_tid, ts, dur,
-                    named("{} {}\u2192{}", x.reduce ? "reduce" : "copy", x.src, x.dst), collective)
-          .arg("collective", collective)
-          .arg("step", x.step)
-          .arg("bytes", x.bytes)
-          .arg("src_rank", x.src)
-          .arg("dst_rank", x.dst);
-    if (x.src != x.dst && x.end > x.start) {
-      // An arrow from the send slice to the receive slice. Flow events bind to the
-      // slice with the same pid, tid, ts and cat (Chrome's rule), or to the slice
-      // enclosing them ("bp": "e", the Trace Event Format's): both hold here.
-      trace.flow_start(0, send_tid, ts, x.id, collective, "transfer");
-      trace.flow_end(0, recv_tid, ts, x.id, collective, "transfer");
-    }
+    write_transfer(trace, x, threads.send_tid(i, x.src), threads.recv_tid(i, x.dst),
+                   collectives[x.collective].name, named);
   }
-  // Counter tracks: each busy link's utilisation per time bin.
-  if (traffic)
-    for (LinkId l = 0; l < static_cast<LinkId>(traffic->links.size()); ++l) {
-      const LinkTraffic& lt = traffic->links[l];
-      if (lt.bytes == 0 || lt.bins.empty()) continue;
-      const std::string link = "link " + topology.link_label(l);
-      for (int k = 0; k <= traffic->bins; ++k)
-        trace.counter(1, k * traffic->bin_s * 1e6, link)
-            .arg("utilisation", k < traffic->bins ? lt.bins[k] : 0.0, "{:.4g}");
-    }
+  if (traffic) write_link_counters(trace, topology, *traffic);
   trace.finish();
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "core/units.h"
 #include "report/html_common.h"
@@ -216,34 +217,40 @@ std::string pick_labels(const Series& s, const std::function<double(double)>& X,
   return out;
 }
 
-// One log-log plot: x = size, y = the chart's value; a line with markers per algorithm
-// (NCCL's picks labelled), the measured points, crossovers as labelled dashed verticals.
-void plot(std::ostream& out, const SweepResult& r, int ranks,
-          const std::vector<Crossover>& crossovers, const Chart& chart) {
-  std::vector<Series> series = series_of(r, ranks, chart);
+// Where a plot's values land: log2 of size across, log10 of the value up.
+struct PlotFrame {
   double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
-  for (const auto& s : series)
-    for (const auto& p : s.points) {
-      xmin = std::min(xmin, static_cast<double>(p.bytes));
-      xmax = std::max(xmax, static_cast<double>(p.bytes));
-      ymin = std::min(ymin, p.value);
-      ymax = std::max(ymax, p.value);
-    }
-  if (series.empty() || xmax <= xmin || ymax <= 0) return;
-  // Whole decades or half decades around the data, so the ticks frame it.
-  ymin = std::pow(10, std::floor(std::log10(ymin) * 2) / 2);
-  ymax = std::pow(10, std::ceil(std::log10(ymax) * 2) / 2);
-  if (ymax <= ymin) ymax = ymin * 10;
-  find_coinciding(series);
-  const std::function<double(double)> X = [&](double x) {
+  double X(double x) const {
     return kLeft + (kW - kLeft - kRight) * (std::log2(x) - std::log2(xmin)) /
                        (std::log2(xmax) - std::log2(xmin));
-  };
-  const std::function<double(double)> Y = [&](double y) {
+  }
+  double Y(double y) const {
     return kH - kBottom -
            (kH - kBottom - kTop) * (std::log10(y) - std::log10(ymin)) /
                (std::log10(ymax) - std::log10(ymin));
-  };
+  }
+};
+
+// The data's extent, the values widened to whole decades or half decades so the ticks
+// frame it; nullopt when there is nothing to draw.
+std::optional<PlotFrame> frame_of(const std::vector<Series>& series) {
+  PlotFrame f;
+  for (const auto& s : series)
+    for (const auto& p : s.points) {
+      f.xmin = std::min(f.xmin, static_cast<double>(p.bytes));
+      f.xmax = std::max(f.xmax, static_cast<double>(p.bytes));
+      f.ymin = std::min(f.ymin, p.value);
+      f.ymax = std::max(f.ymax, p.value);
+    }
+  if (series.empty() || f.xmax <= f.xmin || f.ymax <= 0) return std::nullopt;
+  f.ymin = std::pow(10, std::floor(std::log10(f.ymin) * 2) / 2);
+  f.ymax = std::pow(10, std::ceil(std::log10(f.ymax) * 2) / 2);
+  if (f.ymax <= f.ymin) f.ymax = f.ymin * 10;
+  return f;
+}
+
+// The SVG element, the frame, the grid with its ticks and the axis labels.
+void plot_axes(std::ostream& out, const PlotFrame& f, int ranks, const Chart& chart) {
   out << fmt::format(
       "<svg id=\"{}-{}\" class=\"plot\" width=\"{}\" height=\"{}\" "
       "xmlns=\"http://www.w3.org/2000/svg\">\n",
@@ -251,34 +258,44 @@ void plot(std::ostream& out, const SweepResult& r, int ranks,
   out << fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", kLeft,
       kTop, kW - kLeft - kRight, kH - kBottom - kTop);
-  for (double d : size_ticks(xmin, xmax))
+  for (double d : size_ticks(f.xmin, f.xmax))
     out << fmt::format(
         "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" class=\"grid\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" class=\"tick\" text-anchor=\"middle\">{4}</text>\n",
-        X(d), kTop, kH - kBottom, kH - kBottom + 14, format_bytes(static_cast<std::int64_t>(d)));
-  for (double d : value_ticks(ymin, ymax))
+        f.X(d), kTop, kH - kBottom, kH - kBottom + 14, format_bytes(static_cast<std::int64_t>(d)));
+  for (double d : value_ticks(f.ymin, f.ymax))
     out << fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" class=\"grid\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" class=\"tick\" text-anchor=\"end\">{5}</text>\n",
-        kLeft, kW - kRight, Y(d), kLeft - 4, Y(d) + 3,
+        kLeft, kW - kRight, f.Y(d), kLeft - 4, f.Y(d) + 3,
         chart.time ? time_label(d) : format_significant(d, 6));
   out << fmt::format(
       "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"middle\">message size (binary: 1 "
       "KiB = 1024 B)</text><text x=\"{}\" y=\"16\" class=\"axis\">{}</text>\n",
       (kLeft + kW) / 2, kH - 8, kLeft, chart.ylabel);
-  // Crossovers under the lines: a dashed vertical each, labelled at the top.
+}
+
+// Crossovers under the lines: a dashed vertical each, labelled at the top.
+void plot_crossovers(std::ostream& out, const PlotFrame& f,
+                     const std::vector<Crossover>& crossovers) {
   for (const auto& x : crossovers) {
-    if (x.estimate < xmin || x.estimate > xmax) continue;
+    if (x.estimate < f.xmin || x.estimate > f.xmax) continue;
     const std::string label = html::escape(fmt::format("{} \u2192 {} \u2248 {}", x.from, x.to,
                                                        format_bytes(std::llround(x.estimate))));
-    const double px = X(x.estimate);
+    const double px = f.X(x.estimate);
     out << fmt::format(
         "<g class=\"crossover\"><title>{0}</title><line x1=\"{1:.1f}\" x2=\"{1:.1f}\" y1=\"{2}\" "
         "y2=\"{3}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/><text x=\"{4:.1f}\" y=\"{5}\" "
         "class=\"xlabel\" transform=\"rotate(90 {4:.1f} {5})\">{0}</text></g>\n",
         label, px, kTop, kH - kBottom, px + 3, kTop + 4);
   }
-  // Lines, each point's marker with its own hover title.
+}
+
+// Lines, each point's marker with its own hover title; then the legend: each name in its
+// line's colour, with its marker and dash.
+void plot_series(std::ostream& out, const PlotFrame& f, const std::vector<Series>& series) {
+  const std::function<double(double)> X = [&](double x) { return f.X(x); };
+  const std::function<double(double)> Y = [&](double y) { return f.Y(y); };
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     const std::string colour = colour_of(i);
@@ -293,7 +310,6 @@ void plot(std::ostream& out, const SweepResult& r, int ranks,
         "stroke=\"{}\" stroke-width=\"2\"{}/>{}{}</g>\n",
         s.name, points, colour, dash_of(s), marks, pick_labels(s, X, Y, colour));
   }
-  // The legend: each name in its line's colour, with its marker and dash.
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     const int y = kTop + 8 + 18 * static_cast<int>(i);
@@ -305,6 +321,19 @@ void plot(std::ostream& out, const SweepResult& r, int ranks,
         kW + 8, kW + 36, y, colour, dash_of(s), marker(i, kW + 22, y, colour), kW + 42, y + 4,
         s.name, s.same_as >= 0 ? fmt::format(" (= {})", series[s.same_as].name) : "");
   }
+}
+
+// One log-log plot: x = size, y = the chart's value; a line with markers per algorithm
+// (NCCL's picks labelled), the measured points, crossovers as labelled dashed verticals.
+void plot(std::ostream& out, const SweepResult& r, int ranks,
+          const std::vector<Crossover>& crossovers, const Chart& chart) {
+  std::vector<Series> series = series_of(r, ranks, chart);
+  const std::optional<PlotFrame> frame = frame_of(series);
+  if (!frame) return;
+  find_coinciding(series);
+  plot_axes(out, *frame, ranks, chart);
+  plot_crossovers(out, *frame, crossovers);
+  plot_series(out, *frame, series);
   out << "</svg>\n";
   for (const Series& s : series)
     if (s.same_as >= 0)

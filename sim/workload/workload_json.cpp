@@ -362,62 +362,63 @@ void parse_chakra_form(const JsonView& v, WorkloadSpec& w) {
   }
 }
 
-WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t index,
-                       std::vector<bool>& taken, int& next_free,
-                       const std::filesystem::path& base_dir) {
-  if (!v.is_object())
-    v.fail("a workload object like {\"gradients\": \"1GiB\", \"compute\": \"20ms\"}");
-  v.allow_only(kJobKeys);
-  WorkloadSpec w;
-  w.json_path = v.path();
-  w.name = v.has("name") ? v["name"].as_name() : fmt::format("job{}", index);
-  std::optional<int> trace_ranks;
-  if (auto c = v.find("chakra")) {
-    trace_ranks = parse_chakra_prefix(*c, base_dir, w);
-  } else {
-    for (std::string_view key : kChakraOnlyKeys)
-      if (v.has(key)) v[key].fail_message("only a workload with a \"chakra\" trace takes it");
+// A job without "ranks": as many as its trace or parallelism asks for, else every rank
+// left, from the first free one.
+std::vector<int> default_ranks(const JsonView& v, const Topology& topology, int next_free,
+                               std::optional<int> trace_ranks) {
+  const int left = topology.num_ranks() - next_free;
+  if (left <= 0)  // an empty rank list has no last rank to start the next job after
+    v.fail_message(
+        fmt::format("no ranks are left on the topology (the jobs before it take "
+                    "ranks up to {}): give its \"ranks\"",
+                    next_free - 1));
+  int want = trace_ranks.value_or(left);
+  if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
+    std::int64_t d[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; ++i)
+      if (auto x = p->find(std::array{"dp", "tp", "pp", "cp"}[i]))
+        d[i] = x->as_int(1, i == 3 ? kMaxCp : kMaxDegree);
+    if (gpus_of(d[0], d[1], d[2], d[3]) > left)
+      p->fail_message(fmt::format("{}, but only {} ranks are left on the topology",
+                                  gpus_text(d[0], d[1], d[2], d[3]), left));
+    want = static_cast<int>(gpus_of(d[0], d[1], d[2], d[3]));
   }
+  if (want > left)
+    v.fail_message(fmt::format("needs {} ranks but only {} are left on the topology", want, left));
+  std::vector<int> ranks(want);
+  std::iota(ranks.begin(), ranks.end(), next_free);
+  return ranks;
+}
+
+// The job's ranks, given or by default, each claimed from `taken`.
+std::vector<int> job_ranks(const JsonView& v, const Topology& topology,
+                           std::optional<int> trace_ranks, std::vector<bool>& taken,
+                           int& next_free) {
+  std::vector<int> ranks;
   if (auto r = v.find("ranks")) {
-    w.ranks = r->as_int_list(0, topology.num_ranks() - 1);
-    if (w.ranks.empty()) r->fail("a non-empty list of ranks");
-    if (trace_ranks && static_cast<int>(w.ranks.size()) != *trace_ranks)
+    ranks = r->as_int_list(0, topology.num_ranks() - 1);
+    if (ranks.empty()) r->fail("a non-empty list of ranks");
+    if (trace_ranks && static_cast<int>(ranks.size()) != *trace_ranks)
       r->fail_message(
           fmt::format("the Chakra trace has {} ranks (one file each) but {} are "
                       "listed",
-                      *trace_ranks, w.ranks.size()));
+                      *trace_ranks, ranks.size()));
   } else {
-    // As many ranks as the trace or the parallelism asks for, else every rank left.
-    const int left = topology.num_ranks() - next_free;
-    if (left <= 0)  // an empty rank list has no last rank to start the next job after
-      v.fail_message(fmt::format("no ranks are left on the topology (the jobs before it take "
-                                 "ranks up to {}): give its \"ranks\"",
-                                 next_free - 1));
-    int want = trace_ranks.value_or(left);
-    if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
-      std::int64_t d[4] = {1, 1, 1, 1};
-      for (int i = 0; i < 4; ++i)
-        if (auto x = p->find(std::array{"dp", "tp", "pp", "cp"}[i]))
-          d[i] = x->as_int(1, i == 3 ? kMaxCp : kMaxDegree);
-      if (gpus_of(d[0], d[1], d[2], d[3]) > left)
-        p->fail_message(fmt::format("{}, but only {} ranks are left on the topology",
-                                    gpus_text(d[0], d[1], d[2], d[3]), left));
-      want = static_cast<int>(gpus_of(d[0], d[1], d[2], d[3]));
-    }
-    if (want > left)
-      v.fail_message(
-          fmt::format("needs {} ranks but only {} are left on the topology", want, left));
-    w.ranks.resize(want);
-    std::iota(w.ranks.begin(), w.ranks.end(), next_free);
+    ranks = default_ranks(v, topology, next_free, trace_ranks);
   }
-  for (std::size_t i = 0; i < w.ranks.size(); ++i) {
-    if (taken[w.ranks[i]])
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (taken[ranks[i]])
       (v.has("ranks") ? v["ranks"][i] : v)
-          .fail_message(fmt::format("rank {} already belongs to another job (or is listed twice)",
-                                    w.ranks[i]));
-    taken[w.ranks[i]] = true;
+          .fail_message(
+              fmt::format("rank {} already belongs to another job (or is listed twice)", ranks[i]));
+    taken[ranks[i]] = true;
   }
-  next_free = std::max(next_free, *std::max_element(w.ranks.begin(), w.ranks.end()) + 1);
+  next_free = std::max(next_free, *std::max_element(ranks.begin(), ranks.end()) + 1);
+  return ranks;
+}
+
+// What every form takes: the gradient bucket, overlap, the all-reduce algorithm, protocol.
+void parse_collective_settings(const JsonView& v, WorkloadSpec& w) {
   if (auto b = v.find("bucket")) {
     if (b->raw().is_null()) {
       w.bucket.reset();
@@ -436,6 +437,26 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
                                   w.algorithm, preset_list(all_reduce)));
   }
   if (auto p = v.find("protocol")) w.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
+}
+
+WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t index,
+                       std::vector<bool>& taken, int& next_free,
+                       const std::filesystem::path& base_dir) {
+  if (!v.is_object())
+    v.fail("a workload object like {\"gradients\": \"1GiB\", \"compute\": \"20ms\"}");
+  v.allow_only(kJobKeys);
+  WorkloadSpec w;
+  w.json_path = v.path();
+  w.name = v.has("name") ? v["name"].as_name() : fmt::format("job{}", index);
+  std::optional<int> trace_ranks;
+  if (auto c = v.find("chakra")) {
+    trace_ranks = parse_chakra_prefix(*c, base_dir, w);
+  } else {
+    for (std::string_view key : kChakraOnlyKeys)
+      if (v.has(key)) v[key].fail_message("only a workload with a \"chakra\" trace takes it");
+  }
+  w.ranks = job_ranks(v, topology, trace_ranks, taken, next_free);
+  parse_collective_settings(v, w);
   if (trace_ranks)
     parse_chakra_form(v, w);
   else if (v.has("model"))
