@@ -150,6 +150,26 @@ TEST_CASE("errors: one line, exit status 2, nothing written") {
   }
 }
 
+TEST_CASE("command-line errors: one line, exit status 2, the option named") {
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-allreduce.json";
+  const fs::path out = temp_dir("cli-errors") / "out";
+  const std::pair<std::string, std::string> cases[] = {
+      {"run " + scenario + " --out " + out.string() + " --trace-transfers 0",
+       "collsim: error: --trace-transfers: Value 0 not in range 1 to 1073741824\n"},
+      {"sweep " + scenario + " -j x", "collsim: error: --jobs: Value x not in range 0 to 4096\n"},
+      {"trace " + scenario + " --values bogus",
+       "collsim: error: --values: bogus not in {auto,powers,symbolic}\n"},
+      {"", "collsim: error: A subcommand is required (collsim --help lists them)\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Outcome o = run_collsim(args);
+    CHECK(o.status == 2);
+    CHECK(o.err == message);
+    CHECK((!fs::exists(out) || fs::is_empty(out)));
+  }
+}
+
 TEST_CASE("version and help flags") {
   CHECK_THAT(run_collsim("--version").out, Catch::StartsWith("collsim "));
   const Outcome help = run_collsim("run --help");

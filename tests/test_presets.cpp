@@ -264,7 +264,11 @@ TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, 
 TEST_CASE("preset errors name the path") {
   CHECK_THROWS_WITH(
       load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 0.5})"),
-      "topology.oversubscription: expected a ratio of at least 1 (2 means 2:1), got 0.5");
+      "topology.oversubscription: expected a ratio from 1 to 1000 (2 means 2:1), got 0.5");
+  // Far above it, an uplink's rate would leave the range every bandwidth is held to.
+  CHECK_THROWS_WITH(load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 1e15})"),
+                    "topology.oversubscription: expected a ratio from 1 to 1000 (2 means 2:1), "
+                    "got 1e+15");
   CHECK_THROWS_WITH(load(R"({"preset": "torus", "dims": [], "bandwidth": "1GB/s"})"),
                     "topology.dims: expected 2 or 3 sizes, like [4, 4] or [4, 4, 4], got []");
   CHECK_THROWS_WITH(

@@ -459,7 +459,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   cmd->add_option("--trace-transfers", args.trace_transfers,
                   "timeline.json: one slice per transfer up to this many; beyond, per rank "
                   "time bins of how busy it was")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
       ->capture_default_str();
   cmd->add_flag("--stream", args.stream,
                 "Generate each collective while simulating it, holding only the ops in flight; "
@@ -688,8 +688,13 @@ int main(int argc, char** argv) {
   Commands commands(app);  // not const: parsing writes into it
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version: printed as CLI11 prints them
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    // One line, as every other refusal: what the option parser says names the option.
+    std::cerr << "collsim: error: " << e.what()
+              << (app.get_subcommands().empty() ? " (collsim --help lists them)" : "") << "\n";
+    return 2;
   }
   install_stop_handlers();
   try {

@@ -10,6 +10,11 @@
 
 namespace collsim {
 
+bool is_regular_file_quietly(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && !ec;
+}
+
 void check_regular_file(const std::string& path, std::string_view what) {
   namespace fs = std::filesystem;
   std::error_code ec;

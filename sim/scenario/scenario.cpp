@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/json_view.h"
 #include "core/units.h"
 #include "scenario/cost_json.h"
@@ -562,7 +563,7 @@ Topology load_topology_argument(const std::string& arg, const fs::path& base_dir
     return load_topology(JsonView(doc, "topology"), base_dir);
   }
   const fs::path file = base_dir / arg;
-  if (fs::is_regular_file(file) && is_scenario(read_json_file(file.string(), arg)))
+  if (is_regular_file_quietly(file.string()) && is_scenario(read_json_file(file.string(), arg)))
     return load_scenario(file).topology;
   const nlohmann::json name = arg;
   return load_topology(JsonView(name, "topology"), base_dir);
@@ -576,7 +577,8 @@ void require_collectives(const Scenario& s) {
 }
 
 Scenario load_scenario(const fs::path& file) {
-  if (!fs::is_regular_file(file)) throw InputError(file.string(), "no such scenario file");
+  if (!is_regular_file_quietly(file.string()))
+    throw InputError(file.string(), "no such scenario file");
   const nlohmann::json doc = read_json_file(file.string(), file.string());
   return parse_scenario(doc, file.parent_path(), file.stem().string());
 }

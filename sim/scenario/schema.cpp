@@ -272,9 +272,10 @@ constexpr std::string_view kTopologyShape = R"json({
       ]
     },
     "ratio": {
-      "description": "Downlink : uplink capacity, at least 1 (2 means 2:1).",
+      "description": "Downlink : uplink capacity, from 1 to 1000 (2 means 2:1).",
       "type": "number",
-      "minimum": 1
+      "minimum": 1,
+      "maximum": 1000
     },
     "linkKind": {
       "enum": "@link_kind"

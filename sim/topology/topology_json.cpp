@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/json_view.h"
 #include "core/units.h"
 #include "topology/presets.h"
@@ -113,10 +114,13 @@ Topology dgx_preset(const JsonView& spec) {
   return make_dgx_topology(server_from_json(spec));
 }
 
-// A ratio like "oversubscription": at least 1 (2 means 2:1).
+// A ratio like "oversubscription": at least 1 (2 means 2:1), at most kMaxRatio (beyond
+// it an uplink's rate would leave the range bandwidths are held to).
+constexpr double kMaxRatio = 1000;
 double ratio_field(const JsonView& v) {
   const double ratio = v.as_number();
-  if (ratio < 1) v.fail("a ratio of at least 1 (2 means 2:1)");
+  if (!(ratio >= 1 && ratio <= kMaxRatio))
+    v.fail(fmt::format("a ratio from 1 to {} (2 means 2:1)", kMaxRatio));
   return ratio;
 }
 
@@ -300,10 +304,10 @@ Topology topology_from_object(const JsonView& spec) {
 fs::path resolve_topology_file(const JsonView& v, const fs::path& base_dir) {
   const std::string name = v.as_string();
   const fs::path as_path = base_dir / name;
-  if (fs::is_regular_file(as_path)) return as_path;
+  if (is_regular_file_quietly(as_path.string())) return as_path;
   for (const auto& dir : topology_search_path()) {
     for (const fs::path& candidate : {dir / name, dir / (name + ".json")})
-      if (fs::is_regular_file(candidate)) return candidate;
+      if (is_regular_file_quietly(candidate.string())) return candidate;
   }
   const auto names = bundled_topology_names();
   std::string known;
