@@ -121,6 +121,30 @@ TEST_CASE("auto and segments auto inside a level are settled by the tuner's cost
   }
 }
 
+TEST_CASE("segments auto leaves out counts whose schedules could pass 2^22 ops") {
+  // 1 Mi elements on 64 ranks: powers of two from 1 to 65536 are 17 counts. Both run in
+  // a pipeline's lanes, bounded by 4 K S ops: up to S = 16384 within 2^22, 15 counts. The
+  // cost here prefers more ops, so the most segments tried is the one chosen.
+  const Scenario s = scenario_of(
+      R"({"topology": {"preset": "switch", "gpus": 64, "bandwidth": "100GB/s"},
+          "network": {"model": "ideal"}, "collectives": [
+          {"name": "tree", "op": "all_reduce", "algorithm": "binomial_tree", "bytes": "4MiB",
+           "segments": "auto"},
+          {"name": "chain", "op": "broadcast", "algorithm": "ring", "bytes": "4MiB",
+           "segments": "auto"}]})");
+  Router router(s.topology, s.network.routing);
+  const Plan plan =
+      make_plan(s, router, [](const PlannedCollective& c) { return -double(c.schedule->size()); });
+  for (const auto& [name, most] : {std::pair{"tree", 16384}, {"chain", 16384}}) {
+    const PlannedCollective* c = plan.find(name);
+    REQUIRE(c);
+    REQUIRE(c->choice);
+    INFO(name);
+    CHECK(c->choice->candidates_tried == 15);
+    CHECK(c->spec.options.segments == most);
+  }
+}
+
 TEST_CASE("each algorithm takes its own options, and so does each hierarchy level") {
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "segments": 4})") ==
         "collectives[0].segments: the ring algorithm takes no \"segments\"; binomial_tree, "

@@ -34,6 +34,11 @@ void check_reachable(const Topology& t, const PlannedCollective& c, Router& rout
   }
 }
 
+// The most ops a candidate of "segments": "auto" may have, by schedule_ops_bound: past it,
+// each candidate takes seconds to simulate, and a few dozen of them (algorithms x
+// segment counts x protocols) minutes. The fewest segments are always tried.
+constexpr double kMostOpsTried = 1 << 22;
+
 // Settles one collective: an algorithm ("auto": each applicable one), its
 // defaults from the topology, and "segments": "auto" wherever it appears (the
 // collective, or a hierarchical level), by trying candidates at the cost given.
@@ -90,9 +95,11 @@ class Tuner {
           trial.schedule = SharedSchedule(generate_schedule(trial.spec));
           return finish(std::move(trial));  // nothing to choose
         }
-        for (const AlgorithmOptions& o : expand_auto(entry, trial)) {
+        const std::vector<AlgorithmOptions> candidates = expand_auto(entry, trial);
+        for (const AlgorithmOptions& o : candidates) {
           PlannedCollective t = trial;  // no schedule yet: cheap to copy
           t.spec.options = o;
+          if (&o != &candidates.front() && schedule_ops_bound(t.spec) > kMostOpsTried) continue;
           t.schedule = SharedSchedule(generate_schedule(t.spec));
           for (const std::string& p : protocols) {
             with_protocol(t, p);
