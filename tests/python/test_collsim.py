@@ -88,6 +88,14 @@ def test_sweep_returns_what_the_cli_prints():
                          algorithms=["ring", "binomial_tree"]) == expected
 
 
+def test_schema_returns_what_the_cli_prints():
+    assert collsim.schema() == cli_json("schema")
+    assert collsim.schema("topology") == cli_json("schema", "topology")
+    assert "ring" in collsim.schema()["definitions"]["algorithm"]["enum"]
+    with pytest.raises(ValueError, match="scenario"):
+        collsim.schema("workload")
+
+
 def test_topology_summary():
     flat = collsim.topology("cluster-8x8")
     thin = collsim.topology("cluster-8x8-2to1")

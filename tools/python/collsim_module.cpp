@@ -24,6 +24,7 @@
 #include "report/reports.h"
 #include "report/run_use_case.h"
 #include "scenario/scenario.h"
+#include "scenario/schema.h"
 #include "simulate/run_scenario.h"
 #include "simulate/simulated_plan.h"
 #include "sweep/sweep.h"
@@ -268,6 +269,14 @@ py::object topology(const py::object& spec) {
   return to_python(topology_summary_json(load_topology_argument(arg, fs::current_path())));
 }
 
+// `collsim schema [scenario|topology]`'s document.
+py::object schema(const std::string& which) {
+  if (which != "scenario" && which != "topology")
+    throw py::value_error("schema: \"scenario\" or \"topology\", not \"" + which + "\"");
+  return py::module_::import("json").attr("loads")(which == "topology" ? topology_schema()
+                                                                       : scenario_schema());
+}
+
 }  // namespace
 
 PYBIND11_MODULE(collsim, m) {
@@ -327,6 +336,10 @@ PYBIND11_MODULE(collsim, m) {
         "calibrate --nccl-tests LOGS --topology T --out FILE` writes, and writes it to `out` "
         "when given. Use it with compare(..., calibration=FILE) or a scenario's "
         "\"network\": {\"calibration\": FILE}.");
+  m.def("schema", &schema, py::arg("which") = "scenario",
+        "The JSON Schema of scenario (or \"topology\") files, as `collsim schema` prints it: "
+        "validate a scenario dict with it (jsonschema.validate(doc, collsim.schema())) before "
+        "running it.");
   m.def("topology", &topology, py::arg("topology"),
         "Summarise a topology: a bundled name (\"cluster-8x8\"), a topology or scenario file, or "
         "a dict; returns `collsim topo --format json`'s document (bytes/s).");
