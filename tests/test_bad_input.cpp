@@ -154,7 +154,7 @@ TEST_CASE("calibration files are held to a scenario's bounds, naming file and fi
         "cal.json:alpha_s: expected a duration from 0 to 1 hour (3600 s), got -1e-06");
   CHECK(error(R"({"alpha_s": 1e300})") ==
         "cal.json:alpha_s: expected a duration from 0 to 1 hour (3600 s), got 1e+300");
-  CHECK(error(R"([1, 2])").starts_with("cal.json:: expected a calibration object"));
+  CHECK(error(R"([1, 2])").starts_with("cal.json: expected a calibration object"));
   CHECK(error(R"({"alpha_s": 2e-6, "bandwidth_Bps": 5e10})") == "no error");
   CHECK(s.network.alpha == from_seconds(2e-6));
 }
@@ -348,6 +348,12 @@ TEST_CASE("cli: each fuzzing reproducer exits 2 with one line") {
       scenario('"' + std::string(300, 'x') + '"', all_reduce("64")),
       scenario(R"({"preset": "cluster", "nodes": 2, "oversubscription": 1e15})", all_reduce("64")),
   };
+  // A scenario named as a topology says so, under the file's name (one colon).
+  write(dir, "other.json", scenario(kSwitch, all_reduce("64")));
+  CHECK_THROWS_WITH(
+      parse_scenario(parse_json_text(scenario("\"other.json\"", all_reduce("64")), "s.json"), dir),
+      "other.json: expected a topology, got a scenario: name its topology (or the scenario's "
+      "\"topology\" value) instead");
   for (const auto& text : cases) {
     const fs::path file = write(dir, "s.json", text);
     const Outcome o = run_collsim("run " + file.string() + " --out " + (dir / "out").string());

@@ -297,6 +297,10 @@ Topology graph_from_json(const JsonView& spec) {
 Topology topology_from_object(const JsonView& spec) {
   if (spec.has("preset")) return preset_from_json(spec);
   if (spec.has("nodes")) return graph_from_json(spec);
+  if (spec.has("collectives") || spec.has("workload"))
+    spec.fail_message(
+        "expected a topology, got a scenario: name its topology (or the scenario's \"topology\" "
+        "value) instead");
   spec.fail_message(
       "expected {\"preset\": ...}, {\"nodes\": [...], \"links\": [...]}, or a file name");
 }
