@@ -381,4 +381,6 @@ TEST_CASE("the schema files are what collsim schema writes from the loaders' tab
   };
   CHECK(text(kSchemaDir / "scenario.schema.json") == collsim::scenario_schema());
   CHECK(text(kSchemaDir / "topology.schema.json") == collsim::topology_schema());
+  // And the reference page: `collsim schema --markdown > docs/schema.md`.
+  CHECK(text(kSourceDir / "docs" / "schema.md") == collsim::schema_reference());
 }

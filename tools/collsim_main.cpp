@@ -587,6 +587,7 @@ CLI::App* add_topo_command(CLI::App& app, TopoArgs& args) {
 
 struct SchemaArgs {
   std::string which = "scenario";
+  bool markdown = false;
 };
 
 CLI::App* add_schema_command(CLI::App& app, SchemaArgs& args) {
@@ -597,11 +598,15 @@ CLI::App* add_schema_command(CLI::App& app, SchemaArgs& args) {
   cmd->add_option("which", args.which, "scenario or topology")
       ->check(CLI::IsMember({"scenario", "topology"}))
       ->capture_default_str();
+  cmd->add_flag("--markdown", args.markdown,
+                "Print both as a Markdown reference instead, a table per object (docs/schema.md)");
   return cmd;
 }
 
 int schema_command(const SchemaArgs& args) {
-  std::cout << (args.which == "topology" ? topology_schema() : scenario_schema());
+  std::cout << (args.markdown              ? schema_reference()
+                : args.which == "topology" ? topology_schema()
+                                           : scenario_schema());
   return 0;
 }
 

@@ -1,5 +1,8 @@
 #include "scenario/schema.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -512,13 +515,11 @@ std::string text_of(const Json& doc) {
   return doc.dump(2, ' ', false) + "\n";
 }
 
-}  // namespace
-
-std::string scenario_schema() {
-  return text_of(expand(Json::parse(kScenarioShape), ""));
+Json scenario_document() {
+  return expand(Json::parse(kScenarioShape), "");
 }
 
-std::string topology_schema() {
+Json topology_document() {
   const Json shape = expand(Json::parse(kTopologyShape), "");
   Json doc = shape;
   Json& definitions = doc["definitions"];
@@ -529,7 +530,113 @@ std::string topology_schema() {
       for (const PresetFields& p : kPresetFields)
         definitions[std::string(p.definition)] = preset_object(p);
   }
-  return text_of(doc);
+  return doc;
+}
+
+// --- The reference page: one table per object of the schema ---
+
+// A table cell: on one line, its bars escaped.
+std::string escape_cell(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  for (std::size_t at = s.find('|'); at != std::string::npos; at = s.find('|', at + 2))
+    s.insert(at, 1, '\\');
+  return s;
+}
+
+// What a field takes, in a few words: a type with its bounds, the values of an enum, a
+// definition's name, or the alternatives.
+std::string type_of(const Json& s) {
+  if (s.contains("$ref")) {
+    const std::string ref = s["$ref"].get<std::string>();
+    return "`" + ref.substr(ref.rfind('/') + 1) + "`";
+  }
+  if (s.contains("const")) return "`" + s["const"].dump() + "`";
+  if (s.contains("enum")) {
+    std::string out;
+    for (const Json& v : s["enum"]) out += (out.empty() ? "" : ", ") + ("`" + v.dump() + "`");
+    return "one of " + out;
+  }
+  for (const char* any : {"anyOf", "oneOf"})
+    if (s.contains(any)) {
+      std::string out;
+      for (const Json& v : s[any]) out += (out.empty() ? "" : " or ") + type_of(v);
+      return out;
+    }
+  std::string out =
+      s.contains("type") && s["type"].is_string() ? s["type"].get<std::string>() : "any";
+  if (out == "array" && s.contains("items") && s["items"].is_object())
+    out = "array of " + type_of(s["items"]);
+  const bool low = s.contains("minimum"), above = s.contains("exclusiveMinimum");
+  const std::string bound = low ? s["minimum"].dump() : above ? s["exclusiveMinimum"].dump() : "";
+  if (s.contains("maximum") && low)
+    out += fmt::format(", {} to {}", bound, s["maximum"].dump());
+  else if (s.contains("maximum"))
+    out += fmt::format(" {} {}, ≤ {}", above ? ">" : "", bound, s["maximum"].dump());
+  else if (low || above)
+    out += fmt::format(" {} {}", low ? "≥" : ">", bound);
+  return out;
+}
+
+void object_table(std::string& out, const std::string& title, const Json& o) {
+  if (!o.is_object() || !o.contains("properties") || !o["properties"].is_object()) return;
+  out += "### `" + title + "`\n\n";
+  if (o.contains("description")) out += escape_cell(o["description"].get<std::string>()) + "\n\n";
+  std::vector<std::string> required;
+  if (o.contains("required"))
+    for (const Json& r : o["required"]) required.push_back(r.get<std::string>());
+  out += "| field | takes | default | what it is |\n|---|---|---|---|\n";
+  for (const auto& [name, s] : o["properties"].items()) {
+    const bool needed = std::find(required.begin(), required.end(), name) != required.end();
+    out += fmt::format("| `{}`{} | {} | {} | {} |\n", name, needed ? " (required)" : "",
+                       escape_cell(type_of(s)),
+                       s.contains("default") ? "`" + escape_cell(s["default"].dump()) + "`" : "",
+                       escape_cell(s.value("description", "")));
+  }
+  out += "\n";
+}
+
+// Every object of `doc` with fields: the document itself, each definition, and objects
+// among a definition's alternatives (a model given by its numbers).
+void reference_of(std::string& out, const std::string& name, const Json& doc) {
+  object_table(out, name, doc);
+  for (const char* any : {"oneOf", "anyOf"})
+    if (doc.contains(any))
+      for (const Json& alternative : doc[any]) object_table(out, name, alternative);
+  const Json properties = doc.value("properties", Json::object());
+  for (const auto& [key, value] : properties.items())
+    for (const char* any : {"oneOf", "anyOf"})
+      if (value.contains(any))
+        for (const Json& alternative : value[any]) object_table(out, name + "." + key, alternative);
+  if (!doc.contains("definitions")) return;
+  for (const auto& [key, value] : doc["definitions"].items()) {
+    object_table(out, key, value);
+    for (const char* any : {"oneOf", "anyOf"})
+      if (value.contains(any))
+        for (const Json& alternative : value[any]) object_table(out, key, alternative);
+  }
+}
+
+}  // namespace
+
+std::string scenario_schema() {
+  return text_of(scenario_document());
+}
+
+std::string topology_schema() {
+  return text_of(topology_document());
+}
+
+std::string schema_reference() {
+  std::string out =
+      "# Scenario and topology fields\n\n"
+      "Written by `collsim schema --markdown` from the tables the loaders read (do not edit: "
+      "`tests/test_schema.cpp` checks this page is what it prints). What the fields mean in "
+      "practice, with examples: [scenarios.md](scenarios.md).\n\n"
+      "## Scenario files\n\n";
+  reference_of(out, "scenario", scenario_document());
+  out += "## Topology files\n\n";
+  reference_of(out, "topology", topology_document());
+  return out;
 }
 
 }  // namespace collsim

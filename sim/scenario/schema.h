@@ -13,5 +13,7 @@ namespace collsim {
 // Each as the text of a JSON document, indented by two, ending in a newline.
 std::string scenario_schema();
 std::string topology_schema();
+// Both as a Markdown reference, a table per object (docs/schema.md).
+std::string schema_reference();
 
 }  // namespace collsim
