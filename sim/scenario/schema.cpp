@@ -455,21 +455,28 @@ std::vector<Field> table(std::string_view name) {
 
 Json expand(const Json& v, std::string_view preset);
 
-// An object whose "properties" names a table: "required" (when any field is) and the
-// fields, each expanded in turn, where the marker stood.
+// Into `out`: "required" (every required field; left out when none is and `always` is
+// false) and the fields under "properties", each expanded.
+void add_fields(Json& out, const std::vector<Field>& fields, std::string_view preset, bool always) {
+  Json required = Json::array(), properties = Json::object();
+  for (const Field& f : fields) {
+    if (f.required) required.push_back(f.name);
+    properties[f.name] = expand(f.schema, preset);
+  }
+  if (always || !required.empty()) out["required"] = std::move(required);
+  if (always) out["additionalProperties"] = false;
+  out["properties"] = std::move(properties);
+}
+
+constexpr std::string_view kFieldsMarker = "@fields:";
+
+// An object whose "properties" names a table: its fields where the marker stood.
 Json expand_object(const Json& v, std::string_view preset) {
   Json out = Json::object();
   for (const auto& [key, value] : v.items()) {
     const std::string text = value.is_string() ? value.get<std::string>() : std::string();
-    if (key == "properties" && text.starts_with("@fields:")) {
-      const std::vector<Field> fields = table(std::string_view(text).substr(8));
-      Json required = Json::array(), properties = Json::object();
-      for (const Field& f : fields) {
-        if (f.required) required.push_back(f.name);
-        properties[f.name] = expand(f.schema, preset);
-      }
-      if (!required.empty()) out["required"] = std::move(required);
-      out["properties"] = std::move(properties);
+    if (key == "properties" && text.starts_with(kFieldsMarker)) {
+      add_fields(out, table(std::string_view(text).substr(kFieldsMarker.size())), preset, false);
     } else {
       out[key] = expand(value, preset);
     }
@@ -496,14 +503,7 @@ Json expand(const Json& v, std::string_view preset) {
 // Each preset's object, declared by its row of kPresetFields.
 Json preset_object(const PresetFields& p) {
   Json o = {{"description", p.description}, {"type", "object"}};
-  Json required = Json::array(), properties = Json::object();
-  for (const Field& f : fields_of(preset_fields(p))) {
-    if (f.required) required.push_back(f.name);
-    properties[f.name] = expand(f.schema, p.preset);
-  }
-  o["required"] = std::move(required);
-  o["additionalProperties"] = false;
-  o["properties"] = std::move(properties);
+  add_fields(o, fields_of(preset_fields(p)), p.preset, true);
   if (!p.rules.empty()) {
     const Json rules = Json::parse(p.rules);
     for (const auto& [key, value] : rules.items()) o[key] = value;
@@ -595,25 +595,26 @@ void object_table(std::string& out, const std::string& title, const Json& o) {
   out += "\n";
 }
 
-// Every object of `doc` with fields: the document itself, each definition, and objects
-// among a definition's alternatives (a model given by its numbers).
-void reference_of(std::string& out, const std::string& name, const Json& doc) {
-  object_table(out, name, doc);
+// `o`'s table if it has fields, and those of its alternatives that have (a model given
+// by its numbers).
+void tables_of(std::string& out, const std::string& title, const Json& o) {
+  object_table(out, title, o);
   for (const char* any : {"oneOf", "anyOf"})
-    if (doc.contains(any))
-      for (const Json& alternative : doc[any]) object_table(out, name, alternative);
+    if (o.contains(any))
+      for (const Json& alternative : o[any]) object_table(out, title, alternative);
+}
+
+// Every object of `doc` with fields: the document itself, its fields' alternatives (an
+// object form of "launch"), and each definition.
+void reference_of(std::string& out, const std::string& name, const Json& doc) {
+  tables_of(out, name, doc);
   const Json properties = doc.value("properties", Json::object());
   for (const auto& [key, value] : properties.items())
     for (const char* any : {"oneOf", "anyOf"})
       if (value.contains(any))
         for (const Json& alternative : value[any]) object_table(out, name + "." + key, alternative);
   if (!doc.contains("definitions")) return;
-  for (const auto& [key, value] : doc["definitions"].items()) {
-    object_table(out, key, value);
-    for (const char* any : {"oneOf", "anyOf"})
-      if (value.contains(any))
-        for (const Json& alternative : value[any]) object_table(out, key, alternative);
-  }
+  for (const auto& [key, value] : doc["definitions"].items()) tables_of(out, key, value);
 }
 
 }  // namespace
