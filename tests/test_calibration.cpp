@@ -202,3 +202,21 @@ TEST_CASE("a calibration file with a misspelled or unknown key is refused, namin
   CHECK_THAT(error(R"({"bandwidth_curve": [[1024, 0]]})"),
              Catch::StartsWith("cal.json:bandwidth_curve[0][1]: expected a bandwidth"));
 }
+
+TEST_CASE("a per-kind bandwidth_Bps inline in network.cost sets the links, as in a calibration",
+          "[calibrate]") {
+  // It was accepted inline and silently ignored (the loader read it only from files).
+  const nlohmann::json links = {{"links", {{"nvlink", {{"bandwidth_Bps", 5e9}}}}}};
+  const double inline_s = two_rank_time("ideal", "all_reduce", 1 << 20, links);
+  const double nominal_s = two_rank_time("ideal", "all_reduce", 1 << 20, nlohmann::json::object());
+  CHECK(inline_s == Approx(2 * nominal_s));  // 5 GB/s where the switch says 10
+  Scenario s =
+      parse_scenario({{"topology", {{"preset", "switch"}, {"gpus", 2}, {"bandwidth", "10GB/s"}}},
+                      {"network", {{"model", "ideal"}}},
+                      {"collectives", {{{"name", "c"}, {"op", "all_reduce"}, {"bytes", 1024}}}}},
+                     ".");
+  apply_calibration(s, links, "cal.json");
+  CHECK(s.topology.link(0).bandwidth == 5e9);
+  CHECK(run_scenario(s).outcomes[0].time_s ==
+        Approx(two_rank_time("ideal", "all_reduce", 1024, links)).epsilon(0));
+}

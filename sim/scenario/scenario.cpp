@@ -67,6 +67,21 @@ void check_packet_count(const JsonView& root, const NetworkParams& network, doub
   }
 }
 
+// A cost model's per-kind "bandwidth_Bps" (calibration file or inline "cost") is the
+// rate of every link of that kind: the topology's links take it.
+void set_kind_bandwidths(const JsonView& kinds, Topology& topology) {
+  if (!kinds.is_object()) kinds.fail("an object keyed by link kind");
+  for (const auto& [kind, entry] : kinds.raw().items()) {
+    const auto b = kinds[kind].find("bandwidth_Bps");
+    const auto k = link_kind_from_name(kind);
+    if (!b || !k) continue;  // read_cost_model names a bad kind
+    const double bw = b->as_number();
+    b->check_bandwidth(bw);
+    for (LinkId l = 0; l < static_cast<LinkId>(topology.links().size()); ++l)
+      if (topology.link(l).kind == *k) topology.set_bandwidth(l, bw);
+  }
+}
+
 NetworkParams parse_network(const JsonView& v) {
   v.allow_only(kNetworkFields);
   NetworkParams p;
@@ -475,6 +490,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
   if (auto p = root.find("placement")) parse_placement(*p, s.topology);
   if (auto n = root.find("network")) {
     s.network = parse_network(*n);
+    if (auto cost = n->find("cost"))
+      if (auto kinds = cost->find("links")) set_kind_bandwidths(*kinds, s.topology);
     if (auto c = n->find("calibration")) {
       const auto file = base_dir / c->as_string();
       // Errors inside the file name the file and the field, like a topology file's.
@@ -530,18 +547,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
     for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
       s.topology.set_bandwidth(l, bw);
   }
-  if (auto kinds = c.find("links")) {
-    if (!kinds->is_object()) kinds->fail("an object keyed by link kind");
-    for (const auto& [kind, entry] : kinds->raw().items()) {
-      const auto b = (*kinds)[kind].find("bandwidth_Bps");
-      const auto k = link_kind_from_name(kind);
-      if (!b || !k) continue;  // read_cost_model names a bad kind
-      const double bw = b->as_number();
-      b->check_bandwidth(bw);
-      for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
-        if (s.topology.link(l).kind == *k) s.topology.set_bandwidth(l, bw);
-    }
-  }
+  if (auto kinds = c.find("links")) set_kind_bandwidths(*kinds, s.topology);
   // The terms beyond α-β, over whatever the scenario's "cost" set.
   CostModel model = s.network.cost ? *s.network.cost : CostModel{};
   read_cost_model(c, model);
