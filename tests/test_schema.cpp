@@ -384,3 +384,26 @@ TEST_CASE("the schema files are what collsim schema writes from the loaders' tab
   // And the reference page: `collsim schema --markdown > docs/schema.md`.
   CHECK(text(kSourceDir / "docs" / "schema.md") == collsim::schema_reference());
 }
+
+TEST_CASE("the reference's algorithm table has every catalogue entry, each saying what it does",
+          "[schema]") {
+  const std::string page = collsim::schema_reference();
+  const auto table = page.find("## Algorithms");
+  REQUIRE(table != std::string::npos);
+  const std::string rows = page.substr(table, page.find("\n## ", table + 1) - table);
+  for (const collsim::AlgorithmEntry& e : collsim::algorithm_catalogue()) {
+    INFO(e.algorithm << " " << collsim::name_of(e.op));
+    CHECK_FALSE(e.summary.empty());
+    // Its row: the algorithm, then (among its collectives) this one, then its summary.
+    const std::string start = "| `" + std::string(e.algorithm) + "` | ";
+    bool listed = false;
+    for (auto at = rows.find(start); at != std::string::npos; at = rows.find(start, at + 1)) {
+      const std::string row = rows.substr(at, rows.find('\n', at) - at);
+      listed |= row.find(std::string(collsim::name_of(e.op))) != std::string::npos &&
+                row.find(std::string(e.summary.substr(0, 20))) != std::string::npos;
+    }
+    CHECK(listed);
+  }
+  // The collective's default (the catalogue's first entry for it) is marked as such.
+  CHECK(rows.find("all_reduce (default)") < rows.find("| `binomial_tree` |"));
+}

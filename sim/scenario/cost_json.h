@@ -19,15 +19,22 @@ class JsonView;
 void read_cost_model(const JsonView& v, CostModel& model);
 // The keys read_cost_model reads.
 inline constexpr FieldDoc kCostModelKeys[] = {
-    {"launch_s", R"json({"$ref": "#/definitions/duration"})json"},
-    {"op_overhead_s", R"json({"$ref": "#/definitions/duration"})json"},
+    {"launch_s",
+     R"json({"$ref": "#/definitions/duration", "description": "Once per collective, before its first op."})json"},
+    {"op_overhead_s",
+     R"json({"$ref": "#/definitions/duration", "description": "The wake-up after a dependency: an op that waits on another starts this long after it ends, one op at a time on the receiving rank."})json"},
     {"links",
-     R"json({"type": "object", "propertyNames": {"$ref": "topology.schema.json#/definitions/linkKind"}, "additionalProperties": {"$ref": "#/definitions/linkCost"}})json"},
-    {"bandwidth_curve", R"json({"$ref": "#/definitions/curve"})json"},
-    {"reduce", R"json({"$ref": "#/definitions/rates"})json"},
-    {"local_copy", R"json({"$ref": "#/definitions/curve"})json"},
-    {"host_memory", R"json({"$ref": "#/definitions/curve"})json"},
-    {"reduce_memory", R"json({"$ref": "#/definitions/rates"})json"},
+     R"json({"type": "object", "propertyNames": {"$ref": "topology.schema.json#/definitions/linkKind"}, "additionalProperties": {"$ref": "#/definitions/linkCost"}, "description": "Per link kind (nvlink, pcie, ib, ...): its usable rate, efficiency, latency or size curve."})json"},
+    {"bandwidth_curve",
+     R"json({"$ref": "#/definitions/curve", "description": "A transfer of n bytes moves at curve(n) instead of its links' nominal rate (every kind without its own)."})json"},
+    {"reduce",
+     R"json({"$ref": "#/definitions/rates", "description": "A reduce op moves at the slower of its link and this rate (the fused read-reduce-write loop), per \"dtype.op\" or \"any\"."})json"},
+    {"local_copy",
+     R"json({"$ref": "#/definitions/curve", "description": "The rate of an op inside one rank."})json"},
+    {"host_memory",
+     R"json({"$ref": "#/definitions/curve", "description": "A capacity every transfer from or to one host's GPUs shares (flow model); a lone transfer is never slowed by it."})json"},
+    {"reduce_memory",
+     R"json({"$ref": "#/definitions/rates", "description": "host_memory as concurrent reduce loops see it, per \"dtype.op\" or \"any\"; default host_memory."})json"},
 };
 // Every key of a calibration file: the cost keys, the α-β pair, and what `collsim
 // calibrate` (validate/measure/calibrate.cpp) and `calibrate --nccl-tests` (validate/fit/nccl_fit.cpp)
@@ -39,10 +46,14 @@ inline constexpr std::string_view kCalibrationKeys[] = {
     "ranks",      "fit"};
 // What "links": {"<kind>": {...}} takes for each link kind.
 inline constexpr FieldDoc kLinkCostKeys[] = {
-    {"bandwidth_Bps", R"json({"type": "number", "exclusiveMinimum": 0})json"},
-    {"efficiency", R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1})json"},
-    {"latency_s", R"json({"$ref": "#/definitions/duration"})json"},
-    {"bandwidth_curve", R"json({"$ref": "#/definitions/curve"})json"},
+    {"bandwidth_Bps",
+     R"json({"type": "number", "exclusiveMinimum": 0, "description": "The usable rate of every link of this kind, bytes per second (instead of the topology's)."})json"},
+    {"efficiency",
+     R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "The share of the link rate that carries data."})json"},
+    {"latency_s",
+     R"json({"$ref": "#/definitions/duration", "description": "Added once per transfer that crosses a link of this kind."})json"},
+    {"bandwidth_curve",
+     R"json({"$ref": "#/definitions/curve", "description": "The rate by transfer size on links of this kind."})json"},
 };
 
 // The same keys, written as read_cost_model reads them (seconds and bytes per second).

@@ -113,7 +113,7 @@ constexpr std::string_view kScenarioShape = R"json({
       "properties": "@fields:kLinkCostKeys"
     },
     "algorithm": {
-      "description": "A catalogue algorithm for the collective (docs/scenarios.md, \"Algorithms\"); auto: the planner picks the fastest; nccl: what NCCL would pick.",
+      "description": "A catalogue algorithm for the collective (docs/schema.md, \"Algorithms\"); auto: the planner picks the fastest; nccl: what NCCL would pick.",
       "enum": "@algorithm"
     },
     "collective": {
@@ -300,7 +300,8 @@ constexpr std::string_view kTopologyShape = R"json({
           "type": "integer",
           "minimum": 1,
           "maximum": 1024,
-          "default": 8
+          "default": 8,
+          "description": "GPUs per server, each with a NIC of its own (a rail)."
         },
         "nvlink": {
           "$ref": "#/definitions/bandwidth",
@@ -308,7 +309,8 @@ constexpr std::string_view kTopologyShape = R"json({
           "default": "450GB/s"
         },
         "nvlink_latency": {
-          "$ref": "#/definitions/duration"
+          "$ref": "#/definitions/duration",
+          "description": "Of each GPU's link to the NVSwitch fabric (default 0)."
         },
         "pcie": {
           "$ref": "#/definitions/bandwidth",
@@ -321,7 +323,8 @@ constexpr std::string_view kTopologyShape = R"json({
           "default": "50GB/s"
         },
         "nic_latency": {
-          "$ref": "#/definitions/duration"
+          "$ref": "#/definitions/duration",
+          "description": "Of each network link: NIC to leaf, leaf to spine, spine to core (default 0)."
         }
       }
     },
@@ -577,7 +580,17 @@ std::string type_of(const Json& s) {
   return out;
 }
 
-void object_table(std::string& out, const std::string& title, const Json& o) {
+// What a "$ref" inside this document points at (null for another file's), so that a field
+// that is another's ("level.segments": the collective's) reads as that one.
+const Json* referenced(const Json& doc, const Json& s) {
+  if (!s.contains("$ref")) return nullptr;
+  const std::string ref = s["$ref"].get<std::string>();
+  if (ref.rfind("#/", 0) != 0) return nullptr;
+  const Json::json_pointer at(ref.substr(1));
+  return doc.contains(at) ? &doc.at(at) : nullptr;
+}
+
+void object_table(std::string& out, const std::string& title, const Json& o, const Json& doc) {
   if (!o.is_object() || !o.contains("properties") || !o["properties"].is_object()) return;
   out += "### `" + title + "`\n\n";
   if (o.contains("description")) out += escape_cell(o["description"].get<std::string>()) + "\n\n";
@@ -585,36 +598,101 @@ void object_table(std::string& out, const std::string& title, const Json& o) {
   if (o.contains("required"))
     for (const Json& r : o["required"]) required.push_back(r.get<std::string>());
   out += "| field | takes | default | what it is |\n|---|---|---|---|\n";
-  for (const auto& [name, s] : o["properties"].items()) {
+  for (const auto& [name, field] : o["properties"].items()) {
     const bool needed = std::find(required.begin(), required.end(), name) != required.end();
+    // Another field's schema (not a definition's type): that field's row.
+    const Json* other = referenced(doc, field);
+    const bool same_as_field =
+        other && field["$ref"].get<std::string>().find("/properties/") != std::string::npos;
+    const Json& s = same_as_field ? *other : field;
+    // Without a word of its own, a field says what its definition says.
+    const std::string about = s.contains("description") ? s["description"].get<std::string>()
+                              : other                   ? other->value("description", "")
+                                                        : "";
     out += fmt::format("| `{}`{} | {} | {} | {} |\n", name, needed ? " (required)" : "",
                        escape_cell(type_of(s)),
                        s.contains("default") ? "`" + escape_cell(s["default"].dump()) + "`" : "",
-                       escape_cell(s.value("description", "")));
+                       escape_cell(about));
   }
   out += "\n";
 }
 
 // `o`'s table if it has fields, and those of its alternatives that have (a model given
 // by its numbers).
-void tables_of(std::string& out, const std::string& title, const Json& o) {
-  object_table(out, title, o);
+void tables_of(std::string& out, const std::string& title, const Json& o, const Json& doc) {
+  object_table(out, title, o, doc);
   for (const char* any : {"oneOf", "anyOf"})
     if (o.contains(any))
-      for (const Json& alternative : o[any]) object_table(out, title, alternative);
+      for (const Json& alternative : o[any]) object_table(out, title, alternative, doc);
 }
 
 // Every object of `doc` with fields: the document itself, its fields' alternatives (an
 // object form of "launch"), and each definition.
 void reference_of(std::string& out, const std::string& name, const Json& doc) {
-  tables_of(out, name, doc);
+  tables_of(out, name, doc, doc);
   const Json properties = doc.value("properties", Json::object());
   for (const auto& [key, value] : properties.items())
     for (const char* any : {"oneOf", "anyOf"})
       if (value.contains(any))
-        for (const Json& alternative : value[any]) object_table(out, name + "." + key, alternative);
+        for (const Json& alternative : value[any])
+          object_table(out, name + "." + key, alternative, doc);
   if (!doc.contains("definitions")) return;
-  for (const auto& [key, value] : doc["definitions"].items()) tables_of(out, key, value);
+  for (const auto& [key, value] : doc["definitions"].items()) tables_of(out, key, value, doc);
+}
+
+std::vector<std::string_view> field_names_of(const std::vector<OptionDef>& options) {
+  std::vector<std::string_view> out;
+  for (const OptionDef& o : options) out.push_back(o.name);
+  return out;
+}
+
+// The algorithms "algorithm" names, one row per algorithm and what it does (entries of
+// one algorithm that do the same for several collectives share their row), algorithms in
+// the catalogue's order; "(default)" marks a collective's first entry, what it runs
+// without "algorithm".
+void algorithm_table(std::string& out) {
+  out +=
+      "## Algorithms\n\n"
+      "What a collective's `\"algorithm\"` (and a hierarchy level's) takes, besides `\"auto\"` "
+      "(every applicable algorithm simulated alone on the network, the fastest kept) and "
+      "`\"nccl\"` (what NCCL would pick, [nccl.md](nccl.md)): the collectives each serves, "
+      "the options it reads besides a collective's own fields, and what its schedule does. "
+      "Without `\"algorithm\"` a collective runs the one marked (default).\n\n"
+      "| algorithm | collectives | options | what it does |\n|---|---|---|---|\n";
+  struct Row {
+    const AlgorithmEntry* first;
+    std::string collectives;
+  };
+  std::vector<Row> rows;
+  std::vector<CollectiveOp> defaulted;
+  for (const AlgorithmEntry& e : algorithm_catalogue()) {
+    std::string op(name_of(e.op));
+    if (std::find(defaulted.begin(), defaulted.end(), e.op) == defaulted.end()) {
+      defaulted.push_back(e.op);
+      op += " (default)";
+    }
+    const auto same = [&](const Row& r) {
+      return r.first->algorithm == e.algorithm && r.first->summary == e.summary &&
+             field_names_of(r.first->options) == field_names_of(e.options);
+    };
+    const auto row = std::find_if(rows.begin(), rows.end(), same);
+    if (row != rows.end()) {
+      row->collectives += ", " + op;
+      continue;
+    }
+    // After the last row of its algorithm, if it has one: an algorithm's rows together.
+    const auto last = std::find_if(rows.rbegin(), rows.rend(),
+                                   [&](const Row& r) { return r.first->algorithm == e.algorithm; });
+    rows.insert(last == rows.rend() ? rows.end() : last.base(), {&e, op});
+  }
+  for (const Row& r : rows) {
+    std::string options;
+    for (std::string_view o : field_names_of(r.first->options))
+      options += (options.empty() ? "`" : ", `") + std::string(o) + "`";
+    out += fmt::format("| `{}` | {} | {} | {} |\n", r.first->algorithm, r.collectives, options,
+                       escape_cell(std::string(r.first->summary)));
+  }
+  out += "\n";
 }
 
 }  // namespace
@@ -635,6 +713,7 @@ std::string schema_reference() {
       "practice, with examples: [scenarios.md](scenarios.md).\n\n"
       "## Scenario files\n\n";
   reference_of(out, "scenario", scenario_document());
+  algorithm_table(out);
   out += "## Topology files\n\n";
   reference_of(out, "topology", topology_document());
   return out;

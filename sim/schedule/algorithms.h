@@ -93,6 +93,9 @@ enum class ChannelSplit : std::uint8_t { Slices, Lanes };
 struct AlgorithmEntry {
   CollectiveOp op;
   std::string_view algorithm;
+  // What its schedule does for this collective, in a sentence or two: the reference's
+  // algorithm table (collsim schema --markdown, docs/schema.md) is made of these.
+  std::string_view summary;
   Generator generate;
   GroupGenerator on_groups = nullptr;   // set when the algorithm can run on groups
   int channels = 1;                     // channels one group uses (builders must have them)

@@ -53,8 +53,11 @@ inline constexpr FieldDoc kNodeFields[] = {
 inline constexpr FieldDoc kLinkFields[] = {
     {"src", R"json({"type": "string", "description": "A node's name."})json", kRequired},
     {"dst", R"json({"type": "string", "description": "A node's name."})json", kRequired},
-    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
-    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
+    {"bandwidth",
+     R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
+     kRequired},
+    {"latency",
+     R"json({"$ref": "#/definitions/duration", "description": "Of every link, paid once per link crossed (default 0)."})json"},
     {"kind", R"json({"$ref": "#/definitions/linkKind"})json", kRequired},
     {"duplex",
      R"json({"type": "boolean", "default": true, "description": "true: one cable, a link each way; false: src to dst only."})json"},
@@ -62,34 +65,49 @@ inline constexpr FieldDoc kLinkFields[] = {
 inline constexpr FieldDoc kDimensionFields[] = {
     {"shape", R"json({"enum": ["ring", "switch", "fully_connected"]})json", kRequired},
     {"size", R"json({"type": "integer", "minimum": 1, "maximum": 65536})json", kRequired},
-    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
-    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
-    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+    {"bandwidth",
+     R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
+     kRequired},
+    {"latency",
+     R"json({"$ref": "#/definitions/duration", "description": "Of every link, paid once per link crossed (default 0)."})json"},
+    {"kind",
+     R"json({"$ref": "#/definitions/linkKind", "default": "nvlink", "description": "The links' kind: which of NCCL's latencies and which cost-model terms they take."})json"},
 };
 // What every preset takes: "$schema" (for editors; the loader ignores it) and its name.
 inline constexpr FieldDoc kPresetCommonFields[] = {
     {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
     {"preset", R"json({"const": "@preset"})json", kRequired},
 };
-inline constexpr FieldDoc kSwitchPresetFields[] = {
-    {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576})json", kRequired},
-    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
-    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
-    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
+// What the presets of alike links (switch, ring, nvl72, torus) share.
+inline constexpr FieldDoc kPresetGpus[] = {
+    {"gpus",
+     R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "GPUs, ranks 0 to gpus - 1."})json",
+     kRequired},
 };
-inline constexpr FieldDoc kNvl72PresetFields[] = {
+inline constexpr FieldDoc kPresetBandwidth[] = {
+    {"bandwidth",
+     R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
+     kRequired},
+};
+inline constexpr FieldDoc kPresetLatencyAndKind[] = {
+    {"latency",
+     R"json({"$ref": "#/definitions/duration", "description": "Of every link, paid once per link crossed (default 0)."})json"},
+    {"kind",
+     R"json({"$ref": "#/definitions/linkKind", "default": "nvlink", "description": "The links' kind: which of NCCL's latencies and which cost-model terms they take."})json"},
+};
+inline constexpr auto kSwitchPresetFields =
+    join_fields(kPresetGpus, kPresetBandwidth, kPresetLatencyAndKind);
+inline constexpr FieldDoc kNvl72OwnFields[] = {
     {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "default": 72})json"},
     {"bandwidth", R"json({"$ref": "#/definitions/bandwidth", "default": "900GB/s"})json"},
-    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
-    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
 };
-inline constexpr FieldDoc kRingPresetFields[] = {
-    {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576})json", kRequired},
-    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
-    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
-    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
-    {"bidirectional", R"json({"type": "boolean", "default": true})json"},
+inline constexpr auto kNvl72PresetFields = join_fields(kNvl72OwnFields, kPresetLatencyAndKind);
+inline constexpr FieldDoc kRingOwnFields[] = {
+    {"bidirectional",
+     R"json({"type": "boolean", "default": true, "description": "true: a link each way between neighbours; false: one way round."})json"},
 };
+inline constexpr auto kRingPresetFields =
+    join_fields(kPresetGpus, kPresetBandwidth, kPresetLatencyAndKind, kRingOwnFields);
 // What a dgx-h100 server and every server of a cluster have (the schema's "server").
 inline constexpr FieldDoc kServerFields[] = {
     {"gpus_per_node", R"json({"$ref": "#/definitions/server/properties/gpus_per_node"})json"},
@@ -108,24 +126,28 @@ inline constexpr FieldDoc kClusterNodesField[] = {
 inline constexpr FieldDoc kClusterFabricFields[] = {
     {"radix",
      R"json({"type": "integer", "minimum": 2, "maximum": 65536, "default": 64, "description": "Leaf switch ports: a leaf takes radix x o / (o + 1) servers of its rail."})json"},
-    {"oversubscription", R"json({"$ref": "#/definitions/ratio", "default": 1})json"},
-    {"spines", R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1})json"},
-    {"fabric", R"json({"$ref": "#/definitions/linkKind", "default": "ib"})json"},
+    {"oversubscription",
+     R"json({"$ref": "#/definitions/ratio", "default": 1, "description": "A leaf's server-facing rate over its uplink rate (2: 2:1)."})json"},
+    {"spines",
+     R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1, "description": "Spine switches (per pod): every leaf has a link to each, splitting its uplink rate."})json"},
+    {"fabric",
+     R"json({"$ref": "#/definitions/linkKind", "default": "ib", "description": "The network links' kind (ib, roce, ethernet)."})json"},
     {"pod_nodes",
      R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "Servers per pod: makes the cluster three tiers."})json"},
-    {"cores", R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1})json"},
-    {"core_oversubscription", R"json({"$ref": "#/definitions/ratio", "default": 1})json"},
+    {"cores",
+     R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1, "description": "Core switches over the pods' spines (three tiers)."})json"},
+    {"core_oversubscription",
+     R"json({"$ref": "#/definitions/ratio", "default": 1, "description": "A spine's pod-facing rate over its rate to the cores."})json"},
 };
 inline constexpr auto kClusterPresetFields =
     join_fields(kClusterNodesField, kServerFields, kClusterFabricFields);
-inline constexpr FieldDoc kTorusPresetFields[] = {
+inline constexpr FieldDoc kTorusDims[] = {
     {"dims",
-     R"json({"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "integer", "minimum": 1, "maximum": 65536}})json",
+     R"json({"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "integer", "minimum": 1, "maximum": 65536}, "description": "The ring size of each dimension: [4, 4] is 16 GPUs."})json",
      kRequired},
-    {"bandwidth", R"json({"$ref": "#/definitions/bandwidth"})json", kRequired},
-    {"latency", R"json({"$ref": "#/definitions/duration"})json"},
-    {"kind", R"json({"$ref": "#/definitions/linkKind", "default": "nvlink"})json"},
 };
+inline constexpr auto kTorusPresetFields =
+    join_fields(kTorusDims, kPresetBandwidth, kPresetLatencyAndKind);
 inline constexpr FieldDoc kMultidimPresetFields[] = {
     {"dims",
      R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/dimension"}})json",

@@ -22,6 +22,9 @@ Schedule dissemination(const CollectiveShape& s) {
 void register_barrier(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::Barrier,
                .algorithm = "dissemination",
+               .summary = "⌈log2 K⌉ rounds of messages without data, round k from rank r to "
+                          "r + 2^k; each rank passes on what it heard, so none leaves before "
+                          "hearing from all.",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return dissemination(s);
                }});

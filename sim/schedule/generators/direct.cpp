@@ -105,28 +105,35 @@ Schedule send_recv(const CollectiveShape& s) {
 }  // namespace
 
 void register_direct(std::vector<AlgorithmEntry>& c) {
-  auto entry = [](CollectiveOp op, std::string_view name,
+  auto entry = [](CollectiveOp op, std::string_view name, std::string_view summary,
                   Schedule (*make)(const CollectiveShape&)) {
     return AlgorithmEntry{
         .op = op,
         .algorithm = name,
+        .summary = summary,
         .generate = [make](const CollectiveShape& s, const AlgorithmOptions&) { return make(s); }};
   };
-  c.push_back(entry(CollectiveOp::AllToAll, "direct",
+  c.push_back(entry(CollectiveOp::AllToAll, "direct", "Every transfer in one step.",
                     [](const CollectiveShape& s) { return a2a(s, "direct", true); }));
   c.back().quotient = [](const CollectiveShape& s, const AlgorithmOptions&) {
     return a2a_quotient(s, true);
   };
   c.push_back(entry(CollectiveOp::AllToAll, "pairwise",
+                    "K−1 rounds, round i sending rank r's block to rank r + i.",
                     [](const CollectiveShape& s) { return a2a(s, "pairwise", false); }));
   c.back().quotient = [](const CollectiveShape& s, const AlgorithmOptions&) {
     return a2a_quotient(s, false);
   };
   c.push_back(entry(CollectiveOp::Scatter, "direct",
+                    "The root sends every rank its block in one step.",
                     [](const CollectiveShape& s) { return one_step_scatter_gather(s, true); }));
   c.push_back(entry(CollectiveOp::Gather, "direct",
+                    "Every rank sends the root its block in one step.",
                     [](const CollectiveShape& s) { return one_step_scatter_gather(s, false); }));
-  c.push_back(entry(CollectiveOp::SendRecv, "direct", send_recv));
+  c.push_back(entry(CollectiveOp::SendRecv, "direct",
+                    "Every rank sends its buffer to the next one (r to r + 1 mod K, as nccl-tests' "
+                    "sendrecv), in one step.",
+                    send_recv));
 }
 
 }  // namespace collsim

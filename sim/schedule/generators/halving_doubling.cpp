@@ -58,6 +58,9 @@ void register_halving_doubling(std::vector<AlgorithmEntry>& c) {
   c.push_back(with_channels(
       {.op = CollectiveOp::AllReduce,
        .algorithm = "halving_doubling",
+       .summary = "Rabenseifner: a reduce-scatter by recursive halving, then an all-gather by "
+                  "recursive doubling; any K (the 2r ranks past a power of two fold in first "
+                  "and get the result last).",
        .generate =
            [](const CollectiveShape& s, const AlgorithmOptions&) {
              auto b = make_builder(s, "halving_doubling");

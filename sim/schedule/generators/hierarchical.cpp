@@ -233,6 +233,11 @@ Schedule hierarchical_all_reduce(const CollectiveShape& s, const AlgorithmOption
 void register_hierarchical(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "hierarchical",
+               .summary = "Reduce-scatter inside each group, all-reduce across groups on 1/g of "
+                          "the data, all-gather inside; any number of `levels`, innermost first "
+                          "(default: the GPUs of each host, then the hosts). Inner levels run an "
+                          "algorithm that reduce-scatters and all-gathers on groups (ring, pat), "
+                          "the outermost one that all-reduces on groups.",
                .generate = hierarchical_all_reduce,
                .options = {segments_option(), {"levels", parse_levels, levels_from_hosts}}});
 }

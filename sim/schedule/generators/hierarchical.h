@@ -11,8 +11,11 @@ namespace collsim {
 
 // What a "levels" entry takes besides its algorithm's options.
 inline constexpr FieldDoc kLevelFields[] = {
-    {"size", R"json({"type": "integer", "minimum": 1})json", kRequired},
-    {"algorithm", R"json({"$ref": "#/definitions/algorithm"})json"},
+    {"size",
+     R"json({"type": "integer", "minimum": 1, "description": "Members of each group at this level (the sizes multiply to the rank count)."})json",
+     kRequired},
+    {"algorithm",
+     R"json({"$ref": "#/definitions/algorithm", "description": "What each group runs: inner levels an algorithm that reduce-scatters and all-gathers on groups, the outermost one that all-reduces (default ring)."})json"},
 };
 
 void register_hierarchical(std::vector<AlgorithmEntry>& catalogue);

@@ -184,6 +184,11 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
   checked.defaults = nvls_defaults;
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls",
+               .summary = "NVLink SHARP: every GPU issues its slice of N/K; the switch reduces the "
+                          "slice from all K GPUs into the issuer and the issuer multicasts it "
+                          "back, one segment's reduce overlapping the previous one's multicast. "
+                          "Needs every GPU on one NVSwitch with \"sharp\": true, and a network "
+                          "model that shares links.",
                .generate = nvls_all_reduce,
                .options = {checked, channels},
                .switch_ops = true,
@@ -191,6 +196,9 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
                .nccl_family = NcclAlgo::Nvls});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
+               .summary = "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
+                          "switch reduce and its multicast, the slice's issuers (one GPU per "
+                          "host, the same rail) all-reduce it over a binary tree across hosts.",
                .generate = nvls_tree_all_reduce,
                .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
                .switch_ops = true,

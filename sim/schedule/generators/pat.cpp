@@ -81,6 +81,9 @@ template <void (*Body)(ScheduleBuilder&, std::span<const Group>)>
 AlgorithmEntry pat_entry(CollectiveOp op) {
   return with_channels({.op = op,
                         .algorithm = "pat",
+                        .summary = "NCCL's PAT as an in-place Bruck: ⌈log2 K⌉ steps, step d "
+                                   "sending rank r−2^d the min(2^d, K−2^d) chunks from r on "
+                                   "(reduce-scatter: the same, transposed); any K.",
                         .generate =
                             [](const CollectiveShape& s, const AlgorithmOptions&) {
                               auto b = make_builder(s, "pat");

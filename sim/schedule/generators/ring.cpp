@@ -115,6 +115,9 @@ AlgorithmEntry ring_entry(CollectiveOp op) {
   return with_channels(
       {.op = op,
        .algorithm = "ring",
+       .summary = "K−1 steps per pass (all-reduce: a reduce-scatter pass, then an all-gather "
+                  "pass), N/K per step; `channels` C: C rings, each on a lane of every chunk "
+                  "and in its own rank order (across nodes, one rail each).",
        .generate =
            [](const CollectiveShape& s, const AlgorithmOptions&) {
              auto b = ring_builder(s, static_cast<int>(std::size(Passes)));

@@ -67,21 +67,29 @@ void parse_servers(const JsonView& object, AlgorithmOptions& o, const OptionCont
 void register_star(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "naive",
+               .summary = "Everyone sends the root its data; the root reduces (one local step per "
+                          "contribution) and sends the result back.",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return star(s, "naive", {s.root}, true);
                }});
-  c.push_back({.op = CollectiveOp::Reduce,
-               .algorithm = "naive",
-               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return star(s, "naive", {s.root}, false);
-               }});
+  c.push_back(
+      {.op = CollectiveOp::Reduce,
+       .algorithm = "naive",
+       .summary =
+           "Everyone sends the root its data; the root reduces (one local step per contribution).",
+       .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
+         return star(s, "naive", {s.root}, false);
+       }});
   c.push_back({.op = CollectiveOp::Broadcast,
                .algorithm = "naive",
+               .summary = "The root sends the whole buffer to every rank in one step.",
                .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
                  return naive_broadcast(s);
                }});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "parameter_server",
+               .summary = "Workers push their shards to the `servers` (default: the root), which "
+                          "reduce them and send the results back.",
                .generate =
                    [](const CollectiveShape& s, const AlgorithmOptions& o) {
                      return star(s, "parameter_server",

@@ -90,10 +90,11 @@ namespace {
 
 // A pipelined entry: it reads "segments" (a number or "auto").
 // A tree, or (family Ring) the chain around the ring, cut into segments.
-AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, Generator generate,
-                         NcclAlgo family = NcclAlgo::Tree) {
+AlgorithmEntry pipelined(CollectiveOp op, std::string_view algorithm, std::string_view summary,
+                         Generator generate, NcclAlgo family = NcclAlgo::Tree) {
   return {.op = op,
           .algorithm = algorithm,
+          .summary = summary,
           .generate = std::move(generate),
           .options = {segments_option()},
           .lanes = true,
@@ -206,12 +207,18 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
     const bool ring = std::string_view(name) == "ring";
     auto broadcast = pipelined(
         CollectiveOp::Broadcast, name,
+        ring ? "The chain around the ring from the root, cut into `segments` that follow each "
+               "other down it; `channels` C: C chains, each in its own ring order."
+             : "⌈log2 K⌉ rounds of a binomial tree from the root; pipelined with `segments`.",
         [name](const CollectiveShape& s, const AlgorithmOptions& o) {
           return chain_or_binomial(s, o, name, Direction::Broadcast);
         },
         ring ? NcclAlgo::Ring : NcclAlgo::Tree);
     auto reduce = pipelined(
         CollectiveOp::Reduce, name,
+        ring ? "The chain around the ring to the root, each rank adding its data to the "
+               "partial sum it passes on, cut into `segments`; `channels` C: C chains."
+             : "⌈log2 K⌉ rounds of a binomial tree to the root; pipelined with `segments`.",
         [name](const CollectiveShape& s, const AlgorithmOptions& o) {
           return chain_or_binomial(s, o, name, Direction::Reduce);
         },
@@ -226,6 +233,8 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
     c.push_back(std::move(reduce));
   }
   auto binomial = pipelined(CollectiveOp::AllReduce, "binomial_tree",
+                            "A binomial-tree reduce to rank 0, then a binomial-tree broadcast "
+                            "from it; pipelined with `segments`.",
                             [](const CollectiveShape& s, const AlgorithmOptions& o) {
                               auto b = make_builder(s, "binomial_tree");
                               const Group g = whole_group(s);
@@ -238,6 +247,10 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   };
   c.push_back(with_channels(std::move(binomial)));
   auto dbt = pipelined(CollectiveOp::AllReduce, "double_binary_tree",
+                       "NCCL-style: two in-order binary trees, the second shifted by one rank, "
+                       "each carrying half the data on its own channel (a rank that is a leaf in "
+                       "one is inner in the other), reduce up and broadcast down; pipelined "
+                       "with `segments`.",
                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
                          auto b = make_builder(s, "double_binary_tree", {}, 2);
                          const Group g = whole_group(s);
@@ -250,6 +263,13 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   dbt.channels = 2;
   c.push_back(with_channels(std::move(dbt)));
   auto nccl = pipelined(CollectiveOp::AllReduce, "nccl_tree",
+                        "NCCL's tree: a chain inside each host and an in-order binary tree "
+                        "across the hosts' chain heads; two such trees (the second over the "
+                        "hosts shifted by one, its chains reversed so other GPUs talk to the "
+                        "network), each on half the data, reduce up and broadcast down, "
+                        "pipelined with `segments`; `hosts` defaults to the topology's; "
+                        "`channels` C: C such pairs on C slices, channel c's chains starting "
+                        "at rail c.",
                         [](const CollectiveShape& s, const AlgorithmOptions& o) {
                           const int channels = std::max(1, o.channels);
                           auto b = make_builder(s, "nccl_tree", {}, 2 * channels);
@@ -261,15 +281,21 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   c.push_back(std::move(nccl));
   c.push_back({.op = CollectiveOp::Scatter,
                .algorithm = "binomial_tree",
-               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return binomial_scatter_gather(s, Direction::Broadcast);
-               },
+               .summary = "⌈log2 K⌉ rounds: the root sends half the blocks to the rank half the "
+                          "group away, then both recurse on their halves.",
+               .generate =
+                   [](const CollectiveShape& s, const AlgorithmOptions&) {
+                     return binomial_scatter_gather(s, Direction::Broadcast);
+                   },
                .nccl_family = NcclAlgo::Tree});
   c.push_back({.op = CollectiveOp::Gather,
                .algorithm = "binomial_tree",
-               .generate = [](const CollectiveShape& s, const AlgorithmOptions&) {
-                 return binomial_scatter_gather(s, Direction::Reduce);
-               },
+               .summary = "The scatter's rounds reversed: blocks gather in halves of the group, "
+                          "doubling each round, onto the root.",
+               .generate =
+                   [](const CollectiveShape& s, const AlgorithmOptions&) {
+                     return binomial_scatter_gather(s, Direction::Reduce);
+                   },
                .nccl_family = NcclAlgo::Tree});
 }
 
