@@ -31,16 +31,21 @@ constexpr std::array<FieldDoc, (N + ...)> join_fields(const FieldDoc (&... table
 // "$schema" names the JSON Schema for editors; the loader ignores it.
 inline constexpr FieldDoc kGraphFields[] = {
     {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
-    {"name", R"json({"type": "string"})json"},
-    {"description", R"json({"type": "string"})json"},
+    {"name", R"json({"type": "string", "description": "The topology's name in the reports."})json"},
+    {"description", R"json({"type": "string", "description": "Free text."})json"},
     {"nodes",
-     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/node"}})json",
+     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/node"}, "description": "GPUs and what connects them."})json",
      kRequired},
-    {"links", R"json({"type": "array", "items": {"$ref": "#/definitions/link"}})json", kRequired},
+    {"links",
+     R"json({"type": "array", "items": {"$ref": "#/definitions/link"}, "description": "Full duplex unless a link says otherwise."})json",
+     kRequired},
 };
 inline constexpr FieldDoc kNodeFields[] = {
-    {"name", R"json({"type": "string"})json", kRequired},
-    {"kind", R"json({"$ref": "#/definitions/nodeKind"})json", kRequired},
+    {"name", R"json({"type": "string", "description": "Unique; links and placement name it."})json",
+     kRequired},
+    {"kind",
+     R"json({"$ref": "#/definitions/nodeKind", "description": "gpu, or what forwards between them: nvswitch, pcie_switch, nic, switch, leaf, spine, core, cpu."})json",
+     kRequired},
     {"rank",
      R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "GPUs only: the rank it hosts (default: the order GPUs are listed)."})json"},
     {"host",
@@ -54,36 +59,17 @@ inline constexpr FieldDoc kLinkFields[] = {
     {"src", R"json({"type": "string", "description": "A node's name."})json", kRequired},
     {"dst", R"json({"type": "string", "description": "A node's name."})json", kRequired},
     {"bandwidth",
-     R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
+     R"json({"$ref": "#/definitions/bandwidth", "description": "Its rate (each way, when duplex)."})json",
      kRequired},
     {"latency",
-     R"json({"$ref": "#/definitions/duration", "description": "Of every link, paid once per link crossed (default 0)."})json"},
-    {"kind", R"json({"$ref": "#/definitions/linkKind"})json", kRequired},
+     R"json({"$ref": "#/definitions/duration", "description": "Paid by every transfer that crosses it (default 0)."})json"},
+    {"kind",
+     R"json({"$ref": "#/definitions/linkKind", "description": "Which of NCCL's latencies and which cost-model terms it takes."})json",
+     kRequired},
     {"duplex",
      R"json({"type": "boolean", "default": true, "description": "true: one cable, a link each way; false: src to dst only."})json"},
 };
-inline constexpr FieldDoc kDimensionFields[] = {
-    {"shape", R"json({"enum": ["ring", "switch", "fully_connected"]})json", kRequired},
-    {"size", R"json({"type": "integer", "minimum": 1, "maximum": 65536})json", kRequired},
-    {"bandwidth",
-     R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
-     kRequired},
-    {"latency",
-     R"json({"$ref": "#/definitions/duration", "description": "Of every link, paid once per link crossed (default 0)."})json"},
-    {"kind",
-     R"json({"$ref": "#/definitions/linkKind", "default": "nvlink", "description": "The links' kind: which of NCCL's latencies and which cost-model terms they take."})json"},
-};
-// What every preset takes: "$schema" (for editors; the loader ignores it) and its name.
-inline constexpr FieldDoc kPresetCommonFields[] = {
-    {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
-    {"preset", R"json({"const": "@preset"})json", kRequired},
-};
-// What the presets of alike links (switch, ring, nvl72, torus) share.
-inline constexpr FieldDoc kPresetGpus[] = {
-    {"gpus",
-     R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "GPUs, ranks 0 to gpus - 1."})json",
-     kRequired},
-};
+// What the presets of alike links (switch, ring, nvl72, torus, a multidim dimension) share.
 inline constexpr FieldDoc kPresetBandwidth[] = {
     {"bandwidth",
      R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
@@ -95,10 +81,31 @@ inline constexpr FieldDoc kPresetLatencyAndKind[] = {
     {"kind",
      R"json({"$ref": "#/definitions/linkKind", "default": "nvlink", "description": "The links' kind: which of NCCL's latencies and which cost-model terms they take."})json"},
 };
+inline constexpr FieldDoc kDimensionOwnFields[] = {
+    {"shape",
+     R"json({"enum": ["ring", "switch", "fully_connected"], "description": "How the groups of this dimension are wired."})json",
+     kRequired},
+    {"size",
+     R"json({"type": "integer", "minimum": 1, "maximum": 65536, "description": "Members of each group: the sizes multiply to the GPU count."})json",
+     kRequired},
+};
+inline constexpr auto kDimensionFields =
+    join_fields(kDimensionOwnFields, kPresetBandwidth, kPresetLatencyAndKind);
+// What every preset takes: "$schema" (for editors; the loader ignores it) and its name.
+inline constexpr FieldDoc kPresetCommonFields[] = {
+    {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
+    {"preset", R"json({"const": "@preset", "description": "Which preset."})json", kRequired},
+};
+inline constexpr FieldDoc kPresetGpus[] = {
+    {"gpus",
+     R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "GPUs, ranks 0 to gpus - 1."})json",
+     kRequired},
+};
 inline constexpr auto kSwitchPresetFields =
     join_fields(kPresetGpus, kPresetBandwidth, kPresetLatencyAndKind);
 inline constexpr FieldDoc kNvl72OwnFields[] = {
-    {"gpus", R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "default": 72})json"},
+    {"gpus",
+     R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "default": 72, "description": "GPUs in the NVLink domain."})json"},
     {"bandwidth", R"json({"$ref": "#/definitions/bandwidth", "default": "900GB/s"})json"},
 };
 inline constexpr auto kNvl72PresetFields = join_fields(kNvl72OwnFields, kPresetLatencyAndKind);
@@ -150,7 +157,7 @@ inline constexpr auto kTorusPresetFields =
     join_fields(kTorusDims, kPresetBandwidth, kPresetLatencyAndKind);
 inline constexpr FieldDoc kMultidimPresetFields[] = {
     {"dims",
-     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/dimension"}})json",
+     R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/dimension"}, "description": "The dimensions, innermost (a server) first."})json",
      kRequired},
 };
 
