@@ -16,6 +16,7 @@
 #include "helpers.h"
 #include "validate/compare/nccl_compare.h"
 #include "validate/compare/nccl_tests_log.h"
+#include "validate/fit/nccl_fit.h"
 
 using namespace collsim;
 
@@ -681,4 +682,66 @@ TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl
   const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));
   CHECK(doc["fit"]["link_kinds"] == nlohmann::json({"nvlink", "ib"}));
   CHECK(doc["links"].contains("ib"));
+}
+
+TEST_CASE("a size whose two times disagree is flagged as disturbed, and left out of fits",
+          "[nccl-tests]") {
+  NcclTestsRow row;
+  row.out_of_place.time_us = 100;
+  CHECK_FALSE(row.disturbed());  // no in-place column: nothing to compare with
+  row.in_place = NcclTestsResult{124, 0, 0, {}};
+  CHECK_FALSE(row.disturbed());  // within kColumnsAgree
+  row.in_place->time_us = 126;
+  CHECK(row.disturbed());
+  row.in_place->time_us = 79;
+  CHECK(row.disturbed());  // either way round
+
+  // The 8x H100 default log: 32 B (68.14 out of place, 13.52 us in place) and 4 KiB (23.59,
+  // 16.46); every other size's two times agree within 1.19x.
+  const NcclTestsLog log =
+      read_nccl_tests_log(nccl_tests_test::published_log("h100x8_all_reduce_default.txt"));
+  std::vector<std::int64_t> disturbed;
+  for (const NcclTestsRow& r : log.rows)
+    if (r.disturbed()) disturbed.push_back(r.bytes);
+  CHECK(disturbed == std::vector<std::int64_t>{32, 4096});
+
+  // compare keeps every size in its MAPE, and gives the MAPE of the others beside it.
+  const Scenario s =
+      parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100", "collectives": [
+          {"name": "ar", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB"}]})"),
+                     ".");
+  const NcclComparison c =
+      compare_nccl_log(s, s.collectives[0], log, 0, std::numeric_limits<std::int64_t>::max());
+  REQUIRE(c.rows.size() == log.rows.size());
+  double sum = 0;
+  for (const NcclCompareRow& r : c.rows) {
+    CHECK(r.disturbed == (r.bytes == 32 || r.bytes == 4096));
+    if (!r.disturbed) sum += std::fabs(r.error_pct);
+  }
+  CHECK(c.steady_sizes == static_cast<int>(c.rows.size()) - 2);
+  CHECK(c.steady_mape_pct == Approx(sum / c.steady_sizes));
+  const nlohmann::json doc = nccl_comparison_json(c);
+  CHECK(doc["rows"][2]["disturbed"] == true);
+  CHECK(doc["rows"][2]["in_place_s"] == Approx(13.52e-6));
+  CHECK(doc["steady"]["sizes"] == c.steady_sizes);
+  CHECK(nccl_comparison_table(c).find("[disturbed: in place 13.52 us]") != std::string::npos);
+
+  // The fit is the fit of the log without them, and says which it left out.
+  NcclFitRequest with{{log}, "dgx-h100"};
+  NcclTestsLog clean = log;
+  std::erase_if(clean.rows, [](const NcclTestsRow& r) { return r.disturbed(); });
+  NcclFitRequest without{{clean}, "dgx-h100"};
+  const NcclFit a = fit_nccl_tests(with), b = fit_nccl_tests(without);
+  CHECK(a.values.launch_s == b.values.launch_s);
+  CHECK(a.values.efficiency == b.values.efficiency);
+  CHECK(a.values.curve == b.values.curve);
+  CHECK(a.mape_pct == b.mape_pct);
+  CHECK(a.heldout_mape_pct == b.heldout_mape_pct);
+  const auto note = std::find_if(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+    return n.find("left out") != std::string::npos;
+  });
+  REQUIRE(note != a.notes.end());
+  CHECK(note->find("at 32 B (68.14 / 13.52 us)") != std::string::npos);
+  CHECK(std::none_of(b.notes.begin(), b.notes.end(),
+                     [](const std::string& n) { return n.find("left out") != std::string::npos; }));
 }

@@ -120,8 +120,8 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
     const SizedRun run = simulate_alone(launched, c);
     const double measured = row.out_of_place.time_us * 1e-6;
     out.rows.push_back({row.bytes, run.time_s, measured, (run.time_s - measured) / measured * 100,
-                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps, run.plan,
-                        run.held_by});
+                        run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps, run.plan, run.held_by,
+                        row.in_place ? row.in_place->time_us * 1e-6 : 0, row.disturbed()});
   }
   if (out.rows.empty())
     throw InputError("--sizes", fmt::format("no size of {} in the range asked for", log.file));
@@ -133,6 +133,13 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
     e.mape_pct = mape_between(out.rows, lo, hi, &e.sizes);
     if (e.sizes) out.ranges.push_back(e);
   }
+  double steady_sum = 0;
+  for (const auto& r : out.rows)
+    if (!r.disturbed) {
+      steady_sum += std::fabs(r.error_pct);
+      ++out.steady_sizes;
+    }
+  out.steady_mape_pct = out.steady_sizes ? steady_sum / out.steady_sizes : 0;
   return out;
 }
 
@@ -157,14 +164,22 @@ std::string nccl_comparison_table(const NcclComparison& c) {
   out += fmt::format("# {:>12} {:>14} {:>14} {:>9} {:>12} {:>12}  {}\n", "bytes", "simulated us",
                      "measured us", "error", "sim busbw", "meas busbw", "simulated");
   for (const auto& r : c.rows)
-    out += fmt::format("  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}  {}\n", r.bytes,
-                       r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
-                       r.measured_busbw_GBps, r.plan);
+    out += fmt::format(
+        "  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}  {}{}\n", r.bytes,
+        r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
+        r.measured_busbw_GBps, r.plan,
+        r.disturbed ? fmt::format(" [disturbed: in place {:.2f} us]", r.in_place_s * 1e6) : "");
   out += fmt::format("# MAPE {:.1f}% over {} sizes ({} to {}), out-of-place times\n", c.mape_pct,
                      c.rows.size(), format_bytes(c.rows.front().bytes),
                      format_bytes(c.rows.back().bytes));
   for (const auto& e : c.ranges)
     out += fmt::format("#   {}: {:.1f}% ({} sizes)\n", e.label, e.mape_pct, e.sizes);
+  if (c.steady_sizes < static_cast<int>(c.rows.size()))
+    out += fmt::format(
+        "#   {:.1f}% over the {} sizes whose out-of-place and in-place times agree within "
+        "{:.0f}%; {} disturbed (the two times of one size measure the same kernels)\n",
+        c.steady_mape_pct, c.steady_sizes, (kColumnsAgree - 1) * 100,
+        c.rows.size() - static_cast<std::size_t>(c.steady_sizes));
   return out;
 }
 
@@ -181,14 +196,17 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
   const NcclTestsLog& log = *c.log;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : c.rows)
-    rows.push_back({{"bytes", r.bytes},
-                    {"simulated_s", r.simulated_s},
-                    {"measured_s", r.measured_s},
-                    {"error_pct", r.error_pct},
-                    {"simulated_busbw_GBps", r.simulated_busbw_GBps},
-                    {"measured_busbw_GBps", r.measured_busbw_GBps},
-                    {"simulated_plan", r.plan},
-                    {"held_by", held_json(r.held_by)}});
+    rows.push_back(
+        {{"bytes", r.bytes},
+         {"simulated_s", r.simulated_s},
+         {"measured_s", r.measured_s},
+         {"error_pct", r.error_pct},
+         {"simulated_busbw_GBps", r.simulated_busbw_GBps},
+         {"measured_busbw_GBps", r.measured_busbw_GBps},
+         {"simulated_plan", r.plan},
+         {"held_by", held_json(r.held_by)},
+         {"in_place_s", r.in_place_s > 0 ? nlohmann::json(r.in_place_s) : nlohmann::json()},
+         {"disturbed", r.disturbed}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& e : c.ranges)
     ranges.push_back(
@@ -216,7 +234,11 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
           {"measured_column", "out_of_place"},
           {"rows", rows},
           {"mape_pct", c.mape_pct},
-          {"ranges", ranges}};
+          {"ranges", ranges},
+          {"steady",
+           {{"columns_agree_within", kColumnsAgree},
+            {"sizes", c.steady_sizes},
+            {"mape_pct", c.steady_mape_pct}}}};
 }
 
 NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {

@@ -38,6 +38,8 @@ struct NcclCompareRow {
   double simulated_busbw_GBps = 0, measured_busbw_GBps = 0;
   std::string plan;  // what was simulated at this size (NCCL's pick changes with size)
   HeldBy held_by = HeldBy::Nothing;  // what held it past its ops (CollectiveOutcome::held_by)
+  double in_place_s = 0;             // the log's in-place time; 0 when it has none
+  bool disturbed = false;            // NcclTestsRow::disturbed: the two times disagree
 };
 
 struct SizeRangeError {
@@ -58,6 +60,10 @@ struct NcclComparison {
   std::vector<NcclCompareRow> rows;  // sizes within the range asked for
   double mape_pct = 0;
   std::vector<SizeRangeError> ranges;  // below 64 KiB, 64 KiB to 4 MiB, above 4 MiB
+  // Over the sizes that were not disturbed (their two times agree): how far the model is
+  // from what the machine does, without the sizes where the log cannot say.
+  int steady_sizes = 0;
+  double steady_mape_pct = 0;
 };
 
 // Size 0 rows (nothing to time) and rows outside [min_bytes, max_bytes] are left out.

@@ -439,6 +439,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   return log;
 }
 
+bool NcclTestsRow::disturbed() const {
+  if (!in_place) return false;
+  const double a = out_of_place.time_us, b = in_place->time_us;
+  return a > 0 && b > 0 && std::max(a, b) > kColumnsAgree * std::min(a, b);
+}
+
 NcclTestsLog read_nccl_tests_log(const std::string& path, std::optional<CollectiveOp> op_hint,
                                  int ranks_hint) {
   return parse_nccl_tests_log(read_input_file(path, kMaxLogBytes, "an nccl-tests log"), path,

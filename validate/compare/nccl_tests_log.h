@@ -41,6 +41,13 @@ struct NcclTestsResult {
   std::optional<std::int64_t> wrong;  // empty: printed "N/A" (run without checking)
 };
 
+// nccl-tests times every size twice, out of place and in place: the same kernels on the
+// same data (in place only skips the copy of a rank's own chunk, where there is one). A
+// size whose two times differ by more than this factor was disturbed (a first size still
+// warming up, a neighbour on the machine): neither time stands for the collective. In the
+// published logs in data/nccl-tests undisturbed sizes agree within 1.19x.
+inline constexpr double kColumnsAgree = 1.25;
+
 struct NcclTestsRow {
   int line = 0;  // 1-based, in the file
   std::int64_t bytes = 0;
@@ -50,6 +57,9 @@ struct NcclTestsRow {
   int root = -1;
   NcclTestsResult out_of_place;
   std::optional<NcclTestsResult> in_place;
+
+  // Both columns timed, and further apart than kColumnsAgree.
+  bool disturbed() const;
 };
 
 struct NcclTestsLog {

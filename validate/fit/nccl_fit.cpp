@@ -206,6 +206,12 @@ Point linearise(const LogScenario& ls, std::size_t log, const NcclTestsRow& row,
   return p;
 }
 
+// A size the fit can use: it moves data, it was timed, and its two times agree (a
+// disturbed size says nothing of the machine: NcclTestsRow::disturbed).
+bool fittable(const LogScenario& ls, const NcclTestsRow& row) {
+  return sized_like(ls.base, row).bytes > 0 && row.out_of_place.time_us > 0 && !row.disturbed();
+}
+
 std::vector<Point> linearise_all(const std::vector<LogScenario>& scenarios,
                                  const std::vector<NcclTestsLog>& logs, const TermModel& model,
                                  const FitValues& at) {
@@ -213,7 +219,7 @@ std::vector<Point> linearise_all(const std::vector<LogScenario>& scenarios,
   for (std::size_t i = 0; i < logs.size(); ++i) {
     bool odd = false;
     for (const NcclTestsRow& row : logs[i].rows) {
-      if (sized_like(scenarios[i].base, row).bytes == 0 || row.out_of_place.time_us <= 0) continue;
+      if (!fittable(scenarios[i], row)) continue;
       points.push_back(linearise(scenarios[i], i, row, model, at));
       points.back().heldout = odd;
       odd = !odd;
@@ -537,6 +543,18 @@ void choose_terms(NcclFit& fit, const std::vector<Point>& pts,
   fit.heldout_mape_pct = best->heldout_mape_pct;
 }
 
+// "file.txt at 32 B (68.14 / 13.52 us), ..." for every disturbed size; empty when none.
+std::string disturbed_sizes(const std::vector<NcclTestsLog>& logs) {
+  std::vector<std::string> out;
+  for (const NcclTestsLog& log : logs)
+    for (const NcclTestsRow& row : log.rows)
+      if (row.disturbed())
+        out.push_back(fmt::format("{} at {} B ({:.2f} / {:.2f} us)",
+                                  std::filesystem::path(log.file).filename().string(), row.bytes,
+                                  row.out_of_place.time_us, row.in_place->time_us));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
 void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
   if (fit.mape_pct > kPoorMape)
     fit.warnings.push_back(
@@ -596,6 +614,11 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
       fmt::format("transfers cross {} (nominal {}); fitted under the {} network model, {}",
                   kind_list(fit.kinds), format_bandwidth(fit.nominal_Bps), fit.network,
                   fmt::join(fit.launches, "; ")));
+  if (std::string left = disturbed_sizes(req.logs); !left.empty())
+    fit.notes.push_back(fmt::format(
+        "left out, their out-of-place and in-place times more than {:.0f}% apart (neither "
+        "stands for the collective): {}",
+        (kColumnsAgree - 1) * 100, left));
   if (fit.used.latency && !latency_separable(pts)) {
     fit.used.latency = false;
     fit.notes.push_back(
