@@ -219,4 +219,27 @@ TEST_CASE("a per-kind bandwidth_Bps inline in network.cost sets the links, as in
   CHECK(s.topology.link(0).bandwidth == 5e9);
   CHECK(run_scenario(s).outcomes[0].time_s ==
         Approx(two_rank_time("ideal", "all_reduce", 1024, links)).epsilon(0));
+  // Only the links of that kind: on a DGX the NVLink ones, not PCIe's or the NICs'.
+  const Scenario dgx =
+      parse_scenario({{"topology", "dgx-h100"},
+                      {"network", {{"cost", links}}},
+                      {"collectives", {{{"name", "c"}, {"op", "all_reduce"}, {"bytes", 1024}}}}},
+                     ".");
+  const Topology nominal =
+      parse_scenario(
+          {{"topology", "dgx-h100"}, {"collectives", {{{"op", "all_reduce"}, {"bytes", 4}}}}}, ".")
+          .topology;
+  int nvlinks = 0, others = 0;
+  for (LinkId l = 0; l < static_cast<LinkId>(dgx.topology.links().size()); ++l) {
+    const Link& link = dgx.topology.link(l);
+    if (link.kind == LinkKind::NvLink) {
+      ++nvlinks;
+      CHECK(link.bandwidth == 5e9);
+    } else {
+      ++others;
+      CHECK(link.bandwidth == nominal.link(l).bandwidth);
+    }
+  }
+  CHECK(nvlinks > 0);
+  CHECK(others > 0);
 }

@@ -275,4 +275,7 @@ TEST_CASE("preset errors name the path") {
       load(
           R"({"preset": "multidim", "dims": [{"shape": "hypercube", "size": 2, "bandwidth": "1GB/s"}]})"),
       "topology.dims[0].shape: expected one of ring, switch, fully_connected, got \"hypercube\"");
+  // An NVLink domain's links are NVLink: "kind" was accepted there and ignored.
+  CHECK_THROWS_WITH(load(R"({"preset": "nvl72", "kind": "ib"})"),
+                    Catch::Matchers::StartsWith("topology.kind: unknown field"));
 }

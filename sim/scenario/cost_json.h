@@ -32,7 +32,7 @@ inline constexpr FieldDoc kCostModelKeys[] = {
     {"local_copy",
      R"json({"$ref": "#/definitions/curve", "description": "The rate of an op inside one rank."})json"},
     {"host_memory",
-     R"json({"$ref": "#/definitions/curve", "description": "A capacity every transfer from or to one host's GPUs shares (flow model); a lone transfer is never slowed by it."})json"},
+     R"json({"$ref": "#/definitions/curve", "description": "A capacity (by transfer size) that every transfer from or to one host's GPUs shares, through the flow model's max-min solver."})json"},
     {"reduce_memory",
      R"json({"$ref": "#/definitions/rates", "description": "host_memory as concurrent reduce loops see it, per \"dtype.op\" or \"any\"; default host_memory."})json"},
 };
@@ -51,7 +51,7 @@ inline constexpr FieldDoc kLinkCostKeys[] = {
     {"efficiency",
      R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "The share of the link rate that carries data."})json"},
     {"latency_s",
-     R"json({"$ref": "#/definitions/duration", "description": "Added once per transfer that crosses a link of this kind."})json"},
+     R"json({"$ref": "#/definitions/duration", "description": "Added once per transfer: the largest of the latencies of the kinds on its route."})json"},
     {"bandwidth_curve",
      R"json({"$ref": "#/definitions/curve", "description": "The rate by transfer size on links of this kind."})json"},
 };

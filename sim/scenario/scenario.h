@@ -84,7 +84,7 @@ inline constexpr FieldDoc kCollectiveFields[] = {
     {"op", R"json({"enum": "@op", "description": "The collective, as NCCL names it."})json",
      kRequired},
     {"algorithm",
-     R"json({"$ref": "#/definitions/algorithm", "description": "How it runs (the Algorithms table); default: the first listed for its op."})json"},
+     R"json({"$ref": "#/definitions/algorithm", "description": "How it runs (schema.md's Algorithms table); default: the one marked (default) there for its op."})json"},
     {"bytes",
      R"json({"$ref": "#/definitions/size", "description": "nccl-tests' size: the per-rank buffer (required except for barriers and routed all-to-alls)."})json"},
     {"dtype",
@@ -102,9 +102,9 @@ inline constexpr FieldDoc kCollectiveFields[] = {
     {"protocol",
      R"json({"enum": "@protocol", "description": "NCCL's protocol as costs (NCCL's base latency once, its per-hop latency per transfer instead of alpha, its payload efficiency, NVLink at NCCL's usable rate); auto tries all three; default none: plain alpha-beta."})json"},
     {"nccl_algo",
-     R"json({"type": "string", "description": "NCCL_ALGO's form: \"ring,tree\", or \"^nvls\" for all but those."})json"},
+     R"json({"type": "string", "description": "With \"algorithm\": \"nccl\" only: what NCCL may pick, in NCCL_ALGO's form: \"ring,tree\", or \"^nvls\" for all but those."})json"},
     {"nccl_proto",
-     R"json({"type": "string", "description": "NCCL_PROTO's form: \"simple\", or \"^ll128\"."})json"},
+     R"json({"type": "string", "description": "With \"algorithm\": \"nccl\" only (which refuses \"protocol\"): NCCL_PROTO's form: \"simple\", or \"^ll128\"."})json"},
 };
 // An all-to-all's "routing": MoE token routing, or an explicit token matrix.
 inline constexpr FieldDoc kRoutingFields[] = {
@@ -122,7 +122,7 @@ inline constexpr FieldDoc kRoutingFields[] = {
     {"expert_ranks",
      R"json({"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "The rank (a position in the collective's ranks) hosting each expert, one per expert. Default: equal contiguous blocks, rank r hosting experts r*E/K .. (r+1)*E/K - 1, which needs the expert count E to be a multiple of the rank count K."})json"},
     {"matrix",
-     R"json({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}, "description": "Tokens rank s sends rank d at [s][d]."})json"},
+     R"json({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}, "description": "Tokens rank s sends rank d at [s][d]; with it, the other fields but bytes_per_token are refused."})json"},
 };
 
 Scenario load_scenario(const std::filesystem::path& file);

@@ -31,7 +31,7 @@ using Json = nlohmann::ordered_json;  // keys in the order they are declared
 constexpr std::string_view kScenarioShape = R"json({
   "$schema": "http://json-schema.org/draft-07/schema#",
   "title": "collsim scenario",
-  "description": "A cluster, a network model and the collectives to run on it. docs/scenarios.md explains every field.",
+  "description": "A cluster, a network model and the collectives to run on it (docs/scenarios.md shows them at work; docs/schema.md lists every field).",
   "type": "object",
   "additionalProperties": false,
   "definitions": {
@@ -233,7 +233,7 @@ constexpr std::string_view kScenarioShape = R"json({
 constexpr std::string_view kTopologyShape = R"json({
   "$schema": "http://json-schema.org/draft-07/schema#",
   "title": "collsim topology",
-  "description": "A cluster for collsim: a preset ({\"preset\": \"cluster\", ...}) or an explicit graph ({\"nodes\": [...], \"links\": [...]}). docs/scenarios.md, \"Topologies\", explains every field.",
+  "description": "A cluster for collsim: a preset ({\"preset\": \"cluster\", ...}) or an explicit graph ({\"nodes\": [...], \"links\": [...]}). docs/scenarios.md, \"Topologies\", shows them at work; docs/schema.md lists every field.",
   "oneOf": [
     {
       "$ref": "#/definitions/preset"

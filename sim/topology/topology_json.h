@@ -69,15 +69,18 @@ inline constexpr FieldDoc kLinkFields[] = {
     {"duplex",
      R"json({"type": "boolean", "default": true, "description": "true: one cable, a link each way; false: src to dst only."})json"},
 };
-// What the presets of alike links (switch, ring, nvl72, torus, a multidim dimension) share.
+// What the presets of alike links (switch, ring, torus, a multidim dimension; nvl72 its latency)
+// share.
 inline constexpr FieldDoc kPresetBandwidth[] = {
     {"bandwidth",
      R"json({"$ref": "#/definitions/bandwidth", "description": "Of every link, each direction."})json",
      kRequired},
 };
-inline constexpr FieldDoc kPresetLatencyAndKind[] = {
+inline constexpr FieldDoc kPresetLatency[] = {
     {"latency",
      R"json({"$ref": "#/definitions/duration", "description": "Of every link, paid once per link crossed (default 0)."})json"},
+};
+inline constexpr FieldDoc kPresetKind[] = {
     {"kind",
      R"json({"$ref": "#/definitions/linkKind", "default": "nvlink", "description": "The links' kind: which of NCCL's latencies and which cost-model terms they take."})json"},
 };
@@ -90,7 +93,7 @@ inline constexpr FieldDoc kDimensionOwnFields[] = {
      kRequired},
 };
 inline constexpr auto kDimensionFields =
-    join_fields(kDimensionOwnFields, kPresetBandwidth, kPresetLatencyAndKind);
+    join_fields(kDimensionOwnFields, kPresetBandwidth, kPresetLatency, kPresetKind);
 // What every preset takes: "$schema" (for editors; the loader ignores it) and its name.
 inline constexpr FieldDoc kPresetCommonFields[] = {
     {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
@@ -102,19 +105,20 @@ inline constexpr FieldDoc kPresetGpus[] = {
      kRequired},
 };
 inline constexpr auto kSwitchPresetFields =
-    join_fields(kPresetGpus, kPresetBandwidth, kPresetLatencyAndKind);
+    join_fields(kPresetGpus, kPresetBandwidth, kPresetLatency, kPresetKind);
 inline constexpr FieldDoc kNvl72OwnFields[] = {
     {"gpus",
      R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "default": 72, "description": "GPUs in the NVLink domain."})json"},
     {"bandwidth", R"json({"$ref": "#/definitions/bandwidth", "default": "900GB/s"})json"},
 };
-inline constexpr auto kNvl72PresetFields = join_fields(kNvl72OwnFields, kPresetLatencyAndKind);
+// An NVLink domain: its links are NVLink (no "kind").
+inline constexpr auto kNvl72PresetFields = join_fields(kNvl72OwnFields, kPresetLatency);
 inline constexpr FieldDoc kRingOwnFields[] = {
     {"bidirectional",
      R"json({"type": "boolean", "default": true, "description": "true: a link each way between neighbours; false: one way round."})json"},
 };
 inline constexpr auto kRingPresetFields =
-    join_fields(kPresetGpus, kPresetBandwidth, kPresetLatencyAndKind, kRingOwnFields);
+    join_fields(kPresetGpus, kPresetBandwidth, kPresetLatency, kPresetKind, kRingOwnFields);
 // What a dgx-h100 server and every server of a cluster have (the schema's "server").
 inline constexpr FieldDoc kServerFields[] = {
     {"gpus_per_node", R"json({"$ref": "#/definitions/server/properties/gpus_per_node"})json"},
@@ -154,7 +158,7 @@ inline constexpr FieldDoc kTorusDims[] = {
      kRequired},
 };
 inline constexpr auto kTorusPresetFields =
-    join_fields(kTorusDims, kPresetBandwidth, kPresetLatencyAndKind);
+    join_fields(kTorusDims, kPresetBandwidth, kPresetLatency, kPresetKind);
 inline constexpr FieldDoc kMultidimPresetFields[] = {
     {"dims",
      R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/dimension"}, "description": "The dimensions, innermost (a server) first."})json",

@@ -59,8 +59,9 @@ void register_halving_doubling(std::vector<AlgorithmEntry>& c) {
       {.op = CollectiveOp::AllReduce,
        .algorithm = "halving_doubling",
        .summary = "Rabenseifner: a reduce-scatter by recursive halving, then an all-gather by "
-                  "recursive doubling; any K (the 2r ranks past a power of two fold in first "
-                  "and get the result last).",
+                  "recursive doubling; any K = p + r (p a power of two): the odd members among "
+                  "the first 2r fold their data into their even neighbour first and get the "
+                  "result from it last.",
        .generate =
            [](const CollectiveShape& s, const AlgorithmOptions&) {
              auto b = make_builder(s, "halving_doubling");

@@ -196,9 +196,11 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
                .nccl_family = NcclAlgo::Nvls});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
-               .summary = "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
-                          "switch reduce and its multicast, the slice's issuers (one GPU per "
-                          "host, the same rail) all-reduce it over a binary tree across hosts.",
+               .summary =
+                   "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
+                   "switch reduce and its multicast, the slice's issuers (one GPU per "
+                   "host, the same rail) all-reduce it over a binary tree across hosts. Each "
+                   "host has the same number of consecutive ranks, on a sharp NVSwitch.",
                .generate = nvls_tree_all_reduce,
                .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
                .switch_ops = true,

@@ -248,8 +248,8 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   c.push_back(with_channels(std::move(binomial)));
   auto dbt = pipelined(CollectiveOp::AllReduce, "double_binary_tree",
                        "NCCL-style: two in-order binary trees, the second shifted by one rank, "
-                       "each carrying half the data on its own channel (a rank that is a leaf in "
-                       "one is inner in the other), reduce up and broadcast down; pipelined "
+                       "each carrying half the data on its own channel (most leaves of one are "
+                       "inner in the other), reduce up and broadcast down; pipelined "
                        "with `segments`.",
                        [](const CollectiveShape& s, const AlgorithmOptions& o) {
                          auto b = make_builder(s, "double_binary_tree", {}, 2);
@@ -281,8 +281,9 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   c.push_back(std::move(nccl));
   c.push_back({.op = CollectiveOp::Scatter,
                .algorithm = "binomial_tree",
-               .summary = "⌈log2 K⌉ rounds: the root sends half the blocks to the rank half the "
-                          "group away, then both recurse on their halves.",
+               .summary = "⌈log2 K⌉ rounds: the root sends the blocks of the far half of the "
+                          "group (K rounded up to a power of two) to the member that heads it, "
+                          "then both recurse on their halves.",
                .generate =
                    [](const CollectiveShape& s, const AlgorithmOptions&) {
                      return binomial_scatter_gather(s, Direction::Broadcast);
