@@ -3,7 +3,9 @@
 
 Each log is compared (collsim compare) with the uncalibrated defaults on the machine it ran
 on, and the mean absolute percentage error is printed by size band, as a Markdown table:
-all sizes, below 64 KiB, 64 KiB to 64 MiB (where training traffic lives), 64 MiB and up.
+all sizes, below 64 KiB, 64 KiB to 64 MiB (where training traffic lives), 64 MiB and up,
+and over the sizes that were not disturbed (their out-of-place and in-place times agree:
+docs/validation.md, "Disturbed sizes").
 
 usage: tools/nccl_log_bands.py [COLLSIM [MODEL]]   (default ./build/tools/collsim and the
 scenario's default network model; run from the repository root)
@@ -38,8 +40,8 @@ def mape(rows, lo, hi):
 def main():
     collsim = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
     network = {"network": {"model": sys.argv[2]}} if len(sys.argv) > 2 else {}
-    print("| log | all sizes | < 64 KiB | 64 KiB - 64 MiB | >= 64 MiB |")
-    print("|---|---|---|---|---|")
+    print("| log | all sizes | < 64 KiB | 64 KiB - 64 MiB | >= 64 MiB | undisturbed |")
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for log, topology in MACHINES.items():
             collective = {"name": "ar", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB"}
@@ -50,11 +52,14 @@ def main():
             out = subprocess.run([collsim, "compare", str(scenario), "--nccl-tests",
                                   f"data/nccl-tests/{log}.txt", "--format", "json"],
                                  capture_output=True, text=True, check=True).stdout
-            rows = json.loads(out)["rows"]
+            doc = json.loads(out)
+            rows = doc["rows"]
             cells = []
             for lo, hi in BANDS:
                 m, n = mape(rows, lo, hi)
                 cells.append(f"{m:.1f}% ({n})" if n else "-")
+            steady = doc["steady"]
+            cells.append(f"{steady['mape_pct']:.1f}% ({steady['sizes']})")
             print(f"| {log} | " + " | ".join(cells) + " |")
 
 
