@@ -200,7 +200,10 @@ void hosts_from_topology(AlgorithmOptions& o, const OptionContext& ctx) {
 
 }  // namespace
 
-void register_trees(std::vector<AlgorithmEntry>& c) {
+namespace {
+
+// Broadcast and reduce: the ring's pipelined chain and the binomial tree.
+void register_rooted(std::vector<AlgorithmEntry>& c) {
   // "ring" broadcast and reduce are the pipelined chain around the ring.
   // The ring's take "channels" (one chain per channel, each in its own ring order).
   for (const char* name : {"ring", "binomial_tree"}) {
@@ -232,6 +235,10 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
     c.push_back(std::move(broadcast));
     c.push_back(std::move(reduce));
   }
+}
+
+// The trees that all-reduce: binomial, NCCL-style double binary, NCCL's own.
+void register_tree_all_reduces(std::vector<AlgorithmEntry>& c) {
   auto binomial = pipelined(CollectiveOp::AllReduce, "binomial_tree",
                             "A binomial-tree reduce to rank 0, then a binomial-tree broadcast "
                             "from it; pipelined with `segments`.",
@@ -279,6 +286,9 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
   nccl.options.push_back({"hosts", parse_hosts, hosts_from_topology});
   nccl.options.push_back({"channels", parse_tree_channels});
   c.push_back(std::move(nccl));
+}
+
+void register_scatter_gather(std::vector<AlgorithmEntry>& c) {
   c.push_back({.op = CollectiveOp::Scatter,
                .algorithm = "binomial_tree",
                .summary = "⌈log2 K⌉ rounds: the root sends the blocks of the far half of the "
@@ -298,6 +308,14 @@ void register_trees(std::vector<AlgorithmEntry>& c) {
                      return binomial_scatter_gather(s, Direction::Reduce);
                    },
                .nccl_family = NcclAlgo::Tree});
+}
+
+}  // namespace
+
+void register_trees(std::vector<AlgorithmEntry>& c) {
+  register_rooted(c);
+  register_tree_all_reduces(c);
+  register_scatter_gather(c);
 }
 
 }  // namespace collsim
