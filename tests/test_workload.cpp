@@ -516,6 +516,16 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
         "workload: a step of 2147483649 tasks (1 micro-batch, 1073741824 gradient buckets), "
         "more than the 1048576 collsim builds; use larger buckets, fewer micro-batches or fewer "
         "layers");
+  // Many data-parallel replicas, each with its own pipeline: the advice names them first
+  // (the 16,384-GPU Llama 3 405B step: 1,166,912 tasks, about 8,500 a replica).
+  const std::string cluster =
+      R"({"topology": {"preset": "cluster", "nodes": 2048}, "workload": {"model": "llama3-405b",
+          "tokens_per_gpu": 4096, "parallelism": {"dp": 128, "tp": 8, "pp": 16,
+          "micro_batches": 16}}})";
+  CHECK_THAT(error_of(cluster),
+             Catch::Contains("more than the 1048576 collsim builds; use fewer data-parallel "
+                             "replicas (128 here, each with its own pipeline's tasks), larger "
+                             "buckets"));
   // Two jobs each within the bound, not together.
   const std::string half = R"({"gradients": "1GiB", "compute": "20ms", "bucket": "4KiB", "ranks": )";
   CHECK_THAT(error_of(topo + "[" + half + "[0, 1]}, " + half + "[2, 3]}]}"),

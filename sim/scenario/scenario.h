@@ -72,7 +72,7 @@ inline constexpr FieldDoc kNetworkFields[] = {
     {"switching",
      R"json({"enum": ["store_and_forward", "cut_through"], "description": "Packet model: whether a switch forwards a packet once it has all of it (the default) or as its head arrives."})json"},
     {"calibration",
-     R"json({"type": "string", "description": "A calibration file (collsim calibrate), relative to this scenario."})json"},
+     R"json({"type": "string", "description": "A calibration file (collsim calibrate), relative to this scenario; its terms apply after the inline cost's, over them."})json"},
     {"cost",
      R"json({"$ref": "#/definitions/cost", "description": "Costs beyond the links' alpha-beta, inline (a calibration file gives the same)."})json"},
 };

@@ -481,10 +481,19 @@ void check_step_size(const JsonView& job, const WorkloadSpec& w, WorkloadSize& t
                                   buckets)
                     : fmt::format("{}, {}", micro, buckets);
   const std::string others = total.tasks > 0 ? ", with the jobs before it," : "";
+  // Every data-parallel replica runs its own pipeline's tasks: with many, they are most of it.
+  const int dp = w.has_model() ? w.parallelism.dp : 1;
+  const std::string replicas =
+      dp > 1 ? fmt::format(
+                   "fewer data-parallel replicas ({} here, each with its own pipeline's "
+                   "tasks), ",
+                   dp)
+             : "";
   if (s.tasks > kMaxStepTasks - total.tasks)
-    job.fail_message(fmt::format("a step of {} tasks ({}){} more than the {} collsim builds; use "
-                                 "larger buckets, fewer micro-batches or fewer layers",
-                                 s.tasks, shape, others.empty() ? "," : others, kMaxStepTasks));
+    job.fail_message(
+        fmt::format("a step of {} tasks ({}){} more than the {} collsim builds; use "
+                    "{}larger buckets, fewer micro-batches or fewer layers",
+                    s.tasks, shape, others.empty() ? "," : others, kMaxStepTasks, replicas));
   if (s.entries > kMaxStepEntries - total.entries)
     job.fail_message(fmt::format("a step whose tasks list {} ranks and all-to-all entries ({}){} "
                                  "more than the {} collsim holds",
