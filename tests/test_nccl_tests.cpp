@@ -727,10 +727,13 @@ TEST_CASE("a size whose two times disagree is flagged as disturbed, and left out
   CHECK(nccl_comparison_table(c).find("[disturbed: in place 13.52 us]") != std::string::npos);
 
   // The fit is the fit of the log without them, and says which it left out.
-  NcclFitRequest with{{log}, "dgx-h100"};
+  NcclFitRequest with;
+  with.logs = {log};
+  with.topology = "dgx-h100";
   NcclTestsLog clean = log;
   std::erase_if(clean.rows, [](const NcclTestsRow& r) { return r.disturbed(); });
-  NcclFitRequest without{{clean}, "dgx-h100"};
+  NcclFitRequest without = with;
+  without.logs = {clean};
   const NcclFit a = fit_nccl_tests(with), b = fit_nccl_tests(without);
   CHECK(a.values.launch_s == b.values.launch_s);
   CHECK(a.values.efficiency == b.values.efficiency);
