@@ -85,17 +85,28 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
   return out;
 }
 
-double mape_between(const std::vector<NcclCompareRow>& rows, std::int64_t lo, std::int64_t hi,
-                    int* count) {
+namespace {
+
+// Mean of |error_pct| over the rows `keep` takes; their number in *count.
+template <class Keep>
+double mape_where(const std::vector<NcclCompareRow>& rows, Keep keep, int* count) {
   double sum = 0;
   int n = 0;
   for (const auto& r : rows)
-    if (r.bytes >= lo && r.bytes <= hi) {
+    if (keep(r)) {
       sum += std::fabs(r.error_pct);
       ++n;
     }
   if (count) *count = n;
   return n ? sum / n : 0;
+}
+
+}  // namespace
+
+double mape_between(const std::vector<NcclCompareRow>& rows, std::int64_t lo, std::int64_t hi,
+                    int* count) {
+  return mape_where(
+      rows, [&](const NcclCompareRow& r) { return r.bytes >= lo && r.bytes <= hi; }, count);
 }
 
 NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
@@ -133,13 +144,8 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
     e.mape_pct = mape_between(out.rows, lo, hi, &e.sizes);
     if (e.sizes) out.ranges.push_back(e);
   }
-  double steady_sum = 0;
-  for (const auto& r : out.rows)
-    if (!r.disturbed) {
-      steady_sum += std::fabs(r.error_pct);
-      ++out.steady_sizes;
-    }
-  out.steady_mape_pct = out.steady_sizes ? steady_sum / out.steady_sizes : 0;
+  out.steady_mape_pct = mape_where(
+      out.rows, [](const NcclCompareRow& r) { return !r.disturbed; }, &out.steady_sizes);
   return out;
 }
 
