@@ -464,8 +464,8 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   cmd->add_flag("--stream", args.stream,
                 "Generate each collective while simulating it, holding only the ops in flight; "
                 "run does so by itself for large schedules when the figures are the same and no "
-                "--out is asked; --stream refuses what it cannot stream (overlapping collectives, "
-                "workloads, --out)");
+                "--out is asked; collectives that may overlap are held whole and played "
+                "together; --stream refuses workloads and --out");
   cmd->add_flag("--symmetry", args.symmetry,
                 "Time each collective whose ranks are interchangeable (a ring in equal chunks "
                 "on one switch of alike links) by one rank's ops: the same times and counters, "

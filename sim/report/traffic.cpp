@@ -36,7 +36,7 @@ void add_link_total(const Topology& t, LinkId l, std::int64_t bytes, CollectiveT
   if (bytes / capacity > whole.seconds) whole = {whole.collective, -1, l, bytes / capacity, bytes};
 }
 
-// A streamed run's collectives from their own totals (they ran one after another):
+// A streamed run's collectives from their own totals (each counted alone):
 // the same links, bytes and per-rank figures a stored run derives from its ops; no
 // per-step bottlenecks (no steps are kept).
 void add_streamed_collectives(const Topology& t, const ScenarioResult& r, TrafficReport& rep) {

@@ -29,34 +29,38 @@ CollectiveOutcome outcome_of(const CollectiveSpec& c, const CostModel* cost, Tim
   return o;
 }
 
-// The first collective that may overlap the one before it, or none: then each one's ops
-// begin after all of the previous one's end, and alone is exact. `after` points only to
-// earlier collectives, so i can wait on i - 1 through others only through one between
-// them, and there is none: it waits on i - 1 exactly when it names it. Throws on an
-// `after` that is not an earlier collective.
-std::optional<std::size_t> first_overlapping(const Scenario& scenario) {
+// Where the run can be cut in two without changing a time: i is a cut when every
+// collective from i on waits, directly or through others, on every collective before i,
+// so none of them can overlap any before it and all links are idle when they begin.
+// Returns the cuts in order (0 first) and then the collective count: each span between
+// two is a group whose members may overlap each other only. Throws on an `after` that is
+// not an earlier collective.
+std::vector<std::size_t> group_bounds(const Scenario& scenario) {
   const auto& cs = scenario.collectives;
-  for (std::size_t i = 0; i < cs.size(); ++i) {
-    bool waits_on_previous = false;
-    for (int a : cs[i].after) {
-      if (a < 0 || static_cast<std::size_t>(a) >= i)
-        throw InputError(cs[i].json_path + ".after", "a collective may only wait on earlier ones");
-      waits_on_previous = waits_on_previous || static_cast<std::size_t>(a) + 1 == i;
+  // low[j]: a prefix [0, low[j]) of the collectives j waits on, through whichever path
+  // (the largest this finds: the prefixes of those it names, then the names that extend
+  // them; a smaller one only loses cuts, never makes a wrong one).
+  std::vector<std::size_t> low(cs.size(), 0);
+  for (std::size_t j = 0; j < cs.size(); ++j) {
+    std::vector<std::size_t> named;
+    for (int a : cs[j].after) {
+      if (a < 0 || static_cast<std::size_t>(a) >= j)
+        throw InputError(cs[j].json_path + ".after", "a collective may only wait on earlier ones");
+      named.push_back(static_cast<std::size_t>(a));
+      low[j] = std::max(low[j], low[named.back()]);
     }
-    if (i > 0 && !waits_on_previous) return i;
+    std::sort(named.begin(), named.end());
+    for (std::size_t a : named)
+      if (a == low[j]) ++low[j];
   }
-  return std::nullopt;
-}
-
-// `how`: the flag that asked for the run ("--stream", "--symmetry").
-void require_one_after_another(const Scenario& scenario, std::string_view how) {
-  if (const auto i = first_overlapping(scenario)) {
-    const CollectiveSpec& c = scenario.collectives[*i];
-    throw InputError(c.json_path + ".after",
-                     fmt::format("{} times each collective alone, so each must run after "
-                                 "the one before it; \"{}\" may overlap \"{}\"",
-                                 how, c.name, scenario.collectives[*i - 1].name));
+  std::vector<std::size_t> bounds{cs.size()};
+  std::size_t least_later = cs.size();  // the least low[j] of the collectives j >= i
+  for (std::size_t i = cs.size(); i-- > 0;) {
+    least_later = std::min(least_later, low[i]);
+    if (least_later >= i) bounds.push_back(i);
   }
+  std::reverse(bounds.begin(), bounds.end());
+  return bounds;
 }
 
 void add_counters(LinkCounters& into, const LinkCounters& from) {
@@ -153,86 +157,186 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
 
 }  // namespace
 
-ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold) {
-  require_one_after_another(scenario, fold == FoldWhen::Always ? "--symmetry" : "--stream");
-  for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
-    if (std::string too_big = schedule_size_problem(c, true); !too_big.empty())
-      throw InputError(c.json_path, too_big);
-  const Topology& topo = scenario.topology;
-  Router router(topo, scenario.network.routing);
-  Plan plan =
-      make_plan(scenario, router, simulated_alone(scenario, router), ScheduleHolding::Streamed);
-  ScenarioResult out;
-  out.sim.links.resize(topo.links().size());
-  out.sim.node_sent.assign(topo.nodes().size(), 0);
-  out.sim.node_received.assign(topo.nodes().size(), 0);
-  for (PlannedCollective& c : plan.collectives) {
+namespace {
+
+// run_scenario_streamed's state: the result so far, filled a group of collectives at a
+// time, in scenario order.
+class StreamedRun {
+ public:
+  StreamedRun(const Scenario& scenario, FoldWhen fold)
+      : scenario_(scenario),
+        topo_(scenario.topology),
+        router_(topo_, scenario.network.routing),
+        fold_(fold) {
+    out_.sim.links.resize(topo_.links().size());
+    out_.sim.node_sent.assign(topo_.nodes().size(), 0);
+    out_.sim.node_received.assign(topo_.nodes().size(), 0);
+  }
+
+  Router& router() { return router_; }
+
+  // One collective with nothing beside it: folded where asked and it folds, else streamed
+  // (its digest with it), else its stored schedule alone.
+  void alone(PlannedCollective& c) {
     Time start = 0;
-    for (int a : c.spec.after) start = std::max(start, out.sim.tasks[a].end);
-    auto model = make_network_model(scenario.network, topo, router);
-    Time took = 0, ops_took = 0;
-    Schedule header;  // what the reports read of the schedule: its step count
-    std::uint64_t ops = c.schedule->size();
-    auto absorb = [&](const auto& r) {  // a StreamedResult or a SimulationResult
-      add_counters(out.sim.links, r.links);
-      add_counts(out.sim.node_sent, r.node_sent);
-      add_counts(out.sim.node_received, r.node_received);
-      out.sim.events += r.events;
-      out.sim.transfers += r.transfers;
-      out.streamed_totals.push_back(totals_of(topo, c.spec, r.links, r.node_sent, r.node_received));
-    };
-    // Folded where asked and it folds, else streamed (its digest with it), else stored.
+    for (int a : c.spec.after) start = std::max(start, out_.sim.tasks[a].end);
+    auto model = make_network_model(scenario_.network, topo_, router_);
     std::optional<StreamedResult> streamed;
-    if (fold != FoldWhen::Never) out.folding.emplace_back();
-    if (fold == FoldWhen::Always || (fold == FoldWhen::Pays && folding_pays(c.spec))) {
+    if (fold_ != FoldWhen::Never) out_.folding.emplace_back();
+    if (fold_ == FoldWhen::Always || (fold_ == FoldWhen::Pays && folding_pays(c.spec))) {
       if (c.streamed)
-        streamed = run_folded(scenario, router, *model, c, out.folding.back());
+        streamed = run_folded(scenario_, router_, *model, c, out_.folding.back());
       else
-        out.folding.back().note = "not folded: its schedule is not streamed";
+        out_.folding.back().note = "not folded: its schedule is not streamed";
     }
     if (!streamed && c.streamed) {
-      streamed = simulate_streamed(topo, router, *model, {c.gpus, c.cost},
+      streamed = simulate_streamed(topo_, router_, *model, {c.gpus, c.cost},
                                    [&] { return run_generator(c.spec); });
       c.digest = streamed->digest;
     }
     if (streamed) {
-      took = streamed->end;
-      ops_took = streamed->ops_end;
-      header.num_steps = streamed->steps;
-      ops = streamed->ops;
-      absorb(*streamed);
-    } else {  // chosen on stored schedules, NVLS, a pipeline's lanes: the stored one, alone
-      Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
-      const SimulationResult r = sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});
-      took = r.tasks[0].end - r.tasks[0].start;
-      ops_took = r.tasks[0].ops_end - r.tasks[0].start;
-      header.num_steps = c.schedule->num_steps;
-      absorb(r);
+      absorb_counters(*streamed);
+      absorb_totals(c, *streamed);
+      TaskTiming timing;
+      timing.start = 0;
+      timing.end = streamed->end;
+      timing.ops_end = streamed->ops_end;
+      record(c, start, timing, streamed->steps, streamed->ops);
+      return;
     }
-    TaskTiming timing;
-    timing.start = start;
-    timing.end = add_time(start, took);
-    timing.ops_end = add_time(start, ops_took);
-    out.sim.tasks.push_back(timing);
-    out.outcomes.push_back(
-        outcome_of(c.spec, c.cost.get(), timing.start, timing.end, timing.ops_end));
-    out.labels.push_back(c.label());
-    out.schedules.push_back(
-        SharedSchedule(std::move(header)));  // no ops: reports read the counters alone
-    out.streamed_ops.push_back(ops);
-    out.digests.push_back(c.digest);
-    out.resolved.push_back(std::move(c.spec));
-    out.choices.push_back(std::move(c.choice));
+    const SimulationResult r = stored_alone(c, *model);
+    absorb_counters(r);
+    absorb_totals(c, r);
+    record(c, start, r.tasks[0], c.schedule->num_steps, c.schedule->size());
   }
-  return out;
+
+  // Collectives that may overlap each other (and none before `first`, the first of them,
+  // which all of them wait on): their stored schedules together, as the stored run plays
+  // them, from when every earlier collective has ended; each one's own links and ranks
+  // from a run of it alone (what it moves does not depend on what it meets).
+  void together(std::span<PlannedCollective> group, std::size_t first) {
+    Time start = 0;
+    for (const TaskTiming& t : out_.sim.tasks) start = std::max(start, t.end);
+    std::vector<CollectiveTask> tasks;
+    for (PlannedCollective& c : group) {
+      hold_whole(c);
+      std::vector<int> after;  // within the group; those before it have all ended
+      for (int a : c.spec.after)
+        if (static_cast<std::size_t>(a) >= first) after.push_back(a - static_cast<int>(first));
+      tasks.push_back({c.spec.name, &*c.schedule, c.gpus, std::move(after), c.cost});
+    }
+    auto model = make_network_model(scenario_.network, topo_, router_);
+    Simulator sim(topo_, router_, *model, SimulationOptions{.record_ops = false});
+    const SimulationResult r = sim.run(tasks);
+    absorb_counters(r);
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      PlannedCollective& c = group[k];
+      if (fold_ != FoldWhen::Never)
+        out_.folding.push_back({false, "not folded: it may overlap another collective"});
+      auto own = make_network_model(scenario_.network, topo_, router_);
+      absorb_totals(c, stored_alone(c, *own));
+      record(c, start, r.tasks[k], c.schedule->num_steps, c.schedule->size());
+    }
+  }
+
+  ScenarioResult take() { return std::move(out_); }
+
+ private:
+  // A streamed plan's schedule generated whole, to run beside others.
+  void hold_whole(PlannedCollective& c) const {
+    if (!c.streamed) return;
+    if (std::string too_big = schedule_size_problem(c.spec, false); !too_big.empty())
+      throw InputError(c.spec.json_path,
+                       too_big +
+                           " (it may overlap another collective: held whole to play "
+                           "beside it; make it run after the others to stream it)");
+    c.schedule = SharedSchedule(generate_schedule(c.spec));
+    c.digest = schedule_digest(*c.schedule);
+    c.streamed = false;
+  }
+
+  SimulationResult stored_alone(const PlannedCollective& c, NetworkModel& model) {
+    Simulator sim(topo_, router_, model, SimulationOptions{.record_ops = false});
+    return sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});
+  }
+
+  template <class Result>  // a StreamedResult or a SimulationResult
+  void absorb_counters(const Result& r) {
+    add_counters(out_.sim.links, r.links);
+    add_counts(out_.sim.node_sent, r.node_sent);
+    add_counts(out_.sim.node_received, r.node_received);
+    out_.sim.events += r.events;
+    out_.sim.transfers += r.transfers;
+  }
+
+  template <class Result>
+  void absorb_totals(const PlannedCollective& c, const Result& r) {
+    out_.streamed_totals.push_back(totals_of(topo_, c.spec, r.links, r.node_sent, r.node_received));
+  }
+
+  // The collective's place in the result: `timing` relative to `start`, when its group
+  // began; its schedule by its step count alone (the reports read the counters).
+  void record(PlannedCollective& c, Time start, const TaskTiming& timing, int steps,
+              std::uint64_t ops) {
+    TaskTiming t;
+    t.start = add_time(start, timing.start);
+    t.end = add_time(start, timing.end);
+    t.ops_end = add_time(start, timing.ops_end);
+    out_.sim.tasks.push_back(t);
+    out_.outcomes.push_back(outcome_of(c.spec, c.cost.get(), t.start, t.end, t.ops_end));
+    out_.labels.push_back(c.label());
+    Schedule header;
+    header.num_steps = steps;
+    out_.schedules.push_back(SharedSchedule(std::move(header)));
+    out_.streamed_ops.push_back(ops);
+    out_.digests.push_back(c.digest);
+    out_.resolved.push_back(std::move(c.spec));
+    out_.choices.push_back(std::move(c.choice));
+  }
+
+  const Scenario& scenario_;
+  const Topology& topo_;
+  Router router_;
+  FoldWhen fold_;
+  ScenarioResult out_;
+};
+
+}  // namespace
+
+ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold) {
+  const std::vector<std::size_t> bounds = group_bounds(scenario);
+  for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
+    if (std::string too_big = schedule_size_problem(c, true); !too_big.empty())
+      throw InputError(c.json_path, too_big);
+  StreamedRun run(scenario, fold);
+  Plan plan = make_plan(scenario, run.router(), simulated_alone(scenario, run.router()),
+                        ScheduleHolding::Streamed);
+  for (std::size_t g = 0; g + 1 < bounds.size(); ++g) {
+    const std::size_t first = bounds[g], size = bounds[g + 1] - first;
+    if (size == 1)
+      run.alone(plan.collectives[first]);
+    else
+      run.together(std::span(plan.collectives).subspan(first, size), first);
+  }
+  return run.take();
 }
 
 bool streams_exactly(const Scenario& scenario) {
-  return !scenario.collectives.empty() && scenario.workloads.empty() &&
-         !first_overlapping(scenario);
+  return !scenario.collectives.empty() && scenario.workloads.empty();
 }
 
 namespace {
+
+// The largest schedule bound of the collectives a streamed run streams: those alone in
+// their group (group_bounds); the others are held whole anyway.
+double largest_streamed_schedule(const Scenario& scenario) {
+  const std::vector<std::size_t> bounds = group_bounds(scenario);
+  double largest = 0;
+  for (std::size_t g = 0; g + 1 < bounds.size(); ++g)
+    if (bounds[g + 1] - bounds[g] == 1)
+      largest = std::max(largest, schedule_ops_bound(scenario.collectives[bounds[g]]));
+  return largest;
+}
 
 double largest_schedule(const Scenario& scenario) {
   double largest = 0;
@@ -244,7 +348,7 @@ double largest_schedule(const Scenario& scenario) {
 }  // namespace
 
 bool streaming_pays(const Scenario& scenario) {
-  return largest_schedule(scenario) >= kStreamingPaysOps;
+  return largest_streamed_schedule(scenario) >= kStreamingPaysOps;
 }
 
 bool folding_pays(const CollectiveSpec& c) {

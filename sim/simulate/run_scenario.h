@@ -40,8 +40,8 @@ struct ScenarioResult {
   SimulationResult sim;
   // A streamed run's op count per collective (its schedules hold none); empty otherwise.
   std::vector<std::uint64_t> streamed_ops;
-  // A streamed run's totals per collective: its collectives run one after another, so
-  // each one's own counters are what the reports read instead of its ops.
+  // A streamed run's totals per collective (each one's own counters, from a run of it
+  // alone), which the reports read instead of its ops.
   struct CollectiveTotals {
     std::vector<std::pair<LinkId, std::int64_t>> link_bytes;  // the links it used, by id
     std::vector<std::int64_t> sent, received;                 // by its own rank index
@@ -67,13 +67,13 @@ ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOpti
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options = {});
 
 // The same figures without holding any schedule whole (collsim run when that is exact and
-// pays, collsim run --stream): each
-// collective is generated while it is simulated (simulate/streamed.h), alone on the
-// network, starting when the collectives it runs `after` have ended. Exact when no two
-// collectives overlap, so the collectives must be ordered one after another by
-// "after" (an InputError names the first that is not). Keeps totals (link and rank
-// counters, times), no per-op record: schedules hold no ops, the digests are the
-// streams'.
+// pays, collsim run --stream): each collective is generated while it is simulated
+// (simulate/streamed.h), alone on the network, starting when the collectives it runs
+// `after` have ended. Collectives that may overlap (neither waits on the other) are held
+// whole and played together, as run_scenario plays them, from when every collective
+// before them has ended: exact, as every later collective waits on all of them (the run
+// is cut only where that holds). Keeps totals (link and rank counters, times), no per-op
+// record: schedules hold no ops, the digests are the streams'.
 // Which collectives are timed by one rank's ops where their ranks are interchangeable
 // (schedule/quotient.h, simulate/symmetric.h; the same figures, no digest): none, those
 // whose schedule could reach kFoldingPaysOps, or every one (run --symmetry).
@@ -81,11 +81,11 @@ enum class FoldWhen { Never, Pays, Always };
 ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold = FoldWhen::Never);
 
 // Whether run_scenario_streamed gives exactly what run_scenario gives: the scenario has
-// collectives, no workload, and each collective waits (directly or through others) on
-// the one before it.
+// collectives and no workload.
 bool streams_exactly(const Scenario& scenario);
 // Whether streaming is worth its per-collective set-up (a generator thread, a network
-// model): some collective's schedule could reach kStreamingPaysOps ops. Below, storing
+// model): some collective it would stream (one that overlaps no other) could reach
+// kStreamingPaysOps ops. Below, storing
 // is faster (20,000 chained 1 KiB all-reduces on 8 GPUs: 2.1 s stored, 3.3 s streamed). `collsim
 // run` streams by itself when both hold and no per-op output is asked.
 inline constexpr double kStreamingPaysOps = 1 << 20;
