@@ -148,12 +148,12 @@ TEST_CASE("Chakra microbenchmarks: every rank file of every shared trace as ASTR
       CHECK(c.after.empty());
       CHECK(c.ranks.size() == static_cast<std::size_t>(K));
       CHECK(c.ranks.back() == K - 1);
-      CHECK(c.collective.shape.op ==
+      CHECK(c.collective->shape.op ==
             (op == "all_reduce" ? CollectiveOp::AllReduce : CollectiveOp::AllGather));
-      CHECK(c.collective.bytes == (op == "all_reduce" ? 1048576 : 1048576LL * K));
-      CHECK(c.collective.shape.count == c.collective.bytes);  // bytes as u8 elements
-      CHECK(c.collective.shape.ranks == K);
-      CHECK(c.collective.algorithm.empty());
+      CHECK(c.collective->bytes == (op == "all_reduce" ? 1048576 : 1048576LL * K));
+      CHECK(c.collective->shape.count == c.collective->bytes);  // bytes as u8 elements
+      CHECK(c.collective->shape.ranks == K);
+      CHECK(c.collective->algorithm.empty());
 
       ChakraOptions wrong;
       wrong.ranks = K / 2;  // files for ranks >= K/2 are there: refused
@@ -254,18 +254,18 @@ TEST_CASE("Chakra step graph: compute, a collective joining ranks, send/recv as 
   const StepTask& ar = task(g, "n2");  // named after its first member
   CHECK(ar.kind == StepTaskKind::Collective);
   CHECK(ar.ranks == std::vector<int>{0, 1});
-  CHECK(ar.collective.shape.op == CollectiveOp::AllReduce);
-  CHECK(ar.collective.bytes == 1 << 20);
+  CHECK(ar.collective->shape.op == CollectiveOp::AllReduce);
+  CHECK(ar.collective->bytes == 1 << 20);
   // The union of both ranks' dependencies; rank 1's through the metadata node.
   CHECK(ar.after == indices(g, {"rank0.n1", "rank1.n10"}));
 
   const StepTask& p2p = task(g, "n3");
   CHECK(p2p.category == "p2p");
   CHECK(p2p.ranks == std::vector<int>{0, 1});
-  CHECK(p2p.collective.shape.op == CollectiveOp::AllToAll);
-  CHECK(p2p.collective.algorithm == "direct");
-  REQUIRE(p2p.collective.shape.matrix);
-  CHECK(*p2p.collective.shape.matrix == std::vector<std::int64_t>{0, 4096, 0, 0});  // 0 -> 1 only
+  CHECK(p2p.collective->shape.op == CollectiveOp::AllToAll);
+  CHECK(p2p.collective->algorithm == "direct");
+  REQUIRE(p2p.collective->shape.matrix);
+  CHECK(*p2p.collective->shape.matrix == std::vector<std::int64_t>{0, 4096, 0, 0});  // 0 -> 1 only
   CHECK(p2p.after ==
         std::vector<std::int32_t>{index_of(g, "rank0.n1")});  // the recv waits on nothing
 
@@ -297,9 +297,9 @@ TEST_CASE("Chakra step graph: process groups, sizes, FLOPs and memory nodes", "[
   REQUIRE(g.tasks.size() == 3);
   CHECK(g.tasks[0].ranks == std::vector<int>{0, 1});  // inferred from who uses "tp0"
   CHECK(g.tasks[1].ranks == std::vector<int>{2, 3});
-  CHECK(g.tasks[0].collective.shape.op == CollectiveOp::ReduceScatter);
-  CHECK(g.tasks[0].collective.bytes == 1000);  // the whole input, as collsim's
-  CHECK(g.tasks[2].collective.bytes == 4000);  // all-gather: 4 ranks x 1000
+  CHECK(g.tasks[0].collective->shape.op == CollectiveOp::ReduceScatter);
+  CHECK(g.tasks[0].collective->bytes == 1000);  // the whole input, as collsim's
+  CHECK(g.tasks[2].collective->bytes == 4000);  // all-gather: 4 ranks x 1000
   CHECK(g.tasks[2].after == std::vector<std::int32_t>{0, 1});
 
   // An explicit group sets the algorithm's rank order.
@@ -308,8 +308,8 @@ TEST_CASE("Chakra step graph: process groups, sizes, FLOPs and memory nodes", "[
   o.algorithm = "ring";
   g = chakra_step_graph(t, o, "t");
   CHECK(g.tasks[1].ranks == std::vector<int>{3, 2});
-  CHECK(g.tasks[1].collective.ranks == std::vector<int>{3, 2});
-  CHECK(g.tasks[1].collective.algorithm == "ring");
+  CHECK(g.tasks[1].collective->ranks == std::vector<int>{3, 2});
+  CHECK(g.tasks[1].collective->algorithm == "ring");
   o.process_groups = {{"tp1", {0, 2, 3}}};  // rank 0 lists no tp1 collective
   CHECK_THAT(graph_error(t, o), Catch::Contains("but rank 0 issues fewer collectives in "
                                                 "process group \"tp1\""));

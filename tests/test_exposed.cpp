@@ -39,8 +39,8 @@ struct HandStep {
     t.kind = StepTaskKind::Collective;
     t.category = category;
     t.ranks = std::move(ranks);
-    t.collective.shape.op = op;
-    t.collective.bytes = 1000;
+    t.collective.edit().shape.op = op;
+    t.collective.edit().bytes = 1000;
     add(std::move(t), begin_ms, end_ms);
   }
   StepBreakdown breakdown(const std::vector<int>& ranks = {0, 1}) const {

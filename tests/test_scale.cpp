@@ -78,6 +78,23 @@ TEST_CASE("transfer ids carry op ids past 2^32 and every leg", "[scale]") {
     CHECK(d.op == c.op);
     CHECK(d.leg == c.leg);
   }
+  // Ids order as (leg, task, op) do, whatever a model sorts by them.
+  CHECK(ids.id(2, 2 * k2to32 - 1) < ids.id(3, 0));
+  CHECK(ids.id(3, 6) < ids.id(0, 0, 1));
+  // A task of 2^50 ops beside 200 others leaves too few bits for a split of its own:
+  // the ids are then global indices, decoded by a search, ordered the same.
+  std::vector<std::size_t> wide(200, 3);
+  wide[1] = std::size_t{1} << 50;
+  ids.assign(wide);
+  for (const Case c :
+       {Case{0, 2, 0}, Case{1, (std::size_t{1} << 50) - 1, 9}, Case{2, 0, 0}, Case{199, 2, 255}}) {
+    const auto d = ids.decode(ids.id(c.task, c.op, c.leg));
+    CHECK(d.task == c.task);
+    CHECK(d.op == c.op);
+    CHECK(d.leg == c.leg);
+  }
+  CHECK(ids.id(1, (std::size_t{1} << 50) - 1) < ids.id(2, 0));
+  CHECK(ids.id(199, 2) < ids.id(0, 0, 1));
   // 2^56 ops in all is the most the ids hold.
   const std::vector<std::size_t> fits{TransferIds::kOpMask};
   CHECK_NOTHROW(ids.assign(fits));

@@ -262,7 +262,7 @@ TEST_CASE("expert parallelism: an MoE layer's all-to-alls carry tokens x top_k x
     const StepTask& t = run.graph.tasks[i];
     if (t.category != "ep") continue;
     ++all_to_alls;
-    const auto& m = *t.collective.shape.matrix;
+    const auto& m = *t.collective->shape.matrix;
     REQUIRE(m.size() == 64);
     for (int s = 0; s < 8; ++s) {
       std::int64_t off_rank = 0;
@@ -446,7 +446,7 @@ WorkloadSize built_size(const WorkloadSpec& w) {
     s.entries += k;
     if (t.kind != StepTaskKind::Collective) continue;
     s.ops += 2 * k * k;
-    if (t.collective.shape.matrix) s.entries += t.collective.shape.matrix->size();
+    if (t.collective->shape.matrix) s.entries += t.collective->shape.matrix->size();
   }
   // The routing matrix the expert exchanges share, made once.
   const auto& p = w.parallelism;
@@ -514,23 +514,25 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
       R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"}, "workload": )";
   CHECK(error_of(topo + R"({"gradients": "1GiB", "compute": "20ms", "bucket": "1B"}})") ==
         "workload: a step of 2147483649 tasks (1 micro-batch, 1073741824 gradient buckets), "
-        "more than the 1048576 collsim builds; use larger buckets, fewer micro-batches or fewer "
+        "more than the 3145728 collsim builds; use larger buckets, fewer micro-batches or fewer "
         "layers");
   // Many data-parallel replicas, each with its own pipeline: the advice names them first
-  // (the 16,384-GPU Llama 3 405B step: 1,166,912 tasks, about 8,500 a replica).
+  // (Llama 3 405B on 49,152 GPUs: 3,321,584 tasks, about 8,600 a replica).
   const std::string cluster =
-      R"({"topology": {"preset": "cluster", "nodes": 2048}, "workload": {"model": "llama3-405b",
-          "tokens_per_gpu": 4096, "parallelism": {"dp": 128, "tp": 8, "pp": 16,
+      R"({"topology": {"preset": "cluster", "nodes": 6144}, "workload": {"model": "llama3-405b",
+          "tokens_per_gpu": 4096, "parallelism": {"dp": 384, "tp": 8, "pp": 16,
           "micro_batches": 16}}})";
   CHECK_THAT(error_of(cluster),
-             Catch::Contains("more than the 1048576 collsim builds; use fewer data-parallel "
-                             "replicas (128 here, each with its own pipeline's tasks), larger "
+             Catch::Contains("more than the 3145728 collsim builds; use fewer data-parallel "
+                             "replicas (384 here, each with its own pipeline's tasks), larger "
                              "buckets"));
   // Two jobs each within the bound, not together.
-  const std::string half = R"({"gradients": "1GiB", "compute": "20ms", "bucket": "4KiB", "ranks": )";
-  CHECK_THAT(error_of(topo + "[" + half + "[0, 1]}, " + half + "[2, 3]}]}"),
-             Catch::StartsWith("workload[1]: a step of 524289 tasks (1 micro-batch, 262144 gradient "
-                               "buckets), with the jobs before it, more than the 1048576"));
+  const std::string half =
+      R"({"gradients": "1GiB", "compute": "20ms", "bucket": "1KiB", "ranks": )";
+  CHECK_THAT(
+      error_of(topo + "[" + half + "[0, 1]}, " + half + "[2, 3]}]}"),
+      Catch::StartsWith("workload[1]: a step of 2097153 tasks (1 micro-batch, 1048576 "
+                        "gradient buckets), with the jobs before it, more than the 3145728"));
   CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 4096, "parallelism": {"dp": 1048576, "tp": 1048576, "pp": 1048576}}})") ==
         "workload.parallelism: dp x tp x pp = 1048576 x 1048576 x 1048576 = 1152921504606846976 "
         "GPUs, but only 8 ranks are left on the topology");
@@ -629,4 +631,35 @@ TEST_CASE("a training step shares a plan only between collectives that ask the s
   CHECK(t[2].plan == t[0].plan);
   CHECK(run.step.plans.at(t[0].plan).find("nvls") != std::string::npos);
   CHECK(run.step.plans.at(t[1].plan).find("ring") != std::string::npos);
+}
+
+TEST_CASE("a step's alike collectives share one spec, and a change copies it first", "[workload]") {
+  // TP 2 x DP 2: each tensor-parallel pair runs the same exchanges layer after layer.
+  const Scenario s = workload_test::scenario_of(
+      4, R"({"model": {"layers": 3, "hidden": 256, "vocab": 1000}, "gpu": "h100",
+             "tokens_per_gpu": 512, "parallelism": {"tp": 2, "dp": 2}})");
+  StepGraphBuilder b;
+  build_workload(s.workloads[0], b);
+  const std::vector<StepTask>& tasks = b.graph().tasks;
+  int shared = 0, apart = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].kind != StepTaskKind::Collective) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (tasks[j].kind != StepTaskKind::Collective) continue;
+      const bool alike = tasks[i].collective->asks_the_same_as(*tasks[j].collective);
+      CHECK(tasks[i].collective.same_object(tasks[j].collective) == alike);
+      (alike ? shared : apart) += 1;
+    }
+    CHECK(tasks[i].collective->ranks == tasks[i].ranks);  // each still reads its own ranks
+    CHECK(tasks[i].collective->name.empty());             // the task's name is the one read
+  }
+  CHECK(shared > 0);
+  CHECK(apart > 0);
+  // A change to one task's spec leaves the tasks sharing it as they were.
+  std::size_t first = 0;
+  while (tasks[first].kind != StepTaskKind::Collective) ++first;
+  StepTask changed = tasks[first];
+  changed.collective.edit().bytes += 1;
+  CHECK(changed.collective->bytes == tasks[first].collective->bytes + 1);
+  CHECK(!changed.collective.same_object(tasks[first].collective));
 }

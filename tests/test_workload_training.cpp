@@ -203,9 +203,9 @@ TEST_CASE("FP8 runs the kernels at the FP8 peak and all-gathers forward activati
   for (const StepTask& t : fp8.graph.tasks) {
     if (t.category != "tp") continue;
     const bool forward = t.name.find(".fwd.") != std::string::npos;
-    const bool gather = t.collective.shape.op == CollectiveOp::AllGather;
+    const bool gather = t.collective->shape.op == CollectiveOp::AllGather;
     INFO(t.name);
-    CHECK(t.collective.bytes == elements * (forward && gather ? 1 : 2));
+    CHECK(t.collective->bytes == elements * (forward && gather ? 1 : 2));
     forward_gathers += forward && gather;
   }
   CHECK(forward_gathers == 32 * 2);
@@ -337,9 +337,10 @@ TEST_CASE("context parallelism: the sequence split over cp ranks, K/V round the 
     INFO(t.name);
     ++exchanges;
     CHECK(t.ranks.size() == 2);
-    CHECK(t.collective.bytes == 2 * block * 2);
+    CHECK(t.collective->bytes == 2 * block * 2);
     const bool forward = t.name.find(".fwd.") != std::string::npos;
-    CHECK(t.collective.shape.op == (forward ? CollectiveOp::AllGather : CollectiveOp::ReduceScatter));
+    CHECK(t.collective->shape.op ==
+          (forward ? CollectiveOp::AllGather : CollectiveOp::ReduceScatter));
   }
   CHECK(exchanges == 32 * 2 * 4);
   // Activations kept per GPU: its own 4096 tokens, as with 2 replicas.

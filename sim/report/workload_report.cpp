@@ -383,7 +383,7 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
                      (o.end_s - o.start_s) * 1e6, json_quote(t.name), t.category);
       if (!is_compute)
         fmt::format_to(std::back_inserter(b), ", \"args\": {{\"bytes\": {}, \"plan\": {}}}",
-                       t.collective.bytes, json_quote(run.step.plans[o.plan]));
+                       t.collective->bytes, json_quote(run.step.plans[o.plan]));
       fmt::format_to(std::back_inserter(b), "}}");
     }
   }

@@ -29,7 +29,7 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
     if (t.kind == StepTaskKind::Compute) {
       task.duration = from_seconds(t.duration_s);
     } else {
-      CollectiveSpec spec = t.collective;
+      CollectiveSpec spec = *t.collective;
       spec.name = t.name;
       spec.ranks = t.ranks;
       spec.shape.ranks = static_cast<int>(t.ranks.size());

@@ -29,8 +29,9 @@ struct StepResult {
   SimulationResult sim;
 };
 
+// No per-op record by default: a step's reports read task times and link counters.
 StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
-                         SimulationOptions options = {.record_ops = false});
+                         SimulationOptions options = {.record_ops = false, .keep_routes = false});
 // Where its time went per rank: simulate/step_breakdown.h.
 
 }  // namespace collsim

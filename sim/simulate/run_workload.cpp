@@ -60,6 +60,10 @@ WorkloadRun run_workloads(const Scenario& scenario) {
   using namespace workload_run;
   WorkloadRun run;
   StepGraphBuilder builder;
+  std::size_t tasks = scenario.collectives.size();
+  for (const WorkloadSpec& w : scenario.workloads)
+    tasks += static_cast<std::size_t>(workload_size(w).tasks);
+  builder.reserve(tasks);
   add_collectives(scenario, builder, run.job_of_task);
   std::vector<WorkloadFacts> facts;
   std::vector<std::pair<std::size_t, std::size_t>> spans;  // each job's task range

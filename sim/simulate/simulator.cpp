@@ -3,6 +3,7 @@
 #include "core/interrupt.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -29,10 +30,14 @@ struct Simulator::TaskState {
   std::vector<std::size_t> dependents;       // tasks waiting on this one
   OpCosts costs;                             // none: plain α-β, the fast path
   // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
-  // down, and that switch's efficiency; per op, legs still in flight.
-  std::vector<PathId> up, down;
-  std::vector<double> efficiency;
-  std::vector<std::uint16_t> legs_left;
+  // down, and that switch's efficiency; per op, legs still in flight. Apart, made only
+  // for a schedule with switch ops: a step's millions of tasks have none.
+  struct SwitchRoutes {
+    std::vector<PathId> up, down;
+    std::vector<double> efficiency;
+    std::vector<std::uint16_t> legs_left;
+  };
+  std::unique_ptr<SwitchRoutes> switches;
 };
 
 Simulator::Simulator(const Topology& topology, Router& router, NetworkModel& model,
@@ -60,33 +65,20 @@ void Simulator::finished(std::size_t task, OpId) {
 }
 
 PathId Simulator::switch_route(std::size_t task, int rank, bool up) const {
-  return up ? state_[task].up[rank] : state_[task].down[rank];
+  const TaskState::SwitchRoutes& sw = *state_[task].switches;
+  return up ? sw.up[rank] : sw.down[rank];
 }
 
 double Simulator::switch_efficiency(std::size_t task, int rank) const {
-  return state_[task].efficiency[rank];
+  return state_[task].switches->efficiency[rank];
 }
 
 std::uint16_t& Simulator::legs_left(std::size_t task, OpId op) {
-  return state_[task].legs_left[op];
+  return state_[task].switches->legs_left[op];
 }
 
-void Simulator::prepare_task(std::size_t index) {
-  const CollectiveTask& task = (*tasks_)[index];
-  if (task.is_compute()) {
-    if (task.duration < 0)
-      throw std::invalid_argument("task \"" + task.name + "\": negative compute time");
-    state_.emplace_back();
-    return;
-  }
+bool Simulator::route_ops(const CollectiveTask& task, std::vector<PathId>& path) {
   const Schedule& s = *task.schedule;
-  if (static_cast<int>(task.rank_gpu.size()) != s.shape.ranks)
-    throw std::invalid_argument("task \"" + task.name +
-                                "\": rank placement does not match the schedule");
-  TaskState& st = state_.emplace_back();
-  ++graphs_[&s].users;
-  // Each op's route goes straight into the record, which the run reads as well.
-  std::vector<PathId>& path = result_.tasks[index].paths;
   // Most ops reuse a route, and a rank mostly talks to the peer it talked to last:
   // a one-entry memo per source rank answers those without hashing. New pairs are
   // searched together, grouped by source.
@@ -122,6 +114,29 @@ void Simulator::prepare_task(std::size_t index) {
       if (!s.ops[id].is_local() && !s.ops[id].is_switch() && path[id] < 0)
         path[id] = lookup(s.ops[id]);
   }
+  return any_switch;
+}
+
+void Simulator::prepare_task(std::size_t index) {
+  const CollectiveTask& task = (*tasks_)[index];
+  if (task.is_compute()) {
+    if (task.duration < 0)
+      throw std::invalid_argument("task \"" + task.name + "\": negative compute time");
+    state_.emplace_back();
+    return;
+  }
+  const Schedule& s = *task.schedule;
+  if (static_cast<int>(task.rank_gpu.size()) != s.shape.ranks)
+    throw std::invalid_argument("task \"" + task.name +
+                                "\": rank placement does not match the schedule");
+  TaskState& st = state_.emplace_back();
+  ++graphs_[&s].users;
+  // Each op's route goes straight into the record, which the run reads as well; without
+  // keep_routes, only while the task runs (routed here all the same, so an unreachable
+  // pair fails before any time passes, and the router keeps the routes for its start).
+  std::vector<PathId>& path =
+      options_.keep_routes ? result_.tasks[index].paths : scratch_.discarded_paths;
+  const bool any_switch = route_ops(task, path);
   if (any_switch) prepare_switch_routes(index, st);
   st.costs = OpCosts(task.cost.get(), s.shape);
   st.ops_left = s.size();
@@ -141,6 +156,8 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
   if (n + 1 > kMaxLegs)
     throw std::invalid_argument("task \"" + task.name + "\": switch ops span at most " +
                                 std::to_string(kMaxLegs - 1) + " ranks");
+  st.switches = std::make_unique<TaskState::SwitchRoutes>();
+  TaskState::SwitchRoutes& routes = *st.switches;
   for (int first = 0; first + n <= s.shape.ranks; first += n) {
     const std::vector<NodeId> gpus(task.rank_gpu.begin() + first,
                                    task.rank_gpu.begin() + first + n);
@@ -150,12 +167,12 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
                                   std::to_string(first) + ".." + std::to_string(first + n - 1) +
                                   " on one NVSwitch with \"sharp\": true");
     for (NodeId g : gpus) {
-      st.up.push_back(router_.route(g, *sw));
-      st.down.push_back(router_.route(*sw, g));
-      st.efficiency.push_back(topology_.node(*sw).sharp_efficiency);
+      routes.up.push_back(router_.route(g, *sw));
+      routes.down.push_back(router_.route(*sw, g));
+      routes.efficiency.push_back(topology_.node(*sw).sharp_efficiency);
     }
   }
-  st.legs_left.assign(s.size(), 0);
+  routes.legs_left.assign(s.size(), 0);
 }
 
 SimulationResult Simulator::run(const std::vector<CollectiveTask>& tasks) {
@@ -257,6 +274,7 @@ void Simulator::start_task(std::size_t index) {
   // collectives one after another holds one graph at a time, not a million.
   st.graph = &graph_of(*task.schedule);
   st.waiting = st.graph->indegree;
+  if (!options_.keep_routes) route_ops(task, result_.tasks[index].paths);
   if (st.ops_left == 0) return finish_task(index);
   // The launch is part of the collective's time: its ops wait for it.
   if (st.costs.launch() > 0)
@@ -274,6 +292,7 @@ void Simulator::finish_task(std::size_t index) {
   if (result_.tasks[index].ops_end < 0) {
     result_.tasks[index].ops_end = engine_.now();
     if (!(*tasks_)[index].is_compute()) release_graph(index);
+    if (!options_.keep_routes) std::vector<PathId>().swap(result_.tasks[index].paths);
   }
   // A collective lasts at least the host's time to issue it, and what NCCL's own model
   // says of its pick (CostModel::host_issue, nccl_floor).

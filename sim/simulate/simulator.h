@@ -39,7 +39,8 @@ struct TaskTiming {
   Time end = -1;
   Time ops_end = -1;  // when its last op ended: before `end` when a least duration held it
   std::vector<OpTiming> ops;  // filled when SimulationOptions::record_ops
-  std::vector<PathId> paths;  // per op: its route in SimulationResult::routes; -1 for local ops
+  std::vector<PathId> paths;  // per op: its route in SimulationResult::routes; -1 for local
+                              // ops (empty after the run without keep_routes)
 };
 
 // The links of every route the ops took, by PathId: copied from the router once per
@@ -56,6 +57,10 @@ struct RouteTable {
 
 struct SimulationOptions {
   bool record_ops = true;  // per-op start/end: the timeline; costs 16 bytes per op
+  // Per-op routes in the record (TaskTiming::paths, SimulationResult::routes), which the
+  // traffic reports read; without, a task holds its routes only while it runs (4 bytes
+  // an op: a training step's thousands of 128-rank rings would hold a GB).
+  bool keep_routes = true;
 };
 
 struct SimulationResult {
@@ -122,6 +127,8 @@ class Simulator final : private Executor<Simulator> {
   std::uint16_t& legs_left(std::size_t task, OpId op);
 
   void prepare_task(std::size_t index);
+  // Each op's route into `path` (-1 for local and switch ops); whether it has switch ops.
+  bool route_ops(const CollectiveTask& task, std::vector<PathId>& path);
   void start_task(std::size_t index);
   void start_ready_ops(std::size_t task);
   void prepare_switch_routes(std::size_t index, TaskState& st);  // NVLS switch ops
@@ -144,6 +151,7 @@ class Simulator final : private Executor<Simulator> {
     std::vector<int> memo_dst;
     std::vector<PathId> memo_path;
     std::vector<std::pair<NodeId, NodeId>> missing;
+    std::vector<PathId> discarded_paths;  // load's routes, without keep_routes
   } scratch_;
   TransferIds ids_;  // (task, op, leg) <-> the id a network model hands back
   SimulationResult result_;

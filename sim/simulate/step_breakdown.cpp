@@ -28,7 +28,7 @@ Kinds kinds_of(const StepGraph& graph, const std::vector<bool>& keep) {
     if (!keep.empty() && !keep[i]) continue;
     const StepTask& t = graph.tasks[i];
     const bool compute = t.kind == StepTaskKind::Compute;
-    std::string op = compute ? "" : std::string(name_of(t.collective.shape.op));
+    std::string op = compute ? "" : std::string(name_of(t.collective->shape.op));
     const auto [it, fresh] = index.try_emplace({t.category, op}, static_cast<int>(k.shares.size()));
     if (fresh) {
       k.shares.push_back({.category = t.category, .op = std::move(op), .compute = compute});
@@ -39,7 +39,7 @@ Kinds kinds_of(const StepGraph& graph, const std::vector<bool>& keep) {
     k.of_task[i] = it->second;
     StepShare& s = k.shares[it->second];
     ++s.tasks;
-    if (!compute) s.bytes += t.collective.bytes;
+    if (!compute) s.bytes += t.collective->bytes;
   }
   return k;
 }

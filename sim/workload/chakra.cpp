@@ -440,7 +440,7 @@ class GraphMaker {
     t.name = n.name.empty() ? fmt::format("{}.rank{}.node{}", name_of(op), r, n.id) : n.name;
     t.category = "comm";
     t.ranks = ranks;
-    CollectiveSpec& c = t.collective;
+    CollectiveSpec& c = t.collective.edit();
     c.name = t.name;
     c.json_path = fmt::format("{}: {}", where_, node_label(r, n));
     c.shape.op = op;
@@ -504,12 +504,13 @@ class GraphMaker {
       t.category = "p2p";
       if (n.name.empty()) t.name = fmt::format("p2p.{}to{}.tag{}.{}", s, d, tag, k);
       auto matrix = std::make_shared<std::vector<std::int64_t>>(4, 0);
-      (*matrix)[1] = t.collective.shape.count;  // [s * 2 + d] with s = 0, d = 1
+      CollectiveSpec& c = t.collective.edit();
+      (*matrix)[1] = c.shape.count;  // [s * 2 + d] with s = 0, d = 1
       // Per rank, the mean of what the ranks send (all-to-allv's size convention).
-      t.collective.shape.count /= 2;
-      t.collective.bytes = t.collective.shape.count * element_size(opt_.dtype);
-      t.collective.shape.matrix = std::move(matrix);
-      t.collective.algorithm = "direct";
+      c.shape.count /= 2;
+      c.bytes = c.shape.count * element_size(opt_.dtype);
+      c.shape.matrix = std::move(matrix);
+      c.algorithm = "direct";
       it->second = add_unit(std::move(t), {r, i});
     } else {
       Unit& u = units_[it->second];

@@ -23,8 +23,31 @@ std::int32_t StepGraphBuilder::add(StepTask task, const std::vector<std::string>
   }
   std::sort(task.after.begin(), task.after.end());
   task.after.erase(std::unique(task.after.begin(), task.after.end()), task.after.end());
+  if (task.kind == StepTaskKind::Collective) share(task.collective);
   graph_.tasks.push_back(std::move(task));
   return id;
+}
+
+void StepGraphBuilder::share(SharedSpec& spec) {
+  if (!spec->name.empty() || !spec->after.empty()) {
+    CollectiveSpec& own = spec.edit();
+    own.name.clear();
+    own.after.clear();
+  }
+  std::uint64_t h = std::hash<std::string>{}(spec->algorithm);
+  const auto mix = [&h](std::int64_t v) {
+    h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
+  };
+  mix(spec->bytes);
+  mix(static_cast<std::int64_t>(spec->shape.op));
+  for (int r : spec->ranks) mix(r);
+  std::vector<SharedSpec>& alike = specs_[h];
+  for (const SharedSpec& s : alike)
+    if (s->asks_the_same_as(*spec) && s->json_path == spec->json_path) {
+      spec = s;
+      return;
+    }
+  alike.push_back(spec);
 }
 
 std::int32_t StepGraphBuilder::last(const std::string& stream) const {

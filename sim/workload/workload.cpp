@@ -80,8 +80,7 @@ StepTask collective_task(const WorkloadSpec& w, std::string name, std::string ca
   t.kind = StepTaskKind::Collective;
   t.name = std::move(name);
   t.category = std::move(category);
-  CollectiveSpec& c = t.collective;
-  c.name = t.name;
+  CollectiveSpec& c = t.collective.edit();
   c.json_path = w.json_path;
   c.shape.op = op;
   c.shape.dtype = dtype;
@@ -533,9 +532,10 @@ class TrainingBuilder {
                                         CollectiveOp::AllToAll, 0, w_.param_dtype, group);
         std::int64_t total = 0;
         for (auto v : *matrix) total += v;
-        task.collective.shape.matrix = matrix;
-        task.collective.shape.count = total / par_.ep;
-        task.collective.bytes = task.collective.shape.count * act_bytes_;
+        CollectiveSpec& c = task.collective.edit();
+        c.shape.matrix = matrix;
+        c.shape.count = total / par_.ep;
+        c.bytes = c.shape.count * act_bytes_;
         tasks.push_back(std::move(task));
       }
     communicate(p, std::move(tasks));
@@ -662,9 +662,10 @@ class TrainingBuilder {
         StepTask task = collective_task(
             w_, fmt::format("{}.s{}.mb{}.{}.e{}.d{}", w_.name, from, mb, what, e, d), "pp",
             CollectiveOp::AllToAll, 0, w_.param_dtype, group);
-        task.collective.shape.matrix = matrix;
-        task.collective.shape.count = elements * par_.tp / n;
-        task.collective.bytes = task.collective.shape.count * act_bytes_;
+        CollectiveSpec& c = task.collective.edit();
+        c.shape.matrix = matrix;
+        c.shape.count = elements * par_.tp / n;
+        c.bytes = c.shape.count * act_bytes_;
         task.after = frontier_[src];
         inbox.push_back(b_.add(std::move(task),
                                stream(w_, fmt::format("pp{}.{}.{}.{}", src, dst_stage, e, d))));
@@ -874,10 +875,11 @@ WorkloadFacts build_chakra(const WorkloadSpec& w, StepGraphBuilder& b) {
     for (int& r : t.ranks) r = w.ranks[r];
     for (std::int32_t& a : t.after) a += base;
     if (t.kind == StepTaskKind::Collective) {
-      t.collective.ranks = t.ranks;
+      CollectiveSpec& c = t.collective.edit();
+      c.ranks = t.ranks;
       if (t.category != "p2p") {
-        t.collective.algorithm = algorithm_for(w, t.collective.shape.op);
-        t.collective.protocol = w.protocol;
+        c.algorithm = algorithm_for(w, c.shape.op);
+        c.protocol = w.protocol;
       }
     } else if (t.category == "compute") {
       facts.one_gpu_step_s += t.duration_s;

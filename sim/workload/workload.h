@@ -121,14 +121,15 @@ struct WorkloadSize {
   std::int64_t buckets = 0;  // gradient buckets, for the message
 };
 
-// The most a scenario's workloads may add up to. Tasks: a step of 740,000 (Llama-3 70B on
-// 4,096 GPUs: TP 8, PP 8, DP 64, 16 micro-batches, sequence parallel) takes 39 s and 2.2 GB
-// to simulate under the flow model (~54 us, 3 KB a task); the bound keeps a step within
-// about a minute and 3 GB. The largest bundled workload has 19,120. Entries: 4 to 8 bytes each. Ops: the 2^28 of a scenario's
-// collective schedules. A Chakra job counts nothing here: its reader bounds its trace.
-inline constexpr std::int64_t kMaxStepTasks = std::int64_t{1} << 20;
+// The most a scenario's workloads may add up to. Tasks: a step of 2,140,032 (Llama 3
+// 405B on 16,384 GPUs as Meta ran it: TP 8, PP 16, DP 128, 16 micro-batches, 256 MiB
+// buckets) takes 98 s and 4.1 GB under the flow model (DP 64, 1,070,016 tasks: 27-35 s,
+// 1.4 GB); the bound keeps a step within a few minutes and about 6 GB. The largest bundled
+// workload has 19,120. Entries: 4 to 8 bytes each. Ops: transfers simulated, 2^29 (that
+// step: 496 million). A Chakra job counts nothing here: its reader bounds its trace.
+inline constexpr std::int64_t kMaxStepTasks = std::int64_t{3} << 20;
 inline constexpr std::int64_t kMaxStepEntries = std::int64_t{1} << 26;
-inline constexpr std::int64_t kMaxStepOps = std::int64_t{1} << 28;
+inline constexpr std::int64_t kMaxStepOps = std::int64_t{1} << 29;
 
 // The largest model collsim accounts for, in parameters: its gradients in 8-byte
 // elements stay within a size's 2^50 bytes (units.h). Today's largest are ~2^41.

@@ -500,9 +500,10 @@ void check_step_size(const JsonView& job, const WorkloadSpec& w, WorkloadSize& t
                                  s.entries, shape, others.empty() ? "," : others,
                                  kMaxStepEntries));
   if (s.ops > kMaxStepOps - total.ops)
-    job.fail_message(fmt::format("a step whose collectives make up to {} transfers (2K^2 for K "
-                                 "ranks; {}){} more than the 2^28 collsim simulates",
-                                 s.ops, shape, others.empty() ? "," : others));
+    job.fail_message(
+        fmt::format("a step whose collectives make up to {} transfers (2K^2 for K "
+                    "ranks; {}){} more than the 2^29 collsim simulates",
+                    s.ops, shape, others.empty() ? "," : others));
   total.tasks += s.tasks;
   total.entries += s.entries;
   total.ops += s.ops;

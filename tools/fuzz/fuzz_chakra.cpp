@@ -52,8 +52,8 @@ void graph_and_simulate(const std::vector<ChakraTrace>& traces) {
     if (g.tasks.size() > kMaxSimulatedTasks) return;
     // As a workload without an "algorithm" gets them (workload.cpp, build_chakra).
     for (StepTask& t : g.tasks)
-      if (t.kind == StepTaskKind::Collective && t.collective.algorithm.empty())
-        t.collective.algorithm = algorithms_for(t.collective.shape.op).front();
+      if (t.kind == StepTaskKind::Collective && t.collective->algorithm.empty())
+        t.collective.edit().algorithm = algorithms_for(t.collective->shape.op).front();
     simulate_step(two_gpus(), g);
   } catch (const InputError&) {
   }
