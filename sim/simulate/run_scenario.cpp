@@ -174,6 +174,10 @@ class StreamedRun {
   }
 
   Router& router() { return router_; }
+  // The plan's stored schedules, all held until each is played (make_plan counted them).
+  void holding(const Plan& plan) {
+    for (const PlannedCollective& c : plan.collectives) held_ += c.schedule->size();
+  }
 
   // One collective with nothing beside it: folded where asked and it folds, else streamed
   // (its digest with it), else its stored schedule alone.
@@ -242,8 +246,9 @@ class StreamedRun {
   ScenarioResult take() { return std::move(out_); }
 
  private:
-  // A streamed plan's schedule generated whole, to run beside others.
-  void hold_whole(PlannedCollective& c) const {
+  // A streamed plan's schedule generated whole, to run beside others; with every schedule
+  // held now, within the ops one run may hold (kMaxStoredOps, as make_plan counts them).
+  void hold_whole(PlannedCollective& c) {
     if (!c.streamed) return;
     if (std::string too_big = schedule_size_problem(c.spec, false); !too_big.empty())
       throw InputError(c.spec.json_path,
@@ -253,6 +258,14 @@ class StreamedRun {
     c.schedule = SharedSchedule(generate_schedule(c.spec));
     c.digest = schedule_digest(*c.schedule);
     c.streamed = false;
+    held_ += c.schedule->size();
+    if (static_cast<double>(held_) > kMaxStoredOps)
+      throw InputError(c.spec.json_path,
+                       fmt::format("the schedules held at once to play the collectives that may "
+                                   "overlap it hold {} ops, more than the 2^26 collsim holds in "
+                                   "memory; make them run one after another, or split the "
+                                   "scenario",
+                                   held_));
   }
 
   SimulationResult stored_alone(const PlannedCollective& c, NetworkModel& model) {
@@ -292,6 +305,8 @@ class StreamedRun {
     out_.digests.push_back(c.digest);
     out_.resolved.push_back(std::move(c.spec));
     out_.choices.push_back(std::move(c.choice));
+    held_ -= c.schedule->size();
+    c.schedule = SharedSchedule();  // played: its memory back before the next group's
   }
 
   const Scenario& scenario_;
@@ -299,6 +314,7 @@ class StreamedRun {
   Router router_;
   FoldWhen fold_;
   ScenarioResult out_;
+  std::size_t held_ = 0;  // ops of the schedules held now, a shared one once per collective
 };
 
 }  // namespace
@@ -311,6 +327,7 @@ ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold) {
   StreamedRun run(scenario, fold);
   Plan plan = make_plan(scenario, run.router(), simulated_alone(scenario, run.router()),
                         ScheduleHolding::Streamed);
+  run.holding(plan);
   for (std::size_t g = 0; g + 1 < bounds.size(); ++g) {
     const std::size_t first = bounds[g], size = bounds[g + 1] - first;
     if (size == 1)

@@ -34,10 +34,13 @@ void StepGraphBuilder::share(SharedSpec& spec) {
     own.name.clear();
     own.after.clear();
   }
+  // Every field the match below compares by value cheaply: a Chakra trace names each
+  // node's spec apart (its json_path), and those must not all fall in one bucket.
   std::uint64_t h = std::hash<std::string>{}(spec->algorithm);
   const auto mix = [&h](std::int64_t v) {
     h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
   };
+  mix(static_cast<std::int64_t>(std::hash<std::string>{}(spec->json_path)));
   mix(spec->bytes);
   mix(static_cast<std::int64_t>(spec->shape.op));
   for (int r : spec->ranks) mix(r);
