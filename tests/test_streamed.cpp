@@ -374,11 +374,13 @@ TEST_CASE("run --stream gives what run gives, on every bundled scenario of colle
     if (!doc.contains("collectives") || doc.contains("workload")) continue;
     INFO(e.path().filename().string());
     chained += check_streams_as_stored(small(e.path(), true));
-    // As written: collectives without "after" overlap, and are played together.
-    as_written += check_streams_as_stored(small(e.path(), false));
+    // As written, where some "after" is (without, each runs after the one before: chained).
+    const auto& cs = doc["collectives"];
+    if (std::any_of(cs.begin(), cs.end(), [](const auto& c) { return c.contains("after"); }))
+      as_written += check_streams_as_stored(small(e.path(), false));
   }
   CHECK(chained > 30);
-  CHECK(as_written == chained);
+  CHECK(as_written > 0);  // barrier-scaling.json and dgx-h100-nvls.json name theirs
 }
 
 TEST_CASE("run --stream plays collectives that may overlap together, and streams the rest",
