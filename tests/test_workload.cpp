@@ -440,17 +440,24 @@ WorkloadSize built_size(const WorkloadSpec& w) {
   StepGraphBuilder b;
   build_workload(w, b);
   WorkloadSize s;
+  std::set<const std::vector<std::int64_t>*> sends;  // the pipeline sends' one matrix
   for (const StepTask& t : b.graph().tasks) {
     const auto k = static_cast<std::int64_t>(t.ranks.size());
     ++s.tasks;
     s.entries += k;
     if (t.kind != StepTaskKind::Collective) continue;
     s.ops += 2 * k * k;
-    if (t.collective->shape.matrix) s.entries += t.collective->shape.matrix->size();
+    if (!t.collective->shape.matrix) continue;
+    if (t.category == "pp")
+      sends.insert(t.collective->shape.matrix.get());
+    else  // an expert exchange: each plan hashes its matrix
+      s.entries += static_cast<std::int64_t>(t.collective->shape.matrix->size());
   }
+  for (const auto* m : sends) s.entries += static_cast<std::int64_t>(m->size());
   // The routing matrix the expert exchanges share, made once.
   const auto& p = w.parallelism;
   if (w.has_model() && w.model->is_moe() && p.ep > 1) s.entries += std::int64_t{p.ep} * p.ep;
+  CHECK(sends.size() <= 1);  // one matrix for every send of the step
   return s;
 }
 

@@ -212,6 +212,7 @@ class TrainingBuilder {
     const bool skewed = !w_.expert_load.empty() && m_.is_moe() && par_.ep > 1;
     SizeTally t;
     if (m_.is_moe() && par_.ep > 1) t.entries = t.entries + E * E;  // prepare_routing
+    if (chunks_ > 1) t.entries = t.entries + 4 * T * T;             // send's matrix
     for (int k = 0; k < chunks_; ++k) {
       SizeTally mb;  // one micro-batch of chunk k, forward and backward
       for (int l = stage_layers_[k].first; l < stage_layers_[k].second; ++l) {
@@ -238,7 +239,7 @@ class TrainingBuilder {
       }
       if (k == chunks_ - 1) mb.compute(2, S);                          // the head
       const int sends = (k + 1 < chunks_) + (k > 0);                   // send
-      mb.collective(Count(sends) * D * E, 2 * T, 4 * T * T);           // each its own matrix
+      mb.collective(Count(sends) * D * E, 2 * T);  // their one matrix: counted below
       t.tasks = t.tasks + mb.tasks * micro_;
       t.entries = t.entries + mb.entries * micro_;
       t.ops = t.ops + mb.ops * micro_;
@@ -656,9 +657,13 @@ class TrainingBuilder {
         const auto dst = tp_group(e, dst_stage, d);
         group.insert(group.end(), dst.begin(), dst.end());
         const int n = 2 * par_.tp;
-        auto matrix =
-            std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(n * n), 0);
-        for (int t = 0; t < par_.tp; ++t) (*matrix)[t * n + par_.tp + t] = elements;
+        if (!send_matrix_) {  // every send moves the same: one matrix for all of them
+          auto matrix =
+              std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(n * n), 0);
+          for (int t = 0; t < par_.tp; ++t) (*matrix)[t * n + par_.tp + t] = elements;
+          send_matrix_ = std::move(matrix);
+        }
+        const auto& matrix = send_matrix_;
         StepTask task = collective_task(
             w_, fmt::format("{}.s{}.mb{}.{}.e{}.d{}", w_.name, from, mb, what, e, d), "pp",
             CollectiveOp::AllToAll, 0, w_.param_dtype, group);
@@ -855,6 +860,7 @@ class TrainingBuilder {
   std::vector<int> bucket_index_;
   std::vector<std::vector<std::int32_t>> sync_ids_;
   std::shared_ptr<const std::vector<std::int64_t>> dispatch_matrix_, combine_matrix_;
+  std::shared_ptr<const std::vector<std::int64_t>> send_matrix_;  // send()'s, made once
   std::vector<double> expert_skew_;
   bool skewed_ = false;
 };
