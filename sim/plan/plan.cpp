@@ -432,16 +432,11 @@ void PlanMemo::add(const CollectiveSpec& asked, std::size_t index) {
 }
 
 std::uint64_t PlanMemo::key(const CollectiveSpec& s, const std::vector<int>& hosts) const {
-  std::uint64_t h = std::hash<std::string>{}(s.algorithm);
-  const auto mix = [&h](std::int64_t v) {
-    h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
-  };
-  mix(s.bytes);
-  mix(static_cast<std::int64_t>(s.shape.op));
-  mix(static_cast<std::int64_t>(s.ranks.size()));
-  if (ranks_ == Ranks::Same) mix(s.ranks.empty() ? -1 : s.ranks.front());
-  for (int host : hosts) mix(host);
-  return h;
+  SpecHash h(s);
+  h.mix(static_cast<std::int64_t>(s.ranks.size()));
+  if (ranks_ == Ranks::Same) h.mix(s.ranks.empty() ? -1 : s.ranks.front());
+  for (int host : hosts) h.mix(host);
+  return h.value;
 }
 
 bool PlanMemo::same(const CollectiveSpec& a, const CollectiveSpec& b) const {

@@ -4,6 +4,7 @@
 // how, and after what. Below both the scenario and the workloads, which produce it,
 // and the planner, which settles it.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,20 @@ struct CollectiveSpec {
     return bytes == other.bytes && shape == other.shape && algorithm == other.algorithm &&
            protocol == other.protocol && options == other.options &&
            nccl_filter == other.nccl_filter;
+  }
+};
+
+// A hash of what asks_the_same_elsewhere compares that is cheap to read (algorithm,
+// bytes, op), for tables of alike requests; each table mixes in what else tells its
+// requests apart (their hosts, their ranks).
+struct SpecHash {
+  std::uint64_t value;
+  explicit SpecHash(const CollectiveSpec& s) : value(std::hash<std::string>{}(s.algorithm)) {
+    mix(s.bytes);
+    mix(static_cast<std::int64_t>(s.shape.op));
+  }
+  void mix(std::int64_t v) {
+    value = value * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
   }
 };
 

@@ -219,8 +219,7 @@ class StreamedRun {
   // them, from when every earlier collective has ended; each one's own links and ranks
   // from a run of it alone (what it moves does not depend on what it meets).
   void together(std::span<PlannedCollective> group, std::size_t first) {
-    Time start = 0;
-    for (const TaskTiming& t : out_.sim.tasks) start = std::max(start, t.end);
+    const Time start = last_end_;
     std::vector<CollectiveTask> tasks;
     for (PlannedCollective& c : group) {
       hold_whole(c);
@@ -296,6 +295,7 @@ class StreamedRun {
     t.end = add_time(start, timing.end);
     t.ops_end = add_time(start, timing.ops_end);
     out_.sim.tasks.push_back(t);
+    last_end_ = std::max(last_end_, t.end);
     out_.outcomes.push_back(outcome_of(c.spec, c.cost.get(), t.start, t.end, t.ops_end));
     out_.labels.push_back(c.label());
     Schedule header;
@@ -315,6 +315,7 @@ class StreamedRun {
   FoldWhen fold_;
   ScenarioResult out_;
   std::size_t held_ = 0;  // ops of the schedules held now, a shared one once per collective
+  Time last_end_ = 0;     // when every collective recorded so far has ended
 };
 
 }  // namespace
@@ -344,28 +345,24 @@ bool streams_exactly(const Scenario& scenario) {
 
 namespace {
 
-// The largest schedule bound of the collectives a streamed run streams: those alone in
-// their group (group_bounds); the others are held whole anyway.
-double largest_streamed_schedule(const Scenario& scenario) {
+// The largest schedule bound of the scenario's collectives, or (alone_only) of those a
+// streamed run streams: those alone in their group (group_bounds; the others are held
+// whole anyway).
+double largest_schedule(const Scenario& scenario, bool alone_only) {
   const std::vector<std::size_t> bounds = group_bounds(scenario);
   double largest = 0;
-  for (std::size_t g = 0; g + 1 < bounds.size(); ++g)
-    if (bounds[g + 1] - bounds[g] == 1)
-      largest = std::max(largest, schedule_ops_bound(scenario.collectives[bounds[g]]));
-  return largest;
-}
-
-double largest_schedule(const Scenario& scenario) {
-  double largest = 0;
-  for (const CollectiveSpec& c : scenario.collectives)
-    largest = std::max(largest, schedule_ops_bound(c));
+  for (std::size_t g = 0; g + 1 < bounds.size(); ++g) {
+    if (alone_only && bounds[g + 1] - bounds[g] != 1) continue;
+    for (std::size_t i = bounds[g]; i < bounds[g + 1]; ++i)
+      largest = std::max(largest, schedule_ops_bound(scenario.collectives[i]));
+  }
   return largest;
 }
 
 }  // namespace
 
 bool streaming_pays(const Scenario& scenario) {
-  return largest_streamed_schedule(scenario) >= kStreamingPaysOps;
+  return largest_schedule(scenario, true) >= kStreamingPaysOps;
 }
 
 bool folding_pays(const CollectiveSpec& c) {
@@ -373,7 +370,7 @@ bool folding_pays(const CollectiveSpec& c) {
 }
 
 bool folding_pays(const Scenario& scenario) {
-  return largest_schedule(scenario) >= kFoldingPaysOps;
+  return largest_schedule(scenario, false) >= kFoldingPaysOps;
 }
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {

@@ -45,7 +45,6 @@ class TransferIds {
     op_bits_ = std::bit_width(most);  // op ids below `most`: most - 1 needs at most this
     const int task_bits = std::bit_width(ops_per_task.size());
     split_ = op_bits_ + task_bits <= 64 - kLegBits;
-    base_.shrink_to_fit();
     if (split_) std::vector<std::uint64_t>().swap(base_);  // not read: the split says all
   }
   TransferId id(std::size_t task, OpId op, int leg = 0) const {

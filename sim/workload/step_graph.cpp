@@ -34,17 +34,12 @@ void StepGraphBuilder::share(SharedSpec& spec) {
     own.name.clear();
     own.after.clear();
   }
-  // Every field the match below compares by value cheaply: a Chakra trace names each
-  // node's spec apart (its json_path), and those must not all fall in one bucket.
-  std::uint64_t h = std::hash<std::string>{}(spec->algorithm);
-  const auto mix = [&h](std::int64_t v) {
-    h = h * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v);
-  };
-  mix(static_cast<std::int64_t>(std::hash<std::string>{}(spec->json_path)));
-  mix(spec->bytes);
-  mix(static_cast<std::int64_t>(spec->shape.op));
-  for (int r : spec->ranks) mix(r);
-  std::vector<SharedSpec>& alike = specs_[h];
+  // With the json_path and ranks the match below also compares: a Chakra trace names
+  // each node's spec apart, and those must not all fall in one bucket.
+  SpecHash h(*spec);
+  h.mix(static_cast<std::int64_t>(std::hash<std::string>{}(spec->json_path)));
+  for (int r : spec->ranks) h.mix(r);
+  std::vector<SharedSpec>& alike = specs_[h.value];
   for (const SharedSpec& s : alike)
     if (s->asks_the_same_as(*spec) && s->json_path == spec->json_path) {
       spec = s;
