@@ -8,9 +8,9 @@ namespace collsim::test {
 template <class Expected, class Actual>
 void require_same_traffic(const Expected& expected, const Actual& actual) {
   CHECK(actual.transfers == expected.transfers);
-  CHECK(actual.links.bytes == expected.links.bytes);
-  CHECK(actual.links.busy == expected.links.busy);
-  CHECK(actual.links.peak_in_flight == expected.links.peak_in_flight);
+  CHECK(actual.links.bytes_per_link() == expected.links.bytes_per_link());
+  CHECK(actual.links.busy_per_link() == expected.links.busy_per_link());
+  CHECK(actual.links.peak_per_link() == expected.links.peak_per_link());
   CHECK(actual.node_sent == expected.node_sent);
   CHECK(actual.node_received == expected.node_received);
 }

@@ -20,7 +20,7 @@ ScenarioResult run_bundled(const std::string& name) {
 std::int64_t bytes_on(const Scenario& s, const ScenarioResult& r, LinkKind kind) {
   std::int64_t total = 0;
   for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
-    if (s.topology.link(l).kind == kind) total += r.sim.links.bytes[l];
+    if (s.topology.link(l).kind == kind) total += r.sim.links.bytes(l);
   return total;
 }
 

@@ -34,8 +34,8 @@ TEST_CASE("flow equals ideal exactly on uncontended schedules") {
         const auto flow = simulate(s, topo, 2e-6, "flow");
         INFO(c.algorithm << " " << name_of(c.op) << " K=" << K << " on " << topo.name);
         CHECK(flow.tasks[0].end == ideal.tasks[0].end);
-        CHECK(flow.links.bytes == ideal.links.bytes);
-        CHECK(flow.links.busy == ideal.links.busy);
+        CHECK(flow.links.bytes_per_link() == ideal.links.bytes_per_link());
+        CHECK(flow.links.busy_per_link() == ideal.links.busy_per_link());
       }
     }
   }
@@ -89,8 +89,8 @@ TEST_CASE("flows sharing a link split it, and speed up when one leaves") {
   // Both at 5 GB/s until the 1 MB one ends at 0.2 ms (1 MB moved of the 3 MB too), then 2 MB at 10
   // GB/s.
   CHECK(to_seconds(r.tasks[0].end) == Approx(0.2e-3 + 0.2e-3).epsilon(1e-9));
-  CHECK(r.links.peak_in_flight[0] == 2);
-  CHECK(to_seconds(r.links.busy[0]) == Approx(0.4e-3).epsilon(1e-9));
+  CHECK(r.links.peak_in_flight(0) == 2);
+  CHECK(to_seconds(r.links.busy(0)) == Approx(0.4e-3).epsilon(1e-9));
 }
 
 TEST_CASE("latency is propagation: a rank's next send on a slow link does not wait for it",

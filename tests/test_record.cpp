@@ -76,9 +76,9 @@ TEST_CASE("record: the report's link bytes, busy time and peaks are the model's 
     const auto peaks = peaks_from_record(s, r);
     int most = 0;
     for (std::size_t l = 0; l < t.links.size(); ++l) {
-      CHECK(t.links[l].bytes == r.sim.links.bytes[l]);
-      CHECK(t.links[l].busy_s == to_seconds(r.sim.links.busy[l]));
-      CHECK(t.links[l].peak_transfers == r.sim.links.peak_in_flight[l]);
+      CHECK(t.links[l].bytes == r.sim.links.bytes(l));
+      CHECK(t.links[l].busy_s == to_seconds(r.sim.links.busy(l)));
+      CHECK(t.links[l].peak_transfers == r.sim.links.peak_in_flight(l));
       CHECK(t.links[l].peak_transfers == peaks[l]);
       most = std::max(most, t.links[l].peak_transfers);
     }

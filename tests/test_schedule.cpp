@@ -119,7 +119,7 @@ TEST_CASE("simulator counts the same traffic the schedule describes") {
   const auto r = simulate(s, topo, 1e-6);
   const auto sent = bytes_sent_per_rank(s);
   std::int64_t link_bytes = 0;
-  for (auto b : r.links.bytes) link_bytes += b;
+  for (auto b : r.links.bytes_per_link()) link_bytes += b;
   for (int rank = 0; rank < K; ++rank) CHECK(r.node_sent[topo.gpu_of_rank(rank)] == sent[rank]);
   CHECK(link_bytes == 2 * 2 * (K - 1) * 6007 * 4);  // every byte crosses two links
   CHECK(r.transfers == s.size());

@@ -337,8 +337,8 @@ int check_streams_as_stored(const Scenario& s) {
     CHECK(streamed.outcomes[i].end_s == stored.outcomes[i].end_s);
     CHECK(streamed.outcomes[i].held_by == stored.outcomes[i].held_by);
   }
-  CHECK(streamed.sim.links.bytes == stored.sim.links.bytes);
-  CHECK(streamed.sim.links.peak_in_flight == stored.sim.links.peak_in_flight);
+  CHECK(streamed.sim.links.bytes_per_link() == stored.sim.links.bytes_per_link());
+  CHECK(streamed.sim.links.peak_per_link() == stored.sim.links.peak_per_link());
   CHECK(streamed.sim.node_sent == stored.sim.node_sent);
   CHECK(streamed.sim.node_received == stored.sim.node_received);
   const TrafficReport a = analyse_traffic(s, stored), b = analyse_traffic(s, streamed);

@@ -73,9 +73,9 @@ void add_run_totals(const Topology& t, const ScenarioResult& r, TrafficReport& r
   rep.links.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
     auto& lt = rep.links[l];
-    lt.bytes = r.sim.links.bytes[l];
-    lt.busy_s = to_seconds(r.sim.links.busy[l]);
-    lt.peak_transfers = r.sim.links.peak_in_flight[l];
+    lt.bytes = r.sim.links.bytes(l);
+    lt.busy_s = to_seconds(r.sim.links.busy(l));
+    lt.peak_transfers = r.sim.links.peak_in_flight(l);
     if (rep.makespan_s > 0)
       lt.utilisation = static_cast<double>(lt.bytes) / (t.link(l).bandwidth * rep.makespan_s);
     if (rep.timed) lt.bins.assign(rep.bins, 0.0f);

@@ -463,9 +463,9 @@ void links_section(std::ostream& out, const Scenario& scenario, const WorkloadRu
   const Topology& t = scenario.topology;
   const double step = run.step.step_s;
   for (LinkId l : hot) {
-    const double busy = to_seconds(run.step.sim.links.busy[l]);
+    const double busy = to_seconds(run.step.sim.links.busy(l));
     const double bw = t.link(l).bandwidth;
-    const auto bytes = run.step.sim.links.bytes[l];
+    const auto bytes = run.step.sim.links.bytes(l);
     const double util = step > 0 ? static_cast<double>(bytes) / (bw * step) : 0.0;
     out << fmt::format(
         "<tr><td class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"

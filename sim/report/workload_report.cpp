@@ -18,12 +18,12 @@ namespace workload_report {
 
 // The links that were busy longest over the step.
 std::vector<LinkId> hottest_links(const StepResult& r, std::size_t n) {
-  std::vector<LinkId> links(r.sim.links.busy.size());
+  std::vector<LinkId> links(r.sim.links.size());
   std::iota(links.begin(), links.end(), 0);
   std::stable_sort(links.begin(), links.end(),
-                   [&](LinkId a, LinkId b) { return r.sim.links.busy[a] > r.sim.links.busy[b]; });
+                   [&](LinkId a, LinkId b) { return r.sim.links.busy(a) > r.sim.links.busy(b); });
   links.resize(std::min(n, links.size()));
-  while (!links.empty() && r.sim.links.busy[links.back()] == 0) links.pop_back();
+  while (!links.empty() && r.sim.links.busy(links.back()) == 0) links.pop_back();
   return links;
 }
 
@@ -225,9 +225,9 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     out += "# hottest links (busy time over the step)\n";
     for (LinkId l : hot)
       out += fmt::format("{:<28} busy {:>10} ({:>5.1f}%)  {}\n", scenario.topology.link_label(l),
-                         format_duration(to_seconds(run.step.sim.links.busy[l])),
-                         100 * to_seconds(run.step.sim.links.busy[l]) / run.step.step_s,
-                         format_bytes(run.step.sim.links.bytes[l]));
+                         format_duration(to_seconds(run.step.sim.links.busy(l))),
+                         100 * to_seconds(run.step.sim.links.busy(l)) / run.step.step_s,
+                         format_bytes(run.step.sim.links.bytes(l)));
   }
   return out;
 }
@@ -239,8 +239,8 @@ nlohmann::json workload_json(const Scenario& scenario, const WorkloadRun& run) {
   nlohmann::json links = nlohmann::json::array();
   for (LinkId l : hottest_links(run.step, 10))
     links.push_back({{"link", scenario.topology.link_label(l)},
-                     {"busy_s", to_seconds(run.step.sim.links.busy[l])},
-                     {"bytes", run.step.sim.links.bytes[l]}});
+                     {"busy_s", to_seconds(run.step.sim.links.busy(l))},
+                     {"bytes", run.step.sim.links.bytes(l)}});
   for (auto& j : jobs) j["hottest_links"] = links;
   return jobs.size() == 1 ? jobs[0] : jobs;
 }
@@ -266,11 +266,12 @@ void write_workload_links_csv(std::ostream& out, const Scenario& scenario, const
   fmt::format_to(std::back_inserter(b), "link,kind,bandwidth_Bps,bytes,busy_s,utilisation\n");
   const Topology& t = scenario.topology;
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
-    const double busy = to_seconds(run.step.sim.links.busy[l]);
+    const double busy = to_seconds(run.step.sim.links.busy(l));
     const double bw = t.links()[l].bandwidth;
-    const double bytes = static_cast<double>(run.step.sim.links.bytes[l]);
-    fmt::format_to(std::back_inserter(b), "{},{},{:.12g},{},{:.12g},{:.6f}\n", csv_field(t.link_label(l)),
-                   name_of(t.links()[l].kind), bw, run.step.sim.links.bytes[l], busy,
+    const double bytes = static_cast<double>(run.step.sim.links.bytes(l));
+    fmt::format_to(std::back_inserter(b), "{},{},{:.12g},{},{:.12g},{:.6f}\n",
+                   csv_field(t.link_label(l)), name_of(t.links()[l].kind), bw,
+                   run.step.sim.links.bytes(l), busy,
                    run.step.step_s > 0 ? bytes / (bw * run.step.step_s) : 0.0);
   }
   out.write(b.data(), static_cast<std::streamsize>(b.size()));

@@ -63,14 +63,6 @@ std::vector<std::size_t> group_bounds(const Scenario& scenario) {
   return bounds;
 }
 
-void add_counters(LinkCounters& into, const LinkCounters& from) {
-  for (std::size_t l = 0; l < into.bytes.size(); ++l) {
-    into.bytes[l] += from.bytes[l];
-    into.busy[l] += from.busy[l];
-    into.peak_in_flight[l] = std::max(into.peak_in_flight[l], from.peak_in_flight[l]);
-  }
-}
-
 void add_counts(std::vector<std::int64_t>& into, const std::vector<std::int64_t>& from) {
   for (std::size_t i = 0; i < into.size(); ++i) into[i] += from[i];
 }
@@ -125,8 +117,8 @@ ScenarioResult::CollectiveTotals totals_of(const Topology& t, const CollectiveSp
                                            const std::vector<std::int64_t>& sent,
                                            const std::vector<std::int64_t>& received) {
   ScenarioResult::CollectiveTotals out;
-  for (std::size_t l = 0; l < links.bytes.size(); ++l)
-    if (links.bytes[l] > 0) out.link_bytes.emplace_back(static_cast<LinkId>(l), links.bytes[l]);
+  for (std::size_t l = 0; l < links.size(); ++l)
+    if (links.bytes(l) > 0) out.link_bytes.emplace_back(static_cast<LinkId>(l), links.bytes(l));
   for (int rank : c.ranks) {
     const auto gpu = static_cast<std::size_t>(t.gpu_of_rank(rank));
     out.sent.push_back(sent[gpu]);
@@ -274,7 +266,7 @@ class StreamedRun {
 
   template <class Result>  // a StreamedResult or a SimulationResult
   void absorb_counters(const Result& r) {
-    add_counters(out_.sim.links, r.links);
+    out_.sim.links.accumulate(r.links);
     add_counts(out_.sim.node_sent, r.node_sent);
     add_counts(out_.sim.node_received, r.node_received);
     out_.sim.events += r.events;
