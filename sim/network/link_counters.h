@@ -29,6 +29,7 @@ struct alignas(64) LinkCount {
   // at the same instant do not overlap, whichever order that instant's events ran in.
   std::int32_t peak_in_flight = 0;
 };
+static_assert(sizeof(LinkCount) == 64, "one link's counters, one cache line");
 
 // Every link's counters.
 class LinkCounters {
