@@ -34,18 +34,20 @@ class TransferIds {
 
   // Lays the tasks' ops end to end; throws std::length_error past 2^56 ops in all.
   void assign(std::span<const std::size_t> ops_per_task) {
-    base_.assign(1, 0);
-    std::uint64_t most = 0;
+    std::uint64_t total = 0, most = 0;
     for (std::size_t n : ops_per_task) {
-      if (n > kOpMask - base_.back())
-        throw std::length_error("the tasks have more than 2^56 ops in all");
-      base_.push_back(base_.back() + n);
+      if (n > kOpMask - total) throw std::length_error("the tasks have more than 2^56 ops in all");
+      total += n;
       most = std::max<std::uint64_t>(most, n);
     }
     op_bits_ = std::bit_width(most);  // op ids below `most`: most - 1 needs at most this
     const int task_bits = std::bit_width(ops_per_task.size());
     split_ = op_bits_ + task_bits <= 64 - kLegBits;
-    if (split_) std::vector<std::uint64_t>().swap(base_);  // not read: the split says all
+    std::vector<std::uint64_t>().swap(base_);
+    if (split_) return;  // the split says all: no table of bases
+    base_.reserve(ops_per_task.size() + 1);
+    base_.push_back(0);
+    for (std::size_t n : ops_per_task) base_.push_back(base_.back() + n);
   }
   TransferId id(std::size_t task, OpId op, int leg = 0) const {
     const std::uint64_t low =

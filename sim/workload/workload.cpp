@@ -663,12 +663,11 @@ class TrainingBuilder {
           for (int t = 0; t < par_.tp; ++t) (*matrix)[t * n + par_.tp + t] = elements;
           send_matrix_ = std::move(matrix);
         }
-        const auto& matrix = send_matrix_;
         StepTask task = collective_task(
             w_, fmt::format("{}.s{}.mb{}.{}.e{}.d{}", w_.name, from, mb, what, e, d), "pp",
             CollectiveOp::AllToAll, 0, w_.param_dtype, group);
         CollectiveSpec& c = task.collective.edit();
-        c.shape.matrix = matrix;
+        c.shape.matrix = send_matrix_;
         c.shape.count = elements * par_.tp / n;
         c.bytes = c.shape.count * act_bytes_;
         task.after = frontier_[src];
