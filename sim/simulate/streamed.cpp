@@ -16,25 +16,30 @@ constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max()
 constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
 
 // An op between the oldest unfinished one and the newest generated. Its first
-// successors sit inline (a ring's ops have one or two); more go to a shared pool,
-// whose entries, recycled, end up scattered: every pool hop can be a cache miss.
-struct HeldOp {
+// successors sit inline (a ring's ops have one or two), as distances from its own id;
+// more go to a shared pool, whose entries, recycled, end up scattered: every pool hop can
+// be a cache miss. One cache line: a window of millions of ops is read at random as
+// transfers end, and an op across two lines costs two misses.
+struct alignas(64) HeldOp {
   static constexpr int kInline = 2;
   Op op;
   PathId path = -1;
-  std::uint32_t waiting = 0;                                          // dependencies not yet done
-  std::uint32_t more_first = kNoSuccessor, more_last = kNoSuccessor;  // pool list, in order
+  std::uint32_t waiting = 0;                // dependencies not yet done
+  std::uint32_t more_first = kNoSuccessor;  // pool list, in order (its head holds the last)
   std::uint8_t inline_successors = 0;
   bool has_deps = false;
   bool sent = false;  // its last byte has left (ops needing only that have been released)
   bool done = false;
-  OpId successor[kInline] = {};
+  std::uint32_t successor_after[kInline] = {};  // an inline successor's id - this op's id
 };
+static_assert(sizeof(HeldOp) == 64, "a held op is one cache line");
 
 // One entry of an op's pooled successor list; entries are recycled when the op finishes.
+// The list's head also names its last entry, where the next successor is appended.
 struct SuccessorLink {
   OpId op;
   std::uint32_t next;
+  std::uint32_t last;  // the head's only
 };
 
 // The streamed source of the one executor (executor.h): one collective, task 0, whose
@@ -211,7 +216,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   void each_successor(std::size_t, OpId id, F&& f) {
     const HeldOp& h = held(id);
     const int n = h.inline_successors;
-    const OpId first[HeldOp::kInline] = {h.successor[0], h.successor[1]};
+    const OpId first[HeldOp::kInline] = {id + h.successor_after[0], id + h.successor_after[1]};
     std::uint32_t more = h.more_first;
     for (int i = 0; i < n; ++i) f(first[i], LazyOnlySent{h.op, held(first[i]).op});
     while (more != kNoSuccessor) {
@@ -228,7 +233,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     const std::uint32_t more_first = h.more_first;
     each_successor(task, id, f);
     h.inline_successors = 0;
-    h.more_first = h.more_last = kNoSuccessor;
+    h.more_first = kNoSuccessor;
     for (std::uint32_t more = more_first; more != kNoSuccessor;) {
       const std::uint32_t next = successors_[more].next;
       successors_[more].next = free_successor_;
@@ -262,7 +267,10 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   void link_successor(OpId of, OpId successor) {
     HeldOp& h = held(of);
     if (h.inline_successors < HeldOp::kInline) {
-      h.successor[h.inline_successors++] = successor;
+      // Both are held: 2^32 ops apart would be a window of 256 GiB.
+      if (successor - of > std::numeric_limits<std::uint32_t>::max())
+        throw std::length_error("a streamed op's successor more than 2^32 ops after it");
+      h.successor_after[h.inline_successors++] = static_cast<std::uint32_t>(successor - of);
       return;
     }
     std::uint32_t s = free_successor_;
@@ -273,12 +281,14 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
       if (s == kNoSuccessor) throw std::length_error("more than 2^32 dependencies in flight");
       successors_.emplace_back();
     }
-    successors_[s] = {successor, kNoSuccessor};
-    if (h.more_last == kNoSuccessor)
+    successors_[s] = {successor, kNoSuccessor, s};
+    if (h.more_first == kNoSuccessor) {
       h.more_first = s;
-    else
-      successors_[h.more_last].next = s;
-    h.more_last = s;
+    } else {
+      SuccessorLink& head = successors_[h.more_first];
+      successors_[head.last].next = s;
+      head.last = s;
+    }
   }
 
   // The (channel, rank) slots an op takes part in: its source's and its destination's.
