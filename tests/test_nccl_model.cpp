@@ -90,6 +90,26 @@ TEST_CASE("NCCL's search on a DGX H100 finds 12 ring channels of 30 GB/s and NVL
   CHECK(t.nvls_bw == Approx(40));
 }
 
+TEST_CASE("NCCL's search on a DGX A100 tries the pre-sm90 speeds and duplicates its channels",
+          "[nccl]") {
+  // docs/nccl.md §3: 12 links x 20 GB/s = 240; the pre-sm90 list's 40 fits 6 rings (the
+  // sm90 list's 60 would fit 4); sm80 duplicates at 40 GB/s even with 6 channels, where
+  // sm90 would not (bwIntra < 50 with more than 4): 12 x 20, 24 channels at run time.
+  const Topology t = make_dgx_topology(ServerParams{.nvlink = 300e9});
+  const std::vector<int> ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+  const NcclTopo a100 = nccl_topo(t, ranks);
+  CHECK(a100.arch == nccl_published::Arch::Ampere);
+  CHECK(a100.intra_GBps == Approx(240));
+  CHECK(a100.channels == 12);
+  CHECK(a100.bw_intra == Approx(20));
+  CHECK(nccl_pick(a100, CollectiveOp::AllReduce, 1 << 30).channels == 24);
+  // The bundled validate scenarios' 10 GB/s switch (8 usable): two channels of the older
+  // list's 4 reach it, which the sm90 list's 6 and 3 do not.
+  const NcclTopo slow = nccl_topo(make_switch_topology(2, 10e9, 0), {0, 1});
+  CHECK(slow.intra_GBps == Approx(8));
+  CHECK(slow.channels * slow.bw_intra == Approx(8));
+}
+
 TEST_CASE("NCCL's model gives its published latencies and bandwidths on 8 H100", "[nccl]") {
   const NcclPick p = nccl_pick(dgx_h100(true), CollectiveOp::AllReduce, 1 << 30);
   // docs/nccl.md §1.5 and §8.2: base + 14 steps x hop latency; busBw x 8/14.

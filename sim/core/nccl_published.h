@@ -9,6 +9,7 @@
 // The formulas that combine them, with the coefficients NCCL writes inline in them, are
 // the tuning model's code (nccl/nccl_model.cpp).
 #include <cstddef>
+#include <span>
 
 namespace collsim::nccl_published {
 
@@ -66,10 +67,28 @@ inline constexpr double kPerChannelTreeLl128[3][3] = {
 inline constexpr double kPerChannelNvlsTree[3][3] = {
     {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}};
 
-// The per-channel speeds the channel search tries, fastest first (sm90 lists; GB/s).
-inline constexpr double kIntraSpeeds[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-inline constexpr double kInterSpeeds[] = {48,   45, 42, 40, 30, 24,  22, 20,
-                                          17.5, 15, 12, 6,  3,  2.4, 1.2};
+// The per-channel speeds the channel search tries, fastest first, GB/s (search.cc:
+// speedArrayIntra/Inter before sm90, sm90SpeedArray*, sm100SpeedArray*): intra-node
+// lists where the GPUs reach no NIC, inter-node lists where they do.
+inline constexpr double kIntraSpeedsAmpere[] = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
+inline constexpr double kIntraSpeedsHopper[] = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+inline constexpr double kIntraSpeedsBlackwell[] = {90, 80, 70, 60, 50, 40, 30, 24, 20, 19, 18};
+inline constexpr double kInterSpeedsAmpere[] = {48, 30, 28, 24, 20, 18,  15,  12,   10,  9,
+                                                7,  6,  5,  4,  3,  2.4, 1.2, 0.24, 0.12};
+inline constexpr double kInterSpeedsHopper[] = {48, 45, 42, 40, 30,  24,  22,   20,  17.5,
+                                                15, 12, 6,  3,  2.4, 1.2, 0.24, 0.12};
+inline constexpr double kInterSpeedsBlackwell[] = {96,   48, 45.1, 42, 40, 30,  24,  22,   20,
+                                                   17.5, 15, 12,   6,  3,  2.4, 1.2, 0.24, 0.12};
+constexpr std::span<const double> intra_speeds(Arch a) {
+  return a == Arch::Ampere   ? std::span<const double>(kIntraSpeedsAmpere)
+         : a == Arch::Hopper ? std::span<const double>(kIntraSpeedsHopper)
+                             : std::span<const double>(kIntraSpeedsBlackwell);
+}
+constexpr std::span<const double> inter_speeds(Arch a) {
+  return a == Arch::Ampere   ? std::span<const double>(kInterSpeedsAmpere)
+         : a == Arch::Hopper ? std::span<const double>(kInterSpeedsHopper)
+                             : std::span<const double>(kInterSpeedsBlackwell);
+}
 
 // treeCorrectionFactor: tree all-reduce's bandwidth by size, [protocol][64 B x 2^i].
 inline constexpr double kTreeCorrection[3][23] = {

@@ -58,10 +58,10 @@ int steps_of(CollectiveOp op, int n) {
 }
 
 // The most speed-times-channels the search finds on `total` GB/s, fastest first on ties.
-std::pair<int, double> best_channels(double total, int most) {
+std::pair<int, double> best_channels(Arch a, double total, int most) {
   int channels = 0;
   double speed = 0;
-  for (double s : nccl_published::kIntraSpeeds) {
+  for (double s : nccl_published::intra_speeds(a)) {
     const int c = std::min(most, static_cast<int>(std::floor(total / s)));
     if (c * s > channels * speed) channels = c, speed = s;
   }
@@ -274,12 +274,12 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     if (t.node(n).kind == NodeKind::Nic && t.node(n).host == host) ++out.nics_per_node;
 
   if (out.nodes == 1) {
-    auto [c, s] = best_channels(out.intra_GBps, 16);
+    auto [c, s] = best_channels(out.arch, out.intra_GBps, 16);
     out.channels = c;
     out.bw_intra = s;
   } else {
     double inter = 0;
-    for (double s : nccl_published::kInterSpeeds)
+    for (double s : nccl_published::inter_speeds(out.arch))
       if (s <= out.nic_GBps) {
         inter = s;
         break;
@@ -289,16 +289,17 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     out.bw_intra = out.per_node > 1 ? out.intra_GBps / out.channels : out.bw_inter;
     out.bw_inter = std::min(out.bw_inter, out.bw_intra);
   }
-  // Channel duplication: fast channels are split in two (sm90: not when slower than 50
-  // GB/s with more than 4 channels).
+  // Channel duplication: fast channels are split in two (past sm80: not when slower than
+  // 50 GB/s with more than 4 channels).
   const double bw = out.nodes > 1 ? out.bw_inter : out.bw_intra;
-  if (bw >= 25 && !(bw < 50 && out.channels > 4)) {
+  const bool past_sm80 = out.arch != Arch::Ampere;
+  if (bw >= 25 && !(past_sm80 && bw < 50 && out.channels > 4)) {
     out.channels = std::min(32, out.channels * 2);
     out.bw_intra /= 2;
     out.bw_inter /= 2;
   }
   // The NVLS graph: one head per GPU, each charging (per_node + 1) x its speed.
-  for (double s : nccl_published::kIntraSpeeds)
+  for (double s : nccl_published::intra_speeds(out.arch))
     if ((out.per_node + 1) * s <= out.intra_GBps) {
       out.nvls_bw = s;
       break;
