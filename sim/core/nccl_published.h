@@ -79,16 +79,11 @@ inline constexpr double kInterSpeedsHopper[] = {48, 45, 42, 40, 30,  24,  22,   
                                                 15, 12, 6,  3,  2.4, 1.2, 0.24, 0.12};
 inline constexpr double kInterSpeedsBlackwell[] = {96,   48, 45.1, 42, 40, 30,  24,  22,   20,
                                                    17.5, 15, 12,   6,  3,  2.4, 1.2, 0.24, 0.12};
-constexpr std::span<const double> intra_speeds(Arch a) {
-  return a == Arch::Ampere   ? std::span<const double>(kIntraSpeedsAmpere)
-         : a == Arch::Hopper ? std::span<const double>(kIntraSpeedsHopper)
-                             : std::span<const double>(kIntraSpeedsBlackwell);
-}
-constexpr std::span<const double> inter_speeds(Arch a) {
-  return a == Arch::Ampere   ? std::span<const double>(kInterSpeedsAmpere)
-         : a == Arch::Hopper ? std::span<const double>(kInterSpeedsHopper)
-                             : std::span<const double>(kInterSpeedsBlackwell);
-}
+// The lists by generation, [arch].
+inline constexpr std::span<const double> kIntraSpeeds[3] = {kIntraSpeedsAmpere, kIntraSpeedsHopper,
+                                                            kIntraSpeedsBlackwell};
+inline constexpr std::span<const double> kInterSpeeds[3] = {kInterSpeedsAmpere, kInterSpeedsHopper,
+                                                            kInterSpeedsBlackwell};
 
 // treeCorrectionFactor: tree all-reduce's bandwidth by size, [protocol][64 B x 2^i].
 inline constexpr double kTreeCorrection[3][23] = {

@@ -61,7 +61,7 @@ int steps_of(CollectiveOp op, int n) {
 std::pair<int, double> best_channels(Arch a, double total, int most) {
   int channels = 0;
   double speed = 0;
-  for (double s : nccl_published::intra_speeds(a)) {
+  for (double s : nccl_published::kIntraSpeeds[index(a)]) {
     const int c = std::min(most, static_cast<int>(std::floor(total / s)));
     if (c * s > channels * speed) channels = c, speed = s;
   }
@@ -279,7 +279,7 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     out.bw_intra = s;
   } else {
     double inter = 0;
-    for (double s : nccl_published::inter_speeds(out.arch))
+    for (double s : nccl_published::kInterSpeeds[index(out.arch)])
       if (s <= out.nic_GBps) {
         inter = s;
         break;
@@ -299,7 +299,7 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
     out.bw_inter /= 2;
   }
   // The NVLS graph: one head per GPU, each charging (per_node + 1) x its speed.
-  for (double s : nccl_published::intra_speeds(out.arch))
+  for (double s : nccl_published::kIntraSpeeds[index(out.arch)])
     if ((out.per_node + 1) * s <= out.intra_GBps) {
       out.nvls_bw = s;
       break;

@@ -78,7 +78,7 @@ double net_usable_fraction(const Topology& t, NodeId gpu) {
   // Channels of the fastest listed speed the NIC holds (a NIC faster than the list's top
   // carries several), over the NIC's rate.
   const auto arch = nccl_published::arch_of_nvlink(gpu_nvlink_bandwidth(t, gpu));
-  for (double speed : nccl_published::inter_speeds(arch))
+  for (double speed : nccl_published::kInterSpeeds[nccl_published::index(arch)])
     if (nic > 0 && speed * 1e9 <= nic) return std::floor(nic / (speed * 1e9)) * speed * 1e9 / nic;
   return 1;
 }
