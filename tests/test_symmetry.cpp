@@ -23,14 +23,19 @@ namespace symmetry_test {
 constexpr CollectiveOp kRingOps[] = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter,
                                      CollectiveOp::AllGather};
 
-void require_same_quotient(const QuotientSchedule& a, const QuotientSchedule& b) {
+// `offsets`: whether the ranges each op moves must agree too (a widened fold keeps its
+// representative's ranges on every turn: what moves does not change when).
+void require_same_quotient(const QuotientSchedule& a, const QuotientSchedule& b,
+                           bool offsets = true) {
   REQUIRE(a.ops.size() == b.ops.size());
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     INFO("op " << i);
     CHECK(a.ops[i].src_rank == b.ops[i].src_rank);
     CHECK(a.ops[i].dst_rank == b.ops[i].dst_rank);
-    CHECK(a.ops[i].src_offset == b.ops[i].src_offset);
-    CHECK(a.ops[i].dst_offset == b.ops[i].dst_offset);
+    if (offsets) {
+      CHECK(a.ops[i].src_offset == b.ops[i].src_offset);
+      CHECK(a.ops[i].dst_offset == b.ops[i].dst_offset);
+    }
     CHECK(a.ops[i].count == b.ops[i].count);
     CHECK(a.ops[i].step == b.ops[i].step);
     CHECK(a.ops[i].kind == b.ops[i].kind);
@@ -48,6 +53,13 @@ void require_same_run(const StreamedResult& full, const StreamedResult& folded) 
   CHECK(folded.ops == full.ops);
   CHECK(folded.steps == full.steps);
   require_same_traffic(full, folded);
+}
+
+QuotientSchedule ring_fold(int K) {
+  const auto q = find_algorithm(CollectiveOp::AllReduce, "ring")
+                     ->quotient(shape_of(CollectiveOp::AllReduce, K, 64 * std::int64_t{K}), {});
+  REQUIRE(q);
+  return *q;
 }
 
 std::vector<NodeId> rank_gpus(const Topology& t, int K) {
@@ -85,6 +97,44 @@ TEST_CASE("every algorithm's own fold is the one read off its full schedule", "[
       }
   }
   CHECK(folds >= 5);  // the filter found the ring's three and the all-to-alls
+}
+
+TEST_CASE(
+    "a fold by one rank, widened to a turn of several, is the one read off the full "
+    "schedule",
+    "[symmetry]") {
+  int widened = 0;
+  for (const AlgorithmEntry& e : algorithm_catalogue()) {
+    if (!e.quotient) continue;
+    for (int K : {4, 6, 12, 16})
+      for (int channels : {1, 3}) {
+        if (channels > 1 && !e.takes("channels")) continue;
+        AlgorithmOptions o;
+        o.channels = channels;
+        const CollectiveShape shape = shape_of(e.op, K, 12 * std::int64_t{K});
+        const auto own = e.quotient(shape, o);
+        REQUIRE(own);
+        const Schedule full = e.generate(shape, o);
+        for (int period = 2; period < K; ++period) {
+          if (K % period != 0) continue;
+          INFO(e.algorithm << " " << name_of(e.op) << " K=" << K << " channels=" << channels
+                           << " period " << period);
+          std::string why;
+          const auto read = fold_by_rotation(full, period, &why);
+          INFO(why);
+          REQUIRE(read);
+          const QuotientSchedule wide = widen(*own, period);
+          require_same_quotient(wide, *read, false);
+          CHECK(wide.full_size() == full.size());
+          ++widened;
+        }
+      }
+  }
+  CHECK(widened >= 30);
+  CHECK_THROWS_AS(widen(*find_algorithm(CollectiveOp::AllReduce, "ring")
+                             ->quotient(shape_of(CollectiveOp::AllReduce, 6, 72), {}),
+                        4),
+                  std::invalid_argument);
 }
 
 TEST_CASE("a ring's own fold is the one read off its full schedule", "[symmetry]") {
@@ -227,9 +277,9 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
                 simulate_streamed(topo, r1, *m1, collective, [&] { return e.generate(shape, o); });
             Router r2(topo);
             auto m2 = make_network_model(params, topo, r2);
-            REQUIRE(fold_problem(topo, collective, kind, 1).empty());
             const auto own = e.quotient(shape, o);
             if (!own) continue;  // direct in unequal blocks: not folded
+            REQUIRE(fold_problem(topo, r2, collective, kind, *own).empty());
             const StreamedResult folded = simulate_folded(topo, r2, *m2, kind, collective, *own);
             require_same_run(full, folded);
             CHECK(folded.events < full.events);
@@ -239,54 +289,109 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
 }
 
 TEST_CASE("a network a turn of the ranks does not map onto itself is not folded", "[symmetry]") {
+  const QuotientSchedule ring4 = ring_fold(4);
+  const auto problem = [&](const Topology& t, std::shared_ptr<const CostModel> cost,
+                           NetworkModelKind kind, const QuotientSchedule& q) {
+    Router router(t);
+    return fold_problem(t, router, {rank_gpus(t, q.shape.ranks), std::move(cost)}, kind, q);
+  };
   Topology slow = make_switch_topology(4, 50e9, from_seconds(1e-7));
   const auto gpus = rank_gpus(slow, 4);
   for (LinkId l = 0; l < static_cast<LinkId>(slow.links().size()); ++l)
     if (slow.link(l).src == gpus[2]) slow.set_bandwidth(l, 25e9);  // one slow link
-  CHECK(fold_problem(slow, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("differ") !=
-        std::string::npos);
+  CHECK_THAT(problem(slow, nullptr, NetworkModelKind::Ideal, ring4), Catch::Contains("differ"));
   Topology slow_down = make_switch_topology(4, 50e9, from_seconds(1e-7));
   for (LinkId l = 0; l < static_cast<LinkId>(slow_down.links().size()); ++l)
     if (slow_down.link(l).dst == gpus[3]) slow_down.set_bandwidth(l, 25e9);  // one way only
-  CHECK(fold_problem(slow_down, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("differ") !=
-        std::string::npos);
-  Topology doubled = make_switch_topology(4, 50e9, from_seconds(1e-7));
-  doubled.add_link({gpus[1], *doubled.find("switch"), 50e9, from_seconds(1e-7), LinkKind::NvLink});
-  CHECK(fold_problem(doubled, {gpus, nullptr}, NetworkModelKind::Ideal, 1).find("several") !=
-        std::string::npos);
+  CHECK_THAT(problem(slow_down, nullptr, NetworkModelKind::Ideal, ring4),
+             Catch::Contains("differ"));
+  // Two ranks on one GPU: its overhead queue is not turned onto another's.
+  Topology shared = make_switch_topology(4, 50e9, from_seconds(1e-7));
+  {
+    Router router(shared);
+    const std::vector<NodeId> twice{gpus[0], gpus[1], gpus[1], gpus[3]};
+    CHECK_THAT(fold_problem(shared, router, {twice, nullptr}, NetworkModelKind::Ideal, ring4),
+               Catch::Contains("share a GPU"));
+  }
 
   // Under flow, a host's memory is shared by its GPUs' transfers: not a link of an orbit.
   auto memory = std::make_shared<CostModel>();
   memory->host_memory = SizeCurve({{1 << 20, 40e9}});
   const Topology plain = make_switch_topology(4, 50e9, from_seconds(1e-7));
-  CHECK(fold_problem(plain, {gpus, memory}, NetworkModelKind::Flow, 1).find("memory") !=
-        std::string::npos);
-  CHECK(fold_problem(plain, {gpus, memory}, NetworkModelKind::Ideal, 1).empty());
+  CHECK_THAT(problem(plain, memory, NetworkModelKind::Flow, ring4), Catch::Contains("memory"));
+  CHECK(problem(plain, memory, NetworkModelKind::Ideal, ring4).empty());
 
-  // A fold by two ranks is not played (only turns by one are).
-  const auto by_two = fold_by_rotation(
-      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, 64)), 2);
-  REQUIRE(by_two);
-  Router router(plain);
-  NetworkParams ideal;
-  auto model = make_network_model(ideal, plain, router);
-  CHECK_THROWS_AS(
-      simulate_folded(plain, router, *model, NetworkModelKind::Ideal, {gpus, nullptr}, *by_two),
-      std::invalid_argument);
-
+  // Servers on rail leaves: a turn by one rank moves a GPU between NVLink and the network;
+  // a turn by a server, here, sends both turns of a transfer up one leaf's one uplink.
   ClusterParams p;
   p.nodes = 2;
   p.server.gpus = 4;
   const Topology cluster = make_cluster_topology(p);
-  CHECK(
-      !fold_problem(cluster, {rank_gpus(cluster, 8), nullptr}, NetworkModelKind::Ideal, 1).empty());
+  CHECK_THAT(problem(cluster, nullptr, NetworkModelKind::Ideal, ring_fold(8)),
+             Catch::Contains("differ in length"));
+  CHECK_THAT(problem(cluster, nullptr, NetworkModelKind::Ideal, widen(ring_fold(8), 4)),
+             Catch::Contains("turns of one transfer share leaf3.0->spine0"));
 
   const Topology fine = make_switch_topology(4, 50e9, from_seconds(1e-7));
-  CHECK(fold_problem(fine, {rank_gpus(fine, 4), nullptr}, NetworkModelKind::Flow, 1).empty());
+  CHECK(problem(fine, nullptr, NetworkModelKind::Flow, ring4).empty());
+  CHECK(problem(fine, nullptr, NetworkModelKind::Flow, widen(ring4, 2)).empty());
   // Only some of the switch's GPUs in the collective: still alike.
   const Topology bigger = make_switch_topology(8, 50e9, from_seconds(1e-7));
-  CHECK(fold_problem(bigger, {rank_gpus(bigger, 4), nullptr}, NetworkModelKind::Flow, 1).empty());
-  CHECK(!fold_problem(fine, {rank_gpus(fine, 4), nullptr}, NetworkModelKind::Flow, 2).empty());
+  CHECK(problem(bigger, nullptr, NetworkModelKind::Flow, ring4).empty());
+}
+
+TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit for bit",
+          "[symmetry]") {
+  // Wherever a fold is found, its run is the full run's; where servers fill their leaves
+  // evenly and one spine routes every pair, one is found, a server's GPUs or a leaf's
+  // servers per representative group.
+  int folded = 0;
+  for (NetworkModelKind kind : {NetworkModelKind::Ideal, NetworkModelKind::Flow}) {
+    NetworkParams params;
+    params.model = kind;
+    params.alpha = from_seconds(1e-6);
+    // nodes, GPUs a node, leaf radix (servers a leaf: radix / 2), spines, and whether a
+    // fold must be found (1), must not (0), or may be (-1; then it must be exact).
+    for (const auto& [nodes, gpus, radix, spines, expect] :
+         {std::tuple{4, 2, 4, 1, 1}, std::tuple{6, 2, 4, 1, 1}, std::tuple{8, 2, 4, 1, 1},
+          std::tuple{4, 1, 64, 1, 1}, std::tuple{3, 2, 4, 1, 0}, std::tuple{2, 4, 64, 1, 0},
+          std::tuple{4, 2, 4, 2, -1}}) {
+      ClusterParams p;
+      p.nodes = nodes;
+      p.server.gpus = gpus;
+      p.radix = radix;
+      p.spines = spines;
+      const Topology t = make_cluster_topology(p);
+      const int K = nodes * gpus;
+      for (const AlgorithmEntry& e : algorithm_catalogue()) {
+        if (!e.quotient) continue;
+        const CollectiveShape shape = shape_of(e.op, K, 4096 * std::int64_t{K});
+        const auto own = e.quotient(shape, {});
+        REQUIRE(own);
+        INFO(name_of(kind) << " " << e.algorithm << " " << name_of(e.op) << " on " << t.name
+                           << " spines " << spines);
+        const StreamedCollective collective{rank_gpus(t, K), nullptr};
+        Router r1(t);
+        std::string why;
+        const auto fold = fold_for_network(t, r1, collective, kind, *own, why);
+        INFO("not folded: " << why);
+        if (expect >= 0) CHECK(fold.has_value() == (expect == 1));
+        if (!fold) continue;
+        ++folded;
+        // The least turn that maps the network onto itself: one rank on a leaf alone, else
+        // a leaf's servers.
+        if (expect == 1) CHECK(fold->period == (gpus == 1 ? 1 : gpus * radix / 2));
+        auto m1 = make_network_model(params, t, r1);
+        const StreamedResult folded_run = simulate_folded(t, r1, *m1, kind, collective, *fold);
+        Router r2(t);
+        auto m2 = make_network_model(params, t, r2);
+        const StreamedResult full =
+            simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, {}); });
+        require_same_run(full, folded_run);
+      }
+    }
+  }
+  CHECK(folded >= 20);
 }
 
 TEST_CASE("run --symmetry gives what run gives, less the digest, and says what it folded",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -101,6 +102,56 @@ void QuotientSchedule::add(const Op& op, OpId rep, std::vector<Op> before) {
   for (const Op& dep : before) deps.push_back({rep, dep.executor(), needs_only_sent(dep, op)});
   ops.push_back(op);
   dep_begin.push_back(deps.size());
+}
+
+QuotientSchedule widen(const QuotientSchedule& q, int period) {
+  const int K = q.shape.ranks;
+  if (q.period != 1 || period < 1 || K % period != 0)
+    throw std::invalid_argument(
+        fmt::format("cannot widen a fold by {} ranks to {} of {}", q.period, period, K));
+  // Representative `op` of q turned by `turn` (< period) is this one of the wider fold.
+  struct Image {
+    OpId op;
+    int turn;
+  };
+  std::vector<Image> images;
+  images.reserve(q.size() * period);
+  for (OpId op = 0; op < q.size(); ++op)
+    for (int turn = 0; turn < period; ++turn) images.push_back({op, turn});
+  // The full schedule lists each op of q's, in q's order, with its turns by source rank
+  // (the generators' order; tests/test_symmetry.cpp checks it against fold_by_rotation).
+  const auto place = [&](OpId op, std::int64_t turn) {
+    return std::pair{op, mod(q.ops[op].src_rank + turn, K)};
+  };
+  std::sort(images.begin(), images.end(), [&](const Image& a, const Image& b) {
+    return place(a.op, a.turn) < place(b.op, b.turn);
+  });
+  std::vector<OpId> index(images.size());
+  for (OpId i = 0; i < images.size(); ++i) index[images[i].op * period + images[i].turn] = i;
+
+  QuotientSchedule w;
+  w.shape = q.shape;
+  w.period = period;
+  w.num_steps = q.num_steps;
+  w.ops.reserve(images.size());
+  w.dep_begin.reserve(images.size() + 1);
+  for (const Image& i : images) {
+    w.ops.push_back(turn_ranks(q.ops[i.op], i.turn, K));
+    // Its dependency, turned by `shift` from q's representative, is turned by shift + turn
+    // from it: the wider fold's representative by the remainder, turned by the rest. They
+    // are listed in the full schedule's order, which the turn can change.
+    const auto first = w.deps.size();
+    for (const QuotientSchedule::Dep& d : q.deps_of(i.op)) {
+      const int turn = mod(std::int64_t{d.shift} + i.turn, K);
+      w.deps.push_back({index[d.op * period + turn % period], turn - turn % period, d.only_sent});
+    }
+    std::sort(w.deps.begin() + first, w.deps.end(), [&](const auto& a, const auto& b) {
+      return place(images[a.op].op, images[a.op].turn + a.shift) <
+             place(images[b.op].op, images[b.op].turn + b.shift);
+    });
+    w.dep_begin.push_back(w.deps.size());
+  }
+  return w;
 }
 
 std::optional<QuotientSchedule> fold_by_rotation(const Schedule& full, int period,

@@ -135,15 +135,19 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
   std::string why;
   std::optional<QuotientSchedule> q = run_quotient(c.spec, why);
   const StreamedCollective collective{c.gpus, c.cost};
-  if (q) why = fold_problem(scenario.topology, collective, scenario.network.model, q->period);
-  if (!why.empty()) {
+  if (q)
+    q = fold_for_network(scenario.topology, router, collective, scenario.network.model, *q, why);
+  if (!q) {
     note.note = "not folded: " + why;
     return std::nullopt;
   }
   StreamedResult r =
       simulate_folded(scenario.topology, router, model, scenario.network.model, collective, *q);
-  note = {true, fmt::format("folded: {} ranks alike, {} of {} ops played", c.spec.shape.ranks,
-                            q->size(), q->full_size())};
+  const int K = c.spec.shape.ranks;
+  const std::string alike =
+      q->period == 1 ? fmt::format("{} ranks alike", K)
+                     : fmt::format("{} groups of {} ranks alike", K / q->period, q->period);
+  note = {true, fmt::format("folded: {}, {} of {} ops played", alike, q->size(), q->full_size())};
   return r;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -10,52 +12,45 @@
 namespace collsim {
 namespace {
 
-// Every rank's GPU and its one link up to, and down from, the switch they all hang off.
-struct Star {
-  std::vector<LinkId> up, down;  // per rank
-};
-
 bool alike(const Link& a, const Link& b) {
   return a.bandwidth == b.bandwidth && a.latency == b.latency && a.kind == b.kind;
 }
 
-// The links of each rank, or why the ranks do not form a star of alike links.
-std::optional<Star> star_of(const Topology& t, const std::vector<NodeId>& gpus, std::string& why) {
-  const int K = static_cast<int>(gpus.size());
-  std::vector<int> rank_on(t.nodes().size(), -1);
-  for (int r = 0; r < K; ++r) {
-    if (rank_on[gpus[r]] >= 0) return why = "two ranks share a GPU", std::nullopt;
-    rank_on[gpus[r]] = r;
-  }
-  Star s{std::vector<LinkId>(K, -1), std::vector<LinkId>(K, -1)};
-  NodeId hub = -1;
-  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
-    const Link& link = t.link(l);
-    const int from = rank_on[link.src], to = rank_on[link.dst];
-    if (from < 0 && to < 0) continue;
-    if (from >= 0 && to >= 0) return why = "the ranks' GPUs are linked to each other", std::nullopt;
-    const NodeId other = from >= 0 ? link.dst : link.src;
-    if (hub < 0) hub = other;
-    if (other != hub) return why = "the ranks' GPUs are not all on one switch alone", std::nullopt;
-    LinkId& slot = from >= 0 ? s.up[from] : s.down[to];
-    if (slot >= 0) return why = "a GPU has several links to its switch", std::nullopt;
-    slot = l;
-  }
-  if (hub >= 0 && t.node(hub).kind == NodeKind::Gpu)
-    return why = "the ranks' GPUs hang off another GPU", std::nullopt;
-  for (int r = 0; r < K; ++r) {
-    if (s.up[r] < 0 || s.down[r] < 0)
-      return why = t.node(gpus[r]).name + " has no link each way", std::nullopt;
-    if (!alike(t.link(s.up[r]), t.link(s.up[0])) || !alike(t.link(s.down[r]), t.link(s.down[0])))
-      return why = fmt::format("the links of {} differ from those of {}", t.node(gpus[r]).name,
-                               t.node(gpus[0]).name),
-             std::nullopt;
-  }
-  return s;
-}
+// More route lookups than this (transfer pairs x turns) are not compared: a fold is for
+// schedules whose ranks talk to few others (rings, trees); an all-to-all at scale has
+// K^2 pairs, each a cached route.
+constexpr std::uint64_t kMostRoutesCompared = 1 << 20;
 
-std::string star_problem(const Topology& t, const StreamedCollective& c, NetworkModelKind model,
-                         int period, std::optional<Star>* star = nullptr) {
+// The links a turn of the ranks maps onto one another, found from the routes themselves:
+// every representative transfer (a, b) is routed with all its turns (a + m p, b + m p),
+// and the i-th links of those routes form a class. The fold is exact when each class
+// holds one link per turn, its links alike, and no route crosses a class twice: then
+// each link of a class carries one turn of every representative crossing the class, as
+// the canonical link carries the representative (symmetric.h).
+class LinkClasses {
+ public:
+  explicit LinkClasses(std::size_t links) : parent_(links), stamp_(links, 0) {
+    for (std::size_t l = 0; l < links; ++l) parent_[l] = static_cast<LinkId>(l);
+  }
+
+  LinkId find(LinkId l) {
+    while (parent_[l] != l) l = parent_[l] = parent_[parent_[l]];
+    return l;
+  }
+  void join(LinkId a, LinkId b) { parent_[find(a)] = find(b); }
+  // Marks `l` as seen by `mark`; false when it already was (two turns on one link).
+  bool first_visit(LinkId l, std::uint64_t mark) {
+    if (stamp_[l] == mark) return false;
+    stamp_[l] = mark;
+    return true;
+  }
+
+ private:
+  std::vector<LinkId> parent_;
+  std::vector<std::uint64_t> stamp_;
+};
+
+std::string model_problem(const StreamedCollective& c, NetworkModelKind model) {
   if (!info_of(model).times_by_links)
     return fmt::format("the {} model is not shown to time turned links alike", name_of(model));
   const CostModel* cost = c.cost.get();
@@ -65,11 +60,95 @@ std::string star_problem(const Topology& t, const StreamedCollective& c, Network
         "the {} model shares each host's memory among its GPUs' transfers, which the fold does "
         "not turn with the links",
         name_of(model));
-  if (period != 1) return "only turns by one rank are folded";
-  std::string why;
-  std::optional<Star> s = star_of(t, c.rank_gpu, why);
-  if (star) *star = std::move(s);
-  return why;
+  return "";
+}
+
+// The distinct (source, destination) ranks of the representatives' transfers.
+std::vector<std::pair<int, int>> transfer_pairs(const QuotientSchedule& q) {
+  std::vector<std::pair<int, int>> pairs;
+  for (const Op& op : q.ops)
+    if (op.src_rank != op.dst_rank) pairs.emplace_back(op.src_rank, op.dst_rank);
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  return pairs;
+}
+
+// The network as the fold sees it: every link a representative crosses replaced by its
+// class's canonical one.
+struct NetworkFold {
+  std::vector<LinkId> canonical;             // per link: its class's canonical link; -1 if none
+  std::vector<std::vector<LinkId>> members;  // per canonical link (index): its class
+  std::map<std::pair<int, int>, std::vector<LinkId>> routes;  // per pair: canonical links
+};
+
+std::string network_problem(const Topology& t, Router& router, const StreamedCollective& c,
+                            const QuotientSchedule& q, NetworkFold* out) {
+  const int K = q.shape.ranks, p = q.period, turns = K / p;
+  const std::vector<NodeId>& gpu = c.rank_gpu;
+  if (static_cast<int>(gpu.size()) != K) return "the rank placement does not match the schedule";
+  std::vector<int> rank_on(t.nodes().size(), -1);
+  for (int r = 0; r < K; ++r) {
+    if (rank_on[gpu[r]] >= 0) return "two ranks share a GPU";
+    rank_on[gpu[r]] = r;
+  }
+  const std::vector<std::pair<int, int>> pairs = transfer_pairs(q);
+  if (pairs.size() * static_cast<std::uint64_t>(turns) > kMostRoutesCompared)
+    return fmt::format("{} transfers in {} turns are more routes than are compared", pairs.size(),
+                       turns);
+  LinkClasses classes(t.links().size());
+  std::vector<char> crossed(t.links().size(), 0);
+  std::vector<std::vector<LinkId>> first_routes;
+  std::vector<PathId> images(turns);
+  std::uint64_t mark = 0;
+  for (const auto& [a, b] : pairs) {
+    for (int m = 0; m < turns; ++m)
+      images[m] = router.route(gpu[(a + m * p) % K], gpu[(b + m * p) % K]);
+    const auto first = router.links(images[0]);
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      ++mark;
+      for (int m = 0; m < turns; ++m) {
+        const auto route = router.links(images[m]);
+        if (route.size() != first.size())
+          return fmt::format("the routes from {} to {} and from {} to {} differ in length",
+                             t.node(gpu[a]).name, t.node(gpu[b]).name,
+                             t.node(gpu[(a + m * p) % K]).name, t.node(gpu[(b + m * p) % K]).name);
+        if (!alike(t.link(route[i]), t.link(first[i])))
+          return fmt::format("the links {} and {} differ, which a turn maps onto each other",
+                             t.link_label(route[i]), t.link_label(first[i]));
+        if (!classes.first_visit(route[i], mark))
+          return fmt::format("turns of one transfer share {}", t.link_label(route[i]));
+        classes.join(route[i], first[i]);
+        crossed[route[i]] = 1;
+      }
+    }
+    first_routes.emplace_back(first.begin(), first.end());
+  }
+  // Each class holds one link per turn, and no route crosses one twice.
+  std::map<LinkId, std::vector<LinkId>> by_root;
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l)
+    if (crossed[l]) by_root[classes.find(l)].push_back(l);
+  NetworkFold fold;
+  fold.canonical.assign(t.links().size(), -1);
+  for (auto& [root, links] : by_root) {
+    if (static_cast<int>(links.size()) != turns)
+      return fmt::format("{} links are turned onto {} ({} turns of the ranks)", links.size(),
+                         t.link_label(root), turns);
+    for (LinkId l : links) fold.canonical[l] = links.front();
+    fold.members.push_back(std::move(links));
+  }
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    std::vector<LinkId> route;
+    for (LinkId l : first_routes[k]) {
+      const LinkId canonical = fold.canonical[l];
+      if (std::find(route.begin(), route.end(), canonical) != route.end())
+        return fmt::format("the route from {} to {} crosses two links a turn maps onto each other",
+                           t.node(gpu[pairs[k].first]).name, t.node(gpu[pairs[k].second]).name);
+      route.push_back(canonical);
+    }
+    fold.routes.emplace(pairs[k], std::move(route));
+  }
+  if (out) *out = std::move(fold);
+  return "";
 }
 
 enum FoldedEvent : std::uint32_t { kLaunched = kFirstSourceEvent };
@@ -78,10 +157,14 @@ enum FoldedEvent : std::uint32_t { kLaunched = kFirstSourceEvent };
 class FoldedSimulator final : private Executor<FoldedSimulator> {
  public:
   FoldedSimulator(const Topology& topology, Router& router, NetworkModel& model,
-                  const StreamedCollective& collective, const QuotientSchedule& q, Star star)
-      : Executor(topology, router, model), collective_(collective), q_(q), star_(std::move(star)) {
-    const LinkId canonical[] = {star_.up[0], star_.down[0]};
-    canonical_path_ = router.add_path(canonical);
+                  const StreamedCollective& collective, const QuotientSchedule& q, NetworkFold fold)
+      : Executor(topology, router, model), collective_(collective), q_(q), fold_(std::move(fold)) {
+    std::map<std::pair<int, int>, PathId> paths;
+    for (const auto& [pair, links] : fold_.routes) paths.emplace(pair, router.add_path(links));
+    path_.reserve(q.size());
+    for (const Op& op : q.ops)
+      path_.push_back(op.src_rank == op.dst_rank ? PathId{-1}
+                                                 : paths.at({op.src_rank, op.dst_rank}));
     waiting_.resize(q.size());
     succ_begin_.assign(q.size() + 1, 0);
     for (OpId id = 0; id < q.size(); ++id) {
@@ -124,12 +207,13 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
     r.links = std::move(traffic_.links);
     r.node_sent = std::move(traffic_.node_sent);
     r.node_received = std::move(traffic_.node_received);
-    const NodeId gpu0 = collective_.rank_gpu[0];
-    for (std::size_t k = 1; k < collective_.rank_gpu.size(); ++k) {
-      r.links.copy_link(star_.up[0], star_.up[k]);
-      r.links.copy_link(star_.down[0], star_.down[k]);
-      r.node_sent[collective_.rank_gpu[k]] = r.node_sent[gpu0];
-      r.node_received[collective_.rank_gpu[k]] = r.node_received[gpu0];
+    for (const std::vector<LinkId>& links : fold_.members)
+      for (LinkId l : links)
+        if (l != links.front()) r.links.copy_link(links.front(), l);
+    const std::vector<NodeId>& gpus = collective_.rank_gpu;
+    for (std::size_t k = q_.period; k < gpus.size(); ++k) {
+      r.node_sent[gpus[k]] = r.node_sent[gpus[k % q_.period]];
+      r.node_received[gpus[k]] = r.node_received[gpus[k % q_.period]];
     }
     return r;
   }
@@ -141,10 +225,10 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   static TransferId id(std::size_t, OpId op) { return op; }
   const Op& op(std::size_t, OpId id) const { return q_.ops[id]; }
   std::int64_t bytes(std::size_t, OpId id) const { return q_.bytes(q_.ops[id]); }
-  PathId path(std::size_t, OpId) const { return canonical_path_; }  // every transfer: up, down
+  PathId path(std::size_t, OpId id) const { return path_[id]; }  // over canonical links
   const OpCosts& costs(std::size_t) const { return costs_; }
-  // Every rank's overhead queue and counters are rank 0's: its orbit's canonical GPU.
-  NodeId gpu(std::size_t, int) const { return collective_.rank_gpu[0]; }
+  // Every rank's overhead queue and counters are those of its turn below the period.
+  NodeId gpu(std::size_t, int rank) const { return collective_.rank_gpu[rank % q_.period]; }
   bool has_deps(std::size_t, OpId id) const { return q_.dep_begin[id] != q_.dep_begin[id + 1]; }
   bool dependency_done(std::size_t, OpId next) { return --waiting_[next] == 0; }
   void began(std::size_t, OpId) {}
@@ -172,8 +256,8 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   };
   const StreamedCollective& collective_;
   const QuotientSchedule& q_;
-  Star star_;
-  PathId canonical_path_ = -1;
+  NetworkFold fold_;
+  std::vector<PathId> path_;  // per representative: its route over canonical links
   OpCosts costs_;
   std::vector<std::uint32_t> waiting_;
   std::vector<DepIndex> succ_begin_;
@@ -184,21 +268,37 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
 
 }  // namespace
 
-std::string fold_problem(const Topology& topology, const StreamedCollective& collective,
-                         NetworkModelKind model, int period) {
-  return star_problem(topology, collective, model, period);
+std::string fold_problem(const Topology& topology, Router& router,
+                         const StreamedCollective& collective, NetworkModelKind model,
+                         const QuotientSchedule& quotient) {
+  if (std::string why = model_problem(collective, model); !why.empty()) return why;
+  return network_problem(topology, router, collective, quotient, nullptr);
+}
+
+std::optional<QuotientSchedule> fold_for_network(const Topology& topology, Router& router,
+                                                 const StreamedCollective& collective,
+                                                 NetworkModelKind model,
+                                                 const QuotientSchedule& own, std::string& why) {
+  if (why = model_problem(collective, model); !why.empty()) return std::nullopt;
+  why = network_problem(topology, router, collective, own, nullptr);
+  if (why.empty()) return own;
+  const int K = own.shape.ranks;
+  for (int period = 2; period <= K / 2; ++period) {
+    if (K % period != 0) continue;
+    QuotientSchedule wide = widen(own, period);
+    if (network_problem(topology, router, collective, wide, nullptr).empty()) return wide;
+  }
+  return std::nullopt;  // `why`: the turn by one rank's problem
 }
 
 StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
                                NetworkModelKind kind, const StreamedCollective& collective,
                                const QuotientSchedule& quotient) {
-  if (static_cast<int>(collective.rank_gpu.size()) != quotient.shape.ranks)
-    throw std::invalid_argument("folded collective: rank placement does not match the schedule");
-  std::optional<Star> star;
-  if (std::string why = star_problem(topology, collective, kind, quotient.period, &star);
-      !why.empty())
-    throw std::invalid_argument("cannot fold this collective: " + why);
-  FoldedSimulator sim(topology, router, model, collective, quotient, std::move(*star));
+  NetworkFold fold;
+  std::string why = model_problem(collective, kind);
+  if (why.empty()) why = network_problem(topology, router, collective, quotient, &fold);
+  if (!why.empty()) throw std::invalid_argument("cannot fold this collective: " + why);
+  FoldedSimulator sim(topology, router, model, collective, quotient, std::move(fold));
   return sim.run();
 }
 

@@ -5,12 +5,20 @@
 // maps the network onto itself, the ops of one orbit run at the same times, and every
 // link of an orbit carries, interval for interval, what any other does: each link
 // sees exactly one image of each representative that crosses its orbit. So only the
-// representatives are played, each over its orbit's canonical links (the ones rank 0's
-// GPU uses) and paying its overhead in rank 0's queue; then every link and GPU of an
-// orbit takes the canonical one's counters. The networks folded are those a turn of
-// the ranks provably maps onto itself: every rank's GPU hangs off one switch by one
-// link each way, the links all alike (a rail-optimised fat tree, whose turns move whole
-// nodes, is not folded yet).
+// representatives are played, each over its orbit's canonical links and paying its
+// overhead in the queue of its rank below the period; then every link and GPU of an
+// orbit takes the canonical one's counters.
+//
+// Which links a turn maps onto which is read off the routes themselves: each
+// representative transfer is routed with all its turns, and the i-th links of those
+// routes form a class. The turn maps the network onto itself, as far as the collective
+// can tell, when every class holds exactly one link per turn (no two turns of a transfer
+// share a link, so none carries more than the canonical one), its links alike (rate,
+// latency, kind), and no route crosses a class twice. A switch's GPUs pass with a turn of
+// one rank; a rail-optimised fat tree with a turn of the servers on one leaf of each rail,
+// when every leaf holds as many (a turn of one server would send two turns of a transfer
+// up one leaf's uplink); a leaf half full, a slow link or ECMP spreading turns over
+// different spines fail the check, and the collective runs whole.
 //
 // The result — times, every link's and GPU's counters, transfers and ops — is the full
 // run's, bit for bit (tests/test_symmetry.cpp plays every algorithm's own fold against its
@@ -23,6 +31,7 @@
 // overhead queue takes them in the order their events run, which the representatives'
 // successor order must reproduce (a fold_by_rotation check of structure does not; the
 // test does, for each algorithm with a fold).
+#include <optional>
 #include <string>
 
 #include "network/network_model.h"
@@ -31,10 +40,21 @@
 
 namespace collsim {
 
-// Why the network does not let `collective`'s ranks be folded by a turn of `period`
-// ranks under `model`, or "" when it does.
-std::string fold_problem(const Topology& topology, const StreamedCollective& collective,
-                         NetworkModelKind model, int period);
+// Why the network does not let `collective`'s ranks be folded as `quotient` folds them (by
+// a turn of quotient.period ranks) under `model`, or "" when it does. Routes every
+// representative transfer with all its turns (the router keeps them).
+std::string fold_problem(const Topology& topology, Router& router,
+                         const StreamedCollective& collective, NetworkModelKind model,
+                         const QuotientSchedule& quotient);
+
+// `own`, a fold by one rank, as this network lets it be played: itself where a turn of one
+// rank maps the network onto itself (GPUs on one switch), else widened (schedule/quotient.h)
+// to the least turn that does (the GPUs of a server, of a leaf switch's servers) if one
+// below half the ranks does; nullopt and, in `why`, what breaks the turn by one otherwise.
+std::optional<QuotientSchedule> fold_for_network(const Topology& topology, Router& router,
+                                                 const StreamedCollective& collective,
+                                                 NetworkModelKind model,
+                                                 const QuotientSchedule& own, std::string& why);
 
 // Plays `quotient` as the full schedule would run; throws std::invalid_argument where
 // fold_problem is not empty.
