@@ -407,12 +407,18 @@ TEST_CASE("run --symmetry gives what run gives, less the digest, and says what i
     return (dir / name).string();
   };
   const std::string star = R"({"preset": "switch", "gpus": 16, "bandwidth": "100GB/s"})";
-  for (const auto& [file, folds] :
-       {std::pair{write("even.json", star, 16 * 4 * 1000), true},
-        std::pair{write("uneven.json", star, 16 * 4 * 1000 + 4), false},
+  // What the first collective's note starts with; the second, small one is never folded.
+  for (const auto& [file, note_of_first] :
+       {std::pair{write("even.json", star, 16 * 4 * 1000), "folded: 16 ranks alike"},
+        std::pair{write("uneven.json", star, 16 * 4 * 1000 + 4), "not folded: "},
         std::pair{write("cluster.json", R"({"preset": "cluster", "nodes": 2, "gpus_per_node": 8})",
                         16 * 4 * 1000),
-                  false}}) {
+                  "not folded: "},
+        // Two servers a leaf, four leaves a rail: turns by a leaf's servers.
+        std::pair{write("leaves.json",
+                        R"({"preset": "cluster", "nodes": 8, "gpus_per_node": 2, "radix": 4})",
+                        16 * 4 * 1000),
+                  "folded: 4 groups of 4 ranks alike"}}) {
     INFO(file);
     const Outcome plain = run_collsim("run --format json " + file);
     const Outcome folded = run_collsim("run --symmetry --format json " + file);
@@ -421,7 +427,7 @@ TEST_CASE("run --symmetry gives what run gives, less the digest, and says what i
     auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(folded.out);
     for (std::size_t i = 0; i < 2; ++i) {
       const std::string note = b["collectives"][i]["symmetry"];
-      CHECK(note.starts_with(i == 0 && folds ? "folded: 16 ranks alike" : "not folded: "));
+      CHECK(note.starts_with(i == 0 ? note_of_first : "not folded: "));
       CHECK(b["collectives"][i]["schedule_digest"].is_null() == note.starts_with("folded"));
       b["collectives"][i].erase("symmetry");
       b["collectives"][i]["schedule_digest"] = a["collectives"][i]["schedule_digest"];
@@ -434,25 +440,31 @@ TEST_CASE("run --symmetry gives what run gives, less the digest, and says what i
   CHECK(refused.err.find("--symmetry") != std::string::npos);
 }
 
-TEST_CASE("run folds by itself a schedule of billions of ops, and only such", "[symmetry]") {
-  const auto ring_on = [](int gpus) {
+TEST_CASE("run folds by itself a schedule that would stream for minutes, and only such",
+          "[symmetry]") {
+  const auto ring_on = [](int gpus, std::string_view model) {
     return parse_scenario(parse_json_text(fmt::format(R"({{"topology": {{"preset": "switch",
-      "gpus": {}, "bandwidth": "450GB/s"}}, "collectives": [{{"name": "ar", "op": "all_reduce", "algorithm": "ring",
+      "gpus": {}, "bandwidth": "450GB/s"}}, "network": {{"model": "{}"}},
+      "collectives": [{{"name": "ar", "op": "all_reduce", "algorithm": "ring",
       "channels": 1, "bytes": "1GiB"}}]}})",
-                                                      gpus),
+                                                      gpus, model),
                                           "scenario.json"),
                           ".");
   };
-  // A ring all-reduce is bounded by 2 K^2 ops (scenario.h): 2^32 from K = 46,341 on.
-  CHECK(folding_pays(ring_on(46341)));
-  CHECK(!folding_pays(ring_on(46340)));
+  // A ring all-reduce is bounded by 2 K^2 ops (scenario.h): 2^30 from K = 23,171 on under
+  // ideal; 2^24 from K = 2,897 under flow, whose ops cost twenty times as much.
+  CHECK(folding_pays(ring_on(23171, "ideal")));
+  CHECK(!folding_pays(ring_on(23170, "ideal")));
+  CHECK(folding_pays(ring_on(2897, "flow")));
+  CHECK(!folding_pays(ring_on(2896, "flow")));
+  CHECK(!folding_pays(ring_on(2897, "ideal")));
 
   // Only the collective that pays is folded: the small one after it keeps its digest.
   const Scenario both = parse_scenario(
-      parse_json_text(R"({"topology": {"preset": "switch", "gpus": 46341, "bandwidth": "450GB/s"},
+      parse_json_text(R"({"topology": {"preset": "switch", "gpus": 23171, "bandwidth": "450GB/s"},
         "collectives": [
           {"name": "big", "op": "all_reduce", "algorithm": "ring", "channels": 1,
-           "bytes": 1482912},
+           "bytes": 741472},
           {"name": "small", "op": "all_reduce", "algorithm": "ring", "ranks": [0, 1, 2, 3],
            "bytes": 4096, "after": ["big"]}]})",
                       "scenario.json"),
@@ -462,5 +474,5 @@ TEST_CASE("run folds by itself a schedule of billions of ops, and only such", "[
   CHECK(r.folding[0].folded);
   CHECK(r.folding[1].note.empty());
   CHECK(r.digests[1] != 0);
-  CHECK(r.op_count(0) == 2 * std::uint64_t{46341} * 46340);
+  CHECK(r.op_count(0) == 2 * std::uint64_t{23171} * 23170);
 }

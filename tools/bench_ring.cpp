@@ -5,7 +5,8 @@
 //   collsim-bench --ranks 1024 --model flow --topology cluster  (128 nodes x 8, rail-optimized)
 //   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct
 //   collsim-bench --ranks 4096 --model flow --topology cluster3  (three tiers: 16 pods of 256)
-//   --bytes 64MiB collsim-bench --ranks 64 --model packet --bytes 256MiB
+//   collsim-bench --ranks 4096 --model flow --topology cluster --spines 1 --symmetry  (folded)
+//   collsim-bench --ranks 64 --model packet --bytes 256MiB
 //
 // --targets runs every figure of the scale targets (issue 15) in one go, each case in
 // a child process of its own (its peak RSS is that child's), next to the floor
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "core/units.h"
@@ -32,6 +34,7 @@
 #include "schedule/algorithms.h"
 #include "simulate/simulator.h"
 #include "simulate/streamed.h"
+#include "simulate/symmetric.h"
 #include "topology/presets.h"
 
 namespace {
@@ -63,6 +66,8 @@ struct Case {
   double bandwidth = 450e9;  // switch topology's links, bytes/s
   bool stream = false;       // generate and simulate at once (simulate/streamed.h)
   bool one_thread = false;   // streamed: the generator on the simulator's thread
+  bool fold = false;         // one group of alike ranks for all (simulate/symmetric.h)
+  int spines = 4;            // cluster topologies' spine switches (ECMP over them)
 };
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
@@ -78,7 +83,7 @@ Topology make_topology(const Case& c) {
   if (c.topology == "cluster" || c.topology == "cluster3") {
     ClusterParams p;
     p.nodes = c.ranks / 8;
-    p.spines = 4;
+    p.spines = c.spines;
     if (c.topology == "cluster3") {
       p.pod_nodes = 32;
       p.cores = 8;
@@ -115,12 +120,8 @@ Figures run_case(const Case& c) {
     out.cpu_s = cpu_seconds() - cpu0;
     out.peak_mib = peak_rss_mib();
   };
-  if (c.stream) {  // generation and simulation interleave: all of it is the event loop
-    const auto t_loop = Clock::now();
-    const StreamedResult r = simulate_streamed(
-        topo, router, *model, {gpus, nullptr}, [&] { return entry->generate(shape, {}); },
-        c.one_thread ? GenerateOn::CallerThread : GenerateOn::OwnThread);
-    f.loop_s = seconds_since(t_loop);
+  const StreamedCollective collective{gpus, nullptr};
+  auto from_streamed = [&](const StreamedResult& r) {
     f.simulated_s = to_seconds(r.end);
     f.transfers = r.transfers;
     f.events = r.events;
@@ -129,6 +130,24 @@ Figures run_case(const Case& c) {
     f.peak_held = r.peak_held;
     finish(f);
     return f;
+  };
+  if (c.fold) {  // as collsim run folds it: the representatives, played over canonical links
+    const auto t_loop = Clock::now();
+    std::string why = "the algorithm has no fold for this shape";
+    std::optional<QuotientSchedule> q = entry->quotient ? entry->quotient(shape, {}) : std::nullopt;
+    if (q) q = fold_for_network(topo, router, collective, params.model, *q, why);
+    if (!q) throw std::invalid_argument("not folded: " + why);
+    const StreamedResult r = simulate_folded(topo, router, *model, params.model, collective, *q);
+    f.loop_s = seconds_since(t_loop);
+    return from_streamed(r);
+  }
+  if (c.stream) {  // generation and simulation interleave: all of it is the event loop
+    const auto t_loop = Clock::now();
+    const StreamedResult r = simulate_streamed(
+        topo, router, *model, collective, [&] { return entry->generate(shape, {}); },
+        c.one_thread ? GenerateOn::CallerThread : GenerateOn::OwnThread);
+    f.loop_s = seconds_since(t_loop);
+    return from_streamed(r);
   }
 
   const auto t_gen = Clock::now();
@@ -164,12 +183,15 @@ void print_single(const Case& c, const Figures& f, double baseline_mib) {
   fmt::print("{} {} {} float32, K={} on {} ({} transfers, {} steps), {} model\n", c.algorithm, c.op,
              c.size, c.ranks, f.topology, f.transfers, f.steps, c.model);
   fmt::print("  simulated time    {:.6f} ms\n", f.simulated_s * 1e3);
-  if (c.stream) {
-    fmt::print(
-        "  generate + simulate, streamed  {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n",
-        f.loop_s, transfers / f.loop_s / 1e6, static_cast<double>(f.events) / f.loop_s / 1e6);
-    fmt::print("  ops held at most  {} ({:.1f} MiB with their successor lists)\n", f.peak_held,
-               f.schedule_bytes / (1 << 20));
+  if (c.stream || c.fold) {
+    fmt::print("  generate + simulate, {}  {:.3f} s  ({:.2f} M transfers/s, {:.2f} M events/s)\n",
+               c.fold ? "folded" : "streamed", f.loop_s, transfers / f.loop_s / 1e6,
+               static_cast<double>(f.events) / f.loop_s / 1e6);
+    if (c.fold)
+      fmt::print("  ops played        {} (one group of alike ranks)\n", f.peak_held);
+    else
+      fmt::print("  ops held at most  {} ({:.1f} MiB with their successor lists)\n", f.peak_held,
+                 f.schedule_bytes / (1 << 20));
     fmt::print("  CPU               {:.3f} s\n", f.cpu_s);
     fmt::print("  peak RSS          {:.1f} MiB\n", f.peak_mib);
     return;
@@ -328,10 +350,23 @@ std::vector<Target> scale_targets(bool with_100k) {
       {"flow ring 1KiB switch 25GB/s K=1024 (< 0.45 s)", flow_small, 0.45, false},
   };
   for (int k : {1024, 2048, 4096})
+    targets.push_back({fmt::format("flow ring 1GiB cluster K={} (4 spines), streamed", k),
+                       Case{.ranks = k, .model = "flow", .topology = "cluster", .stream = true},
+                       0.0, false});
+  // The cluster preset's own spine: its turns by a leaf's servers map it onto itself, so
+  // collsim run folds it (ECMP over 4 spines sends the turns of a transfer different ways).
+  for (int k : {1024, 2048, 4096})
     targets.push_back(
-        {fmt::format("flow ring 1GiB cluster K={}, streamed{}", k, k == 4096 ? " (< 10 s)" : ""),
-         Case{.ranks = k, .model = "flow", .topology = "cluster", .stream = true},
+        {fmt::format("flow ring 1GiB cluster K={} (1 spine), folded as collsim run "
+                     "folds it{}",
+                     k, k == 4096 ? " (< 10 s)" : ""),
+         Case{.ranks = k, .model = "flow", .topology = "cluster", .fold = true, .spines = 1},
          k == 4096 ? 10.0 : 0.0, false});
+  // 1 GiB does not split into 100,000 equal chunks (no fold); 1,073,600,000 bytes does.
+  targets.push_back(
+      {"ideal ring 1073600000 B switch K=100000, folded as collsim run folds it "
+       "(< 5 s)",
+       Case{.ranks = 100000, .size = "1073600000", .fold = true}, 5.0, false});
   targets.push_back({"packet ring 256MiB cluster K=64 (>= 40 M packet-hops/s)", packet, 0, false});
   // 2e10 transfers: over an hour on two cores, so once, and only when asked.
   if (with_100k)
@@ -343,10 +378,13 @@ std::vector<Target> scale_targets(bool with_100k) {
 // What one target's median run did, and whether it met its limit.
 void print_target_run(const Target& t, const Figures& f, const Child& child) {
   fmt::print("  simulated {:.6f} ms, {} transfers, {} events{}\n", f.simulated_s * 1e3, f.transfers,
-             f.events, t.c.stream ? fmt::format(", at most {} ops held", f.peak_held) : "");
-  if (t.c.stream)
-    fmt::print("  wall {:.3f} s (generate and simulate, streamed, {:.3f}), CPU {:.3f} s\n",
-               child.wall_s, f.loop_s, child.cpu_s);
+             f.events,
+             t.c.fold     ? fmt::format(", {} ops played", f.peak_held)
+             : t.c.stream ? fmt::format(", at most {} ops held", f.peak_held)
+                          : "");
+  if (t.c.stream || t.c.fold)
+    fmt::print("  wall {:.3f} s (generate and simulate, {}, {:.3f}), CPU {:.3f} s\n", child.wall_s,
+               t.c.fold ? "folded" : "streamed", f.loop_s, child.cpu_s);
   else
     fmt::print(
         "  wall {:.3f} s (generate {:.3f}, check {:.3f}, route+index {:.3f}, event loop "
@@ -390,7 +428,8 @@ void print_floor_ratio(const std::string& floor_path, const Case& c, int repeat,
 int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
   fmt::print("median of {} run(s) each; wall and CPU are whole child processes (setup included)\n",
              repeat);
-  std::vector<std::pair<int, double>> flow_growth;  // (K, CPU seconds)
+  // Per way of running the flow cluster (streamed, folded): (K, CPU seconds).
+  std::map<std::string, std::vector<std::pair<int, double>>> flow_growth;
   for (const Target& t : scale_targets(with_100k)) {
     fmt::print("\n{}\n", t.what);
     const double ops = 2.0 * (t.c.ranks - 1) * t.c.ranks;
@@ -411,18 +450,22 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
     const auto [f, child] = median(runs, [](const auto& r) { return r.second.wall_s; });
     print_target_run(t, f, child);
     if (t.c.model == "flow" && t.c.topology == "cluster")
-      flow_growth.emplace_back(t.c.ranks, child.cpu_s);
+      flow_growth[t.c.fold ? "folded (1 spine)" : "streamed (4 spines)"].emplace_back(t.c.ranks,
+                                                                                      child.cpu_s);
     if (t.with_floor) print_floor_ratio(floor_path, t.c, repeat, child);
   }
   if (!with_100k)
     fmt::print(
         "\nideal ring 1GiB switch K=100000, streamed: not run (add --k100k: 2e10 "
         "transfers: over an hour on two cores)\n");
-  if (flow_growth.size() >= 2) {
-    const auto [k0, t0] = flow_growth.front();
-    const auto [k1, t1] = flow_growth.back();
-    fmt::print("\nflow on cluster: CPU time grows as K^{:.2f} from K={} to K={}\n",
-               std::log(t1 / t0) / std::log(static_cast<double>(k1) / k0), k0, k1);
+  for (const auto& [how, growth] : flow_growth) {
+    if (growth.size() < 2) continue;
+    const auto [k0, t0] = growth.front();
+    const auto [k1, t1] = growth.back();
+    fmt::print(
+        "\nflow on cluster, {}: CPU time grows as K^{:.2f} from K={} to K={} (target "
+        "<= K^1.3)\n",
+        how, std::log(t1 / t0) / std::log(static_cast<double>(k1) / k0), k0, k1);
   }
   return 0;
 }
@@ -447,8 +490,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"ideal", "flow", "packet"}))
       ->capture_default_str();
   app.add_option("--topology", c.topology,
-                 "switch (450 GB/s), cluster (8 GPUs per node, rail-optimized, 4 spines) or "
-                 "cluster3 (the same in pods of 32 nodes, 4 spines each, 8 cores)")
+                 "switch (450 GB/s), cluster (8 GPUs per node, rail-optimized, --spines) or "
+                 "cluster3 (the same in pods of 32 nodes, --spines each, 8 cores)")
       ->capture_default_str();
   app.add_option("--bandwidth", c.bandwidth, "Switch topology link bandwidth, bytes/s")
       ->capture_default_str();
@@ -457,6 +500,10 @@ int main(int argc, char** argv) {
   app.add_option("--packet", c.packet, "Packet size for the packet model")->capture_default_str();
   app.add_flag("--stream", c.stream,
                "Generate and simulate at once, holding only the ops in flight (no per-op record)");
+  app.add_option("--spines", c.spines, "Spine switches of the cluster topologies")
+      ->capture_default_str();
+  app.add_flag("--symmetry", c.fold,
+               "Fold: play one group of alike ranks for all, as collsim run --symmetry");
   app.add_flag("--one-thread", c.one_thread,
                "--stream: generate on the simulator's thread instead of a thread of its own");
   app.add_flag("--targets", targets, "Run every scale target, each in a child process");

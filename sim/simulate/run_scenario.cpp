@@ -183,7 +183,8 @@ class StreamedRun {
     auto model = make_network_model(scenario_.network, topo_, router_);
     std::optional<StreamedResult> streamed;
     if (fold_ != FoldWhen::Never) out_.folding.emplace_back();
-    if (fold_ == FoldWhen::Always || (fold_ == FoldWhen::Pays && folding_pays(c.spec))) {
+    if (fold_ == FoldWhen::Always ||
+        (fold_ == FoldWhen::Pays && folding_pays(c.spec, scenario_.network.model))) {
       if (c.streamed)
         streamed = run_folded(scenario_, router_, *model, c, out_.folding.back());
       else
@@ -361,12 +362,24 @@ bool streaming_pays(const Scenario& scenario) {
   return largest_schedule(scenario, true) >= kStreamingPaysOps;
 }
 
-bool folding_pays(const CollectiveSpec& c) {
-  return schedule_ops_bound(c) >= kFoldingPaysOps;
+double folding_pays_ops(NetworkModelKind model) {
+  switch (model) {
+    case NetworkModelKind::Ideal:
+      return 1073741824.0;  // 2^30: a ring all-reduce from 23,171 ranks on (2 K^2)
+    case NetworkModelKind::Flow:
+      return 16777216.0;  // 2^24: from 2,897 ranks on
+    case NetworkModelKind::Packet:
+      return 1048576.0;  // 2^20
+  }
+  return 1073741824.0;
+}
+
+bool folding_pays(const CollectiveSpec& c, NetworkModelKind model) {
+  return schedule_ops_bound(c) >= folding_pays_ops(model);
 }
 
 bool folding_pays(const Scenario& scenario) {
-  return largest_schedule(scenario, false) >= kFoldingPaysOps;
+  return largest_schedule(scenario, false) >= folding_pays_ops(scenario.network.model);
 }
 
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options) {

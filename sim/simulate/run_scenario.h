@@ -76,7 +76,7 @@ ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options 
 // record: schedules hold no ops, the digests are the streams'.
 // Which collectives are timed by one rank's ops where their ranks are interchangeable
 // (schedule/quotient.h, simulate/symmetric.h; the same figures, no digest): none, those
-// whose schedule could reach kFoldingPaysOps, or every one (run --symmetry).
+// whose schedule could reach folding_pays_ops, or every one (run --symmetry).
 enum class FoldWhen { Never, Pays, Always };
 ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold = FoldWhen::Never);
 
@@ -90,11 +90,14 @@ bool streams_exactly(const Scenario& scenario);
 // run` streams by itself when both hold and no per-op output is asked.
 inline constexpr double kStreamingPaysOps = 1 << 20;
 bool streaming_pays(const Scenario& scenario);
-// Whether some collective's schedule could reach kFoldingPaysOps ops: minutes streamed
-// (100 ns an op), seconds folded where its ranks are alike. `collsim run` then folds
-// what folds by itself (no digest for those; --stream insists on the whole schedule).
-inline constexpr double kFoldingPaysOps = 4294967296.0;  // 2^32
-bool folding_pays(const CollectiveSpec& c);
+// Whether some collective's schedule could reach the ops from which its streamed run
+// would take a minute or more under the scenario's network model (ideal about 90 ns an
+// op: 2^30 ops; flow 2 us on a cluster: 2^24; packet 20 us: 2^20; measured with
+// collsim-bench on the 2-core VM, docs/results/benchmarks.md), where a fold takes seconds
+// where its ranks are alike. `collsim run` then folds what folds by itself (no digest for those;
+// --stream insists on the whole schedule).
+double folding_pays_ops(NetworkModelKind model);
+bool folding_pays(const CollectiveSpec& c, NetworkModelKind model);
 bool folding_pays(const Scenario& scenario);  // for some collective
 
 }  // namespace collsim

@@ -283,12 +283,16 @@ std::optional<QuotientSchedule> fold_for_network(const Topology& topology, Route
   why = network_problem(topology, router, collective, own, nullptr);
   if (why.empty()) return own;
   const int K = own.shape.ranks;
+  std::string wider;  // why the widest turn tried does not fold either
   for (int period = 2; period <= K / 2; ++period) {
     if (K % period != 0) continue;
     QuotientSchedule wide = widen(own, period);
-    if (network_problem(topology, router, collective, wide, nullptr).empty()) return wide;
+    wider = network_problem(topology, router, collective, wide, nullptr);
+    if (wider.empty()) return wide;
+    wider = fmt::format("{} ranks: {}", period, wider);
   }
-  return std::nullopt;  // `why`: the turn by one rank's problem
+  if (!wider.empty()) why += "; nor a turn of " + wider;
+  return std::nullopt;
 }
 
 StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
