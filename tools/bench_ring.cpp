@@ -93,88 +93,112 @@ Topology make_topology(const Case& c) {
   return make_switch_topology(c.ranks, c.bandwidth, 0);
 }
 
-Figures run_case(const Case& c) {
-  const double cpu0 = cpu_seconds();
-  Figures f;
-  Topology topo = make_topology(c);
-  Router router(topo);
-  NetworkParams params;
-  params.model = *network_model_named(c.model);
-  params.alpha = from_seconds(5e-6);
-  params.packet_bytes = *parse_size(c.packet);
-  auto model = make_network_model(params, topo, router);
+// One case set up: its topology, network model and algorithm, and each way to run it.
+class CaseRun {
+ public:
+  explicit CaseRun(const Case& c)
+      : c_(c), cpu0_(cpu_seconds()), topo_(make_topology(c)), router_(topo_) {
+    params_.model = *network_model_named(c.model);
+    params_.alpha = from_seconds(5e-6);
+    params_.packet_bytes = *parse_size(c.packet);
+    model_ = make_network_model(params_, topo_, router_);
+    shape_.op = *collective_from_name(c.op);
+    shape_.ranks = c.ranks;
+    shape_.count = *parse_size(c.size) / 4;
+    for (int r = 0; r < c.ranks; ++r) gpus_.push_back(topo_.gpu_of_rank(r));
+    entry_ = find_algorithm(shape_.op, c.algorithm);
+    if (!entry_) throw std::invalid_argument("no algorithm " + c.algorithm + " for " + c.op);
+  }
 
-  CollectiveShape shape;
-  shape.op = *collective_from_name(c.op);
-  shape.ranks = c.ranks;
-  shape.count = *parse_size(c.size) / 4;
+  Figures run() { return c_.fold ? folded() : c_.stream ? streamed() : stored(); }
 
-  std::vector<NodeId> gpus;
-  for (int r = 0; r < c.ranks; ++r) gpus.push_back(topo.gpu_of_rank(r));
-  const AlgorithmEntry* entry = find_algorithm(shape.op, c.algorithm);
-  if (!entry) throw std::invalid_argument("no algorithm " + c.algorithm + " for " + c.op);
-  auto finish = [&](Figures& out) {
-    if (auto* flow = dynamic_cast<FlowModel*>(model.get())) out.resolves = flow->resolves();
-    if (auto* pm = dynamic_cast<PacketModel*>(model.get())) out.packet_hops = pm->packet_hops();
-    fmt::format_to_n(out.topology, sizeof(out.topology) - 1, "{}", topo.name);
-    out.cpu_s = cpu_seconds() - cpu0;
-    out.peak_mib = peak_rss_mib();
-  };
-  const StreamedCollective collective{gpus, nullptr};
-  auto from_streamed = [&](const StreamedResult& r) {
+ private:
+  // As collsim run folds it: the representatives, played over canonical links.
+  Figures folded() {
+    const auto t_loop = Clock::now();
+    std::string why = "the algorithm has no fold for this shape";
+    std::optional<QuotientSchedule> q =
+        entry_->quotient ? entry_->quotient(shape_, {}) : std::nullopt;
+    if (q) q = fold_for_network(topo_, router_, collective(), params_.model, *q, why);
+    if (!q) throw std::invalid_argument("not folded: " + why);
+    const StreamedResult r =
+        simulate_folded(topo_, router_, *model_, params_.model, collective(), *q);
+    return from_streamed(r, seconds_since(t_loop));
+  }
+
+  // Generation and simulation interleave: all of it is the event loop.
+  Figures streamed() {
+    const auto t_loop = Clock::now();
+    const StreamedResult r = simulate_streamed(
+        topo_, router_, *model_, collective(), [&] { return entry_->generate(shape_, {}); },
+        c_.one_thread ? GenerateOn::CallerThread : GenerateOn::OwnThread);
+    return from_streamed(r, seconds_since(t_loop));
+  }
+
+  Figures stored() {
+    Figures f;
+    const auto t_gen = Clock::now();
+    const Schedule schedule = entry_->generate(shape_, {});
+    f.gen_s = seconds_since(t_gen);
+    // What every command does before simulating; timed apart (not in "wall (gen + sim)").
+    const auto t_check = Clock::now();
+    if (const std::string e = check_schedule(schedule); !e.empty())
+      throw std::logic_error("invalid schedule: " + e);
+    f.check_s = seconds_since(t_check);
+
+    std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus_, {}, nullptr}};
+    Simulator sim(topo_, router_, *model_, SimulationOptions{.record_ops = false});
+    const auto t_load = Clock::now();
+    sim.load(tasks);
+    f.load_s = seconds_since(t_load);
+    const auto t_loop = Clock::now();
+    const SimulationResult result = sim.run_loaded();
+    f.loop_s = seconds_since(t_loop);
+
+    f.simulated_s = to_seconds(result.tasks[0].end);
+    f.transfers = result.transfers;
+    f.events = result.events;
+    f.steps = schedule.num_steps;
+    f.schedule_bytes = static_cast<double>(schedule.memory_bytes());
+    return finish(f);
+  }
+
+  StreamedCollective collective() const { return {gpus_, nullptr}; }
+
+  Figures from_streamed(const StreamedResult& r, double loop_s) {
+    Figures f;
+    f.loop_s = loop_s;
     f.simulated_s = to_seconds(r.end);
     f.transfers = r.transfers;
     f.events = r.events;
     f.steps = r.steps;
     f.schedule_bytes = static_cast<double>(r.held_bytes);
     f.peak_held = r.peak_held;
-    finish(f);
+    return finish(f);
+  }
+
+  Figures finish(Figures f) const {
+    if (auto* flow = dynamic_cast<FlowModel*>(model_.get())) f.resolves = flow->resolves();
+    if (auto* pm = dynamic_cast<PacketModel*>(model_.get())) f.packet_hops = pm->packet_hops();
+    fmt::format_to_n(f.topology, sizeof(f.topology) - 1, "{}", topo_.name);
+    f.cpu_s = cpu_seconds() - cpu0_;
+    f.peak_mib = peak_rss_mib();
     return f;
-  };
-  if (c.fold) {  // as collsim run folds it: the representatives, played over canonical links
-    const auto t_loop = Clock::now();
-    std::string why = "the algorithm has no fold for this shape";
-    std::optional<QuotientSchedule> q = entry->quotient ? entry->quotient(shape, {}) : std::nullopt;
-    if (q) q = fold_for_network(topo, router, collective, params.model, *q, why);
-    if (!q) throw std::invalid_argument("not folded: " + why);
-    const StreamedResult r = simulate_folded(topo, router, *model, params.model, collective, *q);
-    f.loop_s = seconds_since(t_loop);
-    return from_streamed(r);
-  }
-  if (c.stream) {  // generation and simulation interleave: all of it is the event loop
-    const auto t_loop = Clock::now();
-    const StreamedResult r = simulate_streamed(
-        topo, router, *model, collective, [&] { return entry->generate(shape, {}); },
-        c.one_thread ? GenerateOn::CallerThread : GenerateOn::OwnThread);
-    f.loop_s = seconds_since(t_loop);
-    return from_streamed(r);
   }
 
-  const auto t_gen = Clock::now();
-  const Schedule schedule = entry->generate(shape, {});
-  f.gen_s = seconds_since(t_gen);
-  // What every command does before simulating; timed apart (not in "wall (gen + sim)").
-  const auto t_check = Clock::now();
-  if (const std::string e = check_schedule(schedule); !e.empty())
-    throw std::logic_error("invalid schedule: " + e);
-  f.check_s = seconds_since(t_check);
+  const Case& c_;
+  double cpu0_;
+  Topology topo_;
+  Router router_;
+  NetworkParams params_;
+  std::unique_ptr<NetworkModel> model_;
+  CollectiveShape shape_;
+  std::vector<NodeId> gpus_;
+  const AlgorithmEntry* entry_ = nullptr;
+};
 
-  std::vector<CollectiveTask> tasks{{"bench", &schedule, gpus, {}, nullptr}};
-  Simulator sim(topo, router, *model, SimulationOptions{.record_ops = false});
-  const auto t_load = Clock::now();
-  sim.load(tasks);
-  f.load_s = seconds_since(t_load);
-  const auto t_loop = Clock::now();
-  const SimulationResult result = sim.run_loaded();
-  f.loop_s = seconds_since(t_loop);
-
-  f.simulated_s = to_seconds(result.tasks[0].end);
-  f.transfers = result.transfers;
-  f.events = result.events;
-  f.steps = schedule.num_steps;
-  f.schedule_bytes = static_cast<double>(schedule.memory_bytes());
-  finish(f);
-  return f;
+Figures run_case(const Case& c) {
+  return CaseRun(c).run();
 }
 
 void print_single(const Case& c, const Figures& f, double baseline_mib) {
