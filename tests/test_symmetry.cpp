@@ -330,7 +330,7 @@ TEST_CASE("a network a turn of the ranks does not map onto itself is not folded"
   CHECK_THAT(problem(cluster, nullptr, NetworkModelKind::Ideal, ring_fold(8)),
              Catch::Contains("differ in length"));
   CHECK_THAT(problem(cluster, nullptr, NetworkModelKind::Ideal, widen(ring_fold(8), 4)),
-             Catch::Contains("turns of one transfer share leaf3.0->spine0"));
+             Catch::Contains("do not map leaf3.0->spine0 onto one link each"));
 
   const Topology fine = make_switch_topology(4, 50e9, from_seconds(1e-7));
   CHECK(problem(fine, nullptr, NetworkModelKind::Flow, ring4).empty());
@@ -346,10 +346,19 @@ TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit
   // evenly and one spine routes every pair, one is found, a server's GPUs or a leaf's
   // servers per representative group.
   int folded = 0;
-  for (NetworkModelKind kind : {NetworkModelKind::Ideal, NetworkModelKind::Flow}) {
+  // Overheads on each rank's queue and costs per link kind, as NCCL's protocols add them.
+  auto cost = std::make_shared<CostModel>();
+  cost->launch = from_seconds(5e-6);
+  cost->op_overhead = from_seconds(0.7e-6);
+  cost->link(LinkKind::NvLink).efficiency = 0.8;
+  cost->link(LinkKind::Ib).latency = from_seconds(2e-6);
+  cost->link(LinkKind::Ib).efficiency = 0.9;
+  for (NetworkModelKind kind :
+       {NetworkModelKind::Ideal, NetworkModelKind::Flow, NetworkModelKind::Packet}) {
     NetworkParams params;
     params.model = kind;
     params.alpha = from_seconds(1e-6);
+    params.packet_bytes = 4096;
     // nodes, GPUs a node, leaf radix (servers a leaf: radix / 2), spines, and whether a
     // fold must be found (1), must not (0), or may be (-1; then it must be exact).
     for (const auto& [nodes, gpus, radix, spines, expect] :
@@ -368,14 +377,21 @@ TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit
         const CollectiveShape shape = shape_of(e.op, K, 4096 * std::int64_t{K});
         const auto own = e.quotient(shape, {});
         REQUIRE(own);
+        const bool costed = e.op == CollectiveOp::AllReduce;  // the others plain
         INFO(name_of(kind) << " " << e.algorithm << " " << name_of(e.op) << " on " << t.name
-                           << " spines " << spines);
-        const StreamedCollective collective{rank_gpus(t, K), nullptr};
+                           << " spines " << spines << (costed ? " with costs" : ""));
+        const StreamedCollective collective{rank_gpus(t, K),
+                                            costed ? cost : std::shared_ptr<CostModel>{}};
         Router r1(t);
         std::string why;
         const auto fold = fold_for_network(t, r1, collective, kind, *own, why);
         INFO("not folded: " << why);
-        if (expect >= 0) CHECK(fold.has_value() == (expect == 1));
+        if (kind == NetworkModelKind::Packet) {  // folded by one rank only
+          CHECK(fold.has_value() == (expect == 1 && gpus == 1));
+          if (!fold) CHECK_THAT(why, Catch::Contains("packet model"));
+        } else if (expect >= 0) {
+          CHECK(fold.has_value() == (expect == 1));
+        }
         if (!fold) continue;
         ++folded;
         // The least turn that maps the network onto itself: one rank on a leaf alone, else
@@ -391,7 +407,45 @@ TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit
       }
     }
   }
-  CHECK(folded >= 20);
+  CHECK(folded >= 30);
+}
+
+TEST_CASE("a fold's stand-in routes need not be chains of links", "[symmetry]") {
+  // Four switches in a ring, a GPU on each: each class of links is played on one of its
+  // links, and the route of a transfer can then name links that do not meet.
+  Topology t;
+  const int K = 4;
+  std::vector<NodeId> gpus, switches;
+  for (int i = 0; i < K; ++i) {
+    gpus.push_back(t.add_node({fmt::format("gpu{}", i), NodeKind::Gpu, i, i}));
+    switches.push_back(t.add_node({fmt::format("sw{}", i), NodeKind::Switch}));
+  }
+  for (int i = 0; i < K; ++i) t.add_duplex(gpus[i], switches[i], 50e9, 0, LinkKind::NvLink);
+  for (int i = 0; i < K; ++i)
+    t.add_duplex(switches[i], switches[(i + 1) % K], 25e9, from_seconds(1e-6), LinkKind::Ib);
+  t.assign_ranks();
+  for (NetworkModelKind kind :
+       {NetworkModelKind::Ideal, NetworkModelKind::Flow, NetworkModelKind::Packet}) {
+    INFO(name_of(kind));
+    NetworkParams params;
+    params.model = kind;
+    params.packet_bytes = 4096;
+    const AlgorithmEntry& e = *find_algorithm(CollectiveOp::AllReduce, "ring");
+    const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, K, 4096 * K);
+    const StreamedCollective collective{rank_gpus(t, K), nullptr};
+    Router r1(t);
+    std::string why;
+    const auto fold = fold_for_network(t, r1, collective, kind, *e.quotient(shape, {}), why);
+    INFO(why);
+    REQUIRE(fold);
+    CHECK(fold->period == 1);
+    auto m1 = make_network_model(params, t, r1);
+    const StreamedResult folded = simulate_folded(t, r1, *m1, kind, collective, *fold);
+    Router r2(t);
+    auto m2 = make_network_model(params, t, r2);
+    require_same_run(
+        simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, {}); }), folded);
+  }
 }
 
 TEST_CASE("run --symmetry gives what run gives, less the digest, and says what it folded",

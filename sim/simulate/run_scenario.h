@@ -91,10 +91,11 @@ bool streams_exactly(const Scenario& scenario);
 inline constexpr double kStreamingPaysOps = 1 << 20;
 bool streaming_pays(const Scenario& scenario);
 // Whether some collective's schedule could reach the ops from which its streamed run
-// would take a minute or more under the scenario's network model (ideal about 90 ns an
-// op: 2^30 ops; flow 2 us on a cluster: 2^24; packet 20 us: 2^20; measured with
-// collsim-bench on the 2-core VM, docs/results/benchmarks.md), where a fold takes seconds
-// where its ranks are alike. `collsim run` then folds what folds by itself (no digest for those;
+// takes tens of seconds or more under the scenario's network model, measured on the 2-core
+// VM (docs/results/benchmarks.md): ideal about 80 ns an op (2^30 ops: 90 s), flow 0.3 to
+// 2.4 us on a cluster (2^24: 5 to 40 s), packet about 8 us (2^20: 8 s). A fold takes
+// seconds where its ranks are alike. `collsim run` then folds what folds by itself (no digest for
+// those;
 // --stream insists on the whole schedule).
 double folding_pays_ops(NetworkModelKind model);
 bool folding_pays(const CollectiveSpec& c, NetworkModelKind model);

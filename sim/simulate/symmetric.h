@@ -10,15 +10,19 @@
 // orbit takes the canonical one's counters.
 //
 // Which links a turn maps onto which is read off the routes themselves: each
-// representative transfer is routed with all its turns, and the i-th links of those
-// routes form a class. The turn maps the network onto itself, as far as the collective
-// can tell, when every class holds exactly one link per turn (no two turns of a transfer
-// share a link, so none carries more than the canonical one), its links alike (rate,
-// latency, kind), and no route crosses a class twice. A switch's GPUs pass with a turn of
-// one rank; a rail-optimised fat tree with a turn of the servers on one leaf of each rail,
-// when every leaf holds as many (a turn of one server would send two turns of a transfer
-// up one leaf's uplink); a leaf half full, a slow link or ECMP spreading turns over
-// different spines fail the check, and the collective runs whole.
+// representative transfer is routed with all its turns, and the i-th link of the route
+// turned m times must be the i-th link of the first turned by m. The turn maps the
+// network onto itself, as far as the collective can tell, when that holds as one map
+// (no link is reached by two turns of the same link), every class of links it relates
+// holds exactly one link per turn, its links alike (rate, latency, kind), and no route
+// crosses a class twice; each class is then played on one of its links (its stand-in
+// routes need not be chains: routing.h, add_stand_in). A switch's GPUs pass with a turn of
+// one rank; a rail-optimised fat tree with a turn of the servers on one leaf of each
+// rail, when every leaf holds as many (a turn of one server would send two turns of a
+// transfer up one leaf's uplink). A leaf half full, a slow link, or ECMP sending the turns
+// of transfers over spines in no common pattern fail the check, and the collective runs
+// whole. Wider turns are tried while their representatives stay within 2^24 ops, and,
+// past 2^20, an eighth of the schedule.
 //
 // The result — times, every link's and GPU's counters, transfers and ops — is the full
 // run's, bit for bit (tests/test_symmetry.cpp plays every algorithm's own fold against its
@@ -50,7 +54,8 @@ std::string fold_problem(const Topology& topology, Router& router,
 // `own`, a fold by one rank, as this network lets it be played: itself where a turn of one
 // rank maps the network onto itself (GPUs on one switch), else widened (schedule/quotient.h)
 // to the least turn that does (the GPUs of a server, of a leaf switch's servers) if one
-// below half the ranks does; nullopt and, in `why`, what breaks the turn by one otherwise.
+// of at most half the ranks does within the representatives' budget (symmetric.cpp);
+// nullopt and, in `why`, what breaks the turn by one (and the widest tried) otherwise.
 std::optional<QuotientSchedule> fold_for_network(const Topology& topology, Router& router,
                                                  const StreamedCollective& collective,
                                                  NetworkModelKind model,

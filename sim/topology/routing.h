@@ -40,9 +40,14 @@ class Router {
   void prepare(std::span<const std::pair<NodeId, NodeId>> pairs);
   // The path from src to dst; throws std::runtime_error when dst is unreachable.
   PathId route(NodeId src, NodeId dst);
-  // A path given link by link, not searched for (a folded run's links of one orbit,
-  // simulate/symmetric.h): `route` must be a chain of links; not cached by its ends.
+  // A path given link by link, not searched for: `route` must be a chain of links; not
+  // cached by its ends.
   PathId add_path(std::span<const LinkId> route);
+  // A folded run's stand-in for a route (simulate/symmetric.h): per link of the route, the
+  // link its class is played on, in the route's order. They need not follow each other
+  // (each class's link is one of its turns, not necessarily the one the route crosses):
+  // the network models read a path's links and their order, never where they meet.
+  PathId add_stand_in(std::span<const LinkId> links);
   // The path if it was routed already, else -1 (no search).
   PathId cached(NodeId src, NodeId dst) const;
   const PathInfo& info(PathId id) const { return paths_[id]; }
