@@ -125,6 +125,33 @@ struct NetworkFold {
   std::map<std::pair<int, int>, std::vector<LinkId>> routes;  // per pair: canonical links
 };
 
+// The classes of the crossed links into `fold`: each must be one link turned 0 .. turns-1
+// times, as many links, each at its own turn; its root is the link it is played on.
+std::string fold_of_classes(const Topology& t, LinkClasses& classes,
+                            const std::vector<char>& crossed, int turns, NetworkFold& fold) {
+  std::map<LinkId, std::vector<LinkId>> by_root;
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l)
+    if (crossed[l]) by_root[classes.find(l).root].push_back(l);
+  fold.canonical.assign(t.links().size(), -1);
+  std::vector<LinkId> at_turn(turns);
+  for (auto& [root, links] : by_root) {
+    if (static_cast<int>(links.size()) != turns)
+      return fmt::format("{} links are turned onto {} ({} turns of the ranks)", links.size(),
+                         t.link_label(root), turns);
+    std::fill(at_turn.begin(), at_turn.end(), LinkId{-1});
+    for (LinkId l : links) {
+      LinkId& seat = at_turn[classes.find(l).turn];
+      if (seat >= 0)
+        return fmt::format("{} and {} are both the same turn of {}", t.link_label(seat),
+                           t.link_label(l), t.link_label(root));
+      seat = l;
+      fold.canonical[l] = root;
+    }
+    fold.members.push_back(std::move(links));
+  }
+  return "";
+}
+
 // Whether a turn of `p` ranks maps the network onto itself for the transfers of `own`
 // (a fold by one rank, or already by p) widened to p; the fold's network in `out`.
 std::string network_problem(const Topology& t, Router& router, const StreamedCollective& c,
@@ -166,19 +193,8 @@ std::string network_problem(const Topology& t, Router& router, const StreamedCol
     }
     first_routes.emplace_back(first.begin(), first.end());
   }
-  // Each class is one link turned 0 .. turns-1 times: as many links, each at its own turn.
-  std::map<LinkId, std::vector<LinkId>> by_root;
-  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l)
-    if (crossed[l]) by_root[classes.find(l).root].push_back(l);
   NetworkFold fold;
-  fold.canonical.assign(t.links().size(), -1);
-  for (auto& [root, links] : by_root) {
-    if (static_cast<int>(links.size()) != turns)
-      return fmt::format("{} links are turned onto {} ({} turns of the ranks)", links.size(),
-                         t.link_label(root), turns);
-    for (LinkId l : links) fold.canonical[l] = root;
-    fold.members.push_back(std::move(links));
-  }
+  if (std::string why = fold_of_classes(t, classes, crossed, turns, fold); !why.empty()) return why;
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     std::vector<LinkId> route;
     for (LinkId l : first_routes[k]) {
