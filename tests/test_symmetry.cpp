@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "same_traffic.h"
+#include "schedule/generators/channels.h"
 #include "schedule/quotient.h"
 #include "simulate/run_scenario.h"
 #include "simulate/streamed.h"
@@ -170,12 +171,65 @@ TEST_CASE("a ring's own fold is the one read off its full schedule", "[symmetry]
         REQUIRE(read_split);
         require_same_quotient(*own_split, *read_split);
       }
-      // Channels in other rank orders are not folded by the ring's own quotient.
+      // A channel in the other direction is the same turned by one rank too.
       AlgorithmOptions ordered = o;
       ordered.channels = 2;
       ordered.orders = {std::vector<int>(K), std::vector<int>(K)};
       for (int r = 0; r < K; ++r) ordered.orders[0][r] = ordered.orders[1][K - 1 - r] = r;
-      CHECK(!e->quotient(even, ordered));
+      const auto own_ordered = e->quotient(even, ordered);
+      const auto read_ordered = fold_by_rotation(e->generate(even, ordered), 1, &why);
+      INFO("identity and reversed orders: " << why);
+      REQUIRE(own_ordered);
+      REQUIRE(read_ordered);
+      require_same_quotient(*own_ordered, *read_ordered);
+      // An order no turn below K maps onto itself: no fold.
+      if (K >= 4) {
+        AlgorithmOptions odd = o;
+        odd.orders = {std::vector<int>(K)};
+        std::iota(odd.orders[0].begin(), odd.orders[0].end(), 0);
+        std::swap(odd.orders[0][1], odd.orders[0][2]);
+        CHECK(!e->quotient(even, odd));
+        CHECK(!fold_by_rotation(e->generate(even, odd), 1));
+      }
+    }
+  }
+}
+
+TEST_CASE("rings in rail orders fold by a turn of two hosts, and widen from there", "[symmetry]") {
+  // Channel c enters even hosts at rail c and odd hosts the other way round
+  // (channels.h): the same turned by two hosts, not by one.
+  for (CollectiveOp op : kRingOps) {
+    const AlgorithmEntry* e = find_algorithm(op, "ring");
+    for (const auto& [hosts, gpus, channels] :
+         {std::tuple{4, 2, 2}, std::tuple{4, 4, 4}, std::tuple{6, 2, 1}, std::tuple{8, 2, 3},
+          std::tuple{4, 3, 2}}) {
+      const int K = hosts * gpus;
+      INFO(name_of(op) << " " << hosts << " hosts of " << gpus << " GPUs, " << channels
+                       << " channels");
+      std::vector<int> host_of, rail_of;
+      for (int r = 0; r < K; ++r) host_of.push_back(r / gpus), rail_of.push_back(r % gpus);
+      AlgorithmOptions o;
+      o.channels = channels;
+      o.orders = rail_orders(host_of, rail_of, channels);
+      REQUIRE(!o.orders.empty());
+      const CollectiveShape shape = shape_of(op, K, 6 * std::int64_t{K} * channels);
+      const auto own = e->quotient(shape, o);
+      REQUIRE(own);
+      CHECK(own->period == 2 * gpus);
+      const Schedule full = e->generate(shape, o);
+      std::string why;
+      const auto read = fold_by_rotation(full, own->period, &why);
+      INFO(why);
+      REQUIRE(read);
+      require_same_quotient(*own, *read);
+      CHECK(!fold_by_rotation(full, gpus));  // one host's turn does not map it
+      for (int period = 2 * own->period; period < K; period += own->period) {
+        if (K % period != 0) continue;
+        INFO("widened to " << period);
+        const auto wide_read = fold_by_rotation(full, period, &why);
+        REQUIRE(wide_read);
+        require_same_quotient(e->fold_at(shape, o, *own, period), *wide_read);
+      }
     }
   }
 }
@@ -408,6 +462,52 @@ TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit
     }
   }
   CHECK(folded >= 30);
+}
+
+TEST_CASE("rings in rail orders fold on a cluster, bit for bit", "[symmetry]") {
+  // One channel per rail, each entering and leaving every host on its rail (what
+  // "channels": "auto" and NCCL's rings run on a cluster): alike by a leaf's servers.
+  for (NetworkModelKind kind : {NetworkModelKind::Ideal, NetworkModelKind::Flow}) {
+    NetworkParams params;
+    params.model = kind;
+    params.alpha = from_seconds(1e-6);
+    for (const auto& [nodes, gpus] : {std::pair{4, 2}, std::pair{8, 2}, std::pair{6, 4}}) {
+      ClusterParams p;
+      p.nodes = nodes;
+      p.server.gpus = gpus;
+      p.radix = 4;  // two servers a leaf
+      const Topology t = make_cluster_topology(p);
+      const int K = nodes * gpus;
+      std::vector<int> host_of, rail_of;
+      for (int r = 0; r < K; ++r) host_of.push_back(r / gpus), rail_of.push_back(r % gpus);
+      AlgorithmOptions o;
+      o.channels = gpus;
+      o.orders = rail_orders(host_of, rail_of, gpus);
+      for (CollectiveOp op : kRingOps) {
+        const AlgorithmEntry& e = *find_algorithm(op, "ring");
+        INFO(name_of(kind) << " " << name_of(op) << " on " << t.name);
+        const CollectiveShape shape = shape_of(op, K, 1024 * std::int64_t{K} * gpus);
+        const auto own = e.quotient(shape, o);
+        REQUIRE(own);
+        const StreamedCollective collective{rank_gpus(t, K), nullptr};
+        Router r1(t);
+        std::string why;
+        const auto fold = fold_for_network(t, r1, collective, kind, *own, why, [&](int period) {
+          return e.fold_at(shape, o, *own, period);
+        });
+        INFO(why);
+        REQUIRE(fold);
+        CHECK(fold->period == 2 * gpus);  // two servers a leaf, and the orders' turn
+        auto m1 = make_network_model(params, t, r1);
+        const StreamedResult folded = simulate_folded(t, r1, *m1, kind, collective, *fold);
+        Router r2(t);
+        auto m2 = make_network_model(params, t, r2);
+        require_same_run(
+            simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, o); }),
+            folded);
+      }
+    }
+  }
 }
 
 TEST_CASE("a fold's stand-in routes need not be chains of links", "[symmetry]") {

@@ -119,7 +119,9 @@ class CaseRun {
     std::string why = "the algorithm has no fold for this shape";
     std::optional<QuotientSchedule> q =
         entry_->quotient ? entry_->quotient(shape_, {}) : std::nullopt;
-    if (q) q = fold_for_network(topo_, router_, collective(), params_.model, *q, why);
+    if (q)
+      q = fold_for_network(topo_, router_, collective(), params_.model, *q, why,
+                           [&](int period) { return entry_->fold_at(shape_, {}, *q, period); });
     if (!q) throw std::invalid_argument("not folded: " + why);
     const StreamedResult r =
         simulate_folded(topo_, router_, *model_, params_.model, collective(), *q);

@@ -117,8 +117,18 @@ struct AlgorithmEntry {
   // against fold_by_rotation of the full schedule.
   std::function<std::optional<QuotientSchedule>(const CollectiveShape&, const AlgorithmOptions&)>
       quotient = nullptr;
+  // The same fold widened to a turn of `period` ranks (a multiple of quotient's own), where
+  // widen (quotient.h) cannot tell the full schedule's order (rings in rail orders); null:
+  // widen does.
+  std::function<QuotientSchedule(const CollectiveShape&, const AlgorithmOptions&, int period)>
+      quotient_at = nullptr;
 
   bool takes(std::string_view option) const;
+  // `own` (what quotient gave for these shape and options) widened to `period` ranks.
+  QuotientSchedule fold_at(const CollectiveShape& s, const AlgorithmOptions& o,
+                           const QuotientSchedule& own, int period) const {
+    return quotient_at ? quotient_at(s, o, period) : widen(own, period);
+  }
   // Whether its schedule, with options `o`, can be generated while it is simulated
   // (schedule/stream.h): a pipeline in one segment has no lanes.
   bool streams(const AlgorithmOptions& o) const { return !switch_ops && !(lanes && o.segments > 1); }

@@ -106,28 +106,31 @@ void QuotientSchedule::add(const Op& op, OpId rep, std::vector<Op> before) {
 
 QuotientSchedule widen(const QuotientSchedule& q, int period) {
   const int K = q.shape.ranks;
-  if (q.period != 1 || period < 1 || K % period != 0)
+  if (period < 1 || K % period != 0 || period % q.period != 0)
     throw std::invalid_argument(
         fmt::format("cannot widen a fold by {} ranks to {} of {}", q.period, period, K));
-  // Representative `op` of q turned by `turn` (< period) is this one of the wider fold.
+  // Representative `op` of q turned by `turn` x q.period (< period) is this one of the
+  // wider fold.
+  const int turns = period / q.period;
   struct Image {
     OpId op;
-    int turn;
+    int turn;  // in turns of q.period ranks
   };
   std::vector<Image> images;
-  images.reserve(q.size() * period);
+  images.reserve(q.size() * turns);
   for (OpId op = 0; op < q.size(); ++op)
-    for (int turn = 0; turn < period; ++turn) images.push_back({op, turn});
+    for (int turn = 0; turn < turns; ++turn) images.push_back({op, turn});
   // The full schedule lists each op of q's, in q's order, with its turns by source rank
   // (the generators' order; tests/test_symmetry.cpp checks it against fold_by_rotation).
-  const auto place = [&](OpId op, std::int64_t turn) {
-    return std::pair{op, mod(q.ops[op].src_rank + turn, K)};
+  const auto place = [&](OpId op, std::int64_t ranks) {
+    return std::pair{op, mod(q.ops[op].src_rank + ranks, K)};
   };
   std::sort(images.begin(), images.end(), [&](const Image& a, const Image& b) {
-    return place(a.op, a.turn) < place(b.op, b.turn);
+    return place(a.op, std::int64_t{a.turn} * q.period) <
+           place(b.op, std::int64_t{b.turn} * q.period);
   });
   std::vector<OpId> index(images.size());
-  for (OpId i = 0; i < images.size(); ++i) index[images[i].op * period + images[i].turn] = i;
+  for (OpId i = 0; i < images.size(); ++i) index[images[i].op * turns + images[i].turn] = i;
 
   QuotientSchedule w;
   w.shape = q.shape;
@@ -136,18 +139,22 @@ QuotientSchedule widen(const QuotientSchedule& q, int period) {
   w.ops.reserve(images.size());
   w.dep_begin.reserve(images.size() + 1);
   for (const Image& i : images) {
-    w.ops.push_back(turn_ranks(q.ops[i.op], i.turn, K));
-    // Its dependency, turned by `shift` from q's representative, is turned by shift + turn
+    const int own = i.turn * q.period;  // in ranks
+    w.ops.push_back(turn_ranks(q.ops[i.op], own, K));
+    // Its dependency, turned by `shift` from q's representative, is turned by shift + own
     // from it: the wider fold's representative by the remainder, turned by the rest. They
     // are listed in the full schedule's order, which the turn can change.
     const auto first = w.deps.size();
     for (const QuotientSchedule::Dep& d : q.deps_of(i.op)) {
-      const int turn = mod(std::int64_t{d.shift} + i.turn, K);
-      w.deps.push_back({index[d.op * period + turn % period], turn - turn % period, d.only_sent});
+      const int shift = mod(std::int64_t{d.shift} + own, K);
+      w.deps.push_back(
+          {index[d.op * turns + shift % period / q.period], shift - shift % period, d.only_sent});
     }
     std::sort(w.deps.begin() + first, w.deps.end(), [&](const auto& a, const auto& b) {
-      return place(images[a.op].op, images[a.op].turn + a.shift) <
-             place(images[b.op].op, images[b.op].turn + b.shift);
+      const Image& x = images[a.op];
+      const Image& y = images[b.op];
+      return place(x.op, std::int64_t{x.turn} * q.period + a.shift) <
+             place(y.op, std::int64_t{y.turn} * q.period + b.shift);
     });
     w.dep_begin.push_back(w.deps.size());
   }

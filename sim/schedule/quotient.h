@@ -60,12 +60,13 @@ struct QuotientSchedule {
 // The op with every rank turned by `shift` (mod ranks); its ranges unchanged.
 Op turn_ranks(const Op& op, int shift, int ranks);
 
-// `q`, a fold by one rank, as the fold by `period` ranks (a divisor of its ranks): each
-// representative with its turns by 1 .. period-1, in the full schedule's order. Where a
-// network is not mapped onto itself by a turn of one rank but is by a turn of a whole
-// server or leaf switch (simulate/symmetric.h), the wider fold is played. It relies on
-// the generators' order: each op of q's, in q's order, with its turns listed together by
-// source rank (tests/test_symmetry.cpp checks every algorithm with a fold).
+// `q`, a fold by q.period ranks, as the fold by `period` ranks (a multiple of q.period
+// dividing the ranks): each representative with its turns by q.period, 2 q.period, ...
+// below `period`, in the full schedule's order. Where a network is not mapped onto itself
+// by q's turn but is by a turn of a whole server or leaf switch (simulate/symmetric.h),
+// the wider fold is played. It relies on the generators' order: each op of q's, in q's
+// order, with its turns listed together by source rank (tests/test_symmetry.cpp checks
+// every algorithm with a fold).
 QuotientSchedule widen(const QuotientSchedule& q, int period);
 
 // `full` folded by turns of `period` ranks, or nullopt (and `why`) when the turn does not

@@ -135,8 +135,12 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
   std::string why;
   std::optional<QuotientSchedule> q = run_quotient(c.spec, why);
   const StreamedCollective collective{c.gpus, c.cost};
-  if (q)
-    q = fold_for_network(scenario.topology, router, collective, scenario.network.model, *q, why);
+  if (q) {
+    const AlgorithmEntry& entry = *find_algorithm(c.spec.shape.op, c.spec.algorithm);
+    q = fold_for_network(
+        scenario.topology, router, collective, scenario.network.model, *q, why,
+        [&](int period) { return entry.fold_at(c.spec.shape, c.spec.options, *q, period); });
+  }
   if (!q) {
     note.note = "not folded: " + why;
     return std::nullopt;

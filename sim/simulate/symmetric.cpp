@@ -87,8 +87,9 @@ std::string model_problem(const StreamedCollective& c, NetworkModelKind model) {
 }
 
 // The distinct (source, destination) ranks of the transfers of `q`'s representatives
-// turned by 0 .. period-1 (those of the fold widened to `period`, schedule/quotient.h,
-// without widening it: a turn that does not fold costs its routes, not its ops).
+// turned by 0, q.period, ... below `period` (those of the fold widened to `period`,
+// schedule/quotient.h, without widening it: a turn that does not fold costs its routes,
+// not its ops).
 std::vector<std::pair<int, int>> transfer_pairs(const QuotientSchedule& q, int period) {
   const int K = q.shape.ranks;
   std::vector<std::pair<int, int>> own;
@@ -97,8 +98,8 @@ std::vector<std::pair<int, int>> transfer_pairs(const QuotientSchedule& q, int p
   std::sort(own.begin(), own.end());
   own.erase(std::unique(own.begin(), own.end()), own.end());
   std::vector<std::pair<int, int>> pairs;
-  pairs.reserve(own.size() * period);
-  for (int j = 0; j < period; ++j)
+  pairs.reserve(own.size() * (period / q.period));
+  for (int j = 0; j < period; j += q.period)
     for (const auto& [a, b] : own) pairs.emplace_back((a + j) % K, (b + j) % K);
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
@@ -157,11 +158,10 @@ std::string fold_of_classes(const Topology& t, LinkClasses& classes,
 std::string network_problem(const Topology& t, Router& router, const StreamedCollective& c,
                             const QuotientSchedule& own, int p, NetworkFold* out) {
   const int K = own.shape.ranks, turns = K / p;
-  if (own.period != 1 && own.period != p)
-    throw std::logic_error("a fold by several ranks checked for another turn");
+  if (p % own.period != 0) throw std::logic_error("a fold checked for a turn not of its own");
   if (std::string why = placement_problem(t, c, K); !why.empty()) return why;
   const std::vector<NodeId>& gpu = c.rank_gpu;
-  const std::vector<std::pair<int, int>> pairs = transfer_pairs(own, own.period == p ? 1 : p);
+  const std::vector<std::pair<int, int>> pairs = transfer_pairs(own, p);
   if (pairs.size() * static_cast<std::uint64_t>(turns) > kMostRoutesCompared)
     return fmt::format("{} transfers in {} turns are more routes than are compared", pairs.size(),
                        turns);
@@ -334,33 +334,37 @@ std::string fold_problem(const Topology& topology, Router& router,
   return network_problem(topology, router, collective, quotient, quotient.period, nullptr);
 }
 
-std::optional<QuotientSchedule> fold_for_network(const Topology& topology, Router& router,
-                                                 const StreamedCollective& collective,
-                                                 NetworkModelKind model,
-                                                 const QuotientSchedule& own, std::string& why) {
+std::optional<QuotientSchedule> fold_for_network(
+    const Topology& topology, Router& router, const StreamedCollective& collective,
+    NetworkModelKind model, const QuotientSchedule& own, std::string& why,
+    const std::function<QuotientSchedule(int period)>& at_period) {
   if (why = model_problem(collective, model); !why.empty()) return std::nullopt;
   const int K = own.shape.ranks;
   if (why = placement_problem(topology, collective, K); !why.empty()) return std::nullopt;
-  why = network_problem(topology, router, collective, own, 1, nullptr);
-  if (why.empty()) return own;
   // Packets that reach a queue at one instant queue in the order their events run, which
   // a turn of several ranks need not keep where turns of different transfers share links
   // (measured: pairwise all-to-all on a cluster, turned by two servers, ends 0.7% early).
+  if (model == NetworkModelKind::Packet && own.period > 1) {
+    why = "the packet model is folded by turns of one rank only";
+    return std::nullopt;
+  }
+  why = network_problem(topology, router, collective, own, own.period, nullptr);
+  if (why.empty()) return own;
   if (model == NetworkModelKind::Packet) {
     why += "; the packet model is folded by turns of one rank only";
     return std::nullopt;
   }
   std::string wider;  // why the widest turn tried does not fold either
-  for (int period = 2; period <= K / 2; ++period) {
+  for (int period = 2 * own.period; period <= K / 2; period += own.period) {
     if (K % period != 0) continue;
     // A wide turn holds many representatives: past 2^24 ops (about 2.7 GB with their
     // dependencies), or past 2^20 and an eighth of the schedule, streaming costs less.
-    const double representatives = static_cast<double>(own.size()) * period;
+    const double representatives = static_cast<double>(own.size()) / own.period * period;
     if (representatives > kMostRepresentatives ||
         (representatives > kMostRepresentatives / 16 && representatives > own.full_size() / 8.0))
       break;
     wider = network_problem(topology, router, collective, own, period, nullptr);
-    if (wider.empty()) return widen(own, period);
+    if (wider.empty()) return at_period ? at_period(period) : widen(own, period);
     wider = fmt::format("{} ranks: {}", period, wider);
   }
   if (!wider.empty()) why += "; nor a turn of " + wider;

@@ -35,6 +35,7 @@
 // overhead queue takes them in the order their events run, which the representatives'
 // successor order must reproduce (a fold_by_rotation check of structure does not; the
 // test does, for each algorithm with a fold).
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -56,10 +57,11 @@ std::string fold_problem(const Topology& topology, Router& router,
 // to the least turn that does (the GPUs of a server, of a leaf switch's servers) if one
 // of at most half the ranks does within the representatives' budget (symmetric.cpp);
 // nullopt and, in `why`, what breaks the turn by one (and the widest tried) otherwise.
-std::optional<QuotientSchedule> fold_for_network(const Topology& topology, Router& router,
-                                                 const StreamedCollective& collective,
-                                                 NetworkModelKind model,
-                                                 const QuotientSchedule& own, std::string& why);
+// `at_period(p)` is `own` widened to p ranks (AlgorithmEntry::fold_at); null: widen.
+std::optional<QuotientSchedule> fold_for_network(
+    const Topology& topology, Router& router, const StreamedCollective& collective,
+    NetworkModelKind model, const QuotientSchedule& own, std::string& why,
+    const std::function<QuotientSchedule(int period)>& at_period = nullptr);
 
 // Plays `quotient` as the full schedule would run; throws std::invalid_argument where
 // fold_problem is not empty.

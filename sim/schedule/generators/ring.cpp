@@ -74,12 +74,18 @@ Op ring_op(const Group& g, RingPass pass, int m, int i, int step) {
 // one per channel; each waits, as the builder has it, on its channel's sends of the step
 // before that touched its two ranks (members m - 1, m, m + 1), each that step's
 // representative turned to the rank running it.
+std::optional<QuotientSchedule> ordered_ring_quotient(const CollectiveShape& shape,
+                                                      const AlgorithmOptions& o,
+                                                      std::span<const RingPass> passes,
+                                                      int period = 0);
+
 std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
                                               const AlgorithmOptions& o,
                                               std::span<const RingPass> passes) {
   const int K = shape.ranks, C = std::max(1, o.channels);
-  if (!o.orders.empty() || shape.count <= 0 || shape.count % K != 0) return std::nullopt;
+  if (shape.count <= 0 || shape.count % K != 0) return std::nullopt;
   if (shape.count / K < C) return std::nullopt;  // empty lanes: channels without ops
+  if (!o.orders.empty()) return ordered_ring_quotient(shape, o, passes);
   const std::vector<Group> groups =
       C > 1 ? channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1)
             : std::vector<Group>{whole_group(shape)};
@@ -108,6 +114,77 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
   return q;
 }
 
+// The least turn (in ranks, dividing K, below K) that maps every order onto itself: some
+// shift of positions d with order[m + d] = order[m] + turn for every member m; 0 if none.
+int orders_turn(const std::vector<std::vector<int>>& orders, int K) {
+  for (int turn = 1; turn < K; ++turn) {
+    if (K % turn != 0) continue;
+    bool all = true;
+    for (const std::vector<int>& order : orders) {
+      const int d = static_cast<int>(std::find(order.begin(), order.end(), (order[0] + turn) % K) -
+                                     order.begin());
+      for (int m = 0; all && m < K; ++m) all = order[(m + d) % K] == (order[m] + turn) % K;
+      if (!all) break;
+    }
+    if (all) return turn;
+  }
+  return 0;
+}
+
+// Channels in their own rank orders (rail orders across hosts) are the same turned by a
+// whole number of hosts: a fold by that turn (or `period`, a multiple of it; 0: the least)
+// keeps the ops whose rank runs them is below it, each step's in the full schedule's order (channel
+// by channel, member by member), each waiting on its channel's sends of the step before by members
+// m - 1, m, m + 1 (the builder's rule), each of those the representative run by the same rank
+// modulo the turn, turned by the rest.
+std::optional<QuotientSchedule> ordered_ring_quotient(const CollectiveShape& shape,
+                                                      const AlgorithmOptions& o,
+                                                      std::span<const RingPass> passes,
+                                                      int period) {
+  const int K = shape.ranks, C = std::max(1, o.channels);
+  const int least = orders_turn(o.orders, K);
+  if (least == 0) return std::nullopt;
+  if (period == 0) period = least;
+  if (period % least != 0 || K % period != 0)
+    throw std::invalid_argument("a ring's fold widened to a turn not of its orders'");
+  const std::vector<Group> groups = channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1);
+  QuotientSchedule q;
+  q.shape = shape;
+  q.period = period;
+  // Per channel: the representative each rank below the turn ran in the step before.
+  std::vector<std::vector<OpId>> before(C, std::vector<OpId>(period)), now = before;
+  int step = 0;
+  for (std::size_t p = 0; p < passes.size(); ++p) {
+    for (int i = 0; i < K - 1; ++i, ++step) {
+      for (int c = 0; c < C; ++c) {
+        const Group& g = groups[c];
+        for (int m = 0; m < K; ++m) {
+          const Op op = ring_op(g, passes[p], m, i, step);
+          if (op.executor() >= period) continue;
+          if (step > 0) {
+            const RingPass pass = i > 0 ? passes[p] : passes[p - 1];
+            const int at = i > 0 ? i - 1 : K - 2;
+            std::vector<int> members{rotate(m - 1, 0, K), m, (m + 1) % K};
+            std::sort(members.begin(), members.end());
+            members.erase(std::unique(members.begin(), members.end()), members.end());
+            for (int x : members) {
+              const Op dep = ring_op(g, pass, x, at, step - 1);
+              const int e = dep.executor();
+              q.deps.push_back({before[c][e % period], e - e % period, needs_only_sent(dep, op)});
+            }
+          }
+          now[c][op.executor()] = q.ops.size();
+          q.ops.push_back(op);
+          q.dep_begin.push_back(q.deps.size());
+        }
+      }
+      std::swap(before, now);
+    }
+  }
+  q.num_steps = step;
+  return q;
+}
+
 // A ring entry: its passes over the whole group, or over each channel's lane of every
 // chunk; the same passes make its fold.
 template <const auto& Passes>
@@ -129,7 +206,14 @@ AlgorithmEntry ring_entry(CollectiveOp op) {
                        const AlgorithmOptions&) { ring_passes(b, g, Passes); },
        .channel_split = ChannelSplit::Lanes,
        .quotient = [](const CollectiveShape& s, const AlgorithmOptions& o)
-           -> std::optional<QuotientSchedule> { return ring_quotient(s, o, Passes); }});
+           -> std::optional<QuotientSchedule> { return ring_quotient(s, o, Passes); },
+       // Channels in rail orders list a step's ops member by member, not rank by rank:
+       // widened by building the wider fold directly.
+       .quotient_at = [](const CollectiveShape& s, const AlgorithmOptions& o,
+                         int period) -> QuotientSchedule {
+         if (o.orders.empty()) return widen(*ring_quotient(s, o, Passes), period);
+         return *ordered_ring_quotient(s, o, Passes, period);
+       }});
 }
 
 }  // namespace
