@@ -487,8 +487,8 @@ std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::strin
   std::optional<QuotientSchedule> q = entry->quotient(c.shape, c.options);
   if (!q)
     why = fmt::format(
-        "{} is folded only in equal chunks, each channel visiting the ranks in order ({} "
-        "elements on {} ranks, {} channel(s){})",
+        "{} is folded only in equal chunks, each channel visiting the ranks in an order a turn "
+        "of them maps onto itself ({} elements on {} ranks, {} channel(s){})",
         c.algorithm, c.shape.count, c.shape.ranks, std::max(1, c.options.channels),
         c.options.orders.empty() ? "" : " in rail orders");
   return q;
