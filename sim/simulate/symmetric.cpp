@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -224,6 +225,8 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
     for (const Op& op : q.ops)
       path_.push_back(op.src_rank == op.dst_rank ? PathId{-1}
                                                  : paths.at({op.src_rank, op.dst_rank}));
+    if (q.size() >= UINT32_MAX || q.deps.size() >= UINT32_MAX)
+      throw std::invalid_argument("a fold of more than 2^32 ops or dependencies");
     waiting_.resize(q.size());
     succ_begin_.assign(q.size() + 1, 0);
     for (OpId id = 0; id < q.size(); ++id) {
@@ -232,9 +235,10 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
     }
     for (std::size_t i = 1; i < succ_begin_.size(); ++i) succ_begin_[i] += succ_begin_[i - 1];
     succ_.resize(q.deps.size());
-    std::vector<DepIndex> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
     for (OpId id = 0; id < q.size(); ++id)
-      for (const auto& d : q.deps_of(id)) succ_[fill[d.op]++] = {id, d.only_sent};
+      for (const auto& d : q.deps_of(id))
+        succ_[fill[d.op]++] = {static_cast<std::uint32_t>(id), d.only_sent};
   }
 
   StreamedResult run() {
@@ -301,7 +305,7 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   // images finish together, so each releases its dependent as the image would.
   template <class F>
   void each_successor(std::size_t, OpId id, F&& f) const {
-    for (DepIndex i = succ_begin_[id]; i < succ_begin_[id + 1]; ++i)
+    for (std::uint32_t i = succ_begin_[id]; i < succ_begin_[id + 1]; ++i)
       f(succ_[i].op, succ_[i].only_sent);
   }
   template <class F>
@@ -309,8 +313,10 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
     each_successor(task, id, f);
   }
 
+  // 32-bit ids: a fold holds at most kMostRepresentatives ops, with a few dependencies
+  // each (checked in the constructor); 8 bytes a successor instead of 16.
   struct Successor {
-    OpId op;
+    std::uint32_t op;
     bool only_sent;
   };
   const StreamedCollective& collective_;
@@ -319,7 +325,7 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   std::vector<PathId> path_;  // per representative: its route over canonical links
   OpCosts costs_;
   std::vector<std::uint32_t> waiting_;
-  std::vector<DepIndex> succ_begin_;
+  std::vector<std::uint32_t> succ_begin_;
   std::vector<Successor> succ_;
   std::uint64_t finished_ = 0;
   Time end_ = 0;
