@@ -68,59 +68,15 @@ Op ring_op(const Group& g, RingPass pass, int m, int i, int step) {
             static_cast<std::uint8_t>(g.channel)};
 }
 
-// A ring over the whole collective in equal chunks is the same for every rank turned by
-// one, in each channel (each its lane of every chunk, the ranks in order). A step's
-// representatives are the sends rank 0 runs (it receives a reduction, or pushes a copy),
-// one per channel; each waits, as the builder has it, on its channel's sends of the step
-// before that touched its two ranks (members m - 1, m, m + 1), each that step's
-// representative turned to the rank running it.
-std::optional<QuotientSchedule> ordered_ring_quotient(const CollectiveShape& shape,
-                                                      const AlgorithmOptions& o,
-                                                      std::span<const RingPass> passes,
-                                                      int period = 0);
-
-std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
-                                              const AlgorithmOptions& o,
-                                              std::span<const RingPass> passes) {
-  const int K = shape.ranks, C = std::max(1, o.channels);
-  if (shape.count <= 0 || shape.count % K != 0) return std::nullopt;
-  if (shape.count / K < C) return std::nullopt;  // empty lanes: channels without ops
-  if (!o.orders.empty()) return ordered_ring_quotient(shape, o, passes);
-  const std::vector<Group> groups =
-      C > 1 ? channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1)
-            : std::vector<Group>{whole_group(shape)};
-  QuotientSchedule q;
-  q.shape = shape;
-  const auto representative = [K](OpKind k) { return k == OpKind::Reduce ? K - 1 : 0; };
-  int step = 0;
-  for (std::size_t p = 0; p < passes.size(); ++p) {
-    for (int i = 0; i < K - 1; ++i, ++step) {
-      const OpId before_first = q.ops.size() - (step > 0 ? C : 0);
-      for (int c = 0; c < C; ++c) {
-        const Group& g = groups[c];
-        const int m = representative(passes[p].kind);
-        std::vector<Op> before;
-        if (step > 0) {
-          const RingPass pass = i > 0 ? passes[p] : passes[p - 1];
-          const int at = i > 0 ? i - 1 : K - 2;
-          for (int x : {rotate(m - 1, 0, K), m, (m + 1) % K})
-            before.push_back(ring_op(g, pass, x, at, step - 1));
-        }
-        q.add(ring_op(g, passes[p], m, i, step), before_first + c, std::move(before));
-      }
-    }
-  }
-  q.num_steps = step;
-  return q;
-}
-
-// The least turn (in ranks, dividing K, below K) that maps every order onto itself: some
-// shift of positions d with order[m + d] = order[m] + turn for every member m; 0 if none.
-int orders_turn(const std::vector<std::vector<int>>& orders, int K) {
+// The least turn (in ranks, dividing K) that maps every order onto itself: some shift of
+// positions d with order[m + d] = order[m] + turn for every member m; 0 if none below K.
+int orders_turn(const std::vector<Group>& groups, int K) {
+  if (K == 1) return 1;
   for (int turn = 1; turn < K; ++turn) {
     if (K % turn != 0) continue;
     bool all = true;
-    for (const std::vector<int>& order : orders) {
+    for (const Group& g : groups) {
+      const std::vector<int>& order = g.ranks;
       const int d = static_cast<int>(std::find(order.begin(), order.end(), (order[0] + turn) % K) -
                                      order.begin());
       for (int m = 0; all && m < K; ++m) all = order[(m + d) % K] == (order[m] + turn) % K;
@@ -131,36 +87,52 @@ int orders_turn(const std::vector<std::vector<int>>& orders, int K) {
   return 0;
 }
 
-// Channels in their own rank orders (rail orders across hosts) are the same turned by a
-// whole number of hosts: a fold by that turn (or `period`, a multiple of it; 0: the least)
-// keeps the ops whose rank runs them is below it, each step's in the full schedule's order (channel
-// by channel, member by member), each waiting on its channel's sends of the step before by members
-// m - 1, m, m + 1 (the builder's rule), each of those the representative run by the same rank
-// modulo the turn, turned by the rest.
-std::optional<QuotientSchedule> ordered_ring_quotient(const CollectiveShape& shape,
-                                                      const AlgorithmOptions& o,
-                                                      std::span<const RingPass> passes,
-                                                      int period) {
+// A ring in equal chunks whose channels visit the ranks in orders a turn maps onto itself
+// (in order or in reverse: a turn of one rank; rail orders across hosts: of two hosts) is
+// the same turned by that turn, `period` (a multiple of it; 0: the least). The fold keeps
+// the ops run by ranks below the period, each step's in the full schedule's order
+// (channel by channel, member by member); each waits, as the builder has it, on its
+// channel's sends of the step before by members m - 1, m and m + 1, each the
+// representative run by the same rank modulo the period, turned by the rest.
+std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
+                                              const AlgorithmOptions& o,
+                                              std::span<const RingPass> passes, int period = 0) {
   const int K = shape.ranks, C = std::max(1, o.channels);
-  const int least = orders_turn(o.orders, K);
+  if (shape.count <= 0 || shape.count % K != 0) return std::nullopt;
+  if (shape.count / K < C) return std::nullopt;  // empty lanes: channels without ops
+  const std::vector<Group> groups =
+      C > 1 || !o.orders.empty() ? channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1)
+                                 : std::vector<Group>{whole_group(shape)};
+  const int least = orders_turn(groups, K);
   if (least == 0) return std::nullopt;
   if (period == 0) period = least;
   if (period % least != 0 || K % period != 0)
     throw std::invalid_argument("a ring's fold widened to a turn not of its orders'");
-  const std::vector<Group> groups = channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1);
+  // Per channel, the members whose sends ranks below the period run: a copy is run by its
+  // sender (member m), a reduction by its receiver (member m + 1).
+  std::vector<std::vector<int>> runs_copy(C), runs_reduce(C);
+  for (int c = 0; c < C; ++c) {
+    std::vector<int> position(K);
+    for (int m = 0; m < K; ++m) position[groups[c].ranks[m]] = m;
+    for (int r = 0; r < period; ++r) {
+      runs_copy[c].push_back(position[r]);
+      runs_reduce[c].push_back(rotate(position[r] - 1, 0, K));
+    }
+    std::sort(runs_copy[c].begin(), runs_copy[c].end());
+    std::sort(runs_reduce[c].begin(), runs_reduce[c].end());
+  }
   QuotientSchedule q;
   q.shape = shape;
   q.period = period;
-  // Per channel: the representative each rank below the turn ran in the step before.
+  // Per channel: the representative each rank below the period ran in the step before.
   std::vector<std::vector<OpId>> before(C, std::vector<OpId>(period)), now = before;
   int step = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
     for (int i = 0; i < K - 1; ++i, ++step) {
       for (int c = 0; c < C; ++c) {
         const Group& g = groups[c];
-        for (int m = 0; m < K; ++m) {
+        for (int m : passes[p].kind == OpKind::Reduce ? runs_reduce[c] : runs_copy[c]) {
           const Op op = ring_op(g, passes[p], m, i, step);
-          if (op.executor() >= period) continue;
           if (step > 0) {
             const RingPass pass = i > 0 ? passes[p] : passes[p - 1];
             const int at = i > 0 ? i - 1 : K - 2;
@@ -210,10 +182,7 @@ AlgorithmEntry ring_entry(CollectiveOp op) {
        // Channels in rail orders list a step's ops member by member, not rank by rank:
        // widened by building the wider fold directly.
        .quotient_at = [](const CollectiveShape& s, const AlgorithmOptions& o,
-                         int period) -> QuotientSchedule {
-         if (o.orders.empty()) return widen(*ring_quotient(s, o, Passes), period);
-         return *ordered_ring_quotient(s, o, Passes, period);
-       }});
+                         int period) { return *ring_quotient(s, o, Passes, period); }});
 }
 
 }  // namespace
