@@ -177,7 +177,7 @@ TEST_CASE("rank counts whose schedules would not fit in memory are refused befor
         "collectives[0]: 1048576 ranks x 1 segments x 1 channels: a schedule of up to "
         "2199023255552 ops, more than the 2^26 collsim holds in memory (about 230 TiB at "
         "115 bytes an op); use fewer ranks, segments or channels, or run it streamed (collsim run "
-        "does so without --out for a collective that overlaps no other; an \"auto\", NVLS or "
+        "does so by itself for a collective that overlaps no other; an \"auto\", NVLS or "
         "pipelined one, in more than one segment, is stored all the same)");
   // 10,000 ranks in a ring: 2 x 10^8 ops, some 23 GB; it once passed the bound and then
   // ran out of memory.

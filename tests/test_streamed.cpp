@@ -6,6 +6,7 @@
 #include "helpers.h"
 #include "report/run_use_case.h"
 #include "report/traffic.h"
+#include "report/transfer_timeline.h"
 #include "same_traffic.h"
 #include "schedule/builder.h"
 #include "schedule/stream.h"
@@ -430,16 +431,86 @@ TEST_CASE("run --stream plays collectives that may overlap together, and streams
 }
 
 TEST_CASE("run --stream refuses what it cannot write", "[stream]") {
-  const char* overlapping = R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "50GB/s"},
-    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"},
-                    {"name": "b", "op": "all_gather", "bytes": "1MiB", "after": []}]})";
+  const char* one = R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "50GB/s"},
+    "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"}]})";
   const auto dir = temp_dir("stream-cli");
-  { std::ofstream(dir / "s.json") << overlapping; }
-  const Outcome out =
-      run_collsim("run --stream " + (dir / "s.json").string() + " --out " + (dir / "out").string());
+  { std::ofstream(dir / "s.json") << one; }
+  // A folded run plays one rank's ops: no files from it.
+  const Outcome out = run_collsim("run --symmetry " + (dir / "s.json").string() + " --out " +
+                                  (dir / "out").string());
   CHECK(out.status == 2);
   CHECK_THAT(out.err, Catch::Contains("--out"));
   CHECK(!std::filesystem::exists(dir / "out"));
+  // A training step is not streamed.
+  const Outcome step = run_collsim("run --stream " + std::string(COLLSIM_SOURCE_DIR) +
+                                   "/scenarios/workload-ddp-buckets.json");
+  CHECK(step.status == 2);
+  CHECK_THAT(step.err, Catch::Contains("training step"));
+}
+
+namespace streamed_test {
+
+// Every file of `run --out` from the stored run and from the streamed one (which hands
+// each op to the reports as it retires, on a second pass): byte for byte the same.
+// Returns the files compared.
+int check_files_as_stored(const Scenario& s, std::size_t trace_transfers) {
+  const auto dir = temp_dir("stream-files");
+  RunRequest stored, streamed;
+  stored.out = dir / "stored";
+  streamed.out = dir / "streamed";
+  streamed.stream = true;
+  stored.files.trace_transfers = streamed.files.trace_transfers = trace_transfers;
+  const RunRecord a = run_use_case(s, stored), b = run_use_case(s, streamed);
+  REQUIRE(a.result->streamed_ops.empty());
+  REQUIRE(b.result->streamed_ops.size() == s.collectives.size());
+  CHECK(run_table(s, a) == run_table(s, b));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "stored")) {
+    INFO(e.path().filename().string());
+    const std::string mine = slurp(e.path());
+    CHECK(!mine.empty());
+    CHECK(mine == slurp(dir / "streamed" / e.path().filename()));
+    ++files;
+  }
+  std::filesystem::remove_all(dir);
+  return files;
+}
+
+}  // namespace streamed_test
+
+TEST_CASE("run --out streamed writes the stored run's files, byte for byte", "[stream]") {
+  // Collectives one after another (streamed alone), some that may overlap (played
+  // together, stored, their ops handed over after), on a cluster whose ring ranks each
+  // run hundreds of transfers (their busy time is summed as they go, closed behind the
+  // run), under every network model; the trace per transfer, and in time bins.
+  const auto scenario = [](const std::string& model) {
+    return parse_scenario(
+        parse_json_text(fmt::format(R"({{"topology": {{"preset": "cluster", "nodes": 8}},
+      "network": {{"model": "{}", "alpha": "2us"}},
+      "collectives": [
+        {{"name": "a", "op": "all_reduce", "bytes": "4MiB", "algorithm": "ring"}},
+        {{"name": "b", "op": "all_gather", "bytes": "1MiB", "algorithm": "ring",
+          "ranks": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}},
+        {{"name": "c", "op": "reduce_scatter", "bytes": "1MiB", "algorithm": "ring",
+          "ranks": [20, 21, 22, 23], "after": ["a"]}},
+        {{"name": "d", "op": "all_reduce", "bytes": "2MiB", "algorithm": "ring",
+          "channels": 2, "after": ["b", "c"]}},
+        {{"name": "e", "op": "all_to_all", "bytes": "256KiB", "ranks": [3, 9, 17, 40]}}]}})",
+                                    model),
+                        "s.json"),
+        ".");
+  };
+  for (const std::string model : {"ideal", "flow", "packet"}) {
+    INFO(model);
+    const Scenario s = scenario(model);
+    CHECK(streamed_test::check_files_as_stored(s, kTraceTransfers) == 7);
+    CHECK(streamed_test::check_files_as_stored(s, 500) == 7);
+  }
+  // NVLS is stored even streamed (switch ops): its ops handed over from its record.
+  const Scenario nvls = parse_scenario(
+      read_json_file(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/dgx-h100-nvls.json", "n.json"),
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios");
+  CHECK(streamed_test::check_files_as_stored(nvls, kTraceTransfers) == 7);
 }
 
 TEST_CASE("collsim run streams by itself where that gives the same figures and pays",
@@ -482,10 +553,14 @@ TEST_CASE("collsim run streams by itself where that gives the same figures and p
   const RunRecord small_stored = run_use_case(small, {});
   CHECK(run_document(small, small_stored) == run_document(small, small_streamed));
   CHECK(run_table(small, small_stored) == run_table(small, small_streamed));
-  // Files need each op's times: stored then, whatever the size.
+  // Files too: streamed where large (each op handed to them on a second pass), stored
+  // where small.
   const auto dir = temp_dir("auto-stream");
   RunRequest with_files;
   with_files.out = dir / "out";
   CHECK(run_use_case(small, with_files).result->streamed_ops.empty());
+  std::filesystem::remove_all(dir);
+  CHECK(run_use_case(large, with_files).result->streamed_ops.size() == 2);
+  CHECK(std::filesystem::exists(dir / "out" / "report.html"));
   std::filesystem::remove_all(dir);
 }

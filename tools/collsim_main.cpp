@@ -463,13 +463,15 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       ->capture_default_str();
   cmd->add_flag("--stream", args.stream,
                 "Generate each collective while simulating it, holding only the ops in flight; "
-                "run does so by itself for large schedules when the figures are the same and no "
-                "--out is asked; collectives that may overlap are held whole and played "
-                "together; --stream refuses workloads and --out");
-  cmd->add_flag("--symmetry", args.symmetry,
-                "Time each collective whose ranks are interchangeable (a ring in equal chunks "
-                "on one switch of alike links) by one rank's ops: the same times and counters, "
-                "no schedule digest; the rest are streamed, as with --stream");
+                "run does so by itself for large schedules when the figures are the same; "
+                "collectives that may overlap are held whole and played together; --out plays "
+                "the run twice, handing each op to the files as it retires; --stream refuses "
+                "workloads");
+  cmd->add_flag(
+      "--symmetry", args.symmetry,
+      "Time each collective whose ranks are interchangeable (a ring on a switch, or "
+      "on the rails of a cluster) by its representatives' ops: the same times and counters, "
+      "no schedule digest; the rest are streamed, as with --stream; not with --out");
   cmd->add_flag("--trace-gzip", args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
                 "done anyway past 32 MiB");

@@ -123,6 +123,10 @@ void per_collective_section(std::ostream& out, const Scenario& s, const Scenario
   out << "</table>\n";
 }
 
+}  // namespace
+
+namespace page_detail {
+
 // Rows of the timeline: a rank each, or groups of consecutive ranks when there are many.
 struct Rows {
   int ranks_per_row = 1;
@@ -134,80 +138,137 @@ struct Rows {
   }
 };
 
-std::size_t total_ops(const ScenarioResult& r) {
-  std::size_t n = 0;
-  for (const auto& t : r.sim.tasks) n += t.ops.size();
-  return n;
-}
-
-// One bar per transfer, at its sender's row: the collective's colour, darker on odd steps.
-void timeline_bars(std::ostream& out, const ScenarioResult& r, double scale, int top, int row_h) {
-  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
-    const auto& timing = r.sim.tasks[c].ops;
-    for (OpId id = 0; id < timing.size(); ++id) {
-      const Op& op = r.schedules[c]->ops[id];
-      const int src = r.resolved[c].ranks[op.src_rank], dst = r.resolved[c].ranks[op.dst_rank];
-      const double a = to_seconds(timing[id].start), b = to_seconds(timing[id].end);
-      out << fmt::format(
-          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: "
-          "step {} {} {}\u2192{}, {}, {} to {}</title></rect>\n",
-          html::kPlotLeft + a * scale, top + src * row_h + 2, std::max(0.6, (b - a) * scale),
-          row_h - 4, html::collective_colour(c, op.step % 2 ? 38 : 55),
-          html::escape(r.resolved[c].name), op.step, op_kind_name(op.kind), src, dst,
-          format_bytes(r.schedules[c]->bytes(op)), format_duration(a), format_duration(b));
-    }
-  }
-}
-
-// Too many transfers for a bar each: per row and time column, the share of the time its
-// ranks were sending, in the colour of the collective that sent most there.
-void timeline_bins(std::ostream& out, const ScenarioResult& r, const Rows& rows, double span, int K,
-                   int top, int row_h) {
-  const int B = kTimelineBins;
-  const double width = span / B;
-  const std::size_t cells = static_cast<std::size_t>(rows.count) * B;
-  std::vector<double> busy(cells, 0), best(cells, 0), mine(cells, 0);
-  std::vector<int> owner(cells, -1);
-  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
-    std::fill(mine.begin(), mine.end(), 0.0);
-    const auto& timing = r.sim.tasks[c].ops;
-    for (OpId id = 0; id < timing.size(); ++id) {
-      const Op& op = r.schedules[c]->ops[id];
-      const int row = r.resolved[c].ranks[op.src_rank] / rows.ranks_per_row;
-      const double a = to_seconds(timing[id].start), b = to_seconds(timing[id].end);
-      const int k0 = std::min(B - 1, static_cast<int>(a / width)),
-                k1 = std::min(B - 1, static_cast<int>(b / width));
-      for (int k = k0; k <= k1; ++k)
-        mine[static_cast<std::size_t>(row) * B + k] +=
-            std::max(0.0, std::min(b, (k + 1) * width) - std::max(a, k * width));
-    }
-    for (std::size_t i = 0; i < cells; ++i) {
-      busy[i] += mine[i];
-      if (mine[i] > best[i]) best[i] = mine[i], owner[i] = static_cast<int>(c);
-    }
-  }
-  for (int row = 0; row < rows.count; ++row) {
-    const int in_row = std::min(K, (row + 1) * rows.ranks_per_row) - row * rows.ranks_per_row;
-    // Per column: the collective that sent most there, the share of the time in quarters.
-    html::shaded_row(out, B, top + row * row_h + 2, row_h - 4, [&](int k) {
-      const std::size_t i = static_cast<std::size_t>(row) * B + k;
-      const double share = std::min(1.0, busy[i] / (width * in_row));
-      if (share <= 0) return html::Shade{};
-      return html::Shade{html::collective_colour(owner[i]),
-                         std::max(1, static_cast<int>(share * 4 + 0.5))};
-    });
-  }
-}
-
-void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
-                      const TrafficReport& traffic) {
-  const int K = s.topology.num_ranks();
-  const double span = traffic.makespan_s;
+Rows rows_of(int K) {
   Rows rows;
   rows.ranks_per_row = (K + kMaxTimelineRows - 1) / kMaxTimelineRows;
   rows.count = (K + rows.ranks_per_row - 1) / rows.ranks_per_row;
-  const std::size_t ops = total_ops(r);
-  const bool bars = ops <= kMaxTimelineBars && rows.ranks_per_row == 1;
+  return rows;
+}
+
+}  // namespace page_detail
+
+using page_detail::Rows;
+using page_detail::rows_of;
+
+// One bar per transfer where they are few, each at its sender's row; else per row and
+// time column, the time its ranks spent sending, and which collective sent most there.
+struct PageTimeline::State {
+  struct Bar {
+    std::size_t collective;
+    int step;
+    OpKind kind;
+    int src, dst;
+    std::int64_t bytes;
+    double a, b;
+  };
+
+  State(const Scenario& s, const ScenarioResult& r)
+      : r_(r), K_(s.topology.num_ranks()), rows_(rows_of(K_)) {
+    for (const auto& o : r.outcomes) span_ = std::max(span_, o.end_s);
+    for (std::size_t c = 0; c < r.resolved.size(); ++c) ops_ += r.op_count(c);
+    bars_ = ops_ <= kMaxTimelineBars && rows_.ranks_per_row == 1;
+    if (bars_) return;
+    width_ = span_ / kTimelineBins;
+    const std::size_t cells = static_cast<std::size_t>(rows_.count) * kTimelineBins;
+    busy_.assign(cells, 0), best_.assign(cells, 0), owner_.assign(cells, -1);
+  }
+
+  void collective(std::size_t c) {
+    c_ = c;
+    if (!bars_) mine_.assign(busy_.size(), 0.0);
+  }
+
+  void op(const RetiredOp& r) {
+    const Op& op = *r.op;
+    const std::vector<int>& ranks = r_.resolved[c_].ranks;
+    const double a = to_seconds(r.start), b = to_seconds(r.end);
+    if (bars_) {
+      bar_list_.push_back(
+          {c_, op.step, op.kind, ranks[op.src_rank], ranks[op.dst_rank], r.bytes, a, b});
+      return;
+    }
+    const int B = kTimelineBins;
+    const int row = ranks[op.src_rank] / rows_.ranks_per_row;
+    const int k0 = std::min(B - 1, static_cast<int>(a / width_)),
+              k1 = std::min(B - 1, static_cast<int>(b / width_));
+    for (int k = k0; k <= k1; ++k)
+      mine_[static_cast<std::size_t>(row) * B + k] +=
+          std::max(0.0, std::min(b, (k + 1) * width_) - std::max(a, k * width_));
+  }
+
+  void collective_done() {
+    if (bars_) return;
+    for (std::size_t i = 0; i < busy_.size(); ++i) {
+      busy_[i] += mine_[i];
+      if (mine_[i] > best_[i]) best_[i] = mine_[i], owner_[i] = static_cast<int>(c_);
+    }
+    std::vector<double>().swap(mine_);
+  }
+
+  // The bars, in the collective's colour, darker on odd steps.
+  void write_bars(std::ostream& out, double scale, int top, int row_h) const {
+    for (const Bar& x : bar_list_)
+      out << fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: "
+          "step {} {} {}\u2192{}, {}, {} to {}</title></rect>\n",
+          html::kPlotLeft + x.a * scale, top + x.src * row_h + 2,
+          std::max(0.6, (x.b - x.a) * scale), row_h - 4,
+          html::collective_colour(x.collective, x.step % 2 ? 38 : 55),
+          html::escape(r_.resolved[x.collective].name), x.step, op_kind_name(x.kind), x.src, x.dst,
+          format_bytes(x.bytes), format_duration(x.a), format_duration(x.b));
+  }
+
+  // Per row and column, the collective that sent most there, the share of the time in
+  // quarters.
+  void write_bins(std::ostream& out, int top, int row_h) const {
+    const int B = kTimelineBins;
+    for (int row = 0; row < rows_.count; ++row) {
+      const int in_row = std::min(K_, (row + 1) * rows_.ranks_per_row) - row * rows_.ranks_per_row;
+      html::shaded_row(out, B, top + row * row_h + 2, row_h - 4, [&](int k) {
+        const std::size_t i = static_cast<std::size_t>(row) * B + k;
+        const double share = std::min(1.0, busy_[i] / (width_ * in_row));
+        if (share <= 0) return html::Shade{};
+        return html::Shade{html::collective_colour(owner_[i]),
+                           std::max(1, static_cast<int>(share * 4 + 0.5))};
+      });
+    }
+  }
+
+  const ScenarioResult& r_;
+  const int K_;
+  const Rows rows_;
+  double span_ = 0;
+  std::uint64_t ops_ = 0;
+  bool bars_ = true;
+  std::size_t c_ = 0;
+  std::vector<Bar> bar_list_;
+  double width_ = 0;
+  std::vector<double> busy_, best_, mine_;  // per (row, column); mine_: this collective's
+  std::vector<int> owner_;
+};
+
+PageTimeline::PageTimeline(const Scenario& s, const ScenarioResult& r)
+    : state_(std::make_unique<State>(s, r)) {}
+PageTimeline::~PageTimeline() = default;
+void PageTimeline::collective(std::size_t c, const Schedule*) {
+  state_->collective(c);
+}
+void PageTimeline::op(const RetiredOp& op) {
+  state_->op(op);
+}
+void PageTimeline::collective_done() {
+  state_->collective_done();
+}
+
+namespace {
+
+void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                      const TrafficReport& traffic, const PageTimeline::State& timeline) {
+  const int K = s.topology.num_ranks();
+  const double span = traffic.makespan_s;
+  const Rows& rows = timeline.rows_;
+  const std::uint64_t ops = timeline.ops_;
+  const bool bars = timeline.bars_;
   out << "<h2>Timeline</h2>\n<p class=\"note\">";
   if (bars)
     out << "One row per rank; each bar is a transfer it sends, in its collective's colour "
@@ -236,9 +297,9 @@ void timeline_section(std::ostream& out, const Scenario& s, const ScenarioResult
           html::kPlotLeft - 6, top + row * row_h + row_h - 5, rows.label(row, K));
   html::time_axis(out, span, axis_y, top);
   if (bars)
-    timeline_bars(out, r, span > 0 ? html::kPlotWidth / span : 0, top, row_h);
+    timeline.write_bars(out, span > 0 ? html::kPlotWidth / span : 0, top, row_h);
   else
-    timeline_bins(out, r, rows, span, K, top, row_h);
+    timeline.write_bins(out, top, row_h);
   out << "</svg>\n";
 }
 
@@ -355,6 +416,13 @@ void kind_bars_section(std::ostream& out, const Scenario& s, const TrafficReport
 
 void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r,
                        const TrafficReport& traffic) {
+  PageTimeline timeline(s, r);
+  if (traffic.timed) retire_recorded(r, timeline);
+  write_html_report(out, s, r, traffic, timeline);
+}
+
+void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                       const TrafficReport& traffic, const PageTimeline& timeline) {
   html::page_start(out, "collsim: " + s.name);
   out << "<h1>collsim: " << html::escape(s.name) << "</h1>\n";
   if (!s.description.empty())
@@ -364,7 +432,7 @@ void write_html_report(std::ostream& out, const Scenario& s, const ScenarioResul
   summary_section(out, s, r, traffic);
   per_collective_section(out, s, r, traffic);
   if (traffic.timed) {
-    timeline_section(out, s, r, traffic);
+    timeline_section(out, s, r, traffic, *timeline.state_);
     heatmap_section(out, s, r, traffic);
   }
   kind_bars_section(out, s, traffic);

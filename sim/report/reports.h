@@ -46,29 +46,4 @@ void write_steps_csv(std::ostream& out, const Scenario& scenario, const Scenario
 // Utilisation per link per time bin (rows: links; columns: bins).
 void write_utilisation_csv(std::ostream& out, const Scenario& scenario,
                            const TrafficReport& traffic);
-// Chrome trace event format (needs record_ops): per rank, send and receive tracks
-// with one slice per transfer at each end, an arrow from sender to receiver, and a
-// counter track per busy link with its utilisation over time. Beyond `max_transfers`
-// (what a viewer still opens: a transfer takes about 600 bytes of JSON) each rank's
-// send and receive tracks hold time bins instead (max_transfers / 2K of them), each
-// saying how busy the rank was, the bytes it moved and the transfers it touched.
-constexpr std::size_t kTraceTransfers = 200'000;
-void write_chrome_trace(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
-                        const TrafficReport& traffic, std::size_t max_transfers = kTraceTransfers);
-
-// What that timeline shows of one collective, simulated or measured: its ops' times
-// (absolute, one per schedule op) and the topology ranks its schedule's ranks run on.
-struct TimelineCollective {
-  std::string_view name;
-  const std::vector<int>* ranks = nullptr;
-  const Schedule* schedule = nullptr;
-  std::span<const OpTiming> ops;
-};
-// The timeline of write_chrome_trace from any timings; link counter tracks when
-// `traffic` is given.
-void write_transfer_timeline(std::ostream& out, const Topology& topology,
-                             std::span<const TimelineCollective> collectives,
-                             const TrafficReport* traffic,
-                             std::size_t max_transfers = kTraceTransfers);
-
 }  // namespace collsim

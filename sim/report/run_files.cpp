@@ -10,9 +10,40 @@
 
 namespace collsim {
 
+RunFileGather::RunFileGather(const Scenario& scenario, const ScenarioResult& result,
+                             const RunFileOptions& options)
+    : traffic_(traffic_totals(scenario, result, true)),
+      traffic_walk_(scenario, result, traffic_),
+      trace_(scenario.topology.num_ranks(), options.trace_transfers, timeline_spans(result)),
+      page_(scenario, result) {}
+
+void RunFileGather::collective(std::size_t c, const Schedule* whole) {
+  traffic_walk_.collective(c, whole);
+  trace_.collective(c, whole);
+  page_.collective(c, whole);
+}
+
+void RunFileGather::op(const RetiredOp& op) {
+  traffic_walk_.op(op);
+  trace_.op(op);
+  page_.op(op);
+}
+
+void RunFileGather::collective_done() {
+  traffic_walk_.collective_done();
+  trace_.collective_done();
+  page_.collective_done();
+}
+
+const TrafficReport& RunFileGather::finish() {
+  traffic_walk_.finish();
+  return traffic_;
+}
+
 void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
-                     const ScenarioResult& result, const TrafficReport& traffic,
+                     const ScenarioResult& result, RunFileGather& gathered,
                      const RunFileOptions& options) {
+  const TrafficReport& traffic = gathered.traffic_;
   OutputDir out(dir);
   write_result_json(out.open("result.json"), scenario, result, traffic);
   write_links_csv(out.open("links.csv"), scenario, result, traffic);
@@ -22,10 +53,10 @@ void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
   {
     TraceFile trace(out, "timeline.json", options.trace_gzip);
     std::ostream stream(&trace);
-    write_chrome_trace(stream, scenario, result, traffic, options.trace_transfers);
+    write_chrome_trace(stream, scenario, result, traffic, gathered.trace_.take());
     trace.finish();
   }
-  write_html_report(out.open("report.html"), scenario, result, traffic);
+  write_html_report(out.open("report.html"), scenario, result, traffic, gathered.page_);
   out.commit();
 }
 

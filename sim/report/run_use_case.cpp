@@ -14,40 +14,53 @@ void check_streamable(const Scenario& scenario, const RunRequest& request) {
   if (!scenario.workloads.empty())
     throw InputError("workload",
                      flag + " runs a scenario's collectives; a training step runs without it");
-  if (request.out)
+  if (request.out && request.fold)
     throw InputError("--out",
-                     flag +
-                         " keeps no per-op record to write a timeline or per-step "
-                         "files from; run without --out (--format json gives result.json)");
+                     "--symmetry plays one rank's ops where ranks are alike: the files need "
+                     "every op (run --out without --symmetry streams them)");
 }
 
 }  // namespace
 
 RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   RunRecord record;
-  // Streamed when asked, and by itself whenever it gives the same figures, no output needs
-  // per-op records and a schedule is large: none is then held whole (a 4,096-GPU ring in
-  // MBs, not GBs).
-  if (request.stream || request.fold ||
-      (!request.out && streams_exactly(scenario) && streaming_pays(scenario))) {
-    check_streamable(scenario, request);
-    // Billions of ops take minutes streamed: folded where the ranks are alike, seconds.
-    const FoldWhen fold = request.fold                                ? FoldWhen::Always
-                          : !request.stream && folding_pays(scenario) ? FoldWhen::Pays
-                                                                      : FoldWhen::Never;
-    record.result = run_scenario_streamed(scenario, fold);
-  } else if (!scenario.workloads.empty()) {
+  const bool workload = !scenario.workloads.empty();
+  if (workload && !request.stream && !request.fold) {
     record.step = run_workloads(scenario);
     if (request.out) write_workload_files(*request.out, scenario, *record.step);
     return record;
+  }
+  // Streamed when asked, and by itself whenever it gives the same figures and a schedule
+  // is large: none is then held whole (a 4,096-GPU ring in MBs, not GBs).
+  const bool streamed =
+      request.stream || request.fold || (streams_exactly(scenario) && streaming_pays(scenario));
+  if (streamed) {
+    check_streamable(scenario, request);
+    // Billions of ops take minutes streamed: folded where the ranks are alike, seconds
+    // (not for files, which need every op).
+    const FoldWhen fold = request.fold ? FoldWhen::Always
+                          : !request.stream && !request.out && folding_pays(scenario)
+                              ? FoldWhen::Pays
+                              : FoldWhen::Never;
+    record.result = run_scenario_streamed(scenario, fold);
   } else {
-    // The timeline is the only output that needs each op's times.
+    // The files are the only outputs that need each op's times.
     record.result =
         run_scenario(scenario, SimulationOptions{.record_ops = request.out.has_value()});
   }
-  record.traffic = analyse_traffic(scenario, *record.result);
-  if (request.out)
-    write_run_files(*request.out, scenario, *record.result, *record.traffic, request.files);
+  if (!request.out) {
+    record.traffic = analyse_traffic(scenario, *record.result);
+    return record;
+  }
+  RunFileGather gathered(scenario, *record.result, request.files);
+  // A streamed run's files: played again, each op handed over as it retires (the first
+  // pass gave the makespan and the spans the files' time bins are laid on).
+  if (streamed)
+    run_scenario_streamed(scenario, FoldWhen::Never, &gathered);
+  else
+    retire_recorded(*record.result, gathered);
+  record.traffic = gathered.finish();
+  write_run_files(*request.out, scenario, *record.result, gathered, request.files);
   return record;
 }
 

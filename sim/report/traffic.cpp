@@ -3,28 +3,55 @@
 #include <algorithm>
 #include <optional>
 #include <span>
+#include <stdexcept>
 
 #include "topology/routing.h"
 
 namespace collsim {
-namespace {
+namespace traffic_detail {
 
-// Total length of the union of intervals.
-double union_length(std::vector<std::pair<Time, Time>>& intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  Time total = 0, start = 0, end = -1;
-  for (auto [a, b] : intervals) {
-    if (a > end) {
-      if (end > start) total += end - start;
-      start = a;
-      end = b;
-    } else {
-      end = std::max(end, b);
-    }
+// The length of a union of intervals added one by one in any order, exact in picoseconds.
+// Intervals are merged from time to time; those ending at or before `settled` (no
+// interval to come starts earlier: they can only touch what comes) are summed and let
+// go, so a rank busy over millions of transfers holds a few intervals, not millions.
+class BusyTime {
+ public:
+  void add(Time a, Time b, Time settled) {
+    open_.emplace_back(a, b);
+    if (open_.size() >= compact_at_) compact(settled);
   }
-  if (end > start) total += end - start;
-  return to_seconds(total);
-}
+  Time total() {
+    compact(kTimeNever);
+    return closed_;
+  }
+  bool empty() const { return open_.empty() && closed_ == 0; }
+
+ private:
+  void compact(Time settled) {
+    std::sort(open_.begin(), open_.end());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < open_.size();) {
+      auto [a, b] = open_[i];
+      for (++i; i < open_.size() && open_[i].first <= b; ++i) b = std::max(b, open_[i].second);
+      if (b <= settled)
+        closed_ += b - a;
+      else
+        open_[kept++] = {a, b};
+    }
+    open_.resize(kept);
+    compact_at_ = std::max<std::size_t>(64, 2 * kept);
+  }
+
+  std::vector<std::pair<Time, Time>> open_;
+  Time closed_ = 0;
+  std::size_t compact_at_ = 64;
+};
+
+}  // namespace traffic_detail
+
+using traffic_detail::BusyTime;
+
+namespace {
 
 // One link's total in a collective's own record: its utilisation over the collective's
 // window, and the collective's bottleneck (the link needing longest at full rate; the
@@ -87,14 +114,15 @@ void add_run_totals(const Topology& t, const ScenarioResult& r, TrafficReport& r
   }
 }
 
-// A stored run's collectives, walked op by op in step order: bytes per link per step (each
-// step's bottleneck) and per collective, per-rank bytes and busy time, and with per-op
-// times the links' utilisation bins. One walker serves every collective: its per-link
-// arrays are cleared through the links each touched, so a collective costs its ops, not
-// the topology's link count.
-class StoredWalk {
- public:
-  StoredWalk(const Scenario& s, const ScenarioResult& r, TrafficReport& rep)
+}  // namespace
+
+// A run's collectives, walked op by op in id order: bytes per link per step (each step's
+// bottleneck) and per collective, per-rank bytes and, with per-op times, busy time and
+// the links' utilisation bins. One walker serves every collective: its per-link arrays
+// are cleared through the links each touched, so a collective costs its ops, not the
+// topology's link count.
+struct TrafficWalk::State {
+  State(const Scenario& s, const ScenarioResult& r, TrafficReport& rep)
       : s_(s),
         t_(s.topology),
         r_(r),
@@ -103,8 +131,9 @@ class StoredWalk {
         coll_bytes_(t_.links().size(), 0),
         rank_busy_(rep.timed ? t_.num_ranks() : 0) {}
 
-  void collective(std::size_t c) {
+  void collective(std::size_t c, const Schedule* whole) {
     c_ = c;
+    whole_ = whole;
     step_ = -1;
     const CollectiveSpec& spec = r_.resolved[c];
     own_ = {};
@@ -112,60 +141,53 @@ class StoredWalk {
     own_.end_s = r_.outcomes[c].end_s;
     own_.ranks.resize(spec.ranks.size());  // by its own rank index
     own_busy_.assign(rep_.timed ? spec.ranks.size() : 0, {});
-    const Schedule& sched = *r_.schedules[c];
-    const std::vector<PathId>& paths = r_.sim.tasks[c].paths;
-    for (OpId id = 0; id < sched.size(); ++id) {
-      const Op& op = sched.ops[id];
-      if (op.is_local()) continue;
-      if (op.is_switch()) {
-        switch_op(sched, id);
-        continue;
-      }
-      const std::int64_t bytes = sched.bytes(op);
-      own_.ranks[op.src_rank].sent += bytes;
-      own_.ranks[op.dst_rank].received += bytes;
-      account(op, id, r_.sim.routes[paths[id]], bytes, op.dst_rank);
-    }
-    close_collective();
-    close_step();
+  }
+
+  void op(const RetiredOp& r) {
+    const Op& op = *r.op;
+    if (op.is_local()) return;
+    if (op.is_switch()) return switch_op(r);
+    own_.ranks[op.src_rank].sent += r.bytes;
+    own_.ranks[op.dst_rank].received += r.bytes;
+    account(r, r.route, op.dst_rank);
   }
 
   // Each rank's busy time over the run: the union of its ops' intervals.
   void finish() {
     for (int rank = 0; rank < static_cast<int>(rank_busy_.size()); ++rank) {
-      rep_.ranks[rank].busy_s = union_length(rank_busy_[rank]);
+      rep_.ranks[rank].busy_s = to_seconds(rank_busy_[rank].total());
       rep_.ranks[rank].idle_s = rep_.makespan_s - rep_.ranks[rank].busy_s;
     }
   }
 
- private:
   // As the simulator times a switch op: a leg between the switch and each GPU of the group
   // (up for a reduce, down for a multicast), and one the other way for the issuer.
-  void switch_op(const Schedule& sched, OpId id) {
-    const Op& op = sched.ops[id];
+  void switch_op(const RetiredOp& r) {
+    const Op& op = *r.op;
     const CollectiveSpec& spec = r_.resolved[c_];
+    if (!whole_) throw std::logic_error("a switch op of a schedule not held whole");
     if (!router_) router_.emplace(t_, s_.network.routing);
-    const int n = sched.switch_group_size(), first = sched.switch_group_first(op);
+    const int n = whole_->switch_group_size(), first = whole_->switch_group_first(op);
     std::vector<NodeId> gpus;
     for (int m = first; m < first + n; ++m) gpus.push_back(t_.gpu_of_rank(spec.ranks[m]));
     const auto sw = sharp_switch_of(t_, gpus);
     if (!sw) return;  // the simulator refused it already
-    const std::int64_t bytes = sched.bytes(op);
     const bool reduce = op.kind == OpKind::SwitchReduce;
     for (int leg = 0; leg <= n; ++leg) {
       const int rank = leg < n ? first + leg : op.src_rank;
       const NodeId g = t_.gpu_of_rank(spec.ranks[rank]);
       const bool up = reduce == (leg < n);
-      (up ? own_.ranks[rank].sent : own_.ranks[rank].received) += bytes;
+      (up ? own_.ranks[rank].sent : own_.ranks[rank].received) += r.bytes;
       const PathId route = up ? router_->route(g, *sw) : router_->route(*sw, g);
-      account(op, id, router_->links(route), bytes, rank, rank);
+      account(r, router_->links(route), rank, rank);
     }
   }
 
   // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the
   // collective's own indices; the op's source unless given) are busy meanwhile.
-  void account(const Op& op, OpId id, std::span<const LinkId> path, std::int64_t bytes, int dst,
-               int src = -1) {
+  void account(const RetiredOp& r, std::span<const LinkId> path, int dst, int src = -1) {
+    const Op& op = *r.op;
+    const std::int64_t bytes = r.bytes;
     if (src < 0) src = op.src_rank;
     if (op.step != step_) {
       close_step();
@@ -178,10 +200,15 @@ class StoredWalk {
       coll_bytes_[l] += bytes;
     }
     if (!rep_.timed) return;
-    const OpTiming& ot = r_.sim.tasks[c_].ops[id];
-    own_busy_[src].emplace_back(ot.start, ot.end);
-    if (dst != src) own_busy_[dst].emplace_back(ot.start, ot.end);
-    for (LinkId l : path) spread(l, bytes, to_seconds(ot.start), to_seconds(ot.end));
+    busy(src, r);
+    if (dst != src) busy(dst, r);
+    for (LinkId l : path) spread(l, bytes, to_seconds(r.start), to_seconds(r.end));
+  }
+
+  // The collective's own rank `i` busy over the op's lifetime, in its record and the run's.
+  void busy(int i, const RetiredOp& r) {
+    own_busy_[i].add(r.start, r.end, r.settled);
+    rank_busy_[r_.resolved[c_].ranks[i]].add(r.start, r.end, r.settled);
   }
 
   // `bytes` moved over [a, b] on link l, spread evenly into the utilisation bins it covers.
@@ -213,7 +240,8 @@ class StoredWalk {
 
   // The collective's links in id order (add_link_total breaks ties by it), its ranks' busy
   // and idle time over its own window, into the report.
-  void close_collective() {
+  void collective_done() {
+    close_step();
     std::sort(coll_touched_.begin(), coll_touched_.end());
     Bottleneck whole{c_, -1};
     for (LinkId l : coll_touched_) {
@@ -221,15 +249,12 @@ class StoredWalk {
       coll_bytes_[l] = 0;
     }
     coll_touched_.clear();
-    const CollectiveSpec& spec = r_.resolved[c_];
     const double window = own_.duration_s();
     for (std::size_t i = 0; i < own_busy_.size(); ++i) {
-      auto& busy = rank_busy_[spec.ranks[i]];
-      busy.insert(busy.end(), own_busy_[i].begin(), own_busy_[i].end());
-      own_.ranks[i].busy_s = union_length(own_busy_[i]);
+      own_.ranks[i].busy_s = to_seconds(own_busy_[i].total());
       own_.ranks[i].idle_s = std::max(0.0, window - own_.ranks[i].busy_s);
-      std::vector<std::pair<Time, Time>>().swap(own_busy_[i]);  // memory back as we go
     }
+    own_busy_.clear();
     rep_.collectives.push_back(std::move(own_));
     rep_.per_collective.push_back(whole);
   }
@@ -240,31 +265,52 @@ class StoredWalk {
   TrafficReport& rep_;
   std::vector<std::int64_t> step_bytes_, coll_bytes_;  // per link; zero outside the touched
   std::vector<LinkId> step_touched_, coll_touched_;
-  std::vector<std::vector<std::pair<Time, Time>>> rank_busy_;  // per topology rank, timed runs
+  std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
   std::size_t c_ = 0;             // the collective walked
-  int step_ = -1;                 // its step being summed
+  const Schedule* whole_ = nullptr;  // its schedule, where held whole
+  int step_ = -1;                    // its step being summed
   CollectiveTraffic own_;
-  std::vector<std::vector<std::pair<Time, Time>>> own_busy_;  // by its own rank index
+  std::vector<BusyTime> own_busy_;  // by its own rank index
 };
 
-}  // namespace
+TrafficWalk::TrafficWalk(const Scenario& s, const ScenarioResult& r, TrafficReport& rep)
+    : state_(std::make_unique<State>(s, r, rep)) {}
+TrafficWalk::~TrafficWalk() = default;
+void TrafficWalk::collective(std::size_t c, const Schedule* whole) {
+  state_->collective(c, whole);
+}
+void TrafficWalk::op(const RetiredOp& op) {
+  state_->op(op);
+}
+void TrafficWalk::collective_done() {
+  state_->collective_done();
+}
+void TrafficWalk::finish() {
+  state_->finish();
+}
 
-TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
+TrafficReport traffic_totals(const Scenario& s, const ScenarioResult& r, bool timed, int bins) {
   TrafficReport rep;
   for (const auto& o : r.outcomes) rep.makespan_s = std::max(rep.makespan_s, o.end_s);
-  // Per-op timing was recorded (a streamed run holds no ops: nothing to time by).
-  rep.timed = !r.sim.tasks.empty() && !r.schedules[0]->ops.empty() &&
-              r.sim.tasks[0].ops.size() == r.schedules[0]->size();
+  rep.timed = timed;
   rep.bins = rep.timed ? bins : 0;
   rep.bin_s = rep.makespan_s > 0 && bins > 0 ? rep.makespan_s / bins : 0;
   add_run_totals(s.topology, r, rep);
+  return rep;
+}
+
+TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins) {
+  // Per-op timing was recorded (a streamed run holds no ops: nothing to time by).
+  const bool timed = !r.sim.tasks.empty() && !r.schedules[0]->ops.empty() &&
+                     r.sim.tasks[0].ops.size() == r.schedules[0]->size();
+  TrafficReport rep = traffic_totals(s, r, timed, bins);
   if (!r.streamed_totals.empty()) {
     add_streamed_collectives(s.topology, r, rep);
     return rep;
   }
-  StoredWalk walk(s, r, rep);
-  for (std::size_t c = 0; c < r.resolved.size(); ++c) walk.collective(c);
+  TrafficWalk walk(s, r, rep);
+  retire_recorded(r, walk);
   walk.finish();
   return rep;
 }

@@ -1,9 +1,11 @@
 #pragma once
 // Where the bytes went: per link, per rank, and which link held each step back.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "scenario/scenario.h"
+#include "simulate/op_sink.h"
 #include "simulate/run_scenario.h"
 
 namespace collsim {
@@ -67,5 +69,26 @@ struct TrafficReport {
 // busy time, without it those are left out.
 // A transfer's bytes are spread evenly over its lifetime when binned.
 TrafficReport analyse_traffic(const Scenario& s, const ScenarioResult& r, int bins = 100);
+
+// The same in parts, for a walk of the ops fed from elsewhere (report/op_reports.h):
+// the run-wide counters first (with `timed`, `bins` empty utilisation bins over the
+// makespan), then the walk fills per collective its links and ranks, each step's
+// bottleneck, and with per-op times the bins and the ranks' busy time.
+TrafficReport traffic_totals(const Scenario& s, const ScenarioResult& r, bool timed,
+                             int bins = 100);
+class TrafficWalk final : public OpSink {
+ public:
+  // `r`: the run's figures (collectives, outcomes); `rep`: from traffic_totals.
+  TrafficWalk(const Scenario& s, const ScenarioResult& r, TrafficReport& rep);
+  ~TrafficWalk();
+  void collective(std::size_t c, const Schedule* whole) override;
+  void op(const RetiredOp& op) override;
+  void collective_done() override;
+  void finish();  // after the last collective: each rank's busy time over the run
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace collsim

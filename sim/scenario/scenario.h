@@ -158,9 +158,8 @@ std::string schedule_size_problem(const CollectiveSpec& c, bool streamed = false
 double schedule_ops_bound(const CollectiveSpec& c);
 // What to do about a schedule too big to store: the advice both refusals end with.
 inline constexpr const char* kStreamAdvice =
-    "run it streamed (collsim run does so without --out for a collective that overlaps no "
-    "other; an \"auto\", NVLS or pipelined one, in more than one segment, is stored all the "
-    "same)";
+    "run it streamed (collsim run does so by itself for a collective that overlaps no other; "
+    "an \"auto\", NVLS or pipelined one, in more than one segment, is stored all the same)";
 // The most ops the stored schedules of one run may hold together (about 7.5 GiB).
 inline constexpr double kMaxStoredOps = static_cast<double>(1 << 26);
 

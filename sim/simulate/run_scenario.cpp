@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "simulate/simulated_plan.h"
@@ -160,14 +161,15 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
 namespace {
 
 // run_scenario_streamed's state: the result so far, filled a group of collectives at a
-// time, in scenario order.
+// time, in scenario order; with a sink, each collective's ops handed to it as they retire.
 class StreamedRun {
  public:
-  StreamedRun(const Scenario& scenario, FoldWhen fold)
+  StreamedRun(const Scenario& scenario, FoldWhen fold, OpSink* sink)
       : scenario_(scenario),
         topo_(scenario.topology),
         router_(topo_, scenario.network.routing),
-        fold_(fold) {
+        fold_(fold),
+        sink_(sink) {
     out_.sim.links.resize(topo_.links().size());
     out_.sim.node_sent.assign(topo_.nodes().size(), 0);
     out_.sim.node_received.assign(topo_.nodes().size(), 0);
@@ -194,9 +196,14 @@ class StreamedRun {
       else
         out_.folding.back().note = "not folded: its schedule is not streamed";
     }
+    const std::size_t index = out_.sim.tasks.size();
     if (!streamed && c.streamed) {
-      streamed = simulate_streamed(topo_, router_, *model, {c.gpus, c.cost},
-                                   [&] { return run_generator(c.spec); });
+      std::optional<ShiftedSink> shifted;
+      if (sink_) sink_->collective(index, nullptr), shifted.emplace(*sink_, start);
+      streamed = simulate_streamed(
+          topo_, router_, *model, {c.gpus, c.cost}, [&] { return run_generator(c.spec); },
+          GenerateOn::OwnThread, shifted ? &*shifted : nullptr);
+      if (sink_) sink_->collective_done();
       c.digest = streamed->digest;
     }
     if (streamed) {
@@ -205,11 +212,13 @@ class StreamedRun {
       TaskTiming timing;
       timing.start = 0;
       timing.end = streamed->end;
+      timing.ops_start = streamed->ops_start;
       timing.ops_end = streamed->ops_end;
       record(c, start, timing, streamed->steps, streamed->ops);
       return;
     }
     const SimulationResult r = stored_alone(c, *model);
+    retire_to_sink(index, *c.schedule, r, 0, start);
     absorb_counters(r);
     absorb_totals(c, r);
     record(c, start, r.tasks[0], c.schedule->num_steps, c.schedule->size());
@@ -230,11 +239,12 @@ class StreamedRun {
       tasks.push_back({c.spec.name, &*c.schedule, c.gpus, std::move(after), c.cost});
     }
     auto model = make_network_model(scenario_.network, topo_, router_);
-    Simulator sim(topo_, router_, *model, SimulationOptions{.record_ops = false});
+    Simulator sim(topo_, router_, *model, SimulationOptions{.record_ops = sink_ != nullptr});
     const SimulationResult r = sim.run(tasks);
     absorb_counters(r);
     for (std::size_t k = 0; k < group.size(); ++k) {
       PlannedCollective& c = group[k];
+      retire_to_sink(out_.sim.tasks.size(), *c.schedule, r, k, start);
       if (fold_ != FoldWhen::Never)
         out_.folding.push_back({false, "not folded: it may overlap another collective"});
       auto own = make_network_model(scenario_.network, topo_, router_);
@@ -269,8 +279,16 @@ class StreamedRun {
   }
 
   SimulationResult stored_alone(const PlannedCollective& c, NetworkModel& model) {
-    Simulator sim(topo_, router_, model, SimulationOptions{.record_ops = false});
+    Simulator sim(topo_, router_, model, SimulationOptions{.record_ops = sink_ != nullptr});
     return sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});
+  }
+
+  // Task `task` of a stored run, which began at `start` in the scenario, to the sink.
+  void retire_to_sink(std::size_t index, const Schedule& s, const SimulationResult& r,
+                      std::size_t task, Time start) {
+    if (!sink_) return;
+    ShiftedSink shifted(*sink_, start);
+    retire_recorded(index, s, r.tasks[task], r.routes, shifted);
   }
 
   template <class Result>  // a StreamedResult or a SimulationResult
@@ -294,6 +312,7 @@ class StreamedRun {
     TaskTiming t;
     t.start = add_time(start, timing.start);
     t.end = add_time(start, timing.end);
+    t.ops_start = timing.ops_start < 0 ? -1 : add_time(start, timing.ops_start);
     t.ops_end = add_time(start, timing.ops_end);
     out_.sim.tasks.push_back(t);
     last_end_ = std::max(last_end_, t.end);
@@ -314,6 +333,7 @@ class StreamedRun {
   const Topology& topo_;
   Router router_;
   FoldWhen fold_;
+  OpSink* sink_;
   ScenarioResult out_;
   std::size_t held_ = 0;  // ops of the schedules held now, a shared one once per collective
   Time last_end_ = 0;     // when every collective recorded so far has ended
@@ -321,12 +341,34 @@ class StreamedRun {
 
 }  // namespace
 
-ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold) {
+void retire_recorded(std::size_t index, const Schedule& s, const TaskTiming& task,
+                     const RouteTable& routes, OpSink& sink) {
+  sink.collective(index, &s);
+  for (OpId id = 0; id < s.size(); ++id) {
+    RetiredOp r;
+    r.id = id;
+    r.op = &s.ops[id];
+    r.bytes = s.bytes(s.ops[id]);
+    if (!task.ops.empty()) r.start = task.ops[id].start, r.end = task.ops[id].end;
+    if (!task.paths.empty() && task.paths[id] >= 0) r.route = routes[task.paths[id]];
+    sink.op(r);
+  }
+  sink.collective_done();
+}
+
+void retire_recorded(const ScenarioResult& r, OpSink& sink) {
+  for (std::size_t c = 0; c < r.resolved.size(); ++c)
+    retire_recorded(c, *r.schedules[c], r.sim.tasks[c], r.sim.routes, sink);
+}
+
+ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold, OpSink* sink) {
+  if (sink && fold != FoldWhen::Never)
+    throw std::logic_error("a folded run plays some ranks' ops: none to hand to a sink");
   const std::vector<std::size_t> bounds = group_bounds(scenario);
   for (const auto& c : scenario.collectives)  // refused before routing a million GPUs
     if (std::string too_big = schedule_size_problem(c, true); !too_big.empty())
       throw InputError(c.json_path, too_big);
-  StreamedRun run(scenario, fold);
+  StreamedRun run(scenario, fold, sink);
   Plan plan = make_plan(scenario, run.router(), simulated_alone(scenario, run.router()),
                         ScheduleHolding::Streamed);
   run.holding(plan);

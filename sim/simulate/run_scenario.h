@@ -9,6 +9,7 @@
 #include "plan/plan.h"
 #include "scenario/scenario.h"
 #include "simulate/op_costs.h"
+#include "simulate/op_sink.h"
 #include "simulate/simulator.h"
 
 namespace collsim {
@@ -77,8 +78,18 @@ ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options 
 // Which collectives are timed by one rank's ops where their ranks are interchangeable
 // (schedule/quotient.h, simulate/symmetric.h; the same figures, no digest): none, those
 // whose schedule could reach folding_pays_ops, or every one (run --symmetry).
+// With a sink (FoldWhen::Never only), every op is handed to it as it retires
+// (op_sink.h): the per-op reports of a run too large to record.
 enum class FoldWhen { Never, Pays, Always };
-ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold = FoldWhen::Never);
+ScenarioResult run_scenario_streamed(const Scenario& scenario, FoldWhen fold = FoldWhen::Never,
+                                     OpSink* sink = nullptr);
+
+// A stored run's ops to a sink, each collective's in id order, from its record: times
+// where SimulationOptions::record_ops kept them, routes where keep_routes did. The
+// second form hands over one task as collective `index`.
+void retire_recorded(const ScenarioResult& r, OpSink& sink);
+void retire_recorded(std::size_t index, const Schedule& s, const TaskTiming& task,
+                     const RouteTable& routes, OpSink& sink);
 
 // Whether run_scenario_streamed gives exactly what run_scenario gives: the scenario has
 // collectives and no workload.

@@ -37,7 +37,8 @@ struct CollectiveTask {
 struct TaskTiming {
   Time start = -1;
   Time end = -1;
-  Time ops_end = -1;  // when its last op ended: before `end` when a least duration held it
+  Time ops_start = -1;        // when its first op began (-1: it has none)
+  Time ops_end = -1;          // when its last op ended: before `end` when a least duration held it
   std::vector<OpTiming> ops;  // filled when SimulationOptions::record_ops
   std::vector<PathId> paths;  // per op: its route in SimulationResult::routes; -1 for local
                               // ops (empty after the run without keep_routes)
@@ -115,7 +116,9 @@ class Simulator final : private Executor<Simulator> {
   }
   bool dependency_done(std::size_t task, OpId next);
   void began(std::size_t task, OpId op) {
-    if (options_.record_ops) result_.tasks[task].ops[op].start = engine_.now();
+    TaskTiming& timing = result_.tasks[task];
+    if (timing.ops_start < 0) timing.ops_start = engine_.now();
+    if (options_.record_ops) timing.ops[op].start = engine_.now();
   }
   void sent(std::size_t, OpId) {}
   void finishing(std::size_t task, OpId op, OpPhase) {

@@ -1,6 +1,7 @@
 #include "simulate/streamed.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 
@@ -47,8 +48,8 @@ struct SuccessorLink {
 class StreamedSimulator final : private Executor<StreamedSimulator>, public StepSink {
  public:
   StreamedSimulator(const Topology& topology, Router& router, NetworkModel& model,
-                    const StreamedCollective& collective)
-      : Executor(topology, router, model), collective_(collective) {}
+                    const StreamedCollective& collective, OpSink* sink)
+      : Executor(topology, router, model), collective_(collective), sink_(sink) {}
 
   // The generator writes into this simulator: steps are played as they come.
   StreamedResult run(const std::function<Schedule()>& generate) {
@@ -187,7 +188,12 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   NodeId gpu(std::size_t, int rank) const { return collective_.rank_gpu[rank]; }
   bool has_deps(std::size_t, OpId id) { return held(id).has_deps; }
   bool dependency_done(std::size_t, OpId next) { return --held(next).waiting == 0; }
-  void began(std::size_t, OpId) {}
+  void began(std::size_t, OpId id) {
+    if (result_.ops_start < 0) result_.ops_start = engine_.now();
+    if (!sink_) return;
+    times(id).start = engine_.now();
+    begun_.emplace_back(engine_.now(), id);
+  }
 
   // Its last byte has left: its source's slot may take ops to come.
   void sent(std::size_t, OpId id) {
@@ -202,12 +208,34 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     h.done = true;
     ++finished_;
     result_.end = engine_.now();
+    if (sink_) times(id).end = engine_.now();
     for (int slot : slots_of(h.op))  // its rank has no unfinished op left
       if (latest_[slot] == id && !(was_sent && slot == slots_of(h.op).slot[0])) ++idle_slots_;
   }
 
   void finished(std::size_t, OpId) {
+    if (sink_ && oldest_ < next_ && held(oldest_).done) retire_done();
     while (oldest_ < next_ && held(oldest_).done) ++oldest_;
+  }
+
+  // The done ops at the window's oldest end, in id order, to the sink. What is still to
+  // come begins now or later, or has begun: no earlier than the earliest begun op not
+  // yet retired (ops begin in time order: begun_ is sorted by time).
+  void retire_done() {
+    while (!begun_.empty() && begun_.front().second < oldest_) begun_.pop_front();
+    const Time settled = begun_.empty() ? engine_.now() : begun_.front().first;
+    for (OpId id = oldest_; id < next_ && held(id).done; ++id) {
+      const HeldOp& h = held(id);
+      RetiredOp r;
+      r.id = id;
+      r.op = &h.op;
+      r.bytes = h.op.count * element_bytes_;
+      r.start = times(id).start;
+      r.end = times(id).end;
+      r.settled = settled;
+      if (!h.op.is_local()) r.route = router_.links(h.path);
+      sink_->op(r);
+    }
   }
 
   // Calls f on each successor of op `id`, in the order they were linked (id order), as
@@ -253,6 +281,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
 
   // --- the window of held ops: a ring indexed by op id ---
   HeldOp& held(OpId id) { return window_[id & (window_.size() - 1)]; }
+  OpTiming& times(OpId id) { return times_[id & (times_.size() - 1)]; }
   bool held_done(OpId id) { return id < oldest_ || held(id).done; }
 
   void reserve_window(std::size_t at_least) {
@@ -262,6 +291,10 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     std::vector<HeldOp> bigger(size);
     for (OpId id = oldest_; id < next_; ++id) bigger[id & (size - 1)] = held(id);
     window_ = std::move(bigger);
+    if (!sink_) return;
+    std::vector<OpTiming> more(size);
+    for (OpId id = oldest_; id < next_; ++id) more[id & (size - 1)] = times(id);
+    times_ = std::move(more);
   }
 
   void link_successor(OpId of, OpId successor) {
@@ -333,14 +366,19 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   std::vector<OpId> waiting_for_launch_;
   std::vector<int> memo_dst_;
   std::vector<PathId> memo_path_;
+
+  OpSink* sink_;                             // null: nothing retires to anyone
+  std::vector<OpTiming> times_;              // with a sink: each held op's times, as window_
+  std::deque<std::pair<Time, OpId>> begun_;  // with a sink: begun, not yet retired (some)
 };
 
 }  // namespace
 
 StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
                                  const StreamedCollective& collective,
-                                 const std::function<Schedule()>& generate, GenerateOn where) {
-  StreamedSimulator sim(topology, router, model, collective);
+                                 const std::function<Schedule()>& generate, GenerateOn where,
+                                 OpSink* sink) {
+  StreamedSimulator sim(topology, router, model, collective, sink);
   return where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
 }
 

@@ -22,6 +22,7 @@
 
 #include "network/network_model.h"
 #include "schedule/schedule.h"
+#include "simulate/op_sink.h"
 
 namespace collsim {
 
@@ -33,7 +34,8 @@ struct StreamedCollective {
 
 struct StreamedResult {
   Time end = 0;      // when the collective ended (its least duration included)
-  Time ops_end = 0;  // when the last op finished
+  Time ops_start = -1;  // when the first op began (-1: none did)
+  Time ops_end = 0;     // when the last op finished
   std::uint64_t ops = 0;
   std::uint64_t transfers = 0;
   std::uint64_t events = 0;
@@ -53,10 +55,11 @@ enum class GenerateOn { OwnThread, CallerThread };
 
 // Calls `generate` (an AlgorithmEntry's generate, or anything that builds one schedule
 // with a ScheduleBuilder) with its steps streamed into the simulation. Switch ops
-// (NVLS) are not streamed: std::invalid_argument.
+// (NVLS) are not streamed: std::invalid_argument. With a sink, each op is handed to it
+// as it retires (op_sink.h), between the caller's collective() and collective_done().
 StreamedResult simulate_streamed(const Topology& topology, Router& router, NetworkModel& model,
                                  const StreamedCollective& collective,
                                  const std::function<Schedule()>& generate,
-                                 GenerateOn where = GenerateOn::OwnThread);
+                                 GenerateOn where = GenerateOn::OwnThread, OpSink* sink = nullptr);
 
 }  // namespace collsim

@@ -26,10 +26,17 @@ def test_run_returns_what_the_cli_prints():
 def test_run_streamed_returns_what_run_stream_prints(tmp_path):
     assert collsim.run(SCENARIO, stream=True) == cli_json("run", str(SCENARIO), "--stream",
                                                           "--format", "json")
-    # As on the command line: a streamed run keeps no per-op record to write files from.
+    # As on the command line: the files of a streamed run are those of the stored run.
+    collsim.run(SCENARIO, stream=True, out=tmp_path / "streamed")
+    collsim.run(SCENARIO, out=tmp_path / "stored")
+    names = sorted(p.name for p in (tmp_path / "stored").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "streamed").iterdir())
+    for name in names:
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "stored" / name).read_bytes()
+    # A folded run plays one rank's ops: no files from it.
     with pytest.raises(collsim.InputError, match="--out"):
-        collsim.run(SCENARIO, stream=True, out=tmp_path / "run")
-    assert not (tmp_path / "run").exists()
+        collsim.run(SCENARIO, symmetry=True, out=tmp_path / "folded")
+    assert not (tmp_path / "folded").exists()
 
 
 def test_run_with_symmetry_returns_what_run_symmetry_prints():

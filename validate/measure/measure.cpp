@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/reports.h"
+#include "report/transfer_timeline.h"
 #include "validate/measure/validation_error.h"
 
 namespace collsim {

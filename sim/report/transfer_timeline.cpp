@@ -1,0 +1,374 @@
+#include "report/transfer_timeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "report/chrome_trace.h"
+#include "report/trace_lanes.h"
+
+namespace collsim {
+namespace timeline_detail {
+
+// The time bins that binned collectives share: `bins` equal ones over the run.
+struct BinGrid {
+  Time first = 0;
+  double width = 1;
+  int bins = 1;
+};
+
+}  // namespace timeline_detail
+
+using timeline_detail::BinGrid;
+
+namespace {
+
+// Most collectives in flight at one instant (at least 1): they share each rank's
+// tracks, in lanes, so the bin budget is split among that many.
+int peak_overlap(std::span<const TimelineSpan> spans) {
+  std::vector<std::pair<Time, int>> edges;  // (time, +1 start / -1 end); ends first at ties
+  for (const TimelineSpan& s : spans) {
+    if (s.first == kTimeNever) continue;
+    edges.emplace_back(s.first, 1);
+    edges.emplace_back(s.last, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int now = 0, most = 1;
+  for (const auto& [t, d] : edges) most = std::max(most, now += d);
+  return most;
+}
+
+// The grid over every collective's span, its bin budget split among those that overlap.
+BinGrid bin_grid(std::span<const TimelineSpan> spans, int K, std::size_t max_transfers) {
+  BinGrid grid;
+  grid.first = kTimeNever;
+  Time last = 0;
+  for (const TimelineSpan& s : spans)
+    if (s.first != kTimeNever)
+      grid.first = std::min(grid.first, s.first), last = std::max(last, s.last);
+  grid.bins = std::max(
+      1, static_cast<int>(max_transfers / (2 * static_cast<std::size_t>(K) *
+                                           static_cast<std::size_t>(peak_overlap(spans)))));
+  grid.width = std::max<double>(1, static_cast<double>(last - grid.first) / grid.bins);
+  return grid;
+}
+
+}  // namespace
+
+std::vector<TimelineSpan> timeline_spans(const ScenarioResult& r) {
+  std::vector<TimelineSpan> spans;
+  for (std::size_t c = 0; c < r.resolved.size(); ++c) {
+    TimelineSpan s;
+    s.ops = r.op_count(c);
+    s.ranks = &r.resolved[c].ranks;
+    const TaskTiming& t = r.sim.tasks[c];
+    if (s.ops > 0 && t.ops_start >= 0) s.first = t.ops_start, s.last = t.ops_end;
+    spans.push_back(s);
+  }
+  return spans;
+}
+
+// Every transfer, or (past `max_transfers` in all) each collective's transfers, per rank
+// and side, in the grid's time bins (clipped to the collective's own span), each with how
+// busy the rank was, what it moved (spread over each transfer's lifetime) and how many
+// transfers it touched. Empty bins are left out. A transfer adds its partial first and
+// last bins directly and the whole bins between them as a difference (summed up once per
+// bin at the end), so long transfers cost no more than short ones: the work is transfers
+// + bins, not transfers x bins.
+struct TraceGather::State {
+  State(int K, std::size_t max_transfers, std::vector<TimelineSpan> spans)
+      : K_(K), spans_(std::move(spans)) {
+    std::uint64_t total = 0;
+    for (const TimelineSpan& s : spans_) total += s.ops;
+    binned_ = total > max_transfers;
+    if (binned_)
+      grid_ = bin_grid(spans_, K, max_transfers);
+    else
+      out_.reserve(total);
+  }
+
+  void collective(std::size_t c) {
+    c_ = c;
+    if (!binned_) return;
+    const std::size_t n = static_cast<std::size_t>(K_) * 2 * grid_.bins;
+    busy_.assign(n, 0), moved_.assign(n, 0), touched_.assign(n, 0);
+    whole_busy_.assign(n + 1, 0), whole_moved_.assign(n + 1, 0), whole_touched_.assign(n + 1, 0);
+  }
+
+  void op(const RetiredOp& r) {
+    const Op& op = *r.op;
+    const std::vector<int>& ranks = *spans_[c_].ranks;
+    if (!binned_) {
+      out_.push_back(
+          TraceTransfer{r.start, r.end, ranks[op.src_rank], ranks[op.dst_rank], op.step, r.bytes,
+                        op.kind == OpKind::Reduce || op.kind == OpKind::SwitchReduce, c_, id_++});
+      return;
+    }
+    const int bins = grid_.bins;
+    const double width = grid_.width;
+    const Time first = grid_.first, start = r.start, end = r.end;
+    const std::int64_t bytes = r.bytes;
+    const int src = ranks[op.src_rank], dst = ranks[op.dst_rank];
+    const int b0 = std::min(bins - 1, static_cast<int>((start - first) / width));
+    const int b1 = std::min(bins - 1, static_cast<int>((end - first) / width));
+    const double span = static_cast<double>(end - start);
+    for (int side = 0; side < 2; ++side) {
+      const std::size_t row = (static_cast<std::size_t>(side ? dst : src) * 2 + side) * bins;
+      auto edge = [&](int b) {
+        const double lo = std::max<double>(start - first, b * width);
+        const double hi = std::min<double>(end - first, (b + 1) * width);
+        busy_[row + b] += hi - lo;
+        moved_[row + b] += span > 0 ? bytes * (hi - lo) / span : bytes;
+        ++touched_[row + b];
+      };
+      edge(b0);
+      if (b1 == b0) continue;
+      edge(b1);
+      if (b1 == b0 + 1) continue;
+      whole_busy_[row + b0 + 1] += width;
+      whole_busy_[row + b1] -= width;
+      whole_moved_[row + b0 + 1] += bytes * width / span;
+      whole_moved_[row + b1] -= bytes * width / span;
+      ++whole_touched_[row + b0 + 1];
+      --whole_touched_[row + b1];
+    }
+  }
+
+  // A binned collective's bins that any transfer touched.
+  void collective_done() {
+    if (!binned_) return;
+    const int bins = grid_.bins;
+    const double width = grid_.width;
+    const Time first = grid_.first, own_first = spans_[c_].first, own_last = spans_[c_].last;
+    double run_busy = 0, run_moved = 0;
+    std::int64_t run_touched = 0;
+    for (std::size_t at = 0; at < busy_.size(); ++at) {
+      const int b = static_cast<int>(at % bins), side = static_cast<int>(at / bins % 2);
+      if (b == 0) run_busy = run_moved = 0, run_touched = 0;  // a new rank and side
+      run_busy += whole_busy_[at];
+      run_moved += whole_moved_[at];
+      run_touched += whole_touched_[at];
+      const std::int64_t transfers = touched_[at] + run_touched;
+      if (transfers == 0) continue;
+      TraceTransfer c{};
+      c.src = c.dst = static_cast<int>(at / bins / 2);
+      c.side = side;
+      c.collective = c_;
+      // The bin, clipped to the collective's span: collectives that run one after another
+      // do not overlap on a track.
+      c.start = std::max(own_first, first + static_cast<Time>(b * width));
+      c.end = std::min(own_last, first + static_cast<Time>((b + 1) * width));
+      if (c.end <= c.start) c.end = c.start + 1;
+      c.bytes = static_cast<std::int64_t>(moved_[at] + run_moved + 0.5);
+      c.transfers = static_cast<int>(transfers);
+      c.busy = std::min(1.0, (busy_[at] + run_busy) / static_cast<double>(c.end - c.start));
+      out_.push_back(c);
+    }
+  }
+
+  std::vector<TraceTransfer> take() {
+    std::stable_sort(out_.begin(), out_.end(), [](const TraceTransfer& a, const TraceTransfer& b) {
+      return a.start < b.start;
+    });
+    return std::move(out_);
+  }
+
+  const int K_;
+  const std::vector<TimelineSpan> spans_;
+  bool binned_ = false;
+  BinGrid grid_;
+  std::size_t c_ = 0;
+  std::uint64_t id_ = 0;  // every op's number, across collectives
+  std::vector<TraceTransfer> out_;
+  // A binned collective's sums per (rank, side, bin); whole_*: differences per whole bin.
+  std::vector<double> busy_, moved_, whole_busy_, whole_moved_;
+  std::vector<std::int64_t> touched_, whole_touched_;
+};
+
+TraceGather::TraceGather(int K, std::size_t max_transfers, std::vector<TimelineSpan> spans)
+    : state_(std::make_unique<State>(K, max_transfers, std::move(spans))) {}
+TraceGather::~TraceGather() = default;
+void TraceGather::collective(std::size_t c, const Schedule*) {
+  state_->collective(c);
+}
+void TraceGather::op(const RetiredOp& op) {
+  state_->op(op);
+}
+void TraceGather::collective_done() {
+  state_->collective_done();
+}
+std::vector<TraceTransfer> TraceGather::take() {
+  return state_->take();
+}
+
+namespace {
+
+// The trace's threads: per rank, its send lanes then its receive lanes, ranks in order;
+// each transfer on a lane of its sender and one of its receiver where it does not overlap
+// another.
+struct TimelineThreads {
+  TraceLanes send_lanes, recv_lanes;
+  std::vector<std::pair<int, int>> lane_of;  // per transfer: (send lane, receive lane)
+  std::vector<int> first_tid;                // per rank, and one past the last
+
+  TimelineThreads(std::span<const TraceTransfer> transfers, int K)
+      : send_lanes(K), recv_lanes(K), lane_of(transfers.size()), first_tid(K + 1, 0) {
+    for (std::size_t i = 0; i < transfers.size(); ++i) {
+      const TraceTransfer& x = transfers[i];
+      lane_of[i] = {x.side != 1 ? send_lanes.place(x.src, x.start, x.end) : -1,
+                    x.side != 0 ? recv_lanes.place(x.dst, x.start, x.end) : -1};
+    }
+    for (int rank = 0; rank < K; ++rank)
+      first_tid[rank + 1] = first_tid[rank] + sends(rank) + recv_lanes.count(rank);
+  }
+  int sends(int rank) const { return std::max(1, send_lanes.count(rank)); }
+  int send_tid(std::size_t i, int rank) const { return first_tid[rank] + lane_of[i].first; }
+  int recv_tid(std::size_t i, int rank) const {
+    return first_tid[rank] + sends(rank) + lane_of[i].second;
+  }
+};
+
+// Formats a name into one reused buffer: no allocation per event.
+class NameBuffer {
+ public:
+  template <class... Args>
+  std::string_view operator()(fmt::format_string<Args...> format, Args&&... args) {
+    name_.clear();
+    fmt::format_to(std::back_inserter(name_), format, std::forward<Args>(args)...);
+    return {name_.data(), name_.size()};
+  }
+
+ private:
+  fmt::memory_buffer name_;
+};
+
+void write_thread_names(ChromeTrace& trace, const Topology& topology,
+                        const TimelineThreads& threads, NameBuffer& named) {
+  for (int rank = 0; rank < topology.num_ranks(); ++rank) {
+    const std::string& gpu = topology.node(topology.gpu_of_rank(rank)).name;
+    const int sends = threads.sends(rank);
+    for (int lane = 0; lane < sends + threads.recv_lanes.count(rank); ++lane) {
+      const bool recv = lane >= sends;
+      const int n = recv ? lane - sends : lane;
+      const int tid = threads.first_tid[rank] + lane;
+      if (n)
+        trace.thread_name(0, tid,
+                          named("rank {} ({}) {} {}", rank, gpu, recv ? "recv" : "send", n + 1));
+      else
+        trace.thread_name(0, tid, named("rank {} ({}) {}", rank, gpu, recv ? "recv" : "send"));
+      trace.thread_sort_index(0, tid, tid);
+    }
+  }
+}
+
+// One transfer: a slice on its sender's lane and one on its receiver's, with an arrow
+// between them; or one time bin of a rank's sends or receives.
+void write_transfer(ChromeTrace& trace, const TraceTransfer& x, int send_tid, int recv_tid,
+                    std::string_view collective, NameBuffer& named) {
+  const double ts = x.start / 1e6, dur = (x.end - x.start) / 1e6;
+  if (x.side >= 0) {
+    trace
+        .complete(
+            0, x.side ? recv_tid : send_tid, ts, dur,
+            named("{}: {} {:.0f}%", collective, x.side ? "receiving" : "sending", x.busy * 100),
+            collective)
+        .arg("collective", collective)
+        .arg("busy", x.busy, "{:.4f}")
+        .arg("bytes", x.bytes)
+        .arg("transfers", x.transfers);
+    return;
+  }
+  for (int side = 0; side < 2; ++side)
+    trace
+        .complete(0, side ? recv_tid : send_tid, ts, dur,
+                  named("{} {}\u2192{}", x.reduce ? "reduce" : "copy", x.src, x.dst), collective)
+        .arg("collective", collective)
+        .arg("step", x.step)
+        .arg("bytes", x.bytes)
+        .arg("src_rank", x.src)
+        .arg("dst_rank", x.dst);
+  if (x.src != x.dst && x.end > x.start) {
+    // An arrow from the send slice to the receive slice. Flow events bind to the
+    // slice with the same pid, tid, ts and cat (Chrome's rule), or to the slice
+    // enclosing them ("bp": "e", the Trace Event Format's): both hold here.
+    trace.flow_start(0, send_tid, ts, x.id, collective, "transfer");
+    trace.flow_end(0, recv_tid, ts, x.id, collective, "transfer");
+  }
+}
+
+// Counter tracks: each busy link's utilisation per time bin.
+void write_link_counters(ChromeTrace& trace, const Topology& topology,
+                         const TrafficReport& traffic) {
+  for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
+    const LinkTraffic& lt = traffic.links[l];
+    if (lt.bytes == 0 || lt.bins.empty()) continue;
+    const std::string link = "link " + topology.link_label(l);
+    for (int k = 0; k <= traffic.bins; ++k)
+      trace.counter(1, k * traffic.bin_s * 1e6, link)
+          .arg("utilisation", k < traffic.bins ? lt.bins[k] : 0.0, "{:.4g}");
+  }
+}
+
+}  // namespace
+
+void write_transfer_timeline(std::ostream& out, const Topology& topology,
+                             std::span<const std::string_view> names,
+                             std::span<const TraceTransfer> transfers,
+                             const TrafficReport* traffic) {
+  const int K = topology.num_ranks();
+  const TimelineThreads threads(transfers, K);
+  // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
+  ChromeTrace trace(out);
+  trace.process_name(0, "ranks");
+  if (traffic) trace.process_name(1, "link utilisation");
+  NameBuffer named;
+  write_thread_names(trace, topology, threads, named);
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const TraceTransfer& x = transfers[i];
+    write_transfer(trace, x, threads.send_tid(i, x.src), threads.recv_tid(i, x.dst),
+                   names[x.collective], named);
+  }
+  if (traffic) write_link_counters(trace, topology, *traffic);
+  trace.finish();
+}
+
+void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResult& r,
+                        const TrafficReport& traffic, std::span<const TraceTransfer> transfers) {
+  std::vector<std::string_view> names;
+  for (const CollectiveSpec& c : r.resolved) names.push_back(c.name);
+  write_transfer_timeline(out, s.topology, names, transfers, &traffic);
+}
+
+void write_transfer_timeline(std::ostream& out, const Topology& topology,
+                             std::span<const TimelineCollective> collectives,
+                             const TrafficReport* traffic, std::size_t max_transfers) {
+  std::vector<TimelineSpan> spans;
+  std::vector<std::string_view> names;
+  for (const TimelineCollective& tc : collectives) {
+    TimelineSpan s{.ops = tc.ops.size(), .ranks = tc.ranks};
+    for (const OpTiming& o : tc.ops)
+      s.first = std::min(s.first, o.start), s.last = std::max(s.last, o.end);
+    spans.push_back(s);
+    names.push_back(tc.name);
+  }
+  TraceGather gather(topology.num_ranks(), max_transfers, std::move(spans));
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    const TimelineCollective& tc = collectives[c];
+    gather.collective(c, tc.schedule);
+    for (OpId id = 0; id < tc.ops.size(); ++id) {
+      RetiredOp r;
+      r.id = id;
+      r.op = &tc.schedule->ops[id];
+      r.bytes = tc.schedule->bytes(*r.op);
+      r.start = tc.ops[id].start;
+      r.end = tc.ops[id].end;
+      gather.op(r);
+    }
+    gather.collective_done();
+  }
+  const std::vector<TraceTransfer> transfers = gather.take();
+  write_transfer_timeline(out, topology, names, transfers, traffic);
+}
+
+}  // namespace collsim
