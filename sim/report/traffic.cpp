@@ -17,6 +17,11 @@ namespace traffic_detail {
 class BusyTime {
  public:
   void add(Time a, Time b, Time settled) {
+    // Most intervals start within the latest (a rank's transfers follow one another).
+    if (!open_.empty() && a >= open_.back().first && a <= open_.back().second) {
+      open_.back().second = std::max(open_.back().second, b);
+      return;
+    }
     open_.emplace_back(a, b);
     if (open_.size() >= compact_at_) compact(settled);
   }
