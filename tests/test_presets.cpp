@@ -154,6 +154,23 @@ TEST_CASE("torus and multidim: wrap-around neighbours, dimensions as given") {
   CHECK(nvl_hopper.node(*nvl_hopper.find("switch")).sharp_efficiency == 0.85);
 }
 
+TEST_CASE("a cluster of one-GPU servers over several leaves joins them through its spines") {
+  // 12 servers, four a leaf: three leaves of the one rail, which only spines join (the
+  // preset once left them apart: "n0.gpu0 cannot reach n4.gpu0").
+  const Topology t = load(R"({"preset": "cluster", "nodes": 12, "gpus_per_node": 1, "radix": 8,
+                              "spines": 4})");
+  Router r(t);
+  for (int a = 0; a < 12; ++a)
+    for (int b = 0; b < 12; ++b)
+      if (a != b)
+        CHECK(r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b))).size() ==
+              ((a / 4 == b / 4) ? 4u : 6u));
+  // One leaf holds them all: no spine.
+  const Topology one = load(R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 1, "radix": 8})");
+  for (LinkId l = 0; l < static_cast<LinkId>(one.links().size()); ++l)
+    CHECK(one.node(one.link(l).dst).kind != NodeKind::Spine);
+}
+
 TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically, single takes one") {
   const Topology t = load(R"({"preset": "cluster", "nodes": 2, "gpus_per_node": 8, "spines": 4})");
   auto spines_used = [&](RoutingPolicy policy) {
@@ -167,6 +184,19 @@ TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically, single t
   };
   CHECK(spines_used(RoutingPolicy::Ecmp) == 4);
   CHECK(spines_used(RoutingPolicy::Single) == 1);
+  CHECK(spines_used(RoutingPolicy::DestinationModK) == 1);  // one server a rail's leaf
+  // D-mod-k: the spine by the destination server's port on its leaf, whatever the source.
+  const Topology eight = load(R"({"preset": "cluster", "nodes": 8, "gpus_per_node": 1,
+                                  "radix": 8, "spines": 4})");
+  Router dmodk(eight, RoutingPolicy::DestinationModK);
+  for (int a = 0; a < 4; ++a)
+    for (int b = 4; b < 8; ++b) {
+      std::string spine;
+      for (LinkId l : dmodk.links(dmodk.route(eight.gpu_of_rank(a), eight.gpu_of_rank(b))))
+        if (eight.node(eight.link(l).dst).kind == NodeKind::Spine)
+          spine = eight.node(eight.link(l).dst).name;
+      CHECK(spine == "spine" + std::to_string(b - 4));
+    }
   Router a(t), b(t);
   for (int x = 8; x < 16; ++x) {
     const auto pa = a.links(a.route(t.gpu_of_rank(1), t.gpu_of_rank(x)));

@@ -464,6 +464,67 @@ TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit
   CHECK(folded >= 30);
 }
 
+TEST_CASE("clusters with several spines fold under D-mod-k routing, bit for bit", "[symmetry]") {
+  // ECMP's hash sends the turns of a transfer over spines in no common pattern; D-mod-k
+  // picks the spine by the destination's rank, so ranks a multiple of the spines apart
+  // route alike, and a leaf's servers turn onto the next leaf's.
+  int folded = 0;
+  for (NetworkModelKind kind : {NetworkModelKind::Ideal, NetworkModelKind::Flow}) {
+    NetworkParams params;
+    params.model = kind;
+    params.alpha = from_seconds(1e-6);
+    params.routing = RoutingPolicy::DestinationModK;
+    // nodes, GPUs a node, spines (radix 8: four servers a leaf, four uplinks)
+    for (const auto& [nodes, gpus, spines] :
+         {std::tuple{8, 2, 2}, std::tuple{8, 2, 4}, std::tuple{12, 1, 4}, std::tuple{16, 2, 4}}) {
+      ClusterParams p;
+      p.nodes = nodes;
+      p.server.gpus = gpus;
+      p.radix = 8;
+      p.spines = spines;
+      const Topology t = make_cluster_topology(p);
+      const int K = nodes * gpus;
+      for (CollectiveOp op : kRingOps) {
+        const AlgorithmEntry& e = *find_algorithm(op, "ring");
+        const CollectiveShape shape = shape_of(op, K, 2048 * std::int64_t{K});
+        const auto own = e.quotient(shape, {});
+        REQUIRE(own);
+        INFO(name_of(kind) << " " << name_of(op) << " on " << t.name << ", " << spines
+                           << " spines");
+        const StreamedCollective collective{rank_gpus(t, K), nullptr};
+        Router r1(t, params.routing);
+        std::string why;
+        const auto fold = fold_for_network(t, r1, collective, kind, *own, why, [&](int period) {
+          return e.fold_at(shape, {}, *own, period);
+        });
+        INFO(why);
+        REQUIRE(fold);
+        // Whole servers, a leaf's at most (a server when its port turns onto the next
+        // server's spine: as many spines as servers a leaf).
+        CHECK(fold->period % gpus == 0);
+        CHECK((gpus * 4) % fold->period == 0);
+        ++folded;
+        auto m1 = make_network_model(params, t, r1);
+        const StreamedResult folded_run = simulate_folded(t, r1, *m1, kind, collective, *fold);
+        Router r2(t, params.routing);
+        auto m2 = make_network_model(params, t, r2);
+        require_same_run(
+            simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, {}); }),
+            folded_run);
+        // The same cluster under ECMP: the turns of a transfer take spines by a hash, where
+        // a server's GPUs send over several (one GPU a server: one transfer a leaf crosses
+        // the spines, and any spines do).
+        if (gpus == 1) continue;
+        Router ecmp(t);
+        std::string ecmp_why;
+        CHECK(!fold_for_network(t, ecmp, collective, kind, *own, ecmp_why,
+                                [&](int period) { return e.fold_at(shape, {}, *own, period); }));
+      }
+    }
+  }
+  CHECK(folded == 2 * 4 * static_cast<int>(std::size(kRingOps)));
+}
+
 TEST_CASE("rings in rail orders fold on a cluster, bit for bit", "[symmetry]") {
   // One channel per rail, each entering and leaving every host on its rail (what
   // "channels": "auto" and NCCL's rings run on a cluster): alike by a leaf's servers.

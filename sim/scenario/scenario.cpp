@@ -98,9 +98,12 @@ NetworkParams parse_network(const JsonView& v) {
     p.model = *network_model_named(m->as_choice(names));
   }
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
-  if (auto r = v.find("routing"))
-    p.routing =
-        r->as_choice({"ecmp", "single"}) == "ecmp" ? RoutingPolicy::Ecmp : RoutingPolicy::Single;
+  if (auto r = v.find("routing")) {
+    const std::string policy = r->as_choice({"ecmp", "single", "dmodk"});
+    p.routing = policy == "ecmp"     ? RoutingPolicy::Ecmp
+                : policy == "single" ? RoutingPolicy::Single
+                                     : RoutingPolicy::DestinationModK;
+  }
   if (auto pk = v.find("packet")) {
     p.packet_bytes = pk->as_size();
     if (p.packet_bytes <= 0) pk->fail("a packet size of at least 1 byte");

@@ -96,7 +96,8 @@ std::vector<NodeId> add_leaf_spine(Topology& t, const ClusterParams& p,
         t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
       // Uplinks carry 1/o of what the leaf's servers can send, split over the spines.
       const double up = (to - from) * p.server.nic / p.oversubscription / p.spines;
-      if (p.nodes > 1 && p.server.gpus > 1)
+      // Spines join the rails, and a rail's leaves: none for one server, or one leaf of one.
+      if (p.nodes > 1 && (p.server.gpus > 1 || leaves_per_rail > 1))
         for (NodeId spine : spines) t.add_duplex(leaf, spine, up, p.server.nic_latency, p.fabric);
     }
   }

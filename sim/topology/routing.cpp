@@ -138,6 +138,13 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: a fixed, well-spread hash
   return x ^ (x >> 31);
 }
 
+// The k-th lowest link id among equal-cost choices (a handful: the spines above a leaf).
+LinkId nth_lowest(const std::vector<LinkId>& choices, std::size_t k) {
+  std::vector<LinkId> sorted = choices;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
+  return sorted[k];
+}
+
 }  // namespace
 
 Router::Router(const Topology& topology, RoutingPolicy policy, Search search)
@@ -146,6 +153,11 @@ Router::Router(const Topology& topology, RoutingPolicy policy, Search search)
   for (LinkId id = 0; id < static_cast<LinkId>(topology.links().size()); ++id) {
     const Link& l = topology.link(id);
     boost::add_edge(l.src, l.dst, id, graph_->g);
+  }
+  if (policy == RoutingPolicy::DestinationModK) {
+    std::vector<std::uint32_t> ports(topology.nodes().size(), 0);
+    out_port_.reserve(topology.links().size());
+    for (const Link& l : topology.links()) out_port_.push_back(ports[l.src]++);
   }
 }
 
@@ -212,15 +224,25 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
                              topology_.node(dst).name);
   const std::uint64_t first = links_.size();
   const std::uint64_t pair_hash = mix(pair_key(src, dst));
+  // D-mod-k: the port the route leaves `at` by, towards the destination (its index
+  // among the node's links out), picks at each hop; at the destination itself its rank.
+  const int dst_rank = topology_.node(dst).rank;
+  std::uint64_t key = static_cast<std::uint64_t>(dst_rank >= 0 ? dst_rank : dst);
   for (NodeId at = dst; at != src;) {
     const auto& choices = preds_[at];
-    // ECMP: a hash of (source, destination, hop) picks among equal-cost links.
-    const std::size_t k = policy_ == RoutingPolicy::Ecmp
-                              ? mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size()
-                              : 0;
-    const LinkId l = policy_ == RoutingPolicy::Ecmp
-                         ? choices[k]
-                         : *std::min_element(choices.begin(), choices.end());
+    LinkId l = choices.front();
+    switch (policy_) {
+      case RoutingPolicy::Ecmp:  // a hash of (source, destination, hop) picks
+        l = choices[mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size()];
+        break;
+      case RoutingPolicy::Single:
+        l = *std::min_element(choices.begin(), choices.end());
+        break;
+      case RoutingPolicy::DestinationModK:
+        l = nth_lowest(choices, key % choices.size());
+        key = out_port_[l];
+        break;
+    }
     links_.push_back(l);
     at = topology_.link(l).src;
   }

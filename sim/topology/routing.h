@@ -2,7 +2,13 @@
 // Shortest-path routing (fewest hops) over a Topology, with paths cached.
 // GPUs do not forward other GPUs' traffic unless no other path exists. Among
 // equal-length paths, ECMP picks by a fixed hash of (source, destination, hop),
-// "single" always takes the lowest-numbered link: both are deterministic.
+// "single" always takes the lowest-numbered link, D-mod-k the (d mod k)-th lowest of
+// the k equal-cost links into a node, d the port the route leaves that node by towards
+// the destination (its index among the node's links out; at the destination, its rank):
+// a leaf's servers spread over its spines by their port, as InfiniBand's fat-tree
+// routing spreads destinations. All are deterministic. Under D-mod-k, the servers of one
+// leaf and of the next route alike, which lets a cluster with several spines fold
+// (simulate/symmetric.h), where ECMP's hash does not.
 #include <memory>
 #include <optional>
 #include <span>
@@ -22,7 +28,7 @@ struct PathInfo {
   double bottleneck = 0;     // slowest link's bandwidth (bytes/s); +inf when empty
 };
 
-enum class RoutingPolicy { Ecmp, Single };
+enum class RoutingPolicy { Ecmp, Single, DestinationModK };
 
 class Router {
  public:
@@ -76,6 +82,7 @@ class Router {
   std::unique_ptr<Graph> graph_;
   std::vector<PathInfo> paths_;
   std::vector<LinkId> links_;
+  std::vector<std::uint32_t> out_port_;  // D-mod-k: per link, its index among its source's
   std::unordered_map<std::uint64_t, PathId> cache_;
   NodeId tree_source_ = -1;  // whose shortest paths dist_/preds_ hold
   bool direct_only_ = true;  // whether they avoid forwarding through other GPUs
