@@ -17,22 +17,26 @@ namespace traffic_detail {
 class BusyTime {
  public:
   void add(Time a, Time b, Time settled) {
-    // Most intervals start within the latest (a rank's transfers follow one another).
-    if (!open_.empty() && a >= open_.back().first && a <= open_.back().second) {
-      open_.back().second = std::max(open_.back().second, b);
+    // Most intervals start within the latest (a rank's transfers follow one another): it
+    // grows where it is, held apart from the rest (no pointer to follow).
+    if (a >= latest_.first && a <= latest_.second) {
+      latest_.second = std::max(latest_.second, b);
       return;
     }
-    open_.emplace_back(a, b);
-    if (open_.size() >= compact_at_) compact(settled);
+    if (latest_.second >= 0) {
+      open_.push_back(latest_);
+      if (open_.size() >= compact_at_) compact(settled);
+    }
+    latest_ = {a, b};
   }
   Time total() {
     compact(kTimeNever);
     return closed_;
   }
-  bool empty() const { return open_.empty() && closed_ == 0; }
 
  private:
   void compact(Time settled) {
+    if (latest_.second >= 0) open_.push_back(latest_), latest_ = kNone;
     std::sort(open_.begin(), open_.end());
     std::size_t kept = 0;
     for (std::size_t i = 0; i < open_.size();) {
@@ -47,6 +51,8 @@ class BusyTime {
     compact_at_ = std::max<std::size_t>(64, 2 * kept);
   }
 
+  static constexpr std::pair<Time, Time> kNone{0, -1};
+  std::pair<Time, Time> latest_ = kNone;  // the latest interval, not in open_
   std::vector<std::pair<Time, Time>> open_;
   Time closed_ = 0;
   std::size_t compact_at_ = 64;
@@ -134,7 +140,8 @@ struct TrafficWalk::State {
         rep_(rep),
         step_bytes_(t_.links().size(), 0),
         coll_bytes_(t_.links().size(), 0),
-        rank_busy_(rep.timed ? t_.num_ranks() : 0) {}
+        rank_busy_(rep.timed ? t_.num_ranks() : 0),
+        bins_(rep.timed ? t_.links().size() * rep.bins : 0, 0.0f) {}
 
   void collective(std::size_t c, const Schedule* whole) {
     c_ = c;
@@ -157,8 +164,12 @@ struct TrafficWalk::State {
     account(r, r.route, op.dst_rank);
   }
 
-  // Each rank's busy time over the run: the union of its ops' intervals.
+  // Each link's bins into the report, each rank's busy time over the run: the union of
+  // its ops' intervals.
   void finish() {
+    const std::size_t L = rep_.links.size();
+    for (std::size_t l = 0; l < L && rep_.timed; ++l)
+      for (int k = 0; k < rep_.bins; ++k) rep_.links[l].bins[k] = bins_[k * L + l];
     for (int rank = 0; rank < static_cast<int>(rank_busy_.size()); ++rank) {
       rep_.ranks[rank].busy_s = to_seconds(rank_busy_[rank].total());
       rep_.ranks[rank].idle_s = rep_.makespan_s - rep_.ranks[rank].busy_s;
@@ -216,16 +227,19 @@ struct TrafficWalk::State {
     rank_busy_[r_.resolved[c_].ranks[i]].add(r.start, r.end, r.settled);
   }
 
-  // `bytes` moved over [a, b] on link l, spread evenly into the utilisation bins it covers.
+  // `bytes` moved over [a, b] on link l, spread evenly into the utilisation bins it covers
+  // (bin-major while walking: one step's transfers, in one bin, touch neighbouring
+  // entries, not a line each; into the report's per-link bins at the end).
   void spread(LinkId l, std::int64_t bytes, double a, double b) {
     const double rate = b > a ? bytes / (b - a) : 0;
     if (rate <= 0) return;
     const double bin = rep_.bin_s, capacity = t_.link(l).bandwidth;
     const int first = std::min(rep_.bins - 1, static_cast<int>(a / bin));
     const int last = std::min(rep_.bins - 1, static_cast<int>(b / bin));
+    const std::size_t L = t_.links().size();
     for (int k = first; k <= last; ++k) {
       const double lo = std::max(a, k * bin), hi = std::min(b, (k + 1) * bin);
-      if (hi > lo) rep_.links[l].bins[k] += static_cast<float>(rate * (hi - lo) / (capacity * bin));
+      if (hi > lo) bins_[k * L + l] += static_cast<float>(rate * (hi - lo) / (capacity * bin));
     }
   }
 
@@ -271,6 +285,7 @@ struct TrafficWalk::State {
   std::vector<std::int64_t> step_bytes_, coll_bytes_;  // per link; zero outside the touched
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
+  std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
   std::size_t c_ = 0;             // the collective walked
   const Schedule* whole_ = nullptr;  // its schedule, where held whole

@@ -92,8 +92,8 @@ struct TraceGather::State {
     c_ = c;
     if (!binned_) return;
     const std::size_t n = static_cast<std::size_t>(K_) * 2 * grid_.bins;
-    busy_.assign(n, 0), moved_.assign(n, 0), touched_.assign(n, 0);
-    whole_busy_.assign(n + 1, 0), whole_moved_.assign(n + 1, 0), whole_touched_.assign(n + 1, 0);
+    cells_.assign(n, Cell{});
+    whole_.assign(n, Cell{});
   }
 
   void op(const RetiredOp& r) {
@@ -114,24 +114,26 @@ struct TraceGather::State {
     const int b1 = std::min(bins - 1, static_cast<int>((end - first) / width));
     const double span = static_cast<double>(end - start);
     for (int side = 0; side < 2; ++side) {
-      const std::size_t row = (static_cast<std::size_t>(side ? dst : src) * 2 + side) * bins;
+      const int row = (side ? dst : src) * 2 + side;
       auto edge = [&](int b) {
         const double lo = std::max<double>(start - first, b * width);
         const double hi = std::min<double>(end - first, (b + 1) * width);
-        busy_[row + b] += hi - lo;
-        moved_[row + b] += span > 0 ? bytes * (hi - lo) / span : bytes;
-        ++touched_[row + b];
+        Cell& cell = cells_[at(row, b)];
+        cell.busy += hi - lo;
+        cell.moved += span > 0 ? bytes * (hi - lo) / span : bytes;
+        ++cell.touched;
       };
       edge(b0);
       if (b1 == b0) continue;
       edge(b1);
       if (b1 == b0 + 1) continue;
-      whole_busy_[row + b0 + 1] += width;
-      whole_busy_[row + b1] -= width;
-      whole_moved_[row + b0 + 1] += bytes * width / span;
-      whole_moved_[row + b1] -= bytes * width / span;
-      ++whole_touched_[row + b0 + 1];
-      --whole_touched_[row + b1];
+      Cell &from = whole_[at(row, b0 + 1)], &to = whole_[at(row, b1)];
+      from.busy += width;
+      to.busy -= width;
+      from.moved += bytes * width / span;
+      to.moved -= bytes * width / span;
+      ++from.touched;
+      --to.touched;
     }
   }
 
@@ -143,26 +145,27 @@ struct TraceGather::State {
     const Time first = grid_.first, own_first = spans_[c_].first, own_last = spans_[c_].last;
     double run_busy = 0, run_moved = 0;
     std::int64_t run_touched = 0;
-    for (std::size_t at = 0; at < busy_.size(); ++at) {
-      const int b = static_cast<int>(at % bins), side = static_cast<int>(at / bins % 2);
+    for (std::size_t i = 0; i < cells_.size(); ++i) {
+      const int b = static_cast<int>(i % bins), row = static_cast<int>(i / bins);
+      const std::size_t here = at(row, b);
       if (b == 0) run_busy = run_moved = 0, run_touched = 0;  // a new rank and side
-      run_busy += whole_busy_[at];
-      run_moved += whole_moved_[at];
-      run_touched += whole_touched_[at];
-      const std::int64_t transfers = touched_[at] + run_touched;
+      run_busy += whole_[here].busy;
+      run_moved += whole_[here].moved;
+      run_touched += whole_[here].touched;
+      const std::int64_t transfers = cells_[here].touched + run_touched;
       if (transfers == 0) continue;
       TraceTransfer c{};
-      c.src = c.dst = static_cast<int>(at / bins / 2);
-      c.side = side;
+      c.src = c.dst = row / 2;
+      c.side = row % 2;
       c.collective = c_;
       // The bin, clipped to the collective's span: collectives that run one after another
       // do not overlap on a track.
       c.start = std::max(own_first, first + static_cast<Time>(b * width));
       c.end = std::min(own_last, first + static_cast<Time>((b + 1) * width));
       if (c.end <= c.start) c.end = c.start + 1;
-      c.bytes = static_cast<std::int64_t>(moved_[at] + run_moved + 0.5);
+      c.bytes = static_cast<std::int64_t>(cells_[here].moved + run_moved + 0.5);
       c.transfers = static_cast<int>(transfers);
-      c.busy = std::min(1.0, (busy_[at] + run_busy) / static_cast<double>(c.end - c.start));
+      c.busy = std::min(1.0, (cells_[here].busy + run_busy) / static_cast<double>(c.end - c.start));
       out_.push_back(c);
     }
   }
@@ -181,9 +184,18 @@ struct TraceGather::State {
   std::size_t c_ = 0;
   std::uint64_t id_ = 0;  // every op's number, across collectives
   std::vector<TraceTransfer> out_;
-  // A binned collective's sums per (rank, side, bin); whole_*: differences per whole bin.
-  std::vector<double> busy_, moved_, whole_busy_, whole_moved_;
-  std::vector<std::int64_t> touched_, whole_touched_;
+  // A binned collective's sums per (rank, side, bin), together (one cache line, not
+  // three); whole_: differences per whole bin.
+  struct Cell {
+    double busy = 0, moved = 0;
+    std::int64_t touched = 0;
+  };
+  std::vector<Cell> cells_, whole_;
+  // A (rank and side, bin)'s cell: bin-major, so that one step's transfers (one bin, ranks
+  // in order) touch neighbouring cells, not a line each.
+  std::size_t at(int row, int b) const {
+    return static_cast<std::size_t>(b) * (2 * static_cast<std::size_t>(K_)) + row;
+  }
 };
 
 TraceGather::TraceGather(int K, std::size_t max_transfers, std::vector<TimelineSpan> spans)
