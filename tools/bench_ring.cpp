@@ -6,6 +6,7 @@
 //   collsim-bench --ranks 256 --model flow --topology cluster --op all_to_all --algorithm direct
 //   collsim-bench --ranks 4096 --model flow --topology cluster3  (three tiers: 16 pods of 256)
 //   collsim-bench --ranks 4096 --model flow --topology cluster --spines 1 --symmetry  (folded)
+//   collsim-bench --ranks 4096 --model flow --topology cluster --dmodk --symmetry  (4 spines)
 //   collsim-bench --ranks 64 --model packet --bytes 256MiB
 //
 // --targets runs every figure of the scale targets (issue 15) in one go, each case in
@@ -67,7 +68,8 @@ struct Case {
   bool stream = false;       // generate and simulate at once (simulate/streamed.h)
   bool one_thread = false;   // streamed: the generator on the simulator's thread
   bool fold = false;         // one group of alike ranks for all (simulate/symmetric.h)
-  int spines = 4;            // cluster topologies' spine switches (ECMP over them)
+  int spines = 4;            // cluster topologies' spine switches
+  bool dmodk = false;        // D-mod-k routing over them (else ECMP)
 };
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
@@ -97,8 +99,12 @@ Topology make_topology(const Case& c) {
 class CaseRun {
  public:
   explicit CaseRun(const Case& c)
-      : c_(c), cpu0_(cpu_seconds()), topo_(make_topology(c)), router_(topo_) {
+      : c_(c),
+        cpu0_(cpu_seconds()),
+        topo_(make_topology(c)),
+        router_(topo_, c.dmodk ? RoutingPolicy::DestinationModK : RoutingPolicy::Ecmp) {
     params_.model = *network_model_named(c.model);
+    params_.routing = router_policy();
     params_.alpha = from_seconds(5e-6);
     params_.packet_bytes = *parse_size(c.packet);
     model_ = make_network_model(params_, topo_, router_);
@@ -111,6 +117,10 @@ class CaseRun {
   }
 
   Figures run() { return c_.fold ? folded() : c_.stream ? streamed() : stored(); }
+
+  RoutingPolicy router_policy() const {
+    return c_.dmodk ? RoutingPolicy::DestinationModK : RoutingPolicy::Ecmp;
+  }
 
  private:
   // As collsim run folds it: the representatives, played over canonical links.
@@ -388,6 +398,13 @@ std::vector<Target> scale_targets(bool with_100k) {
                      k, k == 4096 ? " (< 10 s)" : ""),
          Case{.ranks = k, .model = "flow", .topology = "cluster", .fold = true, .spines = 1},
          k == 4096 ? 10.0 : 0.0, false});
+  // Four spines under D-mod-k: a leaf's servers and the next leaf's route alike, so it folds.
+  for (int k : {1024, 2048, 4096})
+    targets.push_back(
+        {fmt::format("flow ring 1GiB cluster K={} (4 spines, D-mod-k), folded{}", k,
+                     k == 4096 ? " (< 10 s)" : ""),
+         Case{.ranks = k, .model = "flow", .topology = "cluster", .fold = true, .dmodk = true},
+         k == 4096 ? 10.0 : 0.0, false});
   // 1 GiB does not split into 100,000 equal chunks (no fold); 1,073,600,000 bytes does.
   targets.push_back(
       {"ideal ring 1073600000 B switch K=100000, folded as collsim run folds it "
@@ -476,8 +493,10 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
     const auto [f, child] = median(runs, [](const auto& r) { return r.second.wall_s; });
     print_target_run(t, f, child);
     if (t.c.model == "flow" && t.c.topology == "cluster")
-      flow_growth[t.c.fold ? "folded (1 spine)" : "streamed (4 spines)"].emplace_back(t.c.ranks,
-                                                                                      child.cpu_s);
+      flow_growth[t.c.dmodk  ? "folded (4 spines, D-mod-k)"
+                  : t.c.fold ? "folded (1 spine)"
+                             : "streamed (4 spines)"]
+          .emplace_back(t.c.ranks, child.cpu_s);
     if (t.with_floor) print_floor_ratio(floor_path, t.c, repeat, child);
   }
   if (!with_100k)
@@ -528,6 +547,7 @@ int main(int argc, char** argv) {
                "Generate and simulate at once, holding only the ops in flight (no per-op record)");
   app.add_option("--spines", c.spines, "Spine switches of the cluster topologies")
       ->capture_default_str();
+  app.add_flag("--dmodk", c.dmodk, "D-mod-k routing over the cluster's spines (else ECMP)");
   app.add_flag("--symmetry", c.fold,
                "Fold: play one group of alike ranks for all, as collsim run --symmetry");
   app.add_flag("--one-thread", c.one_thread,
