@@ -74,6 +74,21 @@ TEST_CASE("restarting onto huge pages changes no output, exit status or argument
     CHECK(restarted.err == as_started.err);
   }
   CHECK(run_collsim("run no-such-scenario.json").status == 2);
+  // `run` restarts only once its scenario is known to be large (a schedule that could
+  // reach 2^18 ops: here 2 x 400 x 399), after reading it: the same again.
+  const auto dir = temp_dir("huge-pages");
+  {
+    std::ofstream(dir / "large.json")
+        << R"({"topology": {"preset": "switch", "gpus": 400, "bandwidth": "450GB/s"},
+              "collectives": [{"name": "a", "op": "all_reduce", "algorithm": "ring",
+                               "bytes": "4MiB"}]})";
+  }
+  const std::string large = "run " + (dir / "large.json").string() + " --format json";
+  const Outcome restarted = run_collsim(large), as_started = run_collsim(large, off);
+  CHECK(restarted.status == 0);
+  CHECK(restarted.out == as_started.out);
+  CHECK(restarted.err == as_started.err);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("run in json format carries the contract fields") {
