@@ -165,6 +165,12 @@ TEST_CASE("a cluster of one-GPU servers over several leaves joins them through i
       if (a != b)
         CHECK(r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b))).size() ==
               ((a / 4 == b / 4) ? 4u : 6u));
+  // Pods of one leaf each: the spines link them to the cores (the three-tier preset).
+  const Topology pods = load(R"({"preset": "cluster", "nodes": 8, "gpus_per_node": 1,
+                                 "pod_nodes": 4})");
+  Router rp(pods);
+  for (int b = 1; b < 8; ++b)
+    CHECK(!rp.links(rp.route(pods.gpu_of_rank(0), pods.gpu_of_rank(b))).empty());
   // One leaf holds them all: no spine.
   const Topology one = load(R"({"preset": "cluster", "nodes": 4, "gpus_per_node": 1, "radix": 8})");
   for (LinkId l = 0; l < static_cast<LinkId>(one.links().size()); ++l)

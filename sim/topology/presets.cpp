@@ -96,8 +96,9 @@ std::vector<NodeId> add_leaf_spine(Topology& t, const ClusterParams& p,
         t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
       // Uplinks carry 1/o of what the leaf's servers can send, split over the spines.
       const double up = (to - from) * p.server.nic / p.oversubscription / p.spines;
-      // Spines join the rails, and a rail's leaves: none for one server, or one leaf of one.
-      if (p.nodes > 1 && (p.server.gpus > 1 || leaves_per_rail > 1))
+      // Spines join the rails, a rail's leaves and the pods (through the cores): none only
+      // for one server, or for one leaf of one-GPU servers that is the whole cluster.
+      if (p.nodes > 1 && (p.server.gpus > 1 || leaves_per_rail > 1 || servers < p.nodes))
         for (NodeId spine : spines) t.add_duplex(leaf, spine, up, p.server.nic_latency, p.fabric);
     }
   }
