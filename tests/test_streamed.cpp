@@ -488,7 +488,7 @@ TEST_CASE("run --out streamed writes the stored run's files, byte for byte", "[s
         parse_json_text(fmt::format(R"({{"topology": {{"preset": "cluster", "nodes": 8}},
       "network": {{"model": "{}", "alpha": "2us"}},
       "collectives": [
-        {{"name": "a", "op": "all_reduce", "bytes": "4MiB", "algorithm": "ring"}},
+        {{"name": "a", "op": "all_reduce", "bytes": "{}", "algorithm": "ring"}},
         {{"name": "b", "op": "all_gather", "bytes": "1MiB", "algorithm": "ring",
           "ranks": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}},
         {{"name": "c", "op": "reduce_scatter", "bytes": "1MiB", "algorithm": "ring",
@@ -496,7 +496,7 @@ TEST_CASE("run --out streamed writes the stored run's files, byte for byte", "[s
         {{"name": "d", "op": "all_reduce", "bytes": "2MiB", "algorithm": "ring",
           "channels": 2, "after": ["b", "c"]}},
         {{"name": "e", "op": "all_to_all", "bytes": "256KiB", "ranks": [3, 9, 17, 40]}}]}})",
-                                    model),
+                                    model, model == "packet" ? "1MiB" : "4MiB"),
                         "s.json"),
         ".");
   };
