@@ -23,11 +23,10 @@ class BusyTime {
       latest_.second = std::max(latest_.second, b);
       return;
     }
-    if (latest_.second >= 0) {
-      open_.push_back(latest_);
-      if (open_.size() >= compact_at_) compact(settled);
-    }
+    const bool had_one = latest_.second >= 0;
+    if (had_one) open_.push_back(latest_);
     latest_ = {a, b};
+    if (had_one && open_.size() >= compact_at_) compact(settled);
   }
   Time total() {
     compact(kTimeNever);
