@@ -8,31 +8,14 @@ scenario that differs, then a count.
 
 usage: tools/stream_vs_stored_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repository root)
 """
-import json, random, subprocess, sys, tempfile, filecmp, os, time
-from pathlib import Path
+import filecmp
+import os
+import sys
+
+from fuzz_common import OPS, loop, run, valid_algorithms
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
-OPS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "scatter", "gather",
-       "all_to_all", "send_recv", "barrier"]
-
-
-
-
-def valid_algorithms():
-    """Each collective's algorithms, as collsim's error for an unknown one lists them."""
-    valid = {}
-    with tempfile.TemporaryDirectory() as d:
-        for op in OPS:
-            doc = {"topology": {"preset": "switch", "gpus": 4},
-                   "collectives": [{"name": "a", "op": op, "algorithm": "?", "bytes": 64}]}
-            (Path(d) / "q.json").write_text(json.dumps(doc))
-            err = subprocess.run([os.path.abspath(COLLSIM), "run", "q.json"], capture_output=True,
-                                 text=True, cwd=d).stderr
-            valid[op] = [a.strip() for a in err.strip().split("available: ")[-1].split(",")]
-    return valid
-
-
-VALID = valid_algorithms()
+VALID = valid_algorithms(COLLSIM)
 
 
 def topology(rng):
@@ -83,10 +66,6 @@ def scenario(rng):
     return {"topology": t, "network": net, "collectives": cols}
 
 
-def run(args, cwd):
-    return subprocess.run([os.path.abspath(COLLSIM)] + args, capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
 def same_dirs(a, b):
     fa, fb = sorted(os.listdir(a)), sorted(os.listdir(b))
     if fa != fb:
@@ -97,36 +76,18 @@ def same_dirs(a, b):
     return None
 
 
-def main():
-    seed0 = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 300
-    end = time.time() + seconds
-    n = ok = refused = 0
-    seed = seed0
-    while time.time() < end:
-        rng = random.Random(seed)
-        doc = scenario(rng)
-        with tempfile.TemporaryDirectory() as d:
-            d = Path(d)
-            (d / "s.json").write_text(json.dumps(doc))
-            tt = str(rng.choice([200000, 300]))
-            a = run(["run", "s.json", "--out", "a", "--trace-transfers", tt], d)
-            b = run(["run", "s.json", "--stream", "--out", "b", "--trace-transfers", tt], d)
-            n += 1
-            if a.returncode != 0 or b.returncode != 0:
-                if (a.returncode == 0) != (b.returncode == 0) and "may overlap" not in b.stderr:
-                    print(f"seed {seed}: rc {a.returncode}/{b.returncode}\n  a: {a.stderr.strip()[:200]}\n  b: {b.stderr.strip()[:200]}")
-                    print(json.dumps(doc))
-                refused += 1
-            else:
-                why = same_dirs(d / "a", d / "b")
-                if why or a.stdout != b.stdout:
-                    print(f"seed {seed}: {why or 'stdout differs'}")
-                    print(json.dumps(doc))
-                else:
-                    ok += 1
-        seed += 1
-    print(f"{n} scenarios, {ok} identical, {refused} refused by one or both (seeds {seed0}..{seed - 1})")
+def compare(doc, d, rng):
+    tt = str(rng.choice([200000, 300]))
+    a = run(COLLSIM, ["run", "s.json", "--out", "a", "--trace-transfers", tt], d)
+    b = run(COLLSIM, ["run", "s.json", "--stream", "--out", "b", "--trace-transfers", tt], d)
+    if a.returncode != 0 or b.returncode != 0:
+        if (a.returncode == 0) != (b.returncode == 0) and "may overlap" not in b.stderr:
+            return (f"rc {a.returncode}/{b.returncode}\n  a: {a.stderr.strip()[:200]}\n"
+                    f"  b: {b.stderr.strip()[:200]}")
+        return "refused"
+    return same_dirs(d / "a", d / "b") or ("stdout differs" if a.stdout != b.stdout else "same")
 
 
-main()
+if __name__ == "__main__":
+    loop(int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+         float(sys.argv[3]) if len(sys.argv) > 3 else 300, scenario, compare)

@@ -4,10 +4,10 @@
 // heap of every flow spends its time ordering those ties (a pop each, O(log n) cache
 // misses). Here entries wait in one bucket per distinct finish time and a heap orders
 // the buckets: a push is an append (a hash lookup for a time not seen last), and the
-// flows due at an instant come out as one array, sorted by slot, the order the heap of
-// (finish, slot) gave. An entry goes stale when its flow's rate changes or it finishes
-// (the caller says which are live); buckets are recycled, so a run allocates only while
-// it reaches sizes it has not reached before.
+// flows due at an instant come out as one array, in the order the caller's key gives
+// (never the order of slots, which depends on which were free). An entry goes stale when its flow's
+// rate changes or it finishes (the caller says which are live); buckets are recycled, so a run
+// allocates only while it reaches sizes it has not reached before.
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
@@ -42,12 +42,13 @@ class DueQueue {
     return false;
   }
 
-  // Moves the earliest bucket's entries into `out`, sorted by slot, and drops it.
-  void take_earliest(std::vector<Entry>& out) {
+  // Moves the earliest bucket's entries into `out`, sorted by `key(entry)`, and drops it.
+  template <class Key>
+  void take_earliest(std::vector<Entry>& out, Key&& key) {
     Bucket& b = buckets_[heap_.front()];
     out.assign(b.entries.begin() + static_cast<std::ptrdiff_t>(b.first_live), b.entries.end());
     std::stable_sort(out.begin(), out.end(),
-                     [](const Entry& x, const Entry& y) { return x.slot < y.slot; });
+                     [&](const Entry& x, const Entry& y) { return key(x) < key(y); });
     pop_earliest();
   }
 

@@ -38,6 +38,7 @@ FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, double bytes) {
   f.remaining = bytes;
   f.rate = 0;
   f.finish = kTimeNever;
+  f.instant = kTimeNever;
   ++f.version;
   f.active = false;
   return s;
@@ -130,8 +131,16 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
 // A changed rate moves the flow's finish time.
 void FlowModel::set_rate(Slot s, double rate, Time now) {
   Flow& f = flows_[s];
+  if (f.instant != now) {
+    f.instant = now;
+    f.rate_before = f.rate;
+    f.finish_before = f.finish;
+  }
   f.rate = rate;
-  f.finish = add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
+  f.finish =
+      rate == f.rate_before && f.finish_before != kTimeNever
+          ? f.finish_before
+          : add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
   ++f.version;
   due_.push(f.finish, {s, f.version});
 }
@@ -311,12 +320,13 @@ void FlowModel::update_flows(Time now) {
   }
 }
 
-// The flows due now finish in slot order (the order of the heap of (finish, slot) this
-// replaced: the same events in the same order).
+// The flows due now finish in the order of their transfers' ids: the same whichever
+// slots they were given (a streamed run reuses other slots than a stored one), so the
+// links they leave, and the resolve after, see them in the same order.
 void FlowModel::complete_due(NetworkHost& host) {
   const Time now = host.now();
   while (!due_.empty() && due_.earliest() <= now) {
-    due_.take_earliest(due_now_);
+    due_.take_earliest(due_now_, [this](DueQueue::Entry e) { return flows_[e.slot].id; });
     for (const DueQueue::Entry d : due_now_) {
       if (!live(d)) continue;
       Flow& f = flows_[d.slot];

@@ -45,6 +45,13 @@ class FlowModel final : public NetworkModel {
     Time last_update = 0;  // when `remaining` was last brought up to date
     Time finish = kTimeNever;
     std::uint32_t version = 0;  // bumps when `finish` changes: stale heap entries are skipped
+    // Its rate and finish as the instant of its latest rate change began. The changes of
+    // one instant may reach the model in several resolves, in an order that depends on
+    // how the ops were handed over (stored or streamed); a flow that ends the instant at
+    // the rate it began it with keeps the finish it had, as one resolve would leave it.
+    Time instant = kTimeNever;
+    double rate_before = 0;
+    Time finish_before = kTimeNever;
     bool active = false;
     std::array<LinkId, 2> memory{-1, -1};  // the hosts' memory constraints it draws on
     double memory_capacity = 0;           // solver units: memory_Bps x stretch

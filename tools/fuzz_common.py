@@ -1,0 +1,58 @@
+"""What the differential fuzzers (tools/*_fuzz.py) share: running collsim on a scenario in a
+scratch folder, the algorithms each collective accepts, and the loop over seeds for a time.
+"""
+import json
+import os
+import random
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+OPS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "scatter", "gather",
+       "all_to_all", "send_recv", "barrier"]
+
+
+def run(collsim, args, cwd):
+    return subprocess.run([os.path.abspath(collsim)] + args, capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+def valid_algorithms(collsim):
+    """Each collective's algorithms, as collsim's error for an unknown one lists them."""
+    valid = {}
+    with tempfile.TemporaryDirectory() as d:
+        for op in OPS:
+            doc = {"topology": {"preset": "switch", "gpus": 4},
+                   "collectives": [{"name": "a", "op": op, "algorithm": "?", "bytes": 64}]}
+            (Path(d) / "q.json").write_text(json.dumps(doc))
+            err = run(collsim, ["run", "q.json"], d).stderr
+            valid[op] = [a.strip() for a in err.strip().split("available: ")[-1].split(",")]
+    return valid
+
+
+def loop(seed0, seconds, scenario, compare, agreed=("same",)):
+    """For `seconds`, from seed `seed0` on: `scenario(rng)` makes a document, written to
+    s.json in a scratch folder, and `compare(doc, folder, rng)` says how the two runs agreed
+    (one of `agreed`), "refused", or why they differ. Prints each that differs, with its
+    document, then a count of each."""
+    end = time.time() + seconds
+    counts = {a: 0 for a in agreed} | {"refused": 0, "differ": 0}
+    seed = seed0
+    while time.time() < end:
+        rng = random.Random(seed)
+        doc = scenario(rng)
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "s.json").write_text(json.dumps(doc))
+            verdict = compare(doc, Path(d), rng)
+        if verdict in counts:
+            counts[verdict] += 1
+        else:
+            counts["differ"] += 1
+            print(f"seed {seed}: {verdict}")
+            print(json.dumps(doc), flush=True)
+        seed += 1
+    n = sum(counts.values())
+    same = ", ".join(f"{counts[a]} {a}" for a in agreed)
+    print(f"{n} scenarios: {same}, {counts['refused']} refused by one or both, "
+          f"{counts['differ']} differ (seeds {seed0}..{seed - 1})")

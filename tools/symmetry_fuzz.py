@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of the fold: random small scenarios where ranks may be alike (rings and
+all-to-alls on switches, rings of GPUs, tori, DGX servers, clusters of every width with one or
+several spines, every routing) and where they are not quite (a slow or late link, a subset or
+a shuffled order of ranks, a skewed MoE all-to-all, an oversubscribed leaf, a cost model), each
+run as `collsim run --symmetry --format json` and `collsim run --stream --format json`. The
+fold must give the full run's document bit for bit, less the schedule digest (null folded)
+and the line that says what was folded; where the network breaks the symmetry it must run
+whole. Prints each scenario that differs, then a count.
+
+usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repository root)
+"""
+import json
+import sys
+
+from fuzz_common import loop, run
+
+COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
+BANDWIDTHS = ["25GB/s", "50GB/s", "450GB/s"]
+
+
+def explicit_switch(rng, gpus):
+    """A switch written out link by link: one link may be slower or later than the rest."""
+    nodes = [{"name": "sw", "kind": "nvswitch"}] + [{"name": f"g{i}", "kind": "gpu"} for i in range(gpus)]
+    links = [{"src": f"g{i}", "dst": "sw", "bandwidth": "50GB/s", "kind": "nvlink"} for i in range(gpus)]
+    odd = rng.randrange(gpus)
+    if rng.random() < 0.5:
+        links[odd]["bandwidth"] = "40GB/s"
+    else:
+        links[odd]["latency"] = "1us"
+    return {"nodes": nodes, "links": links}
+
+
+def topology(rng):
+    k = rng.choice(["switch", "explicit", "ring", "torus", "dgx", "cluster", "cluster", "cluster"])
+    if k == "switch":
+        t = {"preset": "switch", "gpus": rng.randint(1, 20), "bandwidth": rng.choice(BANDWIDTHS)}
+        if rng.random() < 0.3:
+            t["latency"] = "0.5us"
+        return t, t["gpus"]
+    if k == "explicit":
+        g = rng.randint(2, 12)
+        return explicit_switch(rng, g), g
+    if k == "ring":
+        g = rng.randint(2, 12)
+        return {"preset": "ring", "gpus": g, "bandwidth": "50GB/s",
+                "bidirectional": rng.random() < 0.7}, g
+    if k == "torus":
+        dims = [rng.randint(2, 4), rng.randint(2, 4)]
+        return {"preset": "torus", "dims": dims, "bandwidth": "50GB/s"}, dims[0] * dims[1]
+    if k == "dgx":
+        g = rng.choice([2, 4, 8])
+        return {"preset": "dgx-h100", "gpus_per_node": g}, g
+    t = {"preset": "cluster", "nodes": rng.randint(1, 12), "gpus_per_node": rng.choice([1, 2, 4, 8]),
+         "radix": rng.choice([4, 6, 8, 16, 64]), "spines": rng.choice([1, 2, 4])}
+    if rng.random() < 0.2:
+        t["oversubscription"] = 2
+    if rng.random() < 0.2:
+        t["nic_latency"] = "1us"
+    if rng.random() < 0.15:
+        t["pod_nodes"] = rng.choice([2, 4])
+    return t, t["nodes"] * t["gpus_per_node"]
+
+
+def ranks(rng, n):
+    """Mostly every rank in order; else a subset, or every rank shuffled."""
+    r = rng.random()
+    if r < 0.7 or n < 2:
+        return None
+    if r < 0.85:
+        return sorted(rng.sample(range(n), rng.randint(1, n)))
+    return rng.sample(range(n), n)
+
+
+def collective(rng, i, n):
+    op = rng.choice(["all_reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                     "broadcast"])
+    c = {"name": f"c{i}", "op": op, "bytes": rng.choice([4, 100, 4096, 65536, 1 << 20, 3 << 20 | 4])}
+    if op in ("all_reduce", "all_gather", "reduce_scatter"):
+        c["algorithm"] = rng.choice(["ring", "ring", "ring", "nccl"])
+        if c["algorithm"] == "ring" and rng.random() < 0.5:
+            c["channels"] = rng.choice([1, 2, 3, 4, "auto"])
+    elif op == "all_to_all":
+        c["algorithm"] = rng.choice(["direct", "pairwise"])
+        if rng.random() < 0.25 and n >= 2:  # routed tokens: uniform, or a hot expert
+            del c["bytes"]
+            c["routing"] = {"tokens_per_rank": 64, "bytes_per_token": 1024, "experts": n}
+            if rng.random() < 0.5:
+                load = [1.0 / n] * n
+                load[0] += 0.5
+                c["routing"]["expert_load"] = [x / sum(load) for x in load]
+    members = ranks(rng, n)
+    if members is not None:
+        c["ranks"] = members
+    return c
+
+
+def scenario(rng):
+    t, n = topology(rng)
+    cols = [collective(rng, i, n) for i in range(rng.randint(1, 3))]
+    net = {"model": rng.choice(["ideal", "flow", "flow", "packet"]),
+           "alpha": rng.choice(["0us", "1us", "5us"])}
+    if rng.random() < 0.5:
+        net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
+    if net["model"] == "packet":
+        net["packet"] = rng.choice(["4KiB", "64KiB"])
+    if rng.random() < 0.25:
+        net["cost"] = {"launch_s": "3us", "op_overhead_s": "0.2us",
+                       "links": {"nvlink": {"efficiency": 0.8}}}
+    return {"topology": t, "network": net, "collectives": cols}
+
+
+def without_fold_marks(text):
+    """The document less what a fold leaves out or adds: the digest and the note."""
+    doc = json.loads(text)
+    for c in doc.get("collectives", []):
+        c.pop("schedule_digest", None)
+        c.pop("symmetry", None)
+    return doc
+
+
+def compare(doc, d, rng):
+    a = run(COLLSIM, ["run", "s.json", "--symmetry", "--format", "json"], d)
+    b = run(COLLSIM, ["run", "s.json", "--stream", "--format", "json"], d)
+    if a.returncode != 0 or b.returncode != 0:
+        if (a.returncode == 0) != (b.returncode == 0):
+            return (f"rc {a.returncode}/{b.returncode}\n  symmetry: {a.stderr.strip()[:200]}\n"
+                    f"  stream: {b.stderr.strip()[:200]}")
+        return "refused"
+    folded = [c.get("symmetry", "") for c in json.loads(a.stdout).get("collectives", [])]
+    folded = [f for f in folded if f.startswith("folded")]
+    if without_fold_marks(a.stdout) == without_fold_marks(b.stdout):
+        return "folded" if folded else "same, run whole"
+    return "documents differ; " + "; ".join(folded)
+
+
+if __name__ == "__main__":
+    loop(int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+         float(sys.argv[3]) if len(sys.argv) > 3 else 300, scenario, compare,
+         agreed=("folded", "same, run whole"))
