@@ -11,6 +11,24 @@ namespace {
 
 enum : std::uint64_t { kActivate = 0, kResolve = 1, kComplete = 2 };
 
+// Two rates that differ by float rounding alone: the solver sums shares in an order that
+// depends on where flows sit in their lists, so flows alike in every way (a turn of the
+// ranks maps one onto the other) can get rates an ulp apart. A flow keeps its finish
+// unless its rate really changed; 1e-12 of a rate moves a second-long transfer by a
+// picosecond at most.
+bool same_rate(double a, double b) {
+  if (a == b) return true;
+  if (std::isinf(a) || std::isinf(b)) return false;
+  return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+}
+
+// The whole bytes a flow still has to move. A millionth of a byte under a whole number
+// is that number: the remainder after moving at rate r for t is r x t away from a whole
+// number only by rounding, and ceil would turn that into a byte's time.
+std::int64_t whole_bytes_left(double remaining) {
+  return static_cast<std::int64_t>(std::ceil(remaining - 1e-6));
+}
+
 }  // namespace
 
 FlowModel::FlowModel(const NetworkParams& params, const Topology& topology, Router& router)
@@ -136,11 +154,13 @@ void FlowModel::set_rate(Slot s, double rate, Time now) {
     f.rate_before = f.rate;
     f.finish_before = f.finish;
   }
-  f.rate = rate;
-  f.finish =
-      rate == f.rate_before && f.finish_before != kTimeNever
-          ? f.finish_before
-          : add_time(now, transfer_time(static_cast<std::int64_t>(std::ceil(f.remaining)), rate));
+  if (same_rate(rate, f.rate_before) && f.finish_before != kTimeNever) {
+    f.rate = f.rate_before;
+    f.finish = f.finish_before;
+  } else {
+    f.rate = rate;
+    f.finish = add_time(now, transfer_time(whole_bytes_left(f.remaining), rate));
+  }
   ++f.version;
   due_.push(f.finish, {s, f.version});
 }
@@ -315,7 +335,7 @@ void FlowModel::update_flows(Time now) {
     if (f.rate > 0)
       f.remaining = std::max(0.0, f.remaining - f.rate * to_seconds(now - f.last_update));
     f.last_update = now;
-    if (rate == f.rate && f.finish != kTimeNever) continue;  // unchanged: its finish time stands
+    if (same_rate(rate, f.rate) && f.finish != kTimeNever) continue;  // its finish stands
     set_rate(comp_flows_[i], rate, now);
   }
 }

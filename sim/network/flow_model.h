@@ -48,7 +48,8 @@ class FlowModel final : public NetworkModel {
     // Its rate and finish as the instant of its latest rate change began. The changes of
     // one instant may reach the model in several resolves, in an order that depends on
     // how the ops were handed over (stored or streamed); a flow that ends the instant at
-    // the rate it began it with keeps the finish it had, as one resolve would leave it.
+    // the rate it began it with (same_rate) keeps the finish it had, as one resolve would
+    // leave it.
     Time instant = kTimeNever;
     double rate_before = 0;
     Time finish_before = kTimeNever;
