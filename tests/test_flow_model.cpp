@@ -124,36 +124,37 @@ TEST_CASE("latency is propagation: a rank's next send on a slow link does not wa
 }
 
 TEST_CASE(
-    "the flow model's due queue gives an instant's flows in the caller's order, stale ones "
-    "dropped") {
+    "the flow model's due queue gives an instant's flows in their order, stale ones dropped") {
   DueQueue q;
-  // Pushed out of order, ties at 20 and 30, a stale entry (version 0) at 10 alone.
-  q.push(30, {7, 1});
-  q.push(20, {5, 1});
-  q.push(10, {9, 0});
-  q.push(20, {2, 1});
-  q.push(30, {1, 1});
-  q.push(20, {4, 1});
+  // Pushed out of order, ties at 20 and 30, a stale entry (version 0) at 10 alone. An
+  // entry's order (the flow model's: its transfer's id) is here its slot backwards, so
+  // neither the order pushed nor the slots decide.
+  const auto entry = [](std::int32_t slot, std::uint32_t version) {
+    return DueQueue::Entry{slot, version, static_cast<std::uint64_t>(100 - slot)};
+  };
+  q.push(30, entry(7, 1));
+  q.push(20, entry(5, 1));
+  q.push(10, entry(9, 0));
+  q.push(20, entry(2, 1));
+  q.push(30, entry(1, 1));
+  q.push(20, entry(4, 1));
   auto live = [](DueQueue::Entry e) { return e.version == 1; };
-  // The key orders an instant's entries (the flow model's: the transfer's id), here the
-  // slots backwards, so neither the order pushed nor the slots' decides.
-  auto key = [](DueQueue::Entry e) { return -e.slot; };
   REQUIRE(q.drop_stale(live));
   CHECK(q.earliest() == 20);  // the bucket at 10 held only a stale entry
   std::vector<DueQueue::Entry> due;
-  q.take_earliest(due, key);
+  q.take_earliest(due);
   REQUIRE(due.size() == 3);
   CHECK((due[0].slot == 5 && due[1].slot == 4 && due[2].slot == 2));
   // A time seen before, once its bucket is gone, starts a new one behind the heap's top.
-  q.push(25, {3, 1});
-  q.push(20, {6, 1});
+  q.push(25, entry(3, 1));
+  q.push(20, entry(6, 1));
   REQUIRE(q.drop_stale(live));
   CHECK(q.earliest() == 20);
-  q.take_earliest(due, key);
+  q.take_earliest(due);
   CHECK((due.size() == 1 && due[0].slot == 6));
-  q.take_earliest(due, key);
+  q.take_earliest(due);
   CHECK((due.size() == 1 && due[0].slot == 3));
-  q.take_earliest(due, key);
+  q.take_earliest(due);
   CHECK((due.size() == 2 && due[0].slot == 7 && due[1].slot == 1));
   CHECK(q.empty());
   CHECK_FALSE(q.drop_stale(live));

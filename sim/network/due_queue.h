@@ -4,10 +4,11 @@
 // heap of every flow spends its time ordering those ties (a pop each, O(log n) cache
 // misses). Here entries wait in one bucket per distinct finish time and a heap orders
 // the buckets: a push is an append (a hash lookup for a time not seen last), and the
-// flows due at an instant come out as one array, in the order the caller's key gives
-// (never the order of slots, which depends on which were free). An entry goes stale when its flow's
-// rate changes or it finishes (the caller says which are live); buckets are recycled, so a run
-// allocates only while it reaches sizes it has not reached before.
+// flows due at an instant come out as one array, in the order of their entries' `order`
+// (the flow model's: the transfer's id; never the slot, which depends on which were free).
+// An entry goes stale when its flow's rate changes or it finishes (the caller says which
+// are live); buckets are recycled, so a run allocates only while it reaches sizes it has
+// not reached before.
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
@@ -22,6 +23,7 @@ class DueQueue {
   struct Entry {
     std::int32_t slot;
     std::uint32_t version;
+    std::uint64_t order;  // entries due at one instant come out by it, ties as pushed
   };
 
   void push(Time finish, Entry e) { bucket(finish).entries.push_back(e); }
@@ -42,13 +44,12 @@ class DueQueue {
     return false;
   }
 
-  // Moves the earliest bucket's entries into `out`, sorted by `key(entry)`, and drops it.
-  template <class Key>
-  void take_earliest(std::vector<Entry>& out, Key&& key) {
+  // Moves the earliest bucket's entries into `out`, sorted by `order`, and drops it.
+  void take_earliest(std::vector<Entry>& out) {
     Bucket& b = buckets_[heap_.front()];
     out.assign(b.entries.begin() + static_cast<std::ptrdiff_t>(b.first_live), b.entries.end());
     std::stable_sort(out.begin(), out.end(),
-                     [&](const Entry& x, const Entry& y) { return key(x) < key(y); });
+                     [](const Entry& x, const Entry& y) { return x.order < y.order; });
     pop_earliest();
   }
 

@@ -162,7 +162,7 @@ void FlowModel::set_rate(Slot s, double rate, Time now) {
     f.finish = add_time(now, transfer_time(whole_bytes_left(f.remaining), rate));
   }
   ++f.version;
-  due_.push(f.finish, {s, f.version});
+  due_.push(f.finish, {s, f.version, f.id});
 }
 
 // Each entry is replaced by the link's last one (as a search-and-swap would), whose
@@ -346,7 +346,7 @@ void FlowModel::update_flows(Time now) {
 void FlowModel::complete_due(NetworkHost& host) {
   const Time now = host.now();
   while (!due_.empty() && due_.earliest() <= now) {
-    due_.take_earliest(due_now_, [this](DueQueue::Entry e) { return flows_[e.slot].id; });
+    due_.take_earliest(due_now_);
     for (const DueQueue::Entry d : due_now_) {
       if (!live(d)) continue;
       Flow& f = flows_[d.slot];
