@@ -13,6 +13,14 @@ OPS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "sca
        "all_to_all", "send_recv", "barrier"]
 
 
+# Cost models beyond alpha-beta: launch and per-op overhead, a size curve, a host's memory
+# shared by its transfers (flow: a constraint of the max-min solver), slower NVLink.
+COSTS = [{"launch_s": "3us", "op_overhead_s": "0.2us"},
+         {"bandwidth_curve": [[1, 5e9], [1 << 20, 40e9]]},
+         {"host_memory": [[1, 60e9], [1 << 20, 30e9]]},
+         {"links": {"nvlink": {"efficiency": 0.8, "latency_s": "0.5us"}}}]
+
+
 def run(collsim, args, cwd):
     return subprocess.run([os.path.abspath(collsim)] + args, capture_output=True, text=True,
                           cwd=cwd, timeout=120)

@@ -12,7 +12,7 @@ import filecmp
 import os
 import sys
 
-from fuzz_common import OPS, loop, run, valid_algorithms
+from fuzz_common import COSTS, OPS, loop, run, valid_algorithms
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
 VALID = valid_algorithms(COLLSIM)
@@ -55,6 +55,8 @@ def scenario(rng):
             c["ranks"] = sorted(rng.sample(range(n), m)) if rng.random() < 0.5 else rng.sample(range(n), m)
         if c.get("algorithm") == "ring" and rng.random() < 0.5:
             c["channels"] = rng.choice([1, 2, 3, "auto"])
+        if c.get("algorithm") not in (None, "nccl") and rng.random() < 0.15:
+            c["protocol"] = rng.choice(["LL", "LL128", "Simple"])
         if i > 0 and rng.random() < 0.5:
             c["after"] = rng.sample([f"c{j}" for j in range(i)], rng.randint(0, i))
         cols.append(c)
@@ -63,7 +65,15 @@ def scenario(rng):
         net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
     if net["model"] == "packet":
         net["packet"] = rng.choice(["4KiB", "64KiB"])
-    return {"topology": t, "network": net, "collectives": cols}
+        if rng.random() < 0.5:
+            net["switching"] = "cut_through"
+    if rng.random() < 0.25:
+        net["cost"] = rng.choice(COSTS)
+    doc = {"topology": t, "network": net, "collectives": cols}
+    if rng.random() < 0.1:
+        doc["launch"] = {"gpus_per_process": min(n, 8)}
+    return doc
+
 
 
 def same_dirs(a, b):

@@ -13,7 +13,7 @@ usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repos
 import json
 import sys
 
-from fuzz_common import loop, run
+from fuzz_common import COSTS, loop, run
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
 BANDWIDTHS = ["25GB/s", "50GB/s", "450GB/s"]
@@ -80,6 +80,8 @@ def collective(rng, i, n):
         c["algorithm"] = rng.choice(["ring", "ring", "ring", "nccl"])
         if c["algorithm"] == "ring" and rng.random() < 0.5:
             c["channels"] = rng.choice([1, 2, 3, 4, "auto"])
+        if c["algorithm"] == "ring" and rng.random() < 0.2:
+            c["protocol"] = rng.choice(["LL", "LL128", "Simple"])
     elif op == "all_to_all":
         c["algorithm"] = rng.choice(["direct", "pairwise"])
         if rng.random() < 0.25 and n >= 2:  # routed tokens: uniform, or a hot expert
@@ -104,10 +106,14 @@ def scenario(rng):
         net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
     if net["model"] == "packet":
         net["packet"] = rng.choice(["4KiB", "64KiB"])
+        if rng.random() < 0.5:
+            net["switching"] = "cut_through"
     if rng.random() < 0.25:
-        net["cost"] = {"launch_s": "3us", "op_overhead_s": "0.2us",
-                       "links": {"nvlink": {"efficiency": 0.8}}}
-    return {"topology": t, "network": net, "collectives": cols}
+        net["cost"] = rng.choice(COSTS)
+    doc = {"topology": t, "network": net, "collectives": cols}
+    if rng.random() < 0.1:
+        doc["launch"] = {"gpus_per_process": min(n, 8)}
+    return doc
 
 
 def without_fold_marks(text):
