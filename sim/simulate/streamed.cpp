@@ -195,11 +195,12 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     begun_.emplace_back(engine_.now(), id);
   }
 
-  // Its last byte has left: its source's slot may take ops to come.
+  // Its last byte has left: the slots of both its ranks may take ops to come (slot_idle).
   void sent(std::size_t, OpId id) {
     HeldOp& h = held(id);
     h.sent = true;
-    if (latest_[slots_of(h.op).slot[0]] == id) ++idle_slots_;
+    for (int slot : slots_of(h.op))
+      if (latest_[slot] == id) ++idle_slots_;
   }
 
   void finishing(std::size_t, OpId id, OpPhase phase) {
@@ -209,8 +210,9 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     ++finished_;
     result_.end = engine_.now();
     if (sink_) times(id).end = engine_.now();
+    if (was_sent) return;            // its slots counted as idle when it was sent
     for (int slot : slots_of(h.op))  // its rank has no unfinished op left
-      if (latest_[slot] == id && !(was_sent && slot == slots_of(h.op).slot[0])) ++idle_slots_;
+      if (latest_[slot] == id) ++idle_slots_;
   }
 
   void finished(std::size_t, OpId) {
@@ -271,12 +273,14 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   }
 
   // Whether an op to come on `slot` could start now: the slot's latest op is done, or has
-  // been sent from this slot's rank (ops needing only that may follow it).
+  // been sent. Ops needing only that may follow a transfer on the rank that receives it as
+  // well as on the one that sends it (a pairwise all-to-all's next send, from another
+  // buffer, after a receive): counting only the sender's slot let the simulator play on
+  // past the instant such an op could start, and start it late.
   bool slot_idle(int slot) {
     const OpId latest = latest_[slot];
     if (latest == kNoOp || held_done(latest)) return true;
-    const HeldOp& h = held(latest);
-    return h.sent && slots_of(h.op).slot[0] == slot;
+    return held(latest).sent;
   }
 
   // --- the window of held ops: a ring indexed by op id ---

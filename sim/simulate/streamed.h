@@ -7,9 +7,9 @@
 // as no op still to come could start before them. That holds while every (channel,
 // rank) has an unfinished op among those generated: a later op on that rank depends
 // directly on the rank's latest op (the builder's rule: every op of the rank's latest
-// step), so it cannot start before that op ends, or, for a transfer from that rank,
-// before its bytes have left (schedule.h, needs_only_sent: the rank's slot counts as
-// free from then on). Once a rank's latest op finishes, the simulator stops and the
+// step), so it cannot start before that op ends, or, for a transfer to or from that
+// rank, before its bytes have left (schedule.h, needs_only_sent: the rank's slot counts
+// as free from then on). Once a rank's latest op finishes, the simulator stops and the
 // generator writes on until that rank has work again (or the schedule ends). Ops
 // that arrive with every dependency done start at once: their last dependency ended
 // exactly now. The result, event for event, is what Simulator gives for the stored
