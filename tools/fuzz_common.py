@@ -21,6 +21,28 @@ COSTS = [{"launch_s": "3us", "op_overhead_s": "0.2us"},
          {"links": {"nvlink": {"efficiency": 0.8, "latency_s": "0.5us"}}}]
 
 
+def network(rng, models, routing_chance):
+    """A random "network": the model, alpha, sometimes a routing, packet options, a cost model."""
+    net = {"model": rng.choice(models), "alpha": rng.choice(["0us", "1us", "5us"])}
+    if rng.random() < routing_chance:
+        net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
+    if net["model"] == "packet":
+        net["packet"] = rng.choice(["4KiB", "64KiB"])
+        if rng.random() < 0.5:
+            net["switching"] = "cut_through"
+    if rng.random() < 0.25:
+        net["cost"] = rng.choice(COSTS)
+    return net
+
+
+def document(rng, topology, gpus, net, collectives):
+    """The scenario, sometimes launched as nccl-tests -g N launches (one process, N GPUs)."""
+    doc = {"topology": topology, "network": net, "collectives": collectives}
+    if rng.random() < 0.1:
+        doc["launch"] = {"gpus_per_process": min(gpus, 8)}
+    return doc
+
+
 def run(collsim, args, cwd):
     return subprocess.run([os.path.abspath(collsim)] + args, capture_output=True, text=True,
                           cwd=cwd, timeout=120)

@@ -12,7 +12,7 @@ import filecmp
 import os
 import sys
 
-from fuzz_common import COSTS, OPS, loop, run, valid_algorithms
+from fuzz_common import OPS, document, loop, network, run, valid_algorithms
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
 VALID = valid_algorithms(COLLSIM)
@@ -60,19 +60,8 @@ def scenario(rng):
         if i > 0 and rng.random() < 0.5:
             c["after"] = rng.sample([f"c{j}" for j in range(i)], rng.randint(0, i))
         cols.append(c)
-    net = {"model": rng.choice(["ideal", "flow", "packet"]), "alpha": rng.choice(["0us", "1us", "5us"])}
-    if rng.random() < 0.3:
-        net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
-    if net["model"] == "packet":
-        net["packet"] = rng.choice(["4KiB", "64KiB"])
-        if rng.random() < 0.5:
-            net["switching"] = "cut_through"
-    if rng.random() < 0.25:
-        net["cost"] = rng.choice(COSTS)
-    doc = {"topology": t, "network": net, "collectives": cols}
-    if rng.random() < 0.1:
-        doc["launch"] = {"gpus_per_process": min(n, 8)}
-    return doc
+    net = network(rng, ["ideal", "flow", "packet"], routing_chance=0.3)
+    return document(rng, t, n, net, cols)
 
 
 

@@ -13,7 +13,7 @@ usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repos
 import json
 import sys
 
-from fuzz_common import COSTS, loop, run
+from fuzz_common import document, loop, network, run
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
 BANDWIDTHS = ["25GB/s", "50GB/s", "450GB/s"]
@@ -100,20 +100,8 @@ def collective(rng, i, n):
 def scenario(rng):
     t, n = topology(rng)
     cols = [collective(rng, i, n) for i in range(rng.randint(1, 3))]
-    net = {"model": rng.choice(["ideal", "flow", "flow", "packet"]),
-           "alpha": rng.choice(["0us", "1us", "5us"])}
-    if rng.random() < 0.5:
-        net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
-    if net["model"] == "packet":
-        net["packet"] = rng.choice(["4KiB", "64KiB"])
-        if rng.random() < 0.5:
-            net["switching"] = "cut_through"
-    if rng.random() < 0.25:
-        net["cost"] = rng.choice(COSTS)
-    doc = {"topology": t, "network": net, "collectives": cols}
-    if rng.random() < 0.1:
-        doc["launch"] = {"gpus_per_process": min(n, 8)}
-    return doc
+    net = network(rng, ["ideal", "flow", "flow", "packet"], routing_chance=0.5)
+    return document(rng, t, n, net, cols)
 
 
 def without_fold_marks(text):
