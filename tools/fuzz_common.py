@@ -43,6 +43,17 @@ def document(rng, topology, gpus, net, collectives):
     return doc
 
 
+def failed(a, b, excused=""):
+    """Two runs that did not both succeed: None when both did; "refused" when both failed,
+    or one did with `excused` in its message; else what each said."""
+    if a.returncode == 0 and b.returncode == 0:
+        return None
+    if (a.returncode == 0) == (b.returncode == 0) or (excused and excused in a.stderr + b.stderr):
+        return "refused"
+    return (f"rc {a.returncode}/{b.returncode}\n  a: {a.stderr.strip()[:200]}\n"
+            f"  b: {b.stderr.strip()[:200]}")
+
+
 def run(collsim, args, cwd):
     return subprocess.run([os.path.abspath(collsim)] + args, capture_output=True, text=True,
                           cwd=cwd, timeout=120)

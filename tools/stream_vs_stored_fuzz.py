@@ -12,7 +12,7 @@ import filecmp
 import os
 import sys
 
-from fuzz_common import OPS, document, loop, network, run, valid_algorithms
+from fuzz_common import OPS, document, failed, loop, network, run, valid_algorithms
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
 VALID = valid_algorithms(COLLSIM)
@@ -79,11 +79,9 @@ def compare(doc, d, rng):
     tt = str(rng.choice([200000, 300]))
     a = run(COLLSIM, ["run", "s.json", "--out", "a", "--trace-transfers", tt], d)
     b = run(COLLSIM, ["run", "s.json", "--stream", "--out", "b", "--trace-transfers", tt], d)
-    if a.returncode != 0 or b.returncode != 0:
-        if (a.returncode == 0) != (b.returncode == 0) and "may overlap" not in b.stderr:
-            return (f"rc {a.returncode}/{b.returncode}\n  a: {a.stderr.strip()[:200]}\n"
-                    f"  b: {b.stderr.strip()[:200]}")
-        return "refused"
+    why = failed(a, b, excused="may overlap")
+    if why:
+        return why
     return same_dirs(d / "a", d / "b") or ("stdout differs" if a.stdout != b.stdout else "same")
 
 

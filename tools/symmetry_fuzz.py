@@ -13,7 +13,7 @@ usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repos
 import json
 import sys
 
-from fuzz_common import document, loop, network, run
+from fuzz_common import document, failed, loop, network, run
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
 BANDWIDTHS = ["25GB/s", "50GB/s", "450GB/s"]
@@ -116,11 +116,9 @@ def without_fold_marks(text):
 def compare(doc, d, rng):
     a = run(COLLSIM, ["run", "s.json", "--symmetry", "--format", "json"], d)
     b = run(COLLSIM, ["run", "s.json", "--stream", "--format", "json"], d)
-    if a.returncode != 0 or b.returncode != 0:
-        if (a.returncode == 0) != (b.returncode == 0):
-            return (f"rc {a.returncode}/{b.returncode}\n  symmetry: {a.stderr.strip()[:200]}\n"
-                    f"  stream: {b.stderr.strip()[:200]}")
-        return "refused"
+    why = failed(a, b)
+    if why:
+        return why
     folded = [c.get("symmetry", "") for c in json.loads(a.stdout).get("collectives", [])]
     folded = [f for f in folded if f.startswith("folded")]
     if without_fold_marks(a.stdout) == without_fold_marks(b.stdout):
