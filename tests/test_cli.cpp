@@ -302,7 +302,7 @@ TEST_CASE("collsim topo takes a scenario file: its topology, with its placement"
   CHECK_THAT(e.err, Catch::Contains("collectives[0].bytes: expected a size"));
 }
 
-TEST_CASE("collsim topo --svg draws without Graphviz; one drawing at a time", "[topo]") {
+TEST_CASE("collsim topo --svg draws without Graphviz, one drawing at a time", "[topo]") {
   const Outcome o = run_collsim("topo cluster-128x8 --svg");
   REQUIRE(o.status == 0);
   CHECK(o.out.starts_with("<?xml"));

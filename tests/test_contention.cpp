@@ -28,7 +28,7 @@ std::int64_t bytes_on(const Scenario& s, const ScenarioResult& r, LinkKind kind)
 
 TEST_CASE(
     "hierarchical beats the one-channel ring by about 4.8x on 8 nodes x 8 GPUs (1 GiB, NVLink 450, "
-    "NIC 50 GB/s); a ring per rail beats both") {
+    "NIC 50 GB/s), and a ring per rail beats both") {
   const auto r = run_bundled("hierarchical-vs-flat");
   const double ratio = r.outcomes[0].time_s / r.outcomes[1].time_s;
   CHECK(ratio == Approx(4.8).epsilon(0.02));
