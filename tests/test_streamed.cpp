@@ -430,7 +430,7 @@ TEST_CASE("run --stream plays collectives that may overlap together, and streams
   CHECK(both.outcomes[0].time_s > 1.1 * alone.outcomes[0].time_s);  // 61.7 us, 55 alone
 }
 
-TEST_CASE("run --stream refuses what it cannot write", "[stream]") {
+TEST_CASE("run --symmetry refuses --out: a fold has not every op to write", "[stream]") {
   const char* one = R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "50GB/s"},
     "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB"}]})";
   const auto dir = temp_dir("stream-cli");
@@ -441,11 +441,7 @@ TEST_CASE("run --stream refuses what it cannot write", "[stream]") {
   CHECK(out.status == 2);
   CHECK_THAT(out.err, Catch::Contains("--out"));
   CHECK(!std::filesystem::exists(dir / "out"));
-  // A training step is not streamed.
-  const Outcome step = run_collsim("run --stream " + std::string(COLLSIM_SOURCE_DIR) +
-                                   "/scenarios/workload-ddp-buckets.json");
-  CHECK(step.status == 2);
-  CHECK_THAT(step.err, Catch::Contains("training step"));
+  // (A training step is taken: "run --stream and --symmetry take a training step ...".)
 }
 
 namespace streamed_test {
@@ -554,6 +550,43 @@ TEST_CASE("a streamed op that follows a receive starts when the receive was sent
                       "s.json"),
       ".");
   CHECK(streamed_test::check_files_as_stored(s, kTraceTransfers) == 7);
+}
+
+TEST_CASE("run --stream and --symmetry take a training step as run does, and say it is not folded",
+          "[stream]") {
+  // A step's tasks may all overlap: --stream plays them together as run does (what it
+  // does with collectives that may overlap); --symmetry folds no step and says so, in the
+  // table and the JSON. A DDP job, two jobs with company, and a Chakra trace.
+  for (const char* name :
+       {"workload-ddp-buckets", "workload-two-jobs", "chakra-all-reduce-ring8"}) {
+    INFO(name);
+    const std::string file = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/" + name + ".json";
+    const Scenario s =
+        parse_scenario(read_json_file(file, file), std::filesystem::path(file).parent_path());
+    const RunRecord plain = run_use_case(s, {});
+    RunRequest streamed;
+    streamed.stream = true;
+    const RunRecord as_streamed = run_use_case(s, streamed);
+    CHECK(run_document(s, as_streamed) == run_document(s, plain));
+    CHECK(run_table(s, as_streamed) == run_table(s, plain));
+    RunRequest folded;
+    folded.fold = true;
+    const RunRecord as_folded = run_use_case(s, folded);
+    nlohmann::json expected = run_document(s, plain);
+    expected["symmetry"] = kStepNotFolded;
+    CHECK(run_document(s, as_folded) == expected);
+    CHECK(run_table(s, as_folded) ==
+          run_table(s, plain) + "# training step: " + kStepNotFolded + "\n");
+  }
+  // Nothing folded, so --symmetry --out writes the step's files.
+  const auto dir = temp_dir("step-symmetry-out");
+  const auto r = run_collsim("run " + std::string(COLLSIM_SOURCE_DIR) +
+                             "/scenarios/workload-ddp-buckets.json --symmetry --out " +
+                             (dir / "out").string());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(std::filesystem::exists(dir / "out" / "report.html"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("collsim run streams by itself where that gives the same figures and pays",

@@ -9,11 +9,7 @@
 namespace collsim {
 namespace {
 
-void check_streamable(const Scenario& scenario, const RunRequest& request) {
-  const std::string flag = request.fold ? "--symmetry" : "--stream";
-  if (!scenario.workloads.empty())
-    throw InputError("workload",
-                     flag + " runs a scenario's collectives; a training step runs without it");
+void check_streamable(const RunRequest& request) {
   if (request.out && request.fold)
     throw InputError("--out",
                      "--symmetry plays one rank's ops where ranks are alike: the files need "
@@ -24,9 +20,13 @@ void check_streamable(const Scenario& scenario, const RunRequest& request) {
 
 RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   RunRecord record;
-  const bool workload = !scenario.workloads.empty();
-  if (workload && !request.stream && !request.fold) {
+  // A training step is played as --stream plays collectives that may overlap: its tasks
+  // (any of which may overlap others) together, each distinct collective's schedule held
+  // once however many tasks run it, and each task's op state only while it runs
+  // (simulate/simulator.h). So --stream takes it as it is; a step is not folded.
+  if (!scenario.workloads.empty()) {
     record.step = run_workloads(scenario);
+    if (request.fold) record.step_note = kStepNotFolded;
     if (request.out) write_workload_files(*request.out, scenario, *record.step);
     return record;
   }
@@ -35,7 +35,7 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   const bool streamed =
       request.stream || request.fold || (streams_exactly(scenario) && streaming_pays(scenario));
   if (streamed) {
-    check_streamable(scenario, request);
+    check_streamable(request);
     // Billions of ops take minutes streamed: folded where the ranks are alike, seconds
     // (not for files, which need every op).
     const FoldWhen fold = request.fold ? FoldWhen::Always
@@ -65,19 +65,25 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
 }
 
 nlohmann::json run_document(const Scenario& scenario, const RunRecord& record) {
-  if (record.step) return workload_document(scenario, *record.step);
+  if (record.step) {
+    nlohmann::json doc = workload_document(scenario, *record.step);
+    if (!record.step_note.empty()) doc["symmetry"] = record.step_note;
+    return doc;
+  }
   return result_json(scenario, *record.result, *record.traffic);
 }
 
 void write_run_document(std::ostream& out, const Scenario& scenario, const RunRecord& record) {
   if (record.step)
-    out << workload_document(scenario, *record.step).dump(2) << "\n";
+    out << run_document(scenario, record).dump(2) << "\n";
   else
     write_result_json(out, scenario, *record.result, *record.traffic);
 }
 
 std::string run_table(const Scenario& scenario, const RunRecord& record) {
-  if (record.step) return workload_table(scenario, *record.step);
+  if (record.step)
+    return workload_table(scenario, *record.step) +
+           (record.step_note.empty() ? "" : "# training step: " + record.step_note + "\n");
   return summary_table(scenario, *record.result, *record.traffic);
 }
 

@@ -21,21 +21,28 @@ namespace collsim {
 
 struct RunRequest {
   std::optional<std::filesystem::path> out;  // write what `run --out DIR` writes there
-  bool stream = false;   // insist on no schedule held whole (--stream): refuse what cannot
+  // Insist on no schedule held whole (--stream) where collectives overlap nothing; a
+  // training step runs as it does without (run_use_case says why).
+  bool stream = false;
   // Time each collective whose ranks are interchangeable by one rank's ops (--symmetry,
   // simulate/symmetric.h); streams the rest, as --stream does.
   bool fold = false;
   RunFileOptions files;  // the timeline's size and compression
 };
 
+// What --symmetry says of a training step, in its table and (as "symmetry") its JSON.
+inline constexpr const char* kStepNotFolded =
+    "not folded: collectives fold one at a time, a step's tasks run whole";
+
 // A run's figures: a training step, or the collectives with their traffic.
 struct RunRecord {
   std::optional<WorkloadRun> step;
+  std::string step_note;  // a training step asked to fold: kStepNotFolded
   std::optional<ScenarioResult> result;
   std::optional<TrafficReport> traffic;
 };
 
-// Throws InputError for what the request cannot do (--stream with a workload or --out).
+// Throws InputError for what the request cannot do (--symmetry with --out).
 RunRecord run_use_case(const Scenario& scenario, const RunRequest& request);
 
 // `collsim run --format json`'s document (result.json), and its text table.
