@@ -70,8 +70,8 @@ class Router {
   PathId add_path_from_tree(NodeId src, NodeId dst);
   // Registers links_[first, end) as a path.
   PathId add_path_at(std::uint64_t first);
-  // The shortest paths from src, searched at least as far as dst.
-  void search_from(NodeId src, NodeId dst);
+  // The shortest paths from src, searched at least as far as dst (`whole`: everywhere).
+  void search_from(NodeId src, NodeId dst, bool whole = false);
   // Whether the search reached dst (a search stopped early has final paths to every node
   // it reached, see routing.cpp).
   bool tree_holds(NodeId dst) const { return dist_[dst] >= 0; }
