@@ -9,7 +9,7 @@
 namespace collsim {
 namespace {
 
-void check_streamable(const RunRequest& request) {
+void refuse_fold_with_files(const RunRequest& request) {
   if (request.out && request.fold)
     throw InputError("--out",
                      "--symmetry plays one rank's ops where ranks are alike: the files need "
@@ -35,7 +35,7 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   const bool streamed =
       request.stream || request.fold || (streams_exactly(scenario) && streaming_pays(scenario));
   if (streamed) {
-    check_streamable(request);
+    refuse_fold_with_files(request);
     // Billions of ops take minutes streamed: folded where the ranks are alike, seconds
     // (not for files, which need every op).
     const FoldWhen fold = request.fold ? FoldWhen::Always
