@@ -560,9 +560,8 @@ TEST_CASE("run --stream and --symmetry take a training step as run does, and say
   for (const char* name :
        {"workload-ddp-buckets", "workload-two-jobs", "chakra-all-reduce-ring8"}) {
     INFO(name);
-    const std::string file = std::string(COLLSIM_SOURCE_DIR) + "/scenarios/" + name + ".json";
     const Scenario s =
-        parse_scenario(read_json_file(file, file), std::filesystem::path(file).parent_path());
+        load_scenario(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/" + name + ".json");
     const RunRecord plain = run_use_case(s, {});
     RunRequest streamed;
     streamed.stream = true;
