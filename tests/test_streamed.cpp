@@ -552,17 +552,25 @@ TEST_CASE("a streamed op that follows a receive starts when the receive was sent
   CHECK(streamed_test::check_files_as_stored(s, kTraceTransfers) == 7);
 }
 
-TEST_CASE("run --stream and --symmetry take a training step as run does, and say it is not folded",
-          "[stream]") {
+TEST_CASE(
+    "run --stream and --symmetry take a training step as run does, folded where its "
+    "replicas are alike",
+    "[stream]") {
   // A step's tasks may all overlap: --stream plays them together as run does (what it
-  // does with collectives that may overlap); --symmetry folds no step and says so, in the
-  // table and the JSON. A DDP job, two jobs with company, and a Chakra trace.
-  for (const char* name :
-       {"workload-ddp-buckets", "workload-two-jobs", "chakra-all-reduce-ring8"}) {
+  // does with collectives that may overlap); --symmetry folds a step by its replicas
+  // (simulate/step_fold.h) where they are alike, with the same figures, and says what it
+  // did, in the table and the JSON. A DDP job (eight replicas, one played), two jobs with
+  // company and a Chakra trace (neither folds).
+  const std::pair<const char*, const char*> cases[] = {
+      {"workload-ddp-buckets", "folded: 8 replicas alike, 1 played"},
+      {"workload-two-jobs", "not folded: a step of several jobs"},
+      {"chakra-all-reduce-ring8", "not folded: the job has no replicas to turn"}};
+  for (const auto& [name, note] : cases) {
     INFO(name);
     const Scenario s =
         load_scenario(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/" + name + ".json");
     const RunRecord plain = run_use_case(s, {});
+    CHECK(plain.step_note.empty());  // too small for the fold to pay
     RunRequest streamed;
     streamed.stream = true;
     const RunRecord as_streamed = run_use_case(s, streamed);
@@ -571,20 +579,30 @@ TEST_CASE("run --stream and --symmetry take a training step as run does, and say
     RunRequest folded;
     folded.fold = true;
     const RunRecord as_folded = run_use_case(s, folded);
+    CHECK(as_folded.step_note.rfind(note, 0) == 0);
     nlohmann::json expected = run_document(s, plain);
-    expected["symmetry"] = kStepNotFolded;
+    expected["symmetry"] = as_folded.step_note;
     CHECK(run_document(s, as_folded) == expected);
     CHECK(run_table(s, as_folded) ==
-          run_table(s, plain) + "# training step: " + kStepNotFolded + "\n");
+          run_table(s, plain) + "# training step: " + as_folded.step_note + "\n");
   }
-  // Nothing folded, so --symmetry --out writes the step's files.
+  // A folded step writes the files of the step run whole, byte for byte.
   const auto dir = temp_dir("step-symmetry-out");
-  const auto r = run_collsim("run " + std::string(COLLSIM_SOURCE_DIR) +
-                             "/scenarios/workload-ddp-buckets.json --symmetry --out " +
-                             (dir / "out").string());
-  INFO(r.out << r.err);
-  CHECK(r.status == 0);
-  CHECK(std::filesystem::exists(dir / "out" / "report.html"));
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-ddp-buckets.json";
+  for (const char* how : {"whole", "folded"}) {
+    const auto r = run_collsim("run " + scenario + (how[0] == 'f' ? " --symmetry" : "") +
+                               " --out " + (dir / how).string());
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+  }
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "whole")) {
+    INFO(entry.path().filename());
+    CHECK(slurp(entry.path()) == slurp(dir / "folded" / entry.path().filename()));
+    ++files;
+  }
+  CHECK(files == 4);  // result.json, links.csv, timeline.json, report.html
   std::filesystem::remove_all(dir);
 }
 

@@ -23,10 +23,11 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   // A training step is played as --stream plays collectives that may overlap: its tasks
   // (any of which may overlap others) together, each distinct collective's schedule held
   // once however many tasks run it, and each task's op state only while it runs
-  // (simulate/simulator.h). So --stream takes it as it is; a step is not folded.
+  // (simulate/simulator.h). So --stream takes it as it is. It is folded by its replicas
+  // (simulate/step_fold.h) where that pays, or with --symmetry wherever it holds.
   if (!scenario.workloads.empty()) {
-    record.step = run_workloads(scenario);
-    if (request.fold) record.step_note = kStepNotFolded;
+    record.step = run_workloads(scenario, request.fold ? StepFold::Always : StepFold::Pays);
+    record.step_note = record.step->fold_note;
     if (request.out) write_workload_files(*request.out, scenario, *record.step);
     return record;
   }

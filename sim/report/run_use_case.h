@@ -30,14 +30,10 @@ struct RunRequest {
   RunFileOptions files;  // the timeline's size and compression
 };
 
-// What --symmetry says of a training step, in its table and (as "symmetry") its JSON.
-inline constexpr const char* kStepNotFolded =
-    "not folded: collectives fold one at a time, a step's tasks run whole";
-
 // A run's figures: a training step, or the collectives with their traffic.
 struct RunRecord {
   std::optional<WorkloadRun> step;
-  std::string step_note;  // a training step asked to fold: kStepNotFolded
+  std::string step_note;  // a training step: WorkloadRun::fold_note
   std::optional<ScenarioResult> result;
   std::optional<TrafficReport> traffic;
 };

@@ -3,23 +3,19 @@
 #include <algorithm>
 #include <deque>
 
-#include "plan/plan.h"
-#include "topology/routing.h"
+#include "simulate/planned_step.h"
 #include "simulate/simulated_plan.h"
+#include "topology/routing.h"
 
 namespace collsim {
 
-StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
-                         SimulationOptions options) {
-  StepResult out;
-  Router router(scenario.topology, scenario.network.routing);
+PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph& graph) {
+  PlannedStep out;
   const CostFunction cost = simulated_alone(scenario, router);
-  std::vector<PlannedCollective> planned;
   std::deque<CollectiveSpec> asked;  // what each plan was asked for (the memo points into it)
   PlanMemo memo(scenario.topology, PlanMemo::Ranks::Layout);
-  std::vector<CollectiveTask> tasks;
-  tasks.reserve(graph.tasks.size());
-  out.tasks.resize(graph.tasks.size());
+  out.tasks.reserve(graph.tasks.size());
+  out.plan_of_task.assign(graph.tasks.size(), -1);
   for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
     const StepTask& t = graph.tasks[i];
     CollectiveTask task;
@@ -35,30 +31,46 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
       spec.shape.ranks = static_cast<int>(t.ranks.size());
       spec.after.clear();
       const auto same = memo.find(spec);
-      const int plan = static_cast<int>(same ? *same : planned.size());
+      const int plan = static_cast<int>(same ? *same : out.planned.size());
       if (!same) {
-        planned.push_back(plan_collective(scenario, router, cost, spec));
-        out.plans.push_back(planned.back().label());
-        memo.add(asked.emplace_back(std::move(spec)), planned.size() - 1);
+        out.planned.push_back(plan_collective(scenario, router, cost, spec));
+        out.plans.push_back(out.planned.back().label());
+        memo.add(asked.emplace_back(std::move(spec)), out.planned.size() - 1);
       }
-      out.tasks[i].plan = plan;
-      task.cost = planned[plan].cost;
-      task.schedule = &*planned[plan].schedule;  // on the heap: stays put as `planned` grows
+      out.plan_of_task[i] = plan;
+      task.cost = out.planned[plan].cost;
+      task.schedule = &*out.planned[plan].schedule;  // on the heap: stays put as `planned` grows
     }
-    tasks.push_back(std::move(task));
-  }
-  auto model = make_network_model(scenario.network, scenario.topology, router);
-  Simulator sim(scenario.topology, router, *model, options);
-  out.sim = sim.run(tasks);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const TaskTiming& timing = out.sim.tasks[i];
-    out.tasks[i].start_s = to_seconds(timing.start);
-    out.tasks[i].end_s = to_seconds(timing.end);
-    out.tasks[i].ops_end_s = to_seconds(timing.ops_end);
-    out.tasks[i].held_by = held_by(tasks[i].cost.get(), timing.start, timing.ops_end, timing.end);
-    out.step_s = std::max(out.step_s, out.tasks[i].end_s);
+    out.tasks.push_back(std::move(task));
   }
   return out;
+}
+
+StepResult step_result(const PlannedStep& planned, SimulationResult sim) {
+  StepResult out;
+  out.plans = planned.plans;
+  out.tasks.resize(planned.tasks.size());
+  for (std::size_t i = 0; i < planned.tasks.size(); ++i) {
+    const TaskTiming& timing = sim.tasks[i];
+    StepTaskOutcome& o = out.tasks[i];
+    o.plan = planned.plan_of_task[i];
+    o.start_s = to_seconds(timing.start);
+    o.end_s = to_seconds(timing.end);
+    o.ops_end_s = to_seconds(timing.ops_end);
+    o.held_by = held_by(planned.tasks[i].cost.get(), timing.start, timing.ops_end, timing.end);
+    out.step_s = std::max(out.step_s, o.end_s);
+  }
+  out.sim = std::move(sim);
+  return out;
+}
+
+StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
+                         SimulationOptions options) {
+  Router router(scenario.topology, scenario.network.routing);
+  const PlannedStep planned = plan_step(scenario, router, graph);
+  auto model = make_network_model(scenario.network, scenario.topology, router);
+  Simulator sim(scenario.topology, router, *model, options);
+  return step_result(planned, sim.run(planned.tasks));
 }
 
 }  // namespace collsim

@@ -1,6 +1,11 @@
 #include "simulate/run_workload.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "simulate/run_scenario.h"
+#include "simulate/step_fold.h"
 
 namespace collsim {
 namespace workload_run {
@@ -54,9 +59,33 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
   return o;
 }
 
+// The step folded by its replicas where `fold` asks and the fold holds (the note says
+// which); nullopt to run it whole.
+std::optional<StepResult> folded_step(const Scenario& scenario, const StepGraph& graph,
+                                      StepFold fold, std::string& note) {
+  if (fold == StepFold::Never) return std::nullopt;
+  if (scenario.workloads.size() != 1 || !scenario.collectives.empty()) {
+    if (fold == StepFold::Always)
+      note = "not folded: a step of several jobs, or with the scenario's collectives, runs whole";
+    return std::nullopt;
+  }
+  const WorkloadSpec& w = scenario.workloads.front();
+  if (fold == StepFold::Pays &&
+      static_cast<double>(workload_size(w).ops) < folding_pays_ops(scenario.network.model))
+    return std::nullopt;
+  std::string why;
+  auto folded = simulate_step_folded(scenario, graph, replica_turn(w), why);
+  if (!folded) {
+    if (fold == StepFold::Always) note = "not folded: " + why;
+    return std::nullopt;
+  }
+  note = fmt::format("folded: {} replicas alike, {} played", folded->replicas, folded->played);
+  return std::move(folded->result);
+}
+
 }  // namespace workload_run
 
-WorkloadRun run_workloads(const Scenario& scenario) {
+WorkloadRun run_workloads(const Scenario& scenario, StepFold fold) {
   using namespace workload_run;
   WorkloadRun run;
   StepGraphBuilder builder;
@@ -74,7 +103,10 @@ WorkloadRun run_workloads(const Scenario& scenario) {
     run.job_of_task.resize(builder.graph().tasks.size(), static_cast<int>(j));
   }
   run.graph = builder.take();
-  run.step = simulate_step(scenario, run.graph);
+  if (auto folded = folded_step(scenario, run.graph, fold, run.fold_note))
+    run.step = std::move(*folded);
+  else
+    run.step = simulate_step(scenario, run.graph);
   for (std::size_t j = 0; j < scenario.workloads.size(); ++j)
     run.jobs.push_back(summarise(scenario.workloads[j], facts[j], run.graph, run.job_of_task,
                                  static_cast<int>(j), run.step));

@@ -41,10 +41,17 @@ struct WorkloadRun {
   std::vector<int> job_of_task;  // -1: one of the scenario's collectives
   StepResult step;
   std::vector<JobOutcome> jobs;
+  // "folded: ..." where the step was timed by a group of its replicas (simulate/step_fold.h),
+  // "not folded: ..." where a fold was asked for and does not hold; else empty.
+  std::string fold_note;
 };
 
-WorkloadRun run_workloads(const Scenario& scenario);
+// Whether a step of one job with data-parallel replicas is folded by them: never, where
+// its ops reach what a collective's fold pays from (folding_pays_ops), or always.
+enum class StepFold { Never, Pays, Always };
+
+WorkloadRun run_workloads(const Scenario& scenario, StepFold fold = StepFold::Never);
 // The run points into the scenario (JobOutcome::spec): it must outlive the run.
-WorkloadRun run_workloads(Scenario&&) = delete;
+WorkloadRun run_workloads(Scenario&&, StepFold = StepFold::Never) = delete;
 
 }  // namespace collsim

@@ -119,14 +119,6 @@ std::string placement_problem(const Topology& t, const StreamedCollective& c, in
   return "";
 }
 
-// The network as the fold sees it: every link a representative crosses replaced by its
-// class's canonical one.
-struct NetworkFold {
-  std::vector<LinkId> canonical;             // per link: its class's canonical link; -1 if none
-  std::vector<std::vector<LinkId>> members;  // per canonical link (index): its class
-  std::map<std::pair<int, int>, std::vector<LinkId>> routes;  // per pair: canonical links
-};
-
 // The classes of the crossed links into `fold`: each must be one link turned 0 .. turns-1
 // times, as many links, each at its own turn; its root is the link it is played on.
 std::string fold_of_classes(const Topology& t, LinkClasses& classes,
@@ -162,7 +154,24 @@ std::string network_problem(const Topology& t, Router& router, const StreamedCol
   if (p % own.period != 0) throw std::logic_error("a fold checked for a turn not of its own");
   if (std::string why = placement_problem(t, c, K); !why.empty()) return why;
   const std::vector<NodeId>& gpu = c.rank_gpu;
-  const std::vector<std::pair<int, int>> pairs = transfer_pairs(own, p);
+  std::vector<int> rank_of(t.nodes().size(), -1);
+  for (int r = 0; r < K; ++r) rank_of[gpu[r]] = r;
+  std::vector<NodePair> pairs;
+  for (const auto& [a, b] : transfer_pairs(own, p)) pairs.emplace_back(gpu[a], gpu[b]);
+  return fold_network(
+      t, router, pairs, turns,
+      [&](const NodePair& pair, int m) {
+        return NodePair{gpu[(rank_of[pair.first] + m * p) % K],
+                        gpu[(rank_of[pair.second] + m * p) % K]};
+      },
+      out);
+}
+
+}  // namespace
+
+std::string fold_network(const Topology& t, Router& router, const std::vector<NodePair>& pairs,
+                         int turns, const std::function<NodePair(const NodePair&, int)>& turned,
+                         NetworkFold* out) {
   if (pairs.size() * static_cast<std::uint64_t>(turns) > kMostRoutesCompared)
     return fmt::format("{} transfers in {} turns are more routes than are compared", pairs.size(),
                        turns);
@@ -170,16 +179,20 @@ std::string network_problem(const Topology& t, Router& router, const StreamedCol
   std::vector<char> crossed(t.links().size(), 0);
   std::vector<std::vector<LinkId>> first_routes;
   std::vector<PathId> images(turns);
-  for (const auto& [a, b] : pairs) {
-    for (int m = 0; m < turns; ++m)
-      images[m] = router.route(gpu[(a + m * p) % K], gpu[(b + m * p) % K]);
+  for (const NodePair& pair : pairs) {
+    for (int m = 0; m < turns; ++m) {
+      const NodePair image = m == 0 ? pair : turned(pair, m);
+      images[m] = router.route(image.first, image.second);
+    }
     const auto first = router.links(images[0]);
     for (int m = 0; m < turns; ++m) {
       const auto route = router.links(images[m]);
-      if (route.size() != first.size())
+      if (route.size() != first.size()) {
+        const NodePair image = turned(pair, m);
         return fmt::format("the routes from {} to {} and from {} to {} differ in length",
-                           t.node(gpu[a]).name, t.node(gpu[b]).name,
-                           t.node(gpu[(a + m * p) % K]).name, t.node(gpu[(b + m * p) % K]).name);
+                           t.node(pair.first).name, t.node(pair.second).name,
+                           t.node(image.first).name, t.node(image.second).name);
+      }
       for (std::size_t i = 0; i < first.size(); ++i) {
         if (!alike(t.link(route[i]), t.link(first[i])))
           return fmt::format("the links {} and {} differ, which a turn maps onto each other",
@@ -202,7 +215,7 @@ std::string network_problem(const Topology& t, Router& router, const StreamedCol
       const LinkId canonical = fold.canonical[l];
       if (std::find(route.begin(), route.end(), canonical) != route.end())
         return fmt::format("the route from {} to {} crosses two links a turn maps onto each other",
-                           t.node(gpu[pairs[k].first]).name, t.node(gpu[pairs[k].second]).name);
+                           t.node(pairs[k].first).name, t.node(pairs[k].second).name);
       route.push_back(canonical);
     }
     fold.routes.emplace(pairs[k], std::move(route));
@@ -211,6 +224,8 @@ std::string network_problem(const Topology& t, Router& router, const StreamedCol
   return "";
 }
 
+namespace {
+
 enum FoldedEvent : std::uint32_t { kLaunched = kFirstSourceEvent };
 
 // The folded source of the one executor (executor.h): the representatives, stored.
@@ -218,27 +233,19 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
  public:
   FoldedSimulator(const Topology& topology, Router& router, NetworkModel& model,
                   const StreamedCollective& collective, const QuotientSchedule& q, NetworkFold fold)
-      : Executor(topology, router, model), collective_(collective), q_(q), fold_(std::move(fold)) {
-    std::map<std::pair<int, int>, PathId> paths;
+      : Executor(topology, router, model),
+        collective_(collective),
+        q_(q),
+        fold_(std::move(fold)),
+        graph_(q) {
+    std::map<NodePair, PathId> paths;
     for (const auto& [pair, links] : fold_.routes) paths.emplace(pair, router.add_stand_in(links));
+    const std::vector<NodeId>& gpu = collective.rank_gpu;
     path_.reserve(q.size());
     for (const Op& op : q.ops)
       path_.push_back(op.src_rank == op.dst_rank ? PathId{-1}
-                                                 : paths.at({op.src_rank, op.dst_rank}));
-    if (q.size() >= UINT32_MAX || q.deps.size() >= UINT32_MAX)
-      throw std::invalid_argument("a fold of more than 2^32 ops or dependencies");
-    waiting_.resize(q.size());
-    succ_begin_.assign(q.size() + 1, 0);
-    for (OpId id = 0; id < q.size(); ++id) {
-      waiting_[id] = static_cast<std::uint32_t>(q.deps_of(id).size());
-      for (const auto& d : q.deps_of(id)) ++succ_begin_[d.op + 1];
-    }
-    for (std::size_t i = 1; i < succ_begin_.size(); ++i) succ_begin_[i] += succ_begin_[i - 1];
-    succ_.resize(q.deps.size());
-    std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-    for (OpId id = 0; id < q.size(); ++id)
-      for (const auto& d : q.deps_of(id))
-        succ_[fill[d.op]++] = {static_cast<std::uint32_t>(id), d.only_sent};
+                                                 : paths.at({gpu[op.src_rank], gpu[op.dst_rank]}));
+    waiting_ = graph_.indegree;
   }
 
   StreamedResult run() {
@@ -305,33 +312,43 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   // images finish together, so each releases its dependent as the image would.
   template <class F>
   void each_successor(std::size_t, OpId id, F&& f) const {
-    for (std::uint32_t i = succ_begin_[id]; i < succ_begin_[id + 1]; ++i)
-      f(succ_[i].op, succ_[i].only_sent);
+    for (std::uint32_t i = graph_.succ_begin[id]; i < graph_.succ_begin[id + 1]; ++i)
+      f(graph_.succ[i].op, graph_.succ[i].only_sent);
   }
   template <class F>
   void last_successors(std::size_t task, OpId id, F&& f) const {
     each_successor(task, id, f);
   }
 
-  // 32-bit ids: a fold holds at most kMostRepresentatives ops, with a few dependencies
-  // each (checked in the constructor); 8 bytes a successor instead of 16.
-  struct Successor {
-    std::uint32_t op;
-    bool only_sent;
-  };
   const StreamedCollective& collective_;
   const QuotientSchedule& q_;
   NetworkFold fold_;
   std::vector<PathId> path_;  // per representative: its route over canonical links
   OpCosts costs_;
+  QuotientGraph graph_;
   std::vector<std::uint32_t> waiting_;
-  std::vector<std::uint32_t> succ_begin_;
-  std::vector<Successor> succ_;
   std::uint64_t finished_ = 0;
   Time end_ = 0;
 };
 
 }  // namespace
+
+QuotientGraph::QuotientGraph(const QuotientSchedule& q) {
+  if (q.size() >= UINT32_MAX || q.deps.size() >= UINT32_MAX)
+    throw std::invalid_argument("a fold of more than 2^32 ops or dependencies");
+  indegree.resize(q.size());
+  succ_begin.assign(q.size() + 1, 0);
+  for (OpId id = 0; id < q.size(); ++id) {
+    indegree[id] = static_cast<std::uint32_t>(q.deps_of(id).size());
+    for (const auto& d : q.deps_of(id)) ++succ_begin[d.op + 1];
+  }
+  for (std::size_t i = 1; i < succ_begin.size(); ++i) succ_begin[i] += succ_begin[i - 1];
+  succ.resize(q.deps.size());
+  std::vector<std::uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
+  for (OpId id = 0; id < q.size(); ++id)
+    for (const auto& d : q.deps_of(id))
+      succ[fill[d.op]++] = {static_cast<std::uint32_t>(id), d.only_sent};
+}
 
 std::string fold_problem(const Topology& topology, Router& router,
                          const StreamedCollective& collective, NetworkModelKind model,

@@ -36,14 +36,54 @@
 // successor order must reproduce (a fold_by_rotation check of structure does not; the
 // test does, for each algorithm with a fold).
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "network/network_model.h"
 #include "schedule/quotient.h"
 #include "simulate/streamed.h"
 
 namespace collsim {
+
+// The network as a fold sees it: every link a representative crosses replaced by its
+// class's canonical one (the link it is played on).
+using NodePair = std::pair<NodeId, NodeId>;  // a transfer's (from, to) nodes
+struct NetworkFold {
+  std::vector<LinkId> canonical;             // per link: its class's canonical link; -1 if none
+  std::vector<std::vector<LinkId>> members;  // per class: its links, one per turn
+  std::map<NodePair, std::vector<LinkId>> routes;  // per pair: its route's canonical links
+};
+
+// Whether `turns` turns of the network map it onto itself, as far as the transfers between
+// `pairs` (those played) can tell: each pair is routed with its turns (`turned(pair, m)`,
+// m in 1..turns-1), and the i-th link of the route turned m times must be the i-th link of
+// the first turned by m, as one map, each class of links one link per turn, its links
+// alike, and no route crossing a class twice (the comment at the top says why). "" and
+// the fold in `out` (may be null) where it does; else what breaks it.
+std::string fold_network(const Topology& topology, Router& router,
+                         const std::vector<NodePair>& pairs, int turns,
+                         const std::function<NodePair(const NodePair&, int)>& turned,
+                         NetworkFold* out);
+
+// A fold's successor graph: each representative's successors, with whether each needs
+// only its bytes sent, and its dependency count. Its dependents' images finish with it, so
+// each releases its dependent as the image would.
+struct QuotientGraph {
+  // 32-bit ids: a fold holds at most 2^24 representatives with a few dependencies each
+  // (checked as it is made); 8 bytes a successor instead of 16.
+  struct Successor {
+    std::uint32_t op;
+    bool only_sent;
+  };
+  std::vector<std::uint32_t> indegree;
+  std::vector<std::uint32_t> succ_begin;  // op id -> its first successor in succ
+  std::vector<Successor> succ;
+
+  explicit QuotientGraph(const QuotientSchedule& q);
+};
 
 // Why the network does not let `collective`'s ranks be folded as `quotient` folds them (by
 // a turn of quotient.period ranks) under `model`, or "" when it does. Routes every

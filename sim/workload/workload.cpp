@@ -256,6 +256,22 @@ class TrainingBuilder {
     return t.size(buckets);
   }
 
+  ReplicaTurn replica_turn() const {
+    ReplicaTurn out;
+    if (par_.ep != 1 || cp_ != 1 || dpo_ < 2) return out;
+    const int most = *std::max_element(w_.ranks.begin(), w_.ranks.end());
+    out.replicas = dpo_;
+    out.next.assign(static_cast<std::size_t>(most) + 1, -1);
+    out.replica.assign(static_cast<std::size_t>(most) + 1, -1);
+    for (int d = 0; d < dpo_; ++d)
+      for (int p = 0; p < par_.pp; ++p)
+        for (int t = 0; t < par_.tp; ++t) {
+          out.next[rank_at(t, 0, p, d)] = rank_at(t, 0, p, (d + 1) % dpo_);
+          out.replica[rank_at(t, 0, p, d)] = d;
+        }
+    return out;
+  }
+
   std::vector<std::vector<int>> stages() const {
     std::vector<std::vector<int>> out;
     for (int p = 0; p < par_.pp; ++p) out.push_back(stage_ranks(p));
@@ -907,6 +923,25 @@ std::vector<std::vector<int>> pipeline_stages(const WorkloadSpec& w) {
   if (!w.has_model() || w.is_chakra()) return {w.ranks};
   StepGraphBuilder none;  // as in workload_size: the placement, no task made
   return workload_build::TrainingBuilder(w, none).stages();
+}
+
+ReplicaTurn replica_turn(const WorkloadSpec& w) {
+  if (w.is_chakra() || w.ranks.size() < 2) return {};
+  if (!w.has_model()) {  // every rank a replica, in lockstep
+    ReplicaTurn out;
+    const int n = static_cast<int>(w.ranks.size());
+    const int most = *std::max_element(w.ranks.begin(), w.ranks.end());
+    out.replicas = n;
+    out.next.assign(static_cast<std::size_t>(most) + 1, -1);
+    out.replica.assign(static_cast<std::size_t>(most) + 1, -1);
+    for (int i = 0; i < n; ++i) {
+      out.next[w.ranks[i]] = w.ranks[(i + 1) % n];
+      out.replica[w.ranks[i]] = i;
+    }
+    return out;
+  }
+  StepGraphBuilder none;  // as in workload_size: the placement, no task made
+  return workload_build::TrainingBuilder(w, none).replica_turn();
 }
 
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder) {

@@ -141,6 +141,19 @@ WorkloadSize workload_size(const WorkloadSpec& w);
 // model form, one list of every rank otherwise (the reports draw a rank per stage).
 std::vector<std::vector<int>> pipeline_stages(const WorkloadSpec& w);
 
+// The job's data-parallel replicas as a turn of its ranks: `next[r]` is the topology rank
+// that holds, in the next replica, what rank r holds in its own (the last replica's go to
+// the first); -1 for ranks not the job's. A step the turn maps onto itself can be timed by
+// one replica's tasks (simulate/step_fold.h checks that it does). The minimal form's ranks
+// are each a replica; one replica (and no turn) for a Chakra trace, or a model with expert
+// or context parallelism.
+struct ReplicaTurn {
+  int replicas = 1;
+  std::vector<int> next;     // by topology rank
+  std::vector<int> replica;  // by topology rank: the replica it is in; -1: none
+};
+ReplicaTurn replica_turn(const WorkloadSpec& w);
+
 // Appends the job's tasks to `builder` (streams named per job, so jobs never chain
 // into each other) and returns what it worked out.
 WorkloadFacts build_workload(const WorkloadSpec& w, StepGraphBuilder& builder);

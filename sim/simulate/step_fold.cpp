@@ -1,0 +1,675 @@
+#include "simulate/step_fold.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "schedule/quotient.h"
+#include "simulate/executor.h"
+#include "simulate/planned_step.h"
+#include "simulate/symmetric.h"
+#include "topology/routing.h"
+
+namespace collsim {
+namespace {
+
+// How the step's tasks map under one turn of the replicas (each rank's work to the next
+// replica's).
+struct TaskTurn {
+  std::vector<std::int64_t> image;  // per task: the task it turns into (itself across the replicas)
+  std::vector<int> replica;         // per task: its replica; -1: across every replica
+  std::vector<int> rotation;  // per collective across the replicas: its ranks' turn, in positions
+};
+
+std::uint64_t ranks_hash(const std::vector<int>& ranks) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the ranks
+  for (int r : ranks) h = (h ^ static_cast<std::uint32_t>(r)) * 1099511628211ull;
+  return h;
+}
+
+// Where a task's ranks lie: one replica, every replica alike (-1), else why not.
+// `per_replica`: a count per replica, all zero, left zero.
+std::string replica_of_task(const StepTask& task, const ReplicaTurn& turn,
+                            std::vector<int>& per_replica, int& replica) {
+  int used = 0;
+  std::string why;
+  for (int r : task.ranks) {
+    if (r < 0 || r >= static_cast<int>(turn.replica.size()) || turn.replica[r] < 0) {
+      why = fmt::format("task \"{}\" runs on rank {}, which is not the job's", task.name, r);
+      break;
+    }
+    if (per_replica[turn.replica[r]]++ == 0) ++used;
+  }
+  bool even = true;
+  for (int r : task.ranks) {
+    if (r < 0 || r >= static_cast<int>(turn.replica.size()) || turn.replica[r] < 0) continue;
+    even = even && per_replica[turn.replica[r]] == per_replica[turn.replica[task.ranks[0]]];
+  }
+  for (int r : task.ranks)
+    if (r >= 0 && r < static_cast<int>(turn.replica.size()) && turn.replica[r] >= 0)
+      per_replica[turn.replica[r]] = 0;
+  if (!why.empty()) return why;
+  replica = used == 1 ? turn.replica[task.ranks.front()] : -1;
+  if (used == 1 || (used == turn.replicas && even)) return "";
+  return fmt::format("task \"{}\" spans {} of the {} replicas", task.name, used, turn.replicas);
+}
+
+// The turn of a task across the replicas: its ranks as a set for compute (`in_task`: a
+// mark per rank, all clear, left clear); for a collective, the rotation of its rank list
+// the turn is (rank x runs on ranks[x + s]).
+std::string self_turn(const StepTask& task, const ReplicaTurn& turn, std::vector<char>& in_task,
+                      int& rotation) {
+  const std::vector<int>& ranks = task.ranks;
+  if (task.kind == StepTaskKind::Compute) {
+    for (int r : ranks) in_task[r] = 1;
+    const bool onto_itself =
+        std::all_of(ranks.begin(), ranks.end(), [&](int r) { return in_task[turn.next[r]] != 0; });
+    for (int r : ranks) in_task[r] = 0;
+    if (!onto_itself) return fmt::format("task \"{}\" is not turned onto itself", task.name);
+    return "";
+  }
+  const int n = static_cast<int>(ranks.size());
+  const auto at = std::find(ranks.begin(), ranks.end(), turn.next[ranks[0]]);
+  const int s = static_cast<int>(at - ranks.begin());
+  for (int x = 0; x < n; ++x)
+    if (turn.next[ranks[x]] != ranks[(x + s) % n])
+      return fmt::format("the turn of the replicas is no rotation of collective \"{}\"'s ranks",
+                         task.name);
+  rotation = s;
+  return "";
+}
+
+// The step's tasks under one turn (TaskTurn), or why the turn does not map the step onto
+// itself: the same plan, duration and category, and the turned images of what it waits on.
+std::string turn_tasks(const StepGraph& g, const PlannedStep& planned, const ReplicaTurn& turn,
+                       TaskTurn& out) {
+  const std::size_t n = g.tasks.size();
+  out.image.assign(n, -1);
+  out.replica.assign(n, -1);
+  out.rotation.assign(n, 0);
+  // The k-th task of one replica on a rank list turns into the k-th task on the turned
+  // list: per hash of a list, the tasks of each list with it.
+  std::unordered_map<std::uint64_t, std::vector<std::vector<std::int64_t>>> on_ranks;
+  auto tasks_on = [&](const std::vector<int>& ranks) -> std::vector<std::int64_t>* {
+    auto it = on_ranks.find(ranks_hash(ranks));
+    if (it == on_ranks.end()) return nullptr;
+    for (auto& list : it->second)
+      if (g.tasks[list.front()].ranks == ranks) return &list;
+    return nullptr;
+  };
+  std::vector<std::int64_t> occurrence(n, 0);
+  std::vector<int> per_replica(turn.replicas, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const StepTask& task = g.tasks[i];
+    if (std::string why = replica_of_task(task, turn, per_replica, out.replica[i]); !why.empty())
+      return why;
+    if (out.replica[i] < 0) continue;
+    std::vector<std::int64_t>* list = tasks_on(task.ranks);
+    if (!list) list = &on_ranks[ranks_hash(task.ranks)].emplace_back();
+    occurrence[i] = static_cast<std::int64_t>(list->size());
+    list->push_back(static_cast<std::int64_t>(i));
+  }
+  std::vector<int> turned;
+  std::vector<char> in_task(turn.next.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const StepTask& task = g.tasks[i];
+    if (out.replica[i] < 0) {
+      if (std::string why = self_turn(task, turn, in_task, out.rotation[i]); !why.empty())
+        return why;
+      out.image[i] = static_cast<std::int64_t>(i);
+      continue;
+    }
+    turned.clear();
+    for (int r : task.ranks) turned.push_back(turn.next[r]);
+    const std::vector<std::int64_t>* list = tasks_on(turned);
+    if (!list || occurrence[i] >= static_cast<std::int64_t>(list->size()))
+      return fmt::format("task \"{}\" has no image on the next replica", task.name);
+    out.image[i] = (*list)[occurrence[i]];
+  }
+  std::vector<std::int64_t> mine, theirs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto j = static_cast<std::size_t>(out.image[i]);
+    const StepTask &a = g.tasks[i], &b = g.tasks[j];
+    if (a.kind != b.kind || a.category != b.category || a.duration_s != b.duration_s ||
+        planned.plan_of_task[i] != planned.plan_of_task[j])
+      return fmt::format("tasks \"{}\" and \"{}\" differ, which the turn maps onto each other",
+                         a.name, b.name);
+    mine.clear();
+    theirs.assign(b.after.begin(), b.after.end());
+    for (std::int32_t before : a.after) mine.push_back(out.image[before]);
+    std::sort(mine.begin(), mine.end());
+    std::sort(theirs.begin(), theirs.end());
+    if (mine != theirs)
+      return fmt::format("task \"{}\" waits on other tasks than the turn of \"{}\"", b.name,
+                         a.name);
+  }
+  return "";
+}
+
+enum StepFoldEvent : std::uint32_t {
+  kFoldTaskStart = kFirstSourceEvent,
+  kFoldTaskLaunched,
+  kFoldTaskIssued,
+  kFoldComputeDone
+};
+
+// A task of the first group of replicas, or across the replicas, as played.
+struct PlayedTask {
+  std::size_t graph_task = 0;
+  const CollectiveTask* task = nullptr;        // its plan: cost, duration, schedule
+  const QuotientSchedule* quotient = nullptr;  // across the replicas: its representatives
+  std::vector<NodeId> rank_gpu;   // per schedule rank: the GPU whose queue and counters it uses
+  std::vector<NodeId> route_gpu;  // per schedule rank: the GPU it runs on (routes)
+  std::vector<PathId> paths;      // per op: its route over canonical links; -1 none
+  std::vector<PathId> up, down;   // per rank: switch ops' routes to and from its switch
+  std::vector<double> efficiency;
+  std::vector<std::uint16_t> legs_left;
+  std::vector<std::size_t> after;  // played tasks it waits on
+};
+
+// The played tasks, as the one executor (executor.h) reads them: the stored source of
+// Simulator, with a collective across the replicas played by its representatives.
+class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
+ public:
+  FoldedStepSimulator(const Topology& topology, Router& router, NetworkModel& model,
+                      std::vector<PlayedTask>& played)
+      : Executor(topology, router, model), played_(played), state_(played.size()) {
+    std::vector<std::size_t> ops;
+    for (const PlayedTask& p : played) ops.push_back(p.task->is_compute() ? 0 : size(p));
+    ids_.assign(ops);
+    timing_.resize(played.size());
+    for (std::size_t i = 0; i < played.size(); ++i) {
+      State& st = state_[i];
+      const PlayedTask& p = played[i];
+      if (!p.task->is_compute()) {
+        st.costs = OpCosts(p.task->cost.get(), p.task->schedule->shape);
+        st.ops_left = size(p);
+        ++graphs_[graph_key(p)].users;
+      }
+      for (std::size_t before : p.after) state_[before].dependents.push_back(i);
+      st.prerequisites_left = p.after.size();
+      if (p.after.empty()) engine_.schedule(0, kFoldTaskStart, i);
+    }
+  }
+
+  SimulationResult run() {
+    engine_.run([this](const Event& e) {
+      if (play_executor_event(e)) return;
+      const auto index = static_cast<std::size_t>(e.id);
+      switch (e.tag) {
+        case kFoldTaskStart:
+          start_task(index);
+          break;
+        case kFoldTaskLaunched:
+          start_ready_ops(index);
+          break;
+        case kFoldTaskIssued:
+        case kFoldComputeDone:
+          finish_task(index);
+          break;
+      }
+    });
+    for (std::size_t i = 0; i < played_.size(); ++i)
+      if (timing_[i].end < 0)
+        throw std::logic_error("task \"" + played_[i].task->name + "\" never finished");
+    SimulationResult r;
+    r.tasks = std::move(timing_);
+    r.links = std::move(traffic_.links);
+    r.node_sent = std::move(traffic_.node_sent);
+    r.node_received = std::move(traffic_.node_received);
+    r.transfers = traffic_.transfers;
+    r.events = engine_.events_processed();
+    return r;
+  }
+
+ private:
+  friend class Executor<FoldedStepSimulator>;
+  struct State {
+    const ScheduleGraph* graph = nullptr;     // a schedule played whole
+    const QuotientGraph* quotient = nullptr;  // a collective across the replicas
+    std::vector<std::uint32_t> waiting;
+    std::size_t ops_left = 0;
+    std::size_t prerequisites_left = 0;
+    std::vector<std::size_t> dependents;
+    OpCosts costs;
+  };
+
+  static std::size_t size(const PlayedTask& p) {
+    return p.quotient ? p.quotient->size() : p.task->schedule->size();
+  }
+
+  // --- the source, as the executor reads it ---
+  static constexpr bool kSwitchOps = true;
+  TransferIds::Decoded decode(TransferId id) const { return ids_.decode(id); }
+  TransferId id(std::size_t task, OpId op, int leg = 0) const { return ids_.id(task, op, leg); }
+  const Schedule& schedule(std::size_t task) const { return *played_[task].task->schedule; }
+  const Op& op(std::size_t task, OpId op) const {
+    const PlayedTask& p = played_[task];
+    return p.quotient ? p.quotient->ops[op] : p.task->schedule->ops[op];
+  }
+  std::int64_t bytes(std::size_t task, OpId id) const {
+    return op(task, id).count * element_size(played_[task].task->schedule->shape.dtype);
+  }
+  PathId path(std::size_t task, OpId op) const { return played_[task].paths[op]; }
+  NodeId gpu(std::size_t task, int rank) const { return played_[task].rank_gpu[rank]; }
+  bool has_deps(std::size_t task, OpId op) const {
+    const PlayedTask& p = played_[task];
+    if (p.quotient) return p.quotient->dep_begin[op] != p.quotient->dep_begin[op + 1];
+    return p.task->schedule->dep_begin[op] != p.task->schedule->dep_begin[op + 1];
+  }
+  const OpCosts& costs(std::size_t task) const { return state_[task].costs; }
+  template <class F>
+  void each_successor(std::size_t task, OpId id, F&& f) const {
+    const State& st = state_[task];
+    if (st.quotient) {
+      const QuotientGraph& q = *st.quotient;
+      for (std::uint32_t i = q.succ_begin[id]; i < q.succ_begin[id + 1]; ++i)
+        f(q.succ[i].op, q.succ[i].only_sent);
+      return;
+    }
+    const std::vector<Op>& ops = played_[task].task->schedule->ops;
+    for (OpId next : st.graph->successors(id)) f(next, LazyOnlySent{ops[id], ops[next]});
+  }
+  template <class F>
+  void last_successors(std::size_t task, OpId op, F&& f) const {
+    each_successor(task, op, f);
+  }
+  bool dependency_done(std::size_t task, OpId next) { return --state_[task].waiting[next] == 0; }
+  void began(std::size_t task, OpId) {
+    if (timing_[task].ops_start < 0) timing_[task].ops_start = engine_.now();
+  }
+  void sent(std::size_t, OpId) {}
+  void finishing(std::size_t, OpId, OpPhase) {}
+  void finished(std::size_t task, OpId) {
+    if (--state_[task].ops_left == 0) finish_task(task);
+  }
+  PathId switch_route(std::size_t task, int rank, bool up) const {
+    return up ? played_[task].up[rank] : played_[task].down[rank];
+  }
+  double switch_efficiency(std::size_t task, int rank) const {
+    return played_[task].efficiency[rank];
+  }
+  std::uint16_t& legs_left(std::size_t task, OpId op) { return played_[task].legs_left[op]; }
+
+  // The tasks of one schedule (or fold) share its graph, made when the first starts and
+  // freed when the last ends (as Simulator keeps them).
+  struct SharedGraph {
+    std::unique_ptr<const ScheduleGraph> graph;
+    std::unique_ptr<const QuotientGraph> quotient;
+    std::size_t users = 0;  // tasks of it not yet done
+  };
+  static const void* graph_key(const PlayedTask& p) {
+    return p.quotient ? static_cast<const void*>(p.quotient)
+                      : static_cast<const void*>(p.task->schedule);
+  }
+
+  void start_task(std::size_t index) {
+    timing_[index].start = engine_.now();
+    const PlayedTask& p = played_[index];
+    if (p.task->is_compute())
+      return engine_.schedule(add_time(engine_.now(), p.task->duration), kFoldComputeDone, index);
+    State& st = state_[index];
+    SharedGraph& shared = graphs_.at(graph_key(p));
+    if (p.quotient) {
+      if (!shared.quotient) shared.quotient = std::make_unique<const QuotientGraph>(*p.quotient);
+      st.quotient = shared.quotient.get();
+      st.waiting = st.quotient->indegree;
+    } else {
+      if (!shared.graph) shared.graph = std::make_unique<const ScheduleGraph>(*p.task->schedule);
+      st.graph = shared.graph.get();
+      st.waiting = st.graph->indegree;
+    }
+    if (st.ops_left == 0) return finish_task(index);
+    if (st.costs.launch() > 0)
+      return engine_.schedule(add_time(engine_.now(), st.costs.launch()), kFoldTaskLaunched, index);
+    start_ready_ops(index);
+  }
+
+  void start_ready_ops(std::size_t index) {
+    State& st = state_[index];
+    for (OpId id = 0; id < st.waiting.size(); ++id)
+      if (st.waiting[id] == 0) start_op(index, id);
+  }
+
+  void finish_task(std::size_t index) {
+    TaskTiming& t = timing_[index];
+    State& st = state_[index];
+    if (t.ops_end < 0) {
+      t.ops_end = engine_.now();
+      if (!played_[index].task->is_compute()) {
+        const auto it = graphs_.find(graph_key(played_[index]));
+        if (--it->second.users == 0) graphs_.erase(it);
+        st.graph = nullptr;
+        st.quotient = nullptr;
+      }
+      std::vector<std::uint32_t>().swap(st.waiting);
+    }
+    const Time issued = add_time(t.start, st.costs.least_duration());
+    if (engine_.now() < issued) return engine_.schedule(issued, kFoldTaskIssued, index);
+    t.end = engine_.now();
+    for (std::size_t dep : st.dependents)
+      if (--state_[dep].prerequisites_left == 0)
+        engine_.schedule(engine_.now(), kFoldTaskStart, dep);
+  }
+
+  std::vector<PlayedTask>& played_;
+  std::vector<State> state_;
+  std::vector<TaskTiming> timing_;
+  std::unordered_map<const void*, SharedGraph> graphs_;
+  TransferIds ids_;
+};
+
+// Why `kind` cannot play a fold of the step with these costs, or "".
+std::string model_problem(NetworkModelKind kind, const PlannedStep& planned) {
+  if (kind == NetworkModelKind::Packet)
+    return "the packet model is folded by turns of one rank only";
+  if (!info_of(kind).times_by_links)
+    return fmt::format("the {} model is not shown to time turned links alike", name_of(kind));
+  if (info_of(kind).shares_host_memory)
+    for (const PlannedCollective& c : planned.planned)
+      if (c.cost && (!c.cost->host_memory.empty() || !c.cost->reduce_memory.empty()))
+        return fmt::format("the {} model shares each host's memory among its GPUs' transfers",
+                           name_of(kind));
+  return "";
+}
+
+// A fold by `group` replicas: which tasks play, each as what, over which links.
+class StepFolder {
+ public:
+  StepFolder(const Scenario& scenario, Router& router, const StepGraph& graph,
+             const PlannedStep& planned, const ReplicaTurn& turn, const TaskTurn& tasks, int group)
+      : s_(scenario),
+        topo_(scenario.topology),
+        router_(router),
+        g_(graph),
+        planned_(planned),
+        turn_(turn),
+        tasks_(tasks),
+        group_(group),
+        turns_(turn.replicas / group) {}
+
+  // Chooses the played tasks and checks the network; "" when the fold holds.
+  std::string prepare() {
+    turned_rank_ = turn_.next;
+    for (int k = 1; k < group_; ++k)
+      for (int& r : turned_rank_)
+        if (r >= 0) r = turn_.next[r];
+    if (std::string why = choose_tasks(); !why.empty()) return why;
+    std::vector<NodePair> pairs = transfer_pairs();
+    return fold_network(
+        topo_, router_, pairs, turns_,
+        [&](const NodePair& p, int m) {
+          return NodePair{image(p.first, m), image(p.second, m)};
+        },
+        &fold_);
+  }
+
+  // Plays the chosen tasks, and gives every task, link and GPU its image's record.
+  SimulationResult play(NetworkModel& model) {
+    std::map<NodePair, PathId> stand_in;
+    for (const auto& [pair, links] : fold_.routes)
+      stand_in.emplace(pair, router_.add_stand_in(links));
+    for (PlayedTask& p : played_) route(p, stand_in);
+    FoldedStepSimulator sim(topo_, router_, model, played_);
+    SimulationResult r = sim.run();
+    return unfold(std::move(r));
+  }
+
+ private:
+  // The played tasks: those of the first `group_` replicas and those across them all, in
+  // the step's order; each other task's image among them (rep_).
+  std::string choose_tasks() {
+    const std::size_t n = g_.tasks.size();
+    rep_.assign(n, -1);
+    std::vector<std::int64_t> played_index(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int replica = tasks_.replica[i];
+      if (replica >= group_) continue;
+      played_index[i] = static_cast<std::int64_t>(played_.size());
+      rep_[i] = static_cast<std::int64_t>(i);
+      PlayedTask& p = played_.emplace_back();
+      p.graph_task = i;
+      p.task = &planned_.tasks[i];
+      if (replica >= 0) {  // its turns by the group, one per turn
+        std::int64_t j = static_cast<std::int64_t>(i);
+        for (int m = 1; m < turns_; ++m) {
+          for (int k = 0; k < group_; ++k) j = tasks_.image[j];
+          if (rep_[j] >= 0) return fmt::format("task \"{}\" is its own turn", g_.tasks[i].name);
+          rep_[j] = static_cast<std::int64_t>(i);
+        }
+      } else if (std::string why = fold_across(p); !why.empty()) {
+        return why;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (rep_[i] < 0)
+        return fmt::format("task \"{}\" is no turn of a played one", g_.tasks[i].name);
+    // What a played task waits on, each once: a stage's compute waits on every replica's
+    // last exchange, turns of a few played ones.
+    for (PlayedTask& p : played_) {
+      for (std::int32_t before : g_.tasks[p.graph_task].after)
+        p.after.push_back(static_cast<std::size_t>(played_index[rep_[before]]));
+      std::sort(p.after.begin(), p.after.end());
+      p.after.erase(std::unique(p.after.begin(), p.after.end()), p.after.end());
+    }
+    // Every rank's counters are those of its turn in the first group.
+    canonical_rank_.assign(turn_.next.size(), -1);
+    for (int r = 0; r < static_cast<int>(turn_.next.size()); ++r) {
+      if (turn_.replica[r] < 0 || turn_.replica[r] >= group_) continue;
+      for (int j = r, m = 0; m < turns_; ++m, j = turned_rank_[j]) canonical_rank_[j] = r;
+    }
+    for (PlayedTask& p : played_) {
+      for (int r : g_.tasks[p.graph_task].ranks) {
+        p.route_gpu.push_back(topo_.gpu_of_rank(r));
+        p.rank_gpu.push_back(topo_.gpu_of_rank(canonical_rank_[r]));
+      }
+    }
+    return "";
+  }
+
+  // A collective across the replicas plays its representatives: folded by the rotation of
+  // its ranks a turn of the group is.
+  std::string fold_across(PlayedTask& p) {
+    if (p.task->is_compute()) return "";
+    const StepTask& t = g_.tasks[p.graph_task];
+    const int n = static_cast<int>(t.ranks.size());
+    const int period =
+        static_cast<int>((static_cast<std::int64_t>(tasks_.rotation[p.graph_task]) * group_) % n);
+    if (period == 0 || n % period != 0 || n / period != turns_)
+      return fmt::format("collective \"{}\" is not turned as a whole number of its ranks", t.name);
+    const Schedule& s = *p.task->schedule;
+    auto& slot = quotients_[{&s, period}];
+    if (!slot) {
+      std::string why;
+      auto q = fold_by_rotation(s, period, &why);
+      if (!q)
+        return fmt::format("collective \"{}\" does not fold by {} ranks: {}", t.name, period, why);
+      slot = std::make_unique<QuotientSchedule>(std::move(*q));
+    }
+    p.quotient = slot.get();
+    return "";
+  }
+
+  NodeId image(NodeId node, int m) const {
+    if (topo_.node(node).kind == NodeKind::Gpu) {
+      int r = rank_of_gpu(node);
+      for (int k = 0; k < m; ++k) r = turned_rank_[r];
+      return topo_.gpu_of_rank(r);
+    }
+    return switch_image_.at({node, m});
+  }
+  int rank_of_gpu(NodeId gpu) const {
+    if (rank_of_.empty()) {
+      rank_of_.assign(topo_.nodes().size(), -1);
+      for (int r = 0; r < topo_.num_ranks(); ++r) rank_of_[topo_.gpu_of_rank(r)] = r;
+    }
+    return rank_of_[gpu];
+  }
+
+  // Every (from, to) node pair the played ops send between, switch legs included.
+  std::vector<NodePair> transfer_pairs() {
+    std::vector<NodePair> pairs;
+    std::unordered_set<std::uint64_t> seen;  // a step's millions of ops cross few pairs
+    auto add_pair = [&](NodeId a, NodeId b) {
+      if (seen.insert(static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)).second)
+        pairs.emplace_back(a, b);
+    };
+    for (const PlayedTask& p : played_) {
+      if (p.task->is_compute()) continue;
+      const std::vector<NodeId>& gpu = p.route_gpu;
+      auto add = [&](const Op& op) {
+        if (!op.is_local() && !op.is_switch()) add_pair(gpu[op.src_rank], gpu[op.dst_rank]);
+      };
+      if (p.quotient)
+        for (const Op& op : p.quotient->ops) add(op);
+      else
+        for (const Op& op : p.task->schedule->ops) add(op);
+      if (!p.quotient && has_switch_ops(*p.task->schedule))
+        for (const auto& [g, sw] : switch_of_ranks(p)) {
+          add_pair(g, sw);
+          add_pair(sw, g);
+        }
+    }
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+  }
+
+  static bool has_switch_ops(const Schedule& s) {
+    return std::any_of(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.is_switch(); });
+  }
+
+  // Each rank's GPU and the SHARP switch of its group (Simulator::prepare_switch_routes),
+  // noting each switch's turns.
+  std::vector<NodePair> switch_of_ranks(const PlayedTask& p) {
+    const Schedule& s = *p.task->schedule;
+    const int n = s.switch_group_size();
+    std::vector<NodePair> out;
+    for (int first = 0; first + n <= s.shape.ranks; first += n) {
+      std::vector<NodeId> gpus(p.route_gpu.begin() + first, p.route_gpu.begin() + first + n);
+      const auto sw = sharp_switch_of(topo_, gpus);
+      if (!sw)
+        throw std::invalid_argument("task \"" + p.task->name +
+                                    "\": switch ops need a SHARP switch");
+      for (int m = 1; m < turns_; ++m) {
+        std::vector<NodeId> turned;
+        for (NodeId g : gpus) turned.push_back(image(g, m));
+        const auto tsw = sharp_switch_of(topo_, turned);
+        if (!tsw)
+          throw std::invalid_argument("task \"" + p.task->name + "\": a turn has no SHARP switch");
+        switch_image_[{*sw, m}] = *tsw;
+      }
+      for (NodeId g : gpus) out.emplace_back(g, *sw);
+    }
+    return out;
+  }
+
+  void route(PlayedTask& p, const std::map<NodePair, PathId>& stand_in) {
+    if (p.task->is_compute()) return;
+    const std::vector<NodeId>& gpu = p.route_gpu;
+    auto path_of = [&](const Op& op) {
+      return op.is_local() || op.is_switch() ? PathId{-1}
+                                             : stand_in.at({gpu[op.src_rank], gpu[op.dst_rank]});
+    };
+    if (p.quotient) {
+      for (const Op& op : p.quotient->ops) p.paths.push_back(path_of(op));
+      return;
+    }
+    const Schedule& s = *p.task->schedule;
+    for (const Op& op : s.ops) p.paths.push_back(path_of(op));
+    if (!has_switch_ops(s)) return;
+    for (const auto& [g, sw] : switch_of_ranks(p)) {
+      p.up.push_back(stand_in.at({g, sw}));
+      p.down.push_back(stand_in.at({sw, g}));
+      p.efficiency.push_back(topo_.node(sw).sharp_efficiency);
+    }
+    p.legs_left.assign(s.size(), 0);
+  }
+
+  SimulationResult unfold(SimulationResult played) {
+    SimulationResult r;
+    r.tasks.resize(g_.tasks.size());
+    std::vector<std::int64_t> played_index(g_.tasks.size(), -1);
+    for (std::size_t k = 0; k < played_.size(); ++k)
+      played_index[played_[k].graph_task] = static_cast<std::int64_t>(k);
+    for (std::size_t i = 0; i < g_.tasks.size(); ++i)
+      r.tasks[i] = played.tasks[static_cast<std::size_t>(played_index[rep_[i]])];
+    r.links = std::move(played.links);
+    for (const std::vector<LinkId>& links : fold_.members)
+      for (LinkId l : links)
+        if (l != fold_.canonical[l]) r.links.copy_link(fold_.canonical[l], l);
+    r.node_sent = std::move(played.node_sent);
+    r.node_received = std::move(played.node_received);
+    for (int rank = 0; rank < static_cast<int>(canonical_rank_.size()); ++rank) {
+      const int c = canonical_rank_[rank];
+      if (c < 0 || c == rank) continue;
+      const NodeId to = topo_.gpu_of_rank(rank), from = topo_.gpu_of_rank(c);
+      r.node_sent[to] = r.node_sent[from];
+      r.node_received[to] = r.node_received[from];
+    }
+    r.transfers = played.transfers * static_cast<std::uint64_t>(turns_);
+    r.events = played.events;
+    return r;
+  }
+
+  const Scenario& s_;
+  const Topology& topo_;
+  Router& router_;
+  const StepGraph& g_;
+  const PlannedStep& planned_;
+  const ReplicaTurn& turn_;
+  const TaskTurn& tasks_;
+  int group_, turns_;
+  std::vector<int> turned_rank_;     // by rank: its work's rank one turn of the group on
+  std::vector<int> canonical_rank_;  // by rank: its turn in the first group; -1: not the job's
+  std::vector<std::int64_t> rep_;    // per task: the played task it is a turn of
+  std::vector<PlayedTask> played_;
+  std::map<std::pair<const Schedule*, int>, std::unique_ptr<QuotientSchedule>> quotients_;
+  std::map<std::pair<NodeId, int>, NodeId> switch_image_;
+  mutable std::vector<int> rank_of_;
+  NetworkFold fold_;
+};
+
+}  // namespace
+
+std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const StepGraph& graph,
+                                               const ReplicaTurn& turn, std::string& why) {
+  if (turn.replicas < 2) {
+    why =
+        "the job has no replicas to turn (one replica, a Chakra trace, or expert or "
+        "context parallelism)";
+    return std::nullopt;
+  }
+  Router router(scenario.topology, scenario.network.routing);
+  const PlannedStep planned = plan_step(scenario, router, graph);
+  if (why = model_problem(scenario.network.model, planned); !why.empty()) return std::nullopt;
+  TaskTurn tasks;
+  if (why = turn_tasks(graph, planned, turn, tasks); !why.empty()) return std::nullopt;
+  std::string wider;
+  for (int group = 1; group <= turn.replicas / 2; ++group) {
+    if (turn.replicas % group != 0) continue;
+    StepFolder folder(scenario, router, graph, planned, turn, tasks, group);
+    std::string problem = folder.prepare();
+    if (problem.empty()) {
+      auto model = make_network_model(scenario.network, scenario.topology, router);
+      FoldedStep out;
+      out.result = step_result(planned, folder.play(*model));
+      out.replicas = turn.replicas;
+      out.played = group;
+      return out;
+    }
+    if (group == 1)
+      why = problem;
+    else
+      wider = fmt::format("{} replicas: {}", group, problem);
+  }
+  if (!wider.empty()) why += "; nor a turn of " + wider;
+  return std::nullopt;
+}
+
+}  // namespace collsim
