@@ -28,11 +28,14 @@
 #include <map>
 #include <optional>
 
+#include "core/json_view.h"
 #include "core/units.h"
 #include "huge_pages.h"
 #include "network/flow_model.h"
 #include "network/packet_model.h"
+#include "scenario/scenario.h"
 #include "schedule/algorithms.h"
+#include "simulate/run_workload.h"
 #include "simulate/simulator.h"
 #include "simulate/streamed.h"
 #include "simulate/symmetric.h"
@@ -70,6 +73,9 @@ struct Case {
   bool fold = false;         // one group of alike ranks for all (simulate/symmetric.h)
   int spines = 4;            // cluster topologies' spine switches
   bool dmodk = false;        // D-mod-k routing over them (else ECMP)
+  // > 0: not a ring but Meta's Llama 3 405B step (TP 8, PP 16, 1F1B, flow) with this many
+  // replicas, as `collsim run` runs it (folded by its replicas where that pays).
+  int llama_dp = 0;
 };
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
@@ -209,8 +215,36 @@ class CaseRun {
   const AlgorithmEntry* entry_ = nullptr;
 };
 
+// The scenario tools/llama3_405b_check.py writes (kernels at 50% of peak): 16 x dp servers
+// of 8 H100s on a rail-optimised fat tree, Meta's published parallelism.
+Figures run_llama_step(const Case& c) {
+  const double cpu0 = cpu_seconds();
+  const std::string text = fmt::format(
+      R"({{"topology": {{"preset": "cluster", "nodes": {}, "gpus_per_node": 8, "nvlink": "450GB/s",
+                        "nic": "400Gbps"}},
+          "network": {{"model": "flow"}},
+          "workload": {{"model": "llama3-405b", "gpu": "h100", "mfu": 0.5, "bucket": "256MiB",
+                        "tokens_per_gpu": 1024,
+                        "parallelism": {{"tp": 8, "pp": 16, "dp": {}, "micro_batches": 16,
+                                         "pipeline": "1f1b", "sequence_parallel": true,
+                                         "zero": 1, "recompute": "none"}}}}}})",
+      16 * c.llama_dp, c.llama_dp);
+  const Scenario s = parse_scenario(parse_json_text(text, "llama3-405b.json"), ".");
+  const auto t0 = Clock::now();
+  const WorkloadRun run = run_workloads(s, StepFold::Pays);
+  Figures f;
+  f.loop_s = seconds_since(t0);
+  f.simulated_s = run.step.step_s;
+  f.transfers = run.step.sim.transfers;
+  f.events = run.step.sim.events;
+  fmt::format_to_n(f.topology, sizeof(f.topology) - 1, "{}", run.fold_note);
+  f.cpu_s = cpu_seconds() - cpu0;
+  f.peak_mib = peak_rss_mib();
+  return f;
+}
+
 Figures run_case(const Case& c) {
-  return CaseRun(c).run();
+  return c.llama_dp > 0 ? run_llama_step(c) : CaseRun(c).run();
 }
 
 void print_single(const Case& c, const Figures& f, double baseline_mib) {
@@ -411,6 +445,11 @@ std::vector<Target> scale_targets(bool with_100k) {
        "(< 5 s)",
        Case{.ranks = 100000, .size = "1073600000", .fold = true}, 5.0, false});
   targets.push_back({"packet ring 256MiB cluster K=64 (>= 40 M packet-hops/s)", packet, 0, false});
+  // Meta's 16,384-GPU configuration; the whole step takes 80-120 s and 4 GB here.
+  targets.push_back(
+      {"Llama 3 405B step, 16384 GPUs (TP 8, PP 16, DP 128, 1F1B, flow), as "
+       "collsim run runs it (< 60 s, < 4 GB)",
+       Case{.llama_dp = 128}, 60.0, false});
   // 2e10 transfers: over an hour on two cores, so once, and only when asked.
   if (with_100k)
     targets.push_back({"ideal ring 1GiB switch K=100000, streamed (finishes; run once)",
@@ -420,6 +459,16 @@ std::vector<Target> scale_targets(bool with_100k) {
 
 // What one target's median run did, and whether it met its limit.
 void print_target_run(const Target& t, const Figures& f, const Child& child) {
+  if (t.c.llama_dp > 0) {  // a training step: its time, how it ran, and the whole process
+    fmt::print("  step {:.3f} s simulated, {} transfers, {} events played; {}\n", f.simulated_s,
+               f.transfers, f.events, f.topology[0] ? f.topology : "not folded");
+    fmt::print("  wall {:.3f} s (the step {:.3f}), CPU {:.3f} s; peak RSS {:.1f} MiB\n",
+               child.wall_s, f.loop_s, child.cpu_s, child.peak_mib);
+    fmt::print("  target < {} s and < 4 GB: {} by wall, {} by memory\n", t.max_wall_s,
+               child.wall_s < t.max_wall_s ? "met" : "missed",
+               child.peak_mib * 1048576.0 < 4e9 ? "met" : "missed");
+    return;
+  }
   fmt::print("  simulated {:.6f} ms, {} transfers, {} events{}\n", f.simulated_s * 1e3, f.transfers,
              f.events,
              t.c.fold     ? fmt::format(", {} ops played", f.peak_held)

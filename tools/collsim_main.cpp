@@ -474,19 +474,20 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
                   "time bins of how busy it was")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
       ->capture_default_str();
-  cmd->add_flag(
-      "--stream", args.stream,
-      "Generate each collective while simulating it, holding only the ops in flight; "
-      "run does so by itself for large schedules when the figures are the same; "
-      "collectives that may overlap are held whole and played together; --out plays "
-      "the run twice, handing each op to the files as it retires; a training step runs as "
-      "without it (its tasks played together, each task's ops held only while it runs)");
+  cmd->add_flag("--stream", args.stream,
+                "Generate each collective while simulating it, holding only the ops in flight; "
+                "run does so by itself for large schedules when the figures are the same; "
+                "collectives that may overlap are held whole and played together; --out plays "
+                "the run twice, handing each op to the files as it retires; a training step runs "
+                "whole (its tasks played together, each task's ops held only while it runs), never "
+                "folded");
   cmd->add_flag(
       "--symmetry", args.symmetry,
       "Time each collective whose ranks are interchangeable (a ring on a switch, or "
       "on the rails of a cluster) by its representatives' ops: the same times and counters, "
-      "no schedule digest; the rest are streamed, as with --stream; not with --out; a training "
-      "step is not folded (it says so)");
+      "no schedule digest; the rest are streamed, as with --stream; collectives not with "
+      "--out; a training step is folded by its data-parallel replicas where they are alike "
+      "(its files too; run does so by itself for large steps), and says whether it was");
   cmd->add_flag("--trace-gzip", args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
                 "done anyway past 32 MiB");

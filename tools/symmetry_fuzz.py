@@ -3,10 +3,12 @@
 all-to-alls on switches, rings of GPUs, tori, DGX servers, clusters of every width with one or
 several spines, every routing) and where they are not quite (a slow or late link, a subset or
 a shuffled order of ranks, a skewed MoE all-to-all, an oversubscribed leaf, a cost model), each
-run as `collsim run --symmetry --format json` and `collsim run --stream --format json`. The
-fold must give the full run's document bit for bit, less the schedule digest (null folded)
-and the line that says what was folded; where the network breaks the symmetry it must run
-whole. Prints each scenario that differs, then a count.
+run as `collsim run --symmetry --format json` and `collsim run --stream --format json`; and
+training steps (a small model in every split of tp x pp x dp, every pipeline and ZeRO stage,
+or the minimal form) folded by their replicas against the whole step. The fold must give the
+full run's document bit for bit, less the schedule digest (null folded) and the line that
+says what was folded; where the network breaks the symmetry it must run whole. Prints each
+scenario that differs, then a count.
 
 usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repository root)
 """
@@ -97,16 +99,53 @@ def collective(rng, i, n):
     return c
 
 
+def divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def workload(rng, n):
+    """A training job on every GPU: the model form (a small dense model, tp x pp x dp = n,
+    every pipeline, ZeRO, sequence parallelism) or the minimal form (every rank a replica)."""
+    algorithm = rng.choice(["", "ring", "ring", "nccl"])
+    if rng.random() < 0.3:
+        w = {"gradients": rng.choice(["4MiB", "64MiB", "100000000"]), "compute": "2ms",
+             "bucket": rng.choice(["1MiB", "8MiB", "25MB"]), "overlap": rng.random() < 0.8}
+    else:
+        tp = rng.choice(divisors(n))
+        pp = rng.choice(divisors(n // tp))
+        par = {"dp": n // tp // pp, "tp": tp, "pp": pp, "micro_batches": rng.choice([1, 2, 4])}
+        pipeline = rng.choice(["1f1b", "gpipe", "interleaved"])
+        if pipeline == "interleaved" and pp > 1:
+            par.update(pipeline=pipeline, virtual_stages=2, micro_batches=2 * pp)
+        elif pipeline != "interleaved":
+            par["pipeline"] = pipeline
+        par["zero"] = rng.choice([0, 0, 1, 2, 3])
+        par["sequence_parallel"] = tp > 1 and rng.random() < 0.5
+        w = {"model": {"layers": rng.randint(1, 4), "hidden": rng.choice([256, 1024]),
+                       "vocab": 8000, "sequence": 512},
+             "gpu": "h100", "mfu": 0.5, "tokens_per_gpu": rng.choice([512, 2048]),
+             "bucket": rng.choice(["1MiB", "8MiB"]), "parallelism": par}
+    if algorithm:
+        w["algorithm"] = algorithm
+    return w
+
+
 def scenario(rng):
     t, n = topology(rng)
-    cols = [collective(rng, i, n) for i in range(rng.randint(1, 3))]
     net = network(rng, ["ideal", "flow", "flow", "packet"], routing_chance=0.5)
+    if n >= 2 and rng.random() < 0.3:  # a training step, folded by its replicas
+        doc = document(rng, t, n, net, [])
+        del doc["collectives"]
+        doc["workload"] = workload(rng, n)
+        return doc
+    cols = [collective(rng, i, n) for i in range(rng.randint(1, 3))]
     return document(rng, t, n, net, cols)
 
 
 def without_fold_marks(text):
-    """The document less what a fold leaves out or adds: the digest and the note."""
+    """The document less what a fold leaves out or adds: the digest and the notes."""
     doc = json.loads(text)
+    doc.pop("symmetry", None)  # a training step's
     for c in doc.get("collectives", []):
         c.pop("schedule_digest", None)
         c.pop("symmetry", None)
@@ -119,9 +158,12 @@ def compare(doc, d, rng):
     why = failed(a, b)
     if why:
         return why
-    folded = [c.get("symmetry", "") for c in json.loads(a.stdout).get("collectives", [])]
-    folded = [f for f in folded if f.startswith("folded")]
+    folded_doc = json.loads(a.stdout)
+    folded = [c.get("symmetry", "") for c in folded_doc.get("collectives", [])]
+    folded = [f for f in folded + [folded_doc.get("symmetry", "")] if f.startswith("folded")]
     if without_fold_marks(a.stdout) == without_fold_marks(b.stdout):
+        if folded_doc.get("symmetry", "").startswith("folded"):
+            return "step folded"
         return "folded" if folded else "same, run whole"
     return "documents differ; " + "; ".join(folded)
 
@@ -129,4 +171,4 @@ def compare(doc, d, rng):
 if __name__ == "__main__":
     loop(int(sys.argv[2]) if len(sys.argv) > 2 else 1,
          float(sys.argv[3]) if len(sys.argv) > 3 else 300, scenario, compare,
-         agreed=("folded", "same, run whole"))
+         agreed=("folded", "step folded", "same, run whole"))

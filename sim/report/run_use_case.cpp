@@ -24,9 +24,13 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   // (any of which may overlap others) together, each distinct collective's schedule held
   // once however many tasks run it, and each task's op state only while it runs
   // (simulate/simulator.h). So --stream takes it as it is. It is folded by its replicas
-  // (simulate/step_fold.h) where that pays, or with --symmetry wherever it holds.
+  // (simulate/step_fold.h) where that pays, or with --symmetry wherever it holds; --stream
+  // insists on the whole step, as on whole collectives.
   if (!scenario.workloads.empty()) {
-    record.step = run_workloads(scenario, request.fold ? StepFold::Always : StepFold::Pays);
+    const StepFold fold = request.fold     ? StepFold::Always
+                          : request.stream ? StepFold::Never
+                                           : StepFold::Pays;
+    record.step = run_workloads(scenario, fold);
     record.step_note = record.step->fold_note;
     if (request.out) write_workload_files(*request.out, scenario, *record.step);
     return record;
