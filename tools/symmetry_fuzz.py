@@ -10,7 +10,8 @@ full run's document bit for bit, less the schedule digest (null folded) and the 
 says what was folded; where the network breaks the symmetry it must run whole. Prints each
 scenario that differs, then a count.
 
-usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS]]]   (from the repository root)
+usage: tools/symmetry_fuzz.py [COLLSIM [FIRST_SEED [SECONDS [steps]]]]   (from the repository root;
+       `steps`: training steps only)
 """
 import json
 import sys
@@ -18,6 +19,7 @@ import sys
 from fuzz_common import document, failed, loop, network, run
 
 COLLSIM = sys.argv[1] if len(sys.argv) > 1 else "./build/tools/collsim"
+STEPS_ONLY = len(sys.argv) > 4 and sys.argv[4] == "steps"
 BANDWIDTHS = ["25GB/s", "50GB/s", "450GB/s"]
 
 
@@ -133,7 +135,7 @@ def workload(rng, n):
 def scenario(rng):
     t, n = topology(rng)
     net = network(rng, ["ideal", "flow", "flow", "packet"], routing_chance=0.5)
-    if n >= 2 and rng.random() < 0.3:  # a training step, folded by its replicas
+    if n >= 2 and (STEPS_ONLY or rng.random() < 0.3):  # a training step, by its replicas
         doc = document(rng, t, n, net, [])
         del doc["collectives"]
         doc["workload"] = workload(rng, n)

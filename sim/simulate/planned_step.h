@@ -13,11 +13,17 @@ namespace collsim {
 struct PlannedStep {
   std::vector<PlannedCollective> planned;  // each distinct collective once
   std::vector<std::string> plans;          // their labels
-  std::vector<CollectiveTask> tasks;       // per graph task
+  std::vector<CollectiveTask> tasks;       // per graph task (when asked for)
   std::vector<int> plan_of_task;           // per graph task: index into planned; -1: compute
 };
 
-PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph& graph);
+// Every collective planned; with `tasks`, every task as the simulator takes it (a fold
+// makes only those it plays).
+PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph& graph,
+                      bool tasks = true);
+// Graph task `t` as the simulator takes it, `plan` its collective's index in `planned`.
+CollectiveTask collective_task(const Scenario& scenario, const StepTask& t,
+                               const PlannedStep& planned, int plan);
 
 // The step's outcome per task from `sim` (one TaskTiming per graph task).
 StepResult step_result(const PlannedStep& planned, SimulationResult sim);

@@ -9,22 +9,17 @@
 
 namespace collsim {
 
-PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph& graph) {
+PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph& graph,
+                      bool tasks) {
   PlannedStep out;
   const CostFunction cost = simulated_alone(scenario, router);
   std::deque<CollectiveSpec> asked;  // what each plan was asked for (the memo points into it)
   PlanMemo memo(scenario.topology, PlanMemo::Ranks::Layout);
-  out.tasks.reserve(graph.tasks.size());
+  if (tasks) out.tasks.reserve(graph.tasks.size());
   out.plan_of_task.assign(graph.tasks.size(), -1);
   for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
     const StepTask& t = graph.tasks[i];
-    CollectiveTask task;
-    task.name = t.name;
-    for (int r : t.ranks) task.rank_gpu.push_back(scenario.topology.gpu_of_rank(r));
-    task.after.assign(t.after.begin(), t.after.end());
-    if (t.kind == StepTaskKind::Compute) {
-      task.duration = from_seconds(t.duration_s);
-    } else {
+    if (t.kind == StepTaskKind::Collective) {
       CollectiveSpec spec = *t.collective;
       spec.name = t.name;
       spec.ranks = t.ranks;
@@ -38,26 +33,40 @@ PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph&
         memo.add(asked.emplace_back(std::move(spec)), out.planned.size() - 1);
       }
       out.plan_of_task[i] = plan;
-      task.cost = out.planned[plan].cost;
-      task.schedule = &*out.planned[plan].schedule;  // on the heap: stays put as `planned` grows
     }
-    out.tasks.push_back(std::move(task));
+    if (tasks) out.tasks.push_back(collective_task(scenario, t, out, out.plan_of_task[i]));
   }
   return out;
+}
+
+CollectiveTask collective_task(const Scenario& scenario, const StepTask& t,
+                               const PlannedStep& planned, int plan) {
+  CollectiveTask task;
+  task.name = t.name;
+  for (int r : t.ranks) task.rank_gpu.push_back(scenario.topology.gpu_of_rank(r));
+  task.after.assign(t.after.begin(), t.after.end());
+  if (t.kind == StepTaskKind::Compute) {
+    task.duration = from_seconds(t.duration_s);
+  } else {
+    task.cost = planned.planned[plan].cost;
+    task.schedule = &*planned.planned[plan].schedule;  // on the heap: stays put as `planned` grows
+  }
+  return task;
 }
 
 StepResult step_result(const PlannedStep& planned, SimulationResult sim) {
   StepResult out;
   out.plans = planned.plans;
-  out.tasks.resize(planned.tasks.size());
-  for (std::size_t i = 0; i < planned.tasks.size(); ++i) {
+  out.tasks.resize(planned.plan_of_task.size());
+  for (std::size_t i = 0; i < out.tasks.size(); ++i) {
     const TaskTiming& timing = sim.tasks[i];
     StepTaskOutcome& o = out.tasks[i];
     o.plan = planned.plan_of_task[i];
     o.start_s = to_seconds(timing.start);
     o.end_s = to_seconds(timing.end);
     o.ops_end_s = to_seconds(timing.ops_end);
-    o.held_by = held_by(planned.tasks[i].cost.get(), timing.start, timing.ops_end, timing.end);
+    const CostModel* cost = o.plan >= 0 ? planned.planned[o.plan].cost.get() : nullptr;
+    o.held_by = held_by(cost, timing.start, timing.ops_end, timing.end);
     out.step_s = std::max(out.step_s, o.end_s);
   }
   out.sim = std::move(sim);

@@ -162,7 +162,7 @@ enum StepFoldEvent : std::uint32_t {
 // A task of the first group of replicas, or across the replicas, as played.
 struct PlayedTask {
   std::size_t graph_task = 0;
-  const CollectiveTask* task = nullptr;        // its plan: cost, duration, schedule
+  CollectiveTask task;                         // as the simulator takes it: plan, duration
   const QuotientSchedule* quotient = nullptr;  // across the replicas: its representatives
   std::vector<NodeId> rank_gpu;   // per schedule rank: the GPU whose queue and counters it uses
   std::vector<NodeId> route_gpu;  // per schedule rank: the GPU it runs on (routes)
@@ -181,14 +181,14 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
                       std::vector<PlayedTask>& played)
       : Executor(topology, router, model), played_(played), state_(played.size()) {
     std::vector<std::size_t> ops;
-    for (const PlayedTask& p : played) ops.push_back(p.task->is_compute() ? 0 : size(p));
+    for (const PlayedTask& p : played) ops.push_back(p.task.is_compute() ? 0 : size(p));
     ids_.assign(ops);
     timing_.resize(played.size());
     for (std::size_t i = 0; i < played.size(); ++i) {
       State& st = state_[i];
       const PlayedTask& p = played[i];
-      if (!p.task->is_compute()) {
-        st.costs = OpCosts(p.task->cost.get(), p.task->schedule->shape);
+      if (!p.task.is_compute()) {
+        st.costs = OpCosts(p.task.cost.get(), p.task.schedule->shape);
         st.ops_left = size(p);
         ++graphs_[graph_key(p)].users;
       }
@@ -217,7 +217,7 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
     });
     for (std::size_t i = 0; i < played_.size(); ++i)
       if (timing_[i].end < 0)
-        throw std::logic_error("task \"" + played_[i].task->name + "\" never finished");
+        throw std::logic_error("task \"" + played_[i].task.name + "\" never finished");
     SimulationResult r;
     r.tasks = std::move(timing_);
     r.links = std::move(traffic_.links);
@@ -241,27 +241,27 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
   };
 
   static std::size_t size(const PlayedTask& p) {
-    return p.quotient ? p.quotient->size() : p.task->schedule->size();
+    return p.quotient ? p.quotient->size() : p.task.schedule->size();
   }
 
   // --- the source, as the executor reads it ---
   static constexpr bool kSwitchOps = true;
   TransferIds::Decoded decode(TransferId id) const { return ids_.decode(id); }
   TransferId id(std::size_t task, OpId op, int leg = 0) const { return ids_.id(task, op, leg); }
-  const Schedule& schedule(std::size_t task) const { return *played_[task].task->schedule; }
+  const Schedule& schedule(std::size_t task) const { return *played_[task].task.schedule; }
   const Op& op(std::size_t task, OpId op) const {
     const PlayedTask& p = played_[task];
-    return p.quotient ? p.quotient->ops[op] : p.task->schedule->ops[op];
+    return p.quotient ? p.quotient->ops[op] : p.task.schedule->ops[op];
   }
   std::int64_t bytes(std::size_t task, OpId id) const {
-    return op(task, id).count * element_size(played_[task].task->schedule->shape.dtype);
+    return op(task, id).count * element_size(played_[task].task.schedule->shape.dtype);
   }
   PathId path(std::size_t task, OpId op) const { return played_[task].paths[op]; }
   NodeId gpu(std::size_t task, int rank) const { return played_[task].rank_gpu[rank]; }
   bool has_deps(std::size_t task, OpId op) const {
     const PlayedTask& p = played_[task];
     if (p.quotient) return p.quotient->dep_begin[op] != p.quotient->dep_begin[op + 1];
-    return p.task->schedule->dep_begin[op] != p.task->schedule->dep_begin[op + 1];
+    return p.task.schedule->dep_begin[op] != p.task.schedule->dep_begin[op + 1];
   }
   const OpCosts& costs(std::size_t task) const { return state_[task].costs; }
   template <class F>
@@ -273,7 +273,7 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
         f(q.succ[i].op, q.succ[i].only_sent);
       return;
     }
-    const std::vector<Op>& ops = played_[task].task->schedule->ops;
+    const std::vector<Op>& ops = played_[task].task.schedule->ops;
     for (OpId next : st.graph->successors(id)) f(next, LazyOnlySent{ops[id], ops[next]});
   }
   template <class F>
@@ -306,14 +306,14 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
   };
   static const void* graph_key(const PlayedTask& p) {
     return p.quotient ? static_cast<const void*>(p.quotient)
-                      : static_cast<const void*>(p.task->schedule);
+                      : static_cast<const void*>(p.task.schedule);
   }
 
   void start_task(std::size_t index) {
     timing_[index].start = engine_.now();
     const PlayedTask& p = played_[index];
-    if (p.task->is_compute())
-      return engine_.schedule(add_time(engine_.now(), p.task->duration), kFoldComputeDone, index);
+    if (p.task.is_compute())
+      return engine_.schedule(add_time(engine_.now(), p.task.duration), kFoldComputeDone, index);
     State& st = state_[index];
     SharedGraph& shared = graphs_.at(graph_key(p));
     if (p.quotient) {
@@ -321,7 +321,7 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
       st.quotient = shared.quotient.get();
       st.waiting = st.quotient->indegree;
     } else {
-      if (!shared.graph) shared.graph = std::make_unique<const ScheduleGraph>(*p.task->schedule);
+      if (!shared.graph) shared.graph = std::make_unique<const ScheduleGraph>(*p.task.schedule);
       st.graph = shared.graph.get();
       st.waiting = st.graph->indegree;
     }
@@ -342,7 +342,7 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
     State& st = state_[index];
     if (t.ops_end < 0) {
       t.ops_end = engine_.now();
-      if (!played_[index].task->is_compute()) {
+      if (!played_[index].task.is_compute()) {
         const auto it = graphs_.find(graph_key(played_[index]));
         if (--it->second.users == 0) graphs_.erase(it);
         st.graph = nullptr;
@@ -435,7 +435,7 @@ class StepFolder {
       rep_[i] = static_cast<std::int64_t>(i);
       PlayedTask& p = played_.emplace_back();
       p.graph_task = i;
-      p.task = &planned_.tasks[i];
+      p.task = collective_task(s_, g_.tasks[i], planned_, planned_.plan_of_task[i]);
       if (replica >= 0) {  // its turns by the group, one per turn
         std::int64_t j = static_cast<std::int64_t>(i);
         for (int m = 1; m < turns_; ++m) {
@@ -476,14 +476,14 @@ class StepFolder {
   // A collective across the replicas plays its representatives: folded by the rotation of
   // its ranks a turn of the group is.
   std::string fold_across(PlayedTask& p) {
-    if (p.task->is_compute()) return "";
+    if (p.task.is_compute()) return "";
     const StepTask& t = g_.tasks[p.graph_task];
     const int n = static_cast<int>(t.ranks.size());
     const int period =
         static_cast<int>((static_cast<std::int64_t>(tasks_.rotation[p.graph_task]) * group_) % n);
     if (period == 0 || n % period != 0 || n / period != turns_)
       return fmt::format("collective \"{}\" is not turned as a whole number of its ranks", t.name);
-    const Schedule& s = *p.task->schedule;
+    const Schedule& s = *p.task.schedule;
     auto& slot = quotients_[{&s, period}];
     if (!slot) {
       std::string why;
@@ -521,7 +521,7 @@ class StepFolder {
         pairs.emplace_back(a, b);
     };
     for (const PlayedTask& p : played_) {
-      if (p.task->is_compute()) continue;
+      if (p.task.is_compute()) continue;
       const std::vector<NodeId>& gpu = p.route_gpu;
       auto add = [&](const Op& op) {
         if (!op.is_local() && !op.is_switch()) add_pair(gpu[op.src_rank], gpu[op.dst_rank]);
@@ -529,8 +529,8 @@ class StepFolder {
       if (p.quotient)
         for (const Op& op : p.quotient->ops) add(op);
       else
-        for (const Op& op : p.task->schedule->ops) add(op);
-      if (!p.quotient && has_switch_ops(*p.task->schedule))
+        for (const Op& op : p.task.schedule->ops) add(op);
+      if (!p.quotient && has_switch_ops(*p.task.schedule))
         for (const auto& [g, sw] : switch_of_ranks(p)) {
           add_pair(g, sw);
           add_pair(sw, g);
@@ -547,21 +547,20 @@ class StepFolder {
   // Each rank's GPU and the SHARP switch of its group (Simulator::prepare_switch_routes),
   // noting each switch's turns.
   std::vector<NodePair> switch_of_ranks(const PlayedTask& p) {
-    const Schedule& s = *p.task->schedule;
+    const Schedule& s = *p.task.schedule;
     const int n = s.switch_group_size();
     std::vector<NodePair> out;
     for (int first = 0; first + n <= s.shape.ranks; first += n) {
       std::vector<NodeId> gpus(p.route_gpu.begin() + first, p.route_gpu.begin() + first + n);
       const auto sw = sharp_switch_of(topo_, gpus);
       if (!sw)
-        throw std::invalid_argument("task \"" + p.task->name +
-                                    "\": switch ops need a SHARP switch");
+        throw std::invalid_argument("task \"" + p.task.name + "\": switch ops need a SHARP switch");
       for (int m = 1; m < turns_; ++m) {
         std::vector<NodeId> turned;
         for (NodeId g : gpus) turned.push_back(image(g, m));
         const auto tsw = sharp_switch_of(topo_, turned);
         if (!tsw)
-          throw std::invalid_argument("task \"" + p.task->name + "\": a turn has no SHARP switch");
+          throw std::invalid_argument("task \"" + p.task.name + "\": a turn has no SHARP switch");
         switch_image_[{*sw, m}] = *tsw;
       }
       for (NodeId g : gpus) out.emplace_back(g, *sw);
@@ -570,7 +569,7 @@ class StepFolder {
   }
 
   void route(PlayedTask& p, const std::map<NodePair, PathId>& stand_in) {
-    if (p.task->is_compute()) return;
+    if (p.task.is_compute()) return;
     const std::vector<NodeId>& gpu = p.route_gpu;
     auto path_of = [&](const Op& op) {
       return op.is_local() || op.is_switch() ? PathId{-1}
@@ -580,7 +579,7 @@ class StepFolder {
       for (const Op& op : p.quotient->ops) p.paths.push_back(path_of(op));
       return;
     }
-    const Schedule& s = *p.task->schedule;
+    const Schedule& s = *p.task.schedule;
     for (const Op& op : s.ops) p.paths.push_back(path_of(op));
     if (!has_switch_ops(s)) return;
     for (const auto& [g, sw] : switch_of_ranks(p)) {
@@ -646,7 +645,7 @@ std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const S
     return std::nullopt;
   }
   Router router(scenario.topology, scenario.network.routing);
-  const PlannedStep planned = plan_step(scenario, router, graph);
+  const PlannedStep planned = plan_step(scenario, router, graph, /*tasks=*/false);
   if (why = model_problem(scenario.network.model, planned); !why.empty()) return std::nullopt;
   TaskTurn tasks;
   if (why = turn_tasks(graph, planned, turn, tasks); !why.empty()) return std::nullopt;

@@ -305,7 +305,7 @@ PYBIND11_MODULE(collsim, m) {
         "out=DIR, also write there what `collsim run --out DIR` writes (report.html, "
         "timeline.json, result.json, the CSVs); stream=True: as `collsim run --stream`, "
         "no schedule held whole; symmetry=True: as `collsim run --symmetry`, a collective whose "
-        "ranks are alike timed by one rank's ops.");
+        "ranks are alike timed by one rank's ops, a training step by its first replicas.");
   m.def("sweep", &sweep, py::arg("scenario"), py::kw_only(), py::arg("collective") = "",
         py::arg("sizes") = py::str("1KiB..1GiB"), py::arg("step") = "x2",
         py::arg("algorithms") = py::none(), py::arg("ranks") = std::vector<int>{},
