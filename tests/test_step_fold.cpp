@@ -221,3 +221,49 @@ TEST_CASE("run folds by itself a step whose ops reach what a fold pays from", "[
   CHECK(run_workloads(small, StepFold::Always).fold_note == "folded: 32 replicas alike, 4 played");
   CHECK(run_workloads(small, StepFold::Never).fold_note.empty());
 }
+
+TEST_CASE("a fold keeps the order in which a step lists its tasks, as each replica sees it",
+          "[step_fold]") {
+  // Two replicas of two GPUs on one switch: each replica's compute X, and a compute C on
+  // every GPU. Listed X0, X1, C, every replica sees X before C: folded, the whole run's
+  // figures. Listed X0, C, X1, replica 0 sees X first and replica 1 C first: where tasks
+  // become ready at one instant, that order is the order their first events run in. (The
+  // scenario's one collective makes it a valid file; the step graph here is built by hand.)
+  const Scenario s =
+      scenario(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "50GB/s"},
+                                  "network": {"model": "flow"},
+                                  "collectives": [{"name": "a", "op": "all_reduce", "bytes": 4}]})");
+  ReplicaTurn turn;
+  turn.replicas = 2;
+  turn.next = {2, 3, 0, 1};
+  turn.replica = {0, 0, 1, 1};
+  const auto compute = [](const char* name, std::vector<int> ranks) {
+    StepTask t;
+    t.name = name;
+    t.category = "compute";
+    t.ranks = std::move(ranks);
+    t.duration_s = 1e-3;
+    return t;
+  };
+  StepGraph in_order;
+  in_order.tasks = {compute("x0", {0, 1}), compute("x1", {2, 3}), compute("c", {0, 1, 2, 3})};
+  std::string why;
+  const auto folded = simulate_step_folded(s, in_order, turn, why);
+  REQUIRE(folded);
+  CHECK(folded->played == 1);
+  require_same_step(simulate_step(s, in_order), folded->result);
+  StepGraph mixed;
+  mixed.tasks = {compute("x0", {0, 1}), compute("c", {0, 1, 2, 3}), compute("x1", {2, 3})};
+  CHECK_FALSE(simulate_step_folded(s, mixed, turn, why));
+  CHECK_THAT(why, Catch::Contains("comes after more tasks of some"));
+  // A negative time the whole run refuses: not folded either (the whole run then says why).
+  StepGraph negative = in_order;
+  negative.tasks[2].duration_s = -1;
+  CHECK_FALSE(simulate_step_folded(s, negative, turn, why));
+  CHECK_THAT(why, Catch::Contains("negative compute time"));
+  // A turn that does not take each replica to the next.
+  ReplicaTurn wrong = turn;
+  wrong.next = {1, 0, 3, 2};
+  CHECK_FALSE(simulate_step_folded(s, in_order, wrong, why));
+  CHECK_THAT(why, Catch::Contains("does not take rank 0 to the next replica"));
+}

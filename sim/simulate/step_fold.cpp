@@ -6,10 +6,10 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
-#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "schedule/algorithms.h"
 #include "schedule/quotient.h"
 #include "simulate/executor.h"
 #include "simulate/planned_step.h"
@@ -24,7 +24,8 @@ namespace {
 struct TaskTurn {
   std::vector<std::int64_t> image;  // per task: the task it turns into (itself across the replicas)
   std::vector<int> replica;         // per task: its replica; -1: across every replica
-  std::vector<int> rotation;  // per collective across the replicas: its ranks' turn, in positions
+  // Per task; a collective across the replicas: its ranks' turn, in positions.
+  std::vector<int> rotation;
 };
 
 std::uint64_t ranks_hash(const std::vector<int>& ranks) {
@@ -85,6 +86,57 @@ std::string self_turn(const StepTask& task, const ReplicaTurn& turn, std::vector
   return "";
 }
 
+// Where two tasks become ready at one instant, the one listed first runs its first events
+// first (the engine takes an instant's events in the order they were scheduled). So the
+// turn must keep the step's order as each replica sees it: a replica's tasks in the order
+// of their images', and every task across the replicas after as many tasks of each.
+std::string order_problem(const StepGraph& g, const ReplicaTurn& turn, const TaskTurn& t) {
+  std::vector<std::int64_t> last_image(turn.replicas, -1);
+  std::vector<std::int64_t> seen(turn.replicas, 0);
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    const int d = t.replica[i];
+    if (d >= 0) {
+      if (t.image[i] <= last_image[d])
+        return fmt::format("the turn of the replicas does not keep the order of task \"{}\"",
+                           g.tasks[i].name);
+      last_image[d] = t.image[i];
+      ++seen[d];
+    } else if (std::any_of(seen.begin(), seen.end(),
+                           [&](std::int64_t k) { return k != seen[0]; })) {
+      return fmt::format("task \"{}\" across the replicas comes after more tasks of some",
+                         g.tasks[i].name);
+    }
+  }
+  return "";
+}
+
+// What the whole run would refuse (simulator.h): it runs whole, and says so.
+std::string graph_problem(const StepGraph& g) {
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    const StepTask& t = g.tasks[i];
+    if (t.kind == StepTaskKind::Compute && t.duration_s < 0)
+      return fmt::format("task \"{}\" has a negative compute time", t.name);
+    for (std::int32_t before : t.after)
+      if (before < 0 || static_cast<std::size_t>(before) >= i)
+        return fmt::format("task \"{}\" waits on a later task", t.name);
+  }
+  return "";
+}
+
+// That `turn` turns each replica's ranks onto the next replica's, one to one.
+std::string turn_problem(const ReplicaTurn& turn) {
+  std::vector<char> reached(turn.next.size(), 0);
+  for (std::size_t r = 0; r < turn.next.size(); ++r) {
+    if (turn.replica[r] < 0) continue;
+    const int to = turn.next[r];
+    if (to < 0 || to >= static_cast<int>(turn.next.size()) || reached[to] ||
+        turn.replica[to] != (turn.replica[r] + 1) % turn.replicas)
+      return fmt::format("the replicas' turn does not take rank {} to the next replica", r);
+    reached[to] = 1;
+  }
+  return "";
+}
+
 // The step's tasks under one turn (TaskTurn), or why the turn does not map the step onto
 // itself: the same plan, duration and category, and the turned images of what it waits on.
 std::string turn_tasks(const StepGraph& g, const PlannedStep& planned, const ReplicaTurn& turn,
@@ -132,6 +184,7 @@ std::string turn_tasks(const StepGraph& g, const PlannedStep& planned, const Rep
       return fmt::format("task \"{}\" has no image on the next replica", task.name);
     out.image[i] = (*list)[occurrence[i]];
   }
+  if (std::string why = order_problem(g, turn, out); !why.empty()) return why;
   std::vector<std::int64_t> mine, theirs;
   for (std::size_t i = 0; i < n; ++i) {
     const auto j = static_cast<std::size_t>(out.image[i]);
@@ -167,6 +220,7 @@ struct PlayedTask {
   std::vector<NodeId> rank_gpu;   // per schedule rank: the GPU whose queue and counters it uses
   std::vector<NodeId> route_gpu;  // per schedule rank: the GPU it runs on (routes)
   std::vector<PathId> paths;      // per op: its route over canonical links; -1 none
+  std::vector<NodePair> switch_pairs;  // per rank: its GPU and its group's SHARP switch
   std::vector<PathId> up, down;   // per rank: switch ops' routes to and from its switch
   std::vector<double> efficiency;
   std::vector<std::uint16_t> legs_left;
@@ -254,7 +308,7 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
     return p.quotient ? p.quotient->ops[op] : p.task.schedule->ops[op];
   }
   std::int64_t bytes(std::size_t task, OpId id) const {
-    return op(task, id).count * element_size(played_[task].task.schedule->shape.dtype);
+    return played_[task].task.schedule->bytes(op(task, id));
   }
   PathId path(std::size_t task, OpId op) const { return played_[task].paths[op]; }
   NodeId gpu(std::size_t task, int rank) const { return played_[task].rank_gpu[rank]; }
@@ -369,14 +423,9 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
 std::string model_problem(NetworkModelKind kind, const PlannedStep& planned) {
   if (kind == NetworkModelKind::Packet)
     return "the packet model is folded by turns of one rank only";
-  if (!info_of(kind).times_by_links)
-    return fmt::format("the {} model is not shown to time turned links alike", name_of(kind));
-  if (info_of(kind).shares_host_memory)
-    for (const PlannedCollective& c : planned.planned)
-      if (c.cost && (!c.cost->host_memory.empty() || !c.cost->reduce_memory.empty()))
-        return fmt::format("the {} model shares each host's memory among its GPUs' transfers",
-                           name_of(kind));
-  return "";
+  for (const PlannedCollective& c : planned.planned)
+    if (std::string why = fold_model_problem(kind, c.cost.get()); !why.empty()) return why;
+  return fold_model_problem(kind, nullptr);
 }
 
 // A fold by `group` replicas: which tasks play, each as what, over which links.
@@ -401,7 +450,8 @@ class StepFolder {
       for (int& r : turned_rank_)
         if (r >= 0) r = turn_.next[r];
     if (std::string why = choose_tasks(); !why.empty()) return why;
-    std::vector<NodePair> pairs = transfer_pairs();
+    std::vector<NodePair> pairs;
+    if (std::string why = transfer_pairs(pairs); !why.empty()) return why;
     return fold_network(
         topo_, router_, pairs, turns_,
         [&](const NodePair& p, int m) {
@@ -427,11 +477,11 @@ class StepFolder {
   std::string choose_tasks() {
     const std::size_t n = g_.tasks.size();
     rep_.assign(n, -1);
-    std::vector<std::int64_t> played_index(n, -1);
+    played_index_.assign(n, -1);
     for (std::size_t i = 0; i < n; ++i) {
       const int replica = tasks_.replica[i];
       if (replica >= group_) continue;
-      played_index[i] = static_cast<std::int64_t>(played_.size());
+      played_index_[i] = static_cast<std::int64_t>(played_.size());
       rep_[i] = static_cast<std::int64_t>(i);
       PlayedTask& p = played_.emplace_back();
       p.graph_task = i;
@@ -440,7 +490,9 @@ class StepFolder {
         std::int64_t j = static_cast<std::int64_t>(i);
         for (int m = 1; m < turns_; ++m) {
           for (int k = 0; k < group_; ++k) j = tasks_.image[j];
-          if (rep_[j] >= 0) return fmt::format("task \"{}\" is its own turn", g_.tasks[i].name);
+          if (rep_[j] >= 0)
+            return fmt::format("task \"{}\" comes back to a played task in fewer than {} turns",
+                               g_.tasks[i].name, turns_);
           rep_[j] = static_cast<std::int64_t>(i);
         }
       } else if (std::string why = fold_across(p); !why.empty()) {
@@ -454,7 +506,7 @@ class StepFolder {
     // last exchange, turns of a few played ones.
     for (PlayedTask& p : played_) {
       for (std::int32_t before : g_.tasks[p.graph_task].after)
-        p.after.push_back(static_cast<std::size_t>(played_index[rep_[before]]));
+        p.after.push_back(static_cast<std::size_t>(played_index_[rep_[before]]));
       std::sort(p.after.begin(), p.after.end());
       p.after.erase(std::unique(p.after.begin(), p.after.end()), p.after.end());
     }
@@ -482,7 +534,21 @@ class StepFolder {
     const int period =
         static_cast<int>((static_cast<std::int64_t>(tasks_.rotation[p.graph_task]) * group_) % n);
     if (period == 0 || n % period != 0 || n / period != turns_)
-      return fmt::format("collective \"{}\" is not turned as a whole number of its ranks", t.name);
+      return fmt::format(
+          "collective \"{}\": a turn of {} replicas is no turn of its ranks by a "
+          "divisor of them",
+          t.name, group_);
+    // The fold read off its schedule checks its structure, not the order in which ops
+    // that become ready at one instant reach a rank's overhead queue (symmetric.h): with a
+    // per-op overhead, only an algorithm whose own fold is tested against its full run
+    // (tests/test_symmetry.cpp) folds.
+    const PlannedCollective& plan = planned_.planned[planned_.plan_of_task[p.graph_task]];
+    const AlgorithmEntry* entry = find_algorithm(plan.spec.shape.op, plan.spec.algorithm);
+    if ((!entry || !entry->quotient) && plan.cost && plan.cost->op_overhead > 0)
+      return fmt::format(
+          "collective \"{}\": {} has no fold of its own, and its ops pay an "
+          "overhead in turn",
+          t.name, plan.spec.algorithm);
     const Schedule& s = *p.task.schedule;
     auto& slot = quotients_[{&s, period}];
     if (!slot) {
@@ -513,14 +579,13 @@ class StepFolder {
   }
 
   // Every (from, to) node pair the played ops send between, switch legs included.
-  std::vector<NodePair> transfer_pairs() {
-    std::vector<NodePair> pairs;
+  std::string transfer_pairs(std::vector<NodePair>& pairs) {
     std::unordered_set<std::uint64_t> seen;  // a step's millions of ops cross few pairs
     auto add_pair = [&](NodeId a, NodeId b) {
       if (seen.insert(static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)).second)
         pairs.emplace_back(a, b);
     };
-    for (const PlayedTask& p : played_) {
+    for (PlayedTask& p : played_) {
       if (p.task.is_compute()) continue;
       const std::vector<NodeId>& gpu = p.route_gpu;
       auto add = [&](const Op& op) {
@@ -530,42 +595,46 @@ class StepFolder {
         for (const Op& op : p.quotient->ops) add(op);
       else
         for (const Op& op : p.task.schedule->ops) add(op);
-      if (!p.quotient && has_switch_ops(*p.task.schedule))
-        for (const auto& [g, sw] : switch_of_ranks(p)) {
-          add_pair(g, sw);
-          add_pair(sw, g);
-        }
+      if (p.quotient || !has_switch_ops(*p.task.schedule)) continue;
+      if (std::string why = switches_of_ranks(p); !why.empty()) return why;
+      for (const auto& [g, sw] : p.switch_pairs) {
+        add_pair(g, sw);
+        add_pair(sw, g);
+      }
     }
     std::sort(pairs.begin(), pairs.end());
-    return pairs;
+    return "";
   }
 
   static bool has_switch_ops(const Schedule& s) {
     return std::any_of(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.is_switch(); });
   }
 
-  // Each rank's GPU and the SHARP switch of its group (Simulator::prepare_switch_routes),
-  // noting each switch's turns.
-  std::vector<NodePair> switch_of_ranks(const PlayedTask& p) {
+  // Each rank's GPU and the SHARP switch of its group (Simulator::prepare_switch_routes)
+  // into p.switch_pairs, each switch's turns noted: they must be switches alike, one per
+  // turn. Why not, where they are not (the step then runs whole, where the same is checked).
+  std::string switches_of_ranks(PlayedTask& p) {
     const Schedule& s = *p.task.schedule;
     const int n = s.switch_group_size();
-    std::vector<NodePair> out;
-    for (int first = 0; first + n <= s.shape.ranks; first += n) {
+    if (s.shape.ranks % n != 0 || n + 1 > TransferIds::kMaxLegs)
+      return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
+    for (int first = 0; first < s.shape.ranks; first += n) {
       std::vector<NodeId> gpus(p.route_gpu.begin() + first, p.route_gpu.begin() + first + n);
       const auto sw = sharp_switch_of(topo_, gpus);
-      if (!sw)
-        throw std::invalid_argument("task \"" + p.task.name + "\": switch ops need a SHARP switch");
+      if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
       for (int m = 1; m < turns_; ++m) {
         std::vector<NodeId> turned;
         for (NodeId g : gpus) turned.push_back(image(g, m));
         const auto tsw = sharp_switch_of(topo_, turned);
-        if (!tsw)
-          throw std::invalid_argument("task \"" + p.task.name + "\": a turn has no SHARP switch");
-        switch_image_[{*sw, m}] = *tsw;
+        const auto [at, fresh] = switch_image_.emplace(std::pair{*sw, m}, tsw.value_or(-1));
+        if (!tsw || at->second != *tsw ||
+            topo_.node(*tsw).sharp_efficiency != topo_.node(*sw).sharp_efficiency)
+          return fmt::format("the turns of {}'s GPUs are not on one switch alike each",
+                             topo_.node(*sw).name);
       }
-      for (NodeId g : gpus) out.emplace_back(g, *sw);
+      for (NodeId g : gpus) p.switch_pairs.emplace_back(g, *sw);
     }
-    return out;
+    return "";
   }
 
   void route(PlayedTask& p, const std::map<NodePair, PathId>& stand_in) {
@@ -582,7 +651,7 @@ class StepFolder {
     const Schedule& s = *p.task.schedule;
     for (const Op& op : s.ops) p.paths.push_back(path_of(op));
     if (!has_switch_ops(s)) return;
-    for (const auto& [g, sw] : switch_of_ranks(p)) {
+    for (const auto& [g, sw] : p.switch_pairs) {
       p.up.push_back(stand_in.at({g, sw}));
       p.down.push_back(stand_in.at({sw, g}));
       p.efficiency.push_back(topo_.node(sw).sharp_efficiency);
@@ -593,11 +662,8 @@ class StepFolder {
   SimulationResult unfold(SimulationResult played) {
     SimulationResult r;
     r.tasks.resize(g_.tasks.size());
-    std::vector<std::int64_t> played_index(g_.tasks.size(), -1);
-    for (std::size_t k = 0; k < played_.size(); ++k)
-      played_index[played_[k].graph_task] = static_cast<std::int64_t>(k);
     for (std::size_t i = 0; i < g_.tasks.size(); ++i)
-      r.tasks[i] = played.tasks[static_cast<std::size_t>(played_index[rep_[i]])];
+      r.tasks[i] = played.tasks[static_cast<std::size_t>(played_index_[rep_[i]])];
     r.links = std::move(played.links);
     for (const std::vector<LinkId>& links : fold_.members)
       for (LinkId l : links)
@@ -627,6 +693,7 @@ class StepFolder {
   std::vector<int> turned_rank_;     // by rank: its work's rank one turn of the group on
   std::vector<int> canonical_rank_;  // by rank: its turn in the first group; -1: not the job's
   std::vector<std::int64_t> rep_;    // per task: the played task it is a turn of
+  std::vector<std::int64_t> played_index_;  // per task: its index among the played; -1
   std::vector<PlayedTask> played_;
   std::map<std::pair<const Schedule*, int>, std::unique_ptr<QuotientSchedule>> quotients_;
   std::map<std::pair<NodeId, int>, NodeId> switch_image_;
@@ -645,6 +712,8 @@ std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const S
     return std::nullopt;
   }
   Router router(scenario.topology, scenario.network.routing);
+  if (why = turn_problem(turn); !why.empty()) return std::nullopt;
+  if (why = graph_problem(graph); !why.empty()) return std::nullopt;
   const PlannedStep planned = plan_step(scenario, router, graph, /*tasks=*/false);
   if (why = model_problem(scenario.network.model, planned); !why.empty()) return std::nullopt;
   TaskTurn tasks;

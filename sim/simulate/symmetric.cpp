@@ -75,16 +75,7 @@ class LinkClasses {
 };
 
 std::string model_problem(const StreamedCollective& c, NetworkModelKind model) {
-  if (!info_of(model).times_by_links)
-    return fmt::format("the {} model is not shown to time turned links alike", name_of(model));
-  const CostModel* cost = c.cost.get();
-  if (info_of(model).shares_host_memory && cost &&
-      (!cost->host_memory.empty() || !cost->reduce_memory.empty()))
-    return fmt::format(
-        "the {} model shares each host's memory among its GPUs' transfers, which the fold does "
-        "not turn with the links",
-        name_of(model));
-  return "";
+  return fold_model_problem(model, c.cost.get());
 }
 
 // The distinct (source, destination) ranks of the transfers of `q`'s representatives
@@ -168,6 +159,18 @@ std::string network_problem(const Topology& t, Router& router, const StreamedCol
 }
 
 }  // namespace
+
+std::string fold_model_problem(NetworkModelKind model, const CostModel* cost) {
+  if (!info_of(model).times_by_links)
+    return fmt::format("the {} model is not shown to time turned links alike", name_of(model));
+  if (info_of(model).shares_host_memory && cost &&
+      (!cost->host_memory.empty() || !cost->reduce_memory.empty()))
+    return fmt::format(
+        "the {} model shares each host's memory among its GPUs' transfers, which the fold does "
+        "not turn with the links",
+        name_of(model));
+  return "";
+}
 
 std::string fold_network(const Topology& t, Router& router, const std::vector<NodePair>& pairs,
                          int turns, const std::function<NodePair(const NodePair&, int)>& turned,

@@ -57,6 +57,10 @@ struct NetworkFold {
   std::map<NodePair, std::vector<LinkId>> routes;  // per pair: its route's canonical links
 };
 
+// Why `model` cannot play a fold with `cost` (may be null), or "": it must time a
+// transfer by its links alone, and (flow) not share a host's memory among its GPUs.
+std::string fold_model_problem(NetworkModelKind model, const CostModel* cost);
+
 // Whether `turns` turns of the network map it onto itself, as far as the transfers between
 // `pairs` (those played) can tell: each pair is routed with its turns (`turned(pair, m)`,
 // m in 1..turns-1), and the i-th link of the route turned m times must be the i-th link of
