@@ -3,8 +3,8 @@
 
 Meta 2024, "The Llama 3 Herd of Models", Table 4: 16,384 H100s, TP 8, CP 1, PP 16, DP 128,
 sequence 8192, 16M tokens a step (16 sequences per replica), 400 TFLOP/s per GPU, BF16
-MFU 41% (38-43% over their configurations). A step of all 128 replicas takes about 26 s and
-2.8 GB to simulate (folded by its replicas; 2 minutes whole), and the fit below simulates each
+MFU 41% (38-43% over their configurations). A step of all 128 replicas takes about 20 s and
+2.5 GB to simulate (folded by its replicas; 77 s and 4 GB whole), and the fit below simulates each
 row several times, so this simulates --dp replicas (default 1: one replica's 128 GPUs; 16:
 2,048; 128: all; each replica's step is the same, the gradient reduction's ring then has fewer
 members) on a
