@@ -445,6 +445,8 @@ class StepFolder {
 
   // Chooses the played tasks and checks the network; "" when the fold holds.
   std::string prepare() {
+    rank_of_.assign(topo_.nodes().size(), -1);
+    for (int r = 0; r < topo_.num_ranks(); ++r) rank_of_[topo_.gpu_of_rank(r)] = r;
     turned_rank_ = turn_.next;
     for (int k = 1; k < group_; ++k)
       for (int& r : turned_rank_)
@@ -564,18 +566,11 @@ class StepFolder {
 
   NodeId image(NodeId node, int m) const {
     if (topo_.node(node).kind == NodeKind::Gpu) {
-      int r = rank_of_gpu(node);
+      int r = rank_of_[node];
       for (int k = 0; k < m; ++k) r = turned_rank_[r];
       return topo_.gpu_of_rank(r);
     }
     return switch_image_.at({node, m});
-  }
-  int rank_of_gpu(NodeId gpu) const {
-    if (rank_of_.empty()) {
-      rank_of_.assign(topo_.nodes().size(), -1);
-      for (int r = 0; r < topo_.num_ranks(); ++r) rank_of_[topo_.gpu_of_rank(r)] = r;
-    }
-    return rank_of_[gpu];
   }
 
   // Every (from, to) node pair the played ops send between, switch legs included.
@@ -697,7 +692,7 @@ class StepFolder {
   std::vector<PlayedTask> played_;
   std::map<std::pair<const Schedule*, int>, std::unique_ptr<QuotientSchedule>> quotients_;
   std::map<std::pair<NodeId, int>, NodeId> switch_image_;
-  mutable std::vector<int> rank_of_;
+  std::vector<int> rank_of_;  // by GPU node: its topology rank
   NetworkFold fold_;
 };
 
