@@ -10,25 +10,13 @@
 namespace collsim {
 namespace {
 
-// Named apart from streamed.cpp's tags: a unity build compiles both files in one unit.
-enum SimulatorEvent : std::uint32_t {
-  kTaskStart = kFirstSourceEvent,
-  kTaskLaunched,
-  kTaskIssued,  // the host has issued a collective whose ops all finished earlier
-  kComputeDone
-};
-
 constexpr int kMaxLegs = TransferIds::kMaxLegs;
 
 }  // namespace
 
 struct Simulator::TaskState {
-  const ScheduleGraph* graph = nullptr;  // null for compute tasks
-  std::vector<std::uint32_t> waiting;    // per op: dependencies not yet done
-  std::size_t ops_left = 0;
-  std::size_t prerequisites_left = 0;
-  std::vector<std::size_t> dependents;       // tasks waiting on this one
-  OpCosts costs;                             // none: plain α-β, the fast path
+  const ScheduleGraph* graph = nullptr;  // while it runs; null for compute tasks
+  OpCosts costs;                         // none: plain α-β, the fast path
   // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
   // down, and that switch's efficiency; per op, legs still in flight. Apart, made only
   // for a schedule with switch ops: a step's millions of tasks have none.
@@ -42,7 +30,7 @@ struct Simulator::TaskState {
 
 Simulator::Simulator(const Topology& topology, Router& router, NetworkModel& model,
                      SimulationOptions options)
-    : Executor(topology, router, model), options_(options) {}
+    : TaskRunner(topology, router, model), options_(options) {}
 
 Simulator::~Simulator() = default;
 
@@ -54,14 +42,6 @@ template <class F>
 void Simulator::each_successor(std::size_t task, OpId op, F&& f) const {
   const std::vector<Op>& ops = schedule(task).ops;
   for (OpId next : state_[task].graph->successors(op)) f(next, LazyOnlySent{ops[op], ops[next]});
-}
-
-bool Simulator::dependency_done(std::size_t task, OpId next) {
-  return --state_[task].waiting[next] == 0;
-}
-
-void Simulator::finished(std::size_t task, OpId) {
-  if (--state_[task].ops_left == 0) finish_task(task);
 }
 
 PathId Simulator::switch_route(std::size_t task, int rank, bool up) const {
@@ -139,7 +119,6 @@ void Simulator::prepare_task(std::size_t index) {
   const bool any_switch = route_ops(task, path);
   if (any_switch) prepare_switch_routes(index, st);
   st.costs = OpCosts(task.cost.get(), s.shape);
-  st.ops_left = s.size();
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
 }
 
@@ -185,6 +164,7 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   result_ = SimulationResult{};
   result_.tasks.resize(tasks.size());
   reset();
+  reset_tasks(tasks.size());
   state_.clear();
   state_.reserve(tasks.size());
   graphs_.clear();
@@ -194,59 +174,44 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
   ids_.assign(ops_per_task);
   for (std::size_t i = 0; i < tasks.size(); ++i) prepare_task(i);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    for (int before : tasks[i].after) {
+    for (int before : tasks[i].after)
       if (before < 0 || static_cast<std::size_t>(before) >= i)
         throw std::invalid_argument("task \"" + tasks[i].name +
                                     "\" may only wait on earlier tasks");
-      state_[before].dependents.push_back(i);
-    }
-    state_[i].prerequisites_left = tasks[i].after.size();
-    if (tasks[i].after.empty()) engine_.schedule(0, kTaskStart, i);
+    add_task(i, tasks[i].after);
   }
 }
 
 SimulationResult Simulator::run_loaded() {
-  const auto& tasks = *tasks_;
-  engine_.run([this](const Event& e) {
-    if (play_executor_event(e)) return;
-    switch (e.tag) {
-      case kTaskStart:
-        start_task(static_cast<std::size_t>(e.id));
-        break;
-      case kTaskLaunched:
-        start_ready_ops(static_cast<std::size_t>(e.id));
-        break;
-      case kTaskIssued:
-      case kComputeDone:
-        finish_task(static_cast<std::size_t>(e.id));
-        break;
-    }
-  });
+  play_tasks();
   result_.events = engine_.events_processed();
   result_.links = std::move(traffic_.links);
   result_.node_sent = std::move(traffic_.node_sent);
   result_.node_received = std::move(traffic_.node_received);
   result_.transfers = traffic_.transfers;
   record_routes();
-  for (std::size_t i = 0; i < tasks.size(); ++i)
-    if (result_.tasks[i].end < 0)
-      throw std::logic_error("task \"" + tasks[i].name + "\" never finished (dependency cycle?)");
   tasks_ = nullptr;
   return std::move(result_);
 }
 
-const ScheduleGraph& Simulator::graph_of(const Schedule& s) {
-  auto& slot = graphs_[&s].graph;
-  if (!slot) slot = std::make_unique<const ScheduleGraph>(s);
-  return *slot;
+// Successors only while the task runs: a run of a million collectives one after another
+// holds one graph at a time, not a million. Tasks of one schedule share its graph.
+std::size_t Simulator::open_ops(std::size_t index, std::vector<std::uint32_t>& waiting) {
+  const CollectiveTask& task = (*tasks_)[index];
+  auto& slot = graphs_[task.schedule].graph;
+  if (!slot) slot = std::make_unique<const ScheduleGraph>(*task.schedule);
+  state_[index].graph = slot.get();
+  waiting = slot->indegree;
+  if (!options_.keep_routes) route_ops(task, result_.tasks[index].paths);
+  return task.schedule->size();
 }
 
-void Simulator::release_graph(std::size_t index) {
-  TaskState& st = state_[index];
-  std::vector<std::uint32_t>().swap(st.waiting);
-  st.graph = nullptr;
+// The last task of a schedule frees its graph.
+void Simulator::close_ops(std::size_t index) {
+  state_[index].graph = nullptr;
   const auto it = graphs_.find((*tasks_)[index].schedule);
   if (--it->second.users == 0) graphs_.erase(it);
+  if (!options_.keep_routes) std::vector<PathId>().swap(result_.tasks[index].paths);
 }
 
 void Simulator::record_routes() {
@@ -262,45 +227,6 @@ void Simulator::record_routes() {
     routes.links.insert(routes.links.end(), links.begin(), links.end());
     routes.first.push_back(routes.links.size());
   }
-}
-
-void Simulator::start_task(std::size_t index) {
-  result_.tasks[index].start = engine_.now();
-  const CollectiveTask& task = (*tasks_)[index];
-  if (task.is_compute())
-    return engine_.schedule(add_time(engine_.now(), task.duration), kComputeDone, index);
-  TaskState& st = state_[index];
-  // Successors and dependency counts only while the task runs: a run of a million
-  // collectives one after another holds one graph at a time, not a million.
-  st.graph = &graph_of(*task.schedule);
-  st.waiting = st.graph->indegree;
-  if (!options_.keep_routes) route_ops(task, result_.tasks[index].paths);
-  if (st.ops_left == 0) return finish_task(index);
-  // The launch is part of the collective's time: its ops wait for it.
-  if (st.costs.launch() > 0)
-    return engine_.schedule(add_time(engine_.now(), st.costs.launch()), kTaskLaunched, index);
-  start_ready_ops(index);
-}
-
-void Simulator::start_ready_ops(std::size_t index) {
-  TaskState& st = state_[index];
-  for (OpId id = 0; id < st.waiting.size(); ++id)
-    if (st.waiting[id] == 0) start_op(index, id);
-}
-
-void Simulator::finish_task(std::size_t index) {
-  if (result_.tasks[index].ops_end < 0) {
-    result_.tasks[index].ops_end = engine_.now();
-    if (!(*tasks_)[index].is_compute()) release_graph(index);
-    if (!options_.keep_routes) std::vector<PathId>().swap(result_.tasks[index].paths);
-  }
-  // A collective lasts at least the host's time to issue it, and what NCCL's own model
-  // says of its pick (CostModel::host_issue, nccl_floor).
-  const Time issued = add_time(result_.tasks[index].start, state_[index].costs.least_duration());
-  if (engine_.now() < issued) return engine_.schedule(issued, kTaskIssued, index);
-  result_.tasks[index].end = engine_.now();
-  for (std::size_t dep : state_[index].dependents)
-    if (--state_[dep].prerequisites_left == 0) engine_.schedule(engine_.now(), kTaskStart, dep);
 }
 
 }  // namespace collsim

@@ -5,6 +5,7 @@
 // each starts), so independent collectives share — and contend for — the network.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "network/network_model.h"
 #include "schedule/schedule.h"
 #include "simulate/executor.h"
+#include "simulate/task_runner.h"
 #include "simulate/transfer_ids.h"
 
 namespace collsim {
@@ -76,7 +78,7 @@ struct SimulationResult {
 
 // The stored source of the one executor (executor.h): every task's schedule is whole
 // before the run, each op's dependency count and successors come from its graph.
-class Simulator final : private Executor<Simulator> {
+class Simulator final : private TaskRunner<Simulator> {
  public:
   Simulator(const Topology& topology, Router& router, NetworkModel& model,
             SimulationOptions options = {});
@@ -90,6 +92,7 @@ class Simulator final : private Executor<Simulator> {
 
  private:
   friend class Executor<Simulator>;
+  friend class TaskRunner<Simulator>;
   struct TaskState;
 
   // --- the source, as the executor reads it ---
@@ -114,7 +117,6 @@ class Simulator final : private Executor<Simulator> {
   void last_successors(std::size_t task, OpId op, F&& f) const {
     each_successor(task, op, f);
   }
-  bool dependency_done(std::size_t task, OpId next);
   void began(std::size_t task, OpId op) {
     TaskTiming& timing = result_.tasks[task];
     if (timing.ops_start < 0) timing.ops_start = engine_.now();
@@ -124,20 +126,24 @@ class Simulator final : private Executor<Simulator> {
   void finishing(std::size_t task, OpId op, OpPhase) {
     if (options_.record_ops) result_.tasks[task].ops[op].end = engine_.now();
   }
-  void finished(std::size_t task, OpId op);
   PathId switch_route(std::size_t task, int rank, bool up) const;
   double switch_efficiency(std::size_t task, int rank) const;
   std::uint16_t& legs_left(std::size_t task, OpId op);
 
+  // --- the task runner's ---
+  const std::string& task_name(std::size_t task) const { return (*tasks_)[task].name; }
+  TaskTiming& timing(std::size_t task) { return result_.tasks[task]; }
+  std::optional<Time> compute_time(std::size_t task) const {
+    const CollectiveTask& t = (*tasks_)[task];
+    return t.is_compute() ? std::optional<Time>(t.duration) : std::nullopt;
+  }
+  std::size_t open_ops(std::size_t task, std::vector<std::uint32_t>& waiting);
+  void close_ops(std::size_t task);
+
   void prepare_task(std::size_t index);
   // Each op's route into `path` (-1 for local and switch ops); whether it has switch ops.
   bool route_ops(const CollectiveTask& task, std::vector<PathId>& path);
-  void start_task(std::size_t index);
-  void start_ready_ops(std::size_t task);
   void prepare_switch_routes(std::size_t index, TaskState& st);  // NVLS switch ops
-  void finish_task(std::size_t index);
-  const ScheduleGraph& graph_of(const Schedule& s);
-  void release_graph(std::size_t index);  // its ops are done: the last user frees it
   void record_routes();
 
   SimulationOptions options_;

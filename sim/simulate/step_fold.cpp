@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "schedule/algorithms.h"
 #include "schedule/quotient.h"
-#include "simulate/executor.h"
 #include "simulate/planned_step.h"
 #include "simulate/symmetric.h"
+#include "simulate/task_runner.h"
 #include "topology/routing.h"
 
 namespace collsim {
@@ -205,13 +206,6 @@ std::string turn_tasks(const StepGraph& g, const PlannedStep& planned, const Rep
   return "";
 }
 
-enum StepFoldEvent : std::uint32_t {
-  kFoldTaskStart = kFirstSourceEvent,
-  kFoldTaskLaunched,
-  kFoldTaskIssued,
-  kFoldComputeDone
-};
-
 // A task of the first group of replicas, or across the replicas, as played.
 struct PlayedTask {
   std::size_t graph_task = 0;
@@ -229,49 +223,28 @@ struct PlayedTask {
 
 // The played tasks, as the one executor (executor.h) reads them: the stored source of
 // Simulator, with a collective across the replicas played by its representatives.
-class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
+class FoldedStepSimulator final : private TaskRunner<FoldedStepSimulator> {
  public:
   FoldedStepSimulator(const Topology& topology, Router& router, NetworkModel& model,
                       std::vector<PlayedTask>& played)
-      : Executor(topology, router, model), played_(played), state_(played.size()) {
+      : TaskRunner(topology, router, model), played_(played), state_(played.size()) {
     std::vector<std::size_t> ops;
     for (const PlayedTask& p : played) ops.push_back(p.task.is_compute() ? 0 : size(p));
     ids_.assign(ops);
     timing_.resize(played.size());
+    reset_tasks(played.size());
     for (std::size_t i = 0; i < played.size(); ++i) {
-      State& st = state_[i];
       const PlayedTask& p = played[i];
       if (!p.task.is_compute()) {
-        st.costs = OpCosts(p.task.cost.get(), p.task.schedule->shape);
-        st.ops_left = size(p);
+        state_[i].costs = OpCosts(p.task.cost.get(), p.task.schedule->shape);
         ++graphs_[graph_key(p)].users;
       }
-      for (std::size_t before : p.after) state_[before].dependents.push_back(i);
-      st.prerequisites_left = p.after.size();
-      if (p.after.empty()) engine_.schedule(0, kFoldTaskStart, i);
+      add_task(i, p.after);
     }
   }
 
   SimulationResult run() {
-    engine_.run([this](const Event& e) {
-      if (play_executor_event(e)) return;
-      const auto index = static_cast<std::size_t>(e.id);
-      switch (e.tag) {
-        case kFoldTaskStart:
-          start_task(index);
-          break;
-        case kFoldTaskLaunched:
-          start_ready_ops(index);
-          break;
-        case kFoldTaskIssued:
-        case kFoldComputeDone:
-          finish_task(index);
-          break;
-      }
-    });
-    for (std::size_t i = 0; i < played_.size(); ++i)
-      if (timing_[i].end < 0)
-        throw std::logic_error("task \"" + played_[i].task.name + "\" never finished");
+    play_tasks();
     SimulationResult r;
     r.tasks = std::move(timing_);
     r.links = std::move(traffic_.links);
@@ -284,13 +257,10 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
 
  private:
   friend class Executor<FoldedStepSimulator>;
+  friend class TaskRunner<FoldedStepSimulator>;
   struct State {
     const ScheduleGraph* graph = nullptr;     // a schedule played whole
     const QuotientGraph* quotient = nullptr;  // a collective across the replicas
-    std::vector<std::uint32_t> waiting;
-    std::size_t ops_left = 0;
-    std::size_t prerequisites_left = 0;
-    std::vector<std::size_t> dependents;
     OpCosts costs;
   };
 
@@ -334,15 +304,11 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
   void last_successors(std::size_t task, OpId op, F&& f) const {
     each_successor(task, op, f);
   }
-  bool dependency_done(std::size_t task, OpId next) { return --state_[task].waiting[next] == 0; }
   void began(std::size_t task, OpId) {
     if (timing_[task].ops_start < 0) timing_[task].ops_start = engine_.now();
   }
   void sent(std::size_t, OpId) {}
   void finishing(std::size_t, OpId, OpPhase) {}
-  void finished(std::size_t task, OpId) {
-    if (--state_[task].ops_left == 0) finish_task(task);
-  }
   PathId switch_route(std::size_t task, int rank, bool up) const {
     return up ? played_[task].up[rank] : played_[task].down[rank];
   }
@@ -363,53 +329,33 @@ class FoldedStepSimulator final : private Executor<FoldedStepSimulator> {
                       : static_cast<const void*>(p.task.schedule);
   }
 
-  void start_task(std::size_t index) {
-    timing_[index].start = engine_.now();
+  // --- the task runner's ---
+  const std::string& task_name(std::size_t task) const { return played_[task].task.name; }
+  TaskTiming& timing(std::size_t task) { return timing_[task]; }
+  std::optional<Time> compute_time(std::size_t task) const {
+    const CollectiveTask& t = played_[task].task;
+    return t.is_compute() ? std::optional<Time>(t.duration) : std::nullopt;
+  }
+  std::size_t open_ops(std::size_t index, std::vector<std::uint32_t>& waiting) {
     const PlayedTask& p = played_[index];
-    if (p.task.is_compute())
-      return engine_.schedule(add_time(engine_.now(), p.task.duration), kFoldComputeDone, index);
     State& st = state_[index];
     SharedGraph& shared = graphs_.at(graph_key(p));
     if (p.quotient) {
       if (!shared.quotient) shared.quotient = std::make_unique<const QuotientGraph>(*p.quotient);
       st.quotient = shared.quotient.get();
-      st.waiting = st.quotient->indegree;
+      waiting = st.quotient->indegree;
     } else {
       if (!shared.graph) shared.graph = std::make_unique<const ScheduleGraph>(*p.task.schedule);
       st.graph = shared.graph.get();
-      st.waiting = st.graph->indegree;
+      waiting = st.graph->indegree;
     }
-    if (st.ops_left == 0) return finish_task(index);
-    if (st.costs.launch() > 0)
-      return engine_.schedule(add_time(engine_.now(), st.costs.launch()), kFoldTaskLaunched, index);
-    start_ready_ops(index);
+    return size(p);
   }
-
-  void start_ready_ops(std::size_t index) {
-    State& st = state_[index];
-    for (OpId id = 0; id < st.waiting.size(); ++id)
-      if (st.waiting[id] == 0) start_op(index, id);
-  }
-
-  void finish_task(std::size_t index) {
-    TaskTiming& t = timing_[index];
-    State& st = state_[index];
-    if (t.ops_end < 0) {
-      t.ops_end = engine_.now();
-      if (!played_[index].task.is_compute()) {
-        const auto it = graphs_.find(graph_key(played_[index]));
-        if (--it->second.users == 0) graphs_.erase(it);
-        st.graph = nullptr;
-        st.quotient = nullptr;
-      }
-      std::vector<std::uint32_t>().swap(st.waiting);
-    }
-    const Time issued = add_time(t.start, st.costs.least_duration());
-    if (engine_.now() < issued) return engine_.schedule(issued, kFoldTaskIssued, index);
-    t.end = engine_.now();
-    for (std::size_t dep : st.dependents)
-      if (--state_[dep].prerequisites_left == 0)
-        engine_.schedule(engine_.now(), kFoldTaskStart, dep);
+  void close_ops(std::size_t index) {
+    const auto it = graphs_.find(graph_key(played_[index]));
+    if (--it->second.users == 0) graphs_.erase(it);
+    state_[index].graph = nullptr;
+    state_[index].quotient = nullptr;
   }
 
   std::vector<PlayedTask>& played_;
