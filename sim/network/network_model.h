@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/time.h"
+#include "engine/engine.h"
 #include "network/cost_model.h"
 #include "network/link_counters.h"
 #include "topology/routing.h"
@@ -17,19 +18,30 @@ namespace collsim {
 
 using TransferId = std::uint64_t;
 
-// What a model may ask of whoever drives it (the simulator).
+// What a model may ask of whoever drives it (the simulator). The clock, the wake-ups and
+// the counters are the host's engine and counters, reached without a virtual call: the
+// packet model asks for them at every hop of every packet.
 class NetworkHost {
  public:
-  virtual Time now() const = 0;
-  // Calls the model's wakeup(cookie) at time `at`.
-  virtual void schedule_wakeup(Time at, std::uint64_t cookie) = 0;
+  Time now() const { return engine_.now(); }
+  // Calls the model's wakeup(cookie) at time `at`: an event of the host's engine, tagged
+  // as the host said.
+  void schedule_wakeup(Time at, std::uint64_t cookie) { engine_.schedule(at, wakeup_tag_, cookie); }
   // The model is done with the transfer, now: its last byte has arrived, or, for a model
   // with a delivery_delay, has left the sender (the host then adds the delay).
   virtual void transfer_finished(TransferId id) = 0;
-  virtual LinkCounters& link_counters() = 0;
+  LinkCounters& link_counters() { return links_; }
 
  protected:
+  // The engine and counters must outlive the host; they may be constructed after it.
+  NetworkHost(Engine& engine, std::uint32_t wakeup_tag, LinkCounters& links)
+      : engine_(engine), links_(links), wakeup_tag_(wakeup_tag) {}
   ~NetworkHost() = default;
+
+ private:
+  Engine& engine_;
+  LinkCounters& links_;
+  std::uint32_t wakeup_tag_;
 };
 
 // The network models, and what each is: the loader, the planner, the reports and the

@@ -1,6 +1,8 @@
 #include "network/packet_model.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
 #include "core/slot_pool.h"
 
@@ -32,11 +34,13 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
       std::max<std::int64_t>(1, (bytes + packet_bytes_ - 1) / packet_bytes_);
   transfers_[s] = {id, path, packets, packets, bytes, cost.stretch};
   const auto path_links = router_.links(path);
+  if (path_links.size() > std::numeric_limits<decltype(Packet::hop)>::max())
+    throw std::invalid_argument("the packet model follows paths of at most 65,535 links");
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
   const Time ready =
       add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
-  links_[first].queue.push_back({s, 0, std::min(packet_bytes_, bytes), ready, 0});
+  links_[first].queue.push_back(packet(s, std::min(packet_bytes_, bytes), ready));
   serve(host, first, host.now());
 }
 
@@ -60,13 +64,6 @@ void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
   }
 }
 
-// Most packets are whole and unstretched: their time per link is computed once.
-Time PacketModel::serialization(const Packet& p, LinkId link) const {
-  const double stretch = transfers_[p.transfer].stretch;
-  if (p.bytes == packet_bytes_ && stretch == 1) return full_packet_time_[link];
-  return transfer_time(p.bytes, topology_.link(link).bandwidth / stretch);
-}
-
 // Starts the head packet if the link is free and the packet has arrived.
 void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
   LinkState& ls = links_[link];
@@ -88,7 +85,8 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   Transfer& t = transfers_[p.transfer];
   if (p.hop == 0 && --t.unsent > 0) {  // the train's next packet stays at the front
     t.unsent_bytes -= p.bytes;
-    ls.queue.front().bytes = std::min(packet_bytes_, t.unsent_bytes);
+    Packet& next = ls.queue.front();
+    next = packet(next.transfer, std::min(packet_bytes_, t.unsent_bytes), next.ready);
   } else {
     ls.queue.pop_front();
   }
@@ -97,7 +95,7 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   const Time now = host.now();
   const Time latency = latency_[link];
   const auto path = router_.links(t.path);
-  if (p.hop + 1 < path.size()) {
+  if (std::size_t{p.hop} + 1 < path.size()) {
     const LinkId next = path[p.hop + 1];
     // Cut-through: the head left a serialization ago and is already at the next link.
     p.ready = add_time(cut_through_ ? now - serialization(p, link) : now, latency);

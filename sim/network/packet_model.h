@@ -29,7 +29,8 @@ class PacketModel final : public NetworkModel {
   using Slot = std::int32_t;
   struct Packet {
     Slot transfer;
-    std::uint32_t hop;  // index into the transfer's path; 0: its train (Transfer::unsent)
+    std::uint16_t hop;  // index into the transfer's path; 0: its train (Transfer::unsent)
+    bool plain;         // a whole packet, unstretched: its time per link is full_packet_time_
     std::int64_t bytes;
     Time ready;              // may start on this link from then on
     Time not_before_finish;  // cut-through: cannot end before it ended upstream + latency
@@ -53,7 +54,14 @@ class PacketModel final : public NetworkModel {
 
   void serve(NetworkHost& host, LinkId link, Time now);
   void finish_packet(NetworkHost& host, LinkId link);
-  Time serialization(const Packet& p, LinkId link) const;
+  Time serialization(const Packet& p, LinkId link) const {
+    if (p.plain) return full_packet_time_[link];
+    return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);
+  }
+  Packet packet(Slot transfer, std::int64_t bytes, Time ready) const {
+    return {transfer, 0,     bytes == packet_bytes_ && transfers_[transfer].stretch == 1,
+            bytes,    ready, 0};
+  }
 
   Time alpha_;
   std::int64_t packet_bytes_;

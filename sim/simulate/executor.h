@@ -71,7 +71,10 @@ template <class Source>
 class Executor : private NetworkHost {
  protected:
   Executor(const Topology& topology, Router& router, NetworkModel& model)
-      : topology_(topology), router_(router), model_(model) {
+      : NetworkHost(engine_, kNetworkWakeup, traffic_.links),
+        topology_(topology),
+        router_(router),
+        model_(model) {
     reset();
   }
 
@@ -253,13 +256,6 @@ class Executor : private NetworkHost {
     });
     src.finished(task, id);
   }
-
-  // --- NetworkHost ---
-  Time now() const override { return engine_.now(); }
-  void schedule_wakeup(Time at, std::uint64_t cookie) override {
-    engine_.schedule(at, kNetworkWakeup, cookie);
-  }
-  LinkCounters& link_counters() override { return traffic_.links; }
 
   std::vector<Time> rank_busy_until_;  // per topology node: CostModel::op_overhead's queue
 };
