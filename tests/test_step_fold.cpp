@@ -224,6 +224,42 @@ TEST_CASE("run folds by itself a step whose ops reach what a fold pays from", "[
   CHECK(run_workloads(small, StepFold::Never).fold_note.empty());
 }
 
+TEST_CASE("a collective whose ranks are listed in a stride folds by the gcd of its turn",
+          "[step_fold]") {
+  // DDP on 8 GPUs of one switch, each GPU a replica, the buckets' ring all-reduces listing
+  // their ranks 0, 3, 6, 1, 4, 7, 2, 5: a turn of the replicas (rank i to i + 1) moves each
+  // rank 3 places along the ring. The turns are then the ring's 8 rotations, as for a list
+  // in order: folded by one rank, the whole run's figures. Listed 0, 2, 4, 6, 1, 3, 5, 7
+  // (a turn moves each rank by 4, or 4 + 1: no rotation), it is not folded.
+  const Scenario s = scenario(
+      R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"},
+          "network": {"model": "flow"},
+          "workload": {"gradients": "256MiB", "compute": "1ms", "bucket": "64MiB",
+                       "algorithm": "ring"}})");
+  const ReplicaTurn turn = replica_turn(s.workloads.front());
+  REQUIRE(turn.replicas == 8);
+  const auto listed = [&](const std::vector<int>& order) {
+    StepGraph g = graph_of(s);
+    int collectives = 0;
+    for (StepTask& t : g.tasks)
+      if (t.kind == StepTaskKind::Collective) {
+        t.ranks = order;
+        ++collectives;
+      }
+    CHECK(collectives == 4);
+    return g;
+  };
+  const StepGraph stride = listed({0, 3, 6, 1, 4, 7, 2, 5});
+  std::string why;
+  const auto folded = simulate_step_folded(s, stride, turn, why);
+  INFO(why);
+  REQUIRE(folded);
+  CHECK(folded->played == 1);
+  require_same_step(simulate_step(s, stride), folded->result);
+  CHECK_FALSE(simulate_step_folded(s, listed({0, 2, 4, 6, 1, 3, 5, 7}), turn, why));
+  CHECK_THAT(why, Catch::Contains("no rotation"));
+}
+
 TEST_CASE("a fold keeps the order in which a step lists its tasks, as each replica sees it",
           "[step_fold]") {
   // Two replicas of two GPUs on one switch: each replica's compute X, and a compute C on

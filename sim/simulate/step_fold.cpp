@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -474,14 +475,18 @@ class StepFolder {
   }
 
   // A collective across the replicas plays its representatives: folded by the rotation of
-  // its ranks a turn of the group is.
+  // its ranks a turn of the group is. Turned by the group its list rotates by some `turn`
+  // positions; the turns make up the rotations by multiples of gcd(turn, n) (a rank list
+  // in a stride, as [0, 3, 6, 1, 4, 7, 2, 5], turns by 3 where a fold by 1 is the same
+  // orbits), and they must be `turns_` distinct ones.
   std::string fold_across(PlayedTask& p) {
     if (p.task.is_compute()) return "";
     const StepTask& t = g_.tasks[p.graph_task];
     const int n = static_cast<int>(t.ranks.size());
-    const int period =
+    const int turn =
         static_cast<int>((static_cast<std::int64_t>(tasks_.rotation[p.graph_task]) * group_) % n);
-    if (period == 0 || n % period != 0 || n / period != turns_)
+    const int period = std::gcd(turn, n);
+    if (turn == 0 || n / period != turns_)
       return fmt::format(
           "collective \"{}\": a turn of {} replicas is no turn of its ranks by a "
           "divisor of them",
