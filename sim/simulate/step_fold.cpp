@@ -398,6 +398,15 @@ class StepFolder {
     for (int k = 1; k < group_; ++k)
       for (int& r : turned_rank_)
         if (r >= 0) r = turn_.next[r];
+    // Every rank's m-th turn, once: the network check asks for each pair's every turn.
+    const std::size_t ranks = turned_rank_.size();
+    rank_turns_.resize(static_cast<std::size_t>(turns_) * ranks);
+    for (std::size_t r = 0; r < ranks; ++r) rank_turns_[r] = static_cast<int>(r);
+    for (std::size_t m = 1; m < static_cast<std::size_t>(turns_); ++m)
+      for (std::size_t r = 0; r < ranks; ++r) {
+        const int before = rank_turns_[(m - 1) * ranks + r];
+        rank_turns_[m * ranks + r] = before < 0 ? -1 : turned_rank_[before];
+      }
     if (std::string why = choose_tasks(); !why.empty()) return why;
     std::vector<NodePair> pairs;
     if (std::string why = transfer_pairs(pairs); !why.empty()) return why;
@@ -516,11 +525,9 @@ class StepFolder {
   }
 
   NodeId image(NodeId node, int m) const {
-    if (topo_.node(node).kind == NodeKind::Gpu) {
-      int r = rank_of_[node];
-      for (int k = 0; k < m; ++k) r = turned_rank_[r];
-      return topo_.gpu_of_rank(r);
-    }
+    if (topo_.node(node).kind == NodeKind::Gpu)
+      return topo_.gpu_of_rank(
+          rank_turns_[static_cast<std::size_t>(m) * turned_rank_.size() + rank_of_[node]]);
     return switch_image_.at({node, m});
   }
 
@@ -637,6 +644,7 @@ class StepFolder {
   const TaskTurn& tasks_;
   int group_, turns_;
   std::vector<int> turned_rank_;     // by rank: its work's rank one turn of the group on
+  std::vector<int> rank_turns_;      // [m * ranks + r]: rank r turned m times; -1: not the job's
   std::vector<int> canonical_rank_;  // by rank: its turn in the first group; -1: not the job's
   std::vector<std::int64_t> rep_;    // per task: the played task it is a turn of
   std::vector<std::int64_t> played_index_;  // per task: its index among the played; -1
