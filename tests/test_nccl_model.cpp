@@ -385,6 +385,36 @@ TEST_CASE("a pipelined tree does not pay a hop's latency again at every step", "
   CHECK(time_with(256) < time_with(64));
 }
 
+TEST_CASE("NCCL's estimate of what it runs counts the channels it launches at that size",
+          "[nccl]") {
+  // 8 x H100: NCCL's graph has 12 channels of 30 GB/s and launches up to 24, each half a
+  // graph channel; ring/LL launches one per 32 KiB (8 B a thread x 512 threads x 8 ranks).
+  // One launched channel on LL: 0.5 x 30 x 0.5 = 7.5 GB/s of bus bandwidth, 7.5 x 8/14 of
+  // algorithm bandwidth; ring/LL's latency is 6.6 + 14 x 0.6 = 15 us.
+  const auto floor_us = [](std::int64_t bytes) {
+    const Scenario s = parse_scenario(
+        parse_json_text(fmt::format(R"({{"topology": "dgx-h100", "collectives": [{{"name": "x",
+          "op": "all_reduce", "algorithm": "nccl", "bytes": {}}}]}})",
+                                    bytes),
+                        "t.json"),
+        ".");
+    const Plan plan = make_plan(s);
+    REQUIRE(plan.collectives[0].nccl_pick.starts_with("ring/LL/"));
+    return to_seconds(plan.collectives[0].cost->nccl_floor) * 1e6;
+  };
+  const double one_channel = 15 + 32768 / (1e3 * 7.5 * 8 / 14);
+  CHECK(floor_us(32 << 10) == Approx(one_channel).margin(1e-5));
+  CHECK(floor_us(16 << 10) == Approx(15 + 16384 / (1e3 * 7.5 * 8 / 14)).margin(1e-5));
+  // Each channel holds 32 KiB from 1 to 24 channels: the time stays, never falling as a
+  // whole channel is added (48 KiB is one and a half channels' worth).
+  CHECK(floor_us(48 << 10) == Approx(one_channel).margin(1e-5));
+  CHECK(floor_us(64 << 10) == Approx(one_channel).margin(1e-5));
+  CHECK(floor_us(512 << 10) == Approx(one_channel).margin(1e-5));
+  // 24 channels at 1 MiB: every channel of the graph, NCCL's own estimate as it picks
+  // (LL's 141 GB/s cap on the bus bandwidth).
+  CHECK(floor_us(1 << 20) == Approx(15 + 1048576 / (1e3 * 141 * 8 / 14)).margin(1e-5));
+}
+
 TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibration states the "
           "machine", "[nccl]") {
   for (const char* topology : {R"("dgx-h100")", R"({"preset": "cluster", "nodes": 2})"}) {
@@ -398,9 +428,12 @@ TEST_CASE("NCCL's pick lasts at least NCCL's own estimate of it, until a calibra
       };
       const Scenario s = parse_scenario(parse_json_text(doc(""), "t.json"), ".");
       const Plan plan = make_plan(s);
-      const auto& options = plan.collectives[0].nccl_options;
-      double estimate = INFINITY;
-      for (const NcclOption& o : options) estimate = std::min(estimate, o.time_us * 1e-6);
+      // NCCL's estimate on the channels it launches: at least the one it picked by.
+      double picked_by = INFINITY;
+      for (const NcclOption& o : plan.collectives[0].nccl_options)
+        picked_by = std::min(picked_by, o.time_us * 1e-6);
+      const double estimate = to_seconds(plan.collectives[0].cost->nccl_floor);
+      CHECK(estimate >= picked_by - 1e-12);
       const CollectiveOutcome o = run_scenario(s).outcomes[0];
       INFO(topology << " " << bytes << " B: estimate " << estimate << " s, ops "
                     << o.ops_time_s << " s");

@@ -469,7 +469,7 @@ TEST_CASE(
                               Catch::Contains("fitted under the flow network model") &&
                               Catch::Contains("the scenario uses ideal"));
 
-  // Where the defaults are far off (an A100 on NCCL's H100-era defaults: 25%), the kept
+  // Where the defaults are far off (an A100: 18%, its floor above NCCL's table), the kept
   // terms close most of it, on the sizes the fit saw and on those it did not.
   const std::string a100 = (dir / "a100.json").string();
   const auto a100_fit = collsim::test::run_collsim(
@@ -478,7 +478,7 @@ TEST_CASE(
   INFO(a100_fit.out << a100_fit.err);
   REQUIRE(a100_fit.status == 0);
   const auto a100_doc = nlohmann::json::parse(collsim::test::slurp(a100));
-  CHECK(a100_doc["fit"]["defaults_mape_pct"].get<double>() > 20);
+  CHECK(a100_doc["fit"]["defaults_mape_pct"].get<double>() > 15);
   CHECK(a100_doc["fit"]["mape_pct"].get<double>() < 8);
   CHECK(a100_doc["fit"]["heldout_mape_pct"].get<double>() < 10);
   CHECK(a100_doc["launch_s"].get<double>() > 8.4e-6);  // slower than NCCL's table says
@@ -669,32 +669,35 @@ TEST_CASE("nccl-tests: every test binary's name is a collective collsim simulate
 }
 
 TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl-tests]") {
-  // 2 x 8 H100: NVLSTree at the largest sizes hides the network's latency behind the
-  // NVLink stage; its small sizes (trees over the NICs) show it. A fit that asked only
-  // the largest size left InfiniBand out.
-  const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-2x8");
-  std::string log = nccl_tests_test::published_log("h100_2x8_all_reduce_default.txt");
-  // Under the sanitizers, the log up to 64 MiB (24 of its 32 sizes, the trees among them):
-  // fitting the 16 GiB rows simulates millions of ops per try, 26 s there.
+  // 4 x 8 H100: all-reduces over NVLink and InfiniBand. A fit that asked only the largest
+  // size (NVLSTree, whose NVLink stage hides the network) left InfiniBand out; the kept
+  // efficiency must describe both kinds. (The 2 x 8 log's fits all predict its held-out
+  // sizes worse than the defaults, so its file keeps no term.)
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-4x8");
+  std::string log = nccl_tests_test::published_log("h100_4x8_all_reduce_default.txt");
+  // Under the sanitizers, the log up to 256 MiB (9 of its 14 sizes): fitting the 8 GiB
+  // rows simulates millions of ops per try.
   if (kSanitized) {
     std::istringstream lines(collsim::test::slurp(log));
-    log = (dir / "h100_2x8_all_reduce_to_64MiB.txt").string();
+    log = (dir / "h100_4x8_all_reduce_to_256MiB.txt").string();
     std::ofstream shortened(log);
     for (std::string line; std::getline(lines, line);) {
       std::istringstream first(line);
       std::int64_t bytes = 0;
-      if (line.starts_with("#") || !(first >> bytes) || bytes <= (64 << 20))
+      if (line.starts_with("#") || !(first >> bytes) || bytes <= (256 << 20))
         shortened << line << "\n";
     }
   }
-  const std::string cal = (dir / "2x8.json").string();
+  const std::string cal = (dir / "4x8.json").string();
   const auto fit = collsim::test::run_collsim(
       "calibrate --nccl-tests " + log +
-      " --topology '{\"preset\": \"cluster\", \"nodes\": 2}' --out " + cal);
+      " --topology '{\"preset\": \"cluster\", \"nodes\": 4}' --out " + cal);
   INFO(fit.out << fit.err);
   REQUIRE(fit.status == 0);
   const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));
   CHECK(doc["fit"]["link_kinds"] == nlohmann::json({"nvlink", "ib"}));
+  CHECK(doc["fit"]["terms"] == "efficiency");
+  CHECK(doc["links"].contains("nvlink"));
   CHECK(doc["links"].contains("ib"));
 }
 

@@ -77,7 +77,10 @@ bool enabled(const NcclFilter& f, NcclAlgo a, Protocol p) {
 
 class Model {
  public:
-  Model(const NcclTopo& t, CollectiveOp op) : t_(t), op_(op), arch_(t.arch) {}
+  // `channels`: the graph channels whose bandwidth counts (NCCL's search: all of them).
+  Model(const NcclTopo& t, CollectiveOp op, double channels)
+      : t_(t), op_(op), arch_(t.arch), channels_(channels) {}
+  Model(const NcclTopo& t, CollectiveOp op) : Model(t, op, t.channels) {}
 
   // NCCL's latency (µs) and algorithm bandwidth (GB/s) for one pair; bw 0: disabled.
   NcclOption option(NcclAlgo a, Protocol p) const {
@@ -107,7 +110,7 @@ class Model {
             (op_ != CollectiveOp::AllGather && op_ != CollectiveOp::ReduceScatter))
           return o;
         o.algbw_GBps =
-            std::min(t_.bw_inter, t_.bw_intra > 0 ? t_.bw_intra : t_.bw_inter) * t_.channels * 0.75;
+            std::min(t_.bw_inter, t_.bw_intra > 0 ? t_.bw_intra : t_.bw_inter) * channels_ * 0.75;
         o.latency_us = 8 + std::log2(t_.nodes) * nccl_hop_latency_us(HopClass::Net, a, p) / 3.5 +
                        2.8 * t_.ranks;
         break;
@@ -118,13 +121,20 @@ class Model {
   // The channels NCCL runs at this size: fewer while each thread would get too little.
   int run_channels(NcclAlgo a, Protocol p, std::int64_t bytes) const {
     if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) return arch_ == Arch::Blackwell ? 24 : 16;
-    int nc = std::min(64, 2 * t_.channels);
+    return static_cast<int>(std::floor(launched(a, p, bytes)));
+  }
+
+  // The same as a real number, which grows with size where the whole channels step: the
+  // time NCCL's model gives them (the data of one channel at one channel's rate) then never
+  // falls as the size grows past a step. At most twice the graph's channels (64 at most).
+  double launched(NcclAlgo a, Protocol p, std::int64_t bytes) const {
+    const int most = std::min(64, 2 * t_.channels);
     const int threads =
         (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128) ? 640 : 512;
     double threshold = p == Protocol::Simple ? 64 : 8;
     if (a == NcclAlgo::Ring && p == Protocol::LL) threshold *= t_.ranks;
-    while (nc >= 2 && static_cast<double>(bytes) < nc * threads * threshold) --nc;
-    return nc;
+    return std::clamp(static_cast<double>(bytes) / (threads * threshold), 1.0,
+                      static_cast<double>(most));
   }
 
   // The data a tree channel moves per pipeline step (NCCL's chunk, enqueue.cc): a buffer
@@ -175,9 +185,9 @@ class Model {
 
   double ring_bw(Protocol p) const {
     if (op_ == CollectiveOp::AllToAll || op_ == CollectiveOp::Barrier) return 0;
-    double bus = t_.channels * graph_bw();
+    double bus = channels_ * graph_bw();
     if (p == Protocol::LL) bus = std::min(ll_max_bw(arch_, t_.nodes), bus * 0.5);
-    if (p == Protocol::LL128) bus = std::min(bus * 0.92, t_.channels * per_ch_ring_ll128(arch_));
+    if (p == Protocol::LL128) bus = std::min(bus * 0.92, channels_ * per_ch_ring_ll128(arch_));
     const int n = std::max(t_.ranks, 2);
     return bus * n / steps_of(op_, n);
   }
@@ -198,12 +208,12 @@ class Model {
 
   double tree_bw(Protocol p) const {
     const double per = t_.nodes > 1 ? std::min(t_.bw_inter, t_.bw_intra) : t_.bw_intra;
-    double bus = t_.channels * per;
-    bus = std::min(bus * 0.92, t_.channels * per_ch_tree(arch_, t_.nodes));
+    double bus = channels_ * per;
+    bus = std::min(bus * 0.92, channels_ * per_ch_tree(arch_, t_.nodes));
     if (p == Protocol::LL) bus = std::min(bus / 3.8, ll_max_bw(arch_, t_.nodes));
     if (p == Protocol::LL128)
       bus = std::min(bus * (t_.nodes == 1 ? 7.0 / 9 : 120.0 / 128),
-                     t_.channels * per_ch_tree_ll128(arch_, t_.nodes));
+                     channels_ * per_ch_tree_ll128(arch_, t_.nodes));
     if (arch_ != Arch::Ampere) bus *= 0.85;  // sm90+: the TREE pattern, NIC traffic on one GPU
     return bus * 0.5;
   }
@@ -231,6 +241,7 @@ class Model {
   const NcclTopo& t_;
   CollectiveOp op_;
   Arch arch_;
+  double channels_;
 };
 
 }  // namespace
@@ -321,6 +332,24 @@ bool nccl_has_algorithms(CollectiveOp op) {
   }
 }
 
+namespace {
+
+// NCCL's estimate of one pair at `bytes`, with its tree correction by size and its ring
+// plateau; algbw 0 where the pair is disabled.
+NcclOption estimate(const Model& model, const NcclTopo& topo, CollectiveOp op, NcclAlgo a,
+                    Protocol p, std::int64_t bytes) {
+  NcclOption o = model.option(a, p);
+  if (o.algbw_GBps <= 0) return o;
+  if (a == NcclAlgo::Tree) o.algbw_GBps *= tree_correction(p, bytes);
+  if (a == NcclAlgo::Ring && p == Protocol::Simple && op == CollectiveOp::AllReduce &&
+      topo.nodes > 1 && bytes / (topo.channels * topo.ranks) >= 64)
+    o.latency_us *= 1.4;  // NCCL's ring "plateau" correction
+  o.time_us = o.latency_us + static_cast<double>(bytes) / (1e3 * o.algbw_GBps);
+  return o;
+}
+
+}  // namespace
+
 NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
                    const NcclFilter& filter) {
   const Model model(topo, op);
@@ -330,14 +359,8 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
     for (Protocol p : kProtocols) {
       if (!enabled(filter, a, p)) continue;
       if (p == Protocol::LL128 && !topo.nvlink && topo.per_node > 1) continue;
-      NcclOption o = model.option(a, p);
-      if (o.algbw_GBps <= 0) continue;
-      if (a == NcclAlgo::Tree) o.algbw_GBps *= tree_correction(p, bytes);
-      if (a == NcclAlgo::Ring && p == Protocol::Simple && op == CollectiveOp::AllReduce &&
-          topo.nodes > 1 && bytes / (topo.channels * topo.ranks) >= 64)
-        o.latency_us *= 1.4;  // NCCL's ring "plateau" correction
-      o.time_us = o.latency_us + static_cast<double>(bytes) / (1e3 * o.algbw_GBps);
-      pick.options.push_back(o);
+      const NcclOption o = estimate(model, topo, op, a, p, bytes);
+      if (o.algbw_GBps > 0) pick.options.push_back(o);
     }
   for (const NcclOption& o : pick.options)
     if (!best || o.time_us < best->time_us) best = &o;
@@ -345,11 +368,18 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
     throw std::invalid_argument(fmt::format(
         "NCCL has no algorithm and protocol for {} here that the filter allows", name_of(op)));
   pick.chosen = *best;
-  pick.channels = model.run_channels(pick.chosen.algorithm, pick.chosen.protocol, bytes);
-  if (pick.chosen.algorithm == NcclAlgo::Tree)
-    pick.chunk_bytes = model.tree_chunk(pick.chosen.protocol, bytes, pick.channels);
-  if (pick.chosen.algorithm == NcclAlgo::NvlsTree)
-    pick.chunk_bytes = model.nvls_tree_chunk(bytes, pick.channels);
+  const NcclAlgo a = pick.chosen.algorithm;
+  const Protocol p = pick.chosen.protocol;
+  pick.channels = model.run_channels(a, p, bytes);
+  // NCCL chose by every channel of its graph (each run channel is half of one), but
+  // launches fewer below a size: its model, per channel, of what it launches.
+  const double graph_channels = model.launched(a, p, bytes) / 2;
+  pick.run_time_us =
+      graph_channels < topo.channels && a != NcclAlgo::Nvls && a != NcclAlgo::NvlsTree
+          ? estimate(Model(topo, op, graph_channels), topo, op, a, p, bytes).time_us
+          : pick.chosen.time_us;
+  if (a == NcclAlgo::Tree) pick.chunk_bytes = model.tree_chunk(p, bytes, pick.channels);
+  if (a == NcclAlgo::NvlsTree) pick.chunk_bytes = model.nvls_tree_chunk(bytes, pick.channels);
   return pick;
 }
 

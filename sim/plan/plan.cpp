@@ -244,7 +244,7 @@ class Tuner {
       // kernel its model describes.
       const bool calibrated = scenario_.network.cost && scenario_.network.cost->stated.any();
       if (!calibrated && spec.bytes > 0 && spec.ranks.size() > 1)
-        nccl_floor_ = from_seconds(p.chosen.time_us * 1e-6);
+        nccl_floor_ = from_seconds(p.run_time_us * 1e-6);
       weighed = std::move(p.options);
     }
     PlannedCollective out = plan(s);
