@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "nccl/nccl_model.h"
 #include "nccl/protocol.h"
+#include "plan/plan_report.h"
 #include "schedule/algorithms.h"
 #include "simulate/simulated_plan.h"
 #include "topology/presets.h"
@@ -404,6 +405,18 @@ TEST_CASE("NCCL's estimate of what it runs counts the channels it launches at th
   };
   const double one_channel = 15 + 32768 / (1e3 * 7.5 * 8 / 14);
   CHECK(floor_us(32 << 10) == Approx(one_channel).margin(1e-5));
+  {  // `collsim plan` says so under NCCL's table, and in its JSON
+    const Scenario s =
+        parse_scenario(parse_json_text(R"({"topology": "dgx-h100", "collectives": [{"name": "x",
+          "op": "all_reduce", "algorithm": "nccl", "bytes": 32768}]})",
+                                       "t.json"),
+                       ".");
+    const Plan plan = make_plan(s);
+    CHECK_THAT(plan_table(s, plan),
+               Catch::Contains("ring/LL/1ch on the channels it launches at this size: 22.65 us"));
+    CHECK(plan_json(s, plan)["collectives"][0]["nccl_floor_us"].get<double>() ==
+          Approx(one_channel).margin(1e-5));
+  }
   CHECK(floor_us(16 << 10) == Approx(15 + 16384 / (1e3 * 7.5 * 8 / 14)).margin(1e-5));
   // Each channel holds 32 KiB from 1 to 24 channels: the time stays, never falling as a
   // whole channel is added (48 KiB is one and a half channels' worth).

@@ -34,6 +34,11 @@ std::string nccl_terms_table(const PlannedCollective& c) {
   for (const NcclOption& o : c.nccl_options)
     out += fmt::format("#   {:<10} {:<7} {:>12.2f} {:>13.2f} {:>12.2f}\n", name_of(o.algorithm),
                        name_of(o.protocol), o.latency_us, o.algbw_GBps, o.time_us);
+  if (c.cost && c.cost->nccl_floor > 0)
+    out += fmt::format(
+        "#   {} on the channels it launches at this size: {:.2f} us, the least the "
+        "simulated time may be\n",
+        c.nccl_pick, to_seconds(c.cost->nccl_floor) * 1e6);
   return out;
 }
 
@@ -99,6 +104,8 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
       if (c.choice->runner_up) j["auto"]["runner_up"] = candidate_json(*c.choice->runner_up);
     }
     if (!c.nccl_options.empty()) j["nccl_model"] = nccl_terms_json(c);
+    // NCCL's model of its pick on the channels it launches: the simulated time's floor.
+    if (c.cost && c.cost->nccl_floor > 0) j["nccl_floor_us"] = to_seconds(c.cost->nccl_floor) * 1e6;
     cols.push_back(std::move(j));
   }
   return {{"scenario", s.name}, {"collectives", std::move(cols)}};
