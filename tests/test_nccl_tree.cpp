@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "replay/verify.h"
 #include "scenario/scenario.h"
+#include "schedule/generators/pipeline.h"
 #include "simulate/simulated_plan.h"
 
 using namespace collsim;
@@ -22,6 +23,54 @@ std::vector<int> hosts_of(int hosts, int per_host) {
 }
 
 }  // namespace
+
+TEST_CASE(
+    "NCCL's double binary tree: its first tree as ncclGetBtree draws it, its second the "
+    "mirror or shift, no member an inner node of both") {
+  // ncclGetBtree's illustration for 14 ranks.
+  const TreeShape t14 = nccl_double_tree(14, false);
+  const std::vector<int> parent14{-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
+  CHECK(t14.parent == parent14);
+  // Mirrored for an even count: 11 plays 0 (the root), 7 plays 4.
+  const TreeShape m12 = nccl_double_tree(12, true);
+  CHECK(m12.parent[11] == -1);
+  CHECK(m12.parent[3] == 11);  // 3 plays 8, 0's child
+  CHECK(m12.parent[7] == 3);   // 7 plays 4, 8's child
+  // Shifted by one for an odd count: 1 plays 0.
+  const TreeShape s13 = nccl_double_tree(13, true);
+  CHECK(s13.parent[1] == -1);
+  CHECK(s13.parent[9] == 1);  // 9 plays 8
+  for (int n = 1; n <= 70; ++n) {
+    INFO(n << " members");
+    int inner_in_both = 0;
+    std::vector<std::vector<int>> children(2, std::vector<int>(n, 0));
+    for (int second = 0; second < 2; ++second) {
+      const TreeShape t = nccl_double_tree(n, second == 1);
+      int roots = 0;
+      for (int m = 0; m < n; ++m) {
+        if (t.parent[m] < 0) {
+          ++roots;
+          continue;
+        }
+        ++children[second][t.parent[m]];
+        int steps = 0;  // every member reaches the root
+        for (int up = m; t.parent[up] >= 0 && steps <= n; up = t.parent[up]) ++steps;
+        CHECK(steps < n);
+      }
+      CHECK(roots == 1);
+      // At most two children, one in each slot.
+      for (int m = 0; m < n; ++m) {
+        CHECK(children[second][m] <= 2);
+        int slots = 0;
+        for (int c = 0; c < n; ++c)
+          if (t.parent[c] == m) slots |= 1 << t.slot[c];
+        CHECK(__builtin_popcount(slots) == children[second][m]);
+      }
+    }
+    for (int m = 0; m < n; ++m) inner_in_both += children[0][m] > 0 && children[1][m] > 0;
+    CHECK(inner_in_both <= (n % 2 == 0 ? 0 : 1));
+  }
+}
 
 TEST_CASE("nccl_tree computes the all-reduce for hosts x GPUs layouts and segments") {
   const AlgorithmEntry& e = *find_algorithm(CollectiveOp::AllReduce, "nccl_tree");

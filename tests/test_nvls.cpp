@@ -130,10 +130,32 @@ TEST_CASE("nvls_tree: switch ops stay in their host, transfers cross hosts betwe
     CHECK(op.src_rank % per_host == op.dst_rank % per_host);  // the same slice, the same rail
     ++crossing;
   }
-  // Per slice and segment: a reduce and a multicast on every host, and a tree over the
-  // hosts, each of its (hosts - 1) edges once up and once down.
-  CHECK(switch_ops == per_host * 2 * hosts * 2);
-  CHECK(crossing == per_host * 2 * 2 * (hosts - 1));
+  // Per slice, half on each of NCCL's two trees, and per segment: a reduce and a multicast
+  // on every host, and a tree over the hosts, each of its (hosts - 1) edges once up and
+  // once down.
+  CHECK(switch_ops == per_host * 2 * 2 * hosts * 2);
+  CHECK(crossing == per_host * 2 * 2 * 2 * (hosts - 1));
+}
+
+TEST_CASE(
+    "nvls_tree sends each rail's slice over both of NCCL's trees, so its NICs carry "
+    "about the same") {
+  // 8 hosts: in one tree hosts 2, 4 and 6 send to a parent and two children, the leaves to
+  // their parent only; a slice on one tree (as alternate slices were) loaded a rail's NIC
+  // at those hosts three times as much as at the leaves. Over both trees every host sends
+  // 4 halves but the two roots' (2 each).
+  const int hosts = 8, per_host = 2;
+  const Schedule s = nvls(hosts * per_host, 1 << 12, 1, 1, blocks(hosts, per_host));
+  std::vector<std::int64_t> sent(hosts * per_host, 0);
+  for (const Op& op : s.ops)
+    if (!op.is_switch()) sent[op.src_rank] += s.bytes(op);
+  const std::int64_t half = sent[0] / 2;  // a half-slice, as host 0 (a root) sends two
+  REQUIRE(half > 0);
+  for (int r = 0; r < hosts * per_host; ++r) {
+    INFO("rank " << r);
+    const int host = r / per_host;
+    CHECK(sent[r] == ((host == 0 || host == hosts - 1) ? 2 : 4) * half);
+  }
 }
 
 TEST_CASE("check_schedule sees a switch op read what a multicast of its step writes") {

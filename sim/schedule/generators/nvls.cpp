@@ -50,14 +50,17 @@ std::variant<SwitchLayout, std::string> switch_layout_of(const std::vector<int>&
 // NVLS on `region` (ranks = every rank of the schedule, `layout.groups` switch groups of
 // `layout.size`): slice p of the region is reduced by the switch of each group, issued by
 // the group's p-th rank (in place: the result lands in that rank's buffer), joined across
-// groups by a binary tree over those issuers (none with one group), and multicast back
-// by each issuer to its group. Pipelined: segment s of every slice runs phase j in step
-// s + j, so the reduce of one segment overlaps the multicast of the one before.
+// groups over NCCL's two binary trees (nccl_double_tree; none with one group), and
+// multicast back by each issuer to its group. Each issuer sends half its slice over each
+// tree, as NCCL's channels of either tree share a head's NIC: a group that is an inner
+// node of one tree is a leaf of the other, so every NIC carries about the same. Pipelined:
+// segment s of every slice runs phase j in step s + j, so the reduce of one segment
+// overlaps the multicast of the one before.
 std::vector<PhasedPlan> nvls_plans(const Group& region, SwitchLayout layout) {
   std::vector<PhasedPlan> plans;
   const int n = layout.size, groups = layout.groups;
-  for (int p = 0; p < n; ++p) {
-    PhasedPlan plan{region.slice(region.chunk_begin(n, p), region.chunk_size(n, p)), {}};
+  auto plan_on = [&](const Group& part, int p, bool second_tree) {
+    PhasedPlan plan{part, {}};
     plan.group.channel = region.channel;
     auto issuer = [&](int g) { return g * n + p; };
     Phase reduce, multicast;
@@ -66,16 +69,22 @@ std::vector<PhasedPlan> nvls_plans(const Group& region, SwitchLayout layout) {
       multicast.push_back({issuer(g), issuer(g), OpKind::Multicast});
     }
     plan.phases.push_back(std::move(reduce));
-    if (groups > 1) {
-      // Alternate slices shift the tree by one, so a group that is a leaf for one slice
-      // is an inner node for the next (as NCCL's two trees do).
-      for (Phase phase : tree_all_reduce_phases(in_order_binary_tree(groups, p % 2))) {
+    if (groups > 1)
+      for (Phase phase : tree_all_reduce_phases(nccl_double_tree(groups, second_tree))) {
         for (Edge& e : phase) e = {issuer(e.src), issuer(e.dst), e.kind};
         plan.phases.push_back(std::move(phase));
       }
-    }
     plan.phases.push_back(std::move(multicast));
     plans.push_back(std::move(plan));
+  };
+  for (int p = 0; p < n; ++p) {
+    const Group slice = region.slice(region.chunk_begin(n, p), region.chunk_size(n, p));
+    if (groups == 1 || slice.count < 2) {
+      plan_on(slice, p, p % 2 == 1);
+      continue;
+    }
+    plan_on(slice.slice(0, slice.count / 2), p, false);
+    plan_on(slice.slice(slice.count / 2, slice.count - slice.count / 2), p, true);
   }
   return plans;
 }
@@ -196,11 +205,12 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
                .nccl_family = NcclAlgo::Nvls});
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls_tree",
-               .summary =
-                   "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
-                   "switch reduce and its multicast, the slice's issuers (one GPU per "
-                   "host, the same rail) all-reduce it over a binary tree across hosts. Each "
-                   "host has the same number of consecutive ranks, on a sharp NVSwitch.",
+               .summary = "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
+                          "switch reduce and its multicast, the slice's issuers (one GPU per "
+                          "host, the same rail) all-reduce it across hosts, half over each of "
+                          "NCCL's two binary trees (as NCCL's even and odd channels), so every "
+                          "NIC carries about the same. Each host has the same number of "
+                          "consecutive ranks, on a sharp NVSwitch.",
                .generate = nvls_tree_all_reduce,
                .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
                .switch_ops = true,

@@ -141,6 +141,43 @@ TreeShape in_order_binary_tree(int size, int shift) {
   return t;
 }
 
+namespace {
+
+// NCCL's binary tree (ncclGetBtree): a member's lowest set bit b makes it the child of
+// (m ^ b) | 2b, or of m ^ b where that is past the end, and the parent of m - b/2 and of
+// m + b/2 (or the nearest m + b/2^k inside); 0 is the root, odd members are leaves. The
+// lower child reduces in slot 0, the higher in slot 1.
+TreeShape nccl_binary_tree(int size) {
+  TreeShape t{std::vector<int>(size, -1), std::vector<int>(size, 0)};
+  for (int m = 1; m < size; ++m) {
+    int bit = 1;
+    while (bit < size && (bit & m) == 0) bit <<= 1;
+    int up = (m ^ bit) | (bit << 1);
+    if (up >= size) up = m ^ bit;
+    t.parent[m] = up;
+    t.slot[m] = m < up ? 0 : 1;
+  }
+  return t;
+}
+
+}  // namespace
+
+TreeShape nccl_double_tree(int size, bool second) {
+  const TreeShape first = nccl_binary_tree(size);
+  if (!second || size < 2) return first;
+  // The member that plays member m of the first tree, and back.
+  const bool mirror = size % 2 == 0;
+  auto played = [&](int m) { return mirror ? size - 1 - m : (m - 1 + size) % size; };
+  auto player = [&](int m) { return mirror ? size - 1 - m : (m + 1) % size; };
+  TreeShape t{std::vector<int>(size, -1), std::vector<int>(size, 0)};
+  for (int m = 0; m < size; ++m) {
+    const int up = first.parent[played(m)];
+    t.parent[m] = up < 0 ? -1 : player(up);
+    t.slot[m] = first.slot[played(m)];
+  }
+  return t;
+}
+
 std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift) {
   return tree_all_reduce_phases(in_order_binary_tree(size, shift));
 }

@@ -122,10 +122,11 @@ void chain_on_groups(ScheduleBuilder& b, std::span<const Group> groups, const Al
   run_pipelined(b, plans, o.segments);
 }
 
-// NCCL's tree over `hosts[m]`: a chain inside each host, and across hosts an in-order
-// binary tree over the chains' heads. The second tree (`second`) shifts the host tree
-// by one and runs each chain the other way, so other GPUs (other rails) talk to the
-// network and most hosts that are leaves of one tree are inner nodes of the other.
+// NCCL's tree over `hosts[m]`: a chain inside each host, and across hosts NCCL's double
+// binary tree over the chains' heads (nccl_double_tree: the second tree mirrors or shifts
+// the first, so a host that is a leaf of one is an inner node of the other). The second
+// tree (`second`) also runs each chain the other way, so other GPUs (other rails) talk to
+// the network.
 // Channel `rotation` starts every chain that many members later, so channel c's heads
 // are the GPUs of rail c on every host (NCCL's channels use every NIC).
 TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second, int rotation) {
@@ -142,7 +143,7 @@ TreeShape nccl_tree(const std::vector<int>& hosts, int size, bool second, int ro
     if (second) std::reverse(c.begin(), c.end());
   }
   const int n = static_cast<int>(chains.size());
-  const TreeShape across = in_order_binary_tree(n, second && n > 1 ? 1 : 0);
+  const TreeShape across = nccl_double_tree(n, second);
   TreeShape t{std::vector<int>(size, -1), std::vector<int>(size, 0)};
   for (int h = 0; h < n; ++h) {
     const auto& c = chains[h];
@@ -270,10 +271,12 @@ void register_tree_all_reduces(std::vector<AlgorithmEntry>& c) {
   dbt.channels = 2;
   c.push_back(with_channels(std::move(dbt)));
   auto nccl = pipelined(CollectiveOp::AllReduce, "nccl_tree",
-                        "NCCL's tree: a chain inside each host and an in-order binary tree "
-                        "across the hosts' chain heads; two such trees (the second over the "
-                        "hosts shifted by one, its chains reversed so other GPUs talk to the "
-                        "network), each on half the data, reduce up and broadcast down, "
+                        "NCCL's tree: a chain inside each host and NCCL's double binary "
+                        "tree across the hosts' chain heads (the second tree mirrors the "
+                        "first for an even host count and shifts it by one for an odd one, so "
+                        "a leaf of one is an inner node of the other; its chains reversed so "
+                        "other GPUs talk to the network), each on half the data, reduce up "
+                        "and broadcast down, "
                         "pipelined with `segments`; `hosts` defaults to the topology's; "
                         "`channels` C: C such pairs on C slices, channel c's chains starting "
                         "at rail c.",
