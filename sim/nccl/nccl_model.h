@@ -56,7 +56,7 @@ struct NcclPick {
   // NCCL's model of its pick on those channels (chosen.time_us counts every channel of its
   // graph, as NCCL does when it picks): each channel at the rate its model gives one.
   double run_time_us = 0;
-  std::int64_t chunk_bytes = 0;     // the data one channel moves per pipeline step (0: not set)
+  std::int64_t chunk_bytes = 0;     // a tree channel's data per pipeline step (0: not set)
   std::vector<NcclOption> options;  // every enabled pair, in NCCL's order
 };
 
