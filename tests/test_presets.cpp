@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "network/network_model.h"
+#include "scenario/scenario.h"
 #include "schedule/algorithms.h"
 #include "simulate/simulator.h"
 #include "topology/presets.h"
@@ -209,6 +210,43 @@ TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically, single t
     const auto pb = b.links(b.route(t.gpu_of_rank(1), t.gpu_of_rank(x)));
     CHECK(std::vector<LinkId>(pa.begin(), pa.end()) == std::vector<LinkId>(pb.begin(), pb.end()));
   }
+}
+
+TEST_CASE("routing by fabric, the default: D-mod-k over InfiniBand, ECMP over RoCE", "[routing]") {
+  // Every route of a 4-spine cluster under "auto" is D-mod-k's on InfiniBand (its subnet
+  // manager programs destination-based tables) and ECMP's on a RoCE fabric (Ethernet
+  // switches hash flows).
+  const auto routes = [](const Topology& t, RoutingPolicy policy) {
+    Router r(t, policy);
+    std::vector<std::vector<LinkId>> out;
+    for (int a = 0; a < t.num_ranks(); a += 3)
+      for (int b = 0; b < t.num_ranks(); ++b) {
+        if (a == b) continue;
+        const auto l = r.links(r.route(t.gpu_of_rank(a), t.gpu_of_rank(b)));
+        out.emplace_back(l.begin(), l.end());
+      }
+    return out;
+  };
+  const Topology ib = load(R"({"preset": "cluster", "nodes": 8, "gpus_per_node": 2,
+                               "radix": 8, "spines": 4})");
+  const Topology roce = load(R"({"preset": "cluster", "nodes": 8, "gpus_per_node": 2,
+                                 "radix": 8, "spines": 4, "fabric": "roce"})");
+  CHECK(routes(ib, RoutingPolicy::ByFabric) == routes(ib, RoutingPolicy::DestinationModK));
+  CHECK(routes(ib, RoutingPolicy::ByFabric) != routes(ib, RoutingPolicy::Ecmp));
+  CHECK(routes(roce, RoutingPolicy::ByFabric) == routes(roce, RoutingPolicy::Ecmp));
+  CHECK(routes(roce, RoutingPolicy::ByFabric) != routes(roce, RoutingPolicy::DestinationModK));
+  // A scenario routes by fabric unless it says otherwise.
+  const auto policy_of = [](const char* network) {
+    return parse_scenario(parse_json_text(fmt::format(R"({{"topology": "dgx-h100", "network": {},
+      "collectives": [{{"name": "x", "op": "all_reduce", "bytes": 64}}]}})",
+                                                      network),
+                                          "t.json"),
+                          ".")
+        .network.routing;
+  };
+  CHECK(policy_of("{}") == RoutingPolicy::ByFabric);
+  CHECK(policy_of(R"({"routing": "auto"})") == RoutingPolicy::ByFabric);
+  CHECK(policy_of(R"({"routing": "ecmp"})") == RoutingPolicy::Ecmp);
 }
 
 TEST_CASE("GPUs forward only when nothing else connects them") {

@@ -515,7 +515,7 @@ TEST_CASE("clusters with several spines fold under D-mod-k routing, bit for bit"
         // a server's GPUs send over several (one GPU a server: one transfer a leaf crosses
         // the spines, and any spines do).
         if (gpus == 1) continue;
-        Router ecmp(t);
+        Router ecmp(t, RoutingPolicy::Ecmp);
         std::string ecmp_why;
         CHECK(!fold_for_network(t, ecmp, collective, kind, *own, ecmp_why,
                                 [&](int period) { return e.fold_at(shape, {}, *own, period); }));

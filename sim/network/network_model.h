@@ -81,7 +81,7 @@ inline constexpr NetworkModelKind kDefaultNetworkModel = NetworkModelKind::Flow;
 struct NetworkParams {
   NetworkModelKind model = kDefaultNetworkModel;
   Time alpha = 0;  // per-message software/start-up cost, paid once per transfer
-  RoutingPolicy routing = RoutingPolicy::Ecmp;
+  RoutingPolicy routing = RoutingPolicy::ByFabric;
   std::int64_t packet_bytes = 64 * 1024;  // packet model
   bool cut_through = false;               // packet model: forward once the head arrives
   // Every collective's costs beyond α-β (a calibration file's; null: none).

@@ -99,8 +99,9 @@ NetworkParams parse_network(const JsonView& v) {
   }
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
   if (auto r = v.find("routing")) {
-    const std::string policy = r->as_choice({"ecmp", "single", "dmodk"});
-    p.routing = policy == "ecmp"     ? RoutingPolicy::Ecmp
+    const std::string policy = r->as_choice({"auto", "ecmp", "single", "dmodk"});
+    p.routing = policy == "auto"     ? RoutingPolicy::ByFabric
+                : policy == "ecmp"   ? RoutingPolicy::Ecmp
                 : policy == "single" ? RoutingPolicy::Single
                                      : RoutingPolicy::DestinationModK;
   }

@@ -66,7 +66,7 @@ inline constexpr FieldDoc kNetworkFields[] = {
     {"alpha",
      R"json({"$ref": "#/definitions/duration", "description": "Per-message start-up cost (software latency)."})json"},
     {"routing",
-     R"json({"enum": ["ecmp", "single", "dmodk"], "default": "ecmp", "description": "ecmp: a fixed hash of source, destination and hop picks among equal-cost links; single: always the first; dmodk: the (d mod k)-th of the k equal-cost links into a switch, d the port the route leaves it by towards the destination (InfiniBand's fat-tree routing: a leaf's servers spread over the spines by port, and clusters with several spines fold)."})json"},
+     R"json({"enum": ["auto", "ecmp", "single", "dmodk"], "default": "auto", "description": "auto: dmodk among InfiniBand links, ecmp among any other (Ethernet, RoCE, NVLink); ecmp: a fixed hash of source, destination and hop picks among equal-cost links, as Ethernet switches spread flows; single: always the first; dmodk: the (d mod k)-th of the k equal-cost links into a switch, d the port the route leaves it by towards the destination (InfiniBand's fat-tree routing, as its subnet manager programs it: a leaf's servers spread over the spines by port, and clusters with several spines fold)."})json"},
     {"packet",
      R"json({"$ref": "#/definitions/size", "description": "Packet size (packet model; default 64KiB)."})json"},
     {"switching",

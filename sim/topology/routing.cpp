@@ -154,7 +154,7 @@ Router::Router(const Topology& topology, RoutingPolicy policy, Search search)
     const Link& l = topology.link(id);
     boost::add_edge(l.src, l.dst, id, graph_->g);
   }
-  if (policy == RoutingPolicy::DestinationModK) {
+  if (policy == RoutingPolicy::DestinationModK || policy == RoutingPolicy::ByFabric) {
     std::vector<std::uint32_t> ports(topology.nodes().size(), 0);
     out_port_.reserve(topology.links().size());
     for (const Link& l : topology.links()) out_port_.push_back(ports[l.src]++);
@@ -232,7 +232,13 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   for (NodeId at = dst; at != src;) {
     const auto& choices = preds_[at];
     LinkId l = choices.front();
-    switch (policy_) {
+    RoutingPolicy policy = policy_;
+    if (policy == RoutingPolicy::ByFabric)
+      policy = topology_.link(l).kind == LinkKind::Ib ? RoutingPolicy::DestinationModK
+                                                      : RoutingPolicy::Ecmp;
+    switch (policy) {
+      case RoutingPolicy::ByFabric:  // settled above
+        break;
       case RoutingPolicy::Ecmp:  // a hash of (source, destination, hop) picks
         l = choices[mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size()];
         break;
@@ -241,9 +247,9 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
         break;
       case RoutingPolicy::DestinationModK:
         l = nth_lowest(choices, key % choices.size());
-        key = out_port_[l];
         break;
     }
+    if (!out_port_.empty()) key = out_port_[l];  // D-mod-k's d at the next switch up
     links_.push_back(l);
     at = topology_.link(l).src;
   }

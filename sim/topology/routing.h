@@ -28,7 +28,10 @@ struct PathInfo {
   double bottleneck = 0;     // slowest link's bandwidth (bytes/s); +inf when empty
 };
 
-enum class RoutingPolicy { Ecmp, Single, DestinationModK };
+// How a route picks among equal-cost links: Ethernet's hash (ECMP), the lowest-numbered,
+// InfiniBand's D-mod-k, or by the links' kind (D-mod-k among InfiniBand links, as a subnet
+// manager programs a fat tree; ECMP among any other).
+enum class RoutingPolicy { Ecmp, Single, DestinationModK, ByFabric };
 
 class Router {
  public:
@@ -36,7 +39,7 @@ class Router {
   // How far a search for a route goes: as far as the destination's level (the routes are
   // the same, tests/test_topology.cpp checks it), or the whole graph, as a reference.
   enum class Search { UpToDestination, Whole };
-  explicit Router(const Topology& topology, RoutingPolicy policy = RoutingPolicy::Ecmp,
+  explicit Router(const Topology& topology, RoutingPolicy policy = RoutingPolicy::ByFabric,
                   Search search = Search::UpToDestination);
   ~Router();
   Router(const Router&) = delete;
