@@ -325,28 +325,24 @@ TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nc
   CHECK(r.outcomes[0].algbw_Bps < 450e9);
 }
 
-TEST_CASE("NVLSTree pipelines in 128 KiB chunks per channel and head, as NVLS on one node",
+TEST_CASE("NVLSTree pipelines in slices of NCCL's chunk, halved while too few loops would fill it",
           "[nccl]") {
-  const auto segments_at = [](const nlohmann::json& topology, const std::string& bytes,
-                              const std::string& label) {
+  const auto chunk_at = [](int nodes, const std::string& bytes) {
     const nlohmann::json doc = {
-        {"topology", topology},
+        {"topology", {{"preset", "cluster"}, {"nodes", nodes}}},
         {"collectives",
          {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
     const Plan plan = make_plan(parse_scenario(doc, "."));
-    REQUIRE(plan.collectives[0].label() == label);
+    REQUIRE(plan.collectives[0].label() == "nccl: nvls_tree/Simple/16ch");
     return plan.collectives[0].spec.options.segments;
   };
-  // 16 channels x 8 heads = 128 chunks of 128 KiB a segment (16 MiB), whatever the node
-  // count: NCCL's finer mid-size chunks are not used (each NVLS loop's synchronisation of
-  // the node is not simulated; docs/nccl.md §10).
-  const nlohmann::json two = {{"preset", "cluster"}, {"nodes", 2}};
-  const nlohmann::json four = {{"preset", "cluster"}, {"nodes", 4}};
-  CHECK(segments_at(two, "16MiB", "nccl: nvls_tree/Simple/16ch") == 1);
-  CHECK(segments_at(two, "64MiB", "nccl: nvls_tree/Simple/16ch") == 4);
-  CHECK(segments_at(two, "1GiB", "nccl: nvls_tree/Simple/16ch") == 64);
-  CHECK(segments_at(four, "1GiB", "nccl: nvls_tree/Simple/16ch") == 64);
-  CHECK(segments_at("dgx-h100", "1GiB", "nccl: nvls/Simple/16ch") == 64);
+  // 16 channels x 8 heads = 128 chunks per loop, each moved in 2 slices (NCCL's
+  // ALLREDUCE_CHUNKSTEPS / SLICESTEPS). 2 nodes: 16 MiB runs 64 KiB chunks (2 loops, 4
+  // slices), 64 MiB 128 KiB (4 loops), 1 GiB 256 KiB (32); from 4 nodes on at most 64 KiB.
+  CHECK(chunk_at(2, "16MiB") == 2 * 2);
+  CHECK(chunk_at(2, "64MiB") == 2 * 4);
+  CHECK(chunk_at(2, "1GiB") == 2 * 32);
+  CHECK(chunk_at(4, "1GiB") == 2 * 128);
 }
 
 TEST_CASE("an op waits for a transfer's arrival only where it uses the transfer's data",

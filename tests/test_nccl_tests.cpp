@@ -671,8 +671,7 @@ TEST_CASE("nccl-tests: every test binary's name is a collective collsim simulate
 TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl-tests]") {
   // 4 x 8 H100: all-reduces over NVLink and InfiniBand. A fit that asked only the largest
   // size (NVLSTree, whose NVLink stage hides the network) left InfiniBand out; the kept
-  // efficiency must describe both kinds. (The 2 x 8 log's fits all predict its held-out
-  // sizes worse than the defaults, so its file keeps no term.)
+  // efficiency must describe both kinds.
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-4x8");
   std::string log = nccl_tests_test::published_log("h100_4x8_all_reduce_default.txt");
   // Under the sanitizers, the log up to 256 MiB (9 of its 14 sizes): fitting the 8 GiB

@@ -204,7 +204,7 @@ TEST_CASE("ECMP spreads pairs over equal-cost spines deterministically, single t
           spine = eight.node(eight.link(l).dst).name;
       CHECK(spine == "spine" + std::to_string(b - 4));
     }
-  Router a(t), b(t);
+  Router a(t, RoutingPolicy::Ecmp), b(t, RoutingPolicy::Ecmp);
   for (int x = 8; x < 16; ++x) {
     const auto pa = a.links(a.route(t.gpu_of_rank(1), t.gpu_of_rank(x)));
     const auto pb = b.links(b.route(t.gpu_of_rank(1), t.gpu_of_rank(x)));

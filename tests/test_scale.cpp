@@ -169,5 +169,5 @@ TEST_CASE("GPUs on the same switches share one route search, each with its own f
         CHECK(t.link(links[1]).dst == *d);
         middles.insert(t.link(links[0]).dst);
       }
-  CHECK(middles == std::set<NodeId>{a, b});  // ECMP uses both rails
+  CHECK(middles == std::set<NodeId>{a, b});  // D-mod-k (InfiniBand links) uses both rails
 }

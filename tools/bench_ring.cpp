@@ -420,7 +420,7 @@ std::vector<Target> scale_targets(bool with_100k) {
       {"flow ring 1KiB switch 25GB/s K=1024 (< 0.45 s)", flow_small, 0.45, false},
   };
   for (int k : {1024, 2048, 4096})
-    targets.push_back({fmt::format("flow ring 1GiB cluster K={} (4 spines), streamed", k),
+    targets.push_back({fmt::format("flow ring 1GiB cluster K={} (4 spines, ECMP), streamed", k),
                        Case{.ranks = k, .model = "flow", .topology = "cluster", .stream = true},
                        0.0, false});
   // The cluster preset's own spine: its turns by a leaf's servers map it onto itself, so
@@ -544,7 +544,7 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
     if (t.c.model == "flow" && t.c.topology == "cluster")
       flow_growth[t.c.dmodk  ? "folded (4 spines, D-mod-k)"
                   : t.c.fold ? "folded (1 spine)"
-                             : "streamed (4 spines)"]
+                             : "streamed (4 spines, ECMP)"]
           .emplace_back(t.c.ranks, child.cpu_s);
     if (t.with_floor) print_floor_ratio(floor_path, t.c, repeat, child);
   }

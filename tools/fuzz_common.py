@@ -22,10 +22,11 @@ COSTS = [{"launch_s": "3us", "op_overhead_s": "0.2us"},
 
 
 def network(rng, models, routing_chance):
-    """A random "network": the model, alpha, sometimes a routing, packet options, a cost model."""
+    """A random "network": the model, alpha, sometimes a routing (else the default, auto),
+    packet options, a cost model."""
     net = {"model": rng.choice(models), "alpha": rng.choice(["0us", "1us", "5us"])}
     if rng.random() < routing_chance:
-        net["routing"] = rng.choice(["ecmp", "single", "dmodk"])
+        net["routing"] = rng.choice(["auto", "ecmp", "single", "dmodk"])
     if net["model"] == "packet":
         net["packet"] = rng.choice(["4KiB", "64KiB"])
         if rng.random() < 0.5:

@@ -206,18 +206,20 @@ class Tuner {
                                      "for {}; exclude it with \"nccl_algo\"",
                                      name_of(p.chosen.algorithm), name_of(spec.shape.op)));
       s.protocol = std::string(name_of(p.chosen.protocol));
-      // NCCL pipelines in chunks of about 128 KiB: NVLS and NVLSTree one per channel and
-      // head at a time (a head is a GPU of one node's switch: NVLSTree's slices are cut per
-      // node, not per rank of the whole collective), trees and chains (broadcast, reduce)
-      // one per channel; a tree on LL or LL128 in NCCL's own chunk. NCCL cuts NVLS's chunks
-      // finer at mid sizes, but each loop of its NVLS kernel synchronises the node's GPUs,
-      // which collsim does not simulate: in finer chunks the published logs' 4-256 MiB ran
-      // 15-31% slower than simulated, on one node and across 2 and 4 (docs/nccl.md §10).
+      // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
+      // time (a head is a GPU of one node's switch: NVLSTree's slices are cut per node,
+      // not per rank of the whole collective), trees and chains (broadcast, reduce) one
+      // per channel; NVLSTree, and a tree on LL or LL128, in NCCL's own chunk.
       const bool nvls =
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
-      if (nvls) s.options.segments = chunk_segments(spec.bytes, p.channels * topo.per_node);
+      // NVLSTree forwards each slice of its chunk at every hop (kSlicesPerChunk); NVLS on one
+      // node keeps whole 128 KiB chunks (nvls_tree_chunk says why).
+      if (nvls)
+        s.options.segments = chunk_segments(
+            spec.bytes, p.channels * topo.per_node,
+            p.chosen.algorithm == NcclAlgo::NvlsTree ? p.chunk_bytes / kSlicesPerChunk : 0);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to
@@ -251,6 +253,10 @@ class Tuner {
     out.nccl_options = std::move(weighed);
     return out;
   }
+
+  // NCCL's Simple primitives move a chunk (ALLREDUCE_CHUNKSTEPS = 4 buffer steps) in
+  // slices (ALLREDUCE_SLICESTEPS = 2), each forwarded at every hop as it arrives.
+  static constexpr int kSlicesPerChunk = 2;
 
   // Segments for `bytes` moved as chunks (128 KiB unless NCCL's pick says), `at_once`
   // of them in flight.

@@ -31,7 +31,7 @@ struct ClusterParams {
   ServerParams server;
   int radix = 64;                 // leaf switch ports
   double oversubscription = 1.0;  // leaf downlink : uplink capacity
-  int spines = 1;                 // each leaf reaches every spine (of its pod); ECMP spreads
+  int spines = 1;                 // each leaf reaches every spine (of its pod); routing spreads
   LinkKind fabric = LinkKind::Ib;
   // Three tiers when pod_nodes > 0: servers in pods of pod_nodes, each pod with its own
   // leaves and `spines`, and every pod spine linked to every one of `cores` core

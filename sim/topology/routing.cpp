@@ -232,10 +232,13 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   for (NodeId at = dst; at != src;) {
     const auto& choices = preds_[at];
     LinkId l = choices.front();
+    // By fabric: D-mod-k where every choice is an InfiniBand link, else ECMP.
     RoutingPolicy policy = policy_;
     if (policy == RoutingPolicy::ByFabric)
-      policy = topology_.link(l).kind == LinkKind::Ib ? RoutingPolicy::DestinationModK
-                                                      : RoutingPolicy::Ecmp;
+      policy = std::all_of(choices.begin(), choices.end(),
+                           [&](LinkId c) { return topology_.link(c).kind == LinkKind::Ib; })
+                   ? RoutingPolicy::DestinationModK
+                   : RoutingPolicy::Ecmp;
     switch (policy) {
       case RoutingPolicy::ByFabric:  // settled above
         break;

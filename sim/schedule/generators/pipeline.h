@@ -49,8 +49,8 @@ TreeShape in_order_binary_tree(int size, int shift);
 // NCCL's double binary tree over members (ncclGetDtree): the first tree is NCCL's binary
 // tree rooted at 0, in which every odd member is a leaf; the second (`second`) mirrors it
 // (member m plays the first tree's size-1-m) where size is even and shifts it by one where
-// it is odd, so that every leaf of one tree is an inner node of the other (but for one
-// member where size is odd) and no member is inner in both.
+// it is odd, so that no member is an inner node of both (where size is odd, one member
+// may be) and every NIC carries about the same.
 TreeShape nccl_double_tree(int size, bool second);
 // Reduce to the root, deepest level first, one slot per phase; then broadcast down,
 // a level per phase.
