@@ -325,24 +325,47 @@ TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nc
   CHECK(r.outcomes[0].algbw_Bps < 450e9);
 }
 
-TEST_CASE("NVLSTree pipelines in slices of NCCL's chunk, halved while too few loops would fill it",
-          "[nccl]") {
-  const auto chunk_at = [](int nodes, const std::string& bytes) {
+TEST_CASE(
+    "NVLS and NVLSTree pipeline their channels' 128 KiB chunks per head, in segments of a "
+    "fixed size, so no size takes less time than a smaller one",
+    "[nccl]") {
+  const auto planned = [](const nlohmann::json& topology, std::int64_t bytes) {
     const nlohmann::json doc = {
-        {"topology", {{"preset", "cluster"}, {"nodes", nodes}}},
+        {"topology", topology},
         {"collectives",
          {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
-    const Plan plan = make_plan(parse_scenario(doc, "."));
-    REQUIRE(plan.collectives[0].label() == "nccl: nvls_tree/Simple/16ch");
-    return plan.collectives[0].spec.options.segments;
+    const Scenario s = parse_scenario(doc, ".");
+    const Plan plan = make_plan(s);
+    return std::pair{plan.collectives[0].label(), plan.collectives[0].spec.options};
   };
-  // 16 channels x 8 heads = 128 chunks per loop, each moved in 2 slices (NCCL's
-  // ALLREDUCE_CHUNKSTEPS / SLICESTEPS). 2 nodes: 16 MiB runs 64 KiB chunks (2 loops, 4
-  // slices), 64 MiB 128 KiB (4 loops), 1 GiB 256 KiB (32); from 4 nodes on at most 64 KiB.
-  CHECK(chunk_at(2, "16MiB") == 2 * 2);
-  CHECK(chunk_at(2, "64MiB") == 2 * 4);
-  CHECK(chunk_at(2, "1GiB") == 2 * 32);
-  CHECK(chunk_at(4, "1GiB") == 2 * 128);
+  const nlohmann::json one = "dgx-h100";
+  const nlohmann::json two = {{"preset", "cluster"}, {"nodes", 2}};
+  // 16 channels x 128 KiB a head's pipeline on one node (8 heads); across nodes each head's
+  // slice goes half over each tree, 8 channels' worth each: 16 MiB a segment either way.
+  const auto [label1, o1] = planned(one, std::int64_t{1} << 30);
+  CHECK(label1 == "nccl: nvls/Simple/16ch");
+  CHECK(o1.segment_bytes == 16 * (128 << 10));
+  CHECK(o1.segments == 64);
+  const auto [label2, o2] = planned(two, (std::int64_t{16} << 20) + 4);
+  CHECK(label2 == "nccl: nvls_tree/Simple/16ch");
+  CHECK(o2.segment_bytes == 8 * (128 << 10));
+  CHECK(o2.segments == 2);  // one whole segment and 4 bytes' worth
+  // Sizes 7% apart across a whole segment's step (equal parts made 17.4 MB 16% faster than
+  // 16.3 MB on 2 nodes): NVLS and NVLSTree only, where NCCL's pick does not change.
+  for (const nlohmann::json& topology : {one, two}) {
+    double before = 0;
+    for (double bytes = 12e6; bytes < 40e6; bytes *= 1.07) {
+      const std::int64_t size = static_cast<std::int64_t>(bytes) / 4 * 4;
+      const nlohmann::json doc = {
+          {"topology", topology},
+          {"collectives",
+           {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", size}}}}};
+      const double t = run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
+      INFO(topology.dump() << " " << size << " B: " << t * 1e6 << " us");
+      CHECK(t >= before);
+      before = t;
+    }
+  }
 }
 
 TEST_CASE("an op waits for a transfer's arrival only where it uses the transfer's data",

@@ -24,9 +24,10 @@ constexpr double kAlpha = 5e-6;
 constexpr double kLinkRate = 450e9;  // dgx-h100's GPU <-> NVSwitch, per direction
 
 Schedule nvls(int K, std::int64_t count, int segments = 1, int channels = 1,
-              std::vector<int> hosts = {}) {
+              std::vector<int> hosts = {}, std::int64_t segment_bytes = 0) {
   AlgorithmOptions o;
   o.segments = segments;
+  o.segment_bytes = segment_bytes;
   o.channels = channels;
   o.hosts = std::move(hosts);
   return generate(CollectiveOp::AllReduce, o.hosts.empty() ? "nvls" : "nvls_tree",
@@ -112,6 +113,28 @@ TEST_CASE("nvls_tree is proven by the replayer for hosts x GPUs layouts and chun
   const Schedule big = nvls(128, 128 * 5 + 3, 2, 1, blocks(16, 8));
   REQUIRE(check_schedule(big).empty());
   CHECK(verify_exact(big, 3).ok());
+}
+
+TEST_CASE(
+    "nvls and nvls_tree in fixed-size segments, the last holding the rest, are proven "
+    "by the replayer") {
+  // float32: 4 bytes an element. Segments of 8, 12 or 40 bytes over slices that they
+  // divide, do not divide, or exceed (the last segment then holds more than the others,
+  // or the trailing ones are empty).
+  for (int hosts : {1, 2, 3, 5})
+    for (int per_host : {1, 2, 3, 8})
+      for (std::int64_t count : {std::int64_t{1}, std::int64_t{97}, std::int64_t{1000}})
+        for (std::int64_t segment_bytes : {8, 12, 40})
+          for (int segments : {1, 2, 5}) {
+            INFO(hosts << " hosts x " << per_host << ", count " << count << ", segments "
+                       << segments << " of " << segment_bytes << " B");
+            const Schedule s =
+                nvls(hosts * per_host, count, segments, 1,
+                     hosts > 1 ? blocks(hosts, per_host) : std::vector<int>{}, segment_bytes);
+            REQUIRE(check_schedule(s).empty());
+            CHECK(verify_exact(s, 5).ok());
+            if (hosts * per_host <= 8) CHECK(verify_symbolic(s).ok());
+          }
 }
 
 TEST_CASE("nvls_tree: switch ops stay in their host, transfers cross hosts between one slice's "

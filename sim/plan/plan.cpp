@@ -206,20 +206,14 @@ class Tuner {
                                      "for {}; exclude it with \"nccl_algo\"",
                                      name_of(p.chosen.algorithm), name_of(spec.shape.op)));
       s.protocol = std::string(name_of(p.chosen.protocol));
-      // NCCL pipelines in chunks of about 128 KiB: NVLS one per channel and head at a
-      // time (a head is a GPU of one node's switch: NVLSTree's slices are cut per node,
-      // not per rank of the whole collective), trees and chains (broadcast, reduce) one
-      // per channel; NVLSTree, and a tree on LL or LL128, in NCCL's own chunk.
+      // NCCL pipelines in chunks of about 128 KiB: NVLS and NVLSTree one per channel and
+      // head at a time (nvls_segments), trees and chains (broadcast, reduce) one per
+      // channel; a tree on LL or LL128 in NCCL's own chunk.
       const bool nvls =
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
-      // NVLSTree forwards each slice of its chunk at every hop (kSlicesPerChunk); NVLS on one
-      // node keeps whole 128 KiB chunks (nvls_tree_chunk says why).
-      if (nvls)
-        s.options.segments = chunk_segments(
-            spec.bytes, p.channels * topo.per_node,
-            p.chosen.algorithm == NcclAlgo::NvlsTree ? p.chunk_bytes / kSlicesPerChunk : 0);
+      if (nvls) nvls_segments(s.options, spec, p, topo);
       if (p.chosen.algorithm == NcclAlgo::Tree || chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to
@@ -254,9 +248,28 @@ class Tuner {
     return out;
   }
 
-  // NCCL's Simple primitives move a chunk (ALLREDUCE_CHUNKSTEPS = 4 buffer steps) in
-  // slices (ALLREDUCE_SLICESTEPS = 2), each forwarded at every hop as it arrives.
-  static constexpr int kSlicesPerChunk = 2;
+  // NVLS and NVLSTree: a pipeline per head (a GPU of one node's switch; NVLSTree's slices
+  // are cut per node, and each head's slice goes half over each of NCCL's two trees) moves
+  // its channels' 128 KiB chunks a segment at a time, the last segment holding the rest,
+  // as NCCL cuts fixed chunks: equal parts shrink as a size passes a whole segment, and
+  // the time with them (16.3 MB took longer than 17.4 MB). NCCL's finer mid-size chunks
+  // are not used: each loop of its NVLS kernel synchronises the node's GPUs, which collsim
+  // does not simulate, and in them the published logs' mid sizes came out 15-31% faster
+  // than measured, on one node and across 2 and 4 (docs/nccl.md §10).
+  static void nvls_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p,
+                            const NcclTopo& topo) {
+    constexpr std::int64_t kChunk = 128 * 1024, kMostSegments = 1024;
+    const int trees = p.chosen.algorithm == NcclAlgo::NvlsTree && topo.nodes > 1 ? 2 : 1;
+    const std::int64_t pipelines = std::int64_t{topo.per_node} * trees;
+    const std::int64_t per_pipeline = (spec.bytes + pipelines - 1) / pipelines;
+    const std::int64_t element = element_size(spec.shape.dtype);
+    std::int64_t segment =
+        std::max(kChunk * p.channels / trees, (per_pipeline + kMostSegments - 1) / kMostSegments);
+    segment = (segment + element - 1) / element * element;
+    o.segment_bytes = segment;
+    o.segments = static_cast<int>(
+        std::clamp<std::int64_t>((per_pipeline + segment - 1) / segment, 1, kMostSegments));
+  }
 
   // Segments for `bytes` moved as chunks (128 KiB unless NCCL's pick says), `at_once`
   // of them in flight.

@@ -59,6 +59,7 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
   if (takes("segments")) {
     out.segments = o.segments;
     out.auto_segments = o.auto_segments;
+    out.segment_bytes = o.segment_bytes;
   }
   if (takes("channels")) {
     out.channels = o.channels;
@@ -74,11 +75,12 @@ AlgorithmOptions AlgorithmEntry::own(const AlgorithmOptions& o) const {
 // Here, where LevelSpec (which holds options) is complete. Written out: clang 14 crashes
 // on a defaulted comparison that recurses through LevelSpec's.
 bool AlgorithmOptions::operator==(const AlgorithmOptions& o) const {
-  return segments == o.segments && auto_segments == o.auto_segments && channels == o.channels &&
+  return segments == o.segments && auto_segments == o.auto_segments &&
+         segment_bytes == o.segment_bytes && channels == o.channels &&
          auto_channels == o.auto_channels && orders == o.orders && servers == o.servers &&
          hosts == o.hosts && levels == o.levels;
 }
-static_assert(sizeof(AlgorithmOptions) == 112, "a field was added: compare it above too");
+static_assert(sizeof(AlgorithmOptions) == 120, "a field was added: compare it above too");
 
 AlgorithmOptions AlgorithmOptions::for_other_ranks() const {
   AlgorithmOptions out = *this;

@@ -103,7 +103,7 @@ Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o,
     auto mine = nvls_plans(region, layout);
     plans.insert(plans.end(), mine.begin(), mine.end());
   }
-  run_pipelined(b, plans, std::max(1, o.segments));
+  run_pipelined(b, plans, std::max(1, o.segments), o.segment_bytes / element_size(shape.dtype));
   return b.finish();
 }
 

@@ -13,7 +13,28 @@ namespace collsim {
 // connection into a slower hop may hold more than 8.
 constexpr int kSegmentsInFlight = 8;
 
-void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments) {
+namespace {
+
+// A plan's segment s: equal parts, or fixed-size ones and the rest in the last.
+struct Segments {
+  std::int64_t count;
+  int parts;
+  std::int64_t fixed;  // elements per segment; 0: equal parts
+
+  std::int64_t begin(int s) const {
+    if (fixed == 0) return Partition{count, parts}.begin(s);
+    return std::min(count, s * fixed);
+  }
+  std::int64_t size(int s) const {
+    if (fixed == 0) return Partition{count, parts}.size(s);
+    return s + 1 == parts ? count - begin(s) : std::min(count, (s + 1) * fixed) - begin(s);
+  }
+};
+
+}  // namespace
+
+void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments,
+                   std::int64_t segment_elems) {
   std::size_t phases = 0;
   for (const auto& p : plans) phases = std::max(phases, p.phases.size());
   if (phases == 0) return;
@@ -32,7 +53,7 @@ void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int se
     b.next_step();
     for (std::size_t i = 0; i < plans.size(); ++i) {
       const PhasedPlan& plan = plans[i];
-      const Partition seg = plan.group.chunks(segments);
+      const Segments seg{plan.group.count, segments, segment_elems};
       OpId* edge_latest = latest[i].data();
       for (int j = 0; j < static_cast<int>(plan.phases.size()); ++j) {
         const int s = t - j;

@@ -23,8 +23,11 @@ struct PhasedPlan {
   std::vector<Phase> phases;
 };
 
-// All plans run in lock-step (a double binary tree's two trees share the steps).
-void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments);
+// All plans run in lock-step (a double binary tree's two trees share the steps). Each
+// plan's elements are cut into `segments` equal parts, or, with `segment_elems`, into
+// parts of that many elements but the last, which holds the rest.
+void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments,
+                   std::int64_t segment_elems = 0);
 
 enum class Direction { Broadcast, Reduce };
 
