@@ -154,26 +154,10 @@ class Model {
     return chunk;
   }
 
-  // The data one NVLSTree head of one channel moves per pipeline step (enqueue.cc): NCCL
-  // starts from a Simple buffer step (at most 64 KiB from 4 nodes on) and halves it while
-  // the collective would run too few loops of channels x heads chunks to fill its
-  // pipeline, down to 32 KiB. (NVLS on one node keeps 128 KiB: docs/nccl.md says why.)
-  std::int64_t nvls_tree_chunk(std::int64_t bytes, int nc) const {
-    const double ops = static_cast<double>(nc) * t_.per_node;
-    std::int64_t chunk = kSimpleStepBytes;
-    if (t_.nodes >= 4) chunk = std::min<std::int64_t>(chunk, 64 * 1024);
-    for (const auto& [loops, floor] : {std::pair{32, 256 * 1024}, std::pair{16, 128 * 1024},
-                                       std::pair{4, 64 * 1024}, std::pair{1, 32 * 1024}})
-      if (static_cast<double>(bytes) < loops * ops * static_cast<double>(chunk) && chunk > floor)
-        chunk = floor;
-    return chunk;
-  }
-
  private:
   // A buffer step (NCCL_STEPS = 8 per buffer): LL 512 KiB and LL128 4,915,200 B of lines.
   static constexpr std::int64_t kLlStepBytes = 512 * 1024 / 8;
   static constexpr std::int64_t kLl128StepBytes = 120 * 640 * 8 * 8 / 8;
-  static constexpr std::int64_t kSimpleStepBytes = 4 * 1024 * 1024 / 8;
 
   double intra_lat(NcclAlgo a, Protocol p) const {
     return nccl_hop_latency_us(t_.nvlink ? HopClass::NvLink : HopClass::Pci, a, p);
@@ -372,14 +356,11 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
   const Protocol p = pick.chosen.protocol;
   pick.channels = model.run_channels(a, p, bytes);
   // NCCL chose by every channel of its graph (each run channel is half of one), but
-  // launches fewer below a size: its model, per channel, of what it launches.
-  const double graph_channels = model.launched(a, p, bytes) / 2;
+  // launches fewer below a size: its model, per channel, of what it launches (NVLS's
+  // bandwidth is its own graph's, whatever this count).
   pick.run_time_us =
-      graph_channels < topo.channels && a != NcclAlgo::Nvls && a != NcclAlgo::NvlsTree
-          ? estimate(Model(topo, op, graph_channels), topo, op, a, p, bytes).time_us
-          : pick.chosen.time_us;
+      estimate(Model(topo, op, model.launched(a, p, bytes) / 2), topo, op, a, p, bytes).time_us;
   if (a == NcclAlgo::Tree) pick.chunk_bytes = model.tree_chunk(p, bytes, pick.channels);
-  if (a == NcclAlgo::NvlsTree) pick.chunk_bytes = model.nvls_tree_chunk(bytes, pick.channels);
   return pick;
 }
 

@@ -58,7 +58,7 @@ struct NcclPick {
   // one, their count taken as a real number (48 KiB of ring/LL is one and a half channels'
   // worth, where `channels` says 1) so that the time never falls as a channel is added.
   double run_time_us = 0;
-  std::int64_t chunk_bytes = 0;     // the data one channel moves per pipeline step (0: not set)
+  std::int64_t chunk_bytes = 0;     // a tree channel's data per pipeline step (0: not set)
   std::vector<NcclOption> options;  // every enabled pair, in NCCL's order
 };
 

@@ -248,6 +248,10 @@ class Tuner {
     return out;
   }
 
+  // NCCL's usual chunk (NCCL_NVLS_CHUNKSIZE, a Simple slice), and the most segments a
+  // planned pipeline is cut into.
+  static constexpr std::int64_t kChunk = 128 * 1024, kMostSegments = 1024;
+
   // NVLS and NVLSTree: a pipeline per head (a GPU of one node's switch; NVLSTree's slices
   // are cut per node, and each head's slice goes half over each of NCCL's two trees) moves
   // its channels' 128 KiB chunks a segment at a time, the last segment holding the rest,
@@ -258,7 +262,6 @@ class Tuner {
   // than measured, on one node and across 2 and 4 (docs/nccl.md §10).
   static void nvls_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p,
                             const NcclTopo& topo) {
-    constexpr std::int64_t kChunk = 128 * 1024, kMostSegments = 1024;
     const int trees = p.chosen.algorithm == NcclAlgo::NvlsTree && topo.nodes > 1 ? 2 : 1;
     const std::int64_t pipelines = std::int64_t{topo.per_node} * trees;
     const std::int64_t per_pipeline = (spec.bytes + pipelines - 1) / pipelines;
@@ -271,11 +274,12 @@ class Tuner {
         std::clamp<std::int64_t>((per_pipeline + segment - 1) / segment, 1, kMostSegments));
   }
 
-  // Segments for `bytes` moved as chunks (128 KiB unless NCCL's pick says), `at_once`
+  // Segments for `bytes` moved as chunks (kChunk unless NCCL's pick says), `at_once`
   // of them in flight.
   static int chunk_segments(std::int64_t bytes, int at_once, std::int64_t chunk = 0) {
-    const double step = static_cast<double>(chunk > 0 ? chunk : 128 * 1024) * std::max(1, at_once);
-    return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0, 1024.0));
+    const double step = static_cast<double>(chunk > 0 ? chunk : kChunk) * std::max(1, at_once);
+    return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0,
+                                       static_cast<double>(kMostSegments)));
   }
 
   // The hops from a tree's deepest rank to its root: a chain through each host, a
