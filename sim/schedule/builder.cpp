@@ -4,6 +4,7 @@
 #include "schedule/stream.h"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 namespace collsim {
@@ -18,6 +19,31 @@ void sort_unique(std::vector<OpId>& ids) {
       for (std::size_t j = i; j > 0 && ids[j - 1] > ids[j]; --j) std::swap(ids[j - 1], ids[j]);
   }
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// out = the union of sorted, distinct a and b, with `extra` (unless kNoOp): sorted, distinct.
+void merge_unique(std::span<const OpId> a, std::span<const OpId> b, OpId extra,
+                  std::vector<OpId>& out) {
+  constexpr OpId kNoOp = ScheduleBuilder::kNoOp;
+  std::size_t i = 0, j = 0;
+  auto put = [&](OpId id) {
+    if (extra != kNoOp && extra <= id) {
+      if (extra != id) out.push_back(extra);
+      extra = kNoOp;
+    }
+    out.push_back(id);
+  };
+  while (i < a.size() && j < b.size()) {
+    if (a[i] < b[j]) {
+      put(a[i++]);
+    } else {
+      if (a[i] == b[j]) ++i;
+      put(b[j++]);
+    }
+  }
+  for (; i < a.size(); ++i) put(a[i]);
+  for (; j < b.size(); ++j) put(b[j]);
+  if (extra != kNoOp) out.push_back(extra);
 }
 
 }  // namespace
@@ -158,16 +184,21 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   const int group = schedule_.switch_group_size();
   const int first = every_rank ? src.rank - src.rank % group : src.rank;
   const int last = every_rank ? first + group - 1 : src.rank;
-  // Element by element: the lists hold one to three ids, where a ranged insert's call
-  // costs more than the copy (this is the generators' hot loop).
   scratch_deps_.clear();
-  auto gather = [&](int rank) {
-    for (OpId d : latest(channel, lane, rank)) scratch_deps_.push_back(d);
-  };
-  for (int r = first; r <= last; ++r) gather(r);
-  if (!every_rank && dst.rank != src.rank) gather(dst.rank);
-  if (after != kNoOp) scratch_deps_.push_back(after);
-  sort_unique(scratch_deps_);
+  if (every_rank) {
+    // Element by element: the lists hold one to three ids, where a ranged insert's call
+    // costs more than the copy.
+    for (int r = first; r <= last; ++r)
+      for (OpId d : latest(channel, lane, r)) scratch_deps_.push_back(d);
+    if (after != kNoOp) scratch_deps_.push_back(after);
+    sort_unique(scratch_deps_);
+  } else {
+    // The generators' hot loop: a rank's latest ops are sorted and distinct, so the two
+    // ranks' lists merge (sorting them anew stalled on its own stores).
+    merge_unique(latest(channel, lane, src.rank),
+                 dst.rank == src.rank ? std::span<const OpId>{} : latest(channel, lane, dst.rank),
+                 after, scratch_deps_);
+  }
   for (OpId d : scratch_deps_) schedule_.deps.push_back(d);
   schedule_.dep_begin.push_back(schedule_.deps.size());
 

@@ -21,26 +21,49 @@ struct RingSend {
   std::int64_t count;
 };
 
-RingSend ring_send(const Group& g, int m, int i, int shift) {
-  const int K = g.size();
-  const int c = g.chunk_of(rotate(m + shift - i, 0, K));
-  const std::int64_t at = g.chunk_begin(K, c);
-  return {g.at(m, at), g.at((m + 1) % K, at), g.chunk_size(K, c)};
-}
+// A group's chunk bounds, computed once: a ring step's K sends then take no division
+// (three 64-bit ones per send were a third of a large ring's generation).
+class RingChunks {
+ public:
+  explicit RingChunks(const Group& g) : g_(g), K_(g.size()) {
+    spans_.reserve(K_);
+    for (int c = 0; c < K_; ++c) spans_.push_back({g.chunk_begin(K_, c), g.chunk_size(K_, c)});
+  }
+  // The ring position member 0 sends from in step i (member m sends position + m, mod K).
+  int first_position(int i, int shift) const { return rotate(shift - i, 0, K_); }
+  RingSend send(int m, int position) const {
+    const Span& c = spans_[g_.chunk_of(position)];
+    return {g_.at(m, c.begin), g_.at(m + 1 == K_ ? 0 : m + 1, c.begin), c.count};
+  }
+  RingSend send_in_step(int m, int i, int shift) const {
+    return send(m, rotate(m + shift - i, 0, K_));
+  }
+
+ private:
+  struct Span {
+    std::int64_t begin, count;
+  };
+  const Group& g_;
+  int K_;
+  std::vector<Span> spans_;
+};
 
 }  // namespace
 
 void ring_pass(ScheduleBuilder& b, std::span<const Group> groups, OpKind kind, int shift) {
   int steps = 0;
   for (const Group& g : groups) steps = std::max(steps, g.size() - 1);
+  std::vector<RingChunks> chunks(groups.begin(), groups.end());
   for (int i = 0; i < steps; ++i) {
     b.next_step();
-    for (const Group& g : groups) {
+    for (std::size_t n = 0; n < groups.size(); ++n) {
+      const Group& g = groups[n];
       const int K = g.size();
       if (i >= K - 1) continue;
-      for (int m = 0; m < K; ++m) {
-        const RingSend s = ring_send(g, m, i, shift);
+      for (int m = 0, position = chunks[n].first_position(i, shift); m < K; ++m) {
+        const RingSend s = chunks[n].send(m, position);
         b.add(kind, s.from, s.to, s.count, g.channel);
+        if (++position == K) position = 0;
       }
     }
   }
@@ -54,8 +77,8 @@ void ring_passes(ScheduleBuilder& b, std::span<const Group> groups,
 namespace {
 
 // Member m's op in step i of `pass`, numbered `step` in the schedule.
-Op ring_op(const Group& g, RingPass pass, int m, int i, int step) {
-  const RingSend s = ring_send(g, m, i, pass.shift);
+Op ring_op(const Group& g, const RingChunks& chunks, RingPass pass, int m, int i, int step) {
+  const RingSend s = chunks.send_in_step(m, i, pass.shift);
   return Op{s.from.offset,
             s.to.offset,
             s.count,
@@ -121,6 +144,7 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
     std::sort(runs_copy[c].begin(), runs_copy[c].end());
     std::sort(runs_reduce[c].begin(), runs_reduce[c].end());
   }
+  const std::vector<RingChunks> chunks(groups.begin(), groups.end());
   QuotientSchedule q;
   q.shape = shape;
   q.period = period;
@@ -132,7 +156,7 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
       for (int c = 0; c < C; ++c) {
         const Group& g = groups[c];
         for (int m : passes[p].kind == OpKind::Reduce ? runs_reduce[c] : runs_copy[c]) {
-          const Op op = ring_op(g, passes[p], m, i, step);
+          const Op op = ring_op(g, chunks[c], passes[p], m, i, step);
           if (step > 0) {
             const RingPass pass = i > 0 ? passes[p] : passes[p - 1];
             const int at = i > 0 ? i - 1 : K - 2;
@@ -140,7 +164,7 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
             std::sort(members.begin(), members.end());
             members.erase(std::unique(members.begin(), members.end()), members.end());
             for (int x : members) {
-              const Op dep = ring_op(g, pass, x, at, step - 1);
+              const Op dep = ring_op(g, chunks[c], pass, x, at, step - 1);
               const int e = dep.executor();
               q.deps.push_back({before[c][e % period], e - e % period, needs_only_sent(dep, op)});
             }
