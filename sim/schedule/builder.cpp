@@ -21,7 +21,8 @@ void sort_unique(std::vector<OpId>& ids) {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
 }
 
-// out = the union of sorted, distinct a and b, with `extra` (unless kNoOp): sorted, distinct.
+// Appends to out the union of sorted, distinct a and b, with `extra` (unless kNoOp):
+// sorted, distinct.
 void merge_unique(std::span<const OpId> a, std::span<const OpId> b, OpId extra,
                   std::vector<OpId>& out) {
   constexpr OpId kNoOp = ScheduleBuilder::kNoOp;
@@ -184,22 +185,22 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   const int group = schedule_.switch_group_size();
   const int first = every_rank ? src.rank - src.rank % group : src.rank;
   const int last = every_rank ? first + group - 1 : src.rank;
-  scratch_deps_.clear();
   if (every_rank) {
     // Element by element: the lists hold one to three ids, where a ranged insert's call
     // costs more than the copy.
+    scratch_deps_.clear();
     for (int r = first; r <= last; ++r)
       for (OpId d : latest(channel, lane, r)) scratch_deps_.push_back(d);
     if (after != kNoOp) scratch_deps_.push_back(after);
     sort_unique(scratch_deps_);
+    schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());
   } else {
     // The generators' hot loop: a rank's latest ops are sorted and distinct, so the two
     // ranks' lists merge (sorting them anew stalled on its own stores).
     merge_unique(latest(channel, lane, src.rank),
                  dst.rank == src.rank ? std::span<const OpId>{} : latest(channel, lane, dst.rank),
-                 after, scratch_deps_);
+                 after, schedule_.deps);
   }
-  for (OpId d : scratch_deps_) schedule_.deps.push_back(d);
   schedule_.dep_begin.push_back(schedule_.deps.size());
 
   schedule_.ops.push_back(Op{src.offset, dst.offset, count, src.rank, dst.rank, step_, kind,
