@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 #include "core/units.h"
@@ -66,9 +67,11 @@ std::string LaunchMode::describe() const {
 }
 
 bool StatedTerms::any() const {
-  auto set = [](bool b) { return b; };
-  return launch || std::any_of(latency.begin(), latency.end(), set) ||
-         std::any_of(efficiency.begin(), efficiency.end(), set);
+  return any_latency() || std::any_of(efficiency.begin(), efficiency.end(), std::identity{});
+}
+
+bool StatedTerms::any_latency() const {
+  return launch || std::any_of(latency.begin(), latency.end(), std::identity{});
 }
 
 // Stated terms at their neutral values still change what NCCL's model charges.

@@ -65,6 +65,9 @@ struct StatedTerms {
   std::array<bool, kLinkKindCount> latency{}, efficiency{};
 
   bool any() const;
+  // Launch or a latency: the terms NCCL's estimate of its pick stands for at the sizes it
+  // bounds (CostModel::nccl_floor).
+  bool any_latency() const;
 };
 
 struct CostModel {
@@ -78,7 +81,8 @@ struct CostModel {
   // this long. Its table holds what kernels reach on the GPUs (per-channel protocol
   // ceilings, the tree's correction by size, the NIC speed its search counts), which the
   // links alone do not; the links hold contention and topology, which its table does not.
-  // Set by the planner for NCCL's picks unless a calibration states the machine's terms.
+  // Set by the planner for NCCL's picks unless a calibration states the machine's launch
+  // or latency (StatedTerms::any_latency).
   Time nccl_floor = 0;
   // Per op that waits on another (the wake-up), on the rank that completes it, one op
   // at a time per rank; ops with no dependency start with the collective.

@@ -233,10 +233,12 @@ class Tuner {
         s.options.channels = std::clamp(topo.channels, 1, kMaxChannels / 2);
       pick = describe(p);
       // NCCL's estimate of its pick bounds the simulated time below (with_protocol puts
-      // it in the pick's costs), until a calibration states this machine's terms (they
-      // describe it better than NCCL's generic table). One rank or no bytes: NCCL runs no
-      // kernel its model describes.
-      const bool calibrated = scenario_.network.cost && scenario_.network.cost->stated.any();
+      // it in the pick's costs), until a calibration states this machine's launch or
+      // latency (they describe it better than NCCL's generic table; a stated efficiency
+      // is a link's rate, not what a channel of NCCL's reaches). One rank or no bytes:
+      // NCCL runs no kernel its model describes.
+      const bool calibrated =
+          scenario_.network.cost && scenario_.network.cost->stated.any_latency();
       if (!calibrated && spec.bytes > 0 && spec.ranks.size() > 1)
         nccl_floor_ = from_seconds(p.run_time_us * 1e-6);
       weighed = std::move(p.options);
