@@ -480,10 +480,14 @@ TEST_CASE(
       CHECK((o.held_by == HeldBy::NcclModel) == (o.time_s - o.ops_time_s > 0.01 * o.ops_time_s));
       // A stated efficiency is a link's usable rate, not what one of NCCL's channels
       // reaches: the estimate still holds.
-      const Scenario efficiency = parse_scenario(
-          parse_json_text(doc(R"(, "cost": {"links": {"nvlink": {"efficiency": 1}}})"), "t.json"),
-          ".");
-      CHECK(run_scenario(efficiency).outcomes[0].time_s >= estimate - 1e-12);
+      for (
+          const char* cost :
+          {R"(, "cost": {"links": {"nvlink": {"efficiency": 1}}})",
+           R"(, "cost": {"links": {"nvlink": {"bandwidth_curve": [[1, 4e11], ["1TiB", 4e11]]}}})"}) {
+        const Scenario rate = parse_scenario(parse_json_text(doc(cost), "t.json"), ".");
+        CHECK(to_seconds(make_plan(rate).collectives[0].cost->nccl_floor) == estimate);
+        CHECK(run_scenario(rate).outcomes[0].time_s >= estimate - 1e-12);
+      }
       // A stated launch or latency describes this machine's: NCCL's generic table no
       // longer holds.
       for (const char* cost : {R"(, "cost": {"launch_s": "10us"})",

@@ -65,8 +65,9 @@ struct StatedTerms {
   std::array<bool, kLinkKindCount> latency{}, efficiency{};
 
   bool any() const;
-  // Launch or a latency: the terms NCCL's estimate of its pick stands for at the sizes it
-  // bounds (CostModel::nccl_floor).
+  // Launch or a latency: they describe this machine's latencies, which NCCL's estimate of
+  // its pick (CostModel::nccl_floor) takes from a generic table; an efficiency or rate
+  // describes a link, not the per-channel ceilings of NCCL's protocols in that estimate.
   bool any_latency() const;
 };
 

@@ -237,9 +237,9 @@ class Tuner {
       // latency (they describe it better than NCCL's generic table; a stated efficiency
       // is a link's rate, not what a channel of NCCL's reaches). One rank or no bytes:
       // NCCL runs no kernel its model describes.
-      const bool calibrated =
+      const bool states_latency =
           scenario_.network.cost && scenario_.network.cost->stated.any_latency();
-      if (!calibrated && spec.bytes > 0 && spec.ranks.size() > 1)
+      if (!states_latency && spec.bytes > 0 && spec.ranks.size() > 1)
         nccl_floor_ = from_seconds(p.run_time_us * 1e-6);
       weighed = std::move(p.options);
     }

@@ -186,8 +186,7 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   const int first = every_rank ? src.rank - src.rank % group : src.rank;
   const int last = every_rank ? first + group - 1 : src.rank;
   if (every_rank) {
-    // Element by element: the lists hold one to three ids, where a ranged insert's call
-    // costs more than the copy.
+    // A switch op waits on the latest ops of every rank of its group: gathered, sorted.
     scratch_deps_.clear();
     for (int r = first; r <= last; ++r)
       for (OpId d : latest(channel, lane, r)) scratch_deps_.push_back(d);

@@ -63,8 +63,9 @@ bool before(const Access& a, const Access& b) {
 // Within one step, writes must be disjoint and no read may overlap a write. The
 // step's writes are grouped by rank (a counting sort over the ranks the step
 // touches), and only each rank's few writes are sorted: linear in the step's ops,
-// where one sort of all of them cost a log factor. Scratch space lives here,
-// reused from step to step; `first_` is all -1 between steps.
+// where one sort of all of them cost a log factor. The usual step, each rank written by
+// one point-to-point op at most, skips all that (check_one_write_per_rank). Scratch
+// space lives here, reused from step to step; `first_` is all -1 between steps.
 class StepChecker {
  public:
   explicit StepChecker(int ranks) : first_(ranks, -1), count_(ranks, 0) {}
@@ -176,7 +177,9 @@ class StepChecker {
     return {};
   }
 
-  std::vector<std::int64_t> first_;  // per rank: its writes' start in by_rank_, or -1
+  // Per rank: its writes' start in by_rank_ (in check_one_write_per_rank: the op that
+  // writes it), or -1.
+  std::vector<std::int64_t> first_;
   std::vector<std::int64_t> count_;  // per rank: how many
   std::vector<std::int32_t> touched_;
   std::vector<Access> writes_, reads_, by_rank_;
