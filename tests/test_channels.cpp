@@ -50,6 +50,32 @@ TEST_CASE("every algorithm with channels computes its collective for many K, C a
   }
 }
 
+TEST_CASE(
+    "the ring's chain in fixed-size segments, the last holding the rest, is proven by the "
+    "replayer") {
+  // float32: 4 bytes an element. Segments of 8, 12 or 40 bytes (a C-th of them per
+  // channel's chain) over regions they divide, do not divide, or exceed.
+  for (CollectiveOp op : {CollectiveOp::Broadcast, CollectiveOp::Reduce})
+    for (int K : {1, 2, 3, 5, 8, 13, 31})
+      for (int C : {1, 3})
+        for (std::int64_t count : {std::int64_t{1}, std::int64_t{97}, std::int64_t{1000}})
+          for (std::int64_t segment_bytes : {8, 12, 40})
+            for (int segments : {1, 2, 5}) {
+              AlgorithmOptions o;
+              o.channels = C;
+              o.segments = segments;
+              o.segment_bytes = segment_bytes;
+              CollectiveShape shape = shape_of(op, K, count);
+              shape.root = K / 2;
+              INFO(name_of(op) << " K=" << K << " C=" << C << " count=" << count << ", " << segments
+                               << " segments of " << segment_bytes << " B");
+              const Schedule s = generate(op, "ring", shape, o);
+              REQUIRE(check_schedule(s).empty());
+              CHECK(verify_exact(s, 5).ok());
+              if (K <= 8 && count <= 97) CHECK(verify_symbolic(s).ok());
+            }
+}
+
 TEST_CASE("rail orders: a permutation per channel, every hop between hosts on one rail") {
   for (int hosts : {2, 3, 4, 5}) {
     for (int g : {1, 2, 4, 8}) {

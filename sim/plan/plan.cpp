@@ -214,7 +214,8 @@ class Tuner {
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
       if (nvls) nvls_segments(s.options, spec, p, topo);
-      if (p.chosen.algorithm == NcclAlgo::Tree || chain)
+      if (chain) chain_segments(s.options, spec, p);
+      if (p.chosen.algorithm == NcclAlgo::Tree && !chain)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to
       // 600 KB): a tree on it is cut into at least as many segments as it is deep, so that
@@ -267,13 +268,27 @@ class Tuner {
     const int trees = p.chosen.algorithm == NcclAlgo::NvlsTree && topo.nodes > 1 ? 2 : 1;
     const std::int64_t pipelines = std::int64_t{topo.per_node} * trees;
     const std::int64_t per_pipeline = (spec.bytes + pipelines - 1) / pipelines;
-    const std::int64_t element = element_size(spec.shape.dtype);
-    std::int64_t segment =
-        std::max(kChunk * p.channels / trees, (per_pipeline + kMostSegments - 1) / kMostSegments);
+    fixed_segments(o, per_pipeline, kChunk * p.channels / trees, element_size(spec.shape.dtype));
+  }
+
+  // The ring's chain (broadcast, reduce): each of NCCL's channels moves a chunk down it at a
+  // time, so a segment is a chunk per channel and the last holds the rest. In equal parts a
+  // size just past a whole segment was cut in two and pipelined, and took less time than a
+  // smaller one (8 x H100: 2.95 MB 87.9 us, 3.39 MB 68.8 us).
+  static void chain_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p) {
+    const std::int64_t chunk = p.chunk_bytes > 0 ? p.chunk_bytes : kChunk;
+    fixed_segments(o, spec.bytes, chunk * std::max(1, p.channels), element_size(spec.shape.dtype));
+  }
+
+  // `bytes` of one pipeline in segments of at least `least` bytes (whole elements), more
+  // where kMostSegments would not hold them; the last segment holds the rest.
+  static void fixed_segments(AlgorithmOptions& o, std::int64_t bytes, std::int64_t least,
+                             std::int64_t element) {
+    std::int64_t segment = std::max(least, (bytes + kMostSegments - 1) / kMostSegments);
     segment = (segment + element - 1) / element * element;
     o.segment_bytes = segment;
     o.segments = static_cast<int>(
-        std::clamp<std::int64_t>((per_pipeline + segment - 1) / segment, 1, kMostSegments));
+        std::clamp<std::int64_t>((bytes + segment - 1) / segment, 1, kMostSegments));
   }
 
   // Segments for `bytes` moved as chunks (kChunk unless NCCL's pick says), `at_once`

@@ -31,9 +31,11 @@ struct LevelSpec;
 struct AlgorithmOptions {
   int segments = 1;            // pipelined algorithms: how many pieces the buffer is cut into
   bool auto_segments = false;  // "segments": "auto": the planner tries several and keeps the best
-  // NVLS and NVLSTree as NCCL runs them (set by the planner): each pipeline's segments hold
-  // this many bytes but the last, which holds the rest, as NCCL cuts fixed chunks (equal
-  // parts would shrink as a size passes a whole segment, and the time with them); 0: equal.
+  // NVLS, NVLSTree and the ring's chain (broadcast, reduce) as NCCL runs them (set by the
+  // planner): each pipeline's segments hold this many bytes (a chain on C channels: each
+  // channel's chain a C-th of them) but the last, which holds the rest, as NCCL cuts fixed
+  // chunks (equal parts would shrink as a size passes a whole segment, and the time with
+  // them); 0: equal parts.
   std::int64_t segment_bytes = 0;
   // Independent copies of the algorithm, each on its own slice of the data and its own
   // rank order (rails); 1: one.
