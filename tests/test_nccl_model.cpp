@@ -384,6 +384,10 @@ TEST_CASE(
   CHECK(plan.collectives[0].label() == "nccl: ring/Simple/24ch");
   CHECK(plan.collectives[0].spec.options.segment_bytes == 24 * (128 << 10));
   CHECK(plan.collectives[0].spec.options.segments == 2);
+  // LL forwards each line as it arrives: a chain on it is cut into at least its 7 hops.
+  const Plan ll = make_plan(parse_scenario(doc("dgx-h100", "broadcast", 64 << 10), "."));
+  CHECK(ll.collectives[0].label() == "nccl: ring/LL/2ch");
+  CHECK(ll.collectives[0].spec.options.segments == 7);
   // Sizes 7% apart across several segments' steps. Across hosts the channels' chains share
   // the NICs' and NVLink's links under max-min, where a short last segment overlaps the one
   // before it a little: there a step may fall by a fraction of a percent (0.5% at most
