@@ -687,6 +687,18 @@ TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl
   CHECK(doc["fit"]["terms"] == "efficiency");
   CHECK(doc["links"].contains("nvlink"));
   CHECK(doc["links"].contains("ib"));
+  // Two logs of one machine at two node counts, fitted together: each log's launch mode is
+  // recorded with it, and the note names a mode the logs share once.
+  const std::string both = (dir / "2x8-4x8.json").string();
+  const auto fit2 = collsim::test::run_collsim(
+      "calibrate --nccl-tests " +
+      nccl_tests_test::published_log("h100_2x8_all_reduce_default.txt") + " " + log +
+      " --topology '{\"preset\": \"cluster\", \"nodes\": 4}' --terms efficiency --out " + both);
+  INFO(fit2.out << fit2.err);
+  REQUIRE(fit2.status == 0);
+  const std::string note = nlohmann::json::parse(collsim::test::slurp(both))["fit"]["notes"][0];
+  CHECK(note.find("one process per GPU") != std::string::npos);
+  CHECK(note.find("one process per GPU") == note.rfind("one process per GPU"));
 }
 
 TEST_CASE("a size whose two times disagree is flagged as disturbed, and left out of fits",

@@ -609,11 +609,15 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   pts = linearise_all(scenarios, req.logs, model,
                       fit_values(select(pts, {}), affine, 0, model.neutral));
 
+  // The logs' launch modes, each once (logs of one machine mostly share theirs).
+  std::vector<std::string> launches;
+  for (const std::string& l : fit.launches)
+    if (std::find(launches.begin(), launches.end(), l) == launches.end()) launches.push_back(l);
   fit.notes.insert(
       fit.notes.begin(),
       fmt::format("transfers cross {} (nominal {}); fitted under the {} network model, {}",
                   kind_list(fit.kinds), format_bandwidth(fit.nominal_Bps), fit.network,
-                  fmt::join(fit.launches, "; ")));
+                  fmt::join(launches, "; ")));
   if (std::string left = disturbed_sizes(req.logs); !left.empty())
     fit.notes.push_back(fmt::format(
         "left out, their out-of-place and in-place times more than {:.0f}% apart (neither "
