@@ -368,6 +368,45 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("NCCL's estimate bounds a size by the least its model gives any larger size", "[nccl]") {
+  // 8 x 8 H100 all-reduce, tree/LL128 from 2 to 8 MiB: NCCL's tree correction steps up at
+  // 4 MiB, so its model gives 4 MiB less than 3.9 MB (135.7 against 148.5 us on the
+  // launched channels). The floor at 3.9 MB is 4 MiB's: more bytes never take less time.
+  const nlohmann::json topology = {{"preset", "cluster"}, {"nodes", 8}};
+  const auto doc = [&](std::int64_t bytes) {
+    return nlohmann::json{
+        {"topology", topology},
+        {"collectives",
+         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
+  };
+  const Scenario s = parse_scenario(doc(3903664), ".");
+  const Plan plan = make_plan(s);
+  const PlannedCollective& c = plan.collectives[0];
+  CHECK(c.nccl_least_at == 4 << 20);
+  const NcclTopo topo = nccl_topo(s.topology, c.spec.ranks);
+  const NcclPick at4 = nccl_pick(topo, CollectiveOp::AllReduce, 4 << 20);
+  CHECK(to_seconds(c.cost->nccl_floor) * 1e6 == Approx(at4.run_time_us).margin(1e-6));  // ps
+  CHECK(at4.run_time_us < c.nccl_run_us);
+  double before = 0;
+  for (std::int64_t bytes : {3 << 20, 3903664, 4 << 20, 4489212, 6 << 20}) {
+    const double t = run_scenario(parse_scenario(doc(bytes), ".")).outcomes[0].time_s;
+    INFO(bytes << " B: " << t * 1e6 << " us");
+    CHECK(t >= before);
+    before = t;
+  }
+  // Every size's least is at most its own, and the least over the larger powers of two.
+  for (std::int64_t bytes = 1; bytes < (std::int64_t{1} << 31); bytes = bytes * 3 + 1) {
+    const NcclPick p = nccl_pick(topo, CollectiveOp::AllReduce, bytes);
+    double least = p.run_time_us;
+    for (std::int64_t larger = 1; larger <= (std::int64_t{1} << 29); larger *= 2)
+      if (larger > bytes)
+        least = std::min(least, nccl_pick(topo, CollectiveOp::AllReduce, larger).run_time_us);
+    INFO(bytes << " B");
+    CHECK(p.least_us == least);
+    CHECK((p.least_at > 0) == (p.least_us < p.run_time_us));
+  }
+}
+
 TEST_CASE(
     "NCCL's ring broadcast and reduce move a chunk per channel down the chain at a time, "
     "so no size takes less time than a smaller one",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -37,7 +38,9 @@ double nvls_efficiency(Arch a) {
   return nccl_published::kNvlsEfficiency[index(a)];
 }
 
-// Tree all-reduce's bandwidth correction by size, 64 B x 2^i (NCCL's treeCorrectionFactor).
+// Tree all-reduce's bandwidth correction by size, 64 B x 2^i (NCCL's treeCorrectionFactor),
+// 1 from kTreeCorrectionTop on.
+constexpr std::int64_t kTreeCorrectionTop = std::int64_t{64} << 23;
 double tree_correction(Protocol p, std::int64_t bytes) {
   const std::int64_t units = bytes >> 6;
   if (units < 1) return 1;
@@ -334,9 +337,11 @@ NcclOption estimate(const Model& model, const NcclTopo& topo, CollectiveOp op, N
 
 }  // namespace
 
-NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
-                   const NcclFilter& filter) {
-  const Model model(topo, op);
+namespace {
+
+// NCCL's pick at `bytes` and its model of it on the channels it launches.
+NcclPick pick_at(const Model& model, const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
+                 const NcclFilter& filter) {
   NcclPick pick;
   const NcclOption* best = nullptr;
   for (NcclAlgo a : kNcclAlgos)
@@ -361,6 +366,25 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
   pick.run_time_us =
       estimate(Model(topo, op, model.launched(a, p, bytes) / 2), topo, op, a, p, bytes).time_us;
   if (a == NcclAlgo::Tree) pick.chunk_bytes = model.tree_chunk(p, bytes, pick.channels);
+  return pick;
+}
+
+}  // namespace
+
+NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
+                   const NcclFilter& filter) {
+  const Model model(topo, op);
+  NcclPick pick = pick_at(model, topo, op, bytes, filter);
+  // Each candidate's time grows with size but where the tree's correction steps up, at
+  // the powers of two of its table (to 256 MiB): the least over larger sizes is at one of
+  // those, or at this size.
+  pick.least_us = pick.run_time_us;
+  for (std::int64_t larger =
+           std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes + 1, 1)));
+       larger <= kTreeCorrectionTop; larger *= 2) {
+    const double t = pick_at(model, topo, op, larger, filter).run_time_us;
+    if (t < pick.least_us) pick.least_us = t, pick.least_at = larger;
+  }
   return pick;
 }
 

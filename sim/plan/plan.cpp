@@ -185,6 +185,8 @@ class Tuner {
     s.nccl_filter = {};
     std::string pick;
     std::vector<NcclOption> weighed;
+    double run_us = 0;
+    std::int64_t least_at = 0;
     if (!nccl_has_algorithms(spec.shape.op)) {
       // NCCL runs these as grouped point-to-point sends, on the Simple protocol.
       s.algorithm = algorithms_for(spec.shape.op).front();
@@ -241,13 +243,17 @@ class Tuner {
       const bool states_latency =
           scenario_.network.cost && scenario_.network.cost->stated.any_latency();
       if (!states_latency && spec.bytes > 0 && spec.ranks.size() > 1)
-        nccl_floor_ = from_seconds(p.run_time_us * 1e-6);
+        nccl_floor_ = from_seconds(p.least_us * 1e-6);
+      run_us = p.run_time_us;
+      least_at = p.least_at;
       weighed = std::move(p.options);
     }
     PlannedCollective out = plan(s);
     out.spec.json_path = spec.json_path;
     out.nccl_pick = std::move(pick);
     out.nccl_options = std::move(weighed);
+    out.nccl_run_us = run_us;
+    out.nccl_least_at = least_at;
     return out;
   }
 

@@ -49,6 +49,10 @@ struct PlannedCollective {
   // ... and every algorithm x protocol its model weighed, with its latency and bandwidth
   // terms (what NCCL_DEBUG_SUBSYS=TUNE prints), in NCCL's order.
   std::vector<NcclOption> nccl_options = {};
+  // ... its estimate of the pick on the channels it launches at this size, and the larger
+  // size whose estimate is less (NcclPick::least_at; 0: none), which then bounds it.
+  double nccl_run_us = 0;
+  std::int64_t nccl_least_at = 0;
   // ScheduleHolding::Streamed: `schedule` was not generated; it is generated while it is
   // simulated (simulate/streamed.h), and `digest` comes from that run.
   bool streamed = false;

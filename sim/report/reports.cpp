@@ -127,13 +127,14 @@ std::string held_notes(const ScenarioResult& r) {
     const CollectiveOutcome& o = r.outcomes[i];
     if (o.held_by == HeldBy::Nothing || ++held > kShown) continue;
     const bool nccl = o.held_by == HeldBy::NcclModel;
-    out += fmt::format(
-        "# {}: {} ({:.2f} us) outlasts its ops on the links ({:.2f} us) and stands{}\n",
-        r.resolved[i].name,
-        nccl ? "NCCL's own estimate for its pick" : "the host's time to issue it", o.time_s * 1e6,
-        o.ops_time_s * 1e6,
-        nccl ? ": its table holds kernel limits the links do not (a calibration replaces it)"
-             : "");
+    out +=
+        fmt::format("# {}: {} ({:.2f} us) outlasts its ops on the links ({:.2f} us) and stands{}\n",
+                    r.resolved[i].name,
+                    nccl ? "NCCL's own estimate for its pick" : "the host's time to issue it",
+                    o.time_s * 1e6, o.ops_time_s * 1e6,
+                    nccl ? ": its table holds kernel limits the links do not (a calibration "
+                           "stating launch or latency replaces it)"
+                         : "");
   }
   if (held > kShown) out += fmt::format("# ... and {} more held so\n", held - kShown);
   return out;
