@@ -427,6 +427,14 @@ TEST_CASE(
   const Plan ll = make_plan(parse_scenario(doc("dgx-h100", "broadcast", 64 << 10), "."));
   CHECK(ll.collectives[0].label() == "nccl: ring/LL/2ch");
   CHECK(ll.collectives[0].spec.options.segments == 7);
+  // ... as far as the schedule stays within the planner's budget for a choice: on 1,024
+  // ranks (a chain of 1,023 hops) 16 segments, and the schedule is held in memory.
+  const Plan long_chain = make_plan(parse_scenario(
+      doc(nlohmann::json{{"preset", "cluster"}, {"nodes", 128}}, "broadcast", 64 << 10), "."));
+  CHECK(long_chain.collectives[0].spec.options.segments == 16);
+  // No bytes: one empty segment, nothing divided by zero.
+  for (const char* op : {"broadcast", "reduce"})
+    CHECK(run_scenario(parse_scenario(doc("dgx-h100", op, 0), ".")).outcomes[0].time_s == 0);
   // Sizes 7% apart across several segments' steps. Across hosts the channels' chains share
   // the NICs' and NVLink's links under max-min, where a short last segment overlaps the one
   // before it a little: there a step may fall by a fraction of a percent (0.5% at most

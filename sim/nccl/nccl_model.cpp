@@ -376,11 +376,12 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
   const Model model(topo, op);
   NcclPick pick = pick_at(model, topo, op, bytes, filter);
   // Each candidate's time grows with size but where the tree's correction steps up, at
-  // the powers of two of its table (to 256 MiB): the least over larger sizes is at one of
+  // the powers of two of its table (to 512 MiB): the least over larger sizes is at one of
   // those, or at this size.
   pick.least_us = pick.run_time_us;
-  for (std::int64_t larger =
-           std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes + 1, 1)));
+  if (bytes < 0 || bytes >= kTreeCorrectionTop) return pick;
+  for (auto larger =
+           static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(bytes) + 1));
        larger <= kTreeCorrectionTop; larger *= 2) {
     const double t = pick_at(model, topo, op, larger, filter).run_time_us;
     if (t < pick.least_us) pick.least_us = t, pick.least_at = larger;

@@ -58,10 +58,10 @@ struct NcclPick {
   // one, their count taken as a real number (48 KiB of ring/LL is one and a half channels'
   // worth, where `channels` says 1) so that the time never falls as a channel is added.
   double run_time_us = 0;
-  // The least of run_time_us here and at every larger size NCCL's model gives less for
-  // (its tree correction steps up at powers of two, its pick switches): more bytes never
-  // take less time, so no size is held above what a larger one may take. `least_at` is
-  // that larger size, 0 where this size's own is the least.
+  // The least of run_time_us here and at the larger powers of two, where NCCL's tree
+  // correction steps up (to the end of its table, 512 MiB): more bytes never take less
+  // time, so no size is held above what such a larger one may take. `least_at` is that
+  // larger size, 0 where this size's own is the least.
   double least_us = 0;
   std::int64_t least_at = 0;
   std::int64_t chunk_bytes = 0;     // a tree channel's data per pipeline step (0: not set)

@@ -283,22 +283,26 @@ class Tuner {
   // smaller one (8 x H100: 2.95 MB 87.9 us, 3.39 MB 68.8 us).
   // LL and LL128 forward each line as it arrives, far finer than a chunk: there the chain is
   // cut into at least as many segments as it has hops, as a tree on LL128 is into its depth,
-  // so that filling the chain costs no more than the data.
+  // so that filling the chain costs no more than the data; on a chain so long that its
+  // schedule would pass kMostOpsTried (a few hundred ranks), into as many as that allows.
   static void chain_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p) {
-    const std::int64_t chunk = p.chunk_bytes > 0 ? p.chunk_bytes : kChunk;
-    std::int64_t least = chunk * std::max(1, p.channels);
+    std::int64_t least = kChunk * std::max(1, p.channels);
     if (p.chosen.protocol != Protocol::Simple) {
-      const auto hops = std::max<std::int64_t>(1, static_cast<std::int64_t>(spec.ranks.size()) - 1);
-      least = std::min(least, (spec.bytes + hops - 1) / hops);
+      const auto ranks = static_cast<std::int64_t>(spec.ranks.size());
+      const auto affordable =
+          static_cast<std::int64_t>(kMostOpsTried / (4.0 * ranks * kMaxChannels));
+      const std::int64_t parts =
+          std::clamp<std::int64_t>(ranks - 1, 1, std::max<std::int64_t>(1, affordable));
+      least = std::min(least, (spec.bytes + parts - 1) / parts);
     }
     fixed_segments(o, spec.bytes, least, element_size(spec.shape.dtype));
   }
 
-  // `bytes` of one pipeline in segments of at least `least` bytes (whole elements), more
-  // where kMostSegments would not hold them; the last segment holds the rest.
+  // `bytes` of one pipeline in segments of at least `least` bytes (whole elements, at least
+  // one), more where kMostSegments would not hold them; the last segment holds the rest.
   static void fixed_segments(AlgorithmOptions& o, std::int64_t bytes, std::int64_t least,
                              std::int64_t element) {
-    std::int64_t segment = std::max(least, (bytes + kMostSegments - 1) / kMostSegments);
+    std::int64_t segment = std::max({least, (bytes + kMostSegments - 1) / kMostSegments, element});
     segment = (segment + element - 1) / element * element;
     o.segment_bytes = segment;
     o.segments = static_cast<int>(
