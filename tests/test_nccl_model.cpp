@@ -383,6 +383,10 @@ TEST_CASE("NCCL's estimate bounds a size by the least its model gives any larger
   const Plan plan = make_plan(s);
   const PlannedCollective& c = plan.collectives[0];
   CHECK(c.nccl_least_at == 4 << 20);
+  const nlohmann::json planned = plan_json(s, plan);
+  CHECK(planned["collectives"][0]["nccl_floor_from_bytes"] == 4 << 20);
+  CHECK(planned["collectives"][0]["nccl_floor_us"].get<double>() ==
+        Approx(to_seconds(c.cost->nccl_floor) * 1e6));
   const NcclTopo topo = nccl_topo(s.topology, c.spec.ranks);
   const NcclPick at4 = nccl_pick(topo, CollectiveOp::AllReduce, 4 << 20);
   CHECK(to_seconds(c.cost->nccl_floor) * 1e6 == Approx(at4.run_time_us).margin(1e-6));  // ps

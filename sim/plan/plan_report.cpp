@@ -110,8 +110,11 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
       if (c.choice->runner_up) j["auto"]["runner_up"] = candidate_json(*c.choice->runner_up);
     }
     if (!c.nccl_options.empty()) j["nccl_model"] = nccl_terms_json(c);
-    // NCCL's model of its pick on the channels it launches: the simulated time's floor.
+    // NCCL's model of its pick on the channels it launches: the simulated time's floor, and
+    // the larger size whose estimate it is, where a larger size's is less.
     if (c.cost && c.cost->nccl_floor > 0) j["nccl_floor_us"] = to_seconds(c.cost->nccl_floor) * 1e6;
+    if (c.cost && c.cost->nccl_floor > 0 && c.nccl_least_at > 0)
+      j["nccl_floor_from_bytes"] = c.nccl_least_at;
     cols.push_back(std::move(j));
   }
   return {{"scenario", s.name}, {"collectives", std::move(cols)}};
