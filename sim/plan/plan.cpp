@@ -215,9 +215,11 @@ class Tuner {
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
-      if (nvls) nvls_segments(s.options, spec, p, topo);
-      if (chain) chain_segments(s.options, spec, p);
-      if (p.chosen.algorithm == NcclAlgo::Tree && !chain)
+      if (nvls)
+        nvls_segments(s.options, spec, p, topo);
+      else if (chain)
+        chain_segments(s.options, spec, p);
+      else if (p.chosen.algorithm == NcclAlgo::Tree)
         s.options.segments = chunk_segments(spec.bytes, p.channels, p.chunk_bytes);
       // LL128 forwards each 128-byte line as it arrives, far finer than its chunk (up to
       // 600 KB): a tree on it is cut into at least as many segments as it is deep, so that

@@ -34,17 +34,14 @@ std::string nccl_terms_table(const PlannedCollective& c) {
   for (const NcclOption& o : c.nccl_options)
     out += fmt::format("#   {:<10} {:<7} {:>12.2f} {:>13.2f} {:>12.2f}\n", name_of(o.algorithm),
                        name_of(o.protocol), o.latency_us, o.algbw_GBps, o.time_us);
-  if (c.cost && c.cost->nccl_floor > 0 && c.nccl_least_at == 0)
-    out += fmt::format(
-        "#   {} on the channels it launches at this size: {:.2f} us, the least the "
-        "simulated time may be\n",
-        c.nccl_pick, to_seconds(c.cost->nccl_floor) * 1e6);
-  if (c.cost && c.cost->nccl_floor > 0 && c.nccl_least_at > 0)
-    out += fmt::format(
-        "#   {} on the channels it launches at this size: {:.2f} us; NCCL's model gives "
-        "{} bytes less, {:.2f} us, the least the simulated time may be (more bytes never "
-        "take less time)\n",
-        c.nccl_pick, c.nccl_run_us, c.nccl_least_at, to_seconds(c.cost->nccl_floor) * 1e6);
+  if (!c.cost || c.cost->nccl_floor <= 0) return out;
+  const double floor_us = to_seconds(c.cost->nccl_floor) * 1e6;
+  out += fmt::format("#   {} on the channels it launches at this size: {:.2f} us", c.nccl_pick,
+                     c.nccl_least_at > 0 ? c.nccl_run_us : floor_us);
+  if (c.nccl_least_at > 0)
+    out += fmt::format("; NCCL's model gives {} bytes less, {:.2f} us", c.nccl_least_at, floor_us);
+  out += ", the least the simulated time may be";
+  out += c.nccl_least_at > 0 ? " (more bytes never take less time)\n" : "\n";
   return out;
 }
 

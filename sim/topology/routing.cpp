@@ -145,6 +145,27 @@ LinkId nth_lowest(const std::vector<LinkId>& choices, std::size_t k) {
   return sorted[k];
 }
 
+// How one hop picks among its equal-cost links. By fabric settles, hop by hop, on
+// D-mod-k where every choice is an InfiniBand link and on ECMP's hash elsewhere.
+enum class HopPick { Hash, Lowest, DestinationModK };
+
+HopPick hop_pick(RoutingPolicy policy, const Topology& t, const std::vector<LinkId>& choices) {
+  switch (policy) {
+    case RoutingPolicy::Ecmp:
+      return HopPick::Hash;
+    case RoutingPolicy::Single:
+      return HopPick::Lowest;
+    case RoutingPolicy::DestinationModK:
+      return HopPick::DestinationModK;
+    case RoutingPolicy::ByFabric:
+      break;
+  }
+  return std::all_of(choices.begin(), choices.end(),
+                     [&](LinkId c) { return t.link(c).kind == LinkKind::Ib; })
+             ? HopPick::DestinationModK
+             : HopPick::Hash;
+}
+
 }  // namespace
 
 Router::Router(const Topology& topology, RoutingPolicy policy, Search search)
@@ -231,24 +252,15 @@ PathId Router::add_path_from_tree(NodeId src, NodeId dst) {
   std::uint64_t key = static_cast<std::uint64_t>(dst_rank >= 0 ? dst_rank : dst);
   for (NodeId at = dst; at != src;) {
     const auto& choices = preds_[at];
-    LinkId l = choices.front();
-    // By fabric: D-mod-k where every choice is an InfiniBand link, else ECMP.
-    RoutingPolicy policy = policy_;
-    if (policy == RoutingPolicy::ByFabric)
-      policy = std::all_of(choices.begin(), choices.end(),
-                           [&](LinkId c) { return topology_.link(c).kind == LinkKind::Ib; })
-                   ? RoutingPolicy::DestinationModK
-                   : RoutingPolicy::Ecmp;
-    switch (policy) {
-      case RoutingPolicy::ByFabric:  // settled above
-        break;
-      case RoutingPolicy::Ecmp:  // a hash of (source, destination, hop) picks
+    LinkId l = 0;
+    switch (hop_pick(policy_, topology_, choices)) {
+      case HopPick::Hash:  // a hash of (source, destination, hop) picks
         l = choices[mix(pair_hash ^ static_cast<std::uint64_t>(at)) % choices.size()];
         break;
-      case RoutingPolicy::Single:
+      case HopPick::Lowest:
         l = *std::min_element(choices.begin(), choices.end());
         break;
-      case RoutingPolicy::DestinationModK:
+      case HopPick::DestinationModK:
         l = nth_lowest(choices, key % choices.size());
         break;
     }

@@ -103,7 +103,7 @@ Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o,
     auto mine = nvls_plans(region, layout);
     plans.insert(plans.end(), mine.begin(), mine.end());
   }
-  run_pipelined(b, plans, std::max(1, o.segments), o.segment_bytes / element_size(shape.dtype));
+  run_pipelined(b, plans, std::max(1, o.segments), segment_elems(shape, o.segment_bytes));
   return b.finish();
 }
 

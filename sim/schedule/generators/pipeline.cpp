@@ -33,6 +33,14 @@ struct Segments {
 
 }  // namespace
 
+std::int64_t segment_elems(const CollectiveShape& shape, std::int64_t segment_bytes,
+                           std::size_t plans) {
+  const std::int64_t element = element_size(shape.dtype);
+  const std::int64_t elems = (segment_bytes + element - 1) / element;
+  const auto n = static_cast<std::int64_t>(std::max<std::size_t>(1, plans));
+  return (elems + n - 1) / n;
+}
+
 void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments,
                    std::int64_t segment_elems) {
   std::size_t phases = 0;

@@ -28,6 +28,10 @@ struct PhasedPlan {
 // parts of that many elements but the last, which holds the rest.
 void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int segments,
                    std::int64_t segment_elems = 0);
+// The elements of each of `plans` pipelines that share segments of `segment_bytes` (each a
+// plans-th of it, rounded up to whole elements); 0: equal parts.
+std::int64_t segment_elems(const CollectiveShape& shape, std::int64_t segment_bytes,
+                           std::size_t plans = 1);
 
 enum class Direction { Broadcast, Reduce };
 

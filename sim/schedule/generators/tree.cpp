@@ -12,19 +12,12 @@
 namespace collsim {
 namespace {
 
-// Elements per segment of each of `plans` pipelines sharing AlgorithmOptions::segment_bytes;
-// 0: equal parts.
-std::int64_t segment_elems(const CollectiveShape& s, const AlgorithmOptions& o, std::size_t plans) {
-  const std::int64_t elems = (o.segment_bytes + element_size(s.dtype) - 1) / element_size(s.dtype);
-  const auto n = static_cast<std::int64_t>(std::max<std::size_t>(1, plans));
-  return (elems + n - 1) / n;
-}
-
 Schedule single_plan(const CollectiveShape& s, const char* name, std::vector<Phase> phases,
                      const AlgorithmOptions& o) {
   auto b = make_builder(s, name);
   const PhasedPlan plan{whole_group(s), std::move(phases)};
-  run_pipelined(b, std::span<const PhasedPlan>(&plan, 1), o.segments, segment_elems(s, o, 1));
+  run_pipelined(b, std::span<const PhasedPlan>(&plan, 1), o.segments,
+                segment_elems(s, o.segment_bytes));
   return b.finish();
 }
 
@@ -126,7 +119,7 @@ void chain_on_groups(ScheduleBuilder& b, std::span<const Group> groups, const Al
     const auto root = std::find(g.ranks.begin(), g.ranks.end(), b.shape().root);
     plans.push_back({g, chain_phases(g.size(), static_cast<int>(root - g.ranks.begin()), D)});
   }
-  run_pipelined(b, plans, o.segments, segment_elems(b.shape(), o, plans.size()));
+  run_pipelined(b, plans, o.segments, segment_elems(b.shape(), o.segment_bytes, plans.size()));
 }
 
 // NCCL's tree over `hosts[m]`: a chain inside each host, and across hosts NCCL's double
