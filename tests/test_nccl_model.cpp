@@ -326,8 +326,8 @@ TEST_CASE("NCCL picks NVLSTree across nodes that each have a sharp switch", "[nc
 }
 
 TEST_CASE(
-    "NVLS and NVLSTree pipeline their channels' 128 KiB chunks per head, in segments of a "
-    "fixed size, so no size takes less time than a smaller one",
+    "NVLS and NVLSTree pipeline their channels' chunks per head (NVLSTree's as NCCL cuts "
+    "them), in segments of a fixed size, so no size takes less time than a smaller one",
     "[nccl]") {
   const auto planned = [](const nlohmann::json& topology, std::int64_t bytes) {
     const nlohmann::json doc = {
@@ -340,16 +340,27 @@ TEST_CASE(
   };
   const nlohmann::json one = "dgx-h100";
   const nlohmann::json two = {{"preset", "cluster"}, {"nodes", 2}};
-  // 16 channels x 128 KiB a head's pipeline on one node (8 heads); across nodes each head's
-  // slice goes half over each tree, 8 channels' worth each: 16 MiB a segment either way.
+  const nlohmann::json four = {{"preset", "cluster"}, {"nodes", 4}};
+  // 16 channels x 128 KiB a head's pipeline on one node (8 heads): 2 MiB a segment.
   const auto [label1, o1] = planned(one, std::int64_t{1} << 30);
   CHECK(label1 == "nccl: nvls/Simple/16ch");
   CHECK(o1.segment_bytes == 16 * (128 << 10));
   CHECK(o1.segments == 64);
+  // Across nodes each head's slice goes half over each tree, 8 channels' worth each, in
+  // NCCL's NVLSTree chunk: 128 KiB from 4 chunks per channel and head (16 x 8 x 4 x 128 KiB
+  // = 64 MiB) on two nodes, 64 KiB below that and always from 4 nodes, 32 KiB below one.
   const auto [label2, o2] = planned(two, (std::int64_t{16} << 20) + 4);
   CHECK(label2 == "nccl: nvls_tree/Simple/16ch");
-  CHECK(o2.segment_bytes == 8 * (128 << 10));
-  CHECK(o2.segments == 2);  // one whole segment and 4 bytes' worth
+  CHECK(o2.segment_bytes == 8 * (64 << 10));
+  CHECK(o2.segments == 3);  // two whole segments and 4 bytes' worth
+  const auto [label3, o3] = planned(two, std::int64_t{256} << 20);
+  CHECK(label3 == "nccl: nvls_tree/Simple/16ch");
+  CHECK(o3.segment_bytes == 8 * (128 << 10));
+  CHECK(o3.segments == 16);
+  const auto [label4, o4] = planned(four, std::int64_t{256} << 20);
+  CHECK(label4 == "nccl: nvls_tree/Simple/16ch");
+  CHECK(o4.segment_bytes == 8 * (64 << 10));
+  CHECK(o4.segments == 32);
   // Sizes 7% apart across a whole segment's step (equal parts made 17.4 MB 16% faster than
   // 16.3 MB on 2 nodes): NVLS and NVLSTree only, where NCCL's pick does not change.
   for (const nlohmann::json& topology : {one, two}) {

@@ -208,6 +208,14 @@ TEST_CASE("nccl-tests parser refuses implausible numbers, naming file and line",
     return "  " + size + "  256  float  sum  -1  " + time + "  0.03  0.05  " + wrong + "\n";
   };
   CHECK(parse_error(kHeader + row("1024", "37.38")) == "no error");
+  // A note above the header that names the keys in prose is not the header.
+  const NcclTestsLog noted = parse_nccl_tests_log(
+      "# machine: 8 x H100, one process per GPU (nGpus 1), maxBytes as printed\n" + kHeader +
+          row("1024", "37.38"),
+      "noted.txt");
+  CHECK(noted.rows.size() == 1);
+  CHECK(noted.gpus_per_thread == 4);  // the header's, where the note's "1)," was an error
+  CHECK(noted.max_bytes == 4096);
   // nThread x nGpus once overflowed an int (65537 x 65537), and each is bounded alone too.
   CHECK(parse_error("# nThread 65537 nGpus 65537 minBytes 8\n" + row("1024", "37.38")) ==
         "bad.txt:1: nThread 65537 x nGpus 65537 is 4295098369 GPUs in one process; expected at "
@@ -348,11 +356,11 @@ TEST_CASE("nccl-tests logs are read from regular files of bounded size only", "[
 
 TEST_CASE("every published log in data/nccl-tests parses, with its GPU count", "[nccl-tests]") {
   // data/README.md: the machine of each log, and so how many GPUs took part.
-  const std::pair<const char*, int> logs[] = {{"h100x8_all_reduce_default.txt", 8},
-                                              {"h100x8_all_reduce_ring.txt", 8},
-                                              {"a100x8_all_reduce_default.txt", 8},
-                                              {"h100_2x8_all_reduce_default.txt", 16},
-                                              {"h100_4x8_all_reduce_default.txt", 32}};
+  const std::pair<const char*, int> logs[] = {
+      {"h100x8_all_reduce_default.txt", 8},    {"h100x8_all_reduce_ring.txt", 8},
+      {"a100x8_all_reduce_default.txt", 8},    {"h100_2x8_all_reduce_default.txt", 16},
+      {"h100_4x8_all_reduce_default.txt", 32}, {"h100_4x8_vm_all_reduce_default.txt", 32},
+      {"h100_8x8_all_reduce_default.txt", 64}};
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(test::data_file("nccl-tests"))) {
     INFO(entry.path().filename().string());

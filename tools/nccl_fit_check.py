@@ -21,7 +21,9 @@ from nccl_log_bands import FILTERS, MACHINES  # noqa: E402  (one list of the log
 # Logs of the same kind of machine, which one log's calibration should predict.
 GROUPS = [["h100x8_all_reduce_default", "h100x8_all_reduce_ring"],
           ["a100x8_all_reduce_default"],
-          ["h100_2x8_all_reduce_default", "h100_4x8_all_reduce_default"]]
+          ["h100_2x8_all_reduce_default", "h100_4x8_all_reduce_default",
+           "h100_8x8_all_reduce_default"],
+          ["h100_4x8_vm_all_reduce_default"]]
 
 
 def topology_arg(log):

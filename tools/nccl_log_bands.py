@@ -26,6 +26,8 @@ MACHINES = {
     "a100x8_all_reduce_default": {"preset": "dgx-h100", "nvlink": "300GB/s"},
     "h100_2x8_all_reduce_default": {"preset": "cluster", "nodes": 2},
     "h100_4x8_all_reduce_default": {"preset": "cluster", "nodes": 4},
+    "h100_4x8_vm_all_reduce_default": {"preset": "cluster", "nodes": 4},
+    "h100_8x8_all_reduce_default": {"preset": "cluster", "nodes": 8},
 }
 # What NCCL was allowed to pick (the log's NCCL_ALGO).
 FILTERS = {"h100x8_all_reduce_ring": {"nccl_algo": "ring"}}

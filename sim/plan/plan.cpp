@@ -265,18 +265,35 @@ class Tuner {
 
   // NVLS and NVLSTree: a pipeline per head (a GPU of one node's switch; NVLSTree's slices
   // are cut per node, and each head's slice goes half over each of NCCL's two trees) moves
-  // its channels' 128 KiB chunks a segment at a time, the last segment holding the rest,
-  // as NCCL cuts fixed chunks: equal parts shrink as a size passes a whole segment, and
-  // the time with them (16.3 MB took longer than 17.4 MB). NCCL's finer mid-size chunks
-  // are not used: each loop of its NVLS kernel synchronises the node's GPUs, which collsim
-  // does not simulate, and in them the published logs' mid sizes came out 15-31% faster
-  // than measured, on one node and across 2 and 4 (docs/nccl.md §10).
+  // its channels' chunks a segment at a time, the last segment holding the rest, as NCCL
+  // cuts fixed chunks: equal parts shrink as a size passes a whole segment, and the time
+  // with them (16.3 MB took longer than 17.4 MB).
+  // NVLS on one node: 128 KiB chunks. NCCL's finer mid-size NVLS chunks are not used: each
+  // loop of its NVLS kernel synchronises the node's GPUs, which collsim does not simulate,
+  // and in them the published one-node logs' mid sizes came out faster than measured
+  // (docs/nccl.md §10).
+  // NVLSTree: NCCL's own chunk (nvls_tree_chunk). Its tree crosses the network once per
+  // level and chunk, so a deeper tree (more nodes) needs the pipelining: in 128 KiB chunks
+  // 8 nodes' 16 MiB took 517 us where 378 were measured; in NCCL's 64 KiB, 393.
   static void nvls_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p,
                             const NcclTopo& topo) {
-    const int trees = p.chosen.algorithm == NcclAlgo::NvlsTree && topo.nodes > 1 ? 2 : 1;
+    const bool tree = p.chosen.algorithm == NcclAlgo::NvlsTree && topo.nodes > 1;
+    const int trees = tree ? 2 : 1;
     const std::int64_t pipelines = std::int64_t{topo.per_node} * trees;
     const std::int64_t per_pipeline = (spec.bytes + pipelines - 1) / pipelines;
-    fixed_segments(o, per_pipeline, kChunk * p.channels / trees, element_size(spec.shape.dtype));
+    const std::int64_t chunk = tree ? nvls_tree_chunk(spec.bytes, p.channels, topo) : kChunk;
+    fixed_segments(o, per_pipeline, chunk * p.channels / trees, element_size(spec.shape.dtype));
+  }
+
+  // NCCL's NVLSTree chunk (enqueue.cc, calcCollChunking): NCCL_NVLS_CHUNKSIZE, at most
+  // 64 KiB on 4 nodes or more (NCCL_NVLSTREE_MAX_CHUNKSIZE's default), halved to 64 KiB
+  // below 4 chunks per channel and head and to 32 KiB below one.
+  static std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo) {
+    std::int64_t chunk = topo.nodes >= 4 ? std::min<std::int64_t>(kChunk, 64 * 1024) : kChunk;
+    const std::int64_t at_once = std::int64_t{std::max(1, channels)} * topo.per_node;
+    if (bytes < 4 * at_once * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
+    if (bytes < at_once * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
+    return chunk;
   }
 
   // The ring's chain (broadcast, reduce): each of NCCL's channels moves a chunk down it at a

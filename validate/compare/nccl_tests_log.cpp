@@ -122,6 +122,9 @@ void read_run_line(const std::vector<std::string_view>& w, NcclTestsLog& log, co
     log.max_bytes = count_after(w, 2, "Reducing maxBytes to", 0, kMaxBytes, at);
     return;
   }
+  // Only the header line nccl-tests prints: a note above it that names "nGpus" in prose
+  // (a log's provenance, say) is not read as one.
+  if (w.empty() || w[0] != "nThread") return;
   for (std::size_t i = 0; i < w.size(); ++i) {
     const std::string_view key = w[i];
     if (key == "nThread")
