@@ -158,7 +158,7 @@ TEST_CASE("stated machine terms replace NCCL's defaults for the same quantity, n
   const Topology t = load_topology_argument("dgx-h100", ".");
   const auto nvlink = static_cast<std::size_t>(LinkKind::NvLink);
   const auto ib = static_cast<std::size_t>(LinkKind::Ib);
-  const double usable = nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0)));
+  const double usable = nvlink_usable_fraction(gpu_arch(t, t.gpu_of_rank(0)));
   // NCCL's own ring/Simple entries, stated: the same costs as stating nothing.
   CostModel restated;
   restated.launch = from_seconds(nccl_base_latency_us(NcclAlgo::Ring, Protocol::Simple) * 1e-6);

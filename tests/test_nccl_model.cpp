@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_view.h"
 #include "helpers.h"
 #include "nccl/nccl_model.h"
 #include "nccl/protocol.h"
@@ -15,6 +16,7 @@
 #include "schedule/algorithms.h"
 #include "simulate/simulated_plan.h"
 #include "topology/presets.h"
+#include "topology/topology_json.h"
 
 using namespace collsim;
 
@@ -643,4 +645,53 @@ TEST_CASE("a NIC carries what NCCL's search counts of it: 48 GB/s per channel of
   stated.stated.efficiency[static_cast<std::size_t>(LinkKind::Ib)] = true;
   const auto base = std::make_shared<const CostModel>(stated);
   CHECK(ib(*protocol_cost(base, Protocol::Simple, NcclAlgo::Ring, cluster)) == Approx(0.9));
+}
+
+TEST_CASE(
+    "a named GPU model sets its server's links, whether its switch reduces, and the "
+    "generation NCCL's tables are read for, where the NVLink bandwidth would mislead",
+    "[nccl]") {
+  const auto plan_on = [](const nlohmann::json& topology, const std::string& algorithm = "nccl") {
+    const nlohmann::json doc = {
+        {"topology", topology},
+        {"collectives",
+         {{{"name", "x"}, {"op", "all_reduce"}, {"algorithm", algorithm}, {"bytes", "1GiB"}}}}};
+    return make_plan(parse_scenario(doc, "."));
+  };
+  const auto topo_of = [](const nlohmann::json& topology) {
+    return load_topology(JsonView(topology, "topology"), ".");
+  };
+  const auto arch_of = [](const Topology& t) { return nccl_topo(t, {0, 1, 2, 3}).arch; };
+  // An H800 is a Hopper with 200 GB/s of NVLink: by bandwidth alone it read as an Ampere,
+  // so NCCL's model left NVLS out and used Ampere's per-channel ceilings.
+  const nlohmann::json h800 = {{"preset", "dgx"}, {"gpu", "h800"}};
+  const nlohmann::json h800_unnamed = {{"preset", "dgx-h100"}, {"nvlink", "200GB/s"}};
+  const Topology named = topo_of(h800), unnamed = topo_of(h800_unnamed);
+  CHECK(named.name == "dgx-h800");
+  CHECK(named.link(0).bandwidth == 200e9);  // gpu0 -> nvswitch
+  CHECK(arch_of(named) == nccl_published::Arch::Hopper);
+  CHECK(arch_of(unnamed) == nccl_published::Arch::Ampere);
+  CHECK(plan_on(h800).collectives[0].label() == "nccl: nvls/Simple/16ch");
+  CHECK(plan_on(h800_unnamed).collectives[0].label().rfind("nccl: ring/", 0) == 0);
+  // An A100's NVSwitch does not reduce: NCCL never picks NVLS there, and asking for it
+  // names what is missing.
+  const nlohmann::json a100 = {{"preset", "dgx"}, {"gpu", "a100"}, {"nic", "50GB/s"}};
+  const Topology t = topo_of(a100);
+  CHECK(t.name == "dgx-a100");
+  CHECK_FALSE(t.node(*t.find("nvswitch")).sharp);
+  CHECK(arch_of(t) == nccl_published::Arch::Ampere);
+  for (const Link& l : t.links())
+    if (l.kind == LinkKind::Pcie) CHECK(l.bandwidth == 32e9);  // PCIe Gen4 x16
+  CHECK(plan_on(a100).collectives[0].label().rfind("nccl: ring/", 0) == 0);
+  CHECK_THROWS_WITH(plan_on(a100, "nvls"), Catch::Contains("sharp"));
+  // A cluster of them says so in its name, and a topology file carries the model.
+  const Topology b200 = topo_of({{"preset", "cluster"}, {"nodes", 2}, {"gpu", "b200"}});
+  CHECK(b200.name == "cluster-2x8-b200");
+  CHECK(arch_of(b200) == nccl_published::Arch::Blackwell);
+  const nlohmann::json file = topology_to_json(named);
+  CHECK(file["gpu"] == "h800");
+  CHECK(topo_of(file).gpu == named.gpu);
+  CHECK_THROWS_WITH(topo_of({{"preset", "dgx"}, {"gpu", "a200"}}),
+                    "topology.gpu: unknown value \"a200\"; did you mean \"a100\"? (one of a100, "
+                    "h100, h200, h800, b200)");
 }

@@ -166,11 +166,9 @@ std::map<std::string, Names> topology_objects() {
       {"/definitions/link/properties", names_of(collsim::kLinkFields)},
       {"/definitions/dimension/properties", names_of(collsim::kDimensionFields)},
   };
-  for (const auto& p : collsim::kPresetFields) {
-    std::string key(p.preset);
-    if (key == "dgx-h100") key = "dgx";
-    out["/definitions/" + key + "Preset/properties"] = names_of(collsim::preset_fields(p));
-  }
+  for (const auto& p : collsim::kPresetFields)
+    out["/definitions/" + std::string(p.definition) + "/properties"] =
+        names_of(collsim::preset_fields(p));
   return out;
 }
 
@@ -309,7 +307,8 @@ TEST_CASE("the schema accepts what the loader accepts, field by field", "[schema
   INFO(violations(schemas().scenario, rich));
   CHECK(violations(schemas().scenario, rich) == "");
   CHECK(loader_error(rich) == "");
-  const json graph = json::parse(R"({"name": "pair", "description": "two GPUs and a switch",
+  const json graph =
+      json::parse(R"({"name": "pair", "description": "two GPUs and a switch", "gpu": "h100",
     "nodes": [{"name": "g0", "kind": "gpu", "rank": 1, "host": 0}, {"name": "g1", "kind": "gpu", "rank": 0, "host": 0},
               {"name": "sw", "kind": "nvswitch", "sharp": true, "sharp_efficiency": 0.8}],
     "links": [{"src": "g0", "dst": "sw", "bandwidth": "100GB/s", "latency": "1us", "kind": "nvlink"},
@@ -321,6 +320,7 @@ TEST_CASE("the schema accepts what the loader accepts, field by field", "[schema
       const char* preset :
       {R"({"preset": "ring", "gpus": 4, "bandwidth": "1GB/s", "bidirectional": false, "kind": "pcie"})",
        R"({"preset": "nvl72"})", R"({"preset": "dgx-h100", "gpus_per_node": 4})",
+       R"({"preset": "dgx", "gpu": "a100", "nic": "50GB/s"})",
        R"({"preset": "torus", "dims": [2, 2, 2], "bandwidth": "1GB/s", "latency": "1ns"})",
        R"({"preset": "cluster", "nodes": 8, "pod_nodes": 4, "cores": 2, "core_oversubscription": 2})",
        R"({"preset": "multidim", "dims": [{"shape": "fully_connected", "size": 3, "bandwidth": "1Gbps"}]})"}) {
@@ -357,6 +357,8 @@ TEST_CASE("the schema and the loader know the same names", "[schema]") {
   CHECK(enum_at(s, "/definitions/algorithm/enum") == catalogue_algorithms());
   CHECK(enum_at(t, "/definitions/linkKind/enum") == names_of(collsim::all_link_kind_names()));
   CHECK(enum_at(t, "/definitions/nodeKind/enum") == names_of(collsim::all_node_kind_names()));
+  CHECK(enum_at(t, "/definitions/server/properties/gpu/enum") ==
+        names_of(collsim::gpu_model_names()));
   Names presets, loader_presets;
   for (const auto& p : t.at("/definitions/preset/oneOf"_json_pointer)) {
     const std::string ref = p.at("$ref").get<std::string>();  // "#/definitions/<x>Preset"

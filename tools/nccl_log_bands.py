@@ -23,7 +23,7 @@ TOP = 1 << 62
 MACHINES = {
     "h100x8_all_reduce_default": "dgx-h100",
     "h100x8_all_reduce_ring": "dgx-h100",
-    "a100x8_all_reduce_default": {"preset": "dgx-h100", "nvlink": "300GB/s"},
+    "a100x8_all_reduce_default": {"preset": "dgx", "gpu": "a100"},
     "h100_2x8_all_reduce_default": {"preset": "cluster", "nodes": 2},
     "h100_4x8_all_reduce_default": {"preset": "cluster", "nodes": 4},
     "h100_4x8_vm_all_reduce_default": {"preset": "cluster", "nodes": 4},

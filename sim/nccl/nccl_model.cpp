@@ -251,8 +251,8 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   double any = 0;
   for (const Link& l : t.links())
     if (l.src == gpu) any += l.bandwidth;
-  out.arch = nccl_published::arch_of_nvlink(nvlink);
-  out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(nvlink) / 1e9
+  out.arch = gpu_arch(t, gpu);
+  out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(out.arch) / 1e9
                    : pcie > 0 ? pcie / 1e9
                               : any / 1e9;
   // What one NIC of the first GPU's host sends into the network.

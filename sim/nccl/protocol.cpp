@@ -61,9 +61,12 @@ double protocol_efficiency(Protocol p) {
   return nccl_published::kProtocolDataShare[idx(p)];
 }
 
-double nvlink_usable_fraction(double gpu_nvlink_Bps) {
-  using namespace nccl_published;
-  return kNvlinkUsable[index(arch_of_nvlink(gpu_nvlink_Bps))];
+nccl_published::Arch gpu_arch(const Topology& t, NodeId gpu) {
+  return t.gpu ? t.gpu->arch : nccl_published::arch_of_nvlink(gpu_nvlink_bandwidth(t, gpu));
+}
+
+double nvlink_usable_fraction(nccl_published::Arch arch) {
+  return nccl_published::kNvlinkUsable[nccl_published::index(arch)];
 }
 
 double net_usable_fraction(const Topology& t, NodeId gpu) {
@@ -77,7 +80,7 @@ double net_usable_fraction(const Topology& t, NodeId gpu) {
   }
   // Channels of the fastest listed speed the NIC holds (a NIC faster than the list's top
   // carries several), over the NIC's rate.
-  const auto arch = nccl_published::arch_of_nvlink(gpu_nvlink_bandwidth(t, gpu));
+  const auto arch = gpu_arch(t, gpu);
   for (double speed : nccl_published::kInterSpeeds[nccl_published::index(arch)])
     if (nic > 0 && speed * 1e9 <= nic) return std::floor(nic / (speed * 1e9)) * speed * 1e9 / nic;
   return 1;
@@ -124,7 +127,7 @@ std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>&
       add_time(own_launch,
                from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) + nvlink_once) * 1e-6));
   const double nvlink =
-      t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
+      t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_arch(t, t.gpu_of_rank(0))) : 1;
   const double net = t.num_ranks() > 0 ? net_usable_fraction(t, t.gpu_of_rank(0)) : 1;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const HopClass hw = hop_class(static_cast<LinkKind>(k));

@@ -38,9 +38,12 @@ HopClass hop_class(LinkKind k);
 // 4 bytes of flag per 4 of data, LL128 8 of 128.
 double protocol_efficiency(Protocol p);
 
+// The generation NCCL reads `gpu`'s tables for: the topology's named GPU model's, else
+// guessed from the GPU's NVLink bandwidth (nccl_published::arch_of_nvlink).
+nccl_published::Arch gpu_arch(const Topology& t, NodeId gpu);
 // NCCL's usable NVLink rate over the signalling rate (20.6 of 25 GB/s per H100 link,
-// 20 of 25 per A100 link, 40.1 of 50 per B200 link), by a GPU's total NVLink bandwidth.
-double nvlink_usable_fraction(double gpu_nvlink_Bps);
+// 20 of 25 per A100 link, 40.1 of 50 per B200 link), by the GPUs' generation.
+double nvlink_usable_fraction(nccl_published::Arch arch);
 // The share of a NIC's rate NCCL's search counts (channels of the fastest speed of its
 // inter-node list that fit in the NIC's rate: 48 GB/s of a 400 Gb/s NIC, 2 x 48 of an 800
 // Gb/s one), for the NICs of `gpu`'s host; 1 without NICs.

@@ -296,6 +296,10 @@ constexpr std::string_view kTopologyShape = R"json({
     "server": {
       "description": "What a dgx-h100 server and every server of a cluster have.",
       "properties": {
+        "gpu": {
+          "enum": ["a100", "h100", "h200", "h800", "b200"],
+          "description": "The GPUs' model: its server's NVLink, PCIe and NIC rates (the fields beside it override them), whether its NVSwitch reduces (NVLink SHARP: from h100 on), and the generation NCCL's tuning tables are read for. Without it: H100's rates, and the generation guessed from the NVLink bandwidth (below 450 GB/s an Ampere, so name an h800)."
+        },
         "gpus_per_node": {
           "type": "integer",
           "minimum": 1,

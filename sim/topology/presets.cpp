@@ -19,8 +19,15 @@ std::vector<NodeId> add_gpus(Topology& t, int gpus, int host = 0) {
 std::vector<NodeId> add_server(Topology& t, const ServerParams& p, int host, int first_rank,
                                bool named_by_host) {
   const std::string prefix = named_by_host ? fmt::format("n{}.", host) : "";
-  // Hopper's NVSwitches reduce and multicast (NVLink SHARP).
-  const NodeId sw = t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host, true});
+  // Hopper's NVSwitches and later ones reduce and multicast (NVLink SHARP), at the
+  // efficiency NCCL's tuning model assumes for the generation; without a named model the
+  // switch is Hopper's.
+  const bool reduces = p.gpu ? p.gpu->switch_reduces : true;
+  const double efficiency =
+      p.gpu ? nccl_published::kNvlsEfficiency[nccl_published::index(p.gpu->arch)]
+            : kDefaultSharpEfficiency;
+  const NodeId sw =
+      t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host, reduces, efficiency});
   std::vector<NodeId> nics;
   for (int i = 0; i < p.gpus; ++i) {
     const NodeId gpu =
@@ -68,7 +75,8 @@ Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidir
 
 Topology make_dgx_topology(const ServerParams& p) {
   Topology t;
-  t.name = "dgx-h100";
+  t.name = p.gpu ? fmt::format("dgx-{}", p.gpu->name) : "dgx-h100";
+  t.gpu = p.gpu;
   add_server(t, p, 0, 0, false);
   t.assign_ranks();
   return t;
@@ -114,6 +122,7 @@ std::string cluster_name(const ClusterParams& p) {
   if (p.oversubscription != d.oversubscription) name += fmt::format("-{:g}to1", p.oversubscription);
   if (p.spines != d.spines) name += fmt::format("-{}spines", p.spines);
   if (p.fabric != d.fabric) name += fmt::format("-{}", name_of(p.fabric));
+  if (p.server.gpu && p.server.gpu->name != "h100") name += fmt::format("-{}", p.server.gpu->name);
   if (p.pod_nodes <= 0 || p.pod_nodes >= p.nodes) return name;
   name += fmt::format("-pods{}", p.pod_nodes);
   if (p.cores != d.cores) name += fmt::format("-{}cores", p.cores);
@@ -127,6 +136,7 @@ std::string cluster_name(const ClusterParams& p) {
 Topology make_cluster_topology(const ClusterParams& p) {
   Topology t;
   t.name = cluster_name(p);
+  t.gpu = p.server.gpu;
   std::vector<std::vector<NodeId>> nics;  // [node][rail]
   for (int n = 0; n < p.nodes; ++n)
     nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));

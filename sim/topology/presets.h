@@ -15,6 +15,7 @@ Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidir
                             LinkKind kind = LinkKind::NvLink);
 
 struct ServerParams {
+  const GpuModel* gpu = nullptr;  // named by the scenario: its defaults and generation
   int gpus = 8;
   double nvlink = 450e9;  // per GPU per direction, through the NVSwitch fabric
   Time nvlink_latency = 0;

@@ -11,6 +11,7 @@
 
 #include "core/nccl_published.h"
 #include "core/time.h"
+#include "topology/gpu_model.h"
 
 namespace collsim {
 
@@ -69,6 +70,9 @@ struct Link {
 class Topology {
  public:
   std::string name;
+  // The GPUs' model where the topology names it (kGpuModels; null: not named, and NCCL's
+  // generation is guessed from the GPUs' NVLink bandwidth).
+  const GpuModel* gpu = nullptr;
 
   NodeId add_node(Node node);            // throws std::invalid_argument on a duplicate name
   void reserve_nodes(std::size_t more);  // a preset about to add a million GPUs

@@ -34,8 +34,16 @@ Time latency_or(const JsonView& spec, const char* key, Time fallback = 0) {
   return spec.has(key) ? from_seconds(spec[key].as_duration()) : fallback;
 }
 
+// A named GPU model sets the server's links and its switch; the fields stated beside it
+// override its links.
 ServerParams server_from_json(const JsonView& spec) {
   ServerParams s;
+  if (spec.has("gpu")) {
+    s.gpu = find_gpu_model(spec["gpu"].as_choice(gpu_model_names()));
+    s.nvlink = s.gpu->nvlink;
+    s.pcie = s.gpu->pcie;
+    s.nic = s.gpu->nic;
+  }
   if (spec.has("gpus_per_node")) s.gpus = static_cast<int>(spec["gpus_per_node"].as_int(1, 1024));
   s.nvlink = bandwidth_or(spec, "nvlink", s.nvlink);
   s.nvlink_latency = latency_or(spec, "nvlink_latency");
@@ -185,9 +193,9 @@ struct PresetBuilder {
   Topology (*build)(const JsonView& spec);
 };
 constexpr PresetBuilder kPresetBuilders[] = {
-    {"switch", switch_preset},    {"ring", ring_preset},   {"dgx-h100", dgx_preset},
-    {"cluster", cluster_preset},  {"nvl72", nvl72_preset}, {"torus", torus_preset},
-    {"multidim", multidim_preset}};
+    {"switch", switch_preset}, {"ring", ring_preset},        {"dgx-h100", dgx_preset},
+    {"dgx", dgx_preset},       {"cluster", cluster_preset},  {"nvl72", nvl72_preset},
+    {"torus", torus_preset},   {"multidim", multidim_preset}};
 constexpr bool every_builder_has_fields() {
   for (const PresetBuilder& b : kPresetBuilders) {
     bool found = false;
@@ -226,6 +234,7 @@ Topology graph_from_json(const JsonView& spec) {
   spec.allow_only(kGraphFields);
   Topology t;
   t.name = spec.has("name") ? spec["name"].as_name() : "custom";
+  if (spec.has("gpu")) t.gpu = find_gpu_model(spec["gpu"].as_choice(gpu_model_names()));
   const JsonView nodes = spec["nodes"];
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const JsonView n = nodes[i];
@@ -379,7 +388,9 @@ nlohmann::json topology_to_json(const Topology& t) {
                      {"kind", name_of(l.kind)},
                      {"duplex", false}});
   }
-  return {{"name", t.name}, {"nodes", nodes}, {"links", links}};
+  nlohmann::json out = {{"name", t.name}, {"nodes", nodes}, {"links", links}};
+  if (t.gpu) out["gpu"] = std::string(t.gpu->name);
+  return out;
 }
 
 }  // namespace collsim

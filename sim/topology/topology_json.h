@@ -33,6 +33,8 @@ inline constexpr FieldDoc kGraphFields[] = {
     {"$schema", R"json({"$ref": "#/definitions/schemaRef"})json"},
     {"name", R"json({"type": "string", "description": "The topology's name in the reports."})json"},
     {"description", R"json({"type": "string", "description": "Free text."})json"},
+    {"gpu",
+     R"json({"$ref": "#/definitions/server/properties/gpu", "description": "The GPUs' model: the generation NCCL's tuning tables are read for (without it, guessed from the GPUs' NVLink bandwidth)."})json"},
     {"nodes",
      R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/node"}, "description": "GPUs and what connects them."})json",
      kRequired},
@@ -121,6 +123,7 @@ inline constexpr auto kRingPresetFields =
     join_fields(kPresetGpus, kPresetBandwidth, kPresetLatency, kPresetKind, kRingOwnFields);
 // What a dgx-h100 server and every server of a cluster have (the schema's "server").
 inline constexpr FieldDoc kServerFields[] = {
+    {"gpu", R"json({"$ref": "#/definitions/server/properties/gpu"})json"},
     {"gpus_per_node", R"json({"$ref": "#/definitions/server/properties/gpus_per_node"})json"},
     {"nvlink", R"json({"$ref": "#/definitions/server/properties/nvlink"})json"},
     {"nvlink_latency", R"json({"$ref": "#/definitions/server/properties/nvlink_latency"})json"},
@@ -182,6 +185,9 @@ inline constexpr PresetFields kPresetFields[] = {
     {"ring", kRingPresetFields, "ringPreset", "GPUs in a ring of neighbour links."},
     {"dgx-h100", kDgxPresetFields, "dgxPreset",
      "One DGX H100-like server: GPUs on one NVSwitch fabric, a NIC per GPU on PCIe."},
+    {"dgx", kDgxPresetFields, "dgxAnyPreset",
+     "One DGX-like server of the named GPUs (\"gpu\": a100, h100, h200, h800, b200): GPUs on "
+     "one NVSwitch fabric, a NIC per GPU on PCIe. The same as dgx-h100 with its \"gpu\"."},
     {"cluster", kClusterPresetFields, "clusterPreset",
      "Rail-optimized fat tree of dgx-h100-like servers: two tiers (leaves, spines), or three "
      "with pod_nodes (pods of leaves and spines under core switches).",

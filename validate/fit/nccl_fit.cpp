@@ -164,7 +164,7 @@ std::vector<double> default_efficiencies(const NcclFitRequest& req, const Topolo
                                          const std::vector<LinkKind>& kinds) {
   const bool nccl_model = req.algorithm == "nccl";
   const double nvlink =
-      t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_nvlink_bandwidth(t, t.gpu_of_rank(0))) : 1;
+      t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_arch(t, t.gpu_of_rank(0))) : 1;
   const double net = t.num_ranks() > 0 ? net_usable_fraction(t, t.gpu_of_rank(0)) : 1;
   std::vector<double> out;
   for (LinkKind k : kinds) {
