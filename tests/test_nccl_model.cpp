@@ -695,3 +695,27 @@ TEST_CASE(
                     "topology.gpu: unknown value \"a200\"; did you mean \"a100\"? (one of a100, "
                     "h100, h200, h800, b200)");
 }
+
+TEST_CASE("NVLSTree's chunk steps at NCCL's thresholds: 4 and 1 loops of channels x heads",
+          "[nccl]") {
+  // 16 channels x 8 heads = 128 chunks a loop.
+  const auto chunk = [](std::int64_t bytes, int nodes) {
+    NcclTopo t;
+    t.nodes = nodes;
+    t.per_node = 8;
+    return nvls_tree_chunk(bytes, 16, t);
+  };
+  constexpr std::int64_t MiB = 1 << 20, KiB = 1 << 10;
+  // Two nodes: 128 KiB from 4 loops of 128 KiB (64 MiB), 64 KiB from one loop of 64 KiB.
+  CHECK(chunk(64 * MiB, 2) == 128 * KiB);
+  CHECK(chunk(64 * MiB - 4, 2) == 64 * KiB);
+  CHECK(chunk(8 * MiB, 2) == 64 * KiB);
+  CHECK(chunk(8 * MiB - 4, 2) == 32 * KiB);
+  CHECK(chunk(std::int64_t{16} << 30, 2) == 128 * KiB);
+  // From four nodes at most 64 KiB, however large.
+  for (int nodes : {4, 8, 64}) {
+    CHECK(chunk(std::int64_t{16} << 30, nodes) == 64 * KiB);
+    CHECK(chunk(8 * MiB, nodes) == 64 * KiB);
+    CHECK(chunk(8 * MiB - 4, nodes) == 32 * KiB);
+  }
+}

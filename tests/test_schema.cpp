@@ -359,6 +359,8 @@ TEST_CASE("the schema and the loader know the same names", "[schema]") {
   CHECK(enum_at(t, "/definitions/nodeKind/enum") == names_of(collsim::all_node_kind_names()));
   CHECK(enum_at(t, "/definitions/server/properties/gpu/enum") ==
         names_of(collsim::gpu_model_names()));
+  CHECK(enum_at(t, "/definitions/graph/properties/gpu/enum") ==
+        names_of(collsim::gpu_model_names()));
   Names presets, loader_presets;
   for (const auto& p : t.at("/definitions/preset/oneOf"_json_pointer)) {
     const std::string ref = p.at("$ref").get<std::string>();  // "#/definitions/<x>Preset"

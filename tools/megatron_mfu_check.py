@@ -54,8 +54,7 @@ def scenario(row, efficiency, dp):
     nodes = max(1, (tp * pp * dp + 7) // 8)
     return {
         "name": f"megatron-{name}",
-        "topology": {"preset": "cluster", "nodes": nodes, "gpus_per_node": 8,
-                     "nvlink": "300GB/s", "nic": "200Gbps"},
+        "topology": {"preset": "cluster", "nodes": nodes, "gpus_per_node": 8, "gpu": "a100"},
         "network": {"model": "flow"},
         "workload": {
             "model": {"name": f"gpt-{name}", "layers": l, "hidden": h, "heads": heads,

@@ -18,12 +18,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nccl_log_bands import FILTERS, MACHINES  # noqa: E402  (one list of the logs' machines)
 
-# Logs of the same kind of machine, which one log's calibration should predict.
+# Logs of the same kind of machine (8 x H100 servers, one node or several on 400 Gb/s
+# InfiniBand; 8 x A100), which one log's calibration should predict.
 GROUPS = [["h100x8_all_reduce_default", "h100x8_all_reduce_ring"],
           ["a100x8_all_reduce_default"],
           ["h100_2x8_all_reduce_default", "h100_4x8_all_reduce_default",
-           "h100_8x8_all_reduce_default"],
-          ["h100_4x8_vm_all_reduce_default"]]
+           "h100_8x8_all_reduce_default", "h100_4x8_vm_all_reduce_default"]]
 
 
 def topology_arg(log):

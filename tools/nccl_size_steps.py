@@ -21,7 +21,7 @@ from pathlib import Path
 
 TOPOLOGIES = {
     "8x H100": "dgx-h100",
-    "8x A100": {"preset": "dgx-h100", "nvlink": "300GB/s"},
+    "8x A100": {"preset": "dgx", "gpu": "a100"},
     "2x8 H100": {"preset": "cluster", "nodes": 2},
     "4x8 H100": {"preset": "cluster", "nodes": 4},
     "8x8 H100": {"preset": "cluster", "nodes": 8},

@@ -306,6 +306,21 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   return out;
 }
 
+// NCCL_NVLS_CHUNKSIZE (128 KiB), at most NCCL_NVLSTREE_MAX_CHUNKSIZE (by default 64 KiB from
+// 4 nodes on, else no limit), then 64 KiB where a channel's head would have fewer than 4
+// chunks to move and 32 KiB where it would have less than one. NCCL asks per channel (its
+// bytes, one channel); over all the channels' bytes at once the thresholds are the same
+// where the channels hold equal shares, as here.
+std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo) {
+  constexpr std::int64_t kNvlsChunk = 128 << 10, kMaxFromFourNodes = 64 << 10;
+  constexpr std::int64_t kFewChunks = 64 << 10, kUnderOneChunk = 32 << 10;
+  std::int64_t chunk = topo.nodes >= 4 ? kMaxFromFourNodes : kNvlsChunk;
+  const std::int64_t at_once = std::int64_t{std::max(1, channels)} * std::max(1, topo.per_node);
+  if (bytes < 4 * at_once * chunk && chunk > kFewChunks) chunk = kFewChunks;
+  if (bytes < at_once * chunk && chunk > kUnderOneChunk) chunk = kUnderOneChunk;
+  return chunk;
+}
+
 bool nccl_has_algorithms(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::AllReduce:

@@ -78,4 +78,8 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
 // "ring/LL128/24ch"
 std::string describe(const NcclPick& pick);
 
+// NCCL's NVLSTree chunk (calcCollChunking in NCCL 2.2x's enqueue.cc): the bytes one channel
+// moves for one head per loop, for `bytes` in all over `channels` channels.
+std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo);
+
 }  // namespace collsim

@@ -285,17 +285,6 @@ class Tuner {
     fixed_segments(o, per_pipeline, chunk * p.channels / trees, element_size(spec.shape.dtype));
   }
 
-  // NCCL's NVLSTree chunk (enqueue.cc, calcCollChunking): NCCL_NVLS_CHUNKSIZE, at most
-  // 64 KiB on 4 nodes or more (NCCL_NVLSTREE_MAX_CHUNKSIZE's default), halved to 64 KiB
-  // below 4 chunks per channel and head and to 32 KiB below one.
-  static std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo) {
-    std::int64_t chunk = topo.nodes >= 4 ? std::min<std::int64_t>(kChunk, 64 * 1024) : kChunk;
-    const std::int64_t at_once = std::int64_t{std::max(1, channels)} * topo.per_node;
-    if (bytes < 4 * at_once * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
-    if (bytes < at_once * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
-    return chunk;
-  }
-
   // The ring's chain (broadcast, reduce): each of NCCL's channels moves a chunk down it at a
   // time, so a segment is a chunk per channel and the last holds the rest. In equal parts a
   // size just past a whole segment was cut in two and pipelined, and took less time than a

@@ -294,7 +294,7 @@ constexpr std::string_view kTopologyShape = R"json({
       "oneOf": "@presets"
     },
     "server": {
-      "description": "What a dgx-h100 server and every server of a cluster have.",
+      "description": "What a dgx server and every server of a cluster have (gpu: not on dgx-h100, an H100's).",
       "properties": {
         "gpu": {
           "enum": ["a100", "h100", "h200", "h800", "b200"],

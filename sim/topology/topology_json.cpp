@@ -34,12 +34,16 @@ Time latency_or(const JsonView& spec, const char* key, Time fallback = 0) {
   return spec.has(key) ? from_seconds(spec[key].as_duration()) : fallback;
 }
 
+const GpuModel* gpu_model_of(const JsonView& v) {
+  return find_gpu_model(v.as_choice(gpu_model_names()));
+}
+
 // A named GPU model sets the server's links and its switch; the fields stated beside it
 // override its links.
 ServerParams server_from_json(const JsonView& spec) {
   ServerParams s;
   if (spec.has("gpu")) {
-    s.gpu = find_gpu_model(spec["gpu"].as_choice(gpu_model_names()));
+    s.gpu = gpu_model_of(spec["gpu"]);
     s.nvlink = s.gpu->nvlink;
     s.pcie = s.gpu->pcie;
     s.nic = s.gpu->nic;
@@ -234,7 +238,7 @@ Topology graph_from_json(const JsonView& spec) {
   spec.allow_only(kGraphFields);
   Topology t;
   t.name = spec.has("name") ? spec["name"].as_name() : "custom";
-  if (spec.has("gpu")) t.gpu = find_gpu_model(spec["gpu"].as_choice(gpu_model_names()));
+  if (spec.has("gpu")) t.gpu = gpu_model_of(spec["gpu"]);
   const JsonView nodes = spec["nodes"];
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const JsonView n = nodes[i];
@@ -251,6 +255,9 @@ Topology graph_from_json(const JsonView& spec) {
       if (node.kind != NodeKind::NvSwitch) n["sharp"].fail_message("only nvswitch nodes reduce");
       node.sharp = n["sharp"].as_bool();
     }
+    // NCCL rates NVLS by the generation's nvlsEfficiency; a named model's is the default.
+    if (t.gpu)
+      node.sharp_efficiency = nccl_published::kNvlsEfficiency[nccl_published::index(t.gpu->arch)];
     if (n.has("sharp_efficiency")) {
       if (!node.sharp) n["sharp_efficiency"].fail_message("only a node with \"sharp\": true reduces");
       node.sharp_efficiency = n["sharp_efficiency"].as_number();

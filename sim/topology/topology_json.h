@@ -34,7 +34,7 @@ inline constexpr FieldDoc kGraphFields[] = {
     {"name", R"json({"type": "string", "description": "The topology's name in the reports."})json"},
     {"description", R"json({"type": "string", "description": "Free text."})json"},
     {"gpu",
-     R"json({"$ref": "#/definitions/server/properties/gpu", "description": "The GPUs' model: the generation NCCL's tuning tables are read for (without it, guessed from the GPUs' NVLink bandwidth)."})json"},
+     R"json({"enum": ["a100", "h100", "h200", "h800", "b200"], "description": "The GPUs' model: the generation NCCL's tuning tables are read for (without it, guessed from the GPUs' NVLink bandwidth) and the default sharp_efficiency of a switch that reduces. The links are the file's."})json"},
     {"nodes",
      R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/node"}, "description": "GPUs and what connects them."})json",
      kRequired},
@@ -122,8 +122,11 @@ inline constexpr FieldDoc kRingOwnFields[] = {
 inline constexpr auto kRingPresetFields =
     join_fields(kPresetGpus, kPresetBandwidth, kPresetLatency, kPresetKind, kRingOwnFields);
 // What a dgx-h100 server and every server of a cluster have (the schema's "server").
-inline constexpr FieldDoc kServerFields[] = {
+// The GPUs' model, on the presets that build servers of any (dgx-h100 is an H100's).
+inline constexpr FieldDoc kServerGpuField[] = {
     {"gpu", R"json({"$ref": "#/definitions/server/properties/gpu"})json"},
+};
+inline constexpr FieldDoc kServerFields[] = {
     {"gpus_per_node", R"json({"$ref": "#/definitions/server/properties/gpus_per_node"})json"},
     {"nvlink", R"json({"$ref": "#/definitions/server/properties/nvlink"})json"},
     {"nvlink_latency", R"json({"$ref": "#/definitions/server/properties/nvlink_latency"})json"},
@@ -132,6 +135,7 @@ inline constexpr FieldDoc kServerFields[] = {
     {"nic_latency", R"json({"$ref": "#/definitions/server/properties/nic_latency"})json"},
 };
 inline constexpr auto kDgxPresetFields = join_fields(kServerFields);
+inline constexpr auto kDgxAnyPresetFields = join_fields(kServerGpuField, kServerFields);
 inline constexpr FieldDoc kClusterNodesField[] = {
     {"nodes",
      R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "Servers."})json",
@@ -154,7 +158,7 @@ inline constexpr FieldDoc kClusterFabricFields[] = {
      R"json({"$ref": "#/definitions/ratio", "default": 1, "description": "A spine's pod-facing rate over its rate to the cores."})json"},
 };
 inline constexpr auto kClusterPresetFields =
-    join_fields(kClusterNodesField, kServerFields, kClusterFabricFields);
+    join_fields(kClusterNodesField, kServerGpuField, kServerFields, kClusterFabricFields);
 inline constexpr FieldDoc kTorusDims[] = {
     {"dims",
      R"json({"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "integer", "minimum": 1, "maximum": 65536}, "description": "The ring size of each dimension: [4, 4] is 16 GPUs."})json",
@@ -185,7 +189,7 @@ inline constexpr PresetFields kPresetFields[] = {
     {"ring", kRingPresetFields, "ringPreset", "GPUs in a ring of neighbour links."},
     {"dgx-h100", kDgxPresetFields, "dgxPreset",
      "One DGX H100-like server: GPUs on one NVSwitch fabric, a NIC per GPU on PCIe."},
-    {"dgx", kDgxPresetFields, "dgxAnyPreset",
+    {"dgx", kDgxAnyPresetFields, "dgxAnyPreset",
      "One DGX-like server of the named GPUs (\"gpu\": a100, h100, h200, h800, b200): GPUs on "
      "one NVSwitch fabric, a NIC per GPU on PCIe. The same as dgx-h100 with its \"gpu\"."},
     {"cluster", kClusterPresetFields, "clusterPreset",
