@@ -778,3 +778,35 @@ TEST_CASE("a size whose two times disagree is flagged as disturbed, and left out
   CHECK(std::none_of(b.notes.begin(), b.notes.end(),
                      [](const std::string& n) { return n.find("left out") != std::string::npos; }));
 }
+
+TEST_CASE(
+    "compare takes a send/recv log's GPU count from the compared collective when the "
+    "log does not say",
+    "[nccl-tests]") {
+  // One process per GPU without Rank lines: a send/recv's busbw is its algbw, so nothing in
+  // the log counts the GPUs. The parser alone refuses it; compare runs it on the scenario's
+  // 8 ranks and says where the count came from.
+  const std::string text =
+      "# Collective test starting: sendrecv_perf\n"
+      "# nThread 1 nGpus 1 minBytes 33554432 maxBytes 67108864 step: 2(factor) warmup iters: 5\n"
+      "    33554432       8388608     float     sum      -1    100.00  335.54  335.54      0   "
+      " 100.00  335.54  335.54      0\n"
+      "    67108864      16777216     float     sum      -1    190.00  353.21  353.21      0   "
+      " 190.00  353.21  353.21      0\n";
+  CHECK_THAT(nccl_tests_test::parse_error(text), Catch::Contains("cannot tell how many GPUs"));
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-sendrecv");
+  std::ofstream(dir / "sendrecv.txt") << text;
+  const Scenario s = parse_scenario(
+      nlohmann::json::parse(R"({"topology": "dgx-h100", "collectives": [{"name": "sr",
+        "op": "send_recv", "algorithm": "nccl", "bytes": "32MiB"}]})"),
+      ".");
+  const NcclComparison c = compare_with_nccl_log(s, {.log = (dir / "sendrecv.txt").string()});
+  CHECK(c.log->ranks == 8);
+  CHECK(c.log->ranks_source == "the compared collective (the log does not say)");
+  REQUIRE(c.rows.size() == 2);
+  // A count given for the log is still held against the scenario's.
+  CHECK_THROWS_WITH(compare_with_nccl_log(s, {.log = (dir / "sendrecv.txt").string(), .ranks = 4}),
+                    Catch::StartsWith("--nccl-tests: ") &&
+                        Catch::Contains("ran on 4 GPUs (from given)") &&
+                        Catch::Contains("has 8 ranks"));
+}

@@ -28,12 +28,12 @@ std::string range_label(std::int64_t lo, std::int64_t hi) {
 void check_log_matches(const CollectiveSpec& base, const NcclTestsLog& log) {
   if (log.op != base.shape.op)
     throw InputError(
-        "--measured",
+        "--nccl-tests",
         fmt::format("{} measured {} (from {}); the scenario's collective \"{}\" is "
                     "{}: pick another with --collective",
                     log.file, name_of(log.op), log.op_source, base.name, name_of(base.shape.op)));
   if (log.ranks != static_cast<int>(base.ranks.size()))
-    throw InputError("--measured",
+    throw InputError("--nccl-tests",
                      fmt::format("{} ran on {} GPUs (from {}); the scenario's collective \"{}\" "
                                  "has {} ranks: give it {} (\"ranks\") or compare a log of {}",
                                  log.file, log.ranks, log.ranks_source, base.name,
@@ -250,7 +250,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
 NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {
   require_collectives(s);
   const CollectiveSpec& base = pick_collective(s, request.collective);
-  const NcclTestsLog log = read_nccl_tests_log(request.log, base.shape.op, request.ranks);
+  const NcclTestsLog log = read_nccl_tests_log(request.log, base.shape.op, request.ranks,
+                                               static_cast<int>(base.ranks.size()));
   const auto [lo, hi] = parse_size_range(request.sizes.empty() ? ":" : request.sizes, "--sizes");
   return compare_nccl_log(s, base, log, lo, hi);
 }

@@ -318,7 +318,7 @@ void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
   }
 }
 
-void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint) {
+void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint, int otherwise) {
   if (hint > 0) {
     log.ranks = hint;
     log.ranks_source = "given";
@@ -331,6 +331,9 @@ void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint) {
   } else if (std::int64_t{log.threads} * log.gpus_per_thread > 1) {
     log.ranks = log.threads * log.gpus_per_thread;  // read_run_line bounded the product
     log.ranks_source = "nThread x nGpus (one process)";
+  } else if (otherwise > 0) {
+    log.ranks = otherwise;
+    log.ranks_source = "the compared collective (the log does not say)";
   } else {
     throw InputError(log.file,
                      "cannot tell how many GPUs ran the test: no \"#  Rank\" lines, and neither "
@@ -376,7 +379,8 @@ std::optional<DType> nccl_tests_dtype(std::string_view name) {
 }
 
 NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
-                                  std::optional<CollectiveOp> op_hint, int ranks_hint) {
+                                  std::optional<CollectiveOp> op_hint, int ranks_hint,
+                                  int ranks_otherwise) {
   NcclTestsLog log;
   log.file = file;
   log.digest = fnv1a(text);
@@ -438,7 +442,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
                      "no result rows: expected nccl-tests lines of size, count, type, redop, "
                      "root, time, algbw, busbw, #wrong (out of place, then in place)");
   settle_op(log, header_op, op_hint, file);
-  settle_ranks(log, rank_lines, ranks_hint);
+  settle_ranks(log, rank_lines, ranks_hint, ranks_otherwise);
   return log;
 }
 
@@ -449,9 +453,9 @@ bool NcclTestsRow::disturbed() const {
 }
 
 NcclTestsLog read_nccl_tests_log(const std::string& path, std::optional<CollectiveOp> op_hint,
-                                 int ranks_hint) {
+                                 int ranks_hint, int ranks_otherwise) {
   return parse_nccl_tests_log(read_input_file(path, kMaxLogBytes, "an nccl-tests log"), path,
-                              op_hint, ranks_hint);
+                              op_hint, ranks_hint, ranks_otherwise);
 }
 
 }  // namespace collsim

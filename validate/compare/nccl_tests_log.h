@@ -82,14 +82,16 @@ struct NcclTestsLog {
 // Parses `text` (the contents of `file`). The collective comes from the header's
 // "Collective test starting: X_perf", else `op_hint`, else the file name (callers
 // check it is the one they expected). `ranks_hint` > 0 overrides the GPU count
-// (logs of several processes without `#  Rank` lines do not print it). Throws
+// (logs of several processes without `#  Rank` lines do not print it); `ranks_otherwise`
+// > 0 is the count where the log says nothing of it (a send/recv log of several
+// processes: its busbw is its algbw), the compared collective's. Throws
 // InputError("FILE:LINE", what was expected).
 NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
                                   std::optional<CollectiveOp> op_hint = std::nullopt,
-                                  int ranks_hint = 0);
+                                  int ranks_hint = 0, int ranks_otherwise = 0);
 NcclTestsLog read_nccl_tests_log(const std::string& path,
                                  std::optional<CollectiveOp> op_hint = std::nullopt,
-                                 int ranks_hint = 0);
+                                 int ranks_hint = 0, int ranks_otherwise = 0);
 
 // How the log's run launched its collectives, from its header: nGpus > 1 is one thread
 // driving that many GPUs (-g N), which issues their kernels one after another.
