@@ -803,12 +803,15 @@ TEST_CASE(
       nlohmann::json::parse(R"({"topology": "dgx-h100", "collectives": [{"name": "sr",
         "op": "send_recv", "algorithm": "nccl", "bytes": "32MiB"}]})"),
       ".");
-  const NcclComparison c = compare_with_nccl_log(s, {.log = (dir / "sendrecv.txt").string()});
+  NcclCompareRequest request;
+  request.log = (dir / "sendrecv.txt").string();
+  const NcclComparison c = compare_with_nccl_log(s, request);
   CHECK(c.log->ranks == 8);
   CHECK(c.log->ranks_source == "the compared collective (the log does not say)");
   REQUIRE(c.rows.size() == 2);
   // A count given for the log is still held against the scenario's.
-  CHECK_THROWS_WITH(compare_with_nccl_log(s, {.log = (dir / "sendrecv.txt").string(), .ranks = 4}),
+  request.ranks = 4;
+  CHECK_THROWS_WITH(compare_with_nccl_log(s, request),
                     Catch::StartsWith("--nccl-tests: ") &&
                         Catch::Contains("ran on 4 GPUs (from given)") &&
                         Catch::Contains("has 8 ranks"));

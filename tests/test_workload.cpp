@@ -670,3 +670,23 @@ TEST_CASE("a step's alike collectives share one spec, and a change copies it fir
   CHECK(changed.collective->bytes == tasks[first].collective->bytes + 1);
   CHECK(!changed.collective.same_object(tasks[first].collective));
 }
+
+TEST_CASE("a job computes on the topology's named GPU unless it names its own", "[workload]") {
+  const auto gpu_of = [](const std::string& topology, const std::string& job_gpu) {
+    const Scenario s = parse_scenario(
+        parse_json_text(R"({"topology": )" + topology +
+                            R"(, "workload": {"model": "llama3-8b", "tokens_per_gpu": 1024)" +
+                            job_gpu + "}}",
+                        "scenario.json"),
+        ".");
+    return s.workloads[0].gpu;
+  };
+  CHECK(gpu_of(R"({"preset": "dgx", "gpu": "a100"})", "").peak_flops ==
+        gpu_preset("a100")->peak_flops);
+  CHECK(gpu_of(R"({"preset": "dgx", "gpu": "a100"})", R"(, "gpu": "b200")").peak_flops ==
+        gpu_preset("b200")->peak_flops);
+  // No compute preset of that name (an H800's): an H100's, as without a named GPU.
+  CHECK(gpu_of(R"({"preset": "dgx", "gpu": "h800"})", "").peak_flops ==
+        gpu_preset("h100")->peak_flops);
+  CHECK(gpu_of(R"("dgx-h100")", "").peak_flops == gpu_preset("h100")->peak_flops);
+}

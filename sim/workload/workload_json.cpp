@@ -1,6 +1,7 @@
 #include "workload/workload_json.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -243,15 +244,27 @@ void check_model_size(const JsonView& v, const WorkloadSpec& w) {
                                     bytes));
 }
 
+// The GPU a job computes on when it names none: the topology's named GPU where it is a
+// compute preset too (a100, h100, b200), else an H100.
+std::string default_compute_gpu(const Topology& topology) {
+  const auto presets = gpu_preset_names();
+  if (topology.gpu &&
+      std::find(presets.begin(), presets.end(), topology.gpu->name) != presets.end())
+    return std::string(topology.gpu->name);
+  return "h100";
+}
+
 // The model form: tokens, MFU, GPU, dtypes and parallelism; the gradients are the model's.
-void parse_model_form(const JsonView& v, WorkloadSpec& w) {
+void parse_model_form(const JsonView& v, WorkloadSpec& w, const Topology& topology) {
   for (const char* key : {"gradients", "compute", "scaling", "backward_fraction", "dtype"})
     if (v.has(key))
       v[key].fail_message(
           "the model gives the gradients and the compute: leave it out, or leave "
           "out \"model\" for the minimal form");
   w.model = parse_model(v["model"]);
-  w.gpu = parse_gpu(v.has("gpu") ? v["gpu"] : JsonView(nlohmann::json("h100"), v.path() + ".gpu"));
+  w.gpu = parse_gpu(
+      v.has("gpu") ? v["gpu"]
+                   : JsonView(nlohmann::json(default_compute_gpu(topology)), v.path() + ".gpu"));
   if (auto m = v.find("mfu")) {
     w.mfu = m->as_number();
     if (!(w.mfu > 0 && w.mfu <= 1)) m->fail("a fraction of peak in (0, 1]");
@@ -460,7 +473,7 @@ WorkloadSpec parse_job(const JsonView& v, const Topology& topology, std::size_t 
   if (trace_ranks)
     parse_chakra_form(v, w);
   else if (v.has("model"))
-    parse_model_form(v, w);
+    parse_model_form(v, w, topology);
   else
     parse_minimal_form(v, w);
   return w;

@@ -39,7 +39,7 @@ inline constexpr FieldDoc kJobKeys[] = {
     {"model",
      R"json({"$ref": "#/definitions/model", "description": "A preset (llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3) or the model's numbers."})json"},
     {"gpu",
-     R"json({"$ref": "#/definitions/gpu", "description": "A preset (h100, a100, b200) or the GPU's numbers."})json"},
+     R"json({"$ref": "#/definitions/gpu", "description": "A preset (h100, a100, b200) or the GPU's numbers (default: the topology's named GPU where it is one of these presets, else h100)."})json"},
     {"mfu",
      R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "The compute kernels' efficiency (default 0.4): F FLOPs take F / (peak x mfu). Not the step's MFU, which the run reports."})json"},
     {"tokens_per_gpu",
