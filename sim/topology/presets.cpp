@@ -23,9 +23,7 @@ std::vector<NodeId> add_server(Topology& t, const ServerParams& p, int host, int
   // efficiency NCCL's tuning model assumes for the generation; without a named model the
   // switch is Hopper's.
   const bool reduces = p.gpu ? p.gpu->switch_reduces : true;
-  const double efficiency =
-      p.gpu ? nccl_published::kNvlsEfficiency[nccl_published::index(p.gpu->arch)]
-            : kDefaultSharpEfficiency;
+  const double efficiency = p.gpu ? sharp_efficiency_for(p.gpu->arch) : kDefaultSharpEfficiency;
   const NodeId sw =
       t.add_node({prefix + "nvswitch", NodeKind::NvSwitch, -1, host, reduces, efficiency});
   std::vector<NodeId> nics;

@@ -42,9 +42,11 @@ std::vector<std::string> all_link_kind_names();
 // default and what NCCL's tuning model reads are the one number.
 inline constexpr double kDefaultSharpEfficiency =
     nccl_published::kNvlsEfficiency[nccl_published::index(nccl_published::Arch::Hopper)];
+inline constexpr double sharp_efficiency_for(nccl_published::Arch arch) {
+  return nccl_published::kNvlsEfficiency[nccl_published::index(arch)];
+}
 inline constexpr double sharp_efficiency_for(double gpu_nvlink_Bps) {
-  return nccl_published::kNvlsEfficiency[nccl_published::index(
-      nccl_published::arch_of_nvlink(gpu_nvlink_Bps))];
+  return sharp_efficiency_for(nccl_published::arch_of_nvlink(gpu_nvlink_Bps));
 }
 
 struct Node {

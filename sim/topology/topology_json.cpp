@@ -239,6 +239,8 @@ Topology graph_from_json(const JsonView& spec) {
   Topology t;
   t.name = spec.has("name") ? spec["name"].as_name() : "custom";
   if (spec.has("gpu")) t.gpu = gpu_model_of(spec["gpu"]);
+  // NCCL rates NVLS by the generation's nvlsEfficiency; a named model's is the default.
+  const double sharp_default = t.gpu ? sharp_efficiency_for(t.gpu->arch) : kDefaultSharpEfficiency;
   const JsonView nodes = spec["nodes"];
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const JsonView n = nodes[i];
@@ -255,9 +257,7 @@ Topology graph_from_json(const JsonView& spec) {
       if (node.kind != NodeKind::NvSwitch) n["sharp"].fail_message("only nvswitch nodes reduce");
       node.sharp = n["sharp"].as_bool();
     }
-    // NCCL rates NVLS by the generation's nvlsEfficiency; a named model's is the default.
-    if (t.gpu)
-      node.sharp_efficiency = nccl_published::kNvlsEfficiency[nccl_published::index(t.gpu->arch)];
+    node.sharp_efficiency = sharp_default;
     if (n.has("sharp_efficiency")) {
       if (!node.sharp) n["sharp_efficiency"].fail_message("only a node with \"sharp\": true reduces");
       node.sharp_efficiency = n["sharp_efficiency"].as_number();
