@@ -69,6 +69,23 @@ TEST_CASE("binomial tree all-reduce: 2 ceil(log2 K) (alpha + N/beta)") {
   }
 }
 
+TEST_CASE("a tree's parent takes its two children at once: one latency per level") {
+  // K = 3 on a switch whose links each take L to cross (no alpha): each of the double binary
+  // tree's trees is a root with two children, moving N/2. The second child's reduction
+  // waits for the first's bytes to leave, not to land (reductions commute; NCCL receives
+  // from every child at once): up 2L + 2T, down 2L + T. Ordering the children one after the
+  // other would pay the latency twice going up.
+  const double L = 3e-6;
+  for (std::int64_t bytes : {std::int64_t{4096}, std::int64_t{1} << 20, std::int64_t{64} << 20}) {
+    const Schedule s = generate(CollectiveOp::AllReduce, "double_binary_tree",
+                                shape_of(CollectiveOp::AllReduce, 3, bytes / 4));
+    const double T = bytes / 2.0 / 25e9;
+    INFO(bytes << " bytes");
+    CHECK(simulated_seconds(s, make_switch_topology(3, 25e9, from_seconds(L)), 0) ==
+          Approx(4 * L + 3 * T).margin(kSlack));
+  }
+}
+
 TEST_CASE(
     "docs/models.md: pipelined ring broadcast, K=8, 64 MB, 25 GB/s: S=1 17.96 ms, S=64 3.15 ms") {
   const std::int64_t bytes = 64'000'000;

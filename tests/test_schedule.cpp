@@ -181,6 +181,26 @@ TEST_CASE("builder: ops wait for the previous step of both their ranks, per chan
   CHECK(s.num_steps == 2);
 }
 
+TEST_CASE(
+    "needs_only_sent: a second reduction into the same elements waits for the first's "
+    "bytes to leave and a copy or a read of them for them to land") {
+  auto op = [](OpKind kind, int src, int dst, std::int64_t offset) {
+    Op o{};
+    o.kind = kind;
+    o.src_rank = src;
+    o.dst_rank = dst;
+    o.src_offset = o.dst_offset = offset;
+    o.count = 8;
+    return o;
+  };
+  const Op first = op(OpKind::Reduce, 0, 1, 0);
+  CHECK(needs_only_sent(first, op(OpKind::Reduce, 2, 1, 4)));   // the other child, overlapping
+  CHECK(!needs_only_sent(first, op(OpKind::Copy, 2, 1, 4)));    // overwrites the sum
+  CHECK(!needs_only_sent(first, op(OpKind::Reduce, 1, 3, 0)));  // reads it (to the parent)
+  CHECK(needs_only_sent(first, op(OpKind::Reduce, 2, 1, 8)));   // other elements
+  CHECK(!needs_only_sent(op(OpKind::Copy, 0, 1, 0), op(OpKind::Reduce, 2, 1, 0)));
+}
+
 TEST_CASE("builder lanes: an op orders after its lane, its connection and what came before") {
   auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 3, 16), "test", {16});
   b.copy({0, 0, 0}, {1, 0, 0}, 1);  // op 0, before the lanes

@@ -68,12 +68,12 @@ struct OpTiming {
 };
 
 // Whether op `q`, which depends on transfer `p`, may begin once p's last byte has left
-// its sender rather than once it has arrived: unless q reads or writes the elements p
-// writes. A rank's connections are FIFOs with several slots in flight (NCCL_STEPS), so
-// what follows p only in step order (the next segment on another connection, a switch
-// op on another slice) does not wait for p's latency; what needs p's data does. A
-// transfer's latency is thus paid where data flows, not again by every later op of the
-// same rank. The simulators order ops by this one rule.
+// its sender rather than once it has arrived: unless q reads the elements p writes, or
+// writes them other than as a second reduction. A rank's connections are FIFOs with several slots
+// in flight (NCCL_STEPS), so what follows p only in step order (the next segment on another
+// connection, a switch op on another slice) does not wait for p's latency; what needs p's data
+// does. A transfer's latency is thus paid where data flows, not again by every later op of the same
+// rank. The simulators order ops by this one rule.
 inline bool needs_only_sent(const Op& p, const Op& q) {
   if (p.is_local() || p.is_switch()) return false;
   if (q.src_rank == p.src_rank && q.dst_rank == p.dst_rank) return true;  // FIFO
@@ -87,7 +87,12 @@ inline bool needs_only_sent(const Op& p, const Op& q) {
       (q.is_switch() || q.src_rank == p.dst_rank) && overlaps(q.src_buffer, q.src_offset);
   const bool writes =
       (q.is_switch() || q.dst_rank == p.dst_rank) && overlaps(q.dst_buffer, q.dst_offset);
-  return !reads && !writes;
+  // Reductions into the same elements commute: a tree's parent takes its children's
+  // contributions as they arrive (NCCL receives from every child at once), so the second
+  // waits for the first's bytes to leave, not to land (the replayer still sums in order).
+  const bool commutes = p.kind == OpKind::Reduce && q.kind == OpKind::Reduce &&
+                        q.dst_rank == p.dst_rank && q.src_rank != p.dst_rank;
+  return !reads && (!writes || commutes);
 }
 
 inline const char* op_kind_name(OpKind k) {
