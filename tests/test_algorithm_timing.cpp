@@ -86,6 +86,34 @@ TEST_CASE("a tree's parent takes its two children at once: one latency per level
   }
 }
 
+TEST_CASE("what reads a parent's sum waits for every child's data, the far one's too") {
+  // Child 0 is behind a link of 50 us, child 2 next to the parent: the second reduction
+  // starts once the first's bytes have left and lands long before them; the parent's
+  // forward (a copy of its sum to rank 2) must still wait for child 0's data.
+  Topology t;
+  const NodeId sw = t.add_node({"switch", NodeKind::NvSwitch});
+  for (int g = 0; g < 3; ++g) {
+    const NodeId gpu = t.add_node({"gpu" + std::to_string(g), NodeKind::Gpu});
+    t.add_duplex(gpu, sw, 25e9, from_seconds(g == 0 ? 50e-6 : 0.0), LinkKind::NvLink);
+  }
+  t.assign_ranks();
+  const std::int64_t count = 1 << 18;
+  auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllReduce, 3, count), "test", {count});
+  b.reduce({0, 0, 0}, {1, 0, 0}, count);
+  b.next_step();
+  b.reduce({2, 0, 0}, {1, 0, 0}, count);
+  b.next_step();
+  b.copy({1, 0, 0}, {2, 0, 0}, count);
+  const Schedule s = b.finish();
+  const auto r = simulate(s, t, 0);
+  const auto& ops = r.tasks[0].ops;
+  const double T = count * 4 / 25e9;
+  CHECK(to_seconds(ops[1].start) == Approx(T).margin(kSlack));  // once op 0's bytes left
+  CHECK(ops[1].end < ops[0].end);
+  CHECK(ops[2].start >= ops[0].end);
+  CHECK(to_seconds(ops[2].end) == Approx(50e-6 + 2 * T).margin(kSlack));
+}
+
 TEST_CASE(
     "docs/models.md: pipelined ring broadcast, K=8, 64 MB, 25 GB/s: S=1 17.96 ms, S=64 3.15 ms") {
   const std::int64_t bytes = 64'000'000;

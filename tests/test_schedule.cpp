@@ -201,6 +201,27 @@ TEST_CASE(
   CHECK(!needs_only_sent(op(OpKind::Copy, 0, 1, 0), op(OpKind::Reduce, 2, 1, 0)));
 }
 
+TEST_CASE(
+    "builder: a reduction into the same elements keeps the earlier one among the rank's "
+    "latest ops") {
+  auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllReduce, 4, 8), "test", {8});
+  b.reduce({0, 0, 0}, {1, 0, 0}, 8);  // op 0
+  b.reduce({3, 0, 0}, {2, 0, 0}, 4);  // op 1
+  b.next_step();
+  b.reduce({2, 0, 0}, {1, 0, 0}, 8);  // op 2: commutes with op 0, may start once it is sent
+  b.reduce({0, 0, 4}, {2, 0, 4}, 4);  // op 3: other elements than op 1's
+  b.next_step();
+  b.copy({1, 0, 0}, {3, 0, 0}, 8);  // op 4: reads rank 1's sum: ops 0 and 2 (and rank 3's 1)
+  b.copy({2, 0, 0}, {0, 0, 0}, 8);  // op 5: op 3 reduced into other elements than op 1
+  const Schedule s = b.finish();
+  auto deps = [&](OpId id) {
+    return std::vector<OpId>(s.deps_of(id).begin(), s.deps_of(id).end());
+  };
+  CHECK(deps(2) == std::vector<OpId>{0, 1});
+  CHECK(deps(4) == std::vector<OpId>{0, 1, 2});
+  CHECK(deps(5) == std::vector<OpId>{2, 3});
+}
+
 TEST_CASE("builder lanes: an op orders after its lane, its connection and what came before") {
   auto b = ScheduleBuilder::uniform(shape_of(CollectiveOp::AllGather, 3, 16), "test", {16});
   b.copy({0, 0, 0}, {1, 0, 0}, 1);  // op 0, before the lanes

@@ -312,9 +312,9 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
 // bytes, one channel); over all the channels' bytes at once the thresholds are the same
 // where the channels hold equal shares, as here.
 std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo) {
-  constexpr std::int64_t kNvlsChunk = 128 << 10, kMaxFromFourNodes = 64 << 10;
+  constexpr std::int64_t kMaxFromFourNodes = 64 << 10;
   constexpr std::int64_t kFewChunks = 64 << 10, kUnderOneChunk = 32 << 10;
-  std::int64_t chunk = topo.nodes >= 4 ? kMaxFromFourNodes : kNvlsChunk;
+  std::int64_t chunk = topo.nodes >= 4 ? kMaxFromFourNodes : kNcclChunkBytes;
   const std::int64_t at_once = std::int64_t{std::max(1, channels)} * std::max(1, topo.per_node);
   if (bytes < 4 * at_once * chunk && chunk > kFewChunks) chunk = kFewChunks;
   if (bytes < at_once * chunk && chunk > kUnderOneChunk) chunk = kUnderOneChunk;

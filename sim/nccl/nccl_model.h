@@ -78,6 +78,10 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
 // "ring/LL128/24ch"
 std::string describe(const NcclPick& pick);
 
+// NCCL's usual pipelining chunk (NCCL_NVLS_CHUNKSIZE, a Simple slice): what one channel
+// moves at a time.
+inline constexpr std::int64_t kNcclChunkBytes = 128 << 10;
+
 // NCCL's NVLSTree chunk (calcCollChunking in NCCL 2.2x's enqueue.cc): the bytes one channel
 // moves for one head per loop, for `bytes` in all over `channels` channels.
 std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo);

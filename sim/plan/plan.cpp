@@ -259,9 +259,8 @@ class Tuner {
     return out;
   }
 
-  // NCCL's usual chunk (NCCL_NVLS_CHUNKSIZE, a Simple slice), and the most segments a
-  // planned pipeline is cut into.
-  static constexpr std::int64_t kChunk = 128 * 1024, kMostSegments = 1024;
+  // NCCL's usual chunk, and the most segments a planned pipeline is cut into.
+  static constexpr std::int64_t kChunk = kNcclChunkBytes, kMostSegments = 1024;
 
   // NVLS and NVLSTree: a pipeline per head (a GPU of one node's switch; NVLSTree's slices
   // are cut per node, and each head's slice goes half over each of NCCL's two trees) moves

@@ -10,15 +10,25 @@
 namespace collsim {
 namespace {
 
-// Sorted, without repeats; insertion sort for the usual handful.
-void sort_unique(std::vector<OpId>& ids) {
+OpId id_of(OpId id) {
+  return id;
+}
+OpId id_of(const auto& reduction) {
+  return reduction.id;
+}
+
+// Sorted by op id, without repeats; insertion sort for the usual handful.
+template <class T>
+void sort_unique(std::vector<T>& ids) {
+  const auto less = [](const T& a, const T& b) { return id_of(a) < id_of(b); };
   if (ids.size() > 16) {
-    std::sort(ids.begin(), ids.end());
+    std::sort(ids.begin(), ids.end(), less);
   } else {
     for (std::size_t i = 1; i < ids.size(); ++i)
-      for (std::size_t j = i; j > 0 && ids[j - 1] > ids[j]; --j) std::swap(ids[j - 1], ids[j]);
+      for (std::size_t j = i; j > 0 && less(ids[j], ids[j - 1]); --j) std::swap(ids[j - 1], ids[j]);
   }
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const auto same = [](const T& a, const T& b) { return id_of(a) == id_of(b); };
+  ids.erase(std::unique(ids.begin(), ids.end(), same), ids.end());
 }
 
 // Appends to out the union of sorted, distinct a and b, with `extra` (unless kNoOp):
@@ -57,9 +67,16 @@ ScheduleBuilder::ScheduleBuilder(CollectiveShape shape, std::string algorithm, i
   schedule_.num_buffers = num_buffers;
   schedule_.buffer_counts = std::move(buffer_counts);
   schedule_.dep_begin.push_back(0);
-  done_.resize(static_cast<std::size_t>(channels) * ranks_);
-  open_.resize(done_.size());
+  resize_slots(static_cast<std::size_t>(channels) * ranks_);
   if (sink_) sink_->start(schedule_, channels);
+}
+
+// Every (channel, lane, rank) list empty, `slots` of each.
+void ScheduleBuilder::resize_slots(std::size_t slots) {
+  done_.assign(slots, {});
+  open_.assign(slots, {});
+  done_into_.assign(slots, {});
+  open_into_.assign(slots, {});
 }
 
 ScheduleBuilder ScheduleBuilder::uniform(CollectiveShape shape, std::string algorithm,
@@ -96,6 +113,8 @@ void ScheduleBuilder::next_step() {
   for (int slot : touched_) {
     std::swap(done_[slot], open_[slot]);
     open_[slot].clear();
+    std::swap(done_into_[slot], open_into_[slot]);
+    open_into_[slot].clear();
   }
   touched_.clear();
   ++step_;
@@ -113,8 +132,8 @@ int ScheduleBuilder::begin_lanes(std::int64_t asked) {
   // Every lane starts after what came before: a lane's list stays empty, and reads the
   // rank's latest step from before (before_), until the lane first touches the rank.
   before_ = std::move(done_);
-  done_.assign(before_.size() * lanes, {});
-  open_.assign(done_.size(), {});
+  before_into_ = std::move(done_into_);
+  resize_slots(before_.size() * lanes);
   lanes_ = lanes;
   return lanes;
 }
@@ -124,19 +143,24 @@ void ScheduleBuilder::end_lanes() {
   if (lanes_ == 1) return;
   // What follows waits for every lane: each rank's latest ops, lane by lane.
   std::vector<std::vector<OpId>> done(static_cast<std::size_t>(channels_) * ranks_);
+  std::vector<std::vector<Reduction>> into(done.size());
   for (int c = 0; c < channels_; ++c)
     for (int r = 0; r < ranks_; ++r) {
       auto& merged = done[c * ranks_ + r];
       for (int l = 0; l < lanes_; ++l) {
         const auto& lane = latest(c, l, r);
         merged.insert(merged.end(), lane.begin(), lane.end());
+        const auto& lane_into = latest_into(c, l, r);
+        into[c * ranks_ + r].insert(into[c * ranks_ + r].end(), lane_into.begin(), lane_into.end());
       }
-      std::sort(merged.begin(), merged.end());
-      merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+      sort_unique(merged);
+      sort_unique(into[c * ranks_ + r]);
     }
+  resize_slots(done.size());
   done_ = std::move(done);
-  open_.assign(done_.size(), {});
+  done_into_ = std::move(into);
   before_.clear();
+  before_into_.clear();
   lanes_ = 1;
 }
 
@@ -145,20 +169,33 @@ const std::vector<OpId>& ScheduleBuilder::latest(int channel, int lane, int rank
   return own.empty() && lanes_ > 1 ? before_[channel * ranks_ + rank] : own;
 }
 
+const std::vector<ScheduleBuilder::Reduction>& ScheduleBuilder::latest_into(int channel, int lane,
+                                                                            int rank) const {
+  const int at = slot(channel, lane, rank);
+  return done_[at].empty() && lanes_ > 1 ? before_into_[channel * ranks_ + rank] : done_into_[at];
+}
+
 void ScheduleBuilder::join_channels() {
   next_step();
   if (lanes_ != 1) throw std::logic_error("channels joined inside a pipeline's lanes");
   if (channels_ == 1) return;
   std::vector<OpId> merged;
+  std::vector<Reduction> into;
   for (int rank = 0; rank < ranks_; ++rank) {
     merged.clear();
+    into.clear();
     for (int c = 0; c < channels_; ++c) {
       const auto& done = done_list(c, rank);
       merged.insert(merged.end(), done.begin(), done.end());
+      const auto& done_into = done_into_[slot(c, 0, rank)];
+      into.insert(into.end(), done_into.begin(), done_into.end());
     }
-    std::sort(merged.begin(), merged.end());
-    merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
-    for (int c = 0; c < channels_; ++c) done_list(c, rank) = merged;
+    sort_unique(merged);
+    sort_unique(into);
+    for (int c = 0; c < channels_; ++c) {
+      done_list(c, rank) = merged;
+      done_into_[slot(c, 0, rank)] = into;
+    }
   }
 }
 
@@ -217,8 +254,27 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     touch(src.rank);
     touch(dst.rank);
   }
+  if (kind == OpKind::Reduce && src.rank != dst.rank)
+    note_reduction(channel, lane, dst.rank, {id, dst.offset, dst.offset + count, dst.buffer});
   step_has_ops_ = true;
   return id;
+}
+
+// The rank's latest reductions into elements `r` also writes stay among its latest ops
+// (sorted, distinct), so what next reads them waits for each to land. Empty on a ring
+// (each step reduces into other elements), one or two entries on a tree.
+void ScheduleBuilder::note_reduction(int channel, int lane, int rank, const Reduction& r) {
+  const int at = slot(channel, lane, rank);
+  auto& ids = open_[at];
+  auto& into = open_into_[at];
+  for (const Reduction& earlier : latest_into(channel, lane, rank)) {
+    if (earlier.buffer != r.buffer || earlier.end <= r.begin || r.end <= earlier.begin) continue;
+    const auto pos = std::lower_bound(ids.begin(), ids.end(), earlier.id);
+    if (pos != ids.end() && *pos == earlier.id) continue;
+    ids.insert(pos, earlier.id);
+    into.push_back(earlier);
+  }
+  into.push_back(r);
 }
 
 Schedule ScheduleBuilder::finish() {

@@ -6,7 +6,10 @@
 // channel c) in which its source or destination rank took part. Each rank thus
 // walks its steps in order, which orders every pair of ops that touch the same
 // rank on one channel. Ops of the same step must not conflict (check_schedule
-// verifies it); channels are independent, so generators give them disjoint data.
+// verifies it); channels are independent, so generators give them disjoint data. A
+// transfer reducing into elements an earlier one reduced into keeps that one among the
+// rank's latest ops: the two commute (schedule.h, needs_only_sent), so the second may
+// land first, and what reads the sum must wait for both.
 //
 // A pipeline (generators/pipeline.h) runs in lanes: segment t on lane t % lanes, the
 // step rule applied per lane, and each connection's ops in segment order. Segments
@@ -95,6 +98,20 @@ class ScheduleBuilder {
   // rank, or, until the lane first touches it, the rank's latest step before the lanes.
   const std::vector<OpId>& latest(int channel, int lane, int rank) const;
 
+  // A non-local reduction into `rank`: recorded with the rank's latest ops, and carried
+  // into them by a later reduction into the same elements (schedule.h, needs_only_sent:
+  // reductions commute, so the later one may start once the earlier one's bytes have left;
+  // what follows it then waits for the earlier one's data as well, carried here).
+  struct Reduction {
+    OpId id;
+    std::int64_t begin, end;  // elements of the destination buffer
+    int buffer;
+  };
+  void note_reduction(int channel, int lane, int rank, const Reduction& r);
+  void resize_slots(std::size_t slots);
+  // latest()'s reductions into the rank.
+  const std::vector<Reduction>& latest_into(int channel, int lane, int rank) const;
+
   Schedule schedule_;  // streamed: the header and the open step's ops only
   StepSink* sink_ = nullptr;
   OpId streamed_ = 0;  // ops already handed to the sink: the open step's first id
@@ -107,6 +124,9 @@ class ScheduleBuilder {
   std::vector<std::vector<OpId>> done_;
   std::vector<std::vector<OpId>> open_;
   std::vector<std::vector<OpId>> before_;  // inside lanes: per (channel, rank), done_ before them
+  // Per (channel, lane, rank), beside done_ and open_: the reductions into the rank among
+  // them.
+  std::vector<std::vector<Reduction>> done_into_, open_into_, before_into_;
   std::vector<int> touched_;  // (channel, lane, rank) slots with ops in the open step
   std::vector<OpId> scratch_deps_;
 };

@@ -87,11 +87,13 @@ inline bool needs_only_sent(const Op& p, const Op& q) {
       (q.is_switch() || q.src_rank == p.dst_rank) && overlaps(q.src_buffer, q.src_offset);
   const bool writes =
       (q.is_switch() || q.dst_rank == p.dst_rank) && overlaps(q.dst_buffer, q.dst_offset);
-  // Reductions into the same elements commute: a tree's parent takes its children's
+  // Transfers reducing into the same elements commute: a tree's parent takes its children's
   // contributions as they arrive (NCCL receives from every child at once), so the second
-  // waits for the first's bytes to leave, not to land (the replayer still sums in order).
-  const bool commutes = p.kind == OpKind::Reduce && q.kind == OpKind::Reduce &&
-                        q.dst_rank == p.dst_rank && q.src_rank != p.dst_rank;
+  // waits for the first's bytes to leave, not to land (the replayer still sums in order;
+  // a local reduction is not a transfer). What reads the sum waits for both to land: the
+  // builder keeps the first among the rank's latest ops (ScheduleBuilder::note_reduction).
+  const bool commutes =
+      p.kind == OpKind::Reduce && q.kind == OpKind::Reduce && q.src_rank != q.dst_rank;
   return !reads && (!writes || commutes);
 }
 

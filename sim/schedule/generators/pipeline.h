@@ -43,7 +43,8 @@ std::vector<Phase> binomial_phases(int size, int root, Direction d);
 // so that shift 1 turns the leaves of shift 0 into inner nodes (NCCL's second tree).
 // Reduce to the root (children of a level in two phases, left then right, as a
 // parent cannot take two reductions into the same elements in one step; the right one
-// sends once the left one's bytes have left, schedule.h's needs_only_sent), then broadcast.
+// sends once the left one's bytes have left, schedule.h's needs_only_sent, and what reads
+// the sum waits for both), then broadcast.
 std::vector<Phase> binary_tree_all_reduce_phases(int size, int shift);
 
 // Any tree over members: parent[m] (-1 for the root) and, among a parent's children,
