@@ -478,6 +478,7 @@ std::vector<FitTerms> candidate_terms(const FitTerms& allowed) {
   add({true, true, true, false});
   add({true, false, true, false});
   add({true, false, false, false});
+  add({false, false, true, false});
   return out;
 }
 
