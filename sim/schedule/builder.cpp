@@ -261,8 +261,11 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
 }
 
 // The rank's latest reductions into elements `r` also writes stay among its latest ops
-// (sorted, distinct), so what next reads them waits for each to land. Empty on a ring
-// (each step reduces into other elements), one or two entries on a tree.
+// (sorted, distinct), so what next reads them waits for each to land. Nothing is carried on
+// a ring (each step reduces into other elements); a tree's parent carries its earlier
+// children (up to log2 of its children on a binomial root, log2 K on PAT's reduce-scatter).
+// Only the rank's latest step is looked at: an op on other elements between two
+// reductions into the same ones (a lane shared by two segments of a tree) ends the carry.
 void ScheduleBuilder::note_reduction(int channel, int lane, int rank, const Reduction& r) {
   const int at = slot(channel, lane, rank);
   auto& ids = open_[at];

@@ -67,7 +67,7 @@ class ScheduleBuilder {
   // relies on each rank's ops following its latest): std::invalid_argument.
   static constexpr OpId kNoOp = ~OpId{0};
   // Returns the lanes it keeps: fewer than asked where lanes x channels x ranks would pass
-  // kMaxLaneSlots (each a list of op ids), at least 1.
+  // kMaxLaneSlots (each four lists: op ids and reductions, done and open), at least 1.
   static constexpr std::int64_t kMaxLaneSlots = std::int64_t{1} << 20;
   int begin_lanes(std::int64_t lanes);
   void end_lanes();
