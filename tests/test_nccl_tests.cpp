@@ -30,6 +30,17 @@ std::string published_log(const std::string& name) {
   return test::data_file(fs::path("nccl-tests") / name).string();
 }
 
+// `collsim calibrate --nccl-tests LOGS --topology TOPOLOGY [ARGS] --out OUT`, which must
+// succeed: the file it wrote.
+nlohmann::json calibrated(const std::string& logs, const std::string& topology,
+                          const std::string& out, const std::string& args = "") {
+  const auto fit = test::run_collsim("calibrate --nccl-tests " + logs + " --topology " + topology +
+                                     args + " --out " + out);
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.status == 0);
+  return nlohmann::json::parse(test::slurp(out));
+}
+
 std::string parse_error(const std::string& text, const std::string& file = "bad.txt") {
   try {
     parse_nccl_tests_log(text, file);
@@ -478,13 +489,9 @@ TEST_CASE(
 
   // Where the defaults are far off (an A100: 18%, its floor above NCCL's table), the kept
   // terms close most of it, on the sizes the fit saw and on those it did not.
-  const std::string a100 = (dir / "a100.json").string();
-  const auto a100_fit = collsim::test::run_collsim(
-      "calibrate --nccl-tests " + nccl_tests_test::published_log("a100x8_all_reduce_default.txt") +
-      " --topology '{\"preset\": \"dgx-h100\", \"nvlink\": \"300GB/s\"}' --out " + a100);
-  INFO(a100_fit.out << a100_fit.err);
-  REQUIRE(a100_fit.status == 0);
-  const auto a100_doc = nlohmann::json::parse(collsim::test::slurp(a100));
+  const auto a100_doc = nccl_tests_test::calibrated(
+      nccl_tests_test::published_log("a100x8_all_reduce_default.txt"),
+      "'{\"preset\": \"dgx-h100\", \"nvlink\": \"300GB/s\"}'", (dir / "a100.json").string());
   CHECK(a100_doc["fit"]["defaults_mape_pct"].get<double>() > 15);
   CHECK(a100_doc["fit"]["mape_pct"].get<double>() < 8);
   CHECK(a100_doc["fit"]["heldout_mape_pct"].get<double>() < 10);
@@ -681,13 +688,9 @@ TEST_CASE("calibrate tries the floor and the plateau each alone", "[nccl-tests]"
   // floor, 21% high at the smallest sizes) until efficiency alone was tried, which
   // predicted its held-out sizes and the other logs better.
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-alone");
-  const std::string cal = (dir / "default.json").string();
-  const auto fit = collsim::test::run_collsim(
-      "calibrate --nccl-tests " + nccl_tests_test::published_log("h100x8_all_reduce_default.txt") +
-      " --topology dgx-h100 --out " + cal);
-  INFO(fit.out << fit.err);
-  REQUIRE(fit.status == 0);
-  const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));
+  const auto doc =
+      nccl_tests_test::calibrated(nccl_tests_test::published_log("h100x8_all_reduce_default.txt"),
+                                  "dgx-h100", (dir / "default.json").string());
   std::vector<std::string> tried;
   for (const auto& t : doc["fit"]["trials"]) tried.push_back(t["terms"]);
   CHECK_THAT(tried, Catch::VectorContains(std::string("none")) &&
@@ -703,13 +706,9 @@ TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl
   const std::string log = nccl_tests_test::published_log("h100_4x8_all_reduce_default.txt");
   // The whole log (its largest sizes are where an efficiency shows; up to 1 GiB none is
   // kept), fitting the efficiency alone: fewer trials, as under the sanitizers they cost.
-  const std::string cal = (dir / "4x8.json").string();
-  const auto fit = collsim::test::run_collsim(
-      "calibrate --nccl-tests " + log +
-      " --topology '{\"preset\": \"cluster\", \"nodes\": 4}' --terms efficiency --out " + cal);
-  INFO(fit.out << fit.err);
-  REQUIRE(fit.status == 0);
-  const auto doc = nlohmann::json::parse(collsim::test::slurp(cal));
+  const std::string cluster = "'{\"preset\": \"cluster\", \"nodes\": 4}'";
+  const auto doc =
+      nccl_tests_test::calibrated(log, cluster, (dir / "4x8.json").string(), " --terms efficiency");
   CHECK(doc["fit"]["link_kinds"] == nlohmann::json({"nvlink", "ib"}));
   CHECK(doc["fit"]["terms"] == "efficiency");
   CHECK(doc["links"].contains("nvlink"));
@@ -719,14 +718,9 @@ TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl
   // sanitizers: the fit above reaches the same code, and this one is the suite's costliest
   // there (the Release run covers it).
   if (collsim::test::kSanitized) return;
-  const std::string both = (dir / "2x8-4x8.json").string();
-  const auto fit2 = collsim::test::run_collsim(
-      "calibrate --nccl-tests " +
-      nccl_tests_test::published_log("h100_2x8_all_reduce_default.txt") + " " + log +
-      " --topology '{\"preset\": \"cluster\", \"nodes\": 4}' --terms efficiency --out " + both);
-  INFO(fit2.out << fit2.err);
-  REQUIRE(fit2.status == 0);
-  const std::string note = nlohmann::json::parse(collsim::test::slurp(both))["fit"]["notes"][0];
+  const std::string note = nccl_tests_test::calibrated(
+      nccl_tests_test::published_log("h100_2x8_all_reduce_default.txt") + " " + log, cluster,
+      (dir / "2x8-4x8.json").string(), " --terms efficiency")["fit"]["notes"][0];
   CHECK(note.find("one process per GPU") != std::string::npos);
   CHECK(note.find("one process per GPU") == note.rfind("one process per GPU"));
 }

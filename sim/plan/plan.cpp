@@ -259,8 +259,8 @@ class Tuner {
     return out;
   }
 
-  // NCCL's usual chunk, and the most segments a planned pipeline is cut into.
-  static constexpr std::int64_t kChunk = kNcclChunkBytes, kMostSegments = 1024;
+  // The most segments a planned pipeline is cut into.
+  static constexpr std::int64_t kMostSegments = 1024;
 
   // NVLS and NVLSTree: a pipeline per head (a GPU of one node's switch; NVLSTree's slices
   // are cut per node, and each head's slice goes half over each of NCCL's two trees) moves
@@ -280,7 +280,8 @@ class Tuner {
     const int trees = tree ? 2 : 1;
     const std::int64_t pipelines = std::int64_t{topo.per_node} * trees;
     const std::int64_t per_pipeline = (spec.bytes + pipelines - 1) / pipelines;
-    const std::int64_t chunk = tree ? nvls_tree_chunk(spec.bytes, p.channels, topo) : kChunk;
+    const std::int64_t chunk =
+        tree ? nvls_tree_chunk(spec.bytes, p.channels, topo) : kNcclChunkBytes;
     fixed_segments(o, per_pipeline, chunk * p.channels / trees, element_size(spec.shape.dtype));
   }
 
@@ -293,7 +294,7 @@ class Tuner {
   // so that filling the chain costs no more than the data; on a chain so long that its
   // schedule would pass kMostOpsTried (a few hundred ranks), into as many as that allows.
   static void chain_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p) {
-    std::int64_t least = kChunk * std::max(1, p.channels);
+    std::int64_t least = kNcclChunkBytes * std::max(1, p.channels);
     if (p.chosen.protocol != Protocol::Simple) {
       const auto ranks = static_cast<std::int64_t>(spec.ranks.size());
       const auto affordable =
@@ -316,10 +317,11 @@ class Tuner {
         std::clamp<std::int64_t>((bytes + segment - 1) / segment, 1, kMostSegments));
   }
 
-  // Segments for `bytes` moved as chunks (kChunk unless NCCL's pick says), `at_once`
-  // of them in flight.
+  // Segments for `bytes` moved as chunks (NCCL's usual chunk, kNcclChunkBytes, unless its pick
+  // says), `at_once` of them in flight.
   static int chunk_segments(std::int64_t bytes, int at_once, std::int64_t chunk = 0) {
-    const double step = static_cast<double>(chunk > 0 ? chunk : kChunk) * std::max(1, at_once);
+    const double step =
+        static_cast<double>(chunk > 0 ? chunk : kNcclChunkBytes) * std::max(1, at_once);
     return static_cast<int>(std::clamp(std::ceil(static_cast<double>(bytes) / step), 1.0,
                                        static_cast<double>(kMostSegments)));
   }

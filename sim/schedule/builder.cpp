@@ -147,14 +147,15 @@ void ScheduleBuilder::end_lanes() {
   for (int c = 0; c < channels_; ++c)
     for (int r = 0; r < ranks_; ++r) {
       auto& merged = done[c * ranks_ + r];
+      auto& merged_into = into[c * ranks_ + r];
       for (int l = 0; l < lanes_; ++l) {
         const auto& lane = latest(c, l, r);
         merged.insert(merged.end(), lane.begin(), lane.end());
         const auto& lane_into = latest_into(c, l, r);
-        into[c * ranks_ + r].insert(into[c * ranks_ + r].end(), lane_into.begin(), lane_into.end());
+        merged_into.insert(merged_into.end(), lane_into.begin(), lane_into.end());
       }
       sort_unique(merged);
-      sort_unique(into[c * ranks_ + r]);
+      sort_unique(merged_into);
     }
   resize_slots(done.size());
   done_ = std::move(done);
