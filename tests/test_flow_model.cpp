@@ -159,3 +159,41 @@ TEST_CASE(
   CHECK(q.empty());
   CHECK_FALSE(q.drop_stale(live));
 }
+
+TEST_CASE(
+    "a transfer's ceiling holds it under every model and leaves the rest of a link to others") {
+  // Two one-transfer broadcasts meet on GPU 1's link in (100 GB/s): 0 -> 1 striped over one
+  // channel of 20 GB/s (CostModel::stripe), 2 -> 1 with no ceiling. Under flow the capped
+  // one takes its 20 and the other the remaining 80 (max-min without the ceiling would give
+  // each 50). Ideal holds the capped one to 20. Packet paces its packets at 20: the link's
+  // first-come queue then serves both in proportion to what arrives (100 of 120 for the
+  // free one while both send), and the paced one, whose pace is set where it starts, ends
+  // when its last packet, which finds the queue empty again, is through.
+  const Topology topo = make_switch_topology(3, 100e9, 0);
+  const std::int64_t bytes = 8'000'000;
+  const Schedule s =
+      generate(CollectiveOp::Broadcast, "ring", shape_of(CollectiveOp::Broadcast, 2, bytes / 4));
+  REQUIRE(s.ops.size() == 1);
+  auto capped = std::make_shared<CostModel>();
+  capped->stripe = {
+      .channel_Bps = 20e9, .min_channels = 1, .max_channels = 1, .min_part = 1, .max_part = bytes};
+  for (const std::string model : {"flow", "ideal", "packet"}) {
+    Router router(topo);
+    NetworkParams p;
+    p.model = *network_model_named(model);
+    auto net = make_network_model(p, topo, router);
+    Simulator sim(topo, router, *net);
+    const auto r = sim.run({{"capped", &s, {topo.gpu_of_rank(0), topo.gpu_of_rank(1)}, {}, capped},
+                            {"free", &s, {topo.gpu_of_rank(2), topo.gpu_of_rank(1)}, {}, nullptr}});
+    INFO(model);
+    const auto seconds = [&](int task) {
+      return to_seconds(r.tasks[task].end - r.tasks[task].start);
+    };
+    CHECK(seconds(0) == Approx(bytes / 20e9).epsilon(0.001));
+    if (model == "packet") {
+      CHECK(seconds(1) == Approx(bytes / (100e9 * 100 / 120)).epsilon(0.02));
+      continue;
+    }
+    CHECK(seconds(1) == Approx(bytes / (model == "flow" ? 80e9 : 100e9)).epsilon(1e-9));
+  }
+}

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <sstream>
 
 #include "core/json_view.h"
+#include "core/units.h"
 #include "helpers.h"
 #include "nccl/nccl_model.h"
 #include "nccl/protocol.h"
@@ -189,6 +191,59 @@ TEST_CASE("NCCL's filter and the collectives it has no algorithm for", "[nccl]")
   }
 }
 
+TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", "[nccl]") {
+  // docs/nccl.md §12. 8 x H100: 24 channels at run time (32 open to sends), 36 for a pair
+  // of GPUs (two per NVLink): 32 a peer at most, 4 while each of 8 ranks sends at once;
+  // a part of 64 KiB to 16 MiB (NCCL_P2P_NVL_CHUNKSIZE / 8 to x 32).
+  const ChannelStripe one = nccl_p2p_stripe(dgx_h100(true));
+  CHECK(one.channel_Bps == Approx(20.6e9));  // one NVLink's rate per channel
+  CHECK(one.max_channels == 32);
+  CHECK(one.min_channels == 4);
+  const std::vector<std::pair<std::int64_t, int>> expected = {
+      {1, 1},          {64 << 10, 1},   {(64 << 10) + 1, 2}, {1 << 20, 4},
+      {32 << 20, 4},   {64 << 20, 4},   {(64 << 20) + 1, 8}, {128 << 20, 8},
+      {256 << 20, 16}, {512 << 20, 32}, {1LL << 34, 32}};
+  for (const auto& [bytes, channels] : expected) {
+    INFO(bytes << " B");
+    CHECK(one.channels(bytes) == channels);
+  }
+  // Across hosts, a network peer gets 2 channels (NCCL_NCHANNELS_PER_NET_PEER's default),
+  // one where every rank's two would crowd the 16 channels past four sends each (80
+  // ranks); parts of 64 to 128 KiB (NCCL_P2P_NET_CHUNKSIZE / 2 to x 1).
+  const auto cluster_stripe = [](int nodes) {
+    ClusterParams p;
+    p.nodes = nodes;
+    const Topology t = make_cluster_topology(p);
+    std::vector<int> ranks(static_cast<std::size_t>(t.num_ranks()));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    return nccl_p2p_stripe(nccl_topo(t, ranks));
+  };
+  const ChannelStripe two = cluster_stripe(2);
+  CHECK(two.max_channels == 2);
+  CHECK(two.min_channels == 1);
+  CHECK(two.channels(64 << 10) == 1);
+  CHECK(two.channels((128 << 10) + 1) == 2);
+  CHECK(two.channels(1LL << 30) == 2);
+  CHECK(cluster_stripe(10).channels(1LL << 30) == 1);
+
+  // Simulated: send/recv on a DGX H100 moves 4 channels' worth (82.4 GB/s) up to 64 MiB, and
+  // twice the channels for twice the bytes takes the same time until NVLink is full.
+  const auto seconds = [&one](const std::string& bytes) {
+    const nlohmann::json doc = {
+        {"topology", "dgx-h100"},
+        {"collectives",
+         {{{"name", "p2p"}, {"op", "send_recv"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
+    const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
+    CHECK(r.labels[0] ==
+          "nccl: p2p/Simple/" + std::to_string(one.channels(*parse_size(bytes))) + "ch");
+    return r.outcomes[0].time_s;
+  };
+  CHECK(seconds("32MiB") == Approx((32 << 20) / 82.4e9).epsilon(0.03));
+  CHECK(seconds("128MiB") == Approx(seconds("64MiB")).epsilon(0.01));
+  // 1 GiB on 32 channels (659 GB/s) is NVLink's to limit: 18 x 20.6 GB/s at most.
+  CHECK(seconds("1GiB") > (1 << 30) / (18 * 20.6e9));
+}
+
 TEST_CASE("the nccl pick simulated on dgx-h100 meets the forced-ring log", "[nccl]") {
   // The targets: within 10% of the log's busbw at 1 GB and above, MAPE <= 25%
   // from 1 MB to 8 GB (the shipped defaults, no calibration).
@@ -278,7 +333,7 @@ TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines"
           {{"name", "a2a"}, {"op", "all_to_all"}, {"algorithm", "nccl"}, {"bytes", "4KiB"}}}}};
     const ScenarioResult r = run_scenario(parse_scenario(doc, "."));
     for (const auto& label : r.labels) CHECK_THAT(label, Catch::StartsWith("nccl: "));
-    CHECK(r.labels[3] == "nccl: p2p/Simple");
+    CHECK(r.labels[3] == "nccl: p2p/Simple/1ch");  // 512 B to each peer: one channel
   }
   // A pipelined chain, as NCCL's broadcast is: more than one segment, unlike the default.
   const nlohmann::json doc = {

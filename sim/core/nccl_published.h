@@ -9,6 +9,7 @@
 // The formulas that combine them, with the coefficients NCCL writes inline in them, are
 // the tuning model's code (nccl/nccl_model.cpp).
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 namespace collsim::nccl_published {
@@ -29,9 +30,23 @@ constexpr std::size_t index(Arch a) {
   return static_cast<std::size_t>(a);
 }
 
-// The share of an NVLink's nominal rate NCCL's search counts per link (topo.h: SM80
-// 20.0 of 25 GB/s, SM90 20.6 of 25, SM100 40.1 of 50), [arch].
-inline constexpr double kNvlinkUsable[3] = {20.0 / 25, 20.6 / 25, 40.1 / 50};
+// NCCL's rate of one NVLink (topo.h, ncclTopoNVLinkBw: SM80 20.0, SM90 20.6, SM100 40.1
+// GB/s), [arch], and its share of the link's nominal rate (25 GB/s a link before
+// Blackwell, 50 on it): the rate NCCL's search counts per link.
+inline constexpr double kNvlinkLinkGBps[3] = {20.0, 20.6, 40.1};
+inline constexpr double kNvlinkUsable[3] = {kNvlinkLinkGBps[0] / 25, kNvlinkLinkGBps[1] / 25,
+                                            kNvlinkLinkGBps[2] / 50};
+
+// Point-to-point sends (init.cc computeBuffSizes, paths.cc ncclTopoComputeP2pChannels,
+// enqueue.cc addP2pToPlan): the bytes one step moves across hosts (NCCL_P2P_NET_CHUNKSIZE),
+// inside an all-NVLink host (NCCL_P2P_NVL_CHUNKSIZE) and over PCIe (NCCL_P2P_PCI_CHUNKSIZE);
+// the channels a network peer starts from (NCCL_NCHANNELS_PER_NET_PEER unset); a channel
+// count's ceiling (MAXCHANNELS).
+inline constexpr std::int64_t kP2pNetChunkBytes = 128 << 10;
+inline constexpr std::int64_t kP2pNvlChunkBytes = 512 << 10;
+inline constexpr std::int64_t kP2pPciChunkBytes = 128 << 10;
+inline constexpr int kP2pChannelsPerNetPeer = 2;
+inline constexpr int kMaxChannels = 64;
 
 // nvlsEfficiency: the share of the link rate NVLink SHARP's reductions and multicasts
 // reach, [arch] (no NVLS before Hopper).

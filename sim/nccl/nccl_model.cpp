@@ -321,6 +321,39 @@ std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& t
   return chunk;
 }
 
+ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
+  const std::size_t arch = index(topo.arch);
+  const int ranks = std::max(1, topo.ranks);
+  // The communicator's channels (the graph's, doubled at run time), every one open to sends.
+  const int comm_channels = std::clamp(2 * topo.channels, 1, nccl_published::kMaxChannels);
+  // Every pair of ranks is asked how many channels it needs; the fewest answer counts.
+  int fewest = comm_channels;
+  if (topo.per_node > 1) {  // two per NVLink of the path, two over PCIe
+    const double link = nccl_published::kNvlinkLinkGBps[arch];
+    fewest = std::min(fewest,
+                      topo.nvlink ? 2 * std::max(1, static_cast<int>(topo.intra_GBps / link)) : 2);
+  }
+  if (topo.nodes > 1) {  // two per network peer, fewer where every rank's sends would crowd them
+    int net = nccl_published::kP2pChannelsPerNetPeer;
+    while (net * ranks > comm_channels * 4 && net > 1) net /= 2;
+    fewest = std::min(fewest, net);
+  }
+  const int channels = static_cast<int>(std::bit_ceil(static_cast<unsigned>(comm_channels)));
+  ChannelStripe s;
+  s.max_channels =
+      std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(fewest))), channels);
+  // One channel per send where every rank's sends would not fit on the channels at once.
+  s.min_channels = s.max_channels;
+  while (s.min_channels * ranks > channels && s.min_channels > 1) s.min_channels /= 2;
+  const std::int64_t step = topo.nodes > 1 ? nccl_published::kP2pNetChunkBytes
+                            : topo.nvlink  ? nccl_published::kP2pNvlChunkBytes
+                                           : nccl_published::kP2pPciChunkBytes;
+  s.min_part = topo.nodes > 1 ? step / 2 : step / 8;
+  s.max_part = topo.nodes > 1 ? step : step * 32;
+  s.channel_Bps = nccl_published::kNvlinkLinkGBps[arch] * 1e9;
+  return s;
+}
+
 bool nccl_has_algorithms(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::AllReduce:

@@ -8,6 +8,7 @@
 
 #include "core/nccl_published.h"
 #include "nccl/protocol.h"
+#include "network/cost_model.h"
 #include "schedule/collective.h"
 #include "topology/topology.h"
 
@@ -77,6 +78,12 @@ NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
 
 // "ring/LL128/24ch"
 std::string describe(const NcclPick& pick);
+
+// How NCCL stripes one point-to-point send to one peer over its channels (one thread
+// block each), as CostModel::stripe holds it: the channels by size (ncclTopoComputeP2pChannels,
+// addP2pToPlan), each at one NVLink's rate (kNvlinkLinkGBps: what one block moves; 80 GB/s
+// on 4 channels in a published 8 x H100 sendrecv table, 163 on 8).
+ChannelStripe nccl_p2p_stripe(const NcclTopo& topo);
 
 // NCCL's usual pipelining chunk (NCCL_NVLS_CHUNKSIZE, a Simple slice): what one channel
 // moves at a time.

@@ -74,11 +74,23 @@ bool StatedTerms::any_latency() const {
   return launch || std::any_of(latency.begin(), latency.end(), std::identity{});
 }
 
+int ChannelStripe::channels(std::int64_t bytes) const {
+  if (bytes <= 0) return 1;
+  const auto parts = [](std::int64_t b, std::int64_t n) { return (b + n - 1) / n; };
+  int n = static_cast<int>(std::min<std::int64_t>(min_channels, parts(bytes, min_part)));
+  std::int64_t part = std::max(min_part, parts(bytes, n));
+  while (part > max_part && n <= max_channels / 2) {
+    n *= 2;
+    part = parts(bytes, n);
+  }
+  return n;
+}
+
 // Stated terms at their neutral values still change what NCCL's model charges.
 bool CostModel::trivial() const {
-  return !latency_replaces_alpha && !stated.any() && launch == 0 && host_issue == 0 && nccl_floor == 0 &&
-         op_overhead == 0 && reduce.empty() && local_copy.empty() && host_memory.empty() &&
-         reduce_memory.empty() &&
+  return !latency_replaces_alpha && !stated.any() && launch == 0 && host_issue == 0 &&
+         nccl_floor == 0 && op_overhead == 0 && reduce.empty() && local_copy.empty() &&
+         host_memory.empty() && reduce_memory.empty() && stripe.empty() &&
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }
 
@@ -102,6 +114,7 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
   if (!memory && !model.host_memory.empty()) memory = &model.host_memory;
   if (memory) cost.memory_Bps = memory->at(bytes);
   if (std::isfinite(nominal) && effective > 0) cost.stretch = nominal / effective;
+  if (!model.stripe.empty() && !route.empty()) cost.ceiling_Bps = model.stripe.ceiling_Bps(bytes);
   return cost;
 }
 

@@ -71,6 +71,22 @@ struct StatedTerms {
   bool any_latency() const;
 };
 
+// Transfers striped over channels that each move at most `channel_Bps` (one GPU thread
+// block per channel: NCCL's point-to-point sends, nccl/nccl_model.h, nccl_p2p_stripe). A
+// transfer of n bytes takes channels(n) of them, so it moves at most channels(n) x
+// channel_Bps: parts of at least min_part bytes on up to min_channels channels, then twice
+// the channels while a part is over max_part, up to max_channels. Unset (channel_Bps 0):
+// no ceiling.
+struct ChannelStripe {
+  double channel_Bps = 0;
+  int min_channels = 1, max_channels = 1;
+  std::int64_t min_part = 1, max_part = 1;
+
+  bool empty() const { return !(channel_Bps > 0); }
+  int channels(std::int64_t bytes) const;
+  double ceiling_Bps(std::int64_t bytes) const { return channels(bytes) * channel_Bps; }
+};
+
 struct CostModel {
   Time launch = 0;  // once per collective, before its first op (kernel launch, base latency)
   // The host's time to issue one collective (LaunchMode::issue_time): a collective lasts
@@ -99,6 +115,7 @@ struct CostModel {
   // The same capacity as reductions see it, per "dtype.op" or "any": concurrent reduce
   // loops read twice what a copy reads, so they share the memory more slowly.
   std::vector<ReduceRate> reduce_memory;
+  ChannelStripe stripe;  // a ceiling on each transfer's rate (unset: none)
   // The per-kind latencies stand in for the network's alpha instead of adding to it
   // (a protocol's per-hop latency is NCCL's measure of the same start-up cost).
   bool latency_replaces_alpha = false;
@@ -142,6 +159,9 @@ struct TransferCost {
   // (host_memory at its size) shared with the other transfers there (flow model).
   double memory_Bps = 0;
   bool replaces_alpha = false;  // `latency` instead of the model's alpha, not on top of it
+  // > 0: the most B/s the transfer moves, whatever its links could give it (its channels'
+  // rate, ChannelStripe); every network model holds it to this.
+  double ceiling_Bps = 0;
 
   Time start_up(Time alpha) const { return replaces_alpha ? latency : add_time(alpha, latency); }
   // The two halves of start_up. α is the sender's start-up (the textbook per-message

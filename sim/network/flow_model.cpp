@@ -94,6 +94,8 @@ void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, st
                                const TransferCost& cost) {
   // A stretched transfer is, to the solver, a larger one on the same links.
   const Slot s = allocate(id, path, static_cast<double>(bytes) * cost.stretch);
+  flows_[s].ceiling = cost.ceiling_Bps > 0 ? cost.ceiling_Bps * cost.stretch
+                                           : std::numeric_limits<double>::infinity();
   join_memory(s, cost);
   for (LinkId l : router_.links(path)) host.link_counters().enter(l, bytes, host.now());
   // Joins after the sender's start-up, by a wakeup even when that is now, so the flows
@@ -140,7 +142,7 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   // Alone on its links: its rate is its bottleneck, as the solver would find, without
   // a resolve. A flow joining its links later (even at this instant) marks them dirty
   // and the resolve then sees both.
-  double rate = std::numeric_limits<double>::infinity();
+  double rate = f.ceiling;
   each_constraint(s, [&](LinkId l) { rate = std::min(rate, capacity_of(l)); });
   set_rate(s, rate, host.now());
   arm_completion_timer(host);
@@ -303,10 +305,10 @@ void FlowModel::split_components() {
 void FlowModel::solve_group(std::size_t c) {
   const std::size_t f0 = group_first_flow_[c], f1 = group_first_flow_[c + 1];
   const std::size_t l0 = group_first_link_[c], l1 = group_first_link_[c + 1];
-  if (f1 - f0 == 1) {  // alone on its links: its bottleneck (+inf on none)
-    double rate = std::numeric_limits<double>::infinity();
-    each_constraint(comp_flows_[group_flows_[f0]],
-                    [&](LinkId l) { rate = std::min(rate, local_capacity_[local_index_[l]]); });
+  if (f1 - f0 == 1) {  // alone on its links: its bottleneck or ceiling (+inf on none)
+    const Slot s = comp_flows_[group_flows_[f0]];
+    double rate = flows_[s].ceiling;
+    each_constraint(s, [&](LinkId l) { rate = std::min(rate, local_capacity_[local_index_[l]]); });
     rates_[group_flows_[f0]] = rate;
     return;
   }
@@ -316,8 +318,13 @@ void FlowModel::solve_group(std::size_t c) {
   starts_.clear();
   for (std::size_t i = f0; i < f1; ++i) {
     starts_.push_back(local_paths_.size());
-    each_constraint(comp_flows_[group_flows_[i]],
-                    [&](LinkId l) { local_paths_.push_back(group_index_[local_index_[l]]); });
+    const Slot s = comp_flows_[group_flows_[i]];
+    each_constraint(s, [&](LinkId l) { local_paths_.push_back(group_index_[local_index_[l]]); });
+    // A ceiling is a link of the flow's own, for the solver alone.
+    if (std::isfinite(flows_[s].ceiling)) {
+      local_paths_.push_back(static_cast<std::int32_t>(group_capacity_.size()));
+      group_capacity_.push_back(flows_[s].ceiling);
+    }
   }
   starts_.push_back(local_paths_.size());
   local_flows_.clear();

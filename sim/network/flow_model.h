@@ -14,6 +14,7 @@
 // collective), a blend when they differ. GPUs of no known host share one memory.
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "network/due_queue.h"
@@ -56,6 +57,9 @@ class FlowModel final : public NetworkModel {
     bool active = false;
     std::array<LinkId, 2> memory{-1, -1};  // the hosts' memory constraints it draws on
     double memory_capacity = 0;           // solver units: memory_Bps x stretch
+    // The most it may take (TransferCost::ceiling_Bps), in solver units (x stretch): a
+    // constraint of its own, +inf for none.
+    double ceiling = std::numeric_limits<double>::infinity();
     // Its index in on_link_ of each constraint, in each_constraint's order: leaving a
     // link is O(1) even with 100,000 flows on it (a search there made many concurrent
     // collectives quadratic). Reused with the slot, so it allocates only once.

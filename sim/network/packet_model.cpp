@@ -9,7 +9,7 @@
 namespace collsim {
 namespace {
 
-enum : std::uint64_t { kLinkDone = 0, kLinkReady = 1, kDeliver = 2 };
+enum : std::uint64_t { kLinkDone = 0, kLinkReady = 1, kDeliver = 2, kPace = 3 };
 
 }  // namespace
 
@@ -32,7 +32,7 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   // A message without data (a barrier's) still travels as one empty packet.
   const std::int64_t packets =
       std::max<std::int64_t>(1, (bytes + packet_bytes_ - 1) / packet_bytes_);
-  transfers_[s] = {id, path, packets, packets, bytes, cost.stretch};
+  transfers_[s] = {id, path, packets, packets, bytes, cost.stretch, cost.ceiling_Bps};
   const auto path_links = router_.links(path);
   if (path_links.size() > std::numeric_limits<decltype(Packet::hop)>::max())
     throw std::invalid_argument("the packet model follows paths of at most 65,535 links");
@@ -53,6 +53,9 @@ void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
     case kLinkReady:
       links_[index].waiting = false;
       serve(host, static_cast<LinkId>(index), host.now());
+      break;
+    case kPace:
+      pace(host, static_cast<Slot>(index));
       break;
     case kDeliver: {
       const Transfer& t = transfers_[index];
@@ -83,7 +86,19 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   LinkState& ls = links_[link];
   Packet p = ls.queue.front();
   Transfer& t = transfers_[p.transfer];
-  if (p.hop == 0 && --t.unsent > 0) {  // the train's next packet stays at the front
+  const Time now = host.now();
+  if (p.hop == 0 && t.ceiling_Bps > 0) {  // paced: the next joins the queue in its time
+    ls.queue.pop_front();
+    if (--t.unsent > 0) {
+      t.unsent_bytes -= p.bytes;
+      const Time next =
+          add_time(now - serialization(p, link), transfer_time(p.bytes, t.ceiling_Bps));
+      if (next <= now)
+        pace(host, p.transfer);
+      else
+        host.schedule_wakeup(next, make_cookie(kPace, static_cast<std::uint64_t>(p.transfer)));
+    }
+  } else if (p.hop == 0 && --t.unsent > 0) {  // the train's next packet stays at the front
     t.unsent_bytes -= p.bytes;
     Packet& next = ls.queue.front();
     next = packet(next.transfer, std::min(packet_bytes_, t.unsent_bytes), next.ready);
@@ -92,7 +107,6 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   }
   ls.sending = false;
   ++packet_hops_;
-  const Time now = host.now();
   const Time latency = latency_[link];
   const auto path = router_.links(t.path);
   if (std::size_t{p.hop} + 1 < path.size()) {
@@ -108,6 +122,13 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
                          make_cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
   }
   serve(host, link, now);
+}
+
+void PacketModel::pace(NetworkHost& host, Slot s) {
+  const Transfer& t = transfers_[s];
+  const LinkId first = router_.links(t.path).front();
+  links_[first].queue.push_back(packet(s, std::min(packet_bytes_, t.unsent_bytes), host.now()));
+  serve(host, first, host.now());
 }
 
 }  // namespace collsim

@@ -6,7 +6,9 @@
 // (cut-through). Queueing delay and head-of-line blocking show up here, where the
 // fluid model smooths them away. A link holds one pending event — its current
 // packet's end — not one per queued packet, and a transfer's packets that have not yet
-// left its first link wait there as one queue entry, not one each.
+// left its first link wait there as one queue entry, not one each. A transfer held below its
+// links' rate (a ceiling) is paced instead: each packet enters the first queue when its
+// predecessor has had its time at the ceiling, so other transfers use the link in between.
 #include <cstdint>
 #include <vector>
 
@@ -50,10 +52,15 @@ class PacketModel final : public NetworkModel {
     std::int64_t unsent = 0;
     std::int64_t unsent_bytes = 0;
     double stretch = 1;  // TransferCost: each packet is serialized this much slower
+    // > 0 (TransferCost::ceiling_Bps): its packets join the first link's queue one by one,
+    // each when the one before has had its time at this rate: paced, not a train.
+    double ceiling_Bps = 0;
   };
 
   void serve(NetworkHost& host, LinkId link, Time now);
   void finish_packet(NetworkHost& host, LinkId link);
+  // The next packet of paced transfer `s` joins its first link's queue.
+  void pace(NetworkHost& host, Slot s);
   Time serialization(const Packet& p, LinkId link) const {
     if (p.plain) return full_packet_time_[link];
     return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);

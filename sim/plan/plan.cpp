@@ -174,6 +174,7 @@ class Tuner {
       auto m = protocol_cost(c.cost, *p, nccl_family(c.spec.shape.op, c.spec.algorithm),
                              scenario_.topology);
       m->nccl_floor = nccl_floor_;
+      m->stripe = p2p_stripe_;
       c.cost = std::move(m);
     }
   }
@@ -188,10 +189,17 @@ class Tuner {
     double run_us = 0;
     std::int64_t least_at = 0;
     if (!nccl_has_algorithms(spec.shape.op)) {
-      // NCCL runs these as grouped point-to-point sends, on the Simple protocol.
+      // NCCL runs these as grouped point-to-point sends, on the Simple protocol, each send
+      // striped over the channels its size gets (a peer's share of the buffer but for
+      // send/recv, whose peer gets all of it).
       s.algorithm = algorithms_for(spec.shape.op).front();
       s.protocol = "Simple";
-      pick = fmt::format("p2p/{}", s.protocol);
+      p2p_stripe_ = nccl_p2p_stripe(nccl_topo(scenario_.topology, spec.ranks));
+      const std::int64_t peer_bytes =
+          spec.shape.op == CollectiveOp::SendRecv
+              ? spec.bytes
+              : spec.bytes / std::max<std::int64_t>(1, std::ssize(spec.ranks));
+      pick = fmt::format("p2p/{}/{}ch", s.protocol, p2p_stripe_.channels(peer_bytes));
     } else {
       NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
       topo.nvls = switch_reduces(spec, topo.nodes);
@@ -465,6 +473,7 @@ class Tuner {
   const CostFunction& cost_;
   ScheduleHolding holding_;
   Time nccl_floor_ = 0;  // CostModel::nccl_floor of the collective planned, set for NCCL's pick
+  ChannelStripe p2p_stripe_;  // CostModel::stripe: NCCL's point-to-point sends
 };
 
 // `same`'s plan for `spec`, which asks for the same: under spec's name, place and predecessors.
