@@ -87,7 +87,7 @@ def collective(rng, i, n):
         if c["algorithm"] == "ring" and rng.random() < 0.2:
             c["protocol"] = rng.choice(["LL", "LL128", "Simple"])
     elif op == "all_to_all":
-        c["algorithm"] = rng.choice(["direct", "pairwise"])
+        c["algorithm"] = rng.choice(["direct", "pairwise", "nccl"])
         if rng.random() < 0.25 and n >= 2:  # routed tokens: uniform, or a hot expert
             del c["bytes"]
             c["routing"] = {"tokens_per_rank": 64, "bytes_per_token": 1024, "experts": n}
