@@ -242,6 +242,20 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
   CHECK(seconds("128MiB") == Approx(seconds("64MiB")).epsilon(0.01));
   // 1 GiB on 32 channels (659 GB/s) is NVLink's to limit: 18 x 20.6 GB/s at most.
   CHECK(seconds("1GiB") > (1 << 30) / (18 * 20.6e9));
+  {  // `collsim plan` says how a send is striped; an all-to-all's peer gets 1/K of it
+    const Scenario s = parse_scenario(parse_json_text(R"({"topology": "dgx-h100", "collectives": [
+          {"name": "p2p", "op": "send_recv", "algorithm": "nccl", "bytes": "32MiB"},
+          {"name": "a2a", "op": "all_to_all", "algorithm": "nccl", "bytes": "1MiB"}]})",
+                                                      "t.json"),
+                                      ".");
+    const Plan plan = make_plan(s);
+    CHECK_THAT(plan_table(s, plan),
+               Catch::Contains("p2p: NCCL's point-to-point sends: 33554432 bytes to each peer on "
+                               "4 channels of 20.60 GB/s (82.40 GB/s a send at most"));
+    const nlohmann::json a2a = plan_json(s, plan)["collectives"][1]["nccl_p2p"];
+    CHECK(a2a["peer_bytes"] == 131072);
+    CHECK(a2a["channels"] == 2);
+  }
 }
 
 TEST_CASE("the nccl pick simulated on dgx-h100 meets the forced-ring log", "[nccl]") {

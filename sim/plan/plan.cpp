@@ -187,7 +187,7 @@ class Tuner {
     std::string pick;
     std::vector<NcclOption> weighed;
     double run_us = 0;
-    std::int64_t least_at = 0;
+    std::int64_t least_at = 0, peer_bytes = 0;
     if (!nccl_has_algorithms(spec.shape.op)) {
       // NCCL runs these as grouped point-to-point sends, on the Simple protocol, each send
       // striped over the channels its size gets (a peer's share of the buffer but for
@@ -195,10 +195,9 @@ class Tuner {
       s.algorithm = algorithms_for(spec.shape.op).front();
       s.protocol = "Simple";
       p2p_stripe_ = nccl_p2p_stripe(nccl_topo(scenario_.topology, spec.ranks));
-      const std::int64_t peer_bytes =
-          spec.shape.op == CollectiveOp::SendRecv
-              ? spec.bytes
-              : spec.bytes / std::max<std::int64_t>(1, std::ssize(spec.ranks));
+      peer_bytes = spec.shape.op == CollectiveOp::SendRecv
+                       ? spec.bytes
+                       : spec.bytes / std::max<std::int64_t>(1, std::ssize(spec.ranks));
       pick = fmt::format("p2p/{}/{}ch", s.protocol, p2p_stripe_.channels(peer_bytes));
     } else {
       NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
@@ -264,6 +263,7 @@ class Tuner {
     out.nccl_options = std::move(weighed);
     out.nccl_run_us = run_us;
     out.nccl_least_at = least_at;
+    out.nccl_peer_bytes = peer_bytes;
     return out;
   }
 

@@ -53,6 +53,9 @@ struct PlannedCollective {
   // size whose estimate is less (NcclPick::least_at; 0: none), which then bounds it.
   double nccl_run_us = 0;
   std::int64_t nccl_least_at = 0;
+  // NCCL's point-to-point sends (send/recv, all-to-all, ...): the bytes each peer gets, whose
+  // send takes cost->stripe's channels at that size; 0 otherwise.
+  std::int64_t nccl_peer_bytes = 0;
   // ScheduleHolding::Streamed: `schedule` was not generated; it is generated while it is
   // simulated (simulate/streamed.h), and `digest` comes from that run.
   bool streamed = false;

@@ -45,6 +45,21 @@ std::string nccl_terms_table(const PlannedCollective& c) {
   return out;
 }
 
+// NCCL's point-to-point sends: how one send is striped over its channels (docs/nccl.md §12).
+std::string nccl_p2p_line(const PlannedCollective& c) {
+  const ChannelStripe& s = c.cost->stripe;
+  const int channels = s.channels(c.nccl_peer_bytes);
+  return fmt::format(
+      "# {}: NCCL's point-to-point sends: {} bytes to each peer on {} channel{} of {:.2f} GB/s "
+      "({:.2f} GB/s a send at most; 1 to {} channels by size)\n",
+      c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s", s.channel_Bps / 1e9,
+      s.ceiling_Bps(c.nccl_peer_bytes) / 1e9, s.max_channels);
+}
+
+bool has_p2p_stripe(const PlannedCollective& c) {
+  return c.nccl_peer_bytes > 0 && c.cost && !c.cost->stripe.empty();
+}
+
 nlohmann::json nccl_terms_json(const PlannedCollective& c) {
   nlohmann::json rows = nlohmann::json::array();
   for (const NcclOption& o : c.nccl_options)
@@ -82,8 +97,10 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
                          c.choice->runner_up->time_s * 1e6);
     out += "\n";
   }
-  for (const auto& c : plan.collectives)
+  for (const auto& c : plan.collectives) {
     if (!c.nccl_options.empty()) out += nccl_terms_table(c);
+    if (has_p2p_stripe(c)) out += nccl_p2p_line(c);
+  }
   return out;
 }
 
@@ -112,6 +129,13 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
     if (c.cost && c.cost->nccl_floor > 0) j["nccl_floor_us"] = to_seconds(c.cost->nccl_floor) * 1e6;
     if (c.cost && c.cost->nccl_floor > 0 && c.nccl_least_at > 0)
       j["nccl_floor_from_bytes"] = c.nccl_least_at;
+    if (has_p2p_stripe(c)) {
+      const ChannelStripe& st = c.cost->stripe;
+      j["nccl_p2p"] = {{"peer_bytes", c.nccl_peer_bytes},
+                       {"channels", st.channels(c.nccl_peer_bytes)},
+                       {"channel_GBps", st.channel_Bps / 1e9},
+                       {"max_channels", st.max_channels}};
+    }
     cols.push_back(std::move(j));
   }
   return {{"scenario", s.name}, {"collectives", std::move(cols)}};
