@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "core/units.h"
+#include "nccl/nccl_model.h"
 #include "nccl/protocol.h"
 #include "report/output_dir.h"
 #include "scenario/cost_json.h"
@@ -632,6 +633,17 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "counts or protocols to split them); NCCL's per-hop latencies stay");
   }
   choose_terms(fit, pts, scenarios, model);
+  // NCCL's point-to-point sends move at their channels' rate (docs/nccl.md §12), which a
+  // link's efficiency or curve then stands for: the file would slow every collective's links.
+  const bool only_p2p = std::all_of(req.logs.begin(), req.logs.end(), [](const NcclTestsLog& l) {
+    return !nccl_has_algorithms(l.op);
+  });
+  if (req.algorithm == "nccl" && only_p2p && (fit.used.efficiency || fit.used.curve))
+    fit.notes.push_back(
+        "these logs are NCCL's point-to-point sends, whose channels bound their rate as much as "
+        "the links do (docs/nccl.md §12): the fitted efficiency or curve describes both, and "
+        "would slow every collective on these links; fit all-reduce, all-gather or "
+        "reduce-scatter logs of the machine to describe its links");
   fit.values = fit_values(select(pts, {}), fit.used, fit.nominal_Bps, model.neutral);
   fit.model = model(fit.values, fit.used);
   fit.residuals = residuals_of(&fit.model, scenarios, select(pts, {}), &fit.mape_pct);
