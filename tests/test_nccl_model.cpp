@@ -196,7 +196,8 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
   // of GPUs (two per NVLink): 32 a peer at most, 4 while each of 8 ranks sends at once;
   // a part of 64 KiB to 16 MiB (NCCL_P2P_NVL_CHUNKSIZE / 8 to x 32).
   const ChannelStripe one = nccl_p2p_stripe(dgx_h100(true));
-  CHECK(one.channel_Bps == Approx(20.6e9));  // one NVLink's rate per channel
+  CHECK(one.channel_rate(LinkKind::NvSwitch) == Approx(20.6e9));  // one NVLink's rate
+  CHECK(one.channel_rate(LinkKind::Ib) == Approx(14e9));          // NCCL's own, over the network
   CHECK(one.max_channels == 32);
   CHECK(one.min_channels == 4);
   const std::vector<std::pair<std::int64_t, int>> expected = {
@@ -251,10 +252,21 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
     const Plan plan = make_plan(s);
     CHECK_THAT(plan_table(s, plan),
                Catch::Contains("p2p: NCCL's point-to-point sends: 33554432 bytes to each peer on "
-                               "4 channels of 20.60 GB/s (82.40 GB/s a send at most"));
+                               "4 channels of 20.60 GB/s (14.00 over the network), 1 to 32 "
+                               "channels by size"));
     const nlohmann::json a2a = plan_json(s, plan)["collectives"][1]["nccl_p2p"];
     CHECK(a2a["peer_bytes"] == 131072);
     CHECK(a2a["channels"] == 2);
+  }
+  // A scatter's root sends to every rank at once, as NCCL's grouped sends do, not down a
+  // tree whose hops would each carry several ranks' shares at one send's ceiling.
+  for (const char* op : {"scatter", "gather", "all_to_all", "send_recv"}) {
+    const nlohmann::json doc = {
+        {"topology", "dgx-h100"},
+        {"collectives", {{{"name", "x"}, {"op", op}, {"algorithm", "nccl"}, {"bytes", "8MiB"}}}}};
+    const Plan plan = make_plan(parse_scenario(doc, "."));
+    INFO(op);
+    CHECK(plan.collectives[0].spec.algorithm == "direct");
   }
 }
 

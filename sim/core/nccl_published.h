@@ -40,12 +40,15 @@ inline constexpr double kNvlinkUsable[3] = {kNvlinkLinkGBps[0] / 25, kNvlinkLink
 // Point-to-point sends (init.cc computeBuffSizes, paths.cc ncclTopoComputeP2pChannels,
 // enqueue.cc addP2pToPlan): the bytes one step moves across hosts (NCCL_P2P_NET_CHUNKSIZE),
 // inside an all-NVLink host (NCCL_P2P_NVL_CHUNKSIZE) and over PCIe (NCCL_P2P_PCI_CHUNKSIZE);
-// the channels a network peer starts from (NCCL_NCHANNELS_PER_NET_PEER unset); a channel
-// count's ceiling (MAXCHANNELS).
+// the channels a network peer gets (NCCL_NCHANNELS_PER_NET_PEER unset, up to 2.28) before
+// it scales down; a channel count's ceiling (MAXCHANNELS).
 inline constexpr std::int64_t kP2pNetChunkBytes = 128 << 10;
 inline constexpr std::int64_t kP2pNvlChunkBytes = 512 << 10;
 inline constexpr std::int64_t kP2pPciChunkBytes = 128 << 10;
 inline constexpr int kP2pChannelsPerNetPeer = 2;
+// What NCCL counts on one channel of a point-to-point send moving over the network, GB/s
+// (NCCL_P2P_PER_CHANNEL_NET_BW, paths.cc, 2.29 on: it sizes a network peer's channels by it).
+inline constexpr double kP2pNetChannelGBps = 14;
 inline constexpr int kMaxChannels = 64;
 
 // nvlsEfficiency: the share of the link rate NVLink SHARP's reductions and multicasts

@@ -81,8 +81,9 @@ std::string describe(const NcclPick& pick);
 
 // How NCCL stripes one point-to-point send to one peer over its channels (one thread
 // block each), as CostModel::stripe holds it: the channels by size (ncclTopoComputeP2pChannels,
-// addP2pToPlan), each at one NVLink's rate (kNvlinkLinkGBps: what one block moves; 80 GB/s
-// on 4 channels in a published 8 x H100 sendrecv table, 163 on 8).
+// addP2pToPlan, up to NCCL 2.28), each at one NVLink's rate inside a host (kNvlinkLinkGBps:
+// what one block moves; 80 GB/s on 4 channels in a published 8 x H100 sendrecv table, 163 on
+// 8) and at NCCL's own 14 GB/s over the network (kP2pNetChannelGBps).
 ChannelStripe nccl_p2p_stripe(const NcclTopo& topo);
 
 // NCCL's usual pipelining chunk (NCCL_NVLS_CHUNKSIZE, a Simple slice): what one channel

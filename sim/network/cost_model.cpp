@@ -74,6 +74,10 @@ bool StatedTerms::any_latency() const {
   return launch || std::any_of(latency.begin(), latency.end(), std::identity{});
 }
 
+bool ChannelStripe::empty() const {
+  return std::none_of(channel_Bps.begin(), channel_Bps.end(), [](double r) { return r > 0; });
+}
+
 int ChannelStripe::channels(std::int64_t bytes) const {
   if (bytes <= 0) return 1;
   const auto parts = [](std::int64_t b, std::int64_t n) { return (b + n - 1) / n; };
@@ -99,7 +103,7 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
                            const SizeCurve* reduce, const SizeCurve* memory) {
   // Both bottlenecks over the same links: the model divides by the nominal one, so
   // stretching the bytes by nominal/effective makes it divide by the effective one.
-  double nominal = INFINITY, effective = INFINITY;
+  double nominal = INFINITY, effective = INFINITY, channel = INFINITY;
   TransferCost cost;
   cost.replaces_alpha = model.latency_replaces_alpha;
   for (LinkId id : route) {
@@ -109,12 +113,13 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
     nominal = std::min(nominal, l.bandwidth);
     effective = std::min(effective, rate);
     cost.latency = std::max(cost.latency, k.latency);
+    if (const double c = model.stripe.channel_rate(l.kind); c > 0) channel = std::min(channel, c);
   }
   if (reduce) effective = std::min(effective, reduce->at(bytes));
   if (!memory && !model.host_memory.empty()) memory = &model.host_memory;
   if (memory) cost.memory_Bps = memory->at(bytes);
   if (std::isfinite(nominal) && effective > 0) cost.stretch = nominal / effective;
-  if (!model.stripe.empty() && !route.empty()) cost.ceiling_Bps = model.stripe.ceiling_Bps(bytes);
+  if (std::isfinite(channel)) cost.ceiling_Bps = model.stripe.channels(bytes) * channel;
   return cost;
 }
 

@@ -71,20 +71,20 @@ struct StatedTerms {
   bool any_latency() const;
 };
 
-// Transfers striped over channels that each move at most `channel_Bps` (one GPU thread
-// block per channel: NCCL's point-to-point sends, nccl/nccl_model.h, nccl_p2p_stripe). A
-// transfer of n bytes takes channels(n) of them, so it moves at most channels(n) x
-// channel_Bps: parts of at least min_part bytes on up to min_channels channels, then twice
-// the channels while a part is over max_part, up to max_channels. Unset (channel_Bps 0):
-// no ceiling.
+// Transfers striped over channels, one GPU thread block each (NCCL's point-to-point sends:
+// nccl/nccl_model.h, nccl_p2p_stripe). A transfer of n bytes takes channels(n) of them: parts
+// of at least min_part bytes on up to min_channels channels, then twice the channels while a
+// part is over max_part, up to max_channels. A channel moves at most channel_Bps[kind] over a
+// link of each kind, the least of them on its route, so the transfer moves at most
+// channels(n) times that. Unset (every rate 0): no ceiling.
 struct ChannelStripe {
-  double channel_Bps = 0;
+  std::array<double, kLinkKindCount> channel_Bps{};
   int min_channels = 1, max_channels = 1;
   std::int64_t min_part = 1, max_part = 1;
 
-  bool empty() const { return !(channel_Bps > 0); }
+  bool empty() const;
   int channels(std::int64_t bytes) const;
-  double ceiling_Bps(std::int64_t bytes) const { return channels(bytes) * channel_Bps; }
+  double channel_rate(LinkKind k) const { return channel_Bps[static_cast<std::size_t>(k)]; }
 };
 
 struct CostModel {

@@ -38,9 +38,11 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
     throw std::invalid_argument("the packet model follows paths of at most 65,535 links");
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
-  const Time ready =
-      add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
-  links_[first].queue.push_back(packet(s, std::min(packet_bytes_, bytes), ready));
+  Time ready = add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
+  const std::int64_t first_bytes = std::min(packet_bytes_, bytes);
+  if (cost.ceiling_Bps > 0)  // paced: a packet leaves once the sender has made it
+    transfers_[s].made = ready = add_time(ready, transfer_time(first_bytes, cost.ceiling_Bps));
+  links_[first].queue.push_back(packet(s, first_bytes, ready));
   serve(host, first, host.now());
 }
 
@@ -87,12 +89,12 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   Packet p = ls.queue.front();
   Transfer& t = transfers_[p.transfer];
   const Time now = host.now();
-  if (p.hop == 0 && t.ceiling_Bps > 0) {  // paced: the next joins the queue in its time
+  if (p.hop == 0 && t.ceiling_Bps > 0) {  // paced: the next joins the queue once made
     ls.queue.pop_front();
     if (--t.unsent > 0) {
       t.unsent_bytes -= p.bytes;
-      const Time next =
-          add_time(now - serialization(p, link), transfer_time(p.bytes, t.ceiling_Bps));
+      const Time next = t.made =
+          add_time(t.made, transfer_time(std::min(packet_bytes_, t.unsent_bytes), t.ceiling_Bps));
       if (next <= now)
         pace(host, p.transfer);
       else

@@ -7,8 +7,8 @@
 // fluid model smooths them away. A link holds one pending event — its current
 // packet's end — not one per queued packet, and a transfer's packets that have not yet
 // left its first link wait there as one queue entry, not one each. A transfer held below its
-// links' rate (a ceiling) is paced instead: each packet enters the first queue when its
-// predecessor has had its time at the ceiling, so other transfers use the link in between.
+// links' rate (a ceiling) is paced instead: its sender makes its packets at the ceiling, each
+// joins the first queue once made, and other transfers use the link in between.
 #include <cstdint>
 #include <vector>
 
@@ -52,9 +52,10 @@ class PacketModel final : public NetworkModel {
     std::int64_t unsent = 0;
     std::int64_t unsent_bytes = 0;
     double stretch = 1;  // TransferCost: each packet is serialized this much slower
-    // > 0 (TransferCost::ceiling_Bps): its packets join the first link's queue one by one,
-    // each when the one before has had its time at this rate: paced, not a train.
+    // > 0 (TransferCost::ceiling_Bps): the sender makes its packets at this rate, one after
+    // another, and each joins the first link's queue once made: paced, not a train.
     double ceiling_Bps = 0;
+    Time made = 0;  // paced: when the packet that last joined the queue was made
   };
 
   void serve(NetworkHost& host, LinkId link, Time now);

@@ -192,7 +192,10 @@ class Tuner {
       // NCCL runs these as grouped point-to-point sends, on the Simple protocol, each send
       // striped over the channels its size gets (a peer's share of the buffer but for
       // send/recv, whose peer gets all of it).
-      s.algorithm = algorithms_for(spec.shape.op).front();
+      // Straight from each rank to each peer, as NCCL's grouped sends go (a scatter's root
+      // to every rank at once, not down a tree).
+      s.algorithm = find_algorithm(spec.shape.op, "direct") ? "direct"
+                                                            : algorithms_for(spec.shape.op).front();
       s.protocol = "Simple";
       p2p_stripe_ = nccl_p2p_stripe(nccl_topo(scenario_.topology, spec.ranks));
       peer_bytes = spec.shape.op == CollectiveOp::SendRecv

@@ -49,11 +49,12 @@ std::string nccl_terms_table(const PlannedCollective& c) {
 std::string nccl_p2p_line(const PlannedCollective& c) {
   const ChannelStripe& s = c.cost->stripe;
   const int channels = s.channels(c.nccl_peer_bytes);
+  const double nvlink = s.channel_rate(LinkKind::NvLink), net = s.channel_rate(LinkKind::Ib);
   return fmt::format(
       "# {}: NCCL's point-to-point sends: {} bytes to each peer on {} channel{} of {:.2f} GB/s "
-      "({:.2f} GB/s a send at most; 1 to {} channels by size)\n",
-      c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s", s.channel_Bps / 1e9,
-      s.ceiling_Bps(c.nccl_peer_bytes) / 1e9, s.max_channels);
+      "({:.2f} over the network), 1 to {} channels by size\n",
+      c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s", nvlink / 1e9, net / 1e9,
+      s.max_channels);
 }
 
 bool has_p2p_stripe(const PlannedCollective& c) {
@@ -133,7 +134,8 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
       const ChannelStripe& st = c.cost->stripe;
       j["nccl_p2p"] = {{"peer_bytes", c.nccl_peer_bytes},
                        {"channels", st.channels(c.nccl_peer_bytes)},
-                       {"channel_GBps", st.channel_Bps / 1e9},
+                       {"channel_GBps", st.channel_rate(LinkKind::NvLink) / 1e9},
+                       {"network_channel_GBps", st.channel_rate(LinkKind::Ib) / 1e9},
                        {"max_channels", st.max_channels}};
     }
     cols.push_back(std::move(j));

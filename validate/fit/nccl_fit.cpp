@@ -603,6 +603,19 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   if (pts.size() < 4)
     throw InputError("--nccl-tests", fmt::format("{} sizes to fit; at least 4", pts.size()));
   fit.used = identifiable(pts, req.terms, fit.notes);
+  // NCCL's point-to-point sends move at most their channels' rate (docs/nccl.md §12): where
+  // that ceiling sets a size's time, the size says nothing of the links.
+  const bool only_p2p = std::all_of(req.logs.begin(), req.logs.end(), [](const NcclTestsLog& l) {
+    return !nccl_has_algorithms(l.op);
+  });
+  if (req.algorithm == "nccl" && only_p2p && (req.terms.efficiency || req.terms.curve) &&
+      !fit.used.efficiency && !fit.used.curve)
+    fit.notes.push_back(fmt::format(
+        "these logs are NCCL's point-to-point sends, each striped over channels of at most {} "
+        "GB/s across hosts (docs/nccl.md §12): where that ceiling, not the links, sets a size's "
+        "time, the size says nothing of the links; all-reduce, all-gather or reduce-scatter "
+        "logs of the machine describe them",
+        nccl_published::kP2pNetChannelGBps));
   if (term_count(fit.used) == 0)
     throw InputError("--nccl-tests", "the logs determine none of the terms --terms allows: " +
                                          fmt::format("{}", fmt::join(fit.notes, "; ")));
@@ -633,17 +646,6 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "counts or protocols to split them); NCCL's per-hop latencies stay");
   }
   choose_terms(fit, pts, scenarios, model);
-  // NCCL's point-to-point sends move at their channels' rate (docs/nccl.md §12), which a
-  // link's efficiency or curve then stands for: the file would slow every collective's links.
-  const bool only_p2p = std::all_of(req.logs.begin(), req.logs.end(), [](const NcclTestsLog& l) {
-    return !nccl_has_algorithms(l.op);
-  });
-  if (req.algorithm == "nccl" && only_p2p && (fit.used.efficiency || fit.used.curve))
-    fit.notes.push_back(
-        "these logs are NCCL's point-to-point sends, whose channels bound their rate as much as "
-        "the links do (docs/nccl.md §12): the fitted efficiency or curve describes both, and "
-        "would slow every collective on these links; fit all-reduce, all-gather or "
-        "reduce-scatter logs of the machine to describe its links");
   fit.values = fit_values(select(pts, {}), fit.used, fit.nominal_Bps, model.neutral);
   fit.model = model(fit.values, fit.used);
   fit.residuals = residuals_of(&fit.model, scenarios, select(pts, {}), &fit.mape_pct);
