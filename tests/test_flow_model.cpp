@@ -160,15 +160,33 @@ TEST_CASE(
   CHECK_FALSE(q.drop_stale(live));
 }
 
+namespace flow_model_test {
+
+// Runs `tasks` (collective tasks on `topo`) under `model`: each task's seconds.
+std::vector<double> task_seconds(const Topology& topo, const std::string& model,
+                                 std::vector<CollectiveTask> tasks) {
+  Router router(topo);
+  NetworkParams p;
+  p.model = *network_model_named(model);
+  auto net = make_network_model(p, topo, router);
+  Simulator sim(topo, router, *net);
+  const auto r = sim.run(std::move(tasks));
+  std::vector<double> out;
+  for (const auto& t : r.tasks) out.push_back(to_seconds(t.end - t.start));
+  return out;
+}
+
+}  // namespace flow_model_test
+
 TEST_CASE(
     "a transfer's ceiling holds it under every model and leaves the rest of a link to others") {
   // Two one-transfer broadcasts meet on GPU 1's link in (100 GB/s): 0 -> 1 striped over one
   // channel of 20 GB/s (CostModel::stripe), 2 -> 1 with no ceiling. Under flow the capped
   // one takes its 20 and the other the remaining 80 (max-min without the ceiling would give
-  // each 50). Ideal holds the capped one to 20. Packet paces its packets at 20: the link's
-  // first-come queue then serves both in proportion to what arrives (100 of 120 for the
-  // free one while both send), and the paced one, whose pace is set where it starts, ends
-  // when its last packet, which finds the queue empty again, is through.
+  // each 50). Ideal holds the capped one to 20. Under packet its sender makes its packets at
+  // 20: the link's first-come queue then serves both in proportion to what arrives (100 of
+  // 120 for the free one while both send), and the capped one ends when its last packets,
+  // which find the queue empty again, are stored and forwarded over its two links.
   const Topology topo = make_switch_topology(3, 100e9, 0);
   const std::int64_t bytes = 8'000'000;
   const Schedule s =
@@ -177,45 +195,30 @@ TEST_CASE(
   auto capped = std::make_shared<CostModel>();
   capped->stripe = {.min_channels = 1, .max_channels = 1, .min_part = 1, .max_part = bytes};
   capped->stripe.channel_Bps.fill(20e9);
+  const std::vector<NodeId> from0 = {topo.gpu_of_rank(0), topo.gpu_of_rank(1)},
+                            from2 = {topo.gpu_of_rank(2), topo.gpu_of_rank(1)};
   for (const std::string model : {"flow", "ideal", "packet"}) {
-    Router router(topo);
-    NetworkParams p;
-    p.model = *network_model_named(model);
-    auto net = make_network_model(p, topo, router);
-    Simulator sim(topo, router, *net);
-    const auto r = sim.run({{"capped", &s, {topo.gpu_of_rank(0), topo.gpu_of_rank(1)}, {}, capped},
-                            {"free", &s, {topo.gpu_of_rank(2), topo.gpu_of_rank(1)}, {}, nullptr}});
     INFO(model);
-    const auto seconds = [&](int task) {
-      return to_seconds(r.tasks[task].end - r.tasks[task].start);
-    };
+    const auto t = flow_model_test::task_seconds(
+        topo, model, {{"capped", &s, from0, {}, capped}, {"free", &s, from2, {}, nullptr}});
     if (model == "packet") {
-      // Made at 20 GB/s, then the last packets stored and forwarded over the path's two
-      // links (64 KiB packets at 100 GB/s).
-      CHECK(seconds(0) >= bytes / 20e9);
-      CHECK(seconds(0) <= bytes / 20e9 + 2 * 65536 / 100e9 + 1e-12);
-      CHECK(seconds(1) == Approx(bytes / (100e9 * 100 / 120)).epsilon(0.02));
+      CHECK(t[0] >= bytes / 20e9);
+      CHECK(t[0] <= bytes / 20e9 + 2 * 65536 / 100e9 + 1e-12);  // 64 KiB packets
+      CHECK(t[1] == Approx(bytes / (100e9 * 100 / 120)).epsilon(0.02));
       continue;
     }
-    CHECK(seconds(0) == Approx(bytes / 20e9).epsilon(1e-9));
-    CHECK(seconds(1) == Approx(bytes / (model == "flow" ? 80e9 : 100e9)).epsilon(1e-9));
+    CHECK(t[0] == Approx(bytes / 20e9).epsilon(1e-9));
+    CHECK(t[1] == Approx(bytes / (model == "flow" ? 80e9 : 100e9)).epsilon(1e-9));
   }
-  // One packet (the packet model's 64 KiB) is held to the ceiling too: the sender makes it
-  // at 20 GB/s before the path's two links store and forward it at 100.
+  // One packet is held to the ceiling too: made at 20 GB/s before the path's two links
+  // store and forward it at 100.
   const std::int64_t small = 50'000;
   const Schedule one =
       generate(CollectiveOp::Broadcast, "ring", shape_of(CollectiveOp::Broadcast, 2, small / 4));
   for (const std::string model : {"flow", "ideal", "packet"}) {
-    Router router(topo);
-    NetworkParams p;
-    p.model = *network_model_named(model);
-    auto net = make_network_model(p, topo, router);
-    Simulator sim(topo, router, *net);
-    const auto r =
-        sim.run({{"capped", &one, {topo.gpu_of_rank(0), topo.gpu_of_rank(1)}, {}, capped}});
     INFO(model);
     const double made = small / 20e9;
-    CHECK(to_seconds(r.tasks[0].end - r.tasks[0].start) ==
+    CHECK(flow_model_test::task_seconds(topo, model, {{"capped", &one, from0, {}, capped}})[0] ==
           Approx(model == "packet" ? made + 2 * small / 100e9 : made).epsilon(1e-6));
   }
 }
