@@ -210,6 +210,13 @@ TEST_CASE(
     CHECK(t[0] == Approx(bytes / 20e9).epsilon(1e-9));
     CHECK(t[1] == Approx(bytes / (model == "flow" ? 80e9 : 100e9)).epsilon(1e-9));
   }
+  // Under packet, held back by its first link (the free one's train goes first there, 80 us),
+  // the capped one does not then catch up faster than its ceiling.
+  const std::vector<NodeId> to2 = {topo.gpu_of_rank(0), topo.gpu_of_rank(2)};
+  const auto behind = flow_model_test::task_seconds(
+      topo, "packet", {{"free", &s, to2, {}, nullptr}, {"capped", &s, from0, {}, capped}});
+  CHECK(behind[0] == Approx(bytes / 100e9).epsilon(0.01));
+  CHECK(behind[1] >= bytes / 100e9 + (bytes - 2 * 65536) / 20e9);
   // One packet is held to the ceiling too: made at 20 GB/s before the path's two links
   // store and forward it at 100.
   const std::int64_t small = 50'000;

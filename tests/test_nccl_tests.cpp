@@ -830,29 +830,47 @@ TEST_CASE(
                         Catch::Contains("has 8 ranks"));
 }
 
-TEST_CASE("calibrate says why a point-to-point log across hosts tells nothing of the links",
-          "[nccl-tests]") {
-  // A send/recv table across two hosts at 20 GB/s, where NCCL's two channels of a network
-  // peer give 28 (14 each, docs/nccl.md §12) on 48 GB/s of NIC: the channels' ceiling sets
-  // every size's time, so no link efficiency can be read from it, and calibrate says why.
-  std::string text =
+namespace nccl_tests_test {
+
+// A send/recv table (one process per GPU, no Rank lines) at `gbps` from `from` to `to` bytes.
+std::string sendrecv_table(std::int64_t from, std::int64_t to, double gbps) {
+  std::string text = fmt::format(
       "# Collective test starting: sendrecv_perf\n"
-      "# nThread 1 nGpus 1 minBytes 33554432 maxBytes 1073741824 step: 2(factor) warmup iters: "
-      "5\n";
-  for (std::int64_t bytes = 32 << 20; bytes <= (1 << 30); bytes *= 2) {
-    const double us = static_cast<double>(bytes) / 20e3, gbps = 20.0;
+      "# nThread 1 nGpus 1 minBytes {} maxBytes {} step: 2(factor) warmup iters: 5\n",
+      from, to);
+  for (std::int64_t bytes = from; bytes <= to; bytes *= 2) {
+    const double us = static_cast<double>(bytes) / (gbps * 1e3);
     text += fmt::format(
         "{:>12} {:>12} float sum -1 {:>9.1f} {:>6.2f} {:>6.2f} 0 {:>9.1f} "
         "{:>6.2f} {:>6.2f} 0\n",
         bytes, bytes / 4, us, gbps, gbps, us, gbps, gbps);
   }
+  return text;
+}
+
+}  // namespace nccl_tests_test
+
+TEST_CASE("calibrate says what point-to-point logs alone tell of the links", "[nccl-tests]") {
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-p2p");
-  std::ofstream(dir / "sendrecv.txt") << text;
-  const auto fit = collsim::test::run_collsim(
-      "calibrate --nccl-tests " + (dir / "sendrecv.txt").string() +
+  // Across two hosts at 20 GB/s, where NCCL's two channels of a network peer give 28 (14
+  // each, docs/nccl.md §12) on 48 GB/s of NIC: the channels' ceiling sets every size's time,
+  // so no link term can be read, and calibrate says why and writes nothing.
+  std::ofstream(dir / "hosts.txt") << nccl_tests_test::sendrecv_table(32 << 20, 1 << 30, 20);
+  const auto hosts = collsim::test::run_collsim(
+      "calibrate --nccl-tests " + (dir / "hosts.txt").string() +
       " --ranks 16 --topology '{\"preset\": \"cluster\", \"nodes\": 2}' --out " +
-      (dir / "c.json").string());
-  CHECK(fit.status == 2);
-  CHECK_THAT(fit.err, Catch::Contains("these logs are NCCL's point-to-point sends"));
-  CHECK_FALSE(std::filesystem::exists(dir / "c.json"));
+      (dir / "hosts.json").string());
+  CHECK(hosts.status == 2);
+  CHECK_THAT(hosts.err, Catch::Contains("these logs are NCCL's point-to-point sends"));
+  CHECK_FALSE(std::filesystem::exists(dir / "hosts.json"));
+  // One host at 300 GB/s from 512 MiB, where 32 channels ask for more than NVLink carries:
+  // an NVLink efficiency is fitted from these sizes, with a note that only they tell it.
+  std::ofstream(dir / "host.txt") << nccl_tests_test::sendrecv_table(512 << 20, 4LL << 30, 300);
+  const nlohmann::json doc = nccl_tests_test::calibrated(
+      (dir / "host.txt").string(), "dgx-h100", (dir / "host.json").string(), " --ranks 8");
+  const auto& notes = doc["fit"]["notes"];
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const nlohmann::json& n) {
+    return n.get<std::string>().starts_with("fitted from NCCL's point-to-point sends alone");
+  }));
+  CHECK(doc["links"].contains("nvlink"));
 }

@@ -38,12 +38,21 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
     throw std::invalid_argument("the packet model follows paths of at most 65,535 links");
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
   const LinkId first = path_links.front();
-  Time ready = add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
+  const Time ready = add_time(host.now(), cost.start_up(alpha_));  // start-up before the first byte
   const std::int64_t first_bytes = std::min(packet_bytes_, bytes);
-  if (cost.ceiling_Bps > 0)  // paced: a packet leaves once the sender has made it
-    transfers_[s].made = ready = add_time(ready, transfer_time(first_bytes, cost.ceiling_Bps));
+  if (cost.ceiling_Bps > 0) {  // paced: a packet joins the queue once the sender has made it
+    transfers_[s].made = add_time(ready, transfer_time(first_bytes, cost.ceiling_Bps));
+    return pace_at(host, s, host.now());
+  }
   links_[first].queue.push_back(packet(s, first_bytes, ready));
   serve(host, first, host.now());
+}
+
+// Paced transfer `s`'s next packet joins its first link's queue when made (Transfer::made).
+void PacketModel::pace_at(NetworkHost& host, Slot s, Time now) {
+  const Time made = transfers_[s].made;
+  if (made <= now) return pace(host, s);
+  host.schedule_wakeup(made, make_cookie(kPace, static_cast<std::uint64_t>(s)));
 }
 
 void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
@@ -93,12 +102,12 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
     ls.queue.pop_front();
     if (--t.unsent > 0) {
       t.unsent_bytes -= p.bytes;
-      const Time next = t.made =
-          add_time(t.made, transfer_time(std::min(packet_bytes_, t.unsent_bytes), t.ceiling_Bps));
-      if (next <= now)
-        pace(host, p.transfer);
-      else
-        host.schedule_wakeup(next, make_cookie(kPace, static_cast<std::uint64_t>(p.transfer)));
+      // The sender makes the next one after this one, and no sooner than this one left its
+      // queue: held back by the link, it does not then catch up faster than its ceiling.
+      const Time left_queue = now - serialization(p, link);
+      t.made = add_time(std::max(t.made, left_queue),
+                        transfer_time(std::min(packet_bytes_, t.unsent_bytes), t.ceiling_Bps));
+      pace_at(host, p.transfer, now);
     }
   } else if (p.hop == 0 && --t.unsent > 0) {  // the train's next packet stays at the front
     t.unsent_bytes -= p.bytes;

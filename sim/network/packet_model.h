@@ -53,15 +53,17 @@ class PacketModel final : public NetworkModel {
     std::int64_t unsent_bytes = 0;
     double stretch = 1;  // TransferCost: each packet is serialized this much slower
     // > 0 (TransferCost::ceiling_Bps): the sender makes its packets at this rate, one after
-    // another, and each joins the first link's queue once made: paced, not a train.
+    // another and each after the one before left its queue, and each joins the first link's
+    // queue once made: paced, not a train.
     double ceiling_Bps = 0;
     Time made = 0;  // paced: when the packet that last joined the queue was made
   };
 
   void serve(NetworkHost& host, LinkId link, Time now);
   void finish_packet(NetworkHost& host, LinkId link);
-  // The next packet of paced transfer `s` joins its first link's queue.
+  // The next packet of paced transfer `s` joins its first link's queue: now, or when made.
   void pace(NetworkHost& host, Slot s);
+  void pace_at(NetworkHost& host, Slot s, Time now);
   Time serialization(const Packet& p, LinkId link) const {
     if (p.plain) return full_packet_time_[link];
     return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);

@@ -427,6 +427,45 @@ FitTerms identifiable(const std::vector<Point>& pts, FitTerms t, std::vector<std
   return t;
 }
 
+// NCCL's point-to-point sends move at most their channels' rate (docs/nccl.md §12), which
+// the links' terms cannot describe: where that ceiling sets a size's time the size says
+// nothing of the links, and a link term fitted from such logs alone is read from their
+// largest sizes only. Whether `req` fits logs of point-to-point sends alone under "nccl",
+// with a link term allowed.
+bool p2p_logs_only(const NcclFitRequest& req) {
+  return req.algorithm == "nccl" && (req.terms.efficiency || req.terms.curve) &&
+         std::all_of(req.logs.begin(), req.logs.end(),
+                     [](const NcclTestsLog& l) { return !nccl_has_algorithms(l.op); });
+}
+
+// Before the choice: no link term can be read, though the logs reach sizes (1 MiB and up)
+// across hosts where the channels' ceiling sets the time.
+void note_p2p_unfittable(const NcclFitRequest& req, const std::vector<Point>& pts, NcclFit& fit) {
+  if (!p2p_logs_only(req) || fit.used.efficiency || fit.used.curve) return;
+  const bool network = std::any_of(fit.kinds.begin(), fit.kinds.end(), [](LinkKind k) {
+    return k == LinkKind::Ib || k == LinkKind::Roce || k == LinkKind::Ethernet;
+  });
+  const bool large =
+      std::any_of(pts.begin(), pts.end(), [](const Point& p) { return p.row->bytes >= (1 << 20); });
+  if (network && large)
+    fit.notes.push_back(fmt::format(
+        "these logs are NCCL's point-to-point sends, each striped over channels of at most {} "
+        "GB/s across hosts (docs/nccl.md §12): where that ceiling, not the links, sets a "
+        "size's time, the size says nothing of the links; all-reduce, all-gather or "
+        "reduce-scatter logs of the machine describe them",
+        nccl_published::kP2pNetChannelGBps));
+}
+
+// After the choice: a link term kept from such logs.
+void note_p2p_fitted(const NcclFitRequest& req, NcclFit& fit) {
+  if (p2p_logs_only(req) && (fit.used.efficiency || fit.used.curve))
+    fit.notes.push_back(
+        "fitted from NCCL's point-to-point sends alone: below the links' rate their channels, "
+        "not the links, set their time (docs/nccl.md §12), so only their largest sizes say what "
+        "the links carry; check the file against an all-reduce log of the machine before "
+        "using it for other collectives");
+}
+
 // Launch and latency cannot be told apart when (nearly) every size pays the same
 // number of latencies per launch: one log of one GPU count and one algorithm.
 bool latency_separable(const std::vector<Point>& pts) {
@@ -603,19 +642,7 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   if (pts.size() < 4)
     throw InputError("--nccl-tests", fmt::format("{} sizes to fit; at least 4", pts.size()));
   fit.used = identifiable(pts, req.terms, fit.notes);
-  // NCCL's point-to-point sends move at most their channels' rate (docs/nccl.md §12): where
-  // that ceiling sets a size's time, the size says nothing of the links.
-  const bool only_p2p = std::all_of(req.logs.begin(), req.logs.end(), [](const NcclTestsLog& l) {
-    return !nccl_has_algorithms(l.op);
-  });
-  if (req.algorithm == "nccl" && only_p2p && (req.terms.efficiency || req.terms.curve) &&
-      !fit.used.efficiency && !fit.used.curve)
-    fit.notes.push_back(fmt::format(
-        "these logs are NCCL's point-to-point sends, each striped over channels of at most {} "
-        "GB/s across hosts (docs/nccl.md §12): where that ceiling, not the links, sets a size's "
-        "time, the size says nothing of the links; all-reduce, all-gather or reduce-scatter "
-        "logs of the machine describe them",
-        nccl_published::kP2pNetChannelGBps));
+  note_p2p_unfittable(req, pts, fit);
   if (term_count(fit.used) == 0)
     throw InputError("--nccl-tests", "the logs determine none of the terms --terms allows: " +
                                          fmt::format("{}", fmt::join(fit.notes, "; ")));
@@ -646,6 +673,7 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "counts or protocols to split them); NCCL's per-hop latencies stay");
   }
   choose_terms(fit, pts, scenarios, model);
+  note_p2p_fitted(req, fit);
   fit.values = fit_values(select(pts, {}), fit.used, fit.nominal_Bps, model.neutral);
   fit.model = model(fit.values, fit.used);
   fit.residuals = residuals_of(&fit.model, scenarios, select(pts, {}), &fit.mape_pct);
