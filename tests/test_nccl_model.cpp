@@ -252,11 +252,19 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
     const Plan plan = make_plan(s);
     CHECK_THAT(plan_table(s, plan),
                Catch::Contains("p2p: NCCL's point-to-point sends: 33554432 bytes to each peer on "
-                               "4 channels of 20.60 GB/s (14.00 over the network), 1 to 32 "
-                               "channels by size"));
+                               "4 channels of 20.60 GB/s, 1 to 32 channels by size"));
     const nlohmann::json a2a = plan_json(s, plan)["collectives"][1]["nccl_p2p"];
     CHECK(a2a["peer_bytes"] == 131072);
     CHECK(a2a["channels"] == 2);
+    // Across hosts it gives the network's rate too.
+    const Scenario hosts = parse_scenario(
+        parse_json_text(R"({"topology": {"preset": "cluster", "nodes": 2}, "collectives": [
+          {"name": "p2p", "op": "send_recv", "algorithm": "nccl", "bytes": "64MiB"}]})",
+                        "t.json"),
+        ".");
+    CHECK_THAT(plan_table(hosts, make_plan(hosts)),
+               Catch::Contains("on 2 channels of 20.60 GB/s (14.00 over the network), 1 to 2 "
+                               "channels by size"));
   }
   // A scatter's root sends to every rank at once, as NCCL's grouped sends do, not down a
   // tree whose hops would each carry several ranks' shares at one send's ceiling.

@@ -45,16 +45,24 @@ std::string nccl_terms_table(const PlannedCollective& c) {
   return out;
 }
 
+// Whether the collective's GPUs sit on more than one host.
+bool across_hosts(const Topology& t, const PlannedCollective& c) {
+  return std::any_of(c.gpus.begin(), c.gpus.end(),
+                     [&](NodeId g) { return t.node(g).host != t.node(c.gpus.front()).host; });
+}
+
 // NCCL's point-to-point sends: how one send is striped over its channels (docs/nccl.md §12).
-std::string nccl_p2p_line(const PlannedCollective& c) {
+std::string nccl_p2p_line(const Topology& t, const PlannedCollective& c) {
   const ChannelStripe& s = c.cost->stripe;
   const int channels = s.channels(c.nccl_peer_bytes);
-  const double nvlink = s.channel_rate(LinkKind::NvLink), net = s.channel_rate(LinkKind::Ib);
+  const std::string network = across_hosts(t, c) ? fmt::format(" ({:.2f} over the network)",
+                                                               s.channel_rate(LinkKind::Ib) / 1e9)
+                                                 : "";
   return fmt::format(
-      "# {}: NCCL's point-to-point sends: {} bytes to each peer on {} channel{} of {:.2f} GB/s "
-      "({:.2f} over the network), 1 to {} channels by size\n",
-      c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s", nvlink / 1e9, net / 1e9,
-      s.max_channels);
+      "# {}: NCCL's point-to-point sends: {} bytes to each peer on {} channel{} of {:.2f} "
+      "GB/s{}, 1 to {} channels by size\n",
+      c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s",
+      s.channel_rate(LinkKind::NvLink) / 1e9, network, s.max_channels);
 }
 
 bool has_p2p_stripe(const PlannedCollective& c) {
@@ -100,7 +108,7 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
   }
   for (const auto& c : plan.collectives) {
     if (!c.nccl_options.empty()) out += nccl_terms_table(c);
-    if (has_p2p_stripe(c)) out += nccl_p2p_line(c);
+    if (has_p2p_stripe(c)) out += nccl_p2p_line(s.topology, c);
   }
   return out;
 }
