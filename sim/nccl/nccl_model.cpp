@@ -352,10 +352,11 @@ ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
   s.max_part = topo.nodes > 1 ? step : step * 32;
   // A channel inside a host moves one NVLink's worth (a thread block's copy), across the
   // network what NCCL itself counts on one.
-  for (LinkKind k : {LinkKind::NvLink, LinkKind::NvSwitch, LinkKind::Pcie})
-    s.channel_Bps[static_cast<std::size_t>(k)] = nccl_published::kNvlinkLinkGBps[arch] * 1e9;
-  for (LinkKind k : {LinkKind::Ib, LinkKind::Roce, LinkKind::Ethernet})
-    s.channel_Bps[static_cast<std::size_t>(k)] = nccl_published::kP2pNetChannelGBps * 1e9;
+  for (std::size_t k = 0; k < kLinkKindCount; ++k)
+    s.channel_Bps[k] = (hop_class(static_cast<LinkKind>(k)) == HopClass::Net
+                            ? nccl_published::kP2pNetChannelGBps
+                            : nccl_published::kNvlinkLinkGBps[arch]) *
+                       1e9;
   return s;
 }
 

@@ -42,16 +42,16 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   const std::int64_t first_bytes = std::min(packet_bytes_, bytes);
   if (cost.ceiling_Bps > 0) {  // paced: a packet joins the queue once the sender has made it
     transfers_[s].made = add_time(ready, transfer_time(first_bytes, cost.ceiling_Bps));
-    return pace_at(host, s, host.now());
+    return pace_at(host, s);
   }
   links_[first].queue.push_back(packet(s, first_bytes, ready));
   serve(host, first, host.now());
 }
 
 // Paced transfer `s`'s next packet joins its first link's queue when made (Transfer::made).
-void PacketModel::pace_at(NetworkHost& host, Slot s, Time now) {
+void PacketModel::pace_at(NetworkHost& host, Slot s) {
   const Time made = transfers_[s].made;
-  if (made <= now) return pace(host, s);
+  if (made <= host.now()) return pace(host, s);
   host.schedule_wakeup(made, make_cookie(kPace, static_cast<std::uint64_t>(s)));
 }
 
@@ -107,7 +107,7 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
       const Time left_queue = now - serialization(p, link);
       t.made = add_time(std::max(t.made, left_queue),
                         transfer_time(std::min(packet_bytes_, t.unsent_bytes), t.ceiling_Bps));
-      pace_at(host, p.transfer, now);
+      pace_at(host, p.transfer);
     }
   } else if (p.hop == 0 && --t.unsent > 0) {  // the train's next packet stays at the front
     t.unsent_bytes -= p.bytes;

@@ -63,7 +63,7 @@ class PacketModel final : public NetworkModel {
   void finish_packet(NetworkHost& host, LinkId link);
   // The next packet of paced transfer `s` joins its first link's queue: now, or when made.
   void pace(NetworkHost& host, Slot s);
-  void pace_at(NetworkHost& host, Slot s, Time now);
+  void pace_at(NetworkHost& host, Slot s);
   Time serialization(const Packet& p, LinkId link) const {
     if (p.plain) return full_packet_time_[link];
     return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);

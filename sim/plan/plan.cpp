@@ -189,11 +189,10 @@ class Tuner {
     double run_us = 0;
     std::int64_t least_at = 0, peer_bytes = 0;
     if (!nccl_has_algorithms(spec.shape.op)) {
-      // NCCL runs these as grouped point-to-point sends, on the Simple protocol, each send
-      // striped over the channels its size gets (a peer's share of the buffer but for
-      // send/recv, whose peer gets all of it).
-      // Straight from each rank to each peer, as NCCL's grouped sends go (a scatter's root
-      // to every rank at once, not down a tree).
+      // NCCL runs these as grouped point-to-point sends on the Simple protocol, straight from
+      // each rank to each peer (a scatter's root to every rank at once, not down a tree), each
+      // send striped over the channels its size gets: a peer's share of the buffer, but for
+      // send/recv, whose peer gets all of it.
       s.algorithm = find_algorithm(spec.shape.op, "direct") ? "direct"
                                                             : algorithms_for(spec.shape.op).front();
       s.protocol = "Simple";

@@ -442,9 +442,8 @@ bool p2p_logs_only(const NcclFitRequest& req) {
 // across hosts where the channels' ceiling sets the time.
 void note_p2p_unfittable(const NcclFitRequest& req, const std::vector<Point>& pts, NcclFit& fit) {
   if (!p2p_logs_only(req) || fit.used.efficiency || fit.used.curve) return;
-  const bool network = std::any_of(fit.kinds.begin(), fit.kinds.end(), [](LinkKind k) {
-    return k == LinkKind::Ib || k == LinkKind::Roce || k == LinkKind::Ethernet;
-  });
+  const bool network = std::any_of(fit.kinds.begin(), fit.kinds.end(),
+                                   [](LinkKind k) { return hop_class(k) == HopClass::Net; });
   const bool large =
       std::any_of(pts.begin(), pts.end(), [](const Point& p) { return p.row->bytes >= (1 << 20); });
   if (network && large)
