@@ -227,8 +227,18 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
   CHECK(two.channels(1LL << 30) == 2);
   CHECK(cluster_stripe(10).channels(1LL << 30) == 1);
 
-  // Simulated: send/recv on a DGX H100 moves 4 channels' worth (82.4 GB/s) up to 64 MiB, and
-  // twice the channels for twice the bytes takes the same time until NVLink is full.
+  // A send ends with its last chunk copied out of the receiver's buffer: a 512 KiB chunk at
+  // a channel's rate inside the host, 128 KiB at the network's across hosts, or the whole
+  // part where it is smaller (64 KiB on one channel).
+  const auto us = [](Time t) { return to_seconds(t) * 1e6; };
+  CHECK(us(one.fill(32 << 20, LinkKind::NvSwitch)) == Approx((512 << 10) / 20.6e3));
+  CHECK(us(one.fill(64 << 10, LinkKind::NvSwitch)) == Approx((64 << 10) / 20.6e3));
+  CHECK(us(two.fill(1 << 30, LinkKind::Ib)) == Approx((128 << 10) / 14e3));
+  CHECK(one.fill(0, LinkKind::NvSwitch) == 0);
+
+  // Simulated: send/recv on a DGX H100 moves 4 channels' worth (82.4 GB/s) up to 64 MiB, then
+  // copies the last 512 KiB chunk out, and twice the channels for twice the bytes takes the
+  // same time until NVLink is full.
   const auto seconds = [&one](const std::string& bytes) {
     const nlohmann::json doc = {
         {"topology", "dgx-h100"},
@@ -239,7 +249,7 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
           "nccl: p2p/Simple/" + std::to_string(one.channels(*parse_size(bytes))) + "ch");
     return r.outcomes[0].time_s;
   };
-  CHECK(seconds("32MiB") == Approx((32 << 20) / 82.4e9).epsilon(0.03));
+  CHECK(seconds("32MiB") == Approx((32 << 20) / 82.4e9 + (512 << 10) / 20.6e9).epsilon(0.03));
   CHECK(seconds("128MiB") == Approx(seconds("64MiB")).epsilon(0.01));
   // 1 GiB on 32 channels (659 GB/s) is NVLink's to limit: 18 x 20.6 GB/s at most.
   CHECK(seconds("1GiB") > (1 << 30) / (18 * 20.6e9));
@@ -252,10 +262,13 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
     const Plan plan = make_plan(s);
     CHECK_THAT(plan_table(s, plan),
                Catch::Contains("p2p: NCCL's point-to-point sends: 33554432 bytes to each peer on "
-                               "4 channels of 20.60 GB/s, 1 to 32 channels by size"));
+                               "4 channels of 20.60 GB/s, 1 to 32 channels by size; each ends with "
+                               "its last chunk (at most 512 KiB) copied out of the receiver's "
+                               "buffer: 25.45 us"));
     const nlohmann::json a2a = plan_json(s, plan)["collectives"][1]["nccl_p2p"];
     CHECK(a2a["peer_bytes"] == 131072);
     CHECK(a2a["channels"] == 2);
+    CHECK(a2a["fill_us"] == Approx((64 << 10) / 20.6e3));  // a part of 64 KiB, under a chunk
     // Across hosts it gives the network's rate too.
     const Scenario hosts = parse_scenario(
         parse_json_text(R"({"topology": {"preset": "cluster", "nodes": 2}, "collectives": [

@@ -90,6 +90,14 @@ int ChannelStripe::channels(std::int64_t bytes) const {
   return n;
 }
 
+Time ChannelStripe::fill(std::int64_t bytes, LinkKind slowest) const {
+  const auto k = static_cast<std::size_t>(slowest);
+  if (bytes <= 0 || chunk_bytes[k] <= 0 || channel_Bps[k] <= 0) return 0;
+  const int n = channels(bytes);
+  const std::int64_t part = (bytes + n - 1) / n;
+  return transfer_time(std::min(chunk_bytes[k], part), channel_Bps[k]);
+}
+
 // Stated terms at their neutral values still change what NCCL's model charges.
 bool CostModel::trivial() const {
   return !latency_replaces_alpha && !stated.any() && launch == 0 && host_issue == 0 &&
@@ -104,6 +112,7 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
   // Both bottlenecks over the same links: the model divides by the nominal one, so
   // stretching the bytes by nominal/effective makes it divide by the effective one.
   double nominal = INFINITY, effective = INFINITY, channel = INFINITY;
+  LinkKind channel_kind = LinkKind::NvLink;  // the kind whose channel rate is the least
   TransferCost cost;
   cost.replaces_alpha = model.latency_replaces_alpha;
   for (LinkId id : route) {
@@ -113,13 +122,19 @@ TransferCost transfer_cost(const CostModel& model, const Topology& topology,
     nominal = std::min(nominal, l.bandwidth);
     effective = std::min(effective, rate);
     cost.latency = std::max(cost.latency, k.latency);
-    if (const double c = model.stripe.channel_rate(l.kind); c > 0) channel = std::min(channel, c);
+    if (const double c = model.stripe.channel_rate(l.kind); c > 0 && c < channel) {
+      channel = c;
+      channel_kind = l.kind;
+    }
   }
   if (reduce) effective = std::min(effective, reduce->at(bytes));
   if (!memory && !model.host_memory.empty()) memory = &model.host_memory;
   if (memory) cost.memory_Bps = memory->at(bytes);
   if (std::isfinite(nominal) && effective > 0) cost.stretch = nominal / effective;
-  if (std::isfinite(channel)) cost.ceiling_Bps = model.stripe.channels(bytes) * channel;
+  if (std::isfinite(channel)) {
+    cost.ceiling_Bps = model.stripe.channels(bytes) * channel;
+    cost.latency = add_time(cost.latency, model.stripe.fill(bytes, channel_kind));
+  }
   return cost;
 }
 

@@ -77,14 +77,22 @@ struct StatedTerms {
 // part is over max_part, up to max_channels. A channel moves at most channel_Bps[kind] over a
 // link of each kind, the least of them on its route, so the transfer moves at most
 // channels(n) times that. Unset (every rate 0): no ceiling.
+//
+// A channel moves its part in chunks through a buffer at the receiver, which the
+// receiver's thread block copies out (NCCL's point-to-point FIFO): the last chunk is copied
+// out after it lands, one chunk (or the whole part, if smaller) at the channel's rate more
+// than the bytes take on the wire (fill). chunk_bytes[kind] 0: no such stage.
 struct ChannelStripe {
   std::array<double, kLinkKindCount> channel_Bps{};
+  std::array<std::int64_t, kLinkKindCount> chunk_bytes{};
   int min_channels = 1, max_channels = 1;
   std::int64_t min_part = 1, max_part = 1;
 
   bool empty() const;
   int channels(std::int64_t bytes) const;
   double channel_rate(LinkKind k) const { return channel_Bps[static_cast<std::size_t>(k)]; }
+  // The copy-out of a send's last chunk, where `slowest` is the kind that sets its rate.
+  Time fill(std::int64_t bytes, LinkKind slowest) const;
 };
 
 struct CostModel {

@@ -55,14 +55,21 @@ bool across_hosts(const Topology& t, const PlannedCollective& c) {
 std::string nccl_p2p_line(const Topology& t, const PlannedCollective& c) {
   const ChannelStripe& s = c.cost->stripe;
   const int channels = s.channels(c.nccl_peer_bytes);
-  const std::string network = across_hosts(t, c) ? fmt::format(" ({:.2f} over the network)",
-                                                               s.channel_rate(LinkKind::Ib) / 1e9)
-                                                 : "";
+  const bool network = across_hosts(t, c);
+  const auto fill_us = [&](LinkKind k) { return to_seconds(s.fill(c.nccl_peer_bytes, k)) * 1e6; };
   return fmt::format(
       "# {}: NCCL's point-to-point sends: {} bytes to each peer on {} channel{} of {:.2f} "
-      "GB/s{}, 1 to {} channels by size\n",
+      "GB/s{}, 1 to {} channels by size; each ends with its last chunk (at most {} KiB{}) "
+      "copied out of the receiver's buffer: {:.2f} us{}\n",
       c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s",
-      s.channel_rate(LinkKind::NvLink) / 1e9, network, s.max_channels);
+      s.channel_rate(LinkKind::NvLink) / 1e9,
+      network ? fmt::format(" ({:.2f} over the network)", s.channel_rate(LinkKind::Ib) / 1e9) : "",
+      s.max_channels, s.chunk_bytes[static_cast<std::size_t>(LinkKind::NvLink)] >> 10,
+      network ? fmt::format("; {} over the network",
+                            s.chunk_bytes[static_cast<std::size_t>(LinkKind::Ib)] >> 10)
+              : "",
+      fill_us(LinkKind::NvLink),
+      network ? fmt::format(" ({:.2f} over the network)", fill_us(LinkKind::Ib)) : "");
 }
 
 bool has_p2p_stripe(const PlannedCollective& c) {
@@ -140,11 +147,14 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
       j["nccl_floor_from_bytes"] = c.nccl_least_at;
     if (has_p2p_stripe(c)) {
       const ChannelStripe& st = c.cost->stripe;
-      j["nccl_p2p"] = {{"peer_bytes", c.nccl_peer_bytes},
-                       {"channels", st.channels(c.nccl_peer_bytes)},
-                       {"channel_GBps", st.channel_rate(LinkKind::NvLink) / 1e9},
-                       {"network_channel_GBps", st.channel_rate(LinkKind::Ib) / 1e9},
-                       {"max_channels", st.max_channels}};
+      j["nccl_p2p"] = {
+          {"peer_bytes", c.nccl_peer_bytes},
+          {"channels", st.channels(c.nccl_peer_bytes)},
+          {"channel_GBps", st.channel_rate(LinkKind::NvLink) / 1e9},
+          {"network_channel_GBps", st.channel_rate(LinkKind::Ib) / 1e9},
+          {"fill_us", to_seconds(st.fill(c.nccl_peer_bytes, LinkKind::NvLink)) * 1e6},
+          {"network_fill_us", to_seconds(st.fill(c.nccl_peer_bytes, LinkKind::Ib)) * 1e6},
+          {"max_channels", st.max_channels}};
     }
     cols.push_back(std::move(j));
   }
