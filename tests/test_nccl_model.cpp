@@ -14,10 +14,12 @@
 #include "helpers.h"
 #include "nccl/nccl_model.h"
 #include "nccl/protocol.h"
+#include "network/cost_model.h"
 #include "plan/plan_report.h"
 #include "schedule/algorithms.h"
 #include "simulate/simulated_plan.h"
 #include "topology/presets.h"
+#include "topology/routing.h"
 #include "topology/topology_json.h"
 
 using namespace collsim;
@@ -227,14 +229,32 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
   CHECK(two.channels(1LL << 30) == 2);
   CHECK(cluster_stripe(10).channels(1LL << 30) == 1);
 
-  // A send ends with its last chunk copied out of the receiver's buffer: a 512 KiB chunk at
-  // a channel's rate inside the host, 128 KiB at the network's across hosts, or the whole
-  // part where it is smaller (64 KiB on one channel).
+  // A send ends with its last chunk copied out of the receiver's buffer, at the channel's
+  // rate: the communicator's chunk (512 KiB on one all-NVLink node, 128 KiB for every send,
+  // NVLink ones too, once it spans hosts), or the whole part where it is smaller; over the
+  // network a quarter chunk for parts under one, a half under eight.
   const auto us = [](Time t) { return to_seconds(t) * 1e6; };
   CHECK(us(one.fill(32 << 20, LinkKind::NvSwitch)) == Approx((512 << 10) / 20.6e3));
   CHECK(us(one.fill(64 << 10, LinkKind::NvSwitch)) == Approx((64 << 10) / 20.6e3));
-  CHECK(us(two.fill(1 << 30, LinkKind::Ib)) == Approx((128 << 10) / 14e3));
   CHECK(one.fill(0, LinkKind::NvSwitch) == 0);
+  CHECK(us(two.fill(1 << 30, LinkKind::NvSwitch)) == Approx((128 << 10) / 20.6e3));
+  CHECK(us(two.fill(1 << 30, LinkKind::Ib)) == Approx((128 << 10) / 14e3));
+  CHECK(us(two.fill(512 << 10, LinkKind::Ib)) == Approx((64 << 10) / 14e3));  // 2 x 256 KiB
+  CHECK(us(two.fill(64 << 10, LinkKind::Ib)) == Approx((32 << 10) / 14e3));   // 1 x 64 KiB
+  {  // A transfer's cost takes the fill of the kind that sets its channel's rate
+    ClusterParams p;
+    p.nodes = 2;
+    const Topology t = make_cluster_topology(p);
+    Router router(t);
+    CostModel model;
+    model.stripe = two;
+    const auto latency_us = [&](int from, int to) {
+      const PathId path = router.route(t.gpu_of_rank(from), t.gpu_of_rank(to));
+      return us(transfer_cost(model, t, router.links(path), 1 << 30, nullptr).latency);
+    };
+    CHECK(latency_us(0, 8) == Approx((128 << 10) / 14e3));    // across hosts: the network's
+    CHECK(latency_us(0, 1) == Approx((128 << 10) / 20.6e3));  // inside a host: a channel's
+  }
 
   // Simulated: send/recv on a DGX H100 moves 4 channels' worth (82.4 GB/s) up to 64 MiB, then
   // copies the last 512 KiB chunk out, and twice the channels for twice the bytes takes the
@@ -250,6 +270,9 @@ TEST_CASE("NCCL stripes a point-to-point send over the channels its size gets", 
     return r.outcomes[0].time_s;
   };
   CHECK(seconds("32MiB") == Approx((32 << 20) / 82.4e9 + (512 << 10) / 20.6e9).epsilon(0.03));
+  // 1 and 2 MiB on 4 channels: parts of 256 and 512 KiB, each copied out whole at the end.
+  CHECK(seconds("2MiB") - seconds("1MiB") ==
+        Approx((1 << 20) / 82.4e9 + (256 << 10) / 20.6e9).epsilon(0.02));
   CHECK(seconds("128MiB") == Approx(seconds("64MiB")).epsilon(0.01));
   // 1 GiB on 32 channels (659 GB/s) is NVLink's to limit: 18 x 20.6 GB/s at most.
   CHECK(seconds("1GiB") > (1 << 30) / (18 * 20.6e9));

@@ -352,15 +352,14 @@ ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
   s.max_part = topo.nodes > 1 ? step : step * 32;
   // A channel inside a host moves one NVLink's worth (a thread block's copy), across the
   // network what NCCL itself counts on one.
-  // Its chunks: P2P_NET_CHUNKSIZE over the network, P2P_NVL_CHUNKSIZE or P2P_PCI_CHUNKSIZE
-  // inside a host.
+  // Its chunk is the communicator's (`step`, every send's), smaller over the network for
+  // small parts.
+  s.chunk_bytes = step;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const bool net = hop_class(static_cast<LinkKind>(k)) == HopClass::Net;
     s.channel_Bps[k] =
         (net ? nccl_published::kP2pNetChannelGBps : nccl_published::kNvlinkLinkGBps[arch]) * 1e9;
-    s.chunk_bytes[k] = net           ? nccl_published::kP2pNetChunkBytes
-                       : topo.nvlink ? nccl_published::kP2pNvlChunkBytes
-                                     : nccl_published::kP2pPciChunkBytes;
+    s.smaller_chunks[k] = net;
   }
   return s;
 }

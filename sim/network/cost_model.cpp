@@ -92,10 +92,12 @@ int ChannelStripe::channels(std::int64_t bytes) const {
 
 Time ChannelStripe::fill(std::int64_t bytes, LinkKind slowest) const {
   const auto k = static_cast<std::size_t>(slowest);
-  if (bytes <= 0 || chunk_bytes[k] <= 0 || channel_Bps[k] <= 0) return 0;
+  if (bytes <= 0 || chunk_bytes <= 0 || channel_Bps[k] <= 0) return 0;
   const int n = channels(bytes);
   const std::int64_t part = (bytes + n - 1) / n;
-  return transfer_time(std::min(chunk_bytes[k], part), channel_Bps[k]);
+  std::int64_t chunk = chunk_bytes;
+  if (smaller_chunks[k]) chunk /= part < chunk_bytes ? 4 : part < 8 * chunk_bytes ? 2 : 1;
+  return transfer_time(std::min(chunk, part), channel_Bps[k]);
 }
 
 // Stated terms at their neutral values still change what NCCL's model charges.

@@ -81,10 +81,13 @@ struct StatedTerms {
 // A channel moves its part in chunks through a buffer at the receiver, which the
 // receiver's thread block copies out (NCCL's point-to-point FIFO): the last chunk is copied
 // out after it lands, one chunk (or the whole part, if smaller) at the channel's rate more
-// than the bytes take on the wire (fill). chunk_bytes[kind] 0: no such stage.
+// than the bytes take on the wire (fill). chunk_bytes 0: no such stage. Over a kind with
+// smaller_chunks set (the network), a part under one chunk goes in quarter chunks, under
+// eight in half chunks (NCCL's addP2pToPlan).
 struct ChannelStripe {
   std::array<double, kLinkKindCount> channel_Bps{};
-  std::array<std::int64_t, kLinkKindCount> chunk_bytes{};
+  std::array<bool, kLinkKindCount> smaller_chunks{};
+  std::int64_t chunk_bytes = 0;
   int min_channels = 1, max_channels = 1;
   std::int64_t min_part = 1, max_part = 1;
 

@@ -59,16 +59,12 @@ std::string nccl_p2p_line(const Topology& t, const PlannedCollective& c) {
   const auto fill_us = [&](LinkKind k) { return to_seconds(s.fill(c.nccl_peer_bytes, k)) * 1e6; };
   return fmt::format(
       "# {}: NCCL's point-to-point sends: {} bytes to each peer on {} channel{} of {:.2f} "
-      "GB/s{}, 1 to {} channels by size; each ends with its last chunk (at most {} KiB{}) "
+      "GB/s{}, 1 to {} channels by size; each ends with its last chunk (at most {} KiB) "
       "copied out of the receiver's buffer: {:.2f} us{}\n",
       c.spec.name, c.nccl_peer_bytes, channels, channels == 1 ? "" : "s",
       s.channel_rate(LinkKind::NvLink) / 1e9,
       network ? fmt::format(" ({:.2f} over the network)", s.channel_rate(LinkKind::Ib) / 1e9) : "",
-      s.max_channels, s.chunk_bytes[static_cast<std::size_t>(LinkKind::NvLink)] >> 10,
-      network ? fmt::format("; {} over the network",
-                            s.chunk_bytes[static_cast<std::size_t>(LinkKind::Ib)] >> 10)
-              : "",
-      fill_us(LinkKind::NvLink),
+      s.max_channels, s.chunk_bytes >> 10, fill_us(LinkKind::NvLink),
       network ? fmt::format(" ({:.2f} over the network)", fill_us(LinkKind::Ib)) : "");
 }
 
