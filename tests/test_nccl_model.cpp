@@ -844,3 +844,44 @@ TEST_CASE("NVLSTree's chunk steps at NCCL's thresholds: 4 and 1 loops of channel
     CHECK(chunk(8 * MiB - 4, nodes) == 32 * KiB);
   }
 }
+
+TEST_CASE("NCCL counts a host as NVLink only where every GPU reaches every other over it",
+          "[nccl]") {
+  // Four A100s on a PCIe switch, NVLink-bridged in pairs (0-1, 2-3): NCCL's intra paths are
+  // PCIe there (ncclTopoPathAllNVLink), so no LL128 and 128 KiB point-to-point chunks; with
+  // a bridge 1-2 as well, every GPU reaches every other over NVLink (through a GPU).
+  const auto topo = [](bool chain) {
+    nlohmann::json nodes = nlohmann::json::array({{{"name", "pcie"}, {"kind", "switch"}}});
+    nlohmann::json links = nlohmann::json::array();
+    for (int g = 0; g < 4; ++g) {
+      const std::string name = "g" + std::to_string(g);
+      nodes.push_back({{"name", name}, {"kind", "gpu"}, {"host", 0}});
+      links.push_back({{"src", name}, {"dst", "pcie"}, {"bandwidth", "32GB/s"}, {"kind", "pcie"}});
+    }
+    const auto bridge = [&](const char* a, const char* b) {
+      links.push_back({{"src", a}, {"dst", b}, {"bandwidth", "100GB/s"}, {"kind", "nvlink"}});
+    };
+    bridge("g0", "g1");
+    bridge("g2", "g3");
+    if (chain) bridge("g1", "g2");
+    return nlohmann::json{{"gpu", "a100"}, {"nodes", nodes}, {"links", links}};
+  };
+  const auto run = [&](bool chain, const char* bytes) {
+    const nlohmann::json doc = {
+        {"topology", topo(chain)},
+        {"collectives",
+         {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
+    const Scenario s = parse_scenario(doc, ".");
+    std::vector<int> ranks(4);
+    std::iota(ranks.begin(), ranks.end(), 0);
+    return std::make_pair(nccl_topo(s.topology, ranks), run_scenario(s).labels[0]);
+  };
+  const auto [pairs, pairs_label] = run(false, "4MiB");
+  CHECK_FALSE(pairs.nvlink);
+  CHECK(pairs.intra_GBps == Approx(32));  // the ring's PCIe, not the bridges
+  CHECK(nccl_p2p_stripe(pairs).chunk_bytes == (128 << 10));
+  CHECK_THAT(pairs_label, !Catch::Contains("LL128"));
+  const auto [chained, chained_label] = run(true, "4MiB");
+  CHECK(chained.nvlink);
+  CHECK(nccl_p2p_stripe(chained).chunk_bytes == (512 << 10));
+}

@@ -231,6 +231,29 @@ class Model {
   double channels_;
 };
 
+// NCCL's ncclTopoPathAllNVLink: whether the GPU reaches every other GPU of its host over
+// NVLink alone (through NVSwitches or other GPUs' NVLinks), not over PCIe. A PCIe server with
+// NVLink bridges between pairs is not all-NVLink: NCCL's intra paths there are PCIe (its
+// PCIe latencies, 128 KiB point-to-point chunks, no LL128).
+bool reaches_host_over_nvlink(const Topology& t, NodeId gpu) {
+  std::vector<char> reached(t.nodes().size(), 0);
+  reached[static_cast<std::size_t>(gpu)] = 1;
+  for (bool grew = true; grew;) {  // a few passes: NVLink paths are a hop or two
+    grew = false;
+    for (const Link& l : t.links())
+      if (hop_class(l.kind) == HopClass::NvLink && reached[static_cast<std::size_t>(l.src)] &&
+          !reached[static_cast<std::size_t>(l.dst)]) {
+        reached[static_cast<std::size_t>(l.dst)] = 1;
+        grew = true;
+      }
+  }
+  const int host = t.node(gpu).host;
+  for (std::size_t n = 0; n < t.nodes().size(); ++n)
+    if (t.nodes()[n].kind == NodeKind::Gpu && t.nodes()[n].host == host && !reached[n])
+      return false;
+  return true;
+}
+
 }  // namespace
 
 NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
@@ -242,7 +265,7 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   out.per_node = std::max(1, out.ranks / out.nodes);
   const NodeId gpu = t.gpu_of_rank(ranks.front());
   const double nvlink = gpu_nvlink_bandwidth(t, gpu);
-  out.nvlink = nvlink > 0;
+  out.nvlink = nvlink > 0 && reaches_host_over_nvlink(t, gpu);
   double pcie = 0;
   for (const Link& l : t.links())
     if (l.src == gpu && l.kind == LinkKind::Pcie) pcie = std::max(pcie, l.bandwidth);
