@@ -139,7 +139,8 @@ TEST_CASE("nccl-tests parser names file and line of what it cannot read", "[nccl
   CHECK_THAT(nccl_tests_test::parse_error(
                  nccl_tests_test::kHeader +
                  "        1024           256     float     sum      -1    37.38\n"),
-             Catch::Contains("bad.txt:3") && Catch::Contains("9 or 13 fields") &&
+             Catch::Contains("bad.txt:3") &&
+                 Catch::Contains("out of place and optionally in place") &&
                  Catch::Contains("got 6 fields"));
   CHECK_THAT(
       nccl_tests_test::parse_error(nccl_tests_test::kHeader +
@@ -150,7 +151,7 @@ TEST_CASE("nccl-tests parser names file and line of what it cannot read", "[nccl
              Catch::Contains("bad.txt:3") && Catch::Contains("out-of-place time (us)"));
   CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
                                           "  1024  256  float  sum  -1  1.0  0.03  0.05  x\n"),
-             Catch::Contains("#wrong as a count or N/A"));
+             Catch::Contains("#wrong as a count, an error or N/A"));
   CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + row),
              Catch::Contains("bad.txt:4") && Catch::Contains("sizes must increase") &&
                  Catch::Contains("line 3"));
@@ -873,4 +874,105 @@ TEST_CASE("calibrate says what point-to-point logs alone tell of the links", "[n
     return n.get<std::string>().starts_with("fitted from NCCL's point-to-point sends alone");
   }));
   CHECK(doc["links"].contains("nvlink"));
+}
+
+TEST_CASE("nccl-tests logs as launchers and old nccl-tests print them", "[nccl-tests]") {
+  // Old nccl-tests: no root column (all-reduce), no reduction either (all-to-all), a root and
+  // no reduction (broadcast); the error column a magnitude, not a count of wrong elements.
+  const NcclTestsLog old_ar = parse_nccl_tests_log(
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor)\n"
+      "  8  2  float  sum  30.5  0.00  0.00  1e-07  30.1  0.00  0.00  0e+00\n"
+      "  16  4  float  sum  31.0  0.00  0.00  2e+00  30.9  0.00  0.00  0e+00\n",
+      "old_all_reduce.txt", std::nullopt, 4);
+  REQUIRE(old_ar.rows.size() == 2);
+  CHECK(old_ar.rows[1].out_of_place.time_us == 31.0);
+  CHECK(old_ar.rows[1].in_place->time_us == 30.9);
+  CHECK(old_ar.rows[1].redop == "sum");
+  CHECK(old_ar.rows[1].root == -1);
+  CHECK(old_ar.rows[1].wrong() == 0);  // an error of 2: a magnitude, not a count
+  const NcclTestsLog old_a2a = parse_nccl_tests_log(
+      "  1048576  16384  float  800.0  1.31  1.15  0e+00  801.0  1.31  1.15  0e+00\n",
+      "old_alltoall.txt", std::nullopt, 8);
+  CHECK(old_a2a.op == CollectiveOp::AllToAll);
+  CHECK(old_a2a.rows[0].out_of_place.time_us == 800.0);
+  CHECK(old_a2a.rows[0].redop == "none");
+  const NcclTestsLog old_bcast =
+      parse_nccl_tests_log("  1024  256  float  0  40.0  0.03  0.03  N/A  39.0  0.03  0.03  N/A\n",
+                           "broadcast.txt", std::nullopt, 2);
+  CHECK(old_bcast.rows[0].root == 0);
+  CHECK(old_bcast.rows[0].out_of_place.time_us == 40.0);
+
+  // Open MPI's --tag-output, srun --label and rank tags, even where two ranks' output met
+  // inside a row; a binary built with MPI=1 (all_reduce_perf_mpi).
+  const std::string row = "  1024  256  float  sum  -1  37.0  0.03  0.05  0  36.0  0.03  0.05  0";
+  for (const std::string& marked :
+       {"[1,0]<stdout>:# Collective test starting: all_reduce_perf_mpi\n[1,0]<stdout>:" + row,
+        " 0: # Collective test starting: all_reduce_perf\n 0: " + row,
+        std::string("[0] # Collective test starting: all_reduce_perf\n[0]  1024  256  float  sum  "
+                    "-1[0]  37.0  0.03  0.05  0[0]  36.0  0.03  0.05  0")}) {
+    INFO(marked);
+    const NcclTestsLog log = parse_nccl_tests_log(marked + "\n", "x.txt", std::nullopt, 4);
+    CHECK(log.op_source == "the log's header");
+    REQUIRE(log.rows.size() == 1);
+    CHECK(log.rows[0].out_of_place.time_us == 37.0);
+    CHECK(log.rows[0].in_place->time_us == 36.0);
+  }
+  // A bracketed device name in a Rank line is not a rank tag.
+  CHECK(parse_nccl_tests_log("#  Rank  0 Pid 1 on host device  0 [0x1a] Tesla V100\n"
+                             "#  Rank  1 Pid 1 on host device  1 [0000:02:00] Tesla V100\n" +
+                                 row + "\n",
+                             "all_reduce.txt")
+            .ranks == 2);
+}
+
+TEST_CASE(
+    "nccl-tests: sizes that failed the check, zero-byte rows and a GPU count from "
+    "small bandwidths are said",
+    "[nccl-tests]") {
+  // busbw / algbw at two decimals: 1.00 (all-reduce on 2 GPUs), 1.50 (4) from bandwidths
+  // under 1 GB/s; 1.94 / 1.00 bounds K only to 26..40, so it is not taken for a count.
+  const auto ranks_of = [](const std::string& algbw, const std::string& busbw) {
+    const NcclTestsLog log = parse_nccl_tests_log(
+        "  65536  16384  float  sum  -1  100.0  " + algbw + "  " + busbw + "  0\n",
+        "all_reduce.txt", std::nullopt, 0, 16);
+    return std::make_pair(log.ranks, log.ranks_source);
+  };
+  CHECK(ranks_of("0.65", "0.65").first == 2);
+  CHECK(ranks_of("0.96", "1.44").first == 4);
+  const auto [k, from] = ranks_of("1.00", "1.94");
+  CHECK(k == 16);
+  CHECK_THAT(from, Catch::Contains("the compared collective"));
+
+  const std::string log_text =
+      "# Collective test starting: reduce_scatter_perf\n"
+      "#  Rank  0..3 Group 0\n"
+      "        0          0     float     sum      -1     5.0    0.00    0.00      0     "
+      "5.0    0.00    0.00      0\n"
+      "     1024         64     float     sum      -1    20.0    0.05    0.04      0    "
+      "20.0    0.05    0.04      0\n"
+      "     2048        128     float     sum      -1    21.0    0.10    0.07     17    "
+      "21.0    0.10    0.07      0\n"
+      "     4096        256     float     sum      -1    22.0    0.19    0.14      0    "
+      "22.0    0.19    0.14      0\n";
+  const NcclTestsLog log = parse_nccl_tests_log(log_text, "rs.txt");
+  CHECK(log.rows[2].wrong() == 17);
+  const Scenario s = parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s"},
+          "collectives": [{"name": "rs", "op": "reduce_scatter", "bytes": "1KiB"}]})"),
+      ".");
+  const NcclComparison c =
+      compare_nccl_log(s, s.collectives[0], log, 0, std::numeric_limits<std::int64_t>::max());
+  REQUIRE(c.rows.size() == 3);
+  CHECK(c.zero_byte_rows == 1);
+  CHECK(c.rows[1].wrong == 17);
+  CHECK(c.steady_sizes == 2);
+  CHECK(c.steady_mape_pct ==
+        Approx((std::fabs(c.rows[0].error_pct) + std::fabs(c.rows[2].error_pct)) / 2));
+  const std::string table = nccl_comparison_table(c);
+  CHECK_THAT(table, Catch::Contains("[failed nccl-tests' check: 17 wrong]") &&
+                        Catch::Contains("1 failed the check") &&
+                        Catch::Contains("1 zero-byte row left out"));
+  const nlohmann::json doc = nccl_comparison_json(c);
+  CHECK(doc["rows"][1]["wrong"] == 17);
+  CHECK(doc["zero_byte_rows_left_out"] == 1);
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -127,12 +128,16 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   for (const NcclTestsRow& row : log.rows) {
     if (row.bytes < min_bytes || row.bytes > max_bytes) continue;
     const CollectiveSpec c = sized_like(base, row);
-    if (c.bytes == 0 || row.out_of_place.time_us <= 0) continue;  // nothing to time
+    if (c.bytes == 0 || row.out_of_place.time_us <= 0) {  // nothing to time
+      ++out.zero_byte_rows;
+      continue;
+    }
     const SizedRun run = simulate_alone(launched, c);
     const double measured = row.out_of_place.time_us * 1e-6;
     out.rows.push_back({row.bytes, run.time_s, measured, (run.time_s - measured) / measured * 100,
                         run.busbw_Bps / 1e9, row.out_of_place.busbw_GBps, run.plan, run.held_by,
-                        row.in_place ? row.in_place->time_us * 1e-6 : 0, row.disturbed()});
+                        row.in_place ? row.in_place->time_us * 1e-6 : 0, row.disturbed(),
+                        row.wrong()});
   }
   if (out.rows.empty())
     throw InputError("--sizes", fmt::format("no size of {} in the range asked for", log.file));
@@ -145,7 +150,8 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
     if (e.sizes) out.ranges.push_back(e);
   }
   out.steady_mape_pct = mape_where(
-      out.rows, [](const NcclCompareRow& r) { return !r.disturbed; }, &out.steady_sizes);
+      out.rows, [](const NcclCompareRow& r) { return !r.disturbed && r.wrong == 0; },
+      &out.steady_sizes);
   return out;
 }
 
@@ -171,21 +177,30 @@ std::string nccl_comparison_table(const NcclComparison& c) {
                      "measured us", "error", "sim busbw", "meas busbw", "simulated");
   for (const auto& r : c.rows)
     out += fmt::format(
-        "  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}  {}{}\n", r.bytes,
+        "  {:>12} {:>14.2f} {:>14.2f} {:>8.1f}% {:>12.2f} {:>12.2f}  {}{}{}\n", r.bytes,
         r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
         r.measured_busbw_GBps, r.plan,
-        r.disturbed ? fmt::format(" [disturbed: in place {:.2f} us]", r.in_place_s * 1e6) : "");
+        r.disturbed ? fmt::format(" [disturbed: in place {:.2f} us]", r.in_place_s * 1e6) : "",
+        r.wrong > 0 ? fmt::format(" [failed nccl-tests' check: {} wrong]", r.wrong) : "");
   out += fmt::format("# MAPE {:.1f}% over {} sizes ({} to {}), out-of-place times\n", c.mape_pct,
                      c.rows.size(), format_bytes(c.rows.front().bytes),
                      format_bytes(c.rows.back().bytes));
   for (const auto& e : c.ranges)
     out += fmt::format("#   {}: {:.1f}% ({} sizes)\n", e.label, e.mape_pct, e.sizes);
+  const auto disturbed = std::count_if(c.rows.begin(), c.rows.end(),
+                                       [](const NcclCompareRow& r) { return r.disturbed; });
+  const auto failed = std::count_if(c.rows.begin(), c.rows.end(),
+                                    [](const NcclCompareRow& r) { return r.wrong > 0; });
   if (c.steady_sizes < static_cast<int>(c.rows.size()))
     out += fmt::format(
         "#   {:.1f}% over the {} sizes whose out-of-place and in-place times agree within "
-        "{:.0f}%; {} disturbed (the two times of one size measure the same kernels)\n",
+        "{:.0f}%{}; {} disturbed (the two times of one size measure the same kernels){}\n",
         c.steady_mape_pct, c.steady_sizes, (kColumnsAgree - 1) * 100,
-        c.rows.size() - static_cast<std::size_t>(c.steady_sizes));
+        failed > 0 ? " and that passed nccl-tests' check" : "", disturbed,
+        failed > 0 ? fmt::format(", {} failed the check", failed) : "");
+  if (c.zero_byte_rows > 0)
+    out += fmt::format("# {} zero-byte row{} left out (nothing to time)\n", c.zero_byte_rows,
+                       c.zero_byte_rows == 1 ? "" : "s");
   return out;
 }
 
@@ -212,7 +227,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
          {"simulated_plan", r.plan},
          {"held_by", held_json(r.held_by)},
          {"in_place_s", r.in_place_s > 0 ? nlohmann::json(r.in_place_s) : nlohmann::json()},
-         {"disturbed", r.disturbed}});
+         {"disturbed", r.disturbed},
+         {"wrong", r.wrong}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& e : c.ranges)
     ranges.push_back(
@@ -244,7 +260,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
           {"steady",
            {{"columns_agree_within", kColumnsAgree},
             {"sizes", c.steady_sizes},
-            {"mape_pct", c.steady_mape_pct}}}};
+            {"mape_pct", c.steady_mape_pct}}},
+          {"zero_byte_rows_left_out", c.zero_byte_rows}};
 }
 
 NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {

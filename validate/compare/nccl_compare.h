@@ -40,6 +40,7 @@ struct NcclCompareRow {
   HeldBy held_by = HeldBy::Nothing;  // what held it past its ops (CollectiveOutcome::held_by)
   double in_place_s = 0;             // the log's in-place time; 0 when it has none
   bool disturbed = false;            // NcclTestsRow::disturbed: the two times disagree
+  std::int64_t wrong = 0;            // NcclTestsRow::wrong: nccl-tests' check failed
 };
 
 struct SizeRangeError {
@@ -60,10 +61,12 @@ struct NcclComparison {
   std::vector<NcclCompareRow> rows;  // sizes within the range asked for
   double mape_pct = 0;
   std::vector<SizeRangeError> ranges;  // below 64 KiB, 64 KiB to 4 MiB, above 4 MiB
-  // Over the sizes that were not disturbed (their two times agree): how far the model is
-  // from what the machine does, without the sizes where the log cannot say.
+  // Over the sizes that were not disturbed (their two times agree) and passed nccl-tests'
+  // check: how far the model is from what the machine does, without the sizes where the
+  // log cannot say.
   int steady_sizes = 0;
   double steady_mape_pct = 0;
+  int zero_byte_rows = 0;  // in the range asked for, left out: nothing to time
 };
 
 // Size 0 rows (nothing to time) and rows outside [min_bytes, max_bytes] are left out.

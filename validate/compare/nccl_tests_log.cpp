@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -22,6 +23,37 @@ std::vector<std::string_view> split_words(std::string_view line) {
     const std::size_t start = i;
     while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
     if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+// What launchers put on each line of a rank's output, taken off so that the line reads as
+// nccl-tests printed it: Open MPI's --tag-output ("[1,0]<stdout>:"), srun --label ("0: "),
+// and rank tags like "[0]" (mpirun's -prepend-rank, or a tag written into a line where two
+// ranks' output met). A tag is a bracketed count alone: "[0x1a]" and "[0000:02:00]" in a
+// Rank line are device names and stay.
+std::string without_launcher_marks(std::string_view line) {
+  std::size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos) return std::string(line);
+  if (line[i] == '[') {  // "[1,0]<stdout>:" or "[1,0]<stderr>:"
+    const std::size_t close = line.find(']', i);
+    if (close != std::string_view::npos && (line.substr(close + 1).starts_with("<stdout>:") ||
+                                            line.substr(close + 1).starts_with("<stderr>:")))
+      line.remove_prefix(close + 10);
+  } else {  // "0: " ahead of the line
+    std::size_t d = i;
+    while (d < line.size() && std::isdigit(static_cast<unsigned char>(line[d]))) ++d;
+    if (d > i && d + 1 < line.size() && line[d] == ':' &&
+        (line[d + 1] == ' ' || line[d + 1] == '\t'))
+      line.remove_prefix(d + 1);
+  }
+  std::string out(line);
+  for (std::size_t open = out.find('['); open != std::string::npos;
+       open = out.find('[', open + 1)) {
+    std::size_t d = open + 1;
+    while (d < out.size() && std::isdigit(static_cast<unsigned char>(out[d]))) ++d;
+    if (d > open + 1 && d < out.size() && out[d] == ']')
+      out.replace(open, d + 1 - open, std::string(d + 1 - open, ' '));
   }
   return out;
 }
@@ -209,21 +241,30 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
   }
   const std::string_view wrong = w[at + 3];
   if (wrong != "N/A") {
-    // Old nccl-tests printed an error magnitude ("0e+00") where newer ones count. Bounded
-    // so that the count is exact in a double and llround is defined.
+    // Old nccl-tests printed the largest error ("2e-06") where newer ones count the wrong
+    // elements: only a count says the check failed. Bounded so that it is exact.
     const auto v = to_number(wrong);
     if (!v || *v < 0 || *v > static_cast<double>(kMaxBytes))
-      c.fail(fmt::format("expected the {} #wrong as a count or N/A, got \"{}\"", which, wrong));
-    r.wrong = std::llround(*v);
+      c.fail(fmt::format("expected the {} #wrong as a count, an error or N/A, got \"{}\"", which,
+                         wrong));
+    r.wrong = to_int(wrong).value_or(0);
   }
   return r;
 }
 
+// A row: size, count, type, the reduction (absent before nccl-tests 2.x printed "none" for
+// collectives without one), the root (absent in old logs, except broadcast and reduce's),
+// then time, algbw, busbw and #wrong (or old logs' error) out of place and, optionally, in
+// place.
 NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
-  if (w.size() != 9 && w.size() != 13)
+  const bool has_redop = w.size() > 3 && !to_number(w[3]);
+  const std::size_t rest = w.size() - (has_redop ? 4 : 3);
+  const bool has_root = rest == 5 || rest == 9;
+  if (w.size() < 7 || (rest != 4 && rest != 5 && rest != 8 && rest != 9))
     c.fail(fmt::format(
-        "expected a result row of 9 or 13 fields (size count type redop root, then time algbw "
-        "busbw #wrong out of place and optionally in place), got {} field{}",
+        "expected a result row of size, count, type, redop and root (either of the last two "
+        "absent in old logs), then time, algbw, busbw and #wrong (or error) out of place and "
+        "optionally in place; got {} field{}",
         w.size(), w.size() == 1 ? "" : "s"));
   NcclTestsRow row;
   row.line = c.line;
@@ -238,16 +279,20 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
         fmt::format("expected an element type (float, half, bfloat16, double, int8, uint8, "
                     "int32, uint32, int64, uint64), got \"{}\"",
                     w[2]));
-  row.redop = std::string(w[3]);
+  std::size_t at = 3;
+  row.redop = has_redop ? std::string(w[at++]) : "none";
   if (!std::all_of(row.redop.begin(), row.redop.end(),
                    [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); }))
     c.fail(fmt::format("expected a reduction (sum, prod, max, min, avg, none), got \"{}\"", w[3]));
-  const auto root = to_int(w[4]);
-  if (!root || *root < -1 || *root > (1 << 20))
-    c.fail(fmt::format("expected a root rank (-1 for none), got \"{}\"", w[4]));
-  row.root = static_cast<int>(*root);
-  row.out_of_place = read_result(w, 5, c, "out-of-place");
-  if (w.size() == 13) row.in_place = read_result(w, 9, c, "in-place");
+  if (has_root) {
+    const auto root = to_int(w[at]);
+    if (!root || *root < -1 || *root > (1 << 20))
+      c.fail(fmt::format("expected a root rank (-1 for none), got \"{}\"", w[at]));
+    row.root = static_cast<int>(*root);
+    ++at;
+  }
+  row.out_of_place = read_result(w, at, c, "out-of-place");
+  if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place");
   return row;
 }
 
@@ -282,22 +327,30 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
 }
 
 // busbw / algbw is nccl-tests' bus factor, which for most collectives gives K back:
-// 2(K-1)/K for all-reduce, (K-1)/K for all-gather, reduce-scatter and all-to-all.
+// 2(K-1)/K for all-reduce, (K-1)/K for all-gather, reduce-scatter and all-to-all. Printed
+// to two decimals, each row only bounds it (the smaller the bandwidths, the wider), and so
+// bounds K; every row's bounds must hold, and leave one whole K.
 std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
-  const NcclTestsRow* best = nullptr;
-  for (const auto& r : log.rows)
-    if (r.out_of_place.algbw_GBps >= 1 && (!best || r.bytes > best->bytes)) best = &r;
-  if (!best) return std::nullopt;
-  const double f = best->out_of_place.busbw_GBps / best->out_of_place.algbw_GBps;
-  double k = 0;
-  if (log.op == CollectiveOp::AllReduce && f < 2) k = 2 / (2 - f);
-  if ((log.op == CollectiveOp::AllGather || log.op == CollectiveOp::ReduceScatter ||
-       log.op == CollectiveOp::AllToAll) &&
-      f < 1)
-    k = 1 / (1 - f);
-  // Two printed decimals: trust the estimate only when it lands near a whole number.
-  if (k < 1.5 || k > 4096 || std::abs(k - std::round(k)) > 0.2) return std::nullopt;
-  return static_cast<int>(std::lround(k));
+  const bool all_reduce = log.op == CollectiveOp::AllReduce;
+  if (!all_reduce && log.op != CollectiveOp::AllGather && log.op != CollectiveOp::ReduceScatter &&
+      log.op != CollectiveOp::AllToAll)
+    return std::nullopt;
+  const double top = all_reduce ? 2 : 1;  // the factor as K grows without bound
+  const auto k_of = [top](double f) { return f < top ? top / (top - f) : INFINITY; };
+  constexpr double kHalfDigit = 0.005;  // "%.2f"
+  double lo = 1, hi = INFINITY;
+  bool bounded = false;
+  for (const auto& r : log.rows) {
+    const double a = r.out_of_place.algbw_GBps, b = r.out_of_place.busbw_GBps;
+    if (a <= kHalfDigit || b <= 0) continue;  // rounded to nothing: says nothing
+    lo = std::max(lo, k_of((b - kHalfDigit) / (a + kHalfDigit)));
+    hi = std::min(hi, k_of((b + kHalfDigit) / (a - kHalfDigit)));
+    bounded = true;
+  }
+  if (!bounded || lo > hi || hi - lo >= 2) return std::nullopt;
+  const double k = std::ceil(lo);
+  if (k > hi || k + 1 <= hi || k < 2 || k > kMaxLogGpus) return std::nullopt;
+  return static_cast<int>(k);
 }
 
 void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
@@ -359,6 +412,7 @@ LaunchMode launch_of(const NcclTestsLog& log) {
 }
 
 std::optional<CollectiveOp> nccl_tests_op(std::string_view name) {
+  if (name.ends_with("_mpi")) name.remove_suffix(4);  // all_reduce_perf_mpi: built with MPI=1
   if (name.ends_with("_perf")) name.remove_suffix(5);
   if (name == "alltoall") return CollectiveOp::AllToAll;
   if (name == "sendrecv") return CollectiveOp::SendRecv;
@@ -398,6 +452,8 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     ++at.line;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find('\0') != std::string_view::npos) at.fail("a NUL byte: not a text log");
+    const std::string unmarked = without_launcher_marks(line);
+    line = unmarked;
     const auto w = split_words(line);
     read_versions(w, log);
     read_forced_algo(w, log);
@@ -444,6 +500,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   settle_op(log, header_op, op_hint, file);
   settle_ranks(log, rank_lines, ranks_hint, ranks_otherwise);
   return log;
+}
+
+std::int64_t NcclTestsRow::wrong() const {
+  return out_of_place.wrong.value_or(0) + (in_place ? in_place->wrong.value_or(0) : 0);
 }
 
 bool NcclTestsRow::disturbed() const {

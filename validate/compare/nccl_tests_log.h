@@ -60,6 +60,9 @@ struct NcclTestsRow {
 
   // Both columns timed, and further apart than kColumnsAgree.
   bool disturbed() const;
+  // Elements nccl-tests found wrong at this size, both columns (old logs print an error
+  // magnitude instead, counted as none): a run that failed its check times a broken run.
+  std::int64_t wrong() const;
 };
 
 struct NcclTestsLog {

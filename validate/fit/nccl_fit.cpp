@@ -207,10 +207,12 @@ Point linearise(const LogScenario& ls, std::size_t log, const NcclTestsRow& row,
   return p;
 }
 
-// A size the fit can use: it moves data, it was timed, and its two times agree (a
-// disturbed size says nothing of the machine: NcclTestsRow::disturbed).
+// A size the fit can use: it moves data, it was timed, its two times agree (a disturbed
+// size says nothing of the machine: NcclTestsRow::disturbed) and it passed nccl-tests'
+// check (a run with wrong elements timed something broken).
 bool fittable(const LogScenario& ls, const NcclTestsRow& row) {
-  return sized_like(ls.base, row).bytes > 0 && row.out_of_place.time_us > 0 && !row.disturbed();
+  return sized_like(ls.base, row).bytes > 0 && row.out_of_place.time_us > 0 && !row.disturbed() &&
+         row.wrong() == 0;
 }
 
 std::vector<Point> linearise_all(const std::vector<LogScenario>& scenarios,
@@ -595,6 +597,18 @@ std::string disturbed_sizes(const std::vector<NcclTestsLog>& logs) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+// "file.txt at 512 B (237858 wrong), ..." for every size that failed nccl-tests' check.
+std::string failed_sizes(const std::vector<NcclTestsLog>& logs) {
+  std::vector<std::string> out;
+  for (const NcclTestsLog& log : logs)
+    for (const NcclTestsRow& row : log.rows)
+      if (row.wrong() > 0)
+        out.push_back(fmt::format("{} at {} B ({} wrong)",
+                                  std::filesystem::path(log.file).filename().string(), row.bytes,
+                                  row.wrong()));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
 void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
   if (fit.mape_pct > kPoorMape)
     fit.warnings.push_back(
@@ -664,6 +678,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "left out, their out-of-place and in-place times more than {:.0f}% apart (neither "
         "stands for the collective): {}",
         (kColumnsAgree - 1) * 100, left));
+  if (std::string failed = failed_sizes(req.logs); !failed.empty())
+    fit.notes.push_back("left out, their elements wrong by nccl-tests' own check: " + failed);
   if (fit.used.latency && !latency_separable(pts)) {
     fit.used.latency = false;
     fit.notes.push_back(
