@@ -329,9 +329,10 @@ TEST_CASE("nccl-tests parser bounds the rows and the Rank lines a log may have",
   for (int i = 0; i < 100000; ++i) ranks += "#  Rank  0..1048575 Group 0\n";
   const NcclTestsLog many = parse_nccl_tests_log(ranks + log_of(1), "all_reduce.txt");
   CHECK(many.ranks == 1048576);
+  // Rank 9 is the highest named: ten GPUs, rank 8's line left out of the post.
   CHECK(parse_nccl_tests_log("#  Rank 4..7\n#  Rank 0..3\n#  Rank 2\n#  Rank 9\n" + log_of(1),
                              "all_reduce.txt")
-            .ranks == 9);
+            .ranks == 10);
   CHECK_THAT(nccl_tests_test::parse_error("#  Rank  0..1048576 Group 0\n" + log_of(1)),
              Catch::StartsWith("bad.txt:1: expected a rank or a range like 0..7"));
 }
@@ -975,4 +976,61 @@ TEST_CASE(
   const nlohmann::json doc = nccl_comparison_json(c);
   CHECK(doc["rows"][1]["wrong"] == 17);
   CHECK(doc["zero_byte_rows_left_out"] == 1);
+}
+
+TEST_CASE(
+    "nccl-tests: posted logs that show some of their Rank lines, every element type, "
+    "timestamps",
+    "[nccl-tests]") {
+  const std::string row = "  1048576  262144  float  sum  -1  60.0  17.48  32.77  0\n";
+  // Two of 16 Rank lines: the highest names 16 GPUs, as busbw / algbw (1.875) does.
+  const NcclTestsLog shown = parse_nccl_tests_log(
+      "#  Rank  7 Group 0 Pid 1 on a device 7\n#  Rank 15 Group 0 Pid 2 on b device 7\n" + row,
+      "all_reduce.txt");
+  CHECK(shown.ranks == 16);
+  CHECK(shown.ranks_source == "the log's Rank lines");
+  // One line of 16 where busbw / algbw says 16: the bandwidths win, and say so.
+  const NcclTestsLog one =
+      parse_nccl_tests_log("#  Rank  3 Group 0 Pid 1 on a device 3\n" + row, "all_reduce.txt");
+  CHECK(one.ranks == 16);
+  CHECK_THAT(one.ranks_source, Catch::Contains("Rank lines name 4"));
+  // Gather and scatter: (K-1)/K, as all-gather.
+  CHECK(parse_nccl_tests_log("  1048576  65536  float  none  0  60.0  17.48  16.39  0\n",
+                             "scatter.txt")
+            .ranks == 16);
+
+  // -d all: each element type's run from the smallest size; the first is read, the rest
+  // named.
+  const NcclTestsLog all = parse_nccl_tests_log(
+      "#  Rank 0..7 Group 0\n"
+      "  1024  1024  int8  sum  -1  20.0  0.05  0.09  0\n"
+      "  2048  2048  int8  sum  -1  21.0  0.10  0.17  0\n"
+      "  1024  1024  uint8  sum  -1  20.5  0.05  0.09  0\n"
+      "  2048  1024  half  sum  -1  21.5  0.10  0.17  0\n",
+      "all_reduce.txt");
+  CHECK(all.rows.size() == 2);
+  REQUIRE(all.notes.size() == 1);
+  CHECK_THAT(all.notes[0], Catch::Contains("read: int8's, left out: uint8, half"));
+
+  // One GPU's in-place run copies nothing: its bandwidth, printed as 1.4 PB/s, is not
+  // a reason to refuse the log (its out-of-place columns are still bounded).
+  const NcclTestsLog single = parse_nccl_tests_log(
+      "#  Rank 0 Group 0\n  268435456  67108864  float  sum  0  1005.5  266.97  266.97  0  "
+      "0.19  1397737.34  1397737.34  0\n",
+      "reduce.txt");
+  CHECK(single.rows[0].in_place->algbw_GBps == Approx(1397737.34));
+  CHECK_THAT(nccl_tests_test::parse_error("#  Rank 0 Group 0\n  268435456  67108864  float  sum  "
+                                          "0  0.19  1397737.34  1397737.34  0\n",
+                                          "reduce.txt"),
+             Catch::Contains("out-of-place algbw"));
+
+  // kubectl logs --timestamps.
+  const NcclTestsLog stamped = parse_nccl_tests_log(
+      "2024-05-01T12:00:00.123456789Z # Collective test starting: all_reduce_perf\n"
+      "2024-05-01T12:00:00.223456789Z #  Rank 0..15 Group 0\n"
+      "2024-05-01T12:00:01.000000000Z " +
+          row,
+      "x.txt");
+  CHECK(stamped.op_source == "the log's header");
+  CHECK(stamped.rows.size() == 1);
 }

@@ -163,6 +163,7 @@ std::string nccl_comparison_table(const NcclComparison& c) {
       c.scenario, c.collective, name_of(c.op), c.algorithm, c.ranks, log.file, name_of(log.op),
       log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
+  for (const std::string& note : log.notes) out += "# note: " + note + "\n";
   if (!log.nccl_algo.empty())
     out += fmt::format("# the log ran with NCCL_ALGO={}{}\n", log.nccl_algo,
                        c.algorithm == "nccl" && !c.nccl_filtered
@@ -252,7 +253,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
             {"op_from", log.op_source},
             {"gpus", log.ranks},
             {"gpus_from", log.ranks_source},
-            {"nccl_version", log.nccl_version}}},
+            {"nccl_version", log.nccl_version},
+            {"notes", log.notes}}},
           {"measured_column", "out_of_place"},
           {"rows", rows},
           {"mape_pct", c.mape_pct},

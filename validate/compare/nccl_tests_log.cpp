@@ -1,6 +1,7 @@
 #include "validate/compare/nccl_tests_log.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -46,6 +47,14 @@ std::string without_launcher_marks(std::string_view line) {
     if (d > i && d + 1 < line.size() && line[d] == ':' &&
         (line[d + 1] == ' ' || line[d + 1] == '\t'))
       line.remove_prefix(d + 1);
+  }
+  // kubectl logs --timestamps: "2024-05-01T12:00:00.123456789Z " ahead of the line.
+  if (const std::size_t t = line.find_first_not_of(" \t");
+      t != std::string_view::npos && line.size() > t + 11 && line[t + 4] == '-' &&
+      line[t + 7] == '-' && line[t + 10] == 'T' &&
+      std::isdigit(static_cast<unsigned char>(line[t]))) {
+    const std::size_t end = line.find_first_of(" \t", t);
+    line.remove_prefix(end == std::string_view::npos ? line.size() : end);
   }
   std::string out(line);
   for (std::size_t open = out.find('['); open != std::string::npos;
@@ -182,6 +191,12 @@ class RankSet {
     if (ranges_.size() >= 2 * merged_ + 64) merge();
   }
   bool empty() const { return ranges_.empty(); }
+  // The GPUs the lines name: as many as the highest rank says, where a posted log shows
+  // only some of its lines ("Rank 7", "Rank 15" of 16).
+  std::int64_t span() {
+    merge();
+    return ranges_.empty() ? 0 : std::max(count(), ranges_.back().second + 1);
+  }
   std::int64_t count() {
     merge();
     std::int64_t n = 0;
@@ -226,11 +241,15 @@ void read_rank_line(const std::vector<std::string_view>& w, RankSet& ranks, cons
 }
 
 // One measurement: time, algbw, busbw, #wrong.
+// The in-place columns only tell whether a size was disturbed (their time): their
+// bandwidths are not bounded (one GPU's in-place run copies nothing, and nccl-tests prints
+// its 0.19 us as 1.4 PB/s).
 NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t at, const Cursor& c,
-                            const char* which) {
+                            const char* which, bool bound_bandwidth = true) {
   NcclTestsResult r;
   const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
-  const double limits[] = {kMaxLogTimeUs, kMaxLogBandwidthGBps, kMaxLogBandwidthGBps};
+  const double bandwidth_limit = bound_bandwidth ? kMaxLogBandwidthGBps : INFINITY;
+  const double limits[] = {kMaxLogTimeUs, bandwidth_limit, bandwidth_limit};
   double* fields[] = {&r.time_us, &r.algbw_GBps, &r.busbw_GBps};
   for (int i = 0; i < 3; ++i) {
     const auto v = to_number(w[at + i]);
@@ -292,7 +311,7 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
     ++at;
   }
   row.out_of_place = read_result(w, at, c, "out-of-place");
-  if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place");
+  if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place", false);
   return row;
 }
 
@@ -327,13 +346,15 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
 }
 
 // busbw / algbw is nccl-tests' bus factor, which for most collectives gives K back:
-// 2(K-1)/K for all-reduce, (K-1)/K for all-gather, reduce-scatter and all-to-all. Printed
+// 2(K-1)/K for all-reduce, (K-1)/K for all-gather, reduce-scatter, all-to-all, gather and
+// scatter. Printed
 // to two decimals, each row only bounds it (the smaller the bandwidths, the wider), and so
 // bounds K; every row's bounds must hold, and leave one whole K.
 std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
   const bool all_reduce = log.op == CollectiveOp::AllReduce;
   if (!all_reduce && log.op != CollectiveOp::AllGather && log.op != CollectiveOp::ReduceScatter &&
-      log.op != CollectiveOp::AllToAll)
+      log.op != CollectiveOp::AllToAll && log.op != CollectiveOp::Gather &&
+      log.op != CollectiveOp::Scatter)
     return std::nullopt;
   const double top = all_reduce ? 2 : 1;  // the factor as K grows without bound
   const auto k_of = [top](double f) { return f < top ? top / (top - f) : INFINITY; };
@@ -371,16 +392,23 @@ void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
   }
 }
 
+// The Rank lines name the GPUs (as many as the highest rank, where a post shows only some of
+// them); busbw / algbw, which nccl-tests computes from the real count, wins where the two
+// disagree and it leaves one count.
 void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint, int otherwise) {
+  const std::optional<int> from_bus = ranks_from_bus_factor(log);
+  const std::int64_t from_lines = rank_lines.span();
   if (hint > 0) {
     log.ranks = hint;
     log.ranks_source = "given";
-  } else if (!rank_lines.empty()) {
-    log.ranks = static_cast<int>(rank_lines.count());  // below kMaxLogGpus
+  } else if (from_lines > 0 && (!from_bus || *from_bus == from_lines)) {
+    log.ranks = static_cast<int>(from_lines);  // below kMaxLogGpus
     log.ranks_source = "the log's Rank lines";
-  } else if (auto k = ranks_from_bus_factor(log)) {
-    log.ranks = *k;
-    log.ranks_source = "busbw / algbw (the log has no Rank lines)";
+  } else if (from_bus) {
+    log.ranks = *from_bus;
+    log.ranks_source = from_lines > 0
+                           ? fmt::format("busbw / algbw (the log's Rank lines name {})", from_lines)
+                           : "busbw / algbw (the log has no Rank lines)";
   } else if (std::int64_t{log.threads} * log.gpus_per_thread > 1) {
     log.ranks = log.threads * log.gpus_per_thread;  // read_run_line bounded the product
     log.ranks_source = "nThread x nGpus (one process)";
@@ -441,6 +469,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   std::optional<CollectiveOp> header_op;
   RankSet rank_lines;
   std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
+  std::vector<std::string> other_types;  // after the first type's run (-d all)
   int first_extra_row = 0;
   Cursor at{file};
   std::size_t pos = 0;
@@ -477,6 +506,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       continue;
     }
     NcclTestsRow row = read_row(w, at);
+    // `-d all` runs every element type in turn, each from the smallest size: the first
+    // type's run is read, the others named in a note.
+    if (!log.rows.empty() && row.type != log.rows.front().type) {
+      if (other_types.empty() || other_types.back() != row.type) other_types.push_back(row.type);
+      continue;
+    }
     // Sizes increase from row to row, except that all-gather and reduce-scatter print
     // 0 bytes for every small size whose per-rank count rounds down to 0.
     if (!log.rows.empty() && row.bytes <= log.rows.back().bytes &&
@@ -497,6 +532,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     throw InputError(file,
                      "no result rows: expected nccl-tests lines of size, count, type, redop, "
                      "root, time, algbw, busbw, #wrong (out of place, then in place)");
+  if (!other_types.empty())
+    log.notes.push_back(fmt::format(
+        "the log holds runs of several element types (-d all); read: {}'s, left out: {}",
+        log.rows.front().type, fmt::join(other_types, ", ")));
   settle_op(log, header_op, op_hint, file);
   settle_ranks(log, rank_lines, ranks_hint, ranks_otherwise);
   return log;

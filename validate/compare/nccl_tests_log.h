@@ -80,6 +80,9 @@ struct NcclTestsLog {
   std::string nccl_algo;
   std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
   std::vector<NcclTestsRow> rows;  // in file order
+  // What the reading left out or settled that a reader of a comparison should know (the
+  // other element types' runs of a `-d all` log).
+  std::vector<std::string> notes;
 };
 
 // Parses `text` (the contents of `file`). The collective comes from the header's

@@ -678,6 +678,9 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "left out, their out-of-place and in-place times more than {:.0f}% apart (neither "
         "stands for the collective): {}",
         (kColumnsAgree - 1) * 100, left));
+  for (const NcclTestsLog& log : req.logs)
+    for (const std::string& note : log.notes)
+      fit.notes.push_back(std::filesystem::path(log.file).filename().string() + ": " + note);
   if (std::string failed = failed_sizes(req.logs); !failed.empty())
     fit.notes.push_back("left out, their elements wrong by nccl-tests' own check: " + failed);
   if (fit.used.latency && !latency_separable(pts)) {
