@@ -918,12 +918,17 @@ TEST_CASE("nccl-tests logs as launchers and old nccl-tests print them", "[nccl-t
     CHECK(log.rows[0].out_of_place.time_us == 37.0);
     CHECK(log.rows[0].in_place->time_us == 36.0);
   }
-  // A bracketed device name in a Rank line is not a rank tag.
-  CHECK(parse_nccl_tests_log("#  Rank  0 Pid 1 on host device  0 [0x1a] Tesla V100\n"
-                             "#  Rank  1 Pid 1 on host device  1 [0000:02:00] Tesla V100\n" +
-                                 row + "\n",
-                             "all_reduce.txt")
-            .ranks == 2);
+  // What each launcher adds comes off; device names in brackets stay.
+  CHECK(without_launcher_marks("#  Rank  0 Pid 1 on host device  0 [0x1a] Tesla V100") ==
+        "#  Rank  0 Pid 1 on host device  0 [0x1a] Tesla V100");
+  CHECK(without_launcher_marks("#  Rank  1 Pid 1 on host device  1 [0000:02:00] NVIDIA") ==
+        "#  Rank  1 Pid 1 on host device  1 [0000:02:00] NVIDIA");
+  CHECK(without_launcher_marks("[1,12]<stdout>:  8  2") == "  8  2");
+  CHECK(without_launcher_marks(" 13: # nThread 1") == " # nThread 1");
+  CHECK(without_launcher_marks("[0]  8  2 float sum -1[0]  1.0") ==
+        "     8  2 float sum -1     1.0");
+  CHECK(without_launcher_marks("2024-05-01T12:00:00.1Z [1,0]<stdout>:# Rank 0") == "# Rank 0");
+  CHECK(without_launcher_marks("2024-05-01T12:00:00.1Z  0:   8  2") == "   8  2");
 }
 
 TEST_CASE(
@@ -1033,4 +1038,38 @@ TEST_CASE(
       "x.txt");
   CHECK(stamped.op_source == "the log's header");
   CHECK(stamped.rows.size() == 1);
+}
+
+TEST_CASE(
+    "nccl-tests: a count of wrong elements in any form nccl-tests prints it, one run "
+    "a log",
+    "[nccl-tests]") {
+  const std::string rank = "#  Rank 0..7 Group 0\n";
+  const auto wrong_of = [&](const std::string& header, const std::string& wrong) {
+    return parse_nccl_tests_log(rank + header +
+                                    "  8388608  2097152  float  sum  -1  200.0  41.94  "
+                                    "73.40  " +
+                                    wrong + "\n",
+                                "all_reduce.txt")
+        .rows[0]
+        .wrong();
+  };
+  const std::string counts = "#  size count type redop root time algbw busbw #wrong\n";
+  const std::string errors = "#  size count type redop root time algbw busbw  error\n";
+  CHECK(wrong_of(counts, "1.04858e+06") == 1048580);  // "%g" past a million
+  CHECK(wrong_of(counts, "1e+06") == 1000000);
+  CHECK(wrong_of(counts, "17") == 17);
+  CHECK(wrong_of(errors, "2e+00") == 0);  // old nccl-tests: the largest error
+  CHECK(wrong_of(errors, "1.5") == 0);
+  CHECK(wrong_of("", "1.04858e+06") == 1048580);  // no column headers: by its form
+  CHECK(wrong_of("", "2e-06") == 0);
+  CHECK(wrong_of("", "3") == 3);
+
+  // Two tests in one file are two runs: refused, not read as the last one's.
+  CHECK_THAT(nccl_tests_test::parse_error("# Collective test starting: all_reduce_perf\n" + rank +
+                                              "  1024  256  float  sum  -1  20.0  0.05  0.09  0\n"
+                                              "# Collective test starting: all_gather_perf\n"
+                                              "  1024  32  half  none  -1  20.0  0.05  0.04  0\n",
+                                          "two.txt"),
+             Catch::Contains("two.txt:4") && Catch::Contains("a second test starts"));
 }

@@ -14,26 +14,23 @@
 #include "core/error.h"
 
 namespace collsim {
-namespace {
-
-std::vector<std::string_view> split_words(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
 
 // What launchers put on each line of a rank's output, taken off so that the line reads as
-// nccl-tests printed it: Open MPI's --tag-output ("[1,0]<stdout>:"), srun --label ("0: "),
+// nccl-tests printed it: kubectl's --timestamps, then Open MPI's --tag-output
+// ("[1,0]<stdout>:"), srun --label ("0: "),
 // and rank tags like "[0]" (mpirun's -prepend-rank, or a tag written into a line where two
 // ranks' output met). A tag is a bracketed count alone: "[0x1a]" and "[0000:02:00]" in a
 // Rank line are device names and stay.
 std::string without_launcher_marks(std::string_view line) {
+  // kubectl logs --timestamps: "2024-05-01T12:00:00.123456789Z " ahead of
+  // everything else the container printed, launcher marks included.
+  if (const std::size_t t = line.find_first_not_of(" \t");
+      t != std::string_view::npos && line.size() > t + 11 && line[t + 4] == '-' &&
+      line[t + 7] == '-' && line[t + 10] == 'T' &&
+      std::isdigit(static_cast<unsigned char>(line[t]))) {
+    const std::size_t end = line.find_first_of(" \t", t);
+    line.remove_prefix(end == std::string_view::npos ? line.size() : end);
+  }
   std::size_t i = line.find_first_not_of(" \t");
   if (i == std::string_view::npos) return std::string(line);
   if (line[i] == '[') {  // "[1,0]<stdout>:" or "[1,0]<stderr>:"
@@ -48,14 +45,6 @@ std::string without_launcher_marks(std::string_view line) {
         (line[d + 1] == ' ' || line[d + 1] == '\t'))
       line.remove_prefix(d + 1);
   }
-  // kubectl logs --timestamps: "2024-05-01T12:00:00.123456789Z " ahead of the line.
-  if (const std::size_t t = line.find_first_not_of(" \t");
-      t != std::string_view::npos && line.size() > t + 11 && line[t + 4] == '-' &&
-      line[t + 7] == '-' && line[t + 10] == 'T' &&
-      std::isdigit(static_cast<unsigned char>(line[t]))) {
-    const std::size_t end = line.find_first_of(" \t", t);
-    line.remove_prefix(end == std::string_view::npos ? line.size() : end);
-  }
   std::string out(line);
   for (std::size_t open = out.find('['); open != std::string::npos;
        open = out.find('[', open + 1)) {
@@ -63,6 +52,20 @@ std::string without_launcher_marks(std::string_view line) {
     while (d < out.size() && std::isdigit(static_cast<unsigned char>(out[d]))) ++d;
     if (d > open + 1 && d < out.size() && out[d] == ']')
       out.replace(open, d + 1 - open, std::string(d + 1 - open, ' '));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
   }
   return out;
 }
@@ -240,12 +243,25 @@ void read_rank_line(const std::vector<std::string_view>& w, RankSet& ranks, cons
   ranks.add(first, last);
 }
 
+// What the fourth column of a measurement holds: nccl-tests' count of wrong elements
+// ("#wrong", printed "%g": 1.04858e+06 past a million), or old nccl-tests' largest error
+// ("error", "%.0e": 2e-06). The column headers say which; without them, a count is whole
+// or has a decimal point before its exponent.
+enum class WrongColumn { Unknown, Count, Error };
+
+std::int64_t wrong_count(std::string_view text, double value, WrongColumn column) {
+  const bool looks_counted = text.find_first_of("eE") == std::string_view::npos ||
+                             text.find('.') != std::string_view::npos;
+  if (column == WrongColumn::Error || (column == WrongColumn::Unknown && !looks_counted)) return 0;
+  return std::llround(value);
+}
+
 // One measurement: time, algbw, busbw, #wrong.
 // The in-place columns only tell whether a size was disturbed (their time): their
 // bandwidths are not bounded (one GPU's in-place run copies nothing, and nccl-tests prints
 // its 0.19 us as 1.4 PB/s).
 NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t at, const Cursor& c,
-                            const char* which, bool bound_bandwidth = true) {
+                            const char* which, WrongColumn column, bool bound_bandwidth = true) {
   NcclTestsResult r;
   const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
   const double bandwidth_limit = bound_bandwidth ? kMaxLogBandwidthGBps : INFINITY;
@@ -260,13 +276,12 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
   }
   const std::string_view wrong = w[at + 3];
   if (wrong != "N/A") {
-    // Old nccl-tests printed the largest error ("2e-06") where newer ones count the wrong
-    // elements: only a count says the check failed. Bounded so that it is exact.
+    // Only a count says the check failed. Bounded so that it is exact.
     const auto v = to_number(wrong);
     if (!v || *v < 0 || *v > static_cast<double>(kMaxBytes))
       c.fail(fmt::format("expected the {} #wrong as a count, an error or N/A, got \"{}\"", which,
                          wrong));
-    r.wrong = to_int(wrong).value_or(0);
+    r.wrong = wrong_count(wrong, *v, column);
   }
   return r;
 }
@@ -275,7 +290,7 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
 // collectives without one), the root (absent in old logs, except broadcast and reduce's),
 // then time, algbw, busbw and #wrong (or old logs' error) out of place and, optionally, in
 // place.
-NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
+NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c, WrongColumn column) {
   const bool has_redop = w.size() > 3 && !to_number(w[3]);
   const std::size_t rest = w.size() - (has_redop ? 4 : 3);
   const bool has_root = rest == 5 || rest == 9;
@@ -310,8 +325,8 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c) {
     row.root = static_cast<int>(*root);
     ++at;
   }
-  row.out_of_place = read_result(w, at, c, "out-of-place");
-  if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place", false);
+  row.out_of_place = read_result(w, at, c, "out-of-place", column);
+  if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place", column, false);
   return row;
 }
 
@@ -470,6 +485,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   RankSet rank_lines;
   std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
   std::vector<std::string> other_types;  // after the first type's run (-d all)
+  WrongColumn wrong_column = WrongColumn::Unknown;
   int first_extra_row = 0;
   Cursor at{file};
   std::size_t pos = 0;
@@ -491,25 +507,34 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       std::vector<std::string_view> h(w.begin() + 1, w.end());
       if (w[0].size() > 1) h.insert(h.begin(), w[0].substr(1));  // "#Rank" as well as "# Rank"
       if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines, at);
+      if (std::find(h.begin(), h.end(), "busbw") != h.end()) {  // the column headers
+        if (std::find(h.begin(), h.end(), "#wrong") != h.end()) wrong_column = WrongColumn::Count;
+        if (std::find(h.begin(), h.end(), "error") != h.end()) wrong_column = WrongColumn::Error;
+      }
       read_run_line(h, log, at);
       if (line.find("Collective test starting:") != std::string_view::npos) {
         const std::string_view name = h.back();
+        if (!log.rows.empty())
+          at.fail(
+              fmt::format("a second test starts after the rows of line {} (one run per log): "
+                          "split the log",
+                          log.rows.front().line));
         header_op = nccl_tests_op(name);
         if (!header_op) at.fail(fmt::format("expected a collective test name, got \"{}\"", name));
       }
       continue;
     }
     if (!looks_like_row(w)) continue;
-    // Past the bound, rows are only counted (for the message), not read or kept.
-    if (++rows > kMaxLogRows) {
-      if (!first_extra_row) first_extra_row = at.line;
-      continue;
-    }
-    NcclTestsRow row = read_row(w, at);
+    NcclTestsRow row = read_row(w, at, wrong_column);
     // `-d all` runs every element type in turn, each from the smallest size: the first
     // type's run is read, the others named in a note.
     if (!log.rows.empty() && row.type != log.rows.front().type) {
       if (other_types.empty() || other_types.back() != row.type) other_types.push_back(row.type);
+      continue;
+    }
+    // Past the bound, rows are only counted (for the message), not kept.
+    if (++rows > kMaxLogRows) {
+      if (!first_extra_row) first_extra_row = at.line;
       continue;
     }
     // Sizes increase from row to row, except that all-gather and reduce-scatter print

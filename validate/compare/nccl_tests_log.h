@@ -85,6 +85,10 @@ struct NcclTestsLog {
   std::vector<std::string> notes;
 };
 
+// A log line without what launchers put on it (kubectl's --timestamps, Open MPI's
+// --tag-output, srun --label, "[0]" rank tags), as nccl-tests printed it.
+std::string without_launcher_marks(std::string_view line);
+
 // Parses `text` (the contents of `file`). The collective comes from the header's
 // "Collective test starting: X_perf", else `op_hint`, else the file name (callers
 // check it is the one they expected). `ranks_hint` > 0 overrides the GPU count
