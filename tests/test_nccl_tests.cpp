@@ -2,6 +2,7 @@
 // broken input, compare's arithmetic against a log, and the issue's target: the file
 // `calibrate --nccl-tests` fits on the 8x H100 forced-ring log predicts that log.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,6 +45,15 @@ nlohmann::json calibrated(const std::string& logs, const std::string& topology,
 std::string parse_error(const std::string& text, const std::string& file = "bad.txt") {
   try {
     parse_nccl_tests_log(text, file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string fit_error(const NcclFitRequest& req) {
+  try {
+    fit_nccl_tests(req);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -1072,4 +1082,43 @@ TEST_CASE(
                                               "  1024  32  half  none  -1  20.0  0.05  0.04  0\n",
                                           "two.txt"),
              Catch::Contains("two.txt:4") && Catch::Contains("a second test starts"));
+}
+
+TEST_CASE(
+    "calibrate says when a log and its topology cannot be the same machine, and what a "
+    "log names",
+    "[nccl-tests]") {
+  // A 2-GPU all-reduce at a fixed busbw; the log's collective comes from the command line
+  // it prints (the file name names none).
+  const auto log_at = [](double busbw_GBps) {
+    std::string text =
+        "# mpirun -np 2 ./build/all_reduce_perf -b 1M -e 128M -f 2 -g 1\n"
+        "#  Rank 0..1 Group 0\n"
+        "        0          0  float  sum  -1    5.00    0.00    0.00  0\n";
+    for (int i = 0; i < 8; ++i) {
+      const std::int64_t bytes = std::int64_t{1 << 20} << i;
+      text += fmt::format("{} {} float sum -1 {:.2f} {:.2f} {:.2f} 0\n", bytes, bytes / 4,
+                          static_cast<double>(bytes) / (busbw_GBps * 1e3), busbw_GBps, busbw_GBps);
+    }
+    return parse_nccl_tests_log(text, "log.txt");
+  };
+  const auto warnings = [](const NcclFit& f) {
+    return fmt::format("{}", fmt::join(f.warnings, "|"));
+  };
+  NcclFitRequest req;
+  req.topology =
+      nlohmann::json::parse(R"({"preset": "switch", "gpus": 2, "bandwidth": "100GB/s"})");
+  req.logs = {log_at(2)};  // 2 GB/s on 100 GB/s links
+  CHECK(req.logs[0].op_source == "the test binary the log names");
+  const NcclFit slow = fit_nccl_tests(req);
+  CHECK_THAT(warnings(slow), Catch::Contains("of their nominal rate: check the topology"));
+  CHECK_THAT(nccl_fit_report(req, slow), Catch::Contains("8 sizes (1 zero-byte left out)"));
+  req.logs = {log_at(400)};  // four times what the links carry
+  CHECK_THAT(warnings(fit_nccl_tests(req)),
+             Catch::Contains("8 of 8 sizes ran faster than the fit can simulate them"));
+
+  NcclTestsLog one = log_at(2);
+  one.ranks = 1;
+  req.logs = {one};
+  CHECK_THAT(nccl_tests_test::fit_error(req), Catch::Contains("ran on one GPU"));
 }

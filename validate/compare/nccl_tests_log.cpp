@@ -389,11 +389,26 @@ std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
   return static_cast<int>(k);
 }
 
+// A test binary named on a line of the log ("./build/all_reduce_perf -b 8 ...", an mpirun
+// command line, a shell prompt): the word's last path part, if it is nccl-tests' name.
+std::optional<CollectiveOp> op_from_command_line(const std::vector<std::string_view>& words) {
+  for (std::string_view w : words) {
+    w.remove_prefix(std::min(w.size(), w.rfind('/') + 1));  // npos + 1 == 0
+    if (w.ends_with("_perf") || w.ends_with("_perf_mpi"))
+      if (auto op = nccl_tests_op(w)) return op;
+  }
+  return std::nullopt;
+}
+
 void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
-               std::optional<CollectiveOp> hint, const std::string& file) {
+               std::optional<CollectiveOp> from_command, std::optional<CollectiveOp> hint,
+               const std::string& file) {
   if (from_header) {  // the header wins: callers compare it with what they expected
     log.op = *from_header;
     log.op_source = "the log's header";
+  } else if (from_command) {
+    log.op = *from_command;
+    log.op_source = "the test binary the log names";
   } else if (hint) {
     log.op = *hint;
     log.op_source = "given";
@@ -481,7 +496,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   NcclTestsLog log;
   log.file = file;
   log.digest = fnv1a(text);
-  std::optional<CollectiveOp> header_op;
+  std::optional<CollectiveOp> header_op, command_op;
   RankSet rank_lines;
   std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
   std::vector<std::string> other_types;  // after the first type's run (-d all)
@@ -503,6 +518,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     read_versions(w, log);
     read_forced_algo(w, log);
     if (w.empty()) continue;
+    if (!command_op) command_op = op_from_command_line(w);
     if (w[0].starts_with("#")) {
       std::vector<std::string_view> h(w.begin() + 1, w.end());
       if (w[0].size() > 1) h.insert(h.begin(), w[0].substr(1));  // "#Rank" as well as "# Rank"
@@ -561,7 +577,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     log.notes.push_back(fmt::format(
         "the log holds runs of several element types (-d all); read: {}'s, left out: {}",
         log.rows.front().type, fmt::join(other_types, ", ")));
-  settle_op(log, header_op, op_hint, file);
+  settle_op(log, header_op, command_op, op_hint, file);
   settle_ranks(log, rank_lines, ranks_hint, ranks_otherwise);
   return log;
 }

@@ -562,6 +562,13 @@ void check_request(const NcclFitRequest& req) {
     throw InputError("--nccl-algo", fmt::format("only with --algorithm nccl (NCCL's pick "
                                                 "under its NCCL_ALGO), not {}",
                                                 req.algorithm));
+  for (const NcclTestsLog& log : req.logs)
+    if (log.ranks < 2)
+      throw InputError("--nccl-tests",
+                       fmt::format("{} ran on one GPU: nothing crossed a link, so it says nothing "
+                                   "of the machine's links or latencies (fit logs of two GPUs "
+                                   "or more)",
+                                   log.file));
 }
 
 // Each trial fitted on every other size and judged on the rest; the kept terms are the
@@ -609,7 +616,24 @@ std::string failed_sizes(const std::vector<NcclTestsLog>& logs) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+// A usable share this far from NCCL's says more of the topology than of the machine.
+constexpr double kImplausibleShare = 0.25;
+
 void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
+  if (fit.used.efficiency || fit.used.curve)
+    for (std::size_t i = 0; i < fit.kinds.size(); ++i) {
+      const double share = fit.model.link(fit.kinds[i]).efficiency;
+      if (share < kImplausibleShare)
+        fit.warnings.push_back(fmt::format(
+            "{} links keep {:.1f}% of their nominal rate: check the topology's link "
+            "bandwidths against the machine's (a slower link on the path, fewer NICs, PCIe)",
+            name_of(fit.kinds[i]), share * 100));
+      else if (share >= 1 && fit.values.efficiency * fit.default_efficiency[i] > 1)
+        fit.warnings.push_back(fmt::format(
+            "the logs are faster than the topology's {} links allow (the fit asks for {:.2f} "
+            "of their nominal rate): check their bandwidths",
+            name_of(fit.kinds[i]), fit.values.efficiency * fit.default_efficiency[i]));
+    }
   if (fit.mape_pct > kPoorMape)
     fit.warnings.push_back(
         fmt::format("poor fit: MAPE {:.1f}% (above {:.0f}%)", fit.mape_pct, kPoorMape));
@@ -618,6 +642,15 @@ void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
         "sizes the fit did not see are predicted at {:.1f}% (above {:.0f}%): expect that "
         "much on other logs of this machine",
         fit.heldout_mape_pct, kPoorMape));
+  // Most sizes faster than the fit can make them: the links the topology gives are slower
+  // than the machine's (a usable share can only lower a link's rate).
+  const auto slow = std::count_if(fit.residuals.begin(), fit.residuals.end(),
+                                  [](const auto& r) { return r.error_pct > kPoorPoint; });
+  if (2 * slow > static_cast<std::ptrdiff_t>(fit.residuals.size()))
+    fit.warnings.push_back(fmt::format(
+        "{} of {} sizes ran faster than the fit can simulate them on this topology (by more "
+        "than {:.0f}%): check its link bandwidths (the NIC speed, the GPUs per host)",
+        slow, fit.residuals.size(), kPoorPoint));
   for (const auto& r : fit.residuals)
     if (std::fabs(r.error_pct) > kPoorPoint)
       fit.warnings.push_back(fmt::format(
@@ -783,7 +816,9 @@ std::string fitted_terms_text(const NcclFit& fit) {
         "#   {:<8} latency_s {:>8.3f} us per hop{}, efficiency {:.4f}{}\n", name_of(fit.kinds[i]),
         latency_us, fit.used.latency ? "" : " (default)",
         fit.used.efficiency || fit.used.curve ? c.efficiency : fit.default_efficiency[i],
-        fit.used.efficiency || fit.used.curve ? "" : " (default)");
+        fit.used.efficiency ? ""
+        : fit.used.curve    ? " (the default's, stated with the curve)"
+                            : " (default)");
   }
   out += fmt::format("#   bandwidth_curve {} point(s), by transfer size (B/s before efficiency)\n",
                      v.curve.size());
@@ -801,10 +836,15 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
                   req.logs.size(), fit.algorithm, fit.topology_name, fit.network);
   for (std::size_t i = 0; i < req.logs.size(); ++i) {
     const NcclTestsLog& log = req.logs[i];
-    out += fmt::format("#   {}: {} on {} GPUs (from {}), NCCL {}, {} sizes; {}\n", log.file,
+    const auto timed = std::count_if(log.rows.begin(), log.rows.end(), [](const NcclTestsRow& r) {
+      return r.bytes > 0 && r.out_of_place.time_us > 0;
+    });
+    const auto untimed = static_cast<std::ptrdiff_t>(log.rows.size()) - timed;
+    out += fmt::format("#   {}: {} on {} GPUs (from {}), NCCL {}, {} sizes{}; {}\n", log.file,
                        name_of(log.op), log.ranks, log.ranks_source,
-                       log.nccl_version.empty() ? "version not printed" : log.nccl_version,
-                       log.rows.size(), fit.launches[i]);
+                       log.nccl_version.empty() ? "version not printed" : log.nccl_version, timed,
+                       untimed > 0 ? fmt::format(" ({} zero-byte left out)", untimed) : "",
+                       fit.launches[i]);
     if (req.nccl_algo.empty() && !log.nccl_algo.empty())
       out += fmt::format("#     NCCL_ALGO={} (from the log): NCCL's pick among those\n",
                          log.nccl_algo);
@@ -820,9 +860,11 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
       "# MAPE {:.2f}% over {} sizes in sample; {:.2f}% held out (fitted on every other size, "
       "predicting the rest); {:.2f}% uncalibrated\n",
       fit.mape_pct, fit.residuals.size(), fit.heldout_mape_pct, fit.defaults_mape_pct);
-  out += "# term sets tried: held-out MAPE (fitted on every other size); the lowest is kept\n";
+  out +=
+      "# term sets tried: held-out MAPE (fitted on every other size); the lowest is kept (lat "
+      "and eff scale: of NCCL's per-hop latencies and of each link kind's usable share)\n";
   out += fmt::format("#   {:<32} {:>8} {:>11} {:>9} {:>10} {:>6}\n", "terms", "held out",
-                     "launch us", "lat scale", "efficiency", "curve");
+                     "launch us", "lat scale", "eff scale", "curve");
   for (const auto& t : fit.trials)
     out += fmt::format("#   {:<32} {:>7.2f}% {:>11.3f} {:>9.3f} {:>10.4f} {:>6}{}\n",
                        term_names(t.terms), t.heldout_mape_pct, t.values.launch_s * 1e6,
