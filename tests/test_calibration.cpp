@@ -243,3 +243,33 @@ TEST_CASE("a per-kind bandwidth_Bps inline in network.cost sets the links, as in
   CHECK(nvlinks > 0);
   CHECK(others > 0);
 }
+
+TEST_CASE("a calibration of another machine's links is refused, not applied in part",
+          "[calibrate]") {
+  // Fitted on NVLink and InfiniBand; applied to a switch of PCIe links only its launch
+  // would change anything.
+  const nlohmann::json other = {
+      {"launch_s", 12e-6},
+      {"links", {{"nvlink", {{"efficiency", 0.7}}}, {"ib", {{"efficiency", 0.9}}}}}};
+  const auto on = [](const char* kind) {
+    return parse_scenario(
+        {{"topology",
+          {{"nodes", {{{"name", "a"}, {"kind", "gpu"}}, {{"name", "b"}, {"kind", "gpu"}}}},
+           {"links", {{{"src", "a"}, {"dst", "b"}, {"bandwidth", "16GB/s"}, {"kind", kind}}}}}},
+         {"collectives", {{{"name", "c"}, {"op", "all_reduce"}, {"bytes", 1024}}}}},
+        ".");
+  };
+  Scenario pcie = on("pcie");
+  try {
+    apply_calibration(pcie, other, "cal.json");
+    FAIL("applied");
+  } catch (const InputError& e) {
+    CHECK_THAT(
+        std::string(e.what()),
+        Catch::StartsWith("cal.json:links: this calibration describes ib and nvlink links") &&
+            Catch::Contains("has none of them"));
+  }
+  Scenario nvlink = on("nvlink");  // one of its kinds: the file describes these links
+  apply_calibration(nvlink, other, "cal.json");
+  CHECK(nvlink.network.cost->link(LinkKind::NvLink).efficiency == 0.7);
+}

@@ -1,6 +1,7 @@
 #include "scenario/scenario.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -478,6 +479,27 @@ void check_fitted_network(const JsonView& calibration, const std::string& model)
         fitted, model, fitted, model, model));
 }
 
+// A calibration describes the links of the machine it was fitted on: where the topology has
+// none of the kinds it describes (an NVLink and InfiniBand file on a PCIe box), only its
+// launch would apply, silently; it is refused instead.
+void check_described_links(const JsonView& calibration, const Topology& topology) {
+  const auto kinds = calibration.find("links");
+  if (!kinds || !kinds->is_object() || kinds->raw().empty()) return;
+  std::vector<std::string> described;
+  for (const auto& [kind, entry] : kinds->raw().items()) {
+    const auto k = link_kind_from_name(kind);
+    if (!k) return;  // read_cost_model names a bad kind
+    if (std::any_of(topology.links().begin(), topology.links().end(),
+                    [&](const Link& l) { return l.kind == *k; }))
+      return;
+    described.push_back(kind);
+  }
+  kinds->fail_message(fmt::format(
+      "this calibration describes {} links, and the topology \"{}\" has none of them: it was "
+      "fitted on another machine (fit this one's logs with calibrate --nccl-tests)",
+      fmt::join(described, " and "), topology.name));
+}
+
 }  // namespace
 
 Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
@@ -539,6 +561,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   if (!c.is_object())
     c.fail("a calibration object with \"alpha_s\", \"bandwidth_Bps\" or \"links\"");
   check_fitted_network(c, std::string(name_of(s.network.model)));
+  check_described_links(c, s.topology);
   // The same bounds as a scenario's alpha and bandwidths.
   if (auto a = c.find("alpha_s")) {
     const double alpha = a->as_number();
