@@ -822,9 +822,17 @@ std::string fitted_terms_text(const NcclFit& fit) {
   }
   out += fmt::format("#   bandwidth_curve {} point(s), by transfer size (B/s before efficiency)\n",
                      v.curve.size());
+  // With one link kind, what the curve and the share give together (the two trade against
+  // each other: a curve above nominal under a small share can be the nominal rate).
+  const double share = fit.kinds.size() == 1 && (fit.used.efficiency || fit.used.curve)
+                           ? fit.model.link(fit.kinds[0]).efficiency
+                           : 0;
   for (const auto& [bytes, bps] : v.curve)
-    out += fmt::format("#     {:>12} B  {:>8.2f} GB/s  ({:.3f} of nominal)\n", bytes, bps / 1e9,
-                       bps / fit.nominal_Bps);
+    out += fmt::format(
+        "#     {:>12} B  {:>8.2f} GB/s  ({:.3f} of nominal{})\n", bytes, bps / 1e9,
+        bps / fit.nominal_Bps,
+        share > 0 ? fmt::format("; {:.3f} with the usable share", bps * share / fit.nominal_Bps)
+                  : "");
   return out;
 }
 
