@@ -244,8 +244,7 @@ TEST_CASE("a per-kind bandwidth_Bps inline in network.cost sets the links, as in
   CHECK(others > 0);
 }
 
-TEST_CASE("a calibration of another machine's links is refused, not applied in part",
-          "[calibrate]") {
+TEST_CASE("a calibration that describes none of the topology's links is refused", "[calibrate]") {
   // Fitted on NVLink and InfiniBand; applied to a switch of PCIe links only its launch
   // would change anything.
   const nlohmann::json other = {

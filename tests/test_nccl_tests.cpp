@@ -1111,11 +1111,23 @@ TEST_CASE(
   req.logs = {log_at(2)};  // 2 GB/s on 100 GB/s links
   CHECK(req.logs[0].op_source == "the test binary the log names");
   const NcclFit slow = fit_nccl_tests(req);
-  CHECK_THAT(warnings(slow), Catch::Contains("of their nominal rate: check the topology"));
+  CHECK_THAT(warnings(slow), Catch::Contains("nvlink links keep 2.0% of their nominal rate at "
+                                             "the largest transfers"));
   CHECK_THAT(nccl_fit_report(req, slow), Catch::Contains("8 sizes (1 zero-byte left out)"));
   req.logs = {log_at(400)};  // four times what the links carry
   CHECK_THAT(warnings(fit_nccl_tests(req)),
-             Catch::Contains("8 of 8 sizes ran faster than the fit can simulate them"));
+             Catch::Contains("7 of the 7 bandwidth-bound sizes ran faster than the fit can "
+                             "simulate them"));  // 1 MiB: more launch than bandwidth
+  // A binary named in prose is not the log's; the user's word wins over one it runs.
+  const std::string row = "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0\n";
+  CHECK_THAT(
+      nccl_tests_test::parse_error(
+          "# compared with all_gather_perf from the same node\n#  Rank 0..1\n" + row, "log.txt"),
+      Catch::Contains("cannot tell which collective"));
+  const NcclTestsLog given = parse_nccl_tests_log("$ ./all_gather_perf -b 1M\n#  Rank 0..1\n" + row,
+                                                  "log.txt", CollectiveOp::AllReduce);
+  CHECK(given.op == CollectiveOp::AllReduce);
+  CHECK(given.op_source == "given");
 
   NcclTestsLog one = log_at(2);
   one.ranks = 1;

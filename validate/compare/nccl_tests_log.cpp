@@ -389,12 +389,16 @@ std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
   return static_cast<int>(k);
 }
 
-// A test binary named on a line of the log ("./build/all_reduce_perf -b 8 ...", an mpirun
-// command line, a shell prompt): the word's last path part, if it is nccl-tests' name.
+// A test binary run on a line of the log ("./build/all_reduce_perf -b 8 ...", an mpirun
+// command line, a shell prompt): a word whose last path part is nccl-tests' name, followed
+// by an option or by nothing (a binary named in prose, "compared with all_gather_perf from
+// ...", is not run there).
 std::optional<CollectiveOp> op_from_command_line(const std::vector<std::string_view>& words) {
-  for (std::string_view w : words) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string_view w = words[i];
     w.remove_prefix(std::min(w.size(), w.rfind('/') + 1));  // npos + 1 == 0
-    if (w.ends_with("_perf") || w.ends_with("_perf_mpi"))
+    const bool run = i + 1 == words.size() || words[i + 1].starts_with("-");
+    if (run && (w.ends_with("_perf") || w.ends_with("_perf_mpi")))
       if (auto op = nccl_tests_op(w)) return op;
   }
   return std::nullopt;
@@ -406,12 +410,12 @@ void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
   if (from_header) {  // the header wins: callers compare it with what they expected
     log.op = *from_header;
     log.op_source = "the log's header";
+  } else if (hint) {  // the user's word over a binary the log's text runs
+    log.op = *hint;
+    log.op_source = "given";
   } else if (from_command) {
     log.op = *from_command;
     log.op_source = "the test binary the log names";
-  } else if (hint) {
-    log.op = *hint;
-    log.op_source = "given";
   } else if (auto op = op_from_file_name(file)) {
     log.op = *op;
     log.op_source = "the file name";

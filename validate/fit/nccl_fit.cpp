@@ -619,21 +619,26 @@ std::string failed_sizes(const std::vector<NcclTestsLog>& logs) {
 // A usable share this far from NCCL's says more of the topology than of the machine.
 constexpr double kImplausibleShare = 0.25;
 
-void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
+// The share of its nominal rate a link kind keeps at the largest transfers: its usable
+// share, times the bandwidth curve's last point where the fit kept a curve (which may pass
+// nominal under a small share, or hold a default share far down).
+double share_at_largest(const NcclFit& fit, std::size_t kind) {
+  const double share = fit.model.link(fit.kinds[kind]).efficiency;
+  if (!fit.used.curve || fit.values.curve.empty()) return share;
+  return share * fit.values.curve.back().second / fit.nominal_Bps;
+}
+
+// `points`: the sizes fitted, with how much of each one's time bandwidth is.
+void add_warnings(NcclFit& fit, const NcclFitRequest& req,
+                  const std::vector<const Point*>& points) {
   if (fit.used.efficiency || fit.used.curve)
-    for (std::size_t i = 0; i < fit.kinds.size(); ++i) {
-      const double share = fit.model.link(fit.kinds[i]).efficiency;
-      if (share < kImplausibleShare)
+    for (std::size_t i = 0; i < fit.kinds.size(); ++i)
+      if (const double share = share_at_largest(fit, i); share < kImplausibleShare)
         fit.warnings.push_back(fmt::format(
-            "{} links keep {:.1f}% of their nominal rate: check the topology's link "
-            "bandwidths against the machine's (a slower link on the path, fewer NICs, PCIe)",
+            "{} links keep {:.1f}% of their nominal rate at the largest transfers: check the "
+            "topology's link bandwidths against the machine's (a slower link on the path, "
+            "fewer NICs, PCIe)",
             name_of(fit.kinds[i]), share * 100));
-      else if (share >= 1 && fit.values.efficiency * fit.default_efficiency[i] > 1)
-        fit.warnings.push_back(fmt::format(
-            "the logs are faster than the topology's {} links allow (the fit asks for {:.2f} "
-            "of their nominal rate): check their bandwidths",
-            name_of(fit.kinds[i]), fit.values.efficiency * fit.default_efficiency[i]));
-    }
   if (fit.mape_pct > kPoorMape)
     fit.warnings.push_back(
         fmt::format("poor fit: MAPE {:.1f}% (above {:.0f}%)", fit.mape_pct, kPoorMape));
@@ -642,15 +647,23 @@ void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
         "sizes the fit did not see are predicted at {:.1f}% (above {:.0f}%): expect that "
         "much on other logs of this machine",
         fit.heldout_mape_pct, kPoorMape));
-  // Most sizes faster than the fit can make them: the links the topology gives are slower
-  // than the machine's (a usable share can only lower a link's rate).
-  const auto slow = std::count_if(fit.residuals.begin(), fit.residuals.end(),
-                                  [](const auto& r) { return r.error_pct > kPoorPoint; });
-  if (2 * slow > static_cast<std::ptrdiff_t>(fit.residuals.size()))
+  // Most bandwidth-bound sizes faster than the fit can make them: the links the topology
+  // gives are slower than the machine's (a usable share can only lower a link's rate).
+  int bound = 0, slow = 0;
+  for (const auto& r : fit.residuals) {
+    const auto p = std::find_if(points.begin(), points.end(), [&](const Point* q) {
+      return q->log == r.log && q->row->bytes == r.bytes;
+    });
+    if (p == points.end() || (*p)->bandwidth_share < kPlateauShare) continue;
+    ++bound;
+    slow += r.error_pct > kPoorPoint;
+  }
+  if (2 * slow > bound)
     fit.warnings.push_back(fmt::format(
-        "{} of {} sizes ran faster than the fit can simulate them on this topology (by more "
-        "than {:.0f}%): check its link bandwidths (the NIC speed, the GPUs per host)",
-        slow, fit.residuals.size(), kPoorPoint));
+        "{} of the {} bandwidth-bound sizes ran faster than the fit can simulate them on "
+        "this topology (by more than {:.0f}%): check its link bandwidths (the NIC speed, the "
+        "GPUs per host)",
+        slow, bound, kPoorPoint));
   for (const auto& r : fit.residuals)
     if (std::fabs(r.error_pct) > kPoorPoint)
       fit.warnings.push_back(fmt::format(
@@ -745,7 +758,7 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "at {} size(s) the bandwidth curve hit its bounds (no faster than nominal): the floor "
         "there differs from the fitted one (NCCL changes protocol with size)",
         fit.values.clamped));
-  add_warnings(fit, req);
+  add_warnings(fit, req, select(pts, {}));
   return fit;
 }
 
