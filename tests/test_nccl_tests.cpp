@@ -1134,3 +1134,24 @@ TEST_CASE(
   req.logs = {one};
   CHECK_THAT(nccl_tests_test::fit_error(req), Catch::Contains("ran on one GPU"));
 }
+
+TEST_CASE("calibrate reads no launch from sizes its channels' ceiling holds", "[nccl-tests]") {
+  // Send/recv on 8 x H100 at 32 MiB-1 GiB: held by the channels' ceiling (82.4 GB/s on 4
+  // channels, twice for twice the bytes), not by bandwidth, not by the launch; a constant
+  // 40 us beyond it must not be read as a 48 us launch.
+  std::string text = "# Collective test starting: sendrecv_perf\n#  Rank 0..7 Group 0\n";
+  for (int i = 0; i < 6; ++i) {
+    const std::int64_t bytes = std::int64_t{32} << (20 + i);
+    const double us = static_cast<double>(bytes) / 82.4e3 / (i < 2 ? 1 : 1 << (i - 1)) + 40;
+    text +=
+        fmt::format("{} {} float sum -1 {:.2f} {:.2f} {:.2f} 0\n", bytes, bytes / 4, us,
+                    static_cast<double>(bytes) / us / 1e3, static_cast<double>(bytes) / us / 1e3);
+  }
+  NcclFitRequest req;
+  req.topology = "dgx-h100";
+  req.logs = {parse_nccl_tests_log(text, "sendrecv.txt")};
+  const NcclFit fit = fit_nccl_tests(req);
+  CHECK_FALSE(fit.used.launch);
+  CHECK_THAT(fmt::format("{}", fmt::join(fit.notes, "|")),
+             Catch::Contains("launch and latency are not fitted: 0 size(s)"));
+}

@@ -402,20 +402,30 @@ std::vector<FitResidual> residuals_of(const CostModel* m, const std::vector<LogS
 // size of every other log (a 1 MiB-8 GiB log fitted a 103 us launch). The plateau
 // (efficiency, curve) is read where bandwidth is at least half the time (an NVLS
 // collective's switch share keeps its link share below 80% at any size).
-constexpr double kFloorShare = 0.1, kPlateauShare = 0.5;
+// A size held by neither bandwidth nor its floor (a point-to-point send at its channels'
+// ceiling: 421 us for 32 MiB, where the launch is 2%) says nothing of the floor either:
+// the launch must also be a fair part of the measured time (NCCL's own 8.4 us, at least
+// kLaunchShare of it).
+constexpr double kFloorShare = 0.1, kPlateauShare = 0.5, kLaunchShare = 0.15;
 constexpr int kDominantSizes = 3;
+
+bool shows_floor(const Point& p) {
+  const double launch_s = nccl_base_latency_us(NcclAlgo::Ring, Protocol::Simple) * 1e-6;
+  return p.d_launch > 0 && p.bandwidth_share <= kFloorShare &&
+         p.d_launch * launch_s >= kLaunchShare * p.measured;
+}
 
 FitTerms identifiable(const std::vector<Point>& pts, FitTerms t, std::vector<std::string>& notes) {
   int floor = 0, plateau = 0;
   for (const Point& p : pts) {
-    floor += p.d_launch > 0 && p.bandwidth_share <= kFloorShare;
+    floor += shows_floor(p);
     plateau += p.bandwidth_share >= kPlateauShare;
   }
   if (floor < kDominantSizes && (t.launch || t.latency)) {
     t.launch = t.latency = false;
     notes.push_back(
         fmt::format("launch and latency are not fitted: {} size(s) of the logs show their launch "
-                    "with at most 10% bandwidth (at "
+                    "(at most 10% bandwidth, the launch at least 15% of the time; at "
                     "least {} needed); the defaults stay",
                     floor, kDominantSizes));
   }
