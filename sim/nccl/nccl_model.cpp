@@ -374,9 +374,8 @@ ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
   s.min_part = topo.nodes > 1 ? step / 2 : step / 8;
   s.max_part = topo.nodes > 1 ? step : step * 32;
   // A channel inside a host moves one NVLink's worth (a thread block's copy), across the
-  // network what NCCL itself counts on one.
-  // Its chunk is the communicator's (`step`, every send's), smaller over the network for
-  // small parts.
+  // network what NCCL itself counts on one; its chunk is the communicator's (`step`, every
+  // send's), smaller over the network for small parts.
   s.chunk_bytes = step;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const bool net = hop_class(static_cast<LinkKind>(k)) == HopClass::Net;

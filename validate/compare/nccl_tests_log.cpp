@@ -17,10 +17,10 @@ namespace collsim {
 
 // What launchers put on each line of a rank's output, taken off so that the line reads as
 // nccl-tests printed it: kubectl's --timestamps, then Open MPI's --tag-output
-// ("[1,0]<stdout>:"), srun --label ("0: "),
-// and rank tags like "[0]" (mpirun's -prepend-rank, or a tag written into a line where two
-// ranks' output met). A tag is a bracketed count alone: "[0x1a]" and "[0000:02:00]" in a
-// Rank line are device names and stay.
+// ("[1,0]<stdout>:"), srun --label ("0: "), and rank tags like "[0]" (mpirun's
+// -prepend-rank, or a tag written into a line where two ranks' output met). A tag is a
+// bracketed count alone: "[0x1a]" and "[0000:02:00]" in a Rank line are device names and
+// stay.
 std::string without_launcher_marks(std::string_view line) {
   // kubectl logs --timestamps: "2024-05-01T12:00:00.123456789Z " ahead of
   // everything else the container printed, launcher marks included.
@@ -197,8 +197,8 @@ class RankSet {
   // The GPUs the lines name: as many as the highest rank says, where a posted log shows
   // only some of its lines ("Rank 7", "Rank 15" of 16).
   std::int64_t span() {
-    merge();
-    return ranges_.empty() ? 0 : std::max(count(), ranges_.back().second + 1);
+    const std::int64_t named = count();  // merged: the last range holds the highest rank
+    return ranges_.empty() ? 0 : std::max(named, ranges_.back().second + 1);
   }
   std::int64_t count() {
     merge();
@@ -360,18 +360,13 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
   return std::nullopt;
 }
 
-// busbw / algbw is nccl-tests' bus factor, which for most collectives gives K back:
-// 2(K-1)/K for all-reduce, (K-1)/K for all-gather, reduce-scatter, all-to-all, gather and
-// scatter. Printed
-// to two decimals, each row only bounds it (the smaller the bandwidths, the wider), and so
-// bounds K; every row's bounds must hold, and leave one whole K.
+// busbw / algbw is nccl-tests' bus factor (busbw_factor), which for most collectives gives
+// K back: top x (K-1)/K. Printed to two decimals, each row only bounds it (the smaller the
+// bandwidths, the wider), and so bounds K; every row's bounds must hold, and leave one
+// whole K.
 std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
-  const bool all_reduce = log.op == CollectiveOp::AllReduce;
-  if (!all_reduce && log.op != CollectiveOp::AllGather && log.op != CollectiveOp::ReduceScatter &&
-      log.op != CollectiveOp::AllToAll && log.op != CollectiveOp::Gather &&
-      log.op != CollectiveOp::Scatter)
-    return std::nullopt;
-  const double top = all_reduce ? 2 : 1;  // the factor as K grows without bound
+  if (busbw_factor(log.op, 2) == busbw_factor(log.op, 3)) return std::nullopt;  // not K's
+  const double top = 2 * busbw_factor(log.op, 2);  // the factor as K grows without bound
   const auto k_of = [top](double f) { return f < top ? top / (top - f) : INFINITY; };
   constexpr double kHalfDigit = 0.005;  // "%.2f"
   double lo = 1, hi = INFINITY;

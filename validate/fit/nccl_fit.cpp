@@ -602,28 +602,32 @@ void choose_terms(NcclFit& fit, const std::vector<Point>& pts,
   fit.heldout_mape_pct = best->heldout_mape_pct;
 }
 
-// "file.txt at 32 B (68.14 / 13.52 us), ..." for every disturbed size; empty when none.
-std::string disturbed_sizes(const std::vector<NcclTestsLog>& logs) {
+// "file.txt at 32 B (why), ..." for every size of the logs the fit leaves out for one
+// reason (`left_out`); empty when none.
+template <class LeftOut, class Why>
+std::string sizes_left_out(const std::vector<NcclTestsLog>& logs, LeftOut left_out, Why why) {
   std::vector<std::string> out;
   for (const NcclTestsLog& log : logs)
     for (const NcclTestsRow& row : log.rows)
-      if (row.disturbed())
-        out.push_back(fmt::format("{} at {} B ({:.2f} / {:.2f} us)",
+      if (left_out(row))
+        out.push_back(fmt::format("{} at {} B ({})",
                                   std::filesystem::path(log.file).filename().string(), row.bytes,
-                                  row.out_of_place.time_us, row.in_place->time_us));
+                                  why(row)));
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-// "file.txt at 512 B (237858 wrong), ..." for every size that failed nccl-tests' check.
+std::string disturbed_sizes(const std::vector<NcclTestsLog>& logs) {
+  return sizes_left_out(
+      logs, [](const NcclTestsRow& r) { return r.disturbed(); },
+      [](const NcclTestsRow& r) {
+        return fmt::format("{:.2f} / {:.2f} us", r.out_of_place.time_us, r.in_place->time_us);
+      });
+}
+
 std::string failed_sizes(const std::vector<NcclTestsLog>& logs) {
-  std::vector<std::string> out;
-  for (const NcclTestsLog& log : logs)
-    for (const NcclTestsRow& row : log.rows)
-      if (row.wrong() > 0)
-        out.push_back(fmt::format("{} at {} B ({} wrong)",
-                                  std::filesystem::path(log.file).filename().string(), row.bytes,
-                                  row.wrong()));
-  return fmt::format("{}", fmt::join(out, ", "));
+  return sizes_left_out(
+      logs, [](const NcclTestsRow& r) { return r.wrong() > 0; },
+      [](const NcclTestsRow& r) { return fmt::format("{} wrong", r.wrong()); });
 }
 
 // A usable share this far from NCCL's says more of the topology than of the machine.
