@@ -165,14 +165,17 @@ TEST_CASE("each algorithm pays the NCCL latencies of the family its entry declar
   CHECK(nccl_family(CollectiveOp::AllReduce, "nvls") == NcclAlgo::Nvls);
   CHECK(nccl_family(CollectiveOp::AllReduce, "nvls_tree") == NcclAlgo::NvlsTree);
   CHECK(nccl_family(CollectiveOp::AllGather, "pat") == NcclAlgo::Pat);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "collnet_direct") == NcclAlgo::CollNetDirect);
+  CHECK(nccl_family(CollectiveOp::AllReduce, "collnet_chain") == NcclAlgo::CollNetChain);
   CHECK(nccl_family(CollectiveOp::AllReduce, "hierarchical") == NcclAlgo::Ring);
   CHECK(nccl_family(CollectiveOp::AllReduce, "no_such_algorithm") == NcclAlgo::Ring);
-  // Declared, not read from the name: every entry's family is one of the five, and only
-  // switch-op entries are NVLS ones.
+  // Declared, not read from the name: only switch-op entries are NVLS or CollNet ones.
   for (const auto& e : collsim::algorithm_catalogue()) {
     INFO(e.algorithm);
-    const bool nvls = e.nccl_family == NcclAlgo::Nvls || e.nccl_family == NcclAlgo::NvlsTree;
-    CHECK(nvls == e.switch_ops);
+    const bool in_switch = e.nccl_family == NcclAlgo::Nvls || e.nccl_family == NcclAlgo::NvlsTree ||
+                           e.nccl_family == NcclAlgo::CollNetDirect ||
+                           e.nccl_family == NcclAlgo::CollNetChain;
+    CHECK(in_switch == e.switch_ops);
   }
 }
 

@@ -146,7 +146,7 @@ TEST_CASE("nvls_tree: switch ops stay in their host, transfers cross hosts betwe
   for (const Op& op : s.ops) {
     if (op.is_switch()) {
       ++switch_ops;
-      CHECK(s.switch_group_first(op) == op.src_rank / per_host * per_host);
+      CHECK(s.switch_member(op, 0) == op.src_rank / per_host * per_host);
       continue;
     }
     CHECK(op.src_rank / per_host != op.dst_rank / per_host);
@@ -331,7 +331,7 @@ TEST_CASE("nvls is refused without a sharp switch, naming the collective, and au
   // The property only on NVSwitches, the efficiency only on sharp ones, within (0, 1].
   CHECK_THAT(error_of(R"({"topology": {"nodes": [{"name": "g", "kind": "gpu", "sharp": true}],
       "links": []}, "collectives": []})"),
-             Catch::Contains("nodes[0].sharp: only nvswitch nodes reduce"));
+             Catch::Contains("nodes[0].sharp: only switches reduce"));
   CHECK_THAT(error_of(R"({"topology": )" + sharp_graph(2, R"(, "sharp_efficiency": 0.5)") +
                       R"(, "collectives": []})"),
              Catch::Contains("nodes[0].sharp_efficiency: only a node with \"sharp\": true"));

@@ -148,7 +148,8 @@ TEST_CASE("segments auto leaves out counts whose schedules could pass 2^22 ops")
 TEST_CASE("each algorithm takes its own options, and so does each hierarchy level") {
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 64, "segments": 4})") ==
         "collectives[0].segments: the ring algorithm takes no \"segments\"; binomial_tree, "
-        "double_binary_tree, nccl_tree, hierarchical, nvls, nvls_tree do");
+        "double_binary_tree, nccl_tree, hierarchical, nvls, nvls_tree, collnet_direct, "
+        "collnet_chain do");
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "auto", "bytes": 64, "segmnts": 4})") ==
         "collectives[0].segmnts: unknown field; did you mean \"segments\"?");
   CHECK(plan_error_of(R"({"op": "all_reduce", "algorithm": "hierarchical", "bytes": 64,

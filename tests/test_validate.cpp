@@ -242,6 +242,22 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(m.checked > 0);
   }
 
+  SECTION("collnet: the issuing head does the network switch's all-reduce of its rail") {
+    for (const char* name : {"collnet_direct", "collnet_chain"}) {
+      AlgorithmOptions o;
+      o.segments = 2;
+      o.channels = 3;
+      o.hosts = {0, 0, 0, 1, 1, 1, 2, 2, 2};
+      const Schedule s =
+          generate(CollectiveOp::AllReduce, name, shape_of(CollectiveOp::AllReduce, 9, 4'099), o);
+      INFO(name);
+      REQUIRE(s.switch_stride == 3);
+      const Measurement m = run_for_real(s, options());
+      CHECK(m.wrong == 0);
+      CHECK(m.checked > 0);
+    }
+  }
+
   SECTION("a rank killed mid-collective stops the run, names it, and leaves nothing behind") {
     const auto before = leftover_segments();
     const Schedule s =

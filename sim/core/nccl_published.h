@@ -56,19 +56,28 @@ inline constexpr int kMaxChannels = 64;
 inline constexpr double kNvlsEfficiency[3] = {0.85, 0.85, 0.74};
 
 // Latencies in µs. baseLat [algorithm][protocol] and hwLat [hop][algorithm][protocol],
-// in collsim's orders: algorithms {Tree, Ring, Nvls, NvlsTree, Pat}, protocols
-// {LL, LL128, Simple}, hops {NVLink, PCI, NET}. NVLS and PAT are Simple-only: their
-// LL and LL128 entries are never read.
-inline constexpr double kBaseLatencyUs[5][3] = {
-    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {8.0, 8.0, 8.0}};
-inline constexpr double kHopLatencyUs[3][5][3] = {
+// in collsim's orders: algorithms {Tree, Ring, Nvls, NvlsTree, Pat, CollNetDirect,
+// CollNetChain}, protocols {LL, LL128, Simple}, hops {NVLink, PCI, NET}. NVLS, PAT and
+// CollNet are Simple-only: their LL and LL128 entries are never read.
+inline constexpr double kBaseLatencyUs[7][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0},
+                                                {0, 0, 0},        {8.0, 8.0, 8.0},  {0, 0, 0},
+                                                {0, 0, 0}};
+inline constexpr double kHopLatencyUs[3][7][3] = {
     // NVLink
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
+    {{0.6, 1.25, 4.0},
+     {0.6, 1.9, 3.4},
+     {0, 0, 25},
+     {0, 0, 25},
+     {0, 0, 4.0},
+     {0, 0, 3.7},
+     {0, 0, 2.8}},
     // PCI
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}, {0, 0, 3.7}, {0, 0, 2.8}},
     // NET
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}},
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}, {0, 0, 31}, {0, 0, 30}},
 };
+// CollNetDirect's latency per GPU a head gathers from (NCCL: 0.4 µs per arity step).
+inline constexpr double kCollNetDirectArityLatencyUs = 0.4;
 
 // The share of what a protocol moves that is data, [protocol]: LL sends 8 bytes of flag
 // with every 8 of data, LL128 8 of every 128.

@@ -108,6 +108,15 @@ class Model {
                         : t_.nodes > 1          ? inter_lat(a, p)
                                                 : 0);
         break;
+      case NcclAlgo::CollNetDirect:
+      case NcclAlgo::CollNetChain:
+        if (p != Protocol::Simple || op_ != CollectiveOp::AllReduce || !t_.collnet || t_.nodes < 2)
+          return o;
+        // CollNetDirect gathers at most NCCL_MAX_DIRECT_ARITY + 1 = 8 GPUs of a host.
+        if (a == NcclAlgo::CollNetDirect && t_.per_node > 8) return o;
+        o.algbw_GBps = collnet_bw(a);
+        o.latency_us = collnet_lat(a, p);
+        break;
       case NcclAlgo::Pat:
         if (p != Protocol::Simple || t_.per_node != 1 || t_.nodes < 2 ||
             (op_ != CollectiveOp::AllGather && op_ != CollectiveOp::ReduceScatter))
@@ -223,6 +232,32 @@ class Model {
     }
     const int n = std::max(t_.ranks, 2);
     return bw * nc * n / steps_of(op_, n);
+  }
+
+  // CollNet's graph: NCCL searches it as a tree's (channels x the slower of intra and
+  // inter); CollNetDirect is slowed where a host has more GPUs than the graph has channels
+  // (NICs), and on sm90+ by 0.85 (NCCL's tuning, 2.19 on); bus to algorithm bandwidth 1/2.
+  double collnet_bw(NcclAlgo a) const {
+    double bus = channels_ * std::min(t_.bw_inter, t_.bw_intra);
+    if (a == NcclAlgo::CollNetDirect) {
+      double factor = static_cast<double>(t_.per_node) / std::max(1, t_.channels);
+      factor -= (factor - 1) / 2;
+      bus /= factor;
+      if (arch_ != Arch::Ampere) bus *= 0.85;
+    }
+    return bus * 0.5;
+  }
+
+  // Up to the heads and back (Direct: one NVLink hop and a step per GPU gathered; Chain:
+  // along the chain) and once through the network's switches.
+  double collnet_lat(NcclAlgo a, Protocol p) const {
+    const int ppn = t_.per_node;
+    const double intra = intra_lat(a, p);
+    const double up_down = a == NcclAlgo::CollNetDirect
+                               ? std::min(1, ppn - 1) * intra +
+                                     (ppn - 1) * nccl_published::kCollNetDirectArityLatencyUs
+                               : (ppn - 1) * intra;
+    return nccl_base_latency_us(a, p) + 2 * up_down + inter_lat(a, p);
   }
 
   const NcclTopo& t_;

@@ -26,6 +26,9 @@ struct NcclTopo {
   double nic_GBps = 0;    // one NIC's bandwidth, when nodes > 1
   int nics_per_node = 0;
   bool nvls = false;  // the GPUs share a switch that reduces (NVLink SHARP)
+  // Each rail's GPUs (one per host) reach a network switch that reduces (InfiniBand SHARP,
+  // with NCCL_COLLNET_ENABLE and its plugin): NCCL's CollNet algorithms.
+  bool collnet = false;
   // The ring/tree graph: channels x per-channel bandwidth, before the run-time doubling.
   int channels = 1;
   double bw_intra = 0, bw_inter = 0;

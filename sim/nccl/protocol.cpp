@@ -28,7 +28,8 @@ std::optional<Protocol> protocol_from_name(std::string_view name) {
 }
 
 std::string_view name_of(NcclAlgo a) {
-  constexpr std::array<std::string_view, 5> names{"tree", "ring", "nvls", "nvls_tree", "pat"};
+  constexpr std::array<std::string_view, 7> names{
+      "tree", "ring", "nvls", "nvls_tree", "pat", "collnet_direct", "collnet_chain"};
   return names[idx(a)];
 }
 
@@ -116,24 +117,30 @@ std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>&
                                          NcclAlgo a, const Topology& t) {
   CostModel m = base ? *base : CostModel{};
   m.latency_replaces_alpha = true;
-  // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's.
+  // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's;
+  // so is CollNet's network latency (NCCL: + interLat, once: the switches stream every
+  // chunk of the pipeline through, NCCL_STEPS of them in flight).
   const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
+  const bool net_once = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain;
   const auto nvlink_kind = static_cast<std::size_t>(LinkKind::NvLink);
+  const auto ib_kind = static_cast<std::size_t>(LinkKind::Ib);
   const double nvlink_once =
       once ? nccl_hop_latency_us(HopClass::NvLink, a, p) * hop_scale(m, nvlink_kind) : 0;
+  const double net_latency_once =
+      net_once ? nccl_hop_latency_us(HopClass::Net, a, p) * hop_scale(m, ib_kind) : 0;
   // A stated launch is this machine's ring/Simple base latency: it replaces the table's.
   const Time own_launch = m.stated.launch ? Time{0} : m.launch;
-  m.launch =
-      add_time(own_launch,
-               from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) + nvlink_once) * 1e-6));
+  m.launch = add_time(own_launch, from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) +
+                                                nvlink_once + net_latency_once) *
+                                               1e-6));
   const double nvlink =
       t.num_ranks() > 0 ? nvlink_usable_fraction(gpu_arch(t, t.gpu_of_rank(0))) : 1;
   const double net = t.num_ranks() > 0 ? net_usable_fraction(t, t.gpu_of_rank(0)) : 1;
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const HopClass hw = hop_class(static_cast<LinkKind>(k));
     LinkKindCost& c = m.links[k];
-    const double hop =
-        once && hw == HopClass::NvLink ? 0 : nccl_hop_latency_us(hw, a, p) * hop_scale(m, k);
+    const bool paid_once = (once && hw == HopClass::NvLink) || (net_once && hw == HopClass::Net);
+    const double hop = paid_once ? 0 : nccl_hop_latency_us(hw, a, p) * hop_scale(m, k);
     const Time own_latency = m.stated.latency[k] ? Time{0} : c.latency;
     c.latency = add_time(own_latency, from_seconds(hop * 1e-6));
     // A stated efficiency (or measured rate) is the usable share: NCCL's NVLink share is its

@@ -148,10 +148,11 @@ class Tuner {
     });
   }
 
-  // NVLS and PAT run on Simple only, as in NCCL.
+  // NVLS, PAT and CollNet run on Simple only, as in NCCL.
   static bool simple_only(CollectiveOp op, const std::string& algorithm) {
     const NcclAlgo family = nccl_family(op, algorithm);
-    return family == NcclAlgo::Nvls || family == NcclAlgo::NvlsTree || family == NcclAlgo::Pat;
+    return family == NcclAlgo::Nvls || family == NcclAlgo::NvlsTree || family == NcclAlgo::Pat ||
+           family == NcclAlgo::CollNetDirect || family == NcclAlgo::CollNetChain;
   }
 
   static std::vector<std::string> protocols_to_try(const std::string& protocol, CollectiveOp op,
@@ -204,6 +205,7 @@ class Tuner {
     } else {
       NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
       topo.nvls = switch_reduces(spec, topo.nodes);
+      topo.collnet = topo.nodes > 1 && accepts(spec, "collnet_direct");
       NcclPick p;
       try {
         p = nccl_pick(topo, spec.shape.op, spec.bytes, spec.nccl_filter);
@@ -224,8 +226,12 @@ class Tuner {
           p.chosen.algorithm == NcclAlgo::Nvls || p.chosen.algorithm == NcclAlgo::NvlsTree;
       const bool chain =
           spec.shape.op == CollectiveOp::Broadcast || spec.shape.op == CollectiveOp::Reduce;
+      const bool collnet = p.chosen.algorithm == NcclAlgo::CollNetDirect ||
+                           p.chosen.algorithm == NcclAlgo::CollNetChain;
       if (nvls)
         nvls_segments(s.options, spec, p, topo);
+      else if (collnet)
+        collnet_segments(s.options, spec, topo);
       else if (chain)
         chain_segments(s.options, spec, p);
       else if (p.chosen.algorithm == NcclAlgo::Tree)
@@ -295,6 +301,16 @@ class Tuner {
     fixed_segments(o, per_pipeline, chunk * p.channels / trees, element_size(spec.shape.dtype));
   }
 
+  // CollNet: a pipeline per head (collnet_direct: a slice per GPU of a host; collnet_chain:
+  // a chain per GPU of a host, its channel's) moves NCCL's usual chunk at a time, the last
+  // segment holding the rest.
+  static void collnet_segments(AlgorithmOptions& o, const CollectiveSpec& spec,
+                               const NcclTopo& topo) {
+    const std::int64_t pipelines = std::max(1, topo.per_node);
+    fixed_segments(o, (spec.bytes + pipelines - 1) / pipelines, kNcclChunkBytes,
+                   element_size(spec.shape.dtype));
+  }
+
   // The ring's chain (broadcast, reduce): each of NCCL's channels moves a chunk down it at a
   // time, so a segment is a chunk per channel and the last holds the rest. In equal parts a
   // size just past a whole segment was cut in two and pipelined, and took less time than a
@@ -351,7 +367,12 @@ class Tuner {
   // about the topology only; whether our network model can time the pick is asked when
   // the pick is planned (a model that cannot says so; it never picks something else).
   bool switch_reduces(const CollectiveSpec& spec, int hosts) const {
-    const char* name = hosts > 1 ? "nvls_tree" : "nvls";
+    return accepts(spec, hosts > 1 ? "nvls_tree" : "nvls");
+  }
+
+  // Whether algorithm `name` takes this collective on this topology (its defaults and its
+  // schedule made without an error).
+  bool accepts(const CollectiveSpec& spec, const char* name) const {
     const AlgorithmEntry* entry = find_algorithm(spec.shape.op, name);
     if (!entry) return false;
     CollectiveSpec s = spec;

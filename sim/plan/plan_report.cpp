@@ -29,11 +29,13 @@ std::string nccl_terms_table(const PlannedCollective& c) {
   std::string out = fmt::format(
       "# {}: NCCL's model at {} bytes (time = latency + bytes / algbw; the least wins)\n",
       c.spec.name, c.spec.bytes);
-  out += fmt::format("#   {:<10} {:<7} {:>12} {:>13} {:>12}\n", "algorithm", "proto",
+  std::size_t width = 10;  // "algorithm", or the longest name weighed
+  for (const NcclOption& o : c.nccl_options) width = std::max(width, name_of(o.algorithm).size());
+  out += fmt::format("#   {:<{}} {:<7} {:>12} {:>13} {:>12}\n", "algorithm", width, "proto",
                      "latency us", "algbw GB/s", "time us");
   for (const NcclOption& o : c.nccl_options)
-    out += fmt::format("#   {:<10} {:<7} {:>12.2f} {:>13.2f} {:>12.2f}\n", name_of(o.algorithm),
-                       name_of(o.protocol), o.latency_us, o.algbw_GBps, o.time_us);
+    out += fmt::format("#   {:<{}} {:<7} {:>12.2f} {:>13.2f} {:>12.2f}\n", name_of(o.algorithm),
+                       width, name_of(o.protocol), o.latency_us, o.algbw_GBps, o.time_us);
   if (!c.cost || c.cost->nccl_floor <= 0) return out;
   const double floor_us = to_seconds(c.cost->nccl_floor) * 1e6;
   out += fmt::format("#   {} on the channels it launches at this size: {:.2f} us", c.nccl_pick,

@@ -35,27 +35,36 @@ class Buffers {
   std::vector<std::vector<T>> data_;
 };
 
-// Switch ops act on the ranks [first, first + n) of the issuer's switch group.
+// Switch ops act on the ranks first, first + stride, ... (n of them) of the issuer's group.
 template <class T>
-void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs, int first = 0, int n = 0) {
-  if (op.kind == OpKind::SwitchReduce) {
+void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs, int first = 0, int n = 0,
+              int stride = 1) {
+  if (op.kind == OpKind::SwitchReduce || op.kind == OpKind::SwitchAllReduce) {
     // The group's ranks folded in rank order, as expected_element folds all ranks:
-    // for one group of every rank, bitwise the reference.
-    auto& result = bufs.at(op.dst_rank, op.dst_buffer);
+    // for one group of every rank, bitwise the reference. Every element is read from all
+    // ranks before it is written (the issuer's range may be an input).
+    const int last = first + (n - 1) * stride;
     for (std::int64_t i = 0; i < op.count; ++i) {
       T acc = bufs.at(first, op.src_buffer)[op.src_offset + i];
-      for (int r = first + 1; r < first + n; ++r)
+      for (int r = first + stride; r <= last; r += stride)
         acc = combine(reduce, acc, bufs.at(r, op.src_buffer)[op.src_offset + i]);
-      result[op.dst_offset + i] = acc;
+      if (op.kind == OpKind::SwitchReduce) {
+        bufs.at(op.dst_rank, op.dst_buffer)[op.dst_offset + i] = acc;
+        continue;
+      }
+      for (int r = first; r <= last; r += stride)
+        bufs.at(r, op.dst_buffer)[op.dst_offset + i] = acc;
     }
     return;
   }
   if (op.kind == OpKind::Multicast) {
     const auto& from = bufs.at(op.src_rank, op.src_buffer);
-    for (int r = first; r < first + n; ++r)
+    for (int j = 0; j < n; ++j) {
+      const int r = first + j * stride;
       if (r != op.src_rank || op.src_buffer != op.dst_buffer || op.src_offset != op.dst_offset)
         std::copy_n(from.begin() + op.src_offset, op.count,
                     bufs.at(r, op.dst_buffer).begin() + op.dst_offset);
+    }
     return;
   }
   const auto& src = bufs.at(op.src_rank, op.src_buffer);
@@ -72,7 +81,8 @@ void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs, int first = 0, in
 template <class T>
 void apply_op(const Schedule& s, const Op& op, Buffers<T>& bufs) {
   if (op.is_switch())
-    apply_op(op, s.shape.reduce_op, bufs, s.switch_group_first(op), s.switch_group_size());
+    apply_op(op, s.shape.reduce_op, bufs, s.switch_member(op, 0), s.switch_group_size(),
+             s.switch_stride);
   else
     apply_op(op, s.shape.reduce_op, bufs);
 }

@@ -100,9 +100,8 @@ std::string format_step_summary(const Schedule& s) {
   for (const Op& op : s.ops) {
     StepTotals& t = steps[op.step];
     ++t.transfers;
-    // A switch op moves its range over the link of every rank of its group, and once
-    // more over the issuer's (the reduced result back, or the value to multicast up).
-    t.bytes += s.bytes(op) * (op.is_switch() ? s.switch_group_size() + 1 : 1);
+    // A switch op moves its range once per leg (Schedule::switch_leg).
+    t.bytes += s.bytes(op) * (op.is_switch() ? s.switch_legs(op) : 1);
     const bool copy = op.kind == OpKind::Copy || op.kind == OpKind::Multicast;
     ++(copy ? t.copies : t.reductions);
     t.largest = std::max(t.largest, s.bytes(op));

@@ -175,23 +175,22 @@ struct TrafficWalk::State {
     }
   }
 
-  // As the simulator times a switch op: a leg between the switch and each GPU of the group
-  // (up for a reduce, down for a multicast), and one the other way for the issuer.
+  // As the simulator times a switch op: a leg between the switch and a GPU of the group
+  // per Schedule::switch_leg.
   void switch_op(const RetiredOp& r) {
     const Op& op = *r.op;
     const CollectiveSpec& spec = r_.resolved[c_];
     if (!whole_) throw std::logic_error("a switch op of a schedule not held whole");
     if (!router_) router_.emplace(t_, s_.network.routing);
-    const int n = whole_->switch_group_size(), first = whole_->switch_group_first(op);
+    const int n = whole_->switch_group_size();
     std::vector<NodeId> gpus;
-    for (int m = first; m < first + n; ++m) gpus.push_back(t_.gpu_of_rank(spec.ranks[m]));
+    for (int j = 0; j < n; ++j)
+      gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
     const auto sw = sharp_switch_of(t_, gpus);
     if (!sw) return;  // the simulator refused it already
-    const bool reduce = op.kind == OpKind::SwitchReduce;
-    for (int leg = 0; leg <= n; ++leg) {
-      const int rank = leg < n ? first + leg : op.src_rank;
+    for (int leg = 0; leg < whole_->switch_legs(op); ++leg) {
+      const auto [rank, up] = whole_->switch_leg(op, leg);
       const NodeId g = t_.gpu_of_rank(spec.ranks[rank]);
-      const bool up = reduce == (leg < n);
       (up ? own_.ranks[rank].sent : own_.ranks[rank].received) += r.bytes;
       const PathId route = up ? router_->route(g, *sw) : router_->route(*sw, g);
       account(r, router_->links(route), rank, rank);

@@ -100,9 +100,9 @@ struct TraceGather::State {
     const Op& op = *r.op;
     const std::vector<int>& ranks = *spans_[c_].ranks;
     if (!binned_) {
-      out_.push_back(
-          TraceTransfer{r.start, r.end, ranks[op.src_rank], ranks[op.dst_rank], op.step, r.bytes,
-                        op.kind == OpKind::Reduce || op.kind == OpKind::SwitchReduce, c_, id_++});
+      out_.push_back(TraceTransfer{r.start, r.end, ranks[op.src_rank], ranks[op.dst_rank], op.step,
+                                   r.bytes, op.kind == OpKind::Reduce || op.reads_every_rank(), c_,
+                                   id_++});
       return;
     }
     const int bins = grid_.bins;

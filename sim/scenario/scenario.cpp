@@ -318,8 +318,9 @@ void parse_protocols(const JsonView& v, CollectiveSpec& c) {
     c.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
   }
   if (auto a = v.find("nccl_algo"))
-    c.nccl_filter.algorithms = parse_nccl_list<NcclAlgo>(
-        *a, {std::begin(kNcclAlgos), std::end(kNcclAlgos)}, "ring, tree, nvls, nvlstree, pat");
+    c.nccl_filter.algorithms =
+        parse_nccl_list<NcclAlgo>(*a, {std::begin(kNcclAlgos), std::end(kNcclAlgos)},
+                                  "ring, tree, nvls, nvlstree, pat, collnetdirect, collnetchain");
   if (auto p = v.find("nccl_proto"))
     c.nccl_filter.protocols = parse_nccl_list<Protocol>(
         *p, {std::begin(kProtocols), std::end(kProtocols)}, "ll, ll128, simple");

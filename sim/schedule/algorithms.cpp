@@ -7,6 +7,7 @@
 #include "core/json_view.h"
 #include "schedule/generators/barrier.h"
 #include "schedule/generators/channels.h"
+#include "schedule/generators/collnet.h"
 #include "schedule/generators/direct.h"
 #include "schedule/generators/halving_doubling.h"
 #include "schedule/generators/hierarchical.h"
@@ -31,6 +32,7 @@ const std::vector<AlgorithmEntry>& algorithm_catalogue() {
     register_barrier(c);
     register_hierarchical(c);
     register_nvls(c);
+    register_collnet(c);
     return c;
   }();
   return catalogue;

@@ -219,15 +219,14 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
   const OpId id = streamed_ + schedule_.ops.size();
 
   // Switch ops touch every rank of their group; others their source and destination.
-  const bool every_rank = kind == OpKind::SwitchReduce || kind == OpKind::Multicast;
-  const int group = schedule_.switch_group_size();
-  const int first = every_rank ? src.rank - src.rank % group : src.rank;
-  const int last = every_rank ? first + group - 1 : src.rank;
+  const bool every_rank = kind >= OpKind::SwitchReduce;
+  const int group = every_rank ? schedule_.switch_group_size() : 0;
   if (every_rank) {
     // A switch op waits on the latest ops of every rank of its group: gathered, sorted.
     scratch_deps_.clear();
-    for (int r = first; r <= last; ++r)
-      for (OpId d : latest(channel, lane, r)) scratch_deps_.push_back(d);
+    for (int j = 0; j < group; ++j)
+      for (OpId d : latest(channel, lane, schedule_.switch_member(src.rank, j)))
+        scratch_deps_.push_back(d);
     if (after != kNoOp) scratch_deps_.push_back(after);
     sort_unique(scratch_deps_);
     schedule_.deps.insert(schedule_.deps.end(), scratch_deps_.begin(), scratch_deps_.end());
@@ -250,7 +249,7 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     if (open_[at].empty() || open_[at].back() != id) open_[at].push_back(id);
   };
   if (every_rank) {
-    for (int r = first; r <= last; ++r) touch(r);
+    for (int j = 0; j < group; ++j) touch(schedule_.switch_member(src.rank, j));
   } else {
     touch(src.rank);
     touch(dst.rank);

@@ -52,11 +52,13 @@ class ScheduleBuilder {
   void reduce(BufferRef src, BufferRef dst, std::int64_t count, int channel = 0) {
     add(OpKind::Reduce, src, dst, count, channel);
   }
-  // NVLS (Schedule::switch_group): switch ops act on aligned blocks of `ranks`
-  // consecutive ranks (0: all). Their ops are added with add(OpKind::SwitchReduce or
-  // Multicast, issuer's range, same range, ...): they order after each group rank's
-  // latest step.
-  void set_switch_group(int ranks) { schedule_.switch_group = ranks; }
+  // Switch ops (Schedule::switch_group) act on groups of `ranks` ranks (0: all), `stride`
+  // apart. Their ops are added with add(a switch OpKind, issuer's range, same range, ...):
+  // they order after each group rank's latest step.
+  void set_switch_group(int ranks, int stride = 1) {
+    schedule_.switch_group = ranks;
+    schedule_.switch_stride = stride;
+  }
   // Adds a transfer; an empty one (count <= 0) moves nothing and is left out.
   void add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);
 

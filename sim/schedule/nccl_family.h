@@ -7,8 +7,9 @@
 
 namespace collsim {
 
-enum class NcclAlgo : std::uint8_t { Tree, Ring, Nvls, NvlsTree, Pat };
-inline constexpr NcclAlgo kNcclAlgos[] = {NcclAlgo::Tree, NcclAlgo::Ring, NcclAlgo::Nvls,
-                                          NcclAlgo::NvlsTree, NcclAlgo::Pat};
+enum class NcclAlgo : std::uint8_t { Tree, Ring, Nvls, NvlsTree, Pat, CollNetDirect, CollNetChain };
+inline constexpr NcclAlgo kNcclAlgos[] = {
+    NcclAlgo::Tree, NcclAlgo::Ring,          NcclAlgo::Nvls,        NcclAlgo::NvlsTree,
+    NcclAlgo::Pat,  NcclAlgo::CollNetDirect, NcclAlgo::CollNetChain};
 
 }  // namespace collsim

@@ -126,16 +126,16 @@ class StepChecker {
     touched_.clear();
     for (OpId id : step_ops) {
       const Op& op = op_at(id);
-      // A switch op reads (SwitchReduce) or writes (Multicast) its range on every rank
-      // of its group; a SwitchReduce also writes, and a Multicast reads, the issuer's.
-      const int first = op.is_switch() ? s.switch_group_first(op) : 0;
+      // A switch op reads (SwitchReduce, SwitchAllReduce) or writes (Multicast,
+      // SwitchAllReduce) its range on every rank of its group; a SwitchReduce also writes,
+      // and a Multicast reads, the issuer's.
       const int n = op.is_switch() ? s.switch_group_size() : 1;
       for (int r = 0; r < (op.writes_every_rank() ? n : 1); ++r)
-        writes_.push_back({op.writes_every_rank() ? first + r : op.dst_rank, op.dst_buffer,
-                           op.dst_offset, op.dst_offset + op.count, id});
+        writes_.push_back({op.writes_every_rank() ? s.switch_member(op, r) : op.dst_rank,
+                           op.dst_buffer, op.dst_offset, op.dst_offset + op.count, id});
       for (int r = 0; r < (op.reads_every_rank() ? n : 1); ++r)
-        reads_.push_back({op.reads_every_rank() ? first + r : op.src_rank, op.src_buffer,
-                          op.src_offset, op.src_offset + op.count, id});
+        reads_.push_back({op.reads_every_rank() ? s.switch_member(op, r) : op.src_rank,
+                          op.src_buffer, op.src_offset, op.src_offset + op.count, id});
     }
     // Counting sort of the writes by rank, ranks in the order the step first writes them.
     for (const Access& w : writes_)
@@ -247,16 +247,16 @@ std::string check_op(const Schedule& s, OpId id, const Op& op) {
   if (s.shape.op == CollectiveOp::Barrier ? op.count != 0 : op.count <= 0)
     return fmt::format("op {}: {}", id,
                        op.count ? "a barrier message carrying data" : "empty transfer");
-  if (op.kind > OpKind::Multicast) return fmt::format("op {}: unknown kind", id);
+  if (op.kind > OpKind::SwitchAllReduce) return fmt::format("op {}: unknown kind", id);
   if (op.is_switch() && op.src_rank != op.dst_rank)
     return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
-  if (op.is_switch() && (s.switch_group < 0 || K % s.switch_group_size() != 0))
-    return fmt::format("op {}: switch groups of {} ranks do not tile {} ranks", id, s.switch_group,
-                       K);
-  const int first = op.is_switch() ? s.switch_group_first(op) : 0;
+  if (op.is_switch() && (s.switch_group < 0 || s.switch_stride < 1 ||
+                         K % (s.switch_group_size() * s.switch_stride) != 0))
+    return fmt::format("op {}: switch groups of {} ranks {} apart do not tile {} ranks", id,
+                       s.switch_group, s.switch_stride, K);
   for (int r = 0; r < (op.is_switch() ? s.switch_group_size() : 1); ++r) {
-    const int src = op.reads_every_rank() ? first + r : op.src_rank;
-    const int dst = op.writes_every_rank() ? first + r : op.dst_rank;
+    const int src = op.reads_every_rank() ? s.switch_member(op, r) : op.src_rank;
+    const int dst = op.writes_every_rank() ? s.switch_member(op, r) : op.dst_rank;
     if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(src, op.src_buffer))
       return fmt::format("op {}: source range outside rank {}'s buffer {}", id, src, op.src_buffer);
     if (op.dst_offset < 0 || op.dst_offset + op.count > s.buffer_count(dst, op.dst_buffer))
@@ -349,6 +349,7 @@ DigestBuilder::DigestBuilder(const Schedule& s) {
   add(static_cast<std::uint64_t>(s.shape.root));
   add(static_cast<std::uint64_t>(s.num_buffers));
   add(static_cast<std::uint64_t>(s.switch_group));
+  if (s.switch_stride != 1) add(static_cast<std::uint64_t>(s.switch_stride));
   if (s.shape.matrix)
     for (std::int64_t x : *s.shape.matrix) add(static_cast<std::uint64_t>(x));
   for (std::int64_t c : s.buffer_counts) add(static_cast<std::uint64_t>(c));

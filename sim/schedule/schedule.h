@@ -6,6 +6,7 @@
 // either copying or reducing into the destination. Ops and dependencies live in
 // flat arrays (dependencies in CSR form), so a schedule of tens of millions of
 // transfers is a handful of allocations. A schedule knows nothing of time.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -25,15 +26,19 @@ using DepIndex = std::uint64_t;  // into Schedule::deps / ScheduleGraph::succ
 enum class OpKind : std::uint8_t {
   Copy,    // dst = src
   Reduce,  // dst = dst (op) src
-  // Switch-executed (NVLink SHARP, NVLS). One op stands for the switch's work on every
-  // rank of a switch group (Schedule::switch_group), so a slice is two ops, not 2K:
-  // Op stays 40 bytes. src_rank == dst_rank is the issuing rank (the one that runs
-  // the multimem instruction); the range is the same on every rank of its group.
+  // Switch-executed (NVLink SHARP, NVLS; InfiniBand SHARP, NCCL's CollNet). One op
+  // stands for the switch's work on every rank of a switch group (Schedule::switch_group),
+  // so a slice is one or two ops, not 2K: Op stays 40 bytes. src_rank == dst_rank is the
+  // issuing rank (the one that runs the multimem instruction or posts the SHARP
+  // operation); the range is the same on every rank of its group.
   //   SwitchReduce: the issuer's range = fold over the group's ranks, in rank order,
   //                 of each one's range (multimem.ld_reduce, result back to the issuer).
   //   Multicast:    every group rank's range = the issuer's range (multimem.st).
+  //   SwitchAllReduce: every group rank's range = that fold (a SHARP all-reduce: each
+  //                 rank sends its range up the switch tree and receives the result).
   SwitchReduce,
   Multicast,
+  SwitchAllReduce,
 };
 
 struct Op {
@@ -52,8 +57,12 @@ struct Op {
   // Switch ops are not local: their traffic is on every rank's link to the switch.
   bool is_switch() const { return kind >= OpKind::SwitchReduce; }
   bool is_local() const { return src_rank == dst_rank && !is_switch(); }
-  bool reads_every_rank() const { return kind == OpKind::SwitchReduce; }
-  bool writes_every_rank() const { return kind == OpKind::Multicast; }
+  bool reads_every_rank() const {
+    return kind == OpKind::SwitchReduce || kind == OpKind::SwitchAllReduce;
+  }
+  bool writes_every_rank() const {
+    return kind == OpKind::Multicast || kind == OpKind::SwitchAllReduce;
+  }
   // The rank that runs the op, and so waits for its dependencies and pays the wake-up
   // after them: a copy is pushed by its source into the destination's buffer; a
   // reduction runs where its result lands (it reads the peer's buffer). The simulator
@@ -98,7 +107,8 @@ inline bool needs_only_sent(const Op& p, const Op& q) {
 }
 
 inline const char* op_kind_name(OpKind k) {
-  constexpr const char* names[] = {"copy", "reduce", "switch-reduce", "multicast"};
+  constexpr const char* names[] = {"copy", "reduce", "switch-reduce", "multicast",
+                                   "switch-all-reduce"};
   return names[static_cast<int>(k)];
 }
 
@@ -131,15 +141,53 @@ class Schedule {
   std::vector<DepIndex> dep_begin;  // size ops.size() + 1
   std::vector<OpId> deps;
   int num_steps = 0;
-  // Switch ops act on aligned blocks of this many consecutive ranks (the GPUs of one
-  // NVSwitch): the block holding the issuer. 0: every rank.
+  // Switch ops act on groups of this many ranks, `switch_stride` apart: the group holding
+  // the issuer. Stride 1: aligned blocks of consecutive ranks (the GPUs of one NVSwitch);
+  // stride P: one rank of each block of P (the GPUs of one rail, one per host, under an
+  // InfiniBand SHARP switch). 0: every rank.
   int switch_group = 0;
+  int switch_stride = 1;
 
   std::size_t size() const { return ops.size(); }
-  // The ranks [first, first + size) a switch op reduces from or multicasts to.
   int switch_group_size() const { return switch_group > 0 ? switch_group : shape.ranks; }
-  int switch_group_first(const Op& op) const {
-    return op.src_rank - op.src_rank % switch_group_size();
+  // The j-th rank (0 <= j < switch_group_size()) of the group a switch op acts on.
+  int switch_member(const Op& op, int j) const { return switch_member(op.src_rank, j); }
+  int switch_member(int rank, int j) const {
+    const int stride = std::max(1, switch_stride);
+    const int block = switch_group_size() * stride;
+    return rank - rank % block + rank % stride + j * stride;
+  }
+  // Whether the switch groups tile the ranks (each rank in one group).
+  bool switch_groups_tile() const {
+    return switch_group >= 0 && switch_stride >= 1 &&
+           shape.ranks % (switch_group_size() * switch_stride) == 0;
+  }
+  // The first rank of every switch group, in rank order.
+  std::vector<int> switch_group_firsts() const {
+    std::vector<int> firsts;
+    const int block = switch_group_size() * std::max(1, switch_stride);
+    for (int b = 0; b + block <= shape.ranks; b += block)
+      for (int k = 0; k < std::max(1, switch_stride); ++k) firsts.push_back(b + k);
+    return firsts;
+  }
+  // A switch op as the network carries it: legs between the switch and the group's ranks,
+  // each one rank's range up to the switch or down from it. SwitchReduce: n up (every
+  // rank's range) and one down (the result to the issuer); Multicast: n down and one up
+  // (the issuer's store); SwitchAllReduce: n up and n down. Legs 0..n-1 are the group's
+  // ranks in order; the rest the issuer's (n) or, for SwitchAllReduce, the group's again.
+  struct SwitchLeg {
+    int rank;
+    bool up;
+  };
+  int switch_legs(const Op& op) const {
+    const int n = switch_group_size();
+    return op.kind == OpKind::SwitchAllReduce ? 2 * n : n + 1;
+  }
+  SwitchLeg switch_leg(const Op& op, int leg) const {
+    const int n = switch_group_size();
+    if (op.kind == OpKind::SwitchAllReduce) return {switch_member(op, leg % n), leg < n};
+    const bool reduce = op.kind == OpKind::SwitchReduce;
+    return {leg < n ? switch_member(op, leg) : op.src_rank, reduce == (leg < n)};
   }
   std::span<const OpId> deps_of(OpId id) const {
     return {deps.data() + dep_begin[id], deps.data() + dep_begin[id + 1]};

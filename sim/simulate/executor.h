@@ -160,52 +160,47 @@ class Executor : private NetworkHost {
     model_.start_transfer(*this, src.id(task, id), path, bytes, cost);
   }
 
-  // A switch op is n + 1 transfers at once. SwitchReduce (multimem.ld_reduce): the
-  // switch reads the range from each of the group's n GPUs (n legs up) and returns the
-  // result to the issuer (one leg down). Multicast (multimem.st): the issuer stores the
-  // range once (one leg up), the switch writes it to all n GPUs (n legs down). The
-  // switch moves payload at its sharp_efficiency of the link rate: each leg's time is
-  // stretched by 1 / efficiency (on top of the cost model's terms for its links; the
-  // reduction is the switch's, so no GPU reduction rate applies).
+  // A switch op is its legs (Schedule::switch_leg) at once. SwitchReduce
+  // (multimem.ld_reduce): the switch reads the range from each of the group's n GPUs (n
+  // legs up) and returns the result to the issuer (one leg down). Multicast (multimem.st):
+  // the issuer stores the range once (one leg up), the switch writes it to all n GPUs (n
+  // legs down). SwitchAllReduce (InfiniBand SHARP): each GPU sends its range up and
+  // receives the result (n up, n down), streamed through the switch. The switch moves
+  // payload at its sharp_efficiency of the link rate: each leg's time is stretched by
+  // 1 / efficiency (on top of the cost model's terms for its links; the reduction is the
+  // switch's, so no GPU reduction rate applies).
   void begin_switch_op(std::size_t task, OpId id) {
     Source& src = source();
     const Schedule& s = src.schedule(task);
     const Op& op = s.ops[id];
-    const int n = s.switch_group_size(), first = s.switch_group_first(op), issuer = op.src_rank;
+    const int legs = s.switch_legs(op), issuer = op.src_rank;
     const std::int64_t bytes = s.bytes(op);
-    const bool reduce = op.kind == OpKind::SwitchReduce;
-    src.legs_left(task, id) = static_cast<std::uint16_t>(n + 1);
-    traffic_.transfers += static_cast<std::uint64_t>(n + 1);
-    for (int leg = 0; leg <= n; ++leg) {
-      const int r = leg < n ? first + leg : issuer;
-      const PathId path = leg_path(task, id, leg);
-      if (reduce == (leg < n)) traffic_.node_sent[src.gpu(task, r)] += bytes;
+    src.legs_left(task, id) = static_cast<std::uint16_t>(legs);
+    traffic_.transfers += static_cast<std::uint64_t>(legs);
+    for (int leg = 0; leg < legs; ++leg) {
+      const auto [r, up] = s.switch_leg(op, leg);
+      const PathId path = src.switch_route(task, r, up);
+      if (up) traffic_.node_sent[src.gpu(task, r)] += bytes;
       TransferCost cost = src.costs(task).transfer(topology_, router_.links(path), op, bytes);
       cost.stretch /= src.switch_efficiency(task, issuer);
       model_.start_transfer(*this, src.id(task, id, leg), path, bytes, cost);
     }
   }
 
-  // Legs 0..n-1 cross the group's links (up for a reduce, down for a multicast), leg n the
-  // issuer's the other way.
   PathId leg_path(std::size_t task, OpId id, int leg) {
     const Schedule& s = source().schedule(task);
-    const Op& op = s.ops[id];
-    const int n = s.switch_group_size();
-    const int r = leg < n ? s.switch_group_first(op) + leg : op.src_rank;
-    return source().switch_route(task, r, (op.kind == OpKind::SwitchReduce) == (leg < n));
+    const auto [r, up] = s.switch_leg(s.ops[id], leg);
+    return source().switch_route(task, r, up);
   }
 
-  // What arrives at a GPU is a multicast's leg to it, or the reduced result coming back to
-  // the issuer; the switch op is done when its last leg has arrived.
+  // What arrives at a GPU is a leg down to it; the switch op is done when its last leg has
+  // arrived.
   void leg_delivered(std::size_t task, OpId id, int leg) {
     Source& src = source();
     const Schedule& s = src.schedule(task);
     const Op& o = s.ops[id];
-    const int n = s.switch_group_size();
-    if ((o.kind == OpKind::Multicast) == (leg < n))
-      traffic_.node_received[src.gpu(task, leg < n ? s.switch_group_first(o) + leg : o.src_rank)] +=
-          s.bytes(o);
+    if (const auto [r, up] = s.switch_leg(o, leg); !up)
+      traffic_.node_received[src.gpu(task, r)] += s.bytes(o);
     if (--src.legs_left(task, id) > 0) return;
     finish_op(task, id, OpPhase::Whole);
   }

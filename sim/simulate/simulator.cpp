@@ -128,27 +128,40 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
   const CollectiveTask& task = (*tasks_)[index];
   const Schedule& s = *task.schedule;
   const int n = s.switch_group_size();
-  if (s.shape.ranks % n != 0)
+  if (!s.switch_groups_tile())
     throw std::invalid_argument("task \"" + task.name + "\": switch groups of " +
                                 std::to_string(n) + " ranks do not tile its " +
                                 std::to_string(s.shape.ranks));
-  if (n + 1 > kMaxLegs)
+  if (std::max(n + 1, 2 * n) > kMaxLegs)
     throw std::invalid_argument("task \"" + task.name + "\": switch ops span at most " +
-                                std::to_string(kMaxLegs - 1) + " ranks");
+                                std::to_string(kMaxLegs / 2) + " ranks");
   st.switches = std::make_unique<TaskState::SwitchRoutes>();
   TaskState::SwitchRoutes& routes = *st.switches;
-  for (int first = 0; first + n <= s.shape.ranks; first += n) {
-    const std::vector<NodeId> gpus(task.rank_gpu.begin() + first,
-                                   task.rank_gpu.begin() + first + n);
+  const auto K = static_cast<std::size_t>(s.shape.ranks);
+  routes.up.assign(K, PathId{-1});
+  routes.down.assign(K, PathId{-1});
+  routes.efficiency.assign(K, 1.0);
+  for (int first : s.switch_group_firsts()) {
+    std::vector<int> members;
+    std::vector<NodeId> gpus;
+    for (int j = 0; j < n; ++j) {
+      members.push_back(s.switch_member(first, j));
+      gpus.push_back(task.rank_gpu[members.back()]);
+    }
     const auto sw = sharp_switch_of(topology_, gpus);
     if (!sw)
-      throw std::invalid_argument("task \"" + task.name + "\": switch ops need ranks " +
-                                  std::to_string(first) + ".." + std::to_string(first + n - 1) +
-                                  " on one NVSwitch with \"sharp\": true");
-    for (NodeId g : gpus) {
-      routes.up.push_back(router_.route(g, *sw));
-      routes.down.push_back(router_.route(*sw, g));
-      routes.efficiency.push_back(topology_.node(*sw).sharp_efficiency);
+      throw std::invalid_argument(
+          "task \"" + task.name + "\": switch ops need ranks " + std::to_string(members.front()) +
+          (s.switch_stride > 1 ? ", " + std::to_string(members.front() + s.switch_stride) + ", .. "
+                               : "..") +
+          std::to_string(members.back()) +
+          (s.switch_stride > 1 ? " under one network switch" : " on one NVSwitch") +
+          " with \"sharp\": true");
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      const auto r = static_cast<std::size_t>(members[j]);
+      routes.up[r] = router_.route(gpus[j], *sw);
+      routes.down[r] = router_.route(*sw, gpus[j]);
+      routes.efficiency[r] = topology_.node(*sw).sharp_efficiency;
     }
   }
   routes.legs_left.assign(s.size(), 0);

@@ -569,10 +569,12 @@ class StepFolder {
   std::string switches_of_ranks(PlayedTask& p) {
     const Schedule& s = *p.task.schedule;
     const int n = s.switch_group_size();
-    if (s.shape.ranks % n != 0 || n + 1 > TransferIds::kMaxLegs)
+    if (!s.switch_groups_tile() || std::max(n + 1, 2 * n) > TransferIds::kMaxLegs)
       return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
-    for (int first = 0; first < s.shape.ranks; first += n) {
-      std::vector<NodeId> gpus(p.route_gpu.begin() + first, p.route_gpu.begin() + first + n);
+    p.switch_pairs.assign(static_cast<std::size_t>(s.shape.ranks), NodePair{-1, -1});
+    for (int first : s.switch_group_firsts()) {
+      std::vector<NodeId> gpus;
+      for (int j = 0; j < n; ++j) gpus.push_back(p.route_gpu[s.switch_member(first, j)]);
       const auto sw = sharp_switch_of(topo_, gpus);
       if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
       for (int m = 1; m < turns_; ++m) {
@@ -585,7 +587,8 @@ class StepFolder {
           return fmt::format("the turns of {}'s GPUs are not on one switch alike each",
                              topo_.node(*sw).name);
       }
-      for (NodeId g : gpus) p.switch_pairs.emplace_back(g, *sw);
+      for (int j = 0; j < n; ++j)
+        p.switch_pairs[static_cast<std::size_t>(s.switch_member(first, j))] = {gpus[j], *sw};
     }
     return "";
   }

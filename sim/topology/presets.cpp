@@ -82,6 +82,14 @@ Topology make_dgx_topology(const ServerParams& p) {
 
 namespace {
 
+// A leaf, spine or core switch of the cluster's network, reducing where it has SHARP.
+Node network_switch(const ClusterParams& p, std::string name, NodeKind kind) {
+  Node n{std::move(name), kind};
+  n.sharp = p.sharp;
+  n.sharp_efficiency = kNetworkSharpEfficiency;
+  return n;
+}
+
 // Servers [first, last) with their rail leaves and spines: a two-tier fat tree, or one
 // pod of a three-tier one (`prefix` names its switches). Returns the spines.
 std::vector<NodeId> add_leaf_spine(Topology& t, const ClusterParams& p,
@@ -93,10 +101,12 @@ std::vector<NodeId> add_leaf_spine(Topology& t, const ClusterParams& p,
   const int leaves_per_rail = (servers + per_leaf - 1) / per_leaf;
   std::vector<NodeId> spines;
   for (int s = 0; s < p.spines; ++s)
-    spines.push_back(t.add_node({fmt::format("{}spine{}", prefix, s), NodeKind::Spine}));
+    spines.push_back(
+        t.add_node(network_switch(p, fmt::format("{}spine{}", prefix, s), NodeKind::Spine)));
   for (int rail = 0; rail < p.server.gpus; ++rail) {
     for (int j = 0; j < leaves_per_rail; ++j) {
-      const NodeId leaf = t.add_node({fmt::format("{}leaf{}.{}", prefix, rail, j), NodeKind::Leaf});
+      const NodeId leaf = t.add_node(
+          network_switch(p, fmt::format("{}leaf{}.{}", prefix, rail, j), NodeKind::Leaf));
       const int from = first + j * per_leaf, to = std::min(last, from + per_leaf);
       for (int n = from; n < to; ++n)
         t.add_duplex(nics[n][rail], leaf, p.server.nic, p.server.nic_latency, p.fabric);
@@ -120,6 +130,7 @@ std::string cluster_name(const ClusterParams& p) {
   if (p.oversubscription != d.oversubscription) name += fmt::format("-{:g}to1", p.oversubscription);
   if (p.spines != d.spines) name += fmt::format("-{}spines", p.spines);
   if (p.fabric != d.fabric) name += fmt::format("-{}", name_of(p.fabric));
+  if (p.sharp) name += "-sharp";
   if (p.server.gpu && p.server.gpu->name != "h100") name += fmt::format("-{}", p.server.gpu->name);
   if (p.pod_nodes <= 0 || p.pod_nodes >= p.nodes) return name;
   name += fmt::format("-pods{}", p.pod_nodes);
@@ -145,7 +156,7 @@ Topology make_cluster_topology(const ClusterParams& p) {
   }
   std::vector<NodeId> cores;
   for (int c = 0; c < p.cores; ++c)
-    cores.push_back(t.add_node({fmt::format("core{}", c), NodeKind::Core}));
+    cores.push_back(t.add_node(network_switch(p, fmt::format("core{}", c), NodeKind::Core)));
   for (int first = 0, pod = 0; first < p.nodes; first += p.pod_nodes, ++pod) {
     const int last = std::min(p.nodes, first + p.pod_nodes);
     const auto spines = add_leaf_spine(t, p, nics, first, last, fmt::format("pod{}.", pod));

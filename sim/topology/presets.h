@@ -40,6 +40,8 @@ struct ClusterParams {
   int pod_nodes = 0;
   int cores = 1;
   double core_oversubscription = 1.0;
+  // The network switches reduce (InfiniBand SHARP): NCCL's CollNet algorithms apply.
+  bool sharp = false;
 };
 
 // Rail-optimized fat tree: GPU i of every server hangs (through its NIC) on a leaf of

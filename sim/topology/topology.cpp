@@ -118,7 +118,11 @@ std::string Topology::link_label(LinkId id) const {
   return nodes_[l.src].name + "->" + nodes_[l.dst].name;
 }
 
-std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus) {
+namespace {
+
+// NVLink SHARP: a sharp switch every GPU links to and from directly.
+std::optional<NodeId> linked_sharp_switch(const Topology& t, const std::vector<NodeId>& gpus,
+                                          bool nvswitch_only) {
   // Per switch: how many of the GPUs link up to it and down from it.
   std::vector<int> up(t.nodes().size()), down(t.nodes().size());
   std::vector<char> wanted(t.nodes().size());
@@ -129,8 +133,61 @@ std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeI
   }
   const int n = static_cast<int>(gpus.size());
   for (NodeId sw = 0; sw < static_cast<NodeId>(t.nodes().size()); ++sw)
-    if (t.node(sw).sharp && up[sw] == n && down[sw] == n) return sw;
+    if (t.node(sw).sharp && up[sw] == n && down[sw] == n &&
+        (!nvswitch_only || t.node(sw).kind == NodeKind::NvSwitch))
+      return sw;
   return std::nullopt;
+}
+
+// Hops from `gpu` to every node (forward) or from every node to it (backward), through
+// anything but other GPUs; -1 where none.
+std::vector<int> hops_from(const Topology& t, NodeId gpu, bool forward) {
+  std::vector<int> hops(t.nodes().size(), -1);
+  std::vector<NodeId> frontier{gpu}, next;
+  hops[gpu] = 0;
+  for (int d = 1; !frontier.empty(); ++d) {
+    next.clear();
+    for (const Link& l : t.links()) {
+      const NodeId from = forward ? l.src : l.dst, to = forward ? l.dst : l.src;
+      if (hops[from] != d - 1 || hops[to] >= 0) continue;
+      if (from != gpu && t.node(from).kind == NodeKind::Gpu) continue;
+      hops[to] = d;
+      next.push_back(to);
+    }
+    frontier.swap(next);
+  }
+  return hops;
+}
+
+// InfiniBand SHARP: the nearest network sharp switch every GPU reaches and is reached from.
+std::optional<NodeId> network_sharp_switch(const Topology& t, const std::vector<NodeId>& gpus) {
+  std::vector<int> worst(t.nodes().size(), 0);
+  bool any = false;
+  for (const Node& n : t.nodes()) any = any || (n.sharp && n.kind != NodeKind::NvSwitch);
+  if (!any) return std::nullopt;
+  for (NodeId g : gpus)
+    for (bool forward : {true, false}) {
+      const std::vector<int> hops = hops_from(t, g, forward);
+      for (std::size_t n = 0; n < hops.size(); ++n)
+        worst[n] = hops[n] < 0 || worst[n] < 0 ? -1 : std::max(worst[n], hops[n]);
+    }
+  std::optional<NodeId> best;
+  for (NodeId sw = 0; sw < static_cast<NodeId>(t.nodes().size()); ++sw) {
+    const Node& n = t.node(sw);
+    if (!n.sharp || n.kind == NodeKind::NvSwitch || worst[sw] < 0) continue;
+    if (!best || worst[sw] < worst[*best]) best = sw;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus,
+                                      SharpReach reach) {
+  if (reach != SharpReach::Network)
+    if (auto sw = linked_sharp_switch(t, gpus, reach == SharpReach::NvLink)) return sw;
+  if (reach == SharpReach::NvLink) return std::nullopt;
+  return network_sharp_switch(t, gpus);
 }
 
 }  // namespace collsim

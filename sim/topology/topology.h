@@ -49,12 +49,23 @@ inline constexpr double sharp_efficiency_for(double gpu_nvlink_Bps) {
   return sharp_efficiency_for(nccl_published::arch_of_nvlink(gpu_nvlink_Bps));
 }
 
+// An InfiniBand SHARP switch's efficiency: streaming aggregation at the line rate (no
+// published figure of NCCL's to take instead).
+inline constexpr double kNetworkSharpEfficiency = 1.0;
+
+// Node kinds that may reduce in the switch ("sharp").
+inline constexpr bool can_reduce(NodeKind k) {
+  return k == NodeKind::NvSwitch || k == NodeKind::Switch || k == NodeKind::Leaf ||
+         k == NodeKind::Spine || k == NodeKind::Core;
+}
+
 struct Node {
   std::string name;
   NodeKind kind = NodeKind::Gpu;
   int rank = -1;  // GPUs only: the global rank it hosts
   int host = -1;  // which server (node) it sits in, when known
-  // NVSwitches only: reduces and multicasts in the switch (NVLink SHARP, used by NVLS).
+  // Switches only: reduces in the switch (NVLink SHARP on an NVSwitch, used by NVLS;
+  // InfiniBand SHARP on a network switch, used by CollNet).
   bool sharp = false;
   // The fraction of a link's rate that transfers the switch executes (its reductions
   // and multicasts) reach: NCCL's nvlsEfficiency, 0.85 on Hopper (docs/models.md).
@@ -109,8 +120,13 @@ class Topology {
   std::unordered_map<std::string, NodeId> by_name_;
 };
 
-// The NVLink SHARP switch every one of `gpus` has a link to and from, if there is one
-// (the lowest-numbered when several): where NVLS reduces and multicasts.
-std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus);
+// The SHARP switch where `gpus` reduce together, if there is one: one every GPU has a link
+// to and from (NVLink SHARP; the lowest-numbered when several), else a network switch every
+// GPU reaches and is reached from through switches and NICs, not through other GPUs
+// (InfiniBand SHARP): the nearest, by the most hops any GPU needs, then the lowest-numbered.
+// `reach` narrows it to one of the two (an algorithm asking for its own kind of switch).
+enum class SharpReach : std::uint8_t { Any, NvLink, Network };
+std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus,
+                                      SharpReach reach = SharpReach::Any);
 
 }  // namespace collsim

@@ -145,6 +145,7 @@ Topology cluster_preset(const JsonView& spec) {
   if (spec.has("oversubscription")) p.oversubscription = ratio_field(spec["oversubscription"]);
   if (spec.has("spines")) p.spines = static_cast<int>(spec["spines"].as_int(1, 1 << 16));
   if (spec.has("fabric")) p.fabric = link_kind_of(spec["fabric"]);
+  if (spec.has("sharp")) p.sharp = spec["sharp"].as_bool();
   if (spec.has("pod_nodes")) p.pod_nodes = static_cast<int>(spec["pod_nodes"].as_int(1, kMaxGpus));
   if (spec.has("cores")) p.cores = static_cast<int>(spec["cores"].as_int(1, 1 << 16));
   if (spec.has("core_oversubscription"))
@@ -254,10 +255,12 @@ Topology graph_from_json(const JsonView& spec) {
     }
     if (n.has("host")) node.host = static_cast<int>(n["host"].as_int(0, kMaxGpus));
     if (n.has("sharp")) {
-      if (node.kind != NodeKind::NvSwitch) n["sharp"].fail_message("only nvswitch nodes reduce");
+      if (!can_reduce(node.kind))
+        n["sharp"].fail_message("only switches reduce (nvswitch, switch, leaf, spine, core)");
       node.sharp = n["sharp"].as_bool();
     }
-    node.sharp_efficiency = sharp_default;
+    node.sharp_efficiency =
+        node.kind == NodeKind::NvSwitch ? sharp_default : kNetworkSharpEfficiency;
     if (n.has("sharp_efficiency")) {
       if (!node.sharp) n["sharp_efficiency"].fail_message("only a node with \"sharp\": true reduces");
       node.sharp_efficiency = n["sharp_efficiency"].as_number();
@@ -383,7 +386,8 @@ nlohmann::json topology_to_json(const Topology& t) {
     if (n.kind == NodeKind::Gpu) j["rank"] = n.rank;
     if (n.host >= 0) j["host"] = n.host;
     if (n.sharp) j["sharp"] = true;
-    if (n.sharp && n.sharp_efficiency != kDefaultSharpEfficiency)
+    if (n.sharp && n.sharp_efficiency != (n.kind == NodeKind::NvSwitch ? kDefaultSharpEfficiency
+                                                                       : kNetworkSharpEfficiency))
       j["sharp_efficiency"] = n.sharp_efficiency;
     nodes.push_back(std::move(j));
   }

@@ -53,9 +53,9 @@ inline constexpr FieldDoc kNodeFields[] = {
     {"host",
      R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "Which server the node sits in."})json"},
     {"sharp",
-     R"json({"type": "boolean", "description": "nvswitch only: reduces and multicasts in the switch (NVLink SHARP)."})json"},
+     R"json({"type": "boolean", "description": "Switches only: reduces in the switch. An nvswitch reduces and multicasts (NVLink SHARP: nvls, nvls_tree); a network switch (switch, leaf, spine, core) reduces what the GPUs' NICs send it (InfiniBand SHARP: collnet_direct, collnet_chain)."})json"},
     {"sharp_efficiency",
-     R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.85, "description": "With sharp: the fraction of the link rate the switch's own transfers reach."})json"},
+     R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "With sharp: the fraction of the link rate the switch's own transfers reach. Default: an nvswitch 0.85 (NCCL's nvlsEfficiency of the GPUs' generation), a network switch 1 (SHARP's streaming aggregation at line rate)."})json"},
 };
 inline constexpr FieldDoc kLinkFields[] = {
     {"src", R"json({"type": "string", "description": "A node's name."})json", kRequired},
@@ -150,6 +150,8 @@ inline constexpr FieldDoc kClusterFabricFields[] = {
      R"json({"type": "integer", "minimum": 1, "maximum": 65536, "default": 1, "description": "Spine switches (per pod): every leaf has a link to each, splitting its uplink rate."})json"},
     {"fabric",
      R"json({"$ref": "#/definitions/linkKind", "default": "ib", "description": "The network links' kind (ib, roce, ethernet)."})json"},
+    {"sharp",
+     R"json({"type": "boolean", "default": false, "description": "The leaves, spines and cores reduce in the switch (InfiniBand SHARP, with NCCL_COLLNET_ENABLE and its plugin): NCCL's CollNet algorithms (collnet_direct, collnet_chain) apply."})json"},
     {"pod_nodes",
      R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "Servers per pod: makes the cluster three tiers."})json"},
     {"cores",

@@ -1,5 +1,6 @@
 // The shm transport's side of a rank: its buffers are in the shared segment, so an
 // op is a memcpy into the destination or an element-wise reduction, done at once.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -14,27 +15,35 @@ namespace {
 template <class T, class Reduce>
 void execute_switch(const Segment& seg, const Op& op) {
   const int n = static_cast<int>(seg.header().switch_group);
-  const int first = op.src_rank - op.src_rank % n;
+  const int stride = static_cast<int>(std::max<std::uint32_t>(1, seg.header().switch_stride));
+  const int block = n * stride;
+  const int first = op.src_rank - op.src_rank % block + op.src_rank % stride;
+  auto range = [&](int j, int buffer, std::int64_t offset) {
+    return reinterpret_cast<T*>(seg.buffer(first + j * stride, buffer)) + offset;
+  };
   const std::size_t bytes = static_cast<std::size_t>(op.count) * sizeof(T);
-  if (op.kind == OpKind::SwitchReduce) {
-    T* result = reinterpret_cast<T*>(seg.buffer(op.dst_rank, op.dst_buffer)) + op.dst_offset;
+  if (op.kind == OpKind::SwitchReduce || op.kind == OpKind::SwitchAllReduce) {
     std::vector<const T*> src(n);
-    for (int r = 0; r < n; ++r)
-      src[r] = reinterpret_cast<const T*>(seg.buffer(first + r, op.src_buffer)) + op.src_offset;
-    // Fold into the result in rank order; the issuer's own input may be the result
-    // range (in place), so each element is read from every rank before it is written.
+    std::vector<T*> out;
+    for (int j = 0; j < n; ++j) src[j] = range(j, op.src_buffer, op.src_offset);
+    if (op.kind == OpKind::SwitchReduce)
+      out.push_back(reinterpret_cast<T*>(seg.buffer(op.dst_rank, op.dst_buffer)) + op.dst_offset);
+    else
+      for (int j = 0; j < n; ++j) out.push_back(range(j, op.dst_buffer, op.dst_offset));
+    // Fold in rank order; an input may be a result range (in place), so each element is
+    // read from every rank before it is written.
     const Reduce f;
     for (std::int64_t i = 0; i < op.count; ++i) {
       T acc = src[0][i];
-      for (int r = 1; r < n; ++r) acc = f(acc, src[r][i]);
-      result[i] = acc;
+      for (int j = 1; j < n; ++j) acc = f(acc, src[j][i]);
+      for (T* o : out) o[i] = acc;
     }
     return;
   }
   const T* from =
       reinterpret_cast<const T*>(seg.buffer(op.src_rank, op.src_buffer)) + op.src_offset;
-  for (int r = first; r < first + n; ++r) {
-    T* to = reinterpret_cast<T*>(seg.buffer(r, op.dst_buffer)) + op.dst_offset;
+  for (int j = 0; j < n; ++j) {
+    T* to = range(j, op.dst_buffer, op.dst_offset);
     if (to != from) std::memcpy(to, from, bytes);
   }
 }

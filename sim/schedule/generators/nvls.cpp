@@ -3,52 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 #include <variant>
 
 #include "core/error.h"
 #include "core/json_view.h"
 #include "schedule/generators/channels.h"
+#include "schedule/generators/host_blocks.h"
 #include "schedule/generators/pipeline.h"
 #include "topology/topology.h"
 
 namespace collsim {
 namespace {
 
-// The switch groups of a schedule: `groups` blocks of `size` consecutive ranks.
-struct SwitchLayout {
-  int groups = 1;
-  int size = 1;
-};
-
-// Members grouped by host must be aligned blocks of one size (rank h*n .. h*n+n-1 on
-// host h's switch): switch ops name their group that way (Schedule::switch_group).
-// Returns the layout, or why there is none.
-std::variant<SwitchLayout, std::string> switch_layout_of(const std::vector<int>& hosts, int ranks) {
-  if (hosts.empty()) return SwitchLayout{1, ranks};
-  int n = 1;
-  while (n < ranks && hosts[n] == hosts[0]) ++n;
-  if (ranks % n != 0)
-    return fmt::format("nvls_tree needs the same number of ranks on every host ({} on the "
-                       "first, {} ranks in all)",
-                       n, ranks);
-  std::map<int, int> seen;
-  for (int m = 0; m < ranks; ++m) {
-    if (hosts[m] != hosts[m - m % n])
-      return fmt::format("nvls_tree needs each host's ranks consecutive, {} per host: rank {} "
-                         "is on host {}, rank {} on host {}",
-                         n, m - m % n, hosts[m - m % n], m, hosts[m]);
-    if (m % n == 0 && !seen.emplace(hosts[m], m).second)
-      return fmt::format("nvls_tree needs each host's ranks consecutive: host {} holds ranks {} "
-                         "and {}",
-                         hosts[m], seen[hosts[m]], m);
-  }
-  return SwitchLayout{ranks / n, n};
-}
-
-// NVLS on `region` (ranks = every rank of the schedule, `layout.groups` switch groups of
-// `layout.size`): slice p of the region is reduced by the switch of each group, issued by
+// NVLS on `region` (ranks = every rank of the schedule, a switch group per host of
+// `layout`): slice p of the region is reduced by the switch of each group, issued by
 // the group's p-th rank (in place: the result lands in that rank's buffer), joined across
 // groups over NCCL's two binary trees (nccl_double_tree; none with one group), and
 // multicast back by each issuer to its group. Each issuer sends half its slice over each
@@ -56,9 +25,9 @@ std::variant<SwitchLayout, std::string> switch_layout_of(const std::vector<int>&
 // node of one tree is a leaf of the other, so every NIC carries about the same. Pipelined:
 // segment s of every slice runs phase j in step s + j, so the reduce of one segment
 // overlaps the multicast of the one before.
-std::vector<PhasedPlan> nvls_plans(const Group& region, SwitchLayout layout) {
+std::vector<PhasedPlan> nvls_plans(const Group& region, HostBlocks layout) {
   std::vector<PhasedPlan> plans;
-  const int n = layout.size, groups = layout.groups;
+  const int n = layout.per_host, groups = layout.hosts;
   auto plan_on = [&](const Group& part, int p, bool second_tree) {
     PhasedPlan plan{part, {}};
     plan.group.channel = region.channel;
@@ -89,11 +58,11 @@ std::vector<PhasedPlan> nvls_plans(const Group& region, SwitchLayout layout) {
   return plans;
 }
 
-Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o,
-                       const char* name, SwitchLayout layout) {
+Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o, const char* name,
+                       HostBlocks layout) {
   const int C = std::max(1, o.channels);
   auto b = make_builder(shape, name, {}, C);
-  b.set_switch_group(layout.groups > 1 ? layout.size : 0);
+  b.set_switch_group(layout.hosts > 1 ? layout.per_host : 0);
   const Group whole = whole_group(shape);
   const Partition slices{whole.count, C};
   std::vector<PhasedPlan> plans;
@@ -108,16 +77,16 @@ Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o,
 }
 
 Schedule nvls_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
-  return nvls_schedule(shape, o, "nvls", {1, shape.ranks});
+  return nvls_schedule(shape, o, "nvls", HostBlocks{1, shape.ranks});
 }
 
 Schedule nvls_tree_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
   if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
     throw std::invalid_argument("nvls_tree: hosts has " + std::to_string(o.hosts.size()) +
                                 " entries for " + std::to_string(shape.ranks) + " ranks");
-  auto layout = switch_layout_of(o.hosts, shape.ranks);
+  auto layout = host_blocks_of(o.hosts, shape.ranks, "nvls_tree");
   if (auto* why = std::get_if<std::string>(&layout)) throw std::invalid_argument(*why);
-  return nvls_schedule(shape, o, "nvls_tree", std::get<SwitchLayout>(layout));
+  return nvls_schedule(shape, o, "nvls_tree", std::get<HostBlocks>(layout));
 }
 
 // Every block of `n` ranks on one NVSwitch with "sharp": true, or an InputError.
@@ -126,7 +95,7 @@ void require_sharp_switches(const OptionContext& ctx, int n, const char* algorit
   for (int first = 0; first < static_cast<int>(ctx.placed.size()); first += n) {
     std::vector<NodeId> gpus;
     for (int m = first; m < first + n; ++m) gpus.push_back(ctx.topology->gpu_of_rank(ctx.placed[m]));
-    if (!sharp_switch_of(*ctx.topology, gpus))
+    if (!sharp_switch_of(*ctx.topology, gpus, SharpReach::NvLink))
       throw InputError(ctx.json_path,
                        n == static_cast<int>(ctx.placed.size())
                            ? fmt::format("{} needs all {} GPUs linked to one NVSwitch with "
@@ -150,7 +119,8 @@ void parse_nvls_hosts(const JsonView& object, AlgorithmOptions& o, const OptionC
     o.hosts = h->as_int_list(0, 1 << 20);
     if (static_cast<int>(o.hosts.size()) != ctx.ranks)
       h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
-    if (auto layout = switch_layout_of(o.hosts, ctx.ranks); std::holds_alternative<std::string>(layout))
+    if (auto layout = host_blocks_of(o.hosts, ctx.ranks, "nvls_tree");
+        std::holds_alternative<std::string>(layout))
       h->fail_message(std::get<std::string>(layout));
   }
 }
@@ -161,9 +131,9 @@ void nvls_tree_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
   if (o.hosts.empty())
     for (int r : ctx.placed)
       o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
-  const auto layout = switch_layout_of(o.hosts, ctx.ranks);
+  const auto layout = host_blocks_of(o.hosts, ctx.ranks, "nvls_tree");
   if (auto* why = std::get_if<std::string>(&layout)) throw InputError(ctx.json_path, *why);
-  require_sharp_switches(ctx, std::get<SwitchLayout>(layout).size, "nvls_tree");
+  require_sharp_switches(ctx, std::get<HostBlocks>(layout).per_host, "nvls_tree");
 }
 
 // "channels": a count; "auto" (which other candidates of "algorithm": "auto" read as

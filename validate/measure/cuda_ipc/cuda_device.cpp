@@ -105,8 +105,9 @@ class CudaIpcDevice final : public RankDevice {
 
   void run(OpId id, std::int64_t*) override {
     const Op& op = seg_.op(id);
-    if (op.is_switch())  // would need multimem (NVLS) or a per-peer fallback
-      throw std::runtime_error("the CUDA IPC transport does not run NVLS switch ops yet");
+    if (op.is_switch())  // would need multimem (NVLS), a SHARP network, or a per-peer fallback
+      throw std::runtime_error(
+          "the CUDA IPC transport does not run switch ops (NVLS, CollNet) yet");
     for (DepIndex d = seg_.dep_begin()[id]; d < seg_.dep_begin()[id + 1]; ++d)
       if (cudaEvent_t e = peer_event_[seg_.deps()[d]])
         check(cudaStreamWaitEvent(stream_, e, 0), "cudaStreamWaitEvent");

@@ -1,0 +1,22 @@
+#pragma once
+// Ranks laid out host by host: the same number on every host, each host's consecutive
+// (rank h * n .. h * n + n - 1 on host h). NVLS's switch groups are such blocks, and
+// CollNet's are their rails (the j-th rank of every block).
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace collsim {
+
+struct HostBlocks {
+  int hosts = 1;
+  int per_host = 1;
+};
+
+// The layout of `hosts` (the host of each rank; empty: one host), or why it is none, in
+// words naming `algorithm`.
+std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hosts, int ranks,
+                                                     std::string_view algorithm);
+
+}  // namespace collsim

@@ -1,0 +1,228 @@
+// CollNet (InfiniBand SHARP): the heads of one rail all-reduce in a network switch,
+// proven by the replayer, timed over the NICs, found on the topology and weighed by
+// NCCL's model.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "core/error.h"
+#include "core/json_view.h"
+#include "helpers.h"
+#include "nccl/nccl_model.h"
+#include "plan/plan.h"
+#include "replay/verify.h"
+#include "scenario/scenario.h"
+#include "topology/presets.h"
+
+using namespace collsim;
+using namespace collsim::test;
+
+namespace collnet_test {
+
+Schedule collnet(const char* name, int hosts, int per_host, std::int64_t count, int segments = 1,
+                 int channels = 1, std::int64_t segment_bytes = 0) {
+  AlgorithmOptions o;
+  o.segments = segments;
+  o.channels = channels;
+  o.segment_bytes = segment_bytes;
+  for (int h = 0; h < hosts; ++h) o.hosts.insert(o.hosts.end(), per_host, h);
+  return generate(CollectiveOp::AllReduce, name,
+                  shape_of(CollectiveOp::AllReduce, hosts * per_host, count), o);
+}
+
+Scenario scenario_of(const std::string& text) {
+  return parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios");
+}
+
+std::string plan_error_of(const std::string& text) {
+  try {
+    make_plan(scenario_of(text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE(
+    "collnet_direct and collnet_chain are proven by the replayer for hosts x GPUs and "
+    "chunkings") {
+  for (const char* name : {"collnet_direct", "collnet_chain"})
+    for (int hosts : {1, 2, 3, 5, 8})
+      for (int per_host : {1, 2, 3, 8})
+        for (int segments : {1, 3})
+          for (int channels : {1, 2, 5})
+            for (std::int64_t count : {std::int64_t{1}, std::int64_t{97}}) {
+              INFO(name << ": " << hosts << " hosts x " << per_host << ", segments " << segments
+                        << ", channels " << channels << ", count " << count);
+              const Schedule s = collnet(name, hosts, per_host, count, segments, channels);
+              REQUIRE(check_schedule(s).empty());
+              CHECK(verify_exact(s, 9, 2).ok());
+              if (hosts * per_host <= 8) CHECK(verify_symbolic(s).ok());
+            }
+  // Fixed-size segments, the last holding the rest; and a large one: 16 hosts of 8.
+  for (std::int64_t segment_bytes : {8, 12, 40}) {
+    const Schedule s = collnet("collnet_direct", 3, 3, 1000, 5, 1, segment_bytes);
+    REQUIRE(check_schedule(s).empty());
+    CHECK(verify_exact(s, 5).ok());
+  }
+  const Schedule big = collnet("collnet_chain", 16, 8, 128 * 5 + 3, 2, 8);
+  REQUIRE(check_schedule(big).empty());
+  CHECK(verify_exact(big, 3).ok());
+}
+
+TEST_CASE(
+    "collnet's switch ops all-reduce one rail across hosts, everything else stays in a "
+    "host, each GPU sending 2 (P - 1) / P of the buffer over NVLink") {
+  const int hosts = 4, per_host = 4;
+  const std::int64_t count = 4 * 4 * 64;  // every piece whole
+  for (const char* name : {"collnet_direct", "collnet_chain"}) {
+    INFO(name);
+    const Schedule s = collnet(name, hosts, per_host, count, 2, per_host);
+    REQUIRE(s.switch_group == hosts);
+    REQUIRE(s.switch_stride == per_host);
+    std::vector<std::int64_t> sent(hosts * per_host, 0);
+    int switch_ops = 0;
+    for (const Op& op : s.ops) {
+      if (op.is_switch()) {
+        ++switch_ops;
+        CHECK(op.kind == OpKind::SwitchAllReduce);
+        CHECK(s.switch_legs(op) == 2 * hosts);
+        for (int j = 0; j < hosts; ++j) {
+          CHECK(s.switch_member(op, j) == op.src_rank % per_host + j * per_host);
+          CHECK(s.switch_leg(op, j).up);
+          CHECK(!s.switch_leg(op, hosts + j).up);
+        }
+        continue;
+      }
+      CHECK(op.src_rank / per_host == op.dst_rank / per_host);
+      sent[op.src_rank] += s.bytes(op);
+    }
+    CHECK(switch_ops > 0);
+    const std::int64_t S = count * 4;
+    for (std::int64_t b : sent) CHECK(b == 2 * (per_host - 1) * S / per_host);
+  }
+  // One host: no switch op, no switch group.
+  const Schedule one = collnet("collnet_direct", 1, 4, 64);
+  CHECK(one.switch_group == 0);
+  for (const Op& op : one.ops) CHECK(!op.is_switch());
+}
+
+TEST_CASE("check_schedule refuses a strided switch group that does not tile the ranks") {
+  Schedule s = collnet("collnet_direct", 3, 2, 64);
+  REQUIRE(check_schedule(s).empty());
+  s.switch_stride = 4;  // groups of 3 ranks 4 apart span 12 ranks of 6
+  CHECK_THAT(check_schedule(s), Catch::Contains("do not tile"));
+}
+
+TEST_CASE(
+    "a SHARP switch sends each NIC the buffer once each way, where a ring sends it "
+    "2 (K - 1) / K times") {
+  ClusterParams p;
+  p.nodes = 4;
+  p.server.gpus = 1;
+  p.sharp = true;
+  const Topology t = make_cluster_topology(p);
+  const std::int64_t S = std::int64_t{64} << 20;
+  const Schedule sharp = collnet("collnet_direct", 4, 1, S / 4);
+  const SimulationResult r = simulate(sharp, t, 0, "flow");
+  for (int rank = 0; rank < 4; ++rank) {
+    CHECK(r.node_sent[t.gpu_of_rank(rank)] == S);
+    CHECK(r.node_received[t.gpu_of_rank(rank)] == S);
+  }
+  // The NIC's 50 GB/s is the bottleneck of both: the ring takes 1.5 times as long.
+  const double sharp_s = to_seconds(r.tasks[0].end - r.tasks[0].start);
+  CHECK(sharp_s == Approx(static_cast<double>(S) / p.server.nic).epsilon(0.02));
+  const Schedule ring =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 4, S / 4));
+  CHECK(simulated_seconds(ring, t, 0, "flow") / sharp_s == Approx(1.5).epsilon(0.02));
+}
+
+TEST_CASE(
+    "the SHARP switch of a group: an NVSwitch it links to, else the nearest network "
+    "switch every GPU reaches through its NIC") {
+  ClusterParams p;
+  p.nodes = 2;
+  p.sharp = true;
+  const Topology t = make_cluster_topology(p);
+  const auto name_of_switch = [&](std::vector<int> ranks, SharpReach reach = SharpReach::Any) {
+    std::vector<NodeId> gpus;
+    for (int r : ranks) gpus.push_back(t.gpu_of_rank(r));
+    const auto sw = sharp_switch_of(t, gpus, reach);
+    return sw ? t.node(*sw).name : std::string("none");
+  };
+  CHECK(name_of_switch({3, 11}) == "leaf3.0");  // one rail: its leaf
+  CHECK(name_of_switch({0, 9}) == "spine0");    // two rails meet at the spine
+  CHECK(name_of_switch({3, 11}, SharpReach::NvLink) == "none");
+  CHECK(name_of_switch({0, 1, 2, 3, 4, 5, 6, 7}) == "n0.nvswitch");
+  CHECK(name_of_switch({0, 1, 2, 3, 4, 5, 6, 7}, SharpReach::Network) == "spine0");
+  p.sharp = false;
+  const Topology plain = make_cluster_topology(p);
+  CHECK(!sharp_switch_of(plain, {plain.gpu_of_rank(3), plain.gpu_of_rank(11)}));
+}
+
+TEST_CASE(
+    "collnet is refused without a SHARP network switch or across one host, and auto "
+    "skips it") {
+  CHECK_THAT(plan_error_of(R"({"topology": {"preset": "cluster", "nodes": 2},
+      "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "collnet_direct", "bytes": 4096}]})"),
+             Catch::Contains("collectives[0]: collnet_direct needs a network switch with "
+                             "\"sharp\": true"));
+  CHECK_THAT(plan_error_of(R"({"topology": "dgx-h100", "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "collnet_chain", "bytes": 4096}]})"),
+             Catch::Contains("these 8 ranks are on one host"));
+  CHECK_THAT(plan_error_of(R"({"topology": {"preset": "cluster", "nodes": 2, "sharp": true},
+      "network": {"model": "ideal"},
+      "collectives": [{"op": "all_reduce", "algorithm": "collnet_direct", "bytes": 4096}]})"),
+             Catch::Contains("does not share links"));
+  CHECK_THAT(plan_error_of(R"({"topology": {"preset": "cluster", "nodes": 2, "sharp": true},
+      "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "collnet_direct", "bytes": 4096,
+                       "hosts": [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]}]})"),
+             Catch::Contains("collnet_direct needs each host's ranks consecutive"));
+  const Plan p = make_plan(scenario_of(R"({"topology": {"preset": "cluster", "nodes": 2},
+      "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "auto", "bytes": "1MiB"}]})"));
+  CHECK(p.collectives[0].spec.algorithm.rfind("collnet", 0) != 0);
+}
+
+TEST_CASE("NCCL's model weighs CollNet where the network reduces, with NCCL's latencies") {
+  const auto options_at = [](bool sharp, int nodes, std::int64_t bytes,
+                             const std::string& filter = "") {
+    const Plan p = make_plan(
+        scenario_of(R"({"topology": {"preset": "cluster", "nodes": )" + std::to_string(nodes) +
+                    R"(, "sharp": )" + (sharp ? "true" : "false") +
+                    R"(}, "network": {"model": "flow"}, "collectives": [{"op": "all_reduce",
+        "algorithm": "nccl", "bytes": )" +
+                    std::to_string(bytes) + filter + "}]}"));
+    return p.collectives[0];
+  };
+  const PlannedCollective plain = options_at(false, 2, 1 << 20);
+  for (const NcclOption& o : plain.nccl_options)
+    CHECK((o.algorithm != NcclAlgo::CollNetDirect && o.algorithm != NcclAlgo::CollNetChain));
+  const PlannedCollective sharp = options_at(true, 2, 1 << 20);
+  std::set<NcclAlgo> weighed;
+  for (const NcclOption& o : sharp.nccl_options) {
+    weighed.insert(o.algorithm);
+    CHECK(o.protocol ==
+          (o.algorithm == NcclAlgo::CollNetDirect || o.algorithm == NcclAlgo::CollNetChain
+               ? Protocol::Simple
+               : o.protocol));
+    // 8 GPUs a host: up to the heads and back, then once through the network.
+    if (o.algorithm == NcclAlgo::CollNetDirect)
+      CHECK(o.latency_us == Approx(2 * (3.7 + 7 * 0.4) + 31));
+    if (o.algorithm == NcclAlgo::CollNetChain) CHECK(o.latency_us == Approx(2 * 7 * 2.8 + 30));
+  }
+  CHECK(weighed.count(NcclAlgo::CollNetDirect) == 1);
+  CHECK(weighed.count(NcclAlgo::CollNetChain) == 1);
+  // At 1 MiB on two hosts its lower latency wins; the schedule it runs is proven.
+  CHECK(sharp.nccl_pick.rfind("collnet_direct/Simple/", 0) == 0);
+  CHECK(verify_exact(*sharp.schedule, 1).ok());
+  // Forced by NCCL_ALGO's spelling, at a size where it would not win.
+  const PlannedCollective forced =
+      options_at(true, 4, std::int64_t{1} << 30, R"(, "nccl_algo": "CollNetChain")");
+  CHECK(forced.nccl_pick.rfind("collnet_chain/Simple/", 0) == 0);
+  CHECK(forced.schedule->switch_stride == 8);
+}
+
+}  // namespace collnet_test
