@@ -107,11 +107,40 @@ TEST_CASE(
   for (const Op& op : one.ops) CHECK(!op.is_switch());
 }
 
-TEST_CASE("check_schedule refuses a strided switch group that does not tile the ranks") {
+TEST_CASE(
+    "check_schedule refuses a strided switch group that does not tile the ranks, and "
+    "switch ops on the wrong kind of switch") {
   Schedule s = collnet("collnet_direct", 3, 2, 64);
   REQUIRE(check_schedule(s).empty());
+  REQUIRE(s.switch_network);
+  CHECK(s.most_switch_legs() == 6);
+  Schedule wrong_switch = s;
+  wrong_switch.switch_network = false;  // an NVSwitch does not all-reduce
+  CHECK_THAT(check_schedule(wrong_switch), Catch::Contains("does not all-reduce"));
   s.switch_stride = 4;  // groups of 3 ranks 4 apart span 12 ranks of 6
   CHECK_THAT(check_schedule(s), Catch::Contains("do not tile"));
+  AlgorithmOptions o;
+  o.hosts = {0, 0, 1, 1};
+  Schedule nvls =
+      generate(CollectiveOp::AllReduce, "nvls_tree", shape_of(CollectiveOp::AllReduce, 4, 64), o);
+  REQUIRE(check_schedule(nvls).empty());
+  CHECK(nvls.most_switch_legs() == 3);
+  nvls.switch_network = true;  // a network switch only all-reduces
+  CHECK_THAT(check_schedule(nvls), Catch::Contains("only all-reduces"));
+}
+
+TEST_CASE(
+    "a switch op has at most 256 legs: NVLS on 144 GPUs runs, CollNet past 128 hosts "
+    "is refused when planned") {
+  const Topology nvl = make_nvl72_topology(144, 900e9, 0);
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "nvls", shape_of(CollectiveOp::AllReduce, 144, 144 * 4));
+  REQUIRE(s.most_switch_legs() == 145);
+  CHECK(simulated_seconds(s, nvl, 0, "flow") > 0);
+  CHECK_THAT(plan_error_of(R"({"topology": {"preset": "cluster", "nodes": 129,
+      "gpus_per_node": 1, "sharp": true}, "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "collnet_direct", "bytes": 4096}]})"),
+             Catch::Contains("collnet_direct spans at most 128 hosts"));
 }
 
 TEST_CASE(

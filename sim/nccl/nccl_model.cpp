@@ -112,8 +112,9 @@ class Model {
       case NcclAlgo::CollNetChain:
         if (p != Protocol::Simple || op_ != CollectiveOp::AllReduce || !t_.collnet || t_.nodes < 2)
           return o;
-        // CollNetDirect gathers at most NCCL_MAX_DIRECT_ARITY + 1 = 8 GPUs of a host.
-        if (a == NcclAlgo::CollNetDirect && t_.per_node > 8) return o;
+        // CollNetDirect gathers at most NCCL_MAX_DIRECT_ARITY + 1 = 8 GPUs of a host, over
+        // NVLink (NCCL: none without an NVSwitch).
+        if (a == NcclAlgo::CollNetDirect && (t_.per_node > 8 || !t_.nvlink)) return o;
         o.algbw_GBps = collnet_bw(a);
         o.latency_us = collnet_lat(a, p);
         break;
@@ -141,9 +142,10 @@ class Model {
   // falls as the size grows past a step. At most twice the graph's channels (64 at most).
   double launched(NcclAlgo a, Protocol p, std::int64_t bytes) const {
     const int most = std::min(64, 2 * t_.channels);
+    const bool collnet = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain;
     const int threads =
-        (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128) ? 640 : 512;
-    double threshold = p == Protocol::Simple ? 64 : 8;
+        (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128 || collnet) ? 640 : 512;
+    double threshold = collnet ? 512 : p == Protocol::Simple ? 64 : 8;
     if (a == NcclAlgo::Ring && p == Protocol::LL) threshold *= t_.ranks;
     return std::clamp(static_cast<double>(bytes) / (threads * threshold), 1.0,
                       static_cast<double>(most));
@@ -234,11 +236,12 @@ class Model {
     return bw * nc * n / steps_of(op_, n);
   }
 
-  // CollNet's graph: NCCL searches it as a tree's (channels x the slower of intra and
-  // inter); CollNetDirect is slowed where a host has more GPUs than the graph has channels
-  // (NICs), and on sm90+ by 0.85 (NCCL's tuning, 2.19 on); bus to algorithm bandwidth 1/2.
+  // CollNet's graph: channels x bwIntra (NCCL reads its CollNet graphs by their intra
+  // bandwidth at any node count; collsim takes the tree graph's channels); CollNetDirect is
+  // slowed where a host has more GPUs than the graph has channels (NICs), and on sm90+ by
+  // 0.85 (NCCL's tuning, 2.19 on); bus to algorithm bandwidth 1/2.
   double collnet_bw(NcclAlgo a) const {
-    double bus = channels_ * std::min(t_.bw_inter, t_.bw_intra);
+    double bus = channels_ * t_.bw_intra;
     if (a == NcclAlgo::CollNetDirect) {
       double factor = static_cast<double>(t_.per_node) / std::max(1, t_.channels);
       factor -= (factor - 1) / 2;

@@ -123,11 +123,17 @@ std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>&
   const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
   const bool net_once = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain;
   const auto nvlink_kind = static_cast<std::size_t>(LinkKind::NvLink);
-  const auto ib_kind = static_cast<std::size_t>(LinkKind::Ib);
+  // A stated network latency scales it as it scales that kind's hops.
+  std::size_t net_kind = static_cast<std::size_t>(LinkKind::Ib);
+  for (std::size_t k = 0; k < kLinkKindCount; ++k)
+    if (hop_class(static_cast<LinkKind>(k)) == HopClass::Net && m.stated.latency[k]) {
+      net_kind = k;
+      break;
+    }
   const double nvlink_once =
       once ? nccl_hop_latency_us(HopClass::NvLink, a, p) * hop_scale(m, nvlink_kind) : 0;
   const double net_latency_once =
-      net_once ? nccl_hop_latency_us(HopClass::Net, a, p) * hop_scale(m, ib_kind) : 0;
+      net_once ? nccl_hop_latency_us(HopClass::Net, a, p) * hop_scale(m, net_kind) : 0;
   // A stated launch is this machine's ring/Simple base latency: it replaces the table's.
   const Time own_launch = m.stated.launch ? Time{0} : m.launch;
   m.launch = add_time(own_launch, from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) +

@@ -1,6 +1,7 @@
 #include "report/traffic.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -148,6 +149,7 @@ struct TrafficWalk::State {
     step_ = -1;
     const CollectiveSpec& spec = r_.resolved[c];
     own_ = {};
+    group_switch_.clear();
     own_.start_s = r_.outcomes[c].start_s;
     own_.end_s = r_.outcomes[c].end_s;
     own_.ranks.resize(spec.ranks.size());  // by its own rank index
@@ -182,11 +184,7 @@ struct TrafficWalk::State {
     const CollectiveSpec& spec = r_.resolved[c_];
     if (!whole_) throw std::logic_error("a switch op of a schedule not held whole");
     if (!router_) router_.emplace(t_, s_.network.routing);
-    const int n = whole_->switch_group_size();
-    std::vector<NodeId> gpus;
-    for (int j = 0; j < n; ++j)
-      gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
-    const auto sw = sharp_switch_of(t_, gpus);
+    const auto sw = switch_of_group(op, spec);
     if (!sw) return;  // the simulator refused it already
     for (int leg = 0; leg < whole_->switch_legs(op); ++leg) {
       const auto [rank, up] = whole_->switch_leg(op, leg);
@@ -195,6 +193,16 @@ struct TrafficWalk::State {
       const PathId route = up ? router_->route(g, *sw) : router_->route(*sw, g);
       account(r, router_->links(route), rank, rank);
     }
+  }
+
+  // The switch of the op's group, found once per group of the collective.
+  std::optional<NodeId> switch_of_group(const Op& op, const CollectiveSpec& spec) {
+    const int first = whole_->switch_member(op, 0);
+    if (auto it = group_switch_.find(first); it != group_switch_.end()) return it->second;
+    std::vector<NodeId> gpus;
+    for (int j = 0; j < whole_->switch_group_size(); ++j)
+      gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
+    return group_switch_[first] = sharp_switch_of(t_, gpus, sharp_reach(*whole_));
   }
 
   // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the
@@ -284,6 +292,7 @@ struct TrafficWalk::State {
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)
+  std::map<int, std::optional<NodeId>> group_switch_;  // by a switch group's first rank
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
   std::size_t c_ = 0;             // the collective walked
   const Schedule* whole_ = nullptr;  // its schedule, where held whole

@@ -53,11 +53,13 @@ class ScheduleBuilder {
     add(OpKind::Reduce, src, dst, count, channel);
   }
   // Switch ops (Schedule::switch_group) act on groups of `ranks` ranks (0: all), `stride`
-  // apart. Their ops are added with add(a switch OpKind, issuer's range, same range, ...):
-  // they order after each group rank's latest step.
-  void set_switch_group(int ranks, int stride = 1) {
+  // apart, on an NVSwitch or (`network`) a network switch. Their ops are added with add(a
+  // switch OpKind, issuer's range, same range, ...): they order after each group rank's
+  // latest step.
+  void set_switch_group(int ranks, int stride = 1, bool network = false) {
     schedule_.switch_group = ranks;
     schedule_.switch_stride = stride;
+    schedule_.switch_network = network;
   }
   // Adds a transfer; an empty one (count <= 0) moves nothing and is left out.
   void add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);

@@ -250,6 +250,11 @@ std::string check_op(const Schedule& s, OpId id, const Op& op) {
   if (op.kind > OpKind::SwitchAllReduce) return fmt::format("op {}: unknown kind", id);
   if (op.is_switch() && op.src_rank != op.dst_rank)
     return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
+  if (op.is_switch() && (op.kind == OpKind::SwitchAllReduce) != s.switch_network)
+    return fmt::format("op {}: {}", id,
+                       s.switch_network
+                           ? "a network switch only all-reduces"
+                           : "an NVSwitch reduces and multicasts, it does not all-reduce");
   if (op.is_switch() && (s.switch_group < 0 || s.switch_stride < 1 ||
                          K % (s.switch_group_size() * s.switch_stride) != 0))
     return fmt::format("op {}: switch groups of {} ranks {} apart do not tile {} ranks", id,
@@ -350,6 +355,7 @@ DigestBuilder::DigestBuilder(const Schedule& s) {
   add(static_cast<std::uint64_t>(s.num_buffers));
   add(static_cast<std::uint64_t>(s.switch_group));
   if (s.switch_stride != 1) add(static_cast<std::uint64_t>(s.switch_stride));
+  if (s.switch_network) add(std::uint64_t{1});
   if (s.shape.matrix)
     for (std::int64_t x : *s.shape.matrix) add(static_cast<std::uint64_t>(x));
   for (std::int64_t c : s.buffer_counts) add(static_cast<std::uint64_t>(c));

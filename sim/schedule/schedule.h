@@ -15,8 +15,12 @@
 
 #include "core/time.h"
 #include "schedule/collective.h"
+#include "topology/topology.h"
 
 namespace collsim {
+
+// A switch op's legs are told apart by 8 bits of a transfer's id (simulate/transfer_ids.h).
+inline constexpr int kMaxSwitchLegs = 256;
 
 // 64-bit: a ring all-reduce passes 2^32 ops at 46,342 ranks and 2^32 dependencies at
 // 26,756. Every index into ops or dependencies is one of these.
@@ -147,6 +151,10 @@ class Schedule {
   // InfiniBand SHARP switch). 0: every rank.
   int switch_group = 0;
   int switch_stride = 1;
+  // Where the switch is: false, an NVSwitch every GPU of the group links to (NVLink SHARP:
+  // SwitchReduce and Multicast); true, a network switch the group reaches through its NICs
+  // (InfiniBand SHARP: SwitchAllReduce). check_schedule holds the ops to their switch.
+  bool switch_network = false;
 
   std::size_t size() const { return ops.size(); }
   int switch_group_size() const { return switch_group > 0 ? switch_group : shape.ranks; }
@@ -156,6 +164,10 @@ class Schedule {
     const int stride = std::max(1, switch_stride);
     const int block = switch_group_size() * stride;
     return rank - rank % block + rank % stride + j * stride;
+  }
+  // The most legs one switch op has (Schedule::switch_leg).
+  int most_switch_legs() const {
+    return switch_network ? 2 * switch_group_size() : switch_group_size() + 1;
   }
   // Whether the switch groups tile the ranks (each rank in one group).
   bool switch_groups_tile() const {
@@ -200,6 +212,11 @@ class Schedule {
   // Bytes of memory the schedule occupies (for the benchmark's bytes-per-transfer figure).
   std::size_t memory_bytes() const;
 };
+
+// The kind of switch a schedule's switch ops run on, for sharp_switch_of.
+inline SharpReach sharp_reach(const Schedule& s) {
+  return s.switch_network ? SharpReach::Network : SharpReach::NvLink;
+}
 
 // A finished schedule, held by every collective that runs it: collectives asking for the
 // same thing share one (plan/plan.h), so 100,000 identical all-reduces hold one schedule,

@@ -132,9 +132,9 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
     throw std::invalid_argument("task \"" + task.name + "\": switch groups of " +
                                 std::to_string(n) + " ranks do not tile its " +
                                 std::to_string(s.shape.ranks));
-  if (std::max(n + 1, 2 * n) > kMaxLegs)
-    throw std::invalid_argument("task \"" + task.name + "\": switch ops span at most " +
-                                std::to_string(kMaxLegs / 2) + " ranks");
+  if (s.most_switch_legs() > kMaxLegs)
+    throw std::invalid_argument("task \"" + task.name + "\": switch ops have at most " +
+                                std::to_string(kMaxLegs) + " legs");
   st.switches = std::make_unique<TaskState::SwitchRoutes>();
   TaskState::SwitchRoutes& routes = *st.switches;
   const auto K = static_cast<std::size_t>(s.shape.ranks);
@@ -148,14 +148,14 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
       members.push_back(s.switch_member(first, j));
       gpus.push_back(task.rank_gpu[members.back()]);
     }
-    const auto sw = sharp_switch_of(topology_, gpus);
+    const auto sw = sharp_switch_of(topology_, gpus, sharp_reach(s));
     if (!sw)
       throw std::invalid_argument(
           "task \"" + task.name + "\": switch ops need ranks " + std::to_string(members.front()) +
           (s.switch_stride > 1 ? ", " + std::to_string(members.front() + s.switch_stride) + ", .. "
                                : "..") +
           std::to_string(members.back()) +
-          (s.switch_stride > 1 ? " under one network switch" : " on one NVSwitch") +
+          (s.switch_network ? " under one network switch" : " on one NVSwitch") +
           " with \"sharp\": true");
     for (std::size_t j = 0; j < members.size(); ++j) {
       const auto r = static_cast<std::size_t>(members[j]);

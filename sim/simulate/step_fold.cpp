@@ -569,18 +569,18 @@ class StepFolder {
   std::string switches_of_ranks(PlayedTask& p) {
     const Schedule& s = *p.task.schedule;
     const int n = s.switch_group_size();
-    if (!s.switch_groups_tile() || std::max(n + 1, 2 * n) > TransferIds::kMaxLegs)
+    if (!s.switch_groups_tile() || s.most_switch_legs() > TransferIds::kMaxLegs)
       return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
     p.switch_pairs.assign(static_cast<std::size_t>(s.shape.ranks), NodePair{-1, -1});
     for (int first : s.switch_group_firsts()) {
       std::vector<NodeId> gpus;
       for (int j = 0; j < n; ++j) gpus.push_back(p.route_gpu[s.switch_member(first, j)]);
-      const auto sw = sharp_switch_of(topo_, gpus);
+      const auto sw = sharp_switch_of(topo_, gpus, sharp_reach(s));
       if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
       for (int m = 1; m < turns_; ++m) {
         std::vector<NodeId> turned;
         for (NodeId g : gpus) turned.push_back(image(g, m));
-        const auto tsw = sharp_switch_of(topo_, turned);
+        const auto tsw = sharp_switch_of(topo_, turned, sharp_reach(s));
         const auto [at, fresh] = switch_image_.emplace(std::pair{*sw, m}, tsw.value_or(-1));
         if (!tsw || at->second != *tsw ||
             topo_.node(*tsw).sharp_efficiency != topo_.node(*sw).sharp_efficiency)

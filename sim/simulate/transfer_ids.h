@@ -24,6 +24,7 @@ class TransferIds {
  public:
   static constexpr int kLegBits = 8;
   static constexpr int kMaxLegs = 1 << kLegBits;
+  static_assert(kMaxLegs == kMaxSwitchLegs);
   static constexpr std::uint64_t kOpMask = (std::uint64_t{1} << (64 - kLegBits)) - 1;
 
   struct Decoded {

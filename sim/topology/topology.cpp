@@ -139,35 +139,42 @@ std::optional<NodeId> linked_sharp_switch(const Topology& t, const std::vector<N
   return std::nullopt;
 }
 
-// Hops from `gpu` to every node (forward) or from every node to it (backward), through
-// anything but other GPUs; -1 where none.
-std::vector<int> hops_from(const Topology& t, NodeId gpu, bool forward) {
+// Each node's neighbours one way: out (links from it) or in (links to it).
+std::vector<std::vector<NodeId>> neighbours(const Topology& t, bool out) {
+  std::vector<std::vector<NodeId>> next(t.nodes().size());
+  for (const Link& l : t.links()) next[out ? l.src : l.dst].push_back(out ? l.dst : l.src);
+  return next;
+}
+
+// Hops from `gpu` to every node (over `out` neighbours) or from every node to it (over `in`
+// ones), through anything but other GPUs; -1 where none.
+std::vector<int> hops_from(const Topology& t, NodeId gpu,
+                           const std::vector<std::vector<NodeId>>& next) {
   std::vector<int> hops(t.nodes().size(), -1);
-  std::vector<NodeId> frontier{gpu}, next;
+  std::vector<NodeId> queue{gpu};
   hops[gpu] = 0;
-  for (int d = 1; !frontier.empty(); ++d) {
-    next.clear();
-    for (const Link& l : t.links()) {
-      const NodeId from = forward ? l.src : l.dst, to = forward ? l.dst : l.src;
-      if (hops[from] != d - 1 || hops[to] >= 0) continue;
-      if (from != gpu && t.node(from).kind == NodeKind::Gpu) continue;
-      hops[to] = d;
-      next.push_back(to);
-    }
-    frontier.swap(next);
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const NodeId from = queue[i];
+    if (from != gpu && t.node(from).kind == NodeKind::Gpu) continue;
+    for (NodeId to : next[from])
+      if (hops[to] < 0) {
+        hops[to] = hops[from] + 1;
+        queue.push_back(to);
+      }
   }
   return hops;
 }
 
 // InfiniBand SHARP: the nearest network sharp switch every GPU reaches and is reached from.
 std::optional<NodeId> network_sharp_switch(const Topology& t, const std::vector<NodeId>& gpus) {
-  std::vector<int> worst(t.nodes().size(), 0);
   bool any = false;
   for (const Node& n : t.nodes()) any = any || (n.sharp && n.kind != NodeKind::NvSwitch);
   if (!any) return std::nullopt;
+  const auto out = neighbours(t, true), in = neighbours(t, false);
+  std::vector<int> worst(t.nodes().size(), 0);
   for (NodeId g : gpus)
-    for (bool forward : {true, false}) {
-      const std::vector<int> hops = hops_from(t, g, forward);
+    for (const auto* next : {&out, &in}) {
+      const std::vector<int> hops = hops_from(t, g, *next);
       for (std::size_t n = 0; n < hops.size(); ++n)
         worst[n] = hops[n] < 0 || worst[n] < 0 ? -1 : std::max(worst[n], hops[n]);
     }

@@ -27,7 +27,7 @@
 namespace collsim {
 namespace {
 
-constexpr std::uint64_t kMagic = 0x636f6c6c73696d32ull;  // "collsim2"
+constexpr std::uint64_t kMagic = 0x636f6c6c73696d33ull;  // "collsim3"
 constexpr const char* kPrefix = "collsim-";
 
 volatile std::sig_atomic_t g_interrupted = 0;

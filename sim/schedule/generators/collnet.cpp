@@ -76,7 +76,7 @@ Schedule collnet_all_reduce(const CollectiveShape& shape, const AlgorithmOptions
   const HostBlocks layout = std::get<HostBlocks>(blocks);
   const int C = std::max(1, o.channels);
   auto b = make_builder(shape, name, {}, C);
-  if (layout.hosts > 1) b.set_switch_group(layout.hosts, layout.per_host);
+  if (layout.hosts > 1) b.set_switch_group(layout.hosts, layout.per_host, true);
   const Group whole = whole_group(shape);
   const Partition slices{whole.count, C};
   std::vector<PhasedPlan> plans;
@@ -121,6 +121,11 @@ void collnet_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
                      fmt::format("{} reduces across hosts in the network; these {} ranks are on "
                                  "one host",
                                  name, ctx.ranks));
+  if (2 * layout.hosts > kMaxSwitchLegs)
+    throw InputError(ctx.json_path,
+                     fmt::format("{} spans at most {} hosts (a switch op's legs, two per host); "
+                                 "these ranks are on {}",
+                                 name, kMaxSwitchLegs / 2, layout.hosts));
   for (int j = 0; j < layout.per_host; ++j) {
     std::vector<NodeId> gpus;
     for (int h = 0; h < layout.hosts; ++h)
