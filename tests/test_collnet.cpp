@@ -78,8 +78,8 @@ TEST_CASE(
   for (const char* name : {"collnet_direct", "collnet_chain"}) {
     INFO(name);
     const Schedule s = collnet(name, hosts, per_host, count, 2, per_host);
-    REQUIRE(s.switch_group == hosts);
-    REQUIRE(s.switch_stride == per_host);
+    REQUIRE(s.network_group == hosts);
+    REQUIRE(s.network_stride == per_host);
     std::vector<std::int64_t> sent(hosts * per_host, 0);
     int switch_ops = 0;
     for (const Op& op : s.ops) {
@@ -103,30 +103,22 @@ TEST_CASE(
   }
   // One host: no switch op, no switch group.
   const Schedule one = collnet("collnet_direct", 1, 4, 64);
-  CHECK(one.switch_group == 0);
+  CHECK(one.network_group == 0);
   for (const Op& op : one.ops) CHECK(!op.is_switch());
 }
 
-TEST_CASE(
-    "check_schedule refuses a strided switch group that does not tile the ranks, and "
-    "switch ops on the wrong kind of switch") {
+TEST_CASE("check_schedule refuses a strided switch group that does not tile the ranks") {
   Schedule s = collnet("collnet_direct", 3, 2, 64);
   REQUIRE(check_schedule(s).empty());
-  REQUIRE(s.switch_network);
-  CHECK(s.most_switch_legs() == 6);
-  Schedule wrong_switch = s;
-  wrong_switch.switch_network = false;  // an NVSwitch does not all-reduce
-  CHECK_THAT(check_schedule(wrong_switch), Catch::Contains("does not all-reduce"));
-  s.switch_stride = 4;  // groups of 3 ranks 4 apart span 12 ranks of 6
+  CHECK(switch_use(s).most_legs == 6);
+  CHECK(switch_use(s).kind[true]);
+  CHECK(!switch_use(s).kind[false]);
+  s.network_stride = 4;  // groups of 3 ranks 4 apart span 12 ranks of 6
+  CHECK_THAT(check_schedule(s), Catch::Contains("network switch groups of 3 ranks 4 apart do not "
+                                                "tile 6 ranks"));
+  s.network_stride = 2;
+  s.network_group = 0;  // a SwitchAllReduce with no network groups
   CHECK_THAT(check_schedule(s), Catch::Contains("do not tile"));
-  AlgorithmOptions o;
-  o.hosts = {0, 0, 1, 1};
-  Schedule nvls =
-      generate(CollectiveOp::AllReduce, "nvls_tree", shape_of(CollectiveOp::AllReduce, 4, 64), o);
-  REQUIRE(check_schedule(nvls).empty());
-  CHECK(nvls.most_switch_legs() == 3);
-  nvls.switch_network = true;  // a network switch only all-reduces
-  CHECK_THAT(check_schedule(nvls), Catch::Contains("only all-reduces"));
 }
 
 TEST_CASE(
@@ -135,7 +127,7 @@ TEST_CASE(
   const Topology nvl = make_nvl72_topology(144, 900e9, 0);
   const Schedule s =
       generate(CollectiveOp::AllReduce, "nvls", shape_of(CollectiveOp::AllReduce, 144, 144 * 4));
-  REQUIRE(s.most_switch_legs() == 145);
+  REQUIRE(switch_use(s).most_legs == 145);
   CHECK(simulated_seconds(s, nvl, 0, "flow") > 0);
   CHECK_THAT(plan_error_of(R"({"topology": {"preset": "cluster", "nodes": 129,
       "gpus_per_node": 1, "sharp": true}, "network": {"model": "flow"},
@@ -244,14 +236,92 @@ TEST_CASE("NCCL's model weighs CollNet where the network reduces, with NCCL's la
   }
   CHECK(weighed.count(NcclAlgo::CollNetDirect) == 1);
   CHECK(weighed.count(NcclAlgo::CollNetChain) == 1);
-  // At 1 MiB on two hosts its lower latency wins; the schedule it runs is proven.
-  CHECK(sharp.nccl_pick.rfind("collnet_direct/Simple/", 0) == 0);
+  // At 1 MiB on two hosts NVLS joined by CollNet wins (its latency, 25 + 18 us, the least);
+  // without NVLS CollNetDirect's (44 us). The schedules they run are proven.
+  CHECK(sharp.nccl_pick.rfind("nvls/Simple/", 0) == 0);
+  CHECK(sharp.schedule->network_group == 2);
   CHECK(verify_exact(*sharp.schedule, 1).ok());
+  const PlannedCollective no_nvls =
+      options_at(true, 2, 1 << 20, R"(, "nccl_algo": "^nvls,nvlstree")");
+  CHECK(no_nvls.nccl_pick.rfind("collnet_direct/Simple/", 0) == 0);
+  CHECK(verify_exact(*no_nvls.schedule, 1).ok());
+  // Without CollNet, NVLS does not cross hosts: NVLSTree does.
+  for (const NcclOption& o : plain.nccl_options) CHECK(o.algorithm != NcclAlgo::Nvls);
   // Forced by NCCL_ALGO's spelling, at a size where it would not win.
   const PlannedCollective forced =
       options_at(true, 4, std::int64_t{1} << 30, R"(, "nccl_algo": "CollNetChain")");
   CHECK(forced.nccl_pick.rfind("collnet_chain/Simple/", 0) == 0);
-  CHECK(forced.schedule->switch_stride == 8);
+  CHECK(forced.schedule->network_stride == 8);
+}
+
+}  // namespace collnet_test
+
+namespace collnet_test {
+
+TEST_CASE(
+    "nvls across hosts (NCCL's NVLS with CollNet) is proven by the replayer, and each "
+    "NIC carries its rail's slice once each way") {
+  for (int hosts : {2, 3, 5})
+    for (int per_host : {1, 2, 3, 8})
+      for (int segments : {1, 3})
+        for (int channels : {1, 2}) {
+          INFO(hosts << " hosts x " << per_host << ", segments " << segments << ", channels "
+                     << channels);
+          AlgorithmOptions o;
+          o.segments = segments;
+          o.channels = channels;
+          for (int h = 0; h < hosts; ++h) o.hosts.insert(o.hosts.end(), per_host, h);
+          const Schedule s = generate(CollectiveOp::AllReduce, "nvls",
+                                      shape_of(CollectiveOp::AllReduce, hosts * per_host, 97), o);
+          REQUIRE(check_schedule(s).empty());
+          CHECK(s.switch_group == per_host);
+          CHECK(s.network_group == hosts);
+          CHECK(s.network_stride == per_host);
+          CHECK(verify_exact(s, 9, 2).ok());
+          if (hosts * per_host <= 8) CHECK(verify_symbolic(s).ok());
+          for (const Op& op : s.ops) CHECK(op.is_switch());
+        }
+  // On a cluster whose switches reduce: a NIC carries S / P each way, the rail's slice.
+  ClusterParams p;
+  p.nodes = 2;
+  p.server.gpus = 4;
+  p.sharp = true;
+  const Topology t = make_cluster_topology(p);
+  const std::int64_t S = std::int64_t{16} << 20;
+  AlgorithmOptions o;
+  o.segments = 4;
+  o.hosts = {0, 0, 0, 0, 1, 1, 1, 1};
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "nvls", shape_of(CollectiveOp::AllReduce, 8, S / 4), o);
+  const SimulationResult r = simulate(s, t, 0, "flow");
+  int nic_links = 0;
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
+    const Link& link = t.link(l);
+    if (t.node(link.src).kind != NodeKind::Nic || link.kind == LinkKind::Pcie) continue;
+    ++nic_links;
+    CHECK(r.links.bytes(static_cast<std::size_t>(l)) == S / 4);
+  }
+  CHECK(nic_links == 8);
+}
+
+TEST_CASE(
+    "nvls across hosts needs a network switch that reduces, on one NVSwitch it is as "
+    "before") {
+  CHECK_THAT(plan_error_of(R"({"topology": {"preset": "cluster", "nodes": 2},
+      "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "nvls", "bytes": 4096}]})"),
+             Catch::Contains("collectives[0]: nvls needs a network switch with \"sharp\": true "
+                             "(InfiniBand SHARP) that the GPUs of ranks 0, 8, .. 8"));
+  const Plan one = make_plan(scenario_of(R"({"topology": "dgx-h100", "network": {"model":
+      "flow"}, "collectives": [{"op": "all_reduce", "algorithm": "nvls", "bytes": 4096}]})"));
+  CHECK(one.collectives[0].spec.options.hosts.empty());
+  CHECK(one.collectives[0].schedule->network_group == 0);
+  const Plan two = make_plan(scenario_of(R"({"topology": {"preset": "cluster", "nodes": 2,
+      "sharp": true}, "network": {"model": "flow"},
+      "collectives": [{"op": "all_reduce", "algorithm": "nvls", "bytes": 4096}]})"));
+  CHECK(two.collectives[0].schedule->switch_group == 8);
+  CHECK(two.collectives[0].schedule->network_group == 2);
+  CHECK(verify_exact(*two.collectives[0].schedule, 1).ok());
 }
 
 }  // namespace collnet_test

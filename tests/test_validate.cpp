@@ -251,7 +251,7 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
       const Schedule s =
           generate(CollectiveOp::AllReduce, name, shape_of(CollectiveOp::AllReduce, 9, 4'099), o);
       INFO(name);
-      REQUIRE(s.switch_stride == 3);
+      REQUIRE(s.network_stride == 3);
       const Measurement m = run_for_real(s, options());
       CHECK(m.wrong == 0);
       CHECK(m.checked > 0);

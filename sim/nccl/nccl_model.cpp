@@ -220,7 +220,10 @@ class Model {
     // NVLink SHARP needs sm90+ and a switch that reduces.
     if (!t_.nvls || t_.nvls_channels < 2 || arch_ == Arch::Ampere) return 0;
     const bool tree = a == NcclAlgo::NvlsTree;
-    if (tree != (t_.nodes > 1)) return 0;  // NVLS on one node, NVLS-tree across nodes
+    const bool across = t_.nodes > 1;
+    // NVLSTree across nodes only; NVLS across nodes where CollNet joins them (all-reduce).
+    if (tree && !across) return 0;
+    if (!tree && across && (!t_.collnet || op_ != CollectiveOp::AllReduce)) return 0;
     if (op_ != CollectiveOp::AllReduce &&
         !((op_ == CollectiveOp::AllGather || op_ == CollectiveOp::ReduceScatter) && !tree))
       return 0;
@@ -231,6 +234,8 @@ class Model {
     if (tree) {
       bw = std::min(bw, t_.nodes <= 2 ? 2 * t_.bw_inter : t_.bw_inter);
       bw = std::min(bw, per_ch_nvls_tree(arch_, t_.nodes));
+    } else if (across) {
+      bw = std::min(bw, t_.bw_inter);
     }
     const int n = std::max(t_.ranks, 2);
     return bw * nc * n / steps_of(op_, n);

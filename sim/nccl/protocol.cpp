@@ -114,14 +114,15 @@ double hop_scale(const CostModel& m, std::size_t kind) {
 }  // namespace
 
 std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base, Protocol p,
-                                         NcclAlgo a, const Topology& t) {
+                                         NcclAlgo a, const Topology& t, bool across_hosts) {
   CostModel m = base ? *base : CostModel{};
   m.latency_replaces_alpha = true;
   // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's;
-  // so is CollNet's network latency (NCCL: + interLat, once: the switches stream every
-  // chunk of the pipeline through, NCCL_STEPS of them in flight).
+  // so is CollNet's network latency, and NVLS's across hosts (NCCL: + interLat, once: the
+  // network's switches stream every chunk of the pipeline through, NCCL_STEPS in flight).
   const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
-  const bool net_once = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain;
+  const bool net_once = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain ||
+                        (a == NcclAlgo::Nvls && across_hosts);
   const auto nvlink_kind = static_cast<std::size_t>(LinkKind::NvLink);
   // A stated network latency scales it as it scales that kind's hops.
   std::size_t net_kind = static_cast<std::size_t>(LinkKind::Ib);

@@ -58,8 +58,9 @@ double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu);
 // latency_s its ring/Simple per-hop latency on that link class (NCCL's other
 // algorithms and protocols scaled by the same factor, keeping the table's ratios),
 // a stated efficiency or bandwidth curve the usable share in place of NCCL's NVLink
-// share; the protocol's payload efficiency applies on top.
+// share; the protocol's payload efficiency applies on top. `across_hosts`: the collective's
+// GPUs span hosts (NVLS then joins them in the network, its network latency NCCL's once).
 std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base, Protocol p,
-                                         NcclAlgo a, const Topology& t);
+                                         NcclAlgo a, const Topology& t, bool across_hosts = false);
 
 }  // namespace collsim

@@ -164,6 +164,14 @@ class Tuner {
     return all;
   }
 
+  // Whether the collective's ranks sit on more than one host.
+  bool spans_hosts(const CollectiveSpec& spec) const {
+    const Topology& t = scenario_.topology;
+    return std::any_of(spec.ranks.begin(), spec.ranks.end(), [&](int r) {
+      return t.node(t.gpu_of_rank(r)).host != t.node(t.gpu_of_rank(spec.ranks.front())).host;
+    });
+  }
+
   // The protocol's latencies and efficiencies over the network's own cost model.
   void with_protocol(PlannedCollective& c, const std::string& protocol) const {
     if (!protocol.empty() && protocol != "Simple" && simple_only(c.spec.shape.op, c.spec.algorithm))
@@ -173,7 +181,7 @@ class Tuner {
     c.cost = scenario_.network.cost;
     if (auto p = protocol_from_name(protocol)) {
       auto m = protocol_cost(c.cost, *p, nccl_family(c.spec.shape.op, c.spec.algorithm),
-                             scenario_.topology);
+                             scenario_.topology, spans_hosts(c.spec));
       m->nccl_floor = nccl_floor_;
       m->stripe = p2p_stripe_;
       c.cost = std::move(m);

@@ -81,8 +81,8 @@ void apply_op(const Op& op, ReduceOp reduce, Buffers<T>& bufs, int first = 0, in
 template <class T>
 void apply_op(const Schedule& s, const Op& op, Buffers<T>& bufs) {
   if (op.is_switch())
-    apply_op(op, s.shape.reduce_op, bufs, s.switch_member(op, 0), s.switch_group_size(),
-             s.switch_stride);
+    apply_op(op, s.shape.reduce_op, bufs, s.switch_member(op, 0), s.switch_group_size(op),
+             s.switch_groups(Schedule::in_network(op)).stride);
   else
     apply_op(op, s.shape.reduce_op, bufs);
 }

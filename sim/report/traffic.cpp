@@ -197,12 +197,13 @@ struct TrafficWalk::State {
 
   // The switch of the op's group, found once per group of the collective.
   std::optional<NodeId> switch_of_group(const Op& op, const CollectiveSpec& spec) {
-    const int first = whole_->switch_member(op, 0);
-    if (auto it = group_switch_.find(first); it != group_switch_.end()) return it->second;
+    const bool network = Schedule::in_network(op);
+    const std::pair key{network, whole_->switch_member(op, 0)};
+    if (auto it = group_switch_.find(key); it != group_switch_.end()) return it->second;
     std::vector<NodeId> gpus;
-    for (int j = 0; j < whole_->switch_group_size(); ++j)
+    for (int j = 0; j < whole_->switch_group_size(op); ++j)
       gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
-    return group_switch_[first] = sharp_switch_of(t_, gpus, sharp_reach(*whole_));
+    return group_switch_[key] = sharp_switch_of(t_, gpus, sharp_reach(network));
   }
 
   // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the
@@ -292,7 +293,8 @@ struct TrafficWalk::State {
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)
-  std::map<int, std::optional<NodeId>> group_switch_;  // by a switch group's first rank
+  // By a switch group's kind (network or not) and first rank.
+  std::map<std::pair<bool, int>, std::optional<NodeId>> group_switch_;
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
   std::size_t c_ = 0;             // the collective walked
   const Schedule* whole_ = nullptr;  // its schedule, where held whole

@@ -220,12 +220,13 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
 
   // Switch ops touch every rank of their group; others their source and destination.
   const bool every_rank = kind >= OpKind::SwitchReduce;
-  const int group = every_rank ? schedule_.switch_group_size() : 0;
+  const bool network = kind == OpKind::SwitchAllReduce;
+  const int group = every_rank ? schedule_.switch_groups(network).size : 0;
   if (every_rank) {
     // A switch op waits on the latest ops of every rank of its group: gathered, sorted.
     scratch_deps_.clear();
     for (int j = 0; j < group; ++j)
-      for (OpId d : latest(channel, lane, schedule_.switch_member(src.rank, j)))
+      for (OpId d : latest(channel, lane, schedule_.switch_member(network, src.rank, j)))
         scratch_deps_.push_back(d);
     if (after != kNoOp) scratch_deps_.push_back(after);
     sort_unique(scratch_deps_);
@@ -249,7 +250,7 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
     if (open_[at].empty() || open_[at].back() != id) open_[at].push_back(id);
   };
   if (every_rank) {
-    for (int j = 0; j < group; ++j) touch(schedule_.switch_member(src.rank, j));
+    for (int j = 0; j < group; ++j) touch(schedule_.switch_member(network, src.rank, j));
   } else {
     touch(src.rank);
     touch(dst.rank);

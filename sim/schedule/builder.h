@@ -52,14 +52,14 @@ class ScheduleBuilder {
   void reduce(BufferRef src, BufferRef dst, std::int64_t count, int channel = 0) {
     add(OpKind::Reduce, src, dst, count, channel);
   }
-  // Switch ops (Schedule::switch_group) act on groups of `ranks` ranks (0: all), `stride`
-  // apart, on an NVSwitch or (`network`) a network switch. Their ops are added with add(a
-  // switch OpKind, issuer's range, same range, ...): they order after each group rank's
-  // latest step.
-  void set_switch_group(int ranks, int stride = 1, bool network = false) {
-    schedule_.switch_group = ranks;
-    schedule_.switch_stride = stride;
-    schedule_.switch_network = network;
+  // Switch ops act on groups of ranks: NVSwitch ones (SwitchReduce, Multicast) on aligned
+  // blocks of `ranks` (0: all), network ones (SwitchAllReduce) on `ranks` ranks `stride`
+  // apart (Schedule::switch_group, network_group). Their ops are added with add(a switch
+  // OpKind, issuer's range, same range, ...): they order after each group rank's latest step.
+  void set_switch_group(int ranks) { schedule_.switch_group = ranks; }
+  void set_network_group(int ranks, int stride) {
+    schedule_.network_group = ranks;
+    schedule_.network_stride = stride;
   }
   // Adds a transfer; an empty one (count <= 0) moves nothing and is left out.
   void add(OpKind kind, BufferRef src, BufferRef dst, std::int64_t count, int channel);

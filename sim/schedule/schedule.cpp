@@ -129,7 +129,7 @@ class StepChecker {
       // A switch op reads (SwitchReduce, SwitchAllReduce) or writes (Multicast,
       // SwitchAllReduce) its range on every rank of its group; a SwitchReduce also writes,
       // and a Multicast reads, the issuer's.
-      const int n = op.is_switch() ? s.switch_group_size() : 1;
+      const int n = op.is_switch() ? s.switch_group_size(op) : 1;
       for (int r = 0; r < (op.writes_every_rank() ? n : 1); ++r)
         writes_.push_back({op.writes_every_rank() ? s.switch_member(op, r) : op.dst_rank,
                            op.dst_buffer, op.dst_offset, op.dst_offset + op.count, id});
@@ -250,16 +250,12 @@ std::string check_op(const Schedule& s, OpId id, const Op& op) {
   if (op.kind > OpKind::SwitchAllReduce) return fmt::format("op {}: unknown kind", id);
   if (op.is_switch() && op.src_rank != op.dst_rank)
     return fmt::format("op {}: a switch op's source and destination rank are its issuer", id);
-  if (op.is_switch() && (op.kind == OpKind::SwitchAllReduce) != s.switch_network)
-    return fmt::format("op {}: {}", id,
-                       s.switch_network
-                           ? "a network switch only all-reduces"
-                           : "an NVSwitch reduces and multicasts, it does not all-reduce");
-  if (op.is_switch() && (s.switch_group < 0 || s.switch_stride < 1 ||
-                         K % (s.switch_group_size() * s.switch_stride) != 0))
-    return fmt::format("op {}: switch groups of {} ranks {} apart do not tile {} ranks", id,
-                       s.switch_group, s.switch_stride, K);
-  for (int r = 0; r < (op.is_switch() ? s.switch_group_size() : 1); ++r) {
+  if (op.is_switch() && !s.switch_groups_tile(Schedule::in_network(op))) {
+    const auto [n, stride] = s.switch_groups(Schedule::in_network(op));
+    return fmt::format("op {}: {} groups of {} ranks {} apart do not tile {} ranks", id,
+                       Schedule::in_network(op) ? "network switch" : "NVSwitch", n, stride, K);
+  }
+  for (int r = 0; r < (op.is_switch() ? s.switch_group_size(op) : 1); ++r) {
     const int src = op.reads_every_rank() ? s.switch_member(op, r) : op.src_rank;
     const int dst = op.writes_every_rank() ? s.switch_member(op, r) : op.dst_rank;
     if (op.src_offset < 0 || op.src_offset + op.count > s.buffer_count(src, op.src_buffer))
@@ -343,6 +339,16 @@ std::string StepwiseCheck::finish(int num_steps) const {
 
 namespace collsim {
 
+SwitchUse switch_use(const Schedule& s) {
+  SwitchUse use;
+  for (const Op& op : s.ops) {
+    if (!op.is_switch()) continue;
+    use.kind[Schedule::in_network(op)] = true;
+    use.most_legs = std::max(use.most_legs, s.switch_legs(op));
+  }
+  return use;
+}
+
 // Not cryptographic: it tells schedules apart. Fed field by field, never raw structs
 // (padding bytes are not data), in an order a stream can follow.
 DigestBuilder::DigestBuilder(const Schedule& s) {
@@ -354,8 +360,10 @@ DigestBuilder::DigestBuilder(const Schedule& s) {
   add(static_cast<std::uint64_t>(s.shape.root));
   add(static_cast<std::uint64_t>(s.num_buffers));
   add(static_cast<std::uint64_t>(s.switch_group));
-  if (s.switch_stride != 1) add(static_cast<std::uint64_t>(s.switch_stride));
-  if (s.switch_network) add(std::uint64_t{1});
+  if (s.network_group > 0) {
+    add(static_cast<std::uint64_t>(s.network_group));
+    add(static_cast<std::uint64_t>(s.network_stride));
+  }
   if (s.shape.matrix)
     for (std::int64_t x : *s.shape.matrix) add(static_cast<std::uint64_t>(x));
   for (std::int64_t c : s.buffer_counts) add(static_cast<std::uint64_t>(c));

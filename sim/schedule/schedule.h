@@ -145,41 +145,48 @@ class Schedule {
   std::vector<DepIndex> dep_begin;  // size ops.size() + 1
   std::vector<OpId> deps;
   int num_steps = 0;
-  // Switch ops act on groups of this many ranks, `switch_stride` apart: the group holding
-  // the issuer. Stride 1: aligned blocks of consecutive ranks (the GPUs of one NVSwitch);
-  // stride P: one rank of each block of P (the GPUs of one rail, one per host, under an
-  // InfiniBand SHARP switch). 0: every rank.
+  // NVLink SHARP: SwitchReduce and Multicast act on aligned blocks of `switch_group`
+  // consecutive ranks (the GPUs of one NVSwitch): the block holding the issuer. 0: every rank.
   int switch_group = 0;
-  int switch_stride = 1;
-  // Where the switch is: false, an NVSwitch every GPU of the group links to (NVLink SHARP:
-  // SwitchReduce and Multicast); true, a network switch the group reaches through its NICs
-  // (InfiniBand SHARP: SwitchAllReduce). check_schedule holds the ops to their switch.
-  bool switch_network = false;
+  // InfiniBand SHARP: SwitchAllReduce acts on groups of `network_group` ranks,
+  // `network_stride` apart (one rank of each host, the GPUs of one rail, under a network
+  // switch): the group holding the issuer. 0: the schedule has none.
+  int network_group = 0;
+  int network_stride = 1;
 
   std::size_t size() const { return ops.size(); }
-  int switch_group_size() const { return switch_group > 0 ? switch_group : shape.ranks; }
-  // The j-th rank (0 <= j < switch_group_size()) of the group a switch op acts on.
-  int switch_member(const Op& op, int j) const { return switch_member(op.src_rank, j); }
-  int switch_member(int rank, int j) const {
-    const int stride = std::max(1, switch_stride);
-    const int block = switch_group_size() * stride;
+
+  // The groups of switch ops in the network (SwitchAllReduce) or on NVSwitches.
+  struct SwitchGroups {
+    int size;
+    int stride;
+  };
+  static bool in_network(const Op& op) { return op.kind == OpKind::SwitchAllReduce; }
+  SwitchGroups switch_groups(bool network) const {
+    return network ? SwitchGroups{network_group, std::max(1, network_stride)}
+                   : SwitchGroups{switch_group > 0 ? switch_group : shape.ranks, 1};
+  }
+  int switch_group_size(const Op& op) const { return switch_groups(in_network(op)).size; }
+  // The j-th rank (0 <= j < switch_group_size(op)) of the group a switch op acts on.
+  int switch_member(const Op& op, int j) const {
+    return switch_member(in_network(op), op.src_rank, j);
+  }
+  int switch_member(bool network, int rank, int j) const {
+    const auto [n, stride] = switch_groups(network);
+    const int block = n * stride;
     return rank - rank % block + rank % stride + j * stride;
   }
-  // The most legs one switch op has (Schedule::switch_leg).
-  int most_switch_legs() const {
-    return switch_network ? 2 * switch_group_size() : switch_group_size() + 1;
+  // Whether the groups tile the ranks (each rank in one group).
+  bool switch_groups_tile(bool network) const {
+    const auto [n, stride] = switch_groups(network);
+    return n > 0 && stride > 0 && shape.ranks % (n * stride) == 0;
   }
-  // Whether the switch groups tile the ranks (each rank in one group).
-  bool switch_groups_tile() const {
-    return switch_group >= 0 && switch_stride >= 1 &&
-           shape.ranks % (switch_group_size() * switch_stride) == 0;
-  }
-  // The first rank of every switch group, in rank order.
-  std::vector<int> switch_group_firsts() const {
+  // The first rank of every group, in rank order.
+  std::vector<int> switch_group_firsts(bool network) const {
     std::vector<int> firsts;
-    const int block = switch_group_size() * std::max(1, switch_stride);
-    for (int b = 0; b + block <= shape.ranks; b += block)
-      for (int k = 0; k < std::max(1, switch_stride); ++k) firsts.push_back(b + k);
+    const auto [n, stride] = switch_groups(network);
+    for (int b = 0; b + n * stride <= shape.ranks; b += n * stride)
+      for (int k = 0; k < stride; ++k) firsts.push_back(b + k);
     return firsts;
   }
   // A switch op as the network carries it: legs between the switch and the group's ranks,
@@ -192,12 +199,12 @@ class Schedule {
     bool up;
   };
   int switch_legs(const Op& op) const {
-    const int n = switch_group_size();
-    return op.kind == OpKind::SwitchAllReduce ? 2 * n : n + 1;
+    const int n = switch_group_size(op);
+    return in_network(op) ? 2 * n : n + 1;
   }
   SwitchLeg switch_leg(const Op& op, int leg) const {
-    const int n = switch_group_size();
-    if (op.kind == OpKind::SwitchAllReduce) return {switch_member(op, leg % n), leg < n};
+    const int n = switch_group_size(op);
+    if (in_network(op)) return {switch_member(op, leg % n), leg < n};
     const bool reduce = op.kind == OpKind::SwitchReduce;
     return {leg < n ? switch_member(op, leg) : op.src_rank, reduce == (leg < n)};
   }
@@ -213,9 +220,17 @@ class Schedule {
   std::size_t memory_bytes() const;
 };
 
-// The kind of switch a schedule's switch ops run on, for sharp_switch_of.
-inline SharpReach sharp_reach(const Schedule& s) {
-  return s.switch_network ? SharpReach::Network : SharpReach::NvLink;
+// What a schedule's switch ops need: its groups of each kind (NVSwitch, network, indexed
+// by Schedule::in_network) and the most legs one op has.
+struct SwitchUse {
+  bool kind[2] = {false, false};
+  int most_legs = 0;
+};
+SwitchUse switch_use(const Schedule& s);
+
+// The kind of switch a switch op runs on, for sharp_switch_of.
+inline SharpReach sharp_reach(bool network) {
+  return network ? SharpReach::Network : SharpReach::NvLink;
 }
 
 // A finished schedule, held by every collective that runs it: collectives asking for the

@@ -24,8 +24,8 @@
 //          finishing(task, op, phase) (before its successors are released),
 //          finished(task, op) (after)
 // and, where it sets kSwitchOps (switch ops: NVLS), schedule(task) -> const Schedule&,
-// switch_route(task, rank, up) -> PathId, switch_efficiency(task, rank) -> double,
-// legs_left(task, op) -> std::uint16_t&.
+// switch_route(task, network, rank, up) -> PathId, switch_efficiency(task, network, rank) ->
+// double, legs_left(task, op) -> std::uint16_t&.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -179,18 +179,19 @@ class Executor : private NetworkHost {
     traffic_.transfers += static_cast<std::uint64_t>(legs);
     for (int leg = 0; leg < legs; ++leg) {
       const auto [r, up] = s.switch_leg(op, leg);
-      const PathId path = src.switch_route(task, r, up);
+      const PathId path = src.switch_route(task, Schedule::in_network(op), r, up);
       if (up) traffic_.node_sent[src.gpu(task, r)] += bytes;
       TransferCost cost = src.costs(task).transfer(topology_, router_.links(path), op, bytes);
-      cost.stretch /= src.switch_efficiency(task, issuer);
+      cost.stretch /= src.switch_efficiency(task, Schedule::in_network(op), issuer);
       model_.start_transfer(*this, src.id(task, id, leg), path, bytes, cost);
     }
   }
 
   PathId leg_path(std::size_t task, OpId id, int leg) {
     const Schedule& s = source().schedule(task);
-    const auto [r, up] = s.switch_leg(s.ops[id], leg);
-    return source().switch_route(task, r, up);
+    const Op& op = s.ops[id];
+    const auto [r, up] = s.switch_leg(op, leg);
+    return source().switch_route(task, Schedule::in_network(op), r, up);
   }
 
   // What arrives at a GPU is a leg down to it; the switch op is done when its last leg has

@@ -17,12 +17,13 @@ constexpr int kMaxLegs = TransferIds::kMaxLegs;
 struct Simulator::TaskState {
   const ScheduleGraph* graph = nullptr;  // while it runs; null for compute tasks
   OpCosts costs;                         // none: plain α-β, the fast path
-  // Switch ops (NVLS): per rank, the route up to its group's SHARP switch and back
-  // down, and that switch's efficiency; per op, legs still in flight. Apart, made only
-  // for a schedule with switch ops: a step's millions of tasks have none.
+  // Switch ops: per kind of switch (NVSwitch, network: Schedule::in_network) and rank, the
+  // route up to its group's SHARP switch and back down, and that switch's efficiency; per
+  // op, legs still in flight. Apart, made only for a schedule with switch ops: a step's
+  // millions of tasks have none.
   struct SwitchRoutes {
-    std::vector<PathId> up, down;
-    std::vector<double> efficiency;
+    std::vector<PathId> up[2], down[2];
+    std::vector<double> efficiency[2];
     std::vector<std::uint16_t> legs_left;
   };
   std::unique_ptr<SwitchRoutes> switches;
@@ -44,13 +45,13 @@ void Simulator::each_successor(std::size_t task, OpId op, F&& f) const {
   for (OpId next : state_[task].graph->successors(op)) f(next, LazyOnlySent{ops[op], ops[next]});
 }
 
-PathId Simulator::switch_route(std::size_t task, int rank, bool up) const {
+PathId Simulator::switch_route(std::size_t task, bool network, int rank, bool up) const {
   const TaskState::SwitchRoutes& sw = *state_[task].switches;
-  return up ? sw.up[rank] : sw.down[rank];
+  return up ? sw.up[network][rank] : sw.down[network][rank];
 }
 
-double Simulator::switch_efficiency(std::size_t task, int rank) const {
-  return state_[task].switches->efficiency[rank];
+double Simulator::switch_efficiency(std::size_t task, bool network, int rank) const {
+  return state_[task].switches->efficiency[network][rank];
 }
 
 std::uint16_t& Simulator::legs_left(std::size_t task, OpId op) {
@@ -122,46 +123,48 @@ void Simulator::prepare_task(std::size_t index) {
   if (options_.record_ops) result_.tasks[index].ops.assign(s.size(), OpTiming{-1, -1});
 }
 
-// Each switch group's GPUs and the SHARP switch they all link to: the routes of every
+// Each switch group's GPUs and the SHARP switch of its kind they share: the routes of every
 // rank up to it and back, and its efficiency.
 void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
   const CollectiveTask& task = (*tasks_)[index];
   const Schedule& s = *task.schedule;
-  const int n = s.switch_group_size();
-  if (!s.switch_groups_tile())
-    throw std::invalid_argument("task \"" + task.name + "\": switch groups of " +
-                                std::to_string(n) + " ranks do not tile its " +
-                                std::to_string(s.shape.ranks));
-  if (s.most_switch_legs() > kMaxLegs)
+  const SwitchUse use = switch_use(s);
+  if (use.most_legs > kMaxLegs)
     throw std::invalid_argument("task \"" + task.name + "\": switch ops have at most " +
                                 std::to_string(kMaxLegs) + " legs");
   st.switches = std::make_unique<TaskState::SwitchRoutes>();
   TaskState::SwitchRoutes& routes = *st.switches;
   const auto K = static_cast<std::size_t>(s.shape.ranks);
-  routes.up.assign(K, PathId{-1});
-  routes.down.assign(K, PathId{-1});
-  routes.efficiency.assign(K, 1.0);
-  for (int first : s.switch_group_firsts()) {
-    std::vector<int> members;
-    std::vector<NodeId> gpus;
-    for (int j = 0; j < n; ++j) {
-      members.push_back(s.switch_member(first, j));
-      gpus.push_back(task.rank_gpu[members.back()]);
-    }
-    const auto sw = sharp_switch_of(topology_, gpus, sharp_reach(s));
-    if (!sw)
-      throw std::invalid_argument(
-          "task \"" + task.name + "\": switch ops need ranks " + std::to_string(members.front()) +
-          (s.switch_stride > 1 ? ", " + std::to_string(members.front() + s.switch_stride) + ", .. "
-                               : "..") +
-          std::to_string(members.back()) +
-          (s.switch_network ? " under one network switch" : " on one NVSwitch") +
-          " with \"sharp\": true");
-    for (std::size_t j = 0; j < members.size(); ++j) {
-      const auto r = static_cast<std::size_t>(members[j]);
-      routes.up[r] = router_.route(gpus[j], *sw);
-      routes.down[r] = router_.route(*sw, gpus[j]);
-      routes.efficiency[r] = topology_.node(*sw).sharp_efficiency;
+  for (bool network : {false, true}) {
+    if (!use.kind[network]) continue;
+    const auto [n, stride] = s.switch_groups(network);
+    if (!s.switch_groups_tile(network))
+      throw std::invalid_argument("task \"" + task.name + "\": switch groups of " +
+                                  std::to_string(n) + " ranks do not tile its " +
+                                  std::to_string(s.shape.ranks));
+    routes.up[network].assign(K, PathId{-1});
+    routes.down[network].assign(K, PathId{-1});
+    routes.efficiency[network].assign(K, 1.0);
+    for (int first : s.switch_group_firsts(network)) {
+      std::vector<int> members;
+      std::vector<NodeId> gpus;
+      for (int j = 0; j < n; ++j) {
+        members.push_back(s.switch_member(network, first, j));
+        gpus.push_back(task.rank_gpu[members.back()]);
+      }
+      const auto sw = sharp_switch_of(topology_, gpus, sharp_reach(network));
+      if (!sw)
+        throw std::invalid_argument(
+            "task \"" + task.name + "\": switch ops need ranks " + std::to_string(members.front()) +
+            (stride > 1 ? ", " + std::to_string(members.front() + stride) + ", .. " : "..") +
+            std::to_string(members.back()) +
+            (network ? " under one network switch" : " on one NVSwitch") + " with \"sharp\": true");
+      for (std::size_t j = 0; j < members.size(); ++j) {
+        const auto r = static_cast<std::size_t>(members[j]);
+        routes.up[network][r] = router_.route(gpus[j], *sw);
+        routes.down[network][r] = router_.route(*sw, gpus[j]);
+        routes.efficiency[network][r] = topology_.node(*sw).sharp_efficiency;
+      }
     }
   }
   routes.legs_left.assign(s.size(), 0);

@@ -126,8 +126,8 @@ class Simulator final : private TaskRunner<Simulator> {
   void finishing(std::size_t task, OpId op, OpPhase) {
     if (options_.record_ops) result_.tasks[task].ops[op].end = engine_.now();
   }
-  PathId switch_route(std::size_t task, int rank, bool up) const;
-  double switch_efficiency(std::size_t task, int rank) const;
+  PathId switch_route(std::size_t task, bool network, int rank, bool up) const;
+  double switch_efficiency(std::size_t task, bool network, int rank) const;
   std::uint16_t& legs_left(std::size_t task, OpId op);
 
   // --- the task runner's ---

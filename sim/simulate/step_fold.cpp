@@ -215,9 +215,11 @@ struct PlayedTask {
   std::vector<NodeId> rank_gpu;   // per schedule rank: the GPU whose queue and counters it uses
   std::vector<NodeId> route_gpu;  // per schedule rank: the GPU it runs on (routes)
   std::vector<PathId> paths;      // per op: its route over canonical links; -1 none
-  std::vector<NodePair> switch_pairs;  // per rank: its GPU and its group's SHARP switch
-  std::vector<PathId> up, down;   // per rank: switch ops' routes to and from its switch
-  std::vector<double> efficiency;
+  // Per kind of switch (Schedule::in_network) and rank: its GPU and its group's SHARP
+  // switch; switch ops' routes to and from that switch, and its efficiency.
+  std::vector<NodePair> switch_pairs[2];
+  std::vector<PathId> up[2], down[2];
+  std::vector<double> efficiency[2];
   std::vector<std::uint16_t> legs_left;
   std::vector<std::size_t> after;  // played tasks it waits on
 };
@@ -310,11 +312,11 @@ class FoldedStepSimulator final : private TaskRunner<FoldedStepSimulator> {
   }
   void sent(std::size_t, OpId) {}
   void finishing(std::size_t, OpId, OpPhase) {}
-  PathId switch_route(std::size_t task, int rank, bool up) const {
-    return up ? played_[task].up[rank] : played_[task].down[rank];
+  PathId switch_route(std::size_t task, bool network, int rank, bool up) const {
+    return up ? played_[task].up[network][rank] : played_[task].down[network][rank];
   }
-  double switch_efficiency(std::size_t task, int rank) const {
-    return played_[task].efficiency[rank];
+  double switch_efficiency(std::size_t task, bool network, int rank) const {
+    return played_[task].efficiency[network][rank];
   }
   std::uint16_t& legs_left(std::size_t task, OpId op) { return played_[task].legs_left[op]; }
 
@@ -550,10 +552,12 @@ class StepFolder {
         for (const Op& op : p.task.schedule->ops) add(op);
       if (p.quotient || !has_switch_ops(*p.task.schedule)) continue;
       if (std::string why = switches_of_ranks(p); !why.empty()) return why;
-      for (const auto& [g, sw] : p.switch_pairs) {
-        add_pair(g, sw);
-        add_pair(sw, g);
-      }
+      for (const auto& pairs_of_kind : p.switch_pairs)
+        for (const auto& [g, sw] : pairs_of_kind) {
+          if (sw < 0) continue;
+          add_pair(g, sw);
+          add_pair(sw, g);
+        }
     }
     std::sort(pairs.begin(), pairs.end());
     return "";
@@ -568,27 +572,34 @@ class StepFolder {
   // turn. Why not, where they are not (the step then runs whole, where the same is checked).
   std::string switches_of_ranks(PlayedTask& p) {
     const Schedule& s = *p.task.schedule;
-    const int n = s.switch_group_size();
-    if (!s.switch_groups_tile() || s.most_switch_legs() > TransferIds::kMaxLegs)
-      return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
-    p.switch_pairs.assign(static_cast<std::size_t>(s.shape.ranks), NodePair{-1, -1});
-    for (int first : s.switch_group_firsts()) {
-      std::vector<NodeId> gpus;
-      for (int j = 0; j < n; ++j) gpus.push_back(p.route_gpu[s.switch_member(first, j)]);
-      const auto sw = sharp_switch_of(topo_, gpus, sharp_reach(s));
-      if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
-      for (int m = 1; m < turns_; ++m) {
-        std::vector<NodeId> turned;
-        for (NodeId g : gpus) turned.push_back(image(g, m));
-        const auto tsw = sharp_switch_of(topo_, turned, sharp_reach(s));
-        const auto [at, fresh] = switch_image_.emplace(std::pair{*sw, m}, tsw.value_or(-1));
-        if (!tsw || at->second != *tsw ||
-            topo_.node(*tsw).sharp_efficiency != topo_.node(*sw).sharp_efficiency)
-          return fmt::format("the turns of {}'s GPUs are not on one switch alike each",
-                             topo_.node(*sw).name);
+    const SwitchUse use = switch_use(s);
+    if (use.most_legs > TransferIds::kMaxLegs)
+      return fmt::format("task \"{}\": its switch ops have too many legs", p.task.name);
+    for (bool network : {false, true}) {
+      if (!use.kind[network]) continue;
+      if (!s.switch_groups_tile(network))
+        return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
+      p.switch_pairs[network].assign(static_cast<std::size_t>(s.shape.ranks), NodePair{-1, -1});
+      const int n = s.switch_groups(network).size;
+      for (int first : s.switch_group_firsts(network)) {
+        std::vector<NodeId> gpus;
+        for (int j = 0; j < n; ++j) gpus.push_back(p.route_gpu[s.switch_member(network, first, j)]);
+        const auto sw = sharp_switch_of(topo_, gpus, sharp_reach(network));
+        if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
+        for (int m = 1; m < turns_; ++m) {
+          std::vector<NodeId> turned;
+          for (NodeId g : gpus) turned.push_back(image(g, m));
+          const auto tsw = sharp_switch_of(topo_, turned, sharp_reach(network));
+          const auto [at, fresh] = switch_image_.emplace(std::pair{*sw, m}, tsw.value_or(-1));
+          if (!tsw || at->second != *tsw ||
+              topo_.node(*tsw).sharp_efficiency != topo_.node(*sw).sharp_efficiency)
+            return fmt::format("the turns of {}'s GPUs are not on one switch alike each",
+                               topo_.node(*sw).name);
+        }
+        for (int j = 0; j < n; ++j)
+          p.switch_pairs[network][static_cast<std::size_t>(s.switch_member(network, first, j))] = {
+              gpus[j], *sw};
       }
-      for (int j = 0; j < n; ++j)
-        p.switch_pairs[static_cast<std::size_t>(s.switch_member(first, j))] = {gpus[j], *sw};
     }
     return "";
   }
@@ -607,11 +618,13 @@ class StepFolder {
     const Schedule& s = *p.task.schedule;
     for (const Op& op : s.ops) p.paths.push_back(path_of(op));
     if (!has_switch_ops(s)) return;
-    for (const auto& [g, sw] : p.switch_pairs) {
-      p.up.push_back(stand_in.at({g, sw}));
-      p.down.push_back(stand_in.at({sw, g}));
-      p.efficiency.push_back(topo_.node(sw).sharp_efficiency);
-    }
+    for (int network = 0; network < 2; ++network)
+      for (const auto& [g, sw] : p.switch_pairs[network]) {
+        const bool none = sw < 0;  // a rank of no group of this kind
+        p.up[network].push_back(none ? PathId{-1} : stand_in.at({g, sw}));
+        p.down[network].push_back(none ? PathId{-1} : stand_in.at({sw, g}));
+        p.efficiency[network].push_back(none ? 1.0 : topo_.node(sw).sharp_efficiency);
+      }
     p.legs_left.assign(s.size(), 0);
   }
 

@@ -33,8 +33,9 @@ struct SegmentHeader {
   std::uint64_t magic;
   Backend backend;
   std::uint32_t ranks, num_ops, num_buffers, iterations;
-  std::uint32_t switch_group;   // Schedule::switch_group_size(): the ranks a switch op spans
-  std::uint32_t switch_stride;  // Schedule::switch_stride: how far apart they are
+  // Schedule::switch_groups: the ranks a switch op spans and how far apart they are, on an
+  // NVSwitch [0] and in the network [1].
+  std::uint32_t switch_group[2], switch_stride[2];
   std::int32_t kill_rank;      // fault injection (tests): this rank kills itself at its first op
   std::int32_t fail_rank;      // ... this rank reports an error at its first op
   DType dtype;

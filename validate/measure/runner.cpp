@@ -558,8 +558,11 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     h.ranks = static_cast<std::uint32_t>(K);
     h.num_ops = checked_count<std::uint32_t>(s.ops.size(), "ops run for real");
     h.num_buffers = static_cast<std::uint32_t>(s.num_buffers);
-    h.switch_group = static_cast<std::uint32_t>(s.switch_group_size());
-    h.switch_stride = static_cast<std::uint32_t>(s.switch_stride);
+    for (bool network : {false, true}) {
+      const auto [n, stride] = s.switch_groups(network);
+      h.switch_group[network] = static_cast<std::uint32_t>(n);
+      h.switch_stride[network] = static_cast<std::uint32_t>(stride);
+    }
     h.iterations = iterations;
     h.kill_rank = options.kill_rank;
     h.fail_rank = options.fail_rank;

@@ -14,8 +14,10 @@ namespace {
 // rank-order fold and the same scalar ops as the replayer, so results match bitwise.
 template <class T, class Reduce>
 void execute_switch(const Segment& seg, const Op& op) {
-  const int n = static_cast<int>(seg.header().switch_group);
-  const int stride = static_cast<int>(std::max<std::uint32_t>(1, seg.header().switch_stride));
+  const bool network = Schedule::in_network(op);
+  const int n = static_cast<int>(seg.header().switch_group[network]);
+  const int stride =
+      static_cast<int>(std::max<std::uint32_t>(1, seg.header().switch_stride[network]));
   const int block = n * stride;
   const int first = op.src_rank - op.src_rank % block + op.src_rank % stride;
   auto range = [&](int j, int buffer, std::int64_t offset) {

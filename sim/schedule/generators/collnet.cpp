@@ -76,7 +76,7 @@ Schedule collnet_all_reduce(const CollectiveShape& shape, const AlgorithmOptions
   const HostBlocks layout = std::get<HostBlocks>(blocks);
   const int C = std::max(1, o.channels);
   auto b = make_builder(shape, name, {}, C);
-  if (layout.hosts > 1) b.set_switch_group(layout.hosts, layout.per_host, true);
+  if (layout.hosts > 1) b.set_network_group(layout.hosts, layout.per_host);
   const Group whole = whole_group(shape);
   const Partition slices{whole.count, C};
   std::vector<PhasedPlan> plans;
@@ -110,34 +110,13 @@ template <bool kChain>
 void collnet_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
   const char* name = kChain ? "collnet_chain" : "collnet_direct";
   if (!ctx.topology) return;
-  if (o.hosts.empty())
-    for (int r : ctx.placed)
-      o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
-  const auto blocks = host_blocks_of(o.hosts, ctx.ranks, name);
-  if (auto* why = std::get_if<std::string>(&blocks)) throw InputError(ctx.json_path, *why);
-  const HostBlocks layout = std::get<HostBlocks>(blocks);
+  const HostBlocks layout = host_blocks_from(o, ctx, name);
   if (layout.hosts < 2)
     throw InputError(ctx.json_path,
                      fmt::format("{} reduces across hosts in the network; these {} ranks are on "
                                  "one host",
                                  name, ctx.ranks));
-  if (2 * layout.hosts > kMaxSwitchLegs)
-    throw InputError(ctx.json_path,
-                     fmt::format("{} spans at most {} hosts (a switch op's legs, two per host); "
-                                 "these ranks are on {}",
-                                 name, kMaxSwitchLegs / 2, layout.hosts));
-  for (int j = 0; j < layout.per_host; ++j) {
-    std::vector<NodeId> gpus;
-    for (int h = 0; h < layout.hosts; ++h)
-      gpus.push_back(ctx.topology->gpu_of_rank(ctx.placed[h * layout.per_host + j]));
-    if (!sharp_switch_of(*ctx.topology, gpus, SharpReach::Network))
-      throw InputError(
-          ctx.json_path,
-          fmt::format("{} needs a network switch with \"sharp\": true (InfiniBand "
-                      "SHARP) that the GPUs of ranks {}, {}, .. {} (one per host) "
-                      "all reach; this topology has none",
-                      name, j, j + layout.per_host, (layout.hosts - 1) * layout.per_host + j));
-  }
+  require_rail_switches(ctx, layout, name);
 }
 
 // "channels": a count; "auto" (other candidates' rail rule) is one channel per GPU of a

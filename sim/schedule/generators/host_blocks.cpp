@@ -4,6 +4,9 @@
 
 #include <map>
 
+#include "core/error.h"
+#include "topology/topology.h"
+
 namespace collsim {
 
 std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hosts, int ranks,
@@ -28,6 +31,37 @@ std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hos
                          algorithm, hosts[m], seen[hosts[m]], m);
   }
   return HostBlocks{ranks / n, n};
+}
+
+HostBlocks host_blocks_from(AlgorithmOptions& o, const OptionContext& ctx,
+                            std::string_view algorithm) {
+  if (o.hosts.empty())
+    for (int r : ctx.placed)
+      o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
+  const auto blocks = host_blocks_of(o.hosts, ctx.ranks, algorithm);
+  if (auto* why = std::get_if<std::string>(&blocks)) throw InputError(ctx.json_path, *why);
+  return std::get<HostBlocks>(blocks);
+}
+
+void require_rail_switches(const OptionContext& ctx, HostBlocks layout,
+                           std::string_view algorithm) {
+  if (2 * layout.hosts > kMaxSwitchLegs)
+    throw InputError(ctx.json_path,
+                     fmt::format("{} spans at most {} hosts (a switch op's legs, two per host); "
+                                 "these ranks are on {}",
+                                 algorithm, kMaxSwitchLegs / 2, layout.hosts));
+  for (int j = 0; j < layout.per_host; ++j) {
+    std::vector<NodeId> gpus;
+    for (int h = 0; h < layout.hosts; ++h)
+      gpus.push_back(ctx.topology->gpu_of_rank(ctx.placed[h * layout.per_host + j]));
+    if (!sharp_switch_of(*ctx.topology, gpus, SharpReach::Network))
+      throw InputError(
+          ctx.json_path,
+          fmt::format("{} needs a network switch with \"sharp\": true (InfiniBand SHARP) that "
+                      "the GPUs of ranks {}, {}, .. {} (one per host) all reach; this topology "
+                      "has none",
+                      algorithm, j, j + layout.per_host, (layout.hosts - 1) * layout.per_host + j));
+  }
 }
 
 }  // namespace collsim

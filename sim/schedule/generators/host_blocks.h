@@ -7,6 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include "schedule/algorithms.h"
+
 namespace collsim {
 
 struct HostBlocks {
@@ -18,5 +20,15 @@ struct HostBlocks {
 // words naming `algorithm`.
 std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hosts, int ranks,
                                                      std::string_view algorithm);
+
+// The hosts of `o` (from the topology where not given: ctx has one) and their layout, or
+// an InputError at ctx's path.
+HostBlocks host_blocks_from(AlgorithmOptions& o, const OptionContext& ctx,
+                            std::string_view algorithm);
+
+// Every rail of `layout` (the GPUs at one place of every host) under a network switch with
+// "sharp": true, as `algorithm`'s switch ops across hosts need, and few enough hosts for a
+// switch op's legs; else an InputError at ctx's path.
+void require_rail_switches(const OptionContext& ctx, HostBlocks layout, std::string_view algorithm);
 
 }  // namespace collsim

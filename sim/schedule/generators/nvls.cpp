@@ -25,7 +25,7 @@ namespace {
 // node of one tree is a leaf of the other, so every NIC carries about the same. Pipelined:
 // segment s of every slice runs phase j in step s + j, so the reduce of one segment
 // overlaps the multicast of the one before.
-std::vector<PhasedPlan> nvls_plans(const Group& region, HostBlocks layout) {
+std::vector<PhasedPlan> nvls_plans(const Group& region, HostBlocks layout, bool network) {
   std::vector<PhasedPlan> plans;
   const int n = layout.per_host, groups = layout.hosts;
   auto plan_on = [&](const Group& part, int p, bool second_tree) {
@@ -38,7 +38,9 @@ std::vector<PhasedPlan> nvls_plans(const Group& region, HostBlocks layout) {
       multicast.push_back({issuer(g), issuer(g), OpKind::Multicast});
     }
     plan.phases.push_back(std::move(reduce));
-    if (groups > 1)
+    if (groups > 1 && network)
+      plan.phases.push_back({{issuer(0), issuer(0), OpKind::SwitchAllReduce}});
+    else if (groups > 1)
       for (Phase phase : tree_all_reduce_phases(nccl_double_tree(groups, second_tree))) {
         for (Edge& e : phase) e = {issuer(e.src), issuer(e.dst), e.kind};
         plan.phases.push_back(std::move(phase));
@@ -48,7 +50,7 @@ std::vector<PhasedPlan> nvls_plans(const Group& region, HostBlocks layout) {
   };
   for (int p = 0; p < n; ++p) {
     const Group slice = region.slice(region.chunk_begin(n, p), region.chunk_size(n, p));
-    if (groups == 1 || slice.count < 2) {
+    if (groups == 1 || network || slice.count < 2) {
       plan_on(slice, p, p % 2 == 1);
       continue;
     }
@@ -59,34 +61,41 @@ std::vector<PhasedPlan> nvls_plans(const Group& region, HostBlocks layout) {
 }
 
 Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o, const char* name,
-                       HostBlocks layout) {
+                       HostBlocks layout, bool network) {
   const int C = std::max(1, o.channels);
   auto b = make_builder(shape, name, {}, C);
   b.set_switch_group(layout.hosts > 1 ? layout.per_host : 0);
+  if (network && layout.hosts > 1) b.set_network_group(layout.hosts, layout.per_host);
   const Group whole = whole_group(shape);
   const Partition slices{whole.count, C};
   std::vector<PhasedPlan> plans;
   for (int c = 0; c < C; ++c) {
     Group region = whole.slice(slices.begin(c), slices.size(c));
     region.channel = c;
-    auto mine = nvls_plans(region, layout);
+    auto mine = nvls_plans(region, layout, network);
     plans.insert(plans.end(), mine.begin(), mine.end());
   }
   run_pipelined(b, plans, std::max(1, o.segments), segment_elems(shape, o.segment_bytes));
   return b.finish();
 }
 
+// The layout of o.hosts (one host where none are given), or std::invalid_argument.
+HostBlocks layout_of(const CollectiveShape& shape, const AlgorithmOptions& o, const char* name) {
+  if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
+    throw std::invalid_argument(
+        fmt::format("{}: hosts has {} entries for {} ranks", name, o.hosts.size(), shape.ranks));
+  auto layout = host_blocks_of(o.hosts, shape.ranks, name);
+  if (auto* why = std::get_if<std::string>(&layout)) throw std::invalid_argument(*why);
+  return std::get<HostBlocks>(layout);
+}
+
+// Across hosts, NVLS joins the hosts' switches in the network's (NCCL's NVLS with CollNet).
 Schedule nvls_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
-  return nvls_schedule(shape, o, "nvls", HostBlocks{1, shape.ranks});
+  return nvls_schedule(shape, o, "nvls", layout_of(shape, o, "nvls"), true);
 }
 
 Schedule nvls_tree_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
-  if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
-    throw std::invalid_argument("nvls_tree: hosts has " + std::to_string(o.hosts.size()) +
-                                " entries for " + std::to_string(shape.ranks) + " ranks");
-  auto layout = host_blocks_of(o.hosts, shape.ranks, "nvls_tree");
-  if (auto* why = std::get_if<std::string>(&layout)) throw std::invalid_argument(*why);
-  return nvls_schedule(shape, o, "nvls_tree", std::get<HostBlocks>(layout));
+  return nvls_schedule(shape, o, "nvls_tree", layout_of(shape, o, "nvls_tree"), false);
 }
 
 // Every block of `n` ranks on one NVSwitch with "sharp": true, or an InputError.
@@ -109,31 +118,38 @@ void require_sharp_switches(const OptionContext& ctx, int n, const char* algorit
 }
 
 // The planner asks for defaults with the topology: refusing here is how "auto" learns
-// that NVLS does not apply.
-void nvls_defaults(AlgorithmOptions&, const OptionContext& ctx) {
-  require_sharp_switches(ctx, ctx.ranks, "nvls");
+// that NVLS does not apply. Every rank on one sharp NVSwitch: NVLS there. Across hosts, one
+// per host and a network switch that reduces over each rail (NCCL's NVLS with CollNet).
+void nvls_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
+  if (!ctx.topology) return;
+  if (o.hosts.empty()) {
+    std::vector<NodeId> gpus;
+    for (int r : ctx.placed) gpus.push_back(ctx.topology->gpu_of_rank(r));
+    if (sharp_switch_of(*ctx.topology, gpus, SharpReach::NvLink)) return;
+  }
+  const HostBlocks layout = host_blocks_from(o, ctx, "nvls");
+  require_sharp_switches(ctx, layout.per_host, "nvls");
+  if (layout.hosts > 1) require_rail_switches(ctx, layout, "nvls");
 }
 
+template <const char* kName>
 void parse_nvls_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
   if (auto h = object.find("hosts")) {
     o.hosts = h->as_int_list(0, 1 << 20);
     if (static_cast<int>(o.hosts.size()) != ctx.ranks)
       h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
-    if (auto layout = host_blocks_of(o.hosts, ctx.ranks, "nvls_tree");
+    if (auto layout = host_blocks_of(o.hosts, ctx.ranks, kName);
         std::holds_alternative<std::string>(layout))
       h->fail_message(std::get<std::string>(layout));
   }
 }
+constexpr char kNvls[] = "nvls";
+constexpr char kNvlsTree[] = "nvls_tree";
 
 // Hosts from the topology (when not given), then one sharp switch per host.
 void nvls_tree_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
   if (!ctx.topology) return;
-  if (o.hosts.empty())
-    for (int r : ctx.placed)
-      o.hosts.push_back(ctx.topology->node(ctx.topology->gpu_of_rank(r)).host);
-  const auto layout = host_blocks_of(o.hosts, ctx.ranks, "nvls_tree");
-  if (auto* why = std::get_if<std::string>(&layout)) throw InputError(ctx.json_path, *why);
-  require_sharp_switches(ctx, std::get<HostBlocks>(layout).per_host, "nvls_tree");
+  require_sharp_switches(ctx, host_blocks_from(o, ctx, "nvls_tree").per_host, "nvls_tree");
 }
 
 // "channels": a count; "auto" (which other candidates of "algorithm": "auto" read as
@@ -159,33 +175,37 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
   // channel enters by does not matter to a switch, so there are no rank orders and no
   // "auto" rule.
   const OptionDef channels{"channels", parse_nvls_channels, settle_nvls_channels};
-  OptionDef checked = segments;
-  checked.defaults = nvls_defaults;
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls",
                .summary = "NVLink SHARP: every GPU issues its slice of N/K; the switch reduces the "
                           "slice from all K GPUs into the issuer and the issuer multicasts it "
                           "back, one segment's reduce overlapping the previous one's multicast. "
                           "Needs every GPU on one NVSwitch with \"sharp\": true, and a network "
-                          "model that shares links.",
+                          "model that shares links. Across hosts (`hosts`, by default the "
+                          "topology's, where no one NVSwitch holds every GPU; the same number "
+                          "of consecutive ranks on each): each host's sharp NVSwitch, and "
+                          "between a slice's switch reduce and its multicast the slice's "
+                          "issuers (one GPU per host, the same rail) all-reduce it in a network "
+                          "switch with \"sharp\": true (NCCL's NVLS with CollNet).",
                .generate = nvls_all_reduce,
-               .options = {checked, channels},
+               .options = {segments, channels, {"hosts", parse_nvls_hosts<kNvls>, nvls_defaults}},
                .switch_ops = true,
                .lanes = true,
                .nccl_family = NcclAlgo::Nvls});
-  c.push_back({.op = CollectiveOp::AllReduce,
-               .algorithm = "nvls_tree",
-               .summary = "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
-                          "switch reduce and its multicast, the slice's issuers (one GPU per "
-                          "host, the same rail) all-reduce it across hosts, half over each of "
-                          "NCCL's two binary trees (as NCCL's even and odd channels), so every "
-                          "NIC carries about the same. Each host has the same number of "
-                          "consecutive ranks, on a sharp NVSwitch.",
-               .generate = nvls_tree_all_reduce,
-               .options = {segments, channels, {"hosts", parse_nvls_hosts, nvls_tree_defaults}},
-               .switch_ops = true,
-               .lanes = true,
-               .nccl_family = NcclAlgo::NvlsTree});
+  c.push_back(
+      {.op = CollectiveOp::AllReduce,
+       .algorithm = "nvls_tree",
+       .summary = "NCCL's NVLSTree: `nvls` inside each host, and between a slice's "
+                  "switch reduce and its multicast, the slice's issuers (one GPU per "
+                  "host, the same rail) all-reduce it across hosts, half over each of "
+                  "NCCL's two binary trees (as NCCL's even and odd channels), so every "
+                  "NIC carries about the same. Each host has the same number of "
+                  "consecutive ranks, on a sharp NVSwitch.",
+       .generate = nvls_tree_all_reduce,
+       .options = {segments, channels, {"hosts", parse_nvls_hosts<kNvlsTree>, nvls_tree_defaults}},
+       .switch_ops = true,
+       .lanes = true,
+       .nccl_family = NcclAlgo::NvlsTree});
 }
 
 }  // namespace collsim
