@@ -130,11 +130,11 @@ constexpr FieldDoc kOptionDocs[] = {
     {"segments",
      R"json({"$ref": "#/definitions/countOrAuto", "description": "Pipelined algorithms: cut the buffer into S pieces that follow each other (default 1); auto tries powers of two and the uncontended optimum sqrt((K-2)N/(alpha beta)) and keeps the fastest, leaving out counts whose schedule could pass 2^22 ops."})json"},
     {"channels",
-     R"json({"anyOf": [{"type": "integer", "minimum": 1, "maximum": 64}, {"const": "auto"}], "description": "C independent copies of the algorithm, each on 1/C of the data and in its own rank order; across nodes channel c enters every node at rail c and leaves at rail c+1, so C channels use C NICs; auto: one per rail across nodes, 1 inside a node; odd nodes run their channels the other way round. nccl_tree: pairs of trees, at most 32, auto 1; nvls, nvls_tree: independent pipelines, auto 1. Default 1."})json"},
+     R"json({"anyOf": [{"type": "integer", "minimum": 1, "maximum": 64}, {"const": "auto"}], "description": "C independent copies of the algorithm, each on 1/C of the data and in its own rank order; across nodes channel c enters every node at rail c and leaves at rail c+1, so C channels use C NICs; auto: one per rail across nodes, 1 inside a node; odd nodes run their channels the other way round. nccl_tree: pairs of trees, at most 32, auto 1; nvls, nvls_tree, collnet_direct: independent pipelines, auto 1; collnet_chain: chains, auto one per GPU of a host. Default 1."})json"},
     {"levels",
      R"json({"description": "hierarchical: group sizes from the innermost out; they multiply to the rank count.", "type": "array", "minItems": 1, "items": {"$ref": "#/definitions/level"}})json"},
     {"hosts",
-     R"json({"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "nccl_tree, nvls_tree: each rank's host (default: from the topology)."})json"},
+     R"json({"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "nccl_tree, nvls_tree, collnet_direct, collnet_chain: each rank's host (default: from the topology); nvls: the same where no one NVSwitch holds every rank (then NVLS across hosts)."})json"},
     {"servers",
      R"json({"$ref": "#/definitions/rankList", "description": "parameter_server: the ranks that serve."})json"},
 };

@@ -53,7 +53,7 @@ inline constexpr FieldDoc kNodeFields[] = {
     {"host",
      R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "Which server the node sits in."})json"},
     {"sharp",
-     R"json({"type": "boolean", "description": "Switches only: reduces in the switch. An nvswitch reduces and multicasts (NVLink SHARP: nvls, nvls_tree); a network switch (switch, leaf, spine, core) reduces what the GPUs' NICs send it (InfiniBand SHARP: collnet_direct, collnet_chain)."})json"},
+     R"json({"type": "boolean", "description": "Switches only: reduces in the switch. An nvswitch reduces and multicasts (NVLink SHARP: nvls, nvls_tree); a network switch (switch, leaf, spine, core) reduces what the GPUs' NICs send it (InfiniBand SHARP: collnet_direct, collnet_chain, and nvls across hosts)."})json"},
     {"sharp_efficiency",
      R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "With sharp: the fraction of the link rate the switch's own transfers reach. Default: an nvswitch 0.85 (NCCL's nvlsEfficiency of the GPUs' generation), a network switch 1 (SHARP's streaming aggregation at line rate)."})json"},
 };
@@ -151,7 +151,7 @@ inline constexpr FieldDoc kClusterFabricFields[] = {
     {"fabric",
      R"json({"$ref": "#/definitions/linkKind", "default": "ib", "description": "The network links' kind (ib, roce, ethernet)."})json"},
     {"sharp",
-     R"json({"type": "boolean", "default": false, "description": "The leaves, spines and cores reduce in the switch (InfiniBand SHARP, with NCCL_COLLNET_ENABLE and its plugin): NCCL's CollNet algorithms (collnet_direct, collnet_chain) apply."})json"},
+     R"json({"type": "boolean", "default": false, "description": "The leaves, spines and cores reduce in the switch (InfiniBand SHARP, with NCCL_COLLNET_ENABLE and its plugin): NCCL's CollNet algorithms (collnet_direct, collnet_chain) and its NVLS across hosts (nvls) apply."})json"},
     {"pod_nodes",
      R"json({"type": "integer", "minimum": 1, "maximum": 1048576, "description": "Servers per pod: makes the cluster three tiers."})json"},
     {"cores",

@@ -27,7 +27,7 @@
 namespace collsim {
 namespace {
 
-constexpr std::uint64_t kMagic = 0x636f6c6c73696d33ull;  // "collsim3"
+constexpr std::uint64_t kMagic = 0x636f6c6c73696d34ull;  // "collsim4"
 constexpr const char* kPrefix = "collsim-";
 
 volatile std::sig_atomic_t g_interrupted = 0;

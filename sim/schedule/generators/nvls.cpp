@@ -177,10 +177,10 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
   const OptionDef channels{"channels", parse_nvls_channels, settle_nvls_channels};
   c.push_back({.op = CollectiveOp::AllReduce,
                .algorithm = "nvls",
-               .summary = "NVLink SHARP: every GPU issues its slice of N/K; the switch reduces the "
-                          "slice from all K GPUs into the issuer and the issuer multicasts it "
-                          "back, one segment's reduce overlapping the previous one's multicast. "
-                          "Needs every GPU on one NVSwitch with \"sharp\": true, and a network "
+               .summary = "NVLink SHARP: on one NVSwitch of K GPUs (\"sharp\": true), every GPU "
+                          "issues its slice of N/K; the switch reduces the slice from all K GPUs "
+                          "into the issuer and the issuer multicasts it back, one segment's "
+                          "reduce overlapping the previous one's multicast. Needs a network "
                           "model that shares links. Across hosts (`hosts`, by default the "
                           "topology's, where no one NVSwitch holds every GPU; the same number "
                           "of consecutive ranks on each): each host's sharp NVSwitch, and "
