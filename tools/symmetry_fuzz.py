@@ -63,6 +63,8 @@ def topology(rng):
         t["nic_latency"] = "1us"
     if rng.random() < 0.15:
         t["pod_nodes"] = rng.choice([2, 4])
+    if rng.random() < 0.25:  # switches that reduce: NCCL's pick may be CollNet or NVLS across hosts
+        t["sharp"] = True
     return t, t["nodes"] * t["gpus_per_node"]
 
 
