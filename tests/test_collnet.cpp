@@ -325,3 +325,44 @@ TEST_CASE(
 }
 
 }  // namespace collnet_test
+
+namespace collnet_test {
+
+TEST_CASE(
+    "a rail spanning several leaves reduces at each leaf first, one stream going on "
+    "up to the spine") {
+  // 4 servers of 1 GPU, 2 a leaf (radix 4 at 1:1 takes 2), 2:1 oversubscribed: a leaf's one
+  // uplink carries 50 GB/s, what one NIC sends. Reduced at the leaf, one stream takes it
+  // whole; two unreduced streams would share it and take twice as long.
+  ClusterParams p;
+  p.nodes = 4;
+  p.server.gpus = 1;
+  p.oversubscription = 2;
+  p.radix = 3;  // floor(3 x 2 / 3) = 2 servers a leaf
+  p.sharp = true;
+  const Topology t = make_cluster_topology(p);
+  Router router(t);
+  std::vector<NodeId> gpus;
+  for (int r = 0; r < 4; ++r) gpus.push_back(t.gpu_of_rank(r));
+  const auto root = sharp_switch_of(t, gpus, SharpReach::Network);
+  REQUIRE(root);
+  CHECK(t.node(*root).name == "spine0");
+  std::vector<std::string> ends;
+  for (NodeId e : sharp_leg_ends(t, router, gpus, *root)) ends.push_back(t.node(e).name);
+  CHECK(ends == std::vector<std::string>{"spine0", "leaf0.0", "spine0", "leaf0.1"});
+
+  const std::int64_t S = std::int64_t{64} << 20;
+  const Schedule s = collnet("collnet_direct", 4, 1, S / 4);
+  const SimulationResult r = simulate(s, t, 0, "flow");
+  CHECK(to_seconds(r.tasks[0].end - r.tasks[0].start) ==
+        Approx(static_cast<double>(S) / p.server.nic).epsilon(0.02));
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
+    const Link& link = t.link(l);
+    if (t.node(link.src).kind == NodeKind::Leaf && t.node(link.dst).kind == NodeKind::Spine) {
+      INFO(t.link_label(l));
+      CHECK(r.links.bytes(static_cast<std::size_t>(l)) == S);
+    }
+  }
+}
+
+}  // namespace collnet_test

@@ -149,7 +149,7 @@ struct TrafficWalk::State {
     step_ = -1;
     const CollectiveSpec& spec = r_.resolved[c];
     own_ = {};
-    group_switch_.clear();
+    group_ends_.clear();
     own_.start_s = r_.outcomes[c].start_s;
     own_.end_s = r_.outcomes[c].end_s;
     own_.ranks.resize(spec.ranks.size());  // by its own rank index
@@ -178,32 +178,44 @@ struct TrafficWalk::State {
   }
 
   // As the simulator times a switch op: a leg between the switch and a GPU of the group
-  // per Schedule::switch_leg.
+  // per Schedule::switch_leg, in the network ending where SHARP reduces (sharp_leg_ends).
   void switch_op(const RetiredOp& r) {
     const Op& op = *r.op;
     const CollectiveSpec& spec = r_.resolved[c_];
     if (!whole_) throw std::logic_error("a switch op of a schedule not held whole");
     if (!router_) router_.emplace(t_, s_.network.routing);
-    const auto sw = switch_of_group(op, spec);
-    if (!sw) return;  // the simulator refused it already
+    const std::vector<NodeId>& ends = leg_ends(op, spec);
+    if (ends.empty()) return;  // no switch: the simulator refused it already
     for (int leg = 0; leg < whole_->switch_legs(op); ++leg) {
       const auto [rank, up] = whole_->switch_leg(op, leg);
       const NodeId g = t_.gpu_of_rank(spec.ranks[rank]);
       (up ? own_.ranks[rank].sent : own_.ranks[rank].received) += r.bytes;
-      const PathId route = up ? router_->route(g, *sw) : router_->route(*sw, g);
+      const NodeId end = ends[static_cast<std::size_t>(member_index(op, rank))];
+      const PathId route = up ? router_->route(g, end) : router_->route(end, g);
       account(r, router_->links(route), rank, rank);
     }
   }
 
-  // The switch of the op's group, found once per group of the collective.
-  std::optional<NodeId> switch_of_group(const Op& op, const CollectiveSpec& spec) {
+  // Which member of the op's group `rank` is.
+  int member_index(const Op& op, int rank) const {
+    return (rank - whole_->switch_member(op, 0)) /
+           whole_->switch_groups(Schedule::in_network(op)).stride;
+  }
+
+  // Where each member's legs of the op's group end, found once per group of the collective;
+  // empty where the group has no switch.
+  const std::vector<NodeId>& leg_ends(const Op& op, const CollectiveSpec& spec) {
     const bool network = Schedule::in_network(op);
     const std::pair key{network, whole_->switch_member(op, 0)};
-    if (auto it = group_switch_.find(key); it != group_switch_.end()) return it->second;
+    if (auto it = group_ends_.find(key); it != group_ends_.end()) return it->second;
     std::vector<NodeId> gpus;
     for (int j = 0; j < whole_->switch_group_size(op); ++j)
       gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
-    return group_switch_[key] = sharp_switch_of(t_, gpus, sharp_reach(network));
+    std::vector<NodeId> ends;
+    if (const auto sw = sharp_switch_of(t_, gpus, sharp_reach(network)))
+      ends =
+          network ? sharp_leg_ends(t_, *router_, gpus, *sw) : std::vector<NodeId>(gpus.size(), *sw);
+    return group_ends_[key] = std::move(ends);
   }
 
   // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the
@@ -293,8 +305,8 @@ struct TrafficWalk::State {
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)
-  // By a switch group's kind (network or not) and first rank.
-  std::map<std::pair<bool, int>, std::optional<NodeId>> group_switch_;
+  // By a switch group's kind (network or not) and first rank: where each member's legs end.
+  std::map<std::pair<bool, int>, std::vector<NodeId>> group_ends_;
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
   std::size_t c_ = 0;             // the collective walked
   const Schedule* whole_ = nullptr;  // its schedule, where held whole

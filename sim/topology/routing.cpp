@@ -354,4 +354,25 @@ std::optional<std::pair<NodeId, NodeId>> Router::find_unreachable(std::span<cons
   return std::nullopt;
 }
 
+std::vector<NodeId> sharp_leg_ends(const Topology& t, Router& router,
+                                   const std::vector<NodeId>& gpus, NodeId root) {
+  std::vector<NodeId> ends;
+  std::vector<NodeId> streams_on;  // the switches below the root already carrying a stream
+  for (NodeId g : gpus) {
+    NodeId below = root;
+    for (LinkId l : router.links(router.route(g, root))) {
+      const NodeId n = t.link(l).dst;
+      if (n != root && t.node(n).sharp && t.node(n).kind != NodeKind::NvSwitch) {
+        below = n;
+        break;
+      }
+    }
+    const bool first =
+        below != root && std::find(streams_on.begin(), streams_on.end(), below) == streams_on.end();
+    if (first) streams_on.push_back(below);
+    ends.push_back(below == root || first ? root : below);
+  }
+  return ends;
+}
+
 }  // namespace collsim

@@ -101,4 +101,13 @@ class Router {
   std::unordered_map<NodeId, Reach> reach_;  // find_unreachable's, by source
 };
 
+// Where each of `gpus`' legs of an InfiniBand SHARP all-reduce at `root` ends. SHARP
+// reduces on the way up its aggregation tree: the GPUs whose route to the root first meets
+// the same other switch with "sharp" (their rail's leaf, where the root is a spine) are
+// reduced there into one stream, which goes on to the root with the first of them; the
+// others' legs end at that switch. A GPU whose route meets no other sharp switch ends at the
+// root. The results come back down the same way.
+std::vector<NodeId> sharp_leg_ends(const Topology& t, Router& router,
+                                   const std::vector<NodeId>& gpus, NodeId root);
+
 }  // namespace collsim
