@@ -366,3 +366,20 @@ TEST_CASE(
 }
 
 }  // namespace collnet_test
+
+namespace collnet_test {
+
+TEST_CASE("NCCL's chunks for CollNetChain and for NVLS across nodes") {
+  NcclTopo t;
+  t.per_node = 8;  // the chain's depth
+  // 256 KiB, halved while a channel would move fewer than 64, 8, 1 x depth chunks.
+  CHECK(collnet_chain_chunk(std::int64_t{4} << 30, 16, t) == 256 << 10);
+  CHECK(collnet_chain_chunk(std::int64_t{1} << 30, 16, t) == 128 << 10);
+  CHECK(collnet_chain_chunk(16 << 20, 16, t) == 64 << 10);
+  CHECK(collnet_chain_chunk(1 << 20, 16, t) == 32 << 10);
+  // NVLS across nodes: 32 KiB where NCCL's model gives it under 150 GB/s.
+  CHECK(nvls_net_chunk(149.9) == 32 << 10);
+  CHECK(nvls_net_chunk(191.4) == 128 << 10);
+}
+
+}  // namespace collnet_test

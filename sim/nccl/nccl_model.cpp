@@ -387,6 +387,22 @@ std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& t
   return chunk;
 }
 
+std::int64_t nvls_net_chunk(double algbw_GBps) {
+  constexpr double kSlowNvlsGBps = 150;
+  constexpr std::int64_t kSlowChunk = 32 << 10;
+  return algbw_GBps < kSlowNvlsGBps ? kSlowChunk : kNcclChunkBytes;
+}
+
+std::int64_t collnet_chain_chunk(std::int64_t bytes, int channels, const NcclTopo& topo) {
+  std::int64_t chunk = 256 << 10;
+  const std::int64_t depth = std::max(1, topo.per_node);
+  const auto chunks = [&] { return bytes / (std::int64_t{std::max(1, channels)} * chunk); };
+  while (chunks() < depth * 64 && chunk > (128 << 10)) chunk /= 2;
+  while (chunks() < depth * 8 && chunk > (64 << 10)) chunk /= 2;
+  while (chunks() < depth && chunk > (32 << 10)) chunk /= 2;
+  return chunk;
+}
+
 ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
   const std::size_t arch = index(topo.arch);
   const int ranks = std::max(1, topo.ranks);

@@ -97,4 +97,12 @@ inline constexpr std::int64_t kNcclChunkBytes = 128 << 10;
 // moves for one head per loop, for `bytes` in all over `channels` channels.
 std::int64_t nvls_tree_chunk(std::int64_t bytes, int channels, const NcclTopo& topo);
 
+// NCCL's NVLS chunk across nodes (CollNet joining them): its usual chunk, at most 32 KiB
+// where NCCL's model gives NVLS all-reduce less than 150 GB/s (`algbw_GBps`).
+std::int64_t nvls_net_chunk(double algbw_GBps);
+
+// NCCL's CollNetChain chunk: 256 KiB, halved while a channel would move fewer chunks than
+// 64, 8 and 1 times the chain's depth (a host's GPUs), down to 128, 64 and 32 KiB.
+std::int64_t collnet_chain_chunk(std::int64_t bytes, int channels, const NcclTopo& topo);
+
 }  // namespace collsim

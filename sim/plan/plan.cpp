@@ -239,7 +239,7 @@ class Tuner {
       if (nvls)
         nvls_segments(s.options, spec, p, topo);
       else if (collnet)
-        collnet_segments(s.options, spec, topo);
+        collnet_segments(s.options, spec, p, topo);
       else if (chain)
         chain_segments(s.options, spec, p);
       else if (p.chosen.algorithm == NcclAlgo::Tree)
@@ -304,18 +304,22 @@ class Tuner {
     const int trees = tree ? 2 : 1;
     const std::int64_t pipelines = std::int64_t{topo.per_node} * trees;
     const std::int64_t per_pipeline = (spec.bytes + pipelines - 1) / pipelines;
-    const std::int64_t chunk =
-        tree ? nvls_tree_chunk(spec.bytes, p.channels, topo) : kNcclChunkBytes;
+    const std::int64_t chunk = tree             ? nvls_tree_chunk(spec.bytes, p.channels, topo)
+                               : topo.nodes > 1 ? nvls_net_chunk(p.chosen.algbw_GBps)
+                                                : kNcclChunkBytes;
     fixed_segments(o, per_pipeline, chunk * p.channels / trees, element_size(spec.shape.dtype));
   }
 
   // CollNet: a pipeline per head (collnet_direct: a slice per GPU of a host; collnet_chain:
-  // a chain per GPU of a host, its channel's) moves NCCL's usual chunk at a time, the last
-  // segment holding the rest.
-  static void collnet_segments(AlgorithmOptions& o, const CollectiveSpec& spec,
+  // a chain per GPU of a host, its channel's) moves a chunk at a time, the last segment
+  // holding the rest: NCCL's CollNetChain chunk, NCCL's usual one for CollNetDirect.
+  static void collnet_segments(AlgorithmOptions& o, const CollectiveSpec& spec, const NcclPick& p,
                                const NcclTopo& topo) {
     const std::int64_t pipelines = std::max(1, topo.per_node);
-    fixed_segments(o, (spec.bytes + pipelines - 1) / pipelines, kNcclChunkBytes,
+    const std::int64_t chunk = p.chosen.algorithm == NcclAlgo::CollNetChain
+                                   ? collnet_chain_chunk(spec.bytes, p.channels, topo)
+                                   : kNcclChunkBytes;
+    fixed_segments(o, (spec.bytes + pipelines - 1) / pipelines, chunk,
                    element_size(spec.shape.dtype));
   }
 
