@@ -68,25 +68,14 @@ std::vector<PhasedPlan> chain_plans(const Group& region, HostBlocks layout, int 
 template <bool kChain>
 Schedule collnet_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
   const char* name = kChain ? "collnet_chain" : "collnet_direct";
-  if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
-    throw std::invalid_argument(
-        fmt::format("{}: hosts has {} entries for {} ranks", name, o.hosts.size(), shape.ranks));
-  const auto blocks = host_blocks_of(o.hosts, shape.ranks, name);
-  if (auto* why = std::get_if<std::string>(&blocks)) throw std::invalid_argument(*why);
-  const HostBlocks layout = std::get<HostBlocks>(blocks);
+  const HostBlocks layout = host_blocks_or_throw(o.hosts, shape.ranks, name);
   const int C = std::max(1, o.channels);
   auto b = make_builder(shape, name, {}, C);
   if (layout.hosts > 1) b.set_network_group(layout.hosts, layout.per_host);
-  const Group whole = whole_group(shape);
-  const Partition slices{whole.count, C};
-  std::vector<PhasedPlan> plans;
-  for (int c = 0; c < C; ++c) {
-    Group region = whole.slice(slices.begin(c), slices.size(c));
-    region.channel = c;
-    auto mine =
-        kChain ? chain_plans(region, layout, c % layout.per_host) : direct_plans(region, layout);
-    plans.insert(plans.end(), mine.begin(), mine.end());
-  }
+  const auto plans = channel_plans(shape, C, [&](const Group& region) {
+    return kChain ? chain_plans(region, layout, region.channel % layout.per_host)
+                  : direct_plans(region, layout);
+  });
   run_pipelined(b, plans, std::max(1, o.segments), segment_elems(shape, o.segment_bytes));
   return b.finish();
 }

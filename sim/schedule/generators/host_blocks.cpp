@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "topology/topology.h"
@@ -31,6 +32,16 @@ std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hos
                          algorithm, hosts[m], seen[hosts[m]], m);
   }
   return HostBlocks{ranks / n, n};
+}
+
+HostBlocks host_blocks_or_throw(const std::vector<int>& hosts, int ranks,
+                                std::string_view algorithm) {
+  if (!hosts.empty() && static_cast<int>(hosts.size()) != ranks)
+    throw std::invalid_argument(
+        fmt::format("{}: hosts has {} entries for {} ranks", algorithm, hosts.size(), ranks));
+  const auto blocks = host_blocks_of(hosts, ranks, algorithm);
+  if (auto* why = std::get_if<std::string>(&blocks)) throw std::invalid_argument(*why);
+  return std::get<HostBlocks>(blocks);
 }
 
 HostBlocks host_blocks_from(AlgorithmOptions& o, const OptionContext& ctx,

@@ -21,6 +21,11 @@ struct HostBlocks {
 std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hosts, int ranks,
                                                      std::string_view algorithm);
 
+// The layout of `hosts` (one host where empty) as a generator takes it: std::invalid_argument
+// where it is none, or where `hosts` does not list every one of `ranks`.
+HostBlocks host_blocks_or_throw(const std::vector<int>& hosts, int ranks,
+                                std::string_view algorithm);
+
 // The hosts of `o` (from the topology where not given: ctx has one) and their layout, or
 // an InputError at ctx's path.
 HostBlocks host_blocks_from(AlgorithmOptions& o, const OptionContext& ctx,

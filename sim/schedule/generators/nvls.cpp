@@ -66,36 +66,20 @@ Schedule nvls_schedule(const CollectiveShape& shape, const AlgorithmOptions& o, 
   auto b = make_builder(shape, name, {}, C);
   b.set_switch_group(layout.hosts > 1 ? layout.per_host : 0);
   if (network && layout.hosts > 1) b.set_network_group(layout.hosts, layout.per_host);
-  const Group whole = whole_group(shape);
-  const Partition slices{whole.count, C};
-  std::vector<PhasedPlan> plans;
-  for (int c = 0; c < C; ++c) {
-    Group region = whole.slice(slices.begin(c), slices.size(c));
-    region.channel = c;
-    auto mine = nvls_plans(region, layout, network);
-    plans.insert(plans.end(), mine.begin(), mine.end());
-  }
+  const auto plans = channel_plans(
+      shape, C, [&](const Group& region) { return nvls_plans(region, layout, network); });
   run_pipelined(b, plans, std::max(1, o.segments), segment_elems(shape, o.segment_bytes));
   return b.finish();
 }
 
-// The layout of o.hosts (one host where none are given), or std::invalid_argument.
-HostBlocks layout_of(const CollectiveShape& shape, const AlgorithmOptions& o, const char* name) {
-  if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != shape.ranks)
-    throw std::invalid_argument(
-        fmt::format("{}: hosts has {} entries for {} ranks", name, o.hosts.size(), shape.ranks));
-  auto layout = host_blocks_of(o.hosts, shape.ranks, name);
-  if (auto* why = std::get_if<std::string>(&layout)) throw std::invalid_argument(*why);
-  return std::get<HostBlocks>(layout);
-}
-
 // Across hosts, NVLS joins the hosts' switches in the network's (NCCL's NVLS with CollNet).
 Schedule nvls_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
-  return nvls_schedule(shape, o, "nvls", layout_of(shape, o, "nvls"), true);
+  return nvls_schedule(shape, o, "nvls", host_blocks_or_throw(o.hosts, shape.ranks, "nvls"), true);
 }
 
 Schedule nvls_tree_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
-  return nvls_schedule(shape, o, "nvls_tree", layout_of(shape, o, "nvls_tree"), false);
+  return nvls_schedule(shape, o, "nvls_tree",
+                       host_blocks_or_throw(o.hosts, shape.ranks, "nvls_tree"), false);
 }
 
 // Every block of `n` ranks on one NVSwitch with "sharp": true, or an InputError.

@@ -33,6 +33,22 @@ void run_pipelined(ScheduleBuilder& b, std::span<const PhasedPlan> plans, int se
 std::int64_t segment_elems(const CollectiveShape& shape, std::int64_t segment_bytes,
                            std::size_t plans = 1);
 
+// The plans `plans_of(region)` gives for each of `channels` channels, each region its own
+// slice of the whole buffer on its own channel: independent pipelines.
+template <class PlansOf>
+std::vector<PhasedPlan> channel_plans(const CollectiveShape& shape, int channels,
+                                      PlansOf plans_of) {
+  const Group whole = whole_group(shape);
+  const Partition slices{whole.count, channels};
+  std::vector<PhasedPlan> plans;
+  for (int c = 0; c < channels; ++c) {
+    Group region = whole.slice(slices.begin(c), slices.size(c));
+    region.channel = c;
+    for (PhasedPlan& p : plans_of(region)) plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
 enum class Direction { Broadcast, Reduce };
 
 // Chain root -> root+1 -> ... (broadcast) or ... -> root+1 -> root (reduce).
