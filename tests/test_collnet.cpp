@@ -1,6 +1,7 @@
 // CollNet (InfiniBand SHARP): the heads of one rail all-reduce in a network switch,
 // proven by the replayer, timed over the NICs, found on the topology and weighed by
 // NCCL's model.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -380,6 +381,33 @@ TEST_CASE("NCCL's chunks for CollNetChain and for NVLS across nodes") {
   // NVLS across nodes: 32 KiB where NCCL's model gives it under 150 GB/s.
   CHECK(nvls_net_chunk(149.9) == 32 << 10);
   CHECK(nvls_net_chunk(191.4) == 128 << 10);
+}
+
+}  // namespace collnet_test
+
+namespace collnet_test {
+
+TEST_CASE("NVLS pays the network's latency only where it crosses the network") {
+  // Four GPUs on one sharp NVSwitch, told to be on two hosts: NVLS still runs on the one
+  // switch, and its costs are those of one host.
+  const auto launch_us = [](bool hosts) {
+    std::string nodes = R"({"name": "sw", "kind": "nvswitch", "sharp": true})", links;
+    for (int g = 0; g < 4; ++g) {
+      nodes += fmt::format(R"(, {{"name": "g{}", "kind": "gpu"{}}})", g,
+                           hosts ? fmt::format(R"(, "host": {})", g / 2) : "");
+      links += fmt::format(
+          R"({}{{"src": "g{}", "dst": "sw", "kind": "nvlink", "bandwidth": "450GB/s"}})",
+          g ? ", " : "", g);
+    }
+    const Plan p =
+        make_plan(scenario_of(R"({"topology": {"nodes": [)" + nodes + R"(], "links": [)" + links +
+                              R"(]}, "network": {"model": "flow"}, "collectives":
+        [{"op": "all_reduce", "algorithm": "nvls", "protocol": "Simple", "bytes": 4096}]})"));
+    CHECK(p.collectives[0].schedule->network_group == 0);
+    return to_seconds(p.collectives[0].cost->launch) * 1e6;
+  };
+  CHECK(launch_us(true) == launch_us(false));
+  CHECK(launch_us(false) == Approx(25.0));  // NVLS's NVLink latency, once
 }
 
 }  // namespace collnet_test

@@ -164,12 +164,17 @@ class Tuner {
     return all;
   }
 
-  // Whether the collective's ranks sit on more than one host.
+  // Whether the collective's ranks sit on more than one host, not all on one NVSwitch (where
+  // NVLS joins them through the network).
   bool spans_hosts(const CollectiveSpec& spec) const {
     const Topology& t = scenario_.topology;
-    return std::any_of(spec.ranks.begin(), spec.ranks.end(), [&](int r) {
+    const bool hosts = std::any_of(spec.ranks.begin(), spec.ranks.end(), [&](int r) {
       return t.node(t.gpu_of_rank(r)).host != t.node(t.gpu_of_rank(spec.ranks.front())).host;
     });
+    if (!hosts) return false;
+    std::vector<NodeId> gpus;
+    for (int r : spec.ranks) gpus.push_back(t.gpu_of_rank(r));
+    return !sharp_switch_of(t, gpus, SharpReach::NvLink);
   }
 
   // The protocol's latencies and efficiencies over the network's own cost model.
@@ -180,8 +185,10 @@ class Tuner {
     c.spec.protocol = protocol;
     c.cost = scenario_.network.cost;
     if (auto p = protocol_from_name(protocol)) {
-      auto m = protocol_cost(c.cost, *p, nccl_family(c.spec.shape.op, c.spec.algorithm),
-                             scenario_.topology, spans_hosts(c.spec));
+      // Only NVLS's latencies depend on it (and the check reads every link).
+      const NcclAlgo family = nccl_family(c.spec.shape.op, c.spec.algorithm);
+      auto m = protocol_cost(c.cost, *p, family, scenario_.topology,
+                             family == NcclAlgo::Nvls && spans_hosts(c.spec));
       m->nccl_floor = nccl_floor_;
       m->stripe = p2p_stripe_;
       c.cost = std::move(m);
