@@ -312,7 +312,7 @@ TEST_CASE(
       "network": {"model": "flow"},
       "collectives": [{"op": "all_reduce", "algorithm": "nvls", "bytes": 4096}]})"),
              Catch::Contains("collectives[0]: nvls needs a network switch with \"sharp\": true "
-                             "(InfiniBand SHARP) that the GPUs of ranks 0, 8, .. 8"));
+                             "(InfiniBand SHARP) that the GPUs of ranks 0 and 8 (one per host)"));
   const Plan one = make_plan(scenario_of(R"({"topology": "dgx-h100", "network": {"model":
       "flow"}, "collectives": [{"op": "all_reduce", "algorithm": "nvls", "bytes": 4096}]})"));
   CHECK(one.collectives[0].spec.options.hosts.empty());
@@ -408,6 +408,42 @@ TEST_CASE("NVLS pays the network's latency only where it crosses the network") {
   };
   CHECK(launch_us(true) == launch_us(false));
   CHECK(launch_us(false) == Approx(25.0));  // NVLS's NVLink latency, once
+}
+
+}  // namespace collnet_test
+
+namespace collnet_test {
+
+TEST_CASE(
+    "on three tiers the rails' SHARP trees share out the cores and reduce at every "
+    "level, so CollNet takes what it takes on two") {
+  ClusterParams two;
+  two.nodes = 8;
+  two.server.gpus = 4;
+  two.spines = 4;
+  two.sharp = true;
+  ClusterParams three = two;
+  three.pod_nodes = 4;
+  three.cores = 4;
+  const std::int64_t S = std::int64_t{64} << 20;
+  const Schedule s = collnet("collnet_direct", 8, 4, S / 4, 8);
+  const double on_two = simulated_seconds(s, make_cluster_topology(two), 0, "flow");
+  const Topology t3 = make_cluster_topology(three);
+  CHECK(simulated_seconds(s, t3, 0, "flow") == Approx(on_two).epsilon(0.01));
+  // Each rail's group has its own core; a pod's leaf and spine each send one stream up.
+  std::set<NodeId> roots;
+  Router router(t3);
+  for (int rail = 0; rail < 4; ++rail) {
+    std::vector<NodeId> gpus;
+    for (int h = 0; h < 8; ++h) gpus.push_back(t3.gpu_of_rank(h * 4 + rail));
+    const auto root = sharp_switch_of(t3, gpus, SharpReach::Network, rail);
+    REQUIRE(root);
+    CHECK(t3.node(*root).kind == NodeKind::Core);
+    roots.insert(*root);
+    const std::vector<NodeId> ends = sharp_leg_ends(t3, router, gpus, *root);
+    CHECK(std::count(ends.begin(), ends.end(), *root) == 2);  // one stream from each pod
+  }
+  CHECK(roots.size() == 4);
 }
 
 }  // namespace collnet_test

@@ -225,7 +225,11 @@ class Tuner {
       try {
         p = nccl_pick(topo, spec.shape.op, spec.bytes, spec.nccl_filter);
       } catch (const std::invalid_argument& e) {
-        throw InputError(spec.json_path + ".algorithm", e.what());
+        // Where a filter left nothing, the filter is what to change.
+        const char* field = !spec.nccl_filter.algorithms.empty()  ? ".nccl_algo"
+                            : !spec.nccl_filter.protocols.empty() ? ".nccl_proto"
+                                                                  : ".algorithm";
+        throw InputError(spec.json_path + field, e.what());
       }
       s.algorithm = catalogue_name(p.chosen.algorithm);
       if (!find_algorithm(spec.shape.op, s.algorithm))

@@ -181,6 +181,11 @@ class Schedule {
     const auto [n, stride] = switch_groups(network);
     return n > 0 && stride > 0 && shape.ranks % (n * stride) == 0;
   }
+  // The place of the group starting at `first` in switch_group_firsts.
+  int switch_group_index(bool network, int first) const {
+    const auto [n, stride] = switch_groups(network);
+    return first / (n * stride) * stride + first % (n * stride);
+  }
   // The first rank of every group, in rank order.
   std::vector<int> switch_group_firsts(bool network) const {
     std::vector<int> firsts;

@@ -152,7 +152,9 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
         members.push_back(s.switch_member(network, first, j));
         gpus.push_back(task.rank_gpu[members.back()]);
       }
-      const auto sw = sharp_switch_of(topology_, gpus, sharp_reach(network));
+      // The rails' groups share out the network switches as near as each other.
+      const auto sw = sharp_switch_of(topology_, gpus, sharp_reach(network),
+                                      s.switch_group_index(network, first));
       if (!sw)
         throw std::invalid_argument(
             "task \"" + task.name + "\": switch ops need ranks " + std::to_string(members.front()) +

@@ -357,20 +357,19 @@ std::optional<std::pair<NodeId, NodeId>> Router::find_unreachable(std::span<cons
 std::vector<NodeId> sharp_leg_ends(const Topology& t, Router& router,
                                    const std::vector<NodeId>& gpus, NodeId root) {
   std::vector<NodeId> ends;
-  std::vector<NodeId> streams_on;  // the switches below the root already carrying a stream
+  std::vector<NodeId> streams_on;  // the switches below the root already sending a stream up
   for (NodeId g : gpus) {
-    NodeId below = root;
+    NodeId end = root;
     for (LinkId l : router.links(router.route(g, root))) {
       const NodeId n = t.link(l).dst;
-      if (n != root && t.node(n).sharp && t.node(n).kind != NodeKind::NvSwitch) {
-        below = n;
+      if (n == root || !t.node(n).sharp || t.node(n).kind == NodeKind::NvSwitch) continue;
+      if (std::find(streams_on.begin(), streams_on.end(), n) != streams_on.end()) {
+        end = n;  // reduced here into the stream another GPU carries on up
         break;
       }
+      streams_on.push_back(n);  // this GPU's leg carries the switch's stream on up
     }
-    const bool first =
-        below != root && std::find(streams_on.begin(), streams_on.end(), below) == streams_on.end();
-    if (first) streams_on.push_back(below);
-    ends.push_back(below == root || first ? root : below);
+    ends.push_back(end);
   }
   return ends;
 }

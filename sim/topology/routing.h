@@ -102,11 +102,10 @@ class Router {
 };
 
 // Where each of `gpus`' legs of an InfiniBand SHARP all-reduce at `root` ends. SHARP
-// reduces on the way up its aggregation tree: the GPUs whose route to the root first meets
-// the same other switch with "sharp" (their rail's leaf, where the root is a spine) are
-// reduced there into one stream, which goes on to the root with the first of them; the
-// others' legs end at that switch. A GPU whose route meets no other sharp switch ends at the
-// root. The results come back down the same way.
+// reduces on the way up its aggregation tree, at every switch with "sharp" below the root
+// (a rail's leaf, a pod's spine where the root is a core): what meets there is reduced into
+// one stream, which goes on up with the first GPU to reach it; the others' legs end at that
+// switch. The results come back down the same way.
 std::vector<NodeId> sharp_leg_ends(const Topology& t, Router& router,
                                    const std::vector<NodeId>& gpus, NodeId root);
 

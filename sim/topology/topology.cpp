@@ -165,8 +165,10 @@ std::vector<int> hops_from(const Topology& t, NodeId gpu,
   return hops;
 }
 
-// InfiniBand SHARP: the nearest network sharp switch every GPU reaches and is reached from.
-std::optional<NodeId> network_sharp_switch(const Topology& t, const std::vector<NodeId>& gpus) {
+// InfiniBand SHARP: the nearest network sharp switch every GPU reaches and is reached from;
+// among several as near, the `spread`-th (modulo their count).
+std::optional<NodeId> network_sharp_switch(const Topology& t, const std::vector<NodeId>& gpus,
+                                           int spread) {
   bool any = false;
   for (const Node& n : t.nodes()) any = any || (n.sharp && n.kind != NodeKind::NvSwitch);
   if (!any) return std::nullopt;
@@ -178,23 +180,26 @@ std::optional<NodeId> network_sharp_switch(const Topology& t, const std::vector<
       for (std::size_t n = 0; n < hops.size(); ++n)
         worst[n] = hops[n] < 0 || worst[n] < 0 ? -1 : std::max(worst[n], hops[n]);
     }
-  std::optional<NodeId> best;
+  std::vector<NodeId> nearest;
   for (NodeId sw = 0; sw < static_cast<NodeId>(t.nodes().size()); ++sw) {
     const Node& n = t.node(sw);
     if (!n.sharp || n.kind == NodeKind::NvSwitch || worst[sw] < 0) continue;
-    if (!best || worst[sw] < worst[*best]) best = sw;
+    if (!nearest.empty() && worst[sw] > worst[nearest.front()]) continue;
+    if (!nearest.empty() && worst[sw] < worst[nearest.front()]) nearest.clear();
+    nearest.push_back(sw);
   }
-  return best;
+  if (nearest.empty()) return std::nullopt;
+  return nearest[static_cast<std::size_t>(std::max(0, spread)) % nearest.size()];
 }
 
 }  // namespace
 
 std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus,
-                                      SharpReach reach) {
+                                      SharpReach reach, int spread) {
   if (reach != SharpReach::Network)
     if (auto sw = linked_sharp_switch(t, gpus, reach == SharpReach::NvLink)) return sw;
   if (reach == SharpReach::NvLink) return std::nullopt;
-  return network_sharp_switch(t, gpus);
+  return network_sharp_switch(t, gpus, spread);
 }
 
 }  // namespace collsim

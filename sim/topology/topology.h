@@ -125,8 +125,10 @@ class Topology {
 // GPU reaches and is reached from through switches and NICs, not through other GPUs
 // (InfiniBand SHARP): the nearest, by the most hops any GPU needs, then the lowest-numbered.
 // `reach` narrows it to one of the two (an algorithm asking for its own kind of switch).
+// Among network switches as near as each other (the spines or cores over every rail),
+// group `spread` takes the spread-th, so that the rails' groups share them out.
 enum class SharpReach : std::uint8_t { Any, NvLink, Network };
 std::optional<NodeId> sharp_switch_of(const Topology& t, const std::vector<NodeId>& gpus,
-                                      SharpReach reach = SharpReach::Any);
+                                      SharpReach reach = SharpReach::Any, int spread = 0);
 
 }  // namespace collsim

@@ -65,13 +65,17 @@ void require_rail_switches(const OptionContext& ctx, HostBlocks layout,
     std::vector<NodeId> gpus;
     for (int h = 0; h < layout.hosts; ++h)
       gpus.push_back(ctx.topology->gpu_of_rank(ctx.placed[h * layout.per_host + j]));
-    if (!sharp_switch_of(*ctx.topology, gpus, SharpReach::Network))
-      throw InputError(
-          ctx.json_path,
-          fmt::format("{} needs a network switch with \"sharp\": true (InfiniBand SHARP) that "
-                      "the GPUs of ranks {}, {}, .. {} (one per host) all reach; this topology "
-                      "has none",
-                      algorithm, j, j + layout.per_host, (layout.hosts - 1) * layout.per_host + j));
+    if (!sharp_switch_of(*ctx.topology, gpus, SharpReach::Network)) {
+      const int last = (layout.hosts - 1) * layout.per_host + j;
+      const std::string ranks = layout.hosts == 2
+                                    ? fmt::format("{} and {}", j, last)
+                                    : fmt::format("{}, {}, .. {}", j, j + layout.per_host, last);
+      throw InputError(ctx.json_path,
+                       fmt::format("{} needs a network switch with \"sharp\": true (InfiniBand "
+                                   "SHARP) that the GPUs of ranks {} (one per host) all reach; "
+                                   "this topology has none",
+                                   algorithm, ranks));
+    }
   }
 }
 
