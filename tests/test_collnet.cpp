@@ -31,6 +31,15 @@ Schedule collnet(const char* name, int hosts, int per_host, std::int64_t count, 
                   shape_of(CollectiveOp::AllReduce, hosts * per_host, count), o);
 }
 
+// A rail-optimized fat tree of `nodes` servers of `gpus` GPUs whose switches reduce.
+ClusterParams sharp_cluster(int nodes, int gpus) {
+  ClusterParams p;
+  p.nodes = nodes;
+  p.server.gpus = gpus;
+  p.sharp = true;
+  return p;
+}
+
 Scenario scenario_of(const std::string& text) {
   return parse_scenario(parse_json_text(text, "test.json"), COLLSIM_SOURCE_DIR "/scenarios");
 }
@@ -139,10 +148,7 @@ TEST_CASE(
 TEST_CASE(
     "a SHARP switch sends each NIC the buffer once each way, where a ring sends it "
     "2 (K - 1) / K times") {
-  ClusterParams p;
-  p.nodes = 4;
-  p.server.gpus = 1;
-  p.sharp = true;
+  const ClusterParams p = sharp_cluster(4, 1);
   const Topology t = make_cluster_topology(p);
   const std::int64_t S = std::int64_t{64} << 20;
   const Schedule sharp = collnet("collnet_direct", 4, 1, S / 4);
@@ -255,10 +261,6 @@ TEST_CASE("NCCL's model weighs CollNet where the network reduces, with NCCL's la
   CHECK(forced.schedule->network_stride == 8);
 }
 
-}  // namespace collnet_test
-
-namespace collnet_test {
-
 TEST_CASE(
     "nvls across hosts (NCCL's NVLS with CollNet) is proven by the replayer, and each "
     "NIC carries its rail's slice once each way") {
@@ -283,10 +285,7 @@ TEST_CASE(
           for (const Op& op : s.ops) CHECK(op.is_switch());
         }
   // On a cluster whose switches reduce: a NIC carries S / P each way, the rail's slice.
-  ClusterParams p;
-  p.nodes = 2;
-  p.server.gpus = 4;
-  p.sharp = true;
+  const ClusterParams p = sharp_cluster(2, 4);
   const Topology t = make_cluster_topology(p);
   const std::int64_t S = std::int64_t{16} << 20;
   AlgorithmOptions o;
@@ -325,22 +324,15 @@ TEST_CASE(
   CHECK(verify_exact(*two.collectives[0].schedule, 1).ok());
 }
 
-}  // namespace collnet_test
-
-namespace collnet_test {
-
 TEST_CASE(
     "a rail spanning several leaves reduces at each leaf first, one stream going on "
     "up to the spine") {
   // 4 servers of 1 GPU, 2 a leaf (radix 4 at 1:1 takes 2), 2:1 oversubscribed: a leaf's one
   // uplink carries 50 GB/s, what one NIC sends. Reduced at the leaf, one stream takes it
   // whole; two unreduced streams would share it and take twice as long.
-  ClusterParams p;
-  p.nodes = 4;
-  p.server.gpus = 1;
+  ClusterParams p = sharp_cluster(4, 1);
   p.oversubscription = 2;
   p.radix = 3;  // floor(3 x 2 / 3) = 2 servers a leaf
-  p.sharp = true;
   const Topology t = make_cluster_topology(p);
   Router router(t);
   std::vector<NodeId> gpus;
@@ -366,10 +358,6 @@ TEST_CASE(
   }
 }
 
-}  // namespace collnet_test
-
-namespace collnet_test {
-
 TEST_CASE("NCCL's chunks for CollNetChain and for NVLS across nodes") {
   NcclTopo t;
   t.per_node = 8;  // the chain's depth
@@ -382,10 +370,6 @@ TEST_CASE("NCCL's chunks for CollNetChain and for NVLS across nodes") {
   CHECK(nvls_net_chunk(149.9) == 32 << 10);
   CHECK(nvls_net_chunk(191.4) == 128 << 10);
 }
-
-}  // namespace collnet_test
-
-namespace collnet_test {
 
 TEST_CASE("NVLS pays the network's latency only where it crosses the network") {
   // Four GPUs on one sharp NVSwitch, told to be on two hosts: NVLS still runs on the one
@@ -410,18 +394,11 @@ TEST_CASE("NVLS pays the network's latency only where it crosses the network") {
   CHECK(launch_us(false) == Approx(25.0));  // NVLS's NVLink latency, once
 }
 
-}  // namespace collnet_test
-
-namespace collnet_test {
-
 TEST_CASE(
     "on three tiers the rails' SHARP trees share out the cores and reduce at every "
     "level, so CollNet takes what it takes on two") {
-  ClusterParams two;
-  two.nodes = 8;
-  two.server.gpus = 4;
+  ClusterParams two = sharp_cluster(8, 4);
   two.spines = 4;
-  two.sharp = true;
   ClusterParams three = two;
   three.pod_nodes = 4;
   three.cores = 4;

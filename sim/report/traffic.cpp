@@ -211,12 +211,9 @@ struct TrafficWalk::State {
     std::vector<NodeId> gpus;
     for (int j = 0; j < whole_->switch_group_size(op); ++j)
       gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
-    std::vector<NodeId> ends;
-    if (const auto sw = sharp_switch_of(t_, gpus, sharp_reach(network),
-                                        whole_->switch_group_index(network, key.second)))
-      ends =
-          network ? sharp_leg_ends(t_, *router_, gpus, *sw) : std::vector<NodeId>(gpus.size(), *sw);
-    return group_ends_[key] = std::move(ends);
+    auto group = sharp_group(t_, *router_, gpus, sharp_reach(network),
+                             whole_->switch_group_index(network, key.second));
+    return group_ends_[key] = group ? std::move(group->ends) : std::vector<NodeId>{};
   }
 
   // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the

@@ -153,22 +153,19 @@ void Simulator::prepare_switch_routes(std::size_t index, TaskState& st) {
         gpus.push_back(task.rank_gpu[members.back()]);
       }
       // The rails' groups share out the network switches as near as each other.
-      const auto sw = sharp_switch_of(topology_, gpus, sharp_reach(network),
-                                      s.switch_group_index(network, first));
-      if (!sw)
+      const auto group = sharp_group(topology_, router_, gpus, sharp_reach(network),
+                                     s.switch_group_index(network, first));
+      if (!group)
         throw std::invalid_argument(
             "task \"" + task.name + "\": switch ops need ranks " + std::to_string(members.front()) +
             (stride > 1 ? ", " + std::to_string(members.front() + stride) + ", .. " : "..") +
             std::to_string(members.back()) +
             (network ? " under one network switch" : " on one NVSwitch") + " with \"sharp\": true");
-      // In the network, SHARP reduces on the way up its tree (sharp_leg_ends).
-      const std::vector<NodeId> ends = network ? sharp_leg_ends(topology_, router_, gpus, *sw)
-                                               : std::vector<NodeId>(gpus.size(), *sw);
       for (std::size_t j = 0; j < members.size(); ++j) {
         const auto r = static_cast<std::size_t>(members[j]);
-        routes.up[network][r] = router_.route(gpus[j], ends[j]);
-        routes.down[network][r] = router_.route(ends[j], gpus[j]);
-        routes.efficiency[network][r] = topology_.node(*sw).sharp_efficiency;
+        routes.up[network][r] = router_.route(gpus[j], group->ends[j]);
+        routes.down[network][r] = router_.route(group->ends[j], gpus[j]);
+        routes.efficiency[network][r] = topology_.node(group->root).sharp_efficiency;
       }
     }
   }

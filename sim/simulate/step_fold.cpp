@@ -573,38 +573,32 @@ class StepFolder {
   std::string switches_of_ranks(PlayedTask& p) {
     const Schedule& s = *p.task.schedule;
     const SwitchUse use = switch_use(s);
-    if (use.most_legs > TransferIds::kMaxLegs)
-      return fmt::format("task \"{}\": its switch ops have too many legs", p.task.name);
-    for (bool network : {false, true}) {
-      if (!use.kind[network]) continue;
-      if (!s.switch_groups_tile(network))
-        return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
-      p.switch_pairs[network].assign(static_cast<std::size_t>(s.shape.ranks), NodePair{-1, -1});
-      const int n = s.switch_groups(network).size;
-      for (int first : s.switch_group_firsts(network)) {
-        std::vector<NodeId> gpus;
-        for (int j = 0; j < n; ++j) gpus.push_back(p.route_gpu[s.switch_member(network, first, j)]);
-        const auto sw = sharp_switch_of(topo_, gpus, sharp_reach(network));
-        if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
-        // The network's SHARP groups share out its switches and reduce in levels on the way
-        // up: a turn of the ranks is not a turn of them. Such a step runs whole.
-        if (network)
-          return fmt::format("task \"{}\": its SHARP groups in the network do not fold",
-                             p.task.name);
-        for (int m = 1; m < turns_; ++m) {
-          std::vector<NodeId> turned;
-          for (NodeId g : gpus) turned.push_back(image(g, m));
-          const auto tsw = sharp_switch_of(topo_, turned, sharp_reach(network));
-          const auto [at, fresh] = switch_image_.emplace(std::pair{*sw, m}, tsw.value_or(-1));
-          if (!tsw || at->second != *tsw ||
-              topo_.node(*tsw).sharp_efficiency != topo_.node(*sw).sharp_efficiency)
-            return fmt::format("the turns of {}'s GPUs are not on one switch alike each",
-                               topo_.node(*sw).name);
-        }
-        for (int j = 0; j < n; ++j)
-          p.switch_pairs[network][static_cast<std::size_t>(s.switch_member(network, first, j))] = {
-              gpus[j], *sw};
+    // The network's SHARP groups share out its switches and reduce in levels on the way up:
+    // a turn of the ranks is not a turn of them. Such a step runs whole.
+    if (use.kind[true])
+      return fmt::format("task \"{}\": its SHARP groups in the network do not fold", p.task.name);
+    if (use.most_legs > TransferIds::kMaxLegs || !s.switch_groups_tile(false))
+      return fmt::format("task \"{}\": its switch groups do not tile its ranks", p.task.name);
+    std::vector<NodePair>& pairs = p.switch_pairs[false];
+    pairs.assign(static_cast<std::size_t>(s.shape.ranks), NodePair{-1, -1});
+    const int n = s.switch_groups(false).size;
+    for (int first : s.switch_group_firsts(false)) {
+      std::vector<NodeId> gpus;
+      for (int j = 0; j < n; ++j) gpus.push_back(p.route_gpu[s.switch_member(false, first, j)]);
+      const auto sw = sharp_switch_of(topo_, gpus, SharpReach::NvLink);
+      if (!sw) return fmt::format("task \"{}\": switch ops need a SHARP switch", p.task.name);
+      for (int m = 1; m < turns_; ++m) {
+        std::vector<NodeId> turned;
+        for (NodeId g : gpus) turned.push_back(image(g, m));
+        const auto tsw = sharp_switch_of(topo_, turned, SharpReach::NvLink);
+        const auto [at, fresh] = switch_image_.emplace(std::pair{*sw, m}, tsw.value_or(-1));
+        if (!tsw || at->second != *tsw ||
+            topo_.node(*tsw).sharp_efficiency != topo_.node(*sw).sharp_efficiency)
+          return fmt::format("the turns of {}'s GPUs are not on one switch alike each",
+                             topo_.node(*sw).name);
       }
+      for (int j = 0; j < n; ++j)
+        pairs[static_cast<std::size_t>(s.switch_member(false, first, j))] = {gpus[j], *sw};
     }
     return "";
   }

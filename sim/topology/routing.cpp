@@ -374,4 +374,13 @@ std::vector<NodeId> sharp_leg_ends(const Topology& t, Router& router,
   return ends;
 }
 
+std::optional<SharpGroup> sharp_group(const Topology& t, Router& router,
+                                      const std::vector<NodeId>& gpus, SharpReach reach,
+                                      int spread) {
+  const auto root = sharp_switch_of(t, gpus, reach, spread);
+  if (!root) return std::nullopt;
+  return SharpGroup{*root, reach == SharpReach::Network ? sharp_leg_ends(t, router, gpus, *root)
+                                                        : std::vector<NodeId>(gpus.size(), *root)};
+}
+
 }  // namespace collsim

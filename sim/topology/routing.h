@@ -109,4 +109,15 @@ class Router {
 std::vector<NodeId> sharp_leg_ends(const Topology& t, Router& router,
                                    const std::vector<NodeId>& gpus, NodeId root);
 
+// A switch group's SHARP switch (sharp_switch_of, `reach` and `spread` as there) and where
+// each GPU's legs end: sharp_leg_ends in the network, the switch itself on an NVSwitch.
+// None where the group has no such switch.
+struct SharpGroup {
+  NodeId root;
+  std::vector<NodeId> ends;
+};
+std::optional<SharpGroup> sharp_group(const Topology& t, Router& router,
+                                      const std::vector<NodeId>& gpus, SharpReach reach,
+                                      int spread);
+
 }  // namespace collsim

@@ -83,14 +83,7 @@ Schedule collnet_all_reduce(const CollectiveShape& shape, const AlgorithmOptions
 // "hosts": the host of each rank (consecutive blocks of one size).
 template <bool kChain>
 void parse_collnet_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
-  auto h = object.find("hosts");
-  if (!h) return;
-  o.hosts = h->as_int_list(0, 1 << 20);
-  if (static_cast<int>(o.hosts.size()) != ctx.ranks)
-    h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
-  const auto blocks =
-      host_blocks_of(o.hosts, ctx.ranks, kChain ? "collnet_chain" : "collnet_direct");
-  if (auto* why = std::get_if<std::string>(&blocks)) h->fail_message(*why);
+  parse_host_blocks(object, o, ctx, kChain ? "collnet_chain" : "collnet_direct");
 }
 
 // Hosts from the topology (when not given), then a network switch with "sharp": true

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/json_view.h"
 #include "topology/topology.h"
 
 namespace collsim {
@@ -42,6 +43,17 @@ HostBlocks host_blocks_or_throw(const std::vector<int>& hosts, int ranks,
   const auto blocks = host_blocks_of(hosts, ranks, algorithm);
   if (auto* why = std::get_if<std::string>(&blocks)) throw std::invalid_argument(*why);
   return std::get<HostBlocks>(blocks);
+}
+
+void parse_host_blocks(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx,
+                       std::string_view algorithm) {
+  const auto h = object.find("hosts");
+  if (!h) return;
+  o.hosts = h->as_int_list(0, 1 << 20);
+  if (static_cast<int>(o.hosts.size()) != ctx.ranks)
+    h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
+  const auto blocks = host_blocks_of(o.hosts, ctx.ranks, algorithm);
+  if (auto* why = std::get_if<std::string>(&blocks)) h->fail_message(*why);
 }
 
 HostBlocks host_blocks_from(AlgorithmOptions& o, const OptionContext& ctx,

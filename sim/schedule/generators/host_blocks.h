@@ -26,6 +26,10 @@ std::variant<HostBlocks, std::string> host_blocks_of(const std::vector<int>& hos
 HostBlocks host_blocks_or_throw(const std::vector<int>& hosts, int ranks,
                                 std::string_view algorithm);
 
+// "hosts": the host of each rank, in consecutive blocks of one size (a JSON error where not).
+void parse_host_blocks(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx,
+                       std::string_view algorithm);
+
 // The hosts of `o` (from the topology where not given: ctx has one) and their layout, or
 // an InputError at ctx's path.
 HostBlocks host_blocks_from(AlgorithmOptions& o, const OptionContext& ctx,

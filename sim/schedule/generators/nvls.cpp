@@ -118,14 +118,7 @@ void nvls_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
 
 template <const char* kName>
 void parse_nvls_hosts(const JsonView& object, AlgorithmOptions& o, const OptionContext& ctx) {
-  if (auto h = object.find("hosts")) {
-    o.hosts = h->as_int_list(0, 1 << 20);
-    if (static_cast<int>(o.hosts.size()) != ctx.ranks)
-      h->fail(fmt::format("a host index for each of the {} ranks", ctx.ranks));
-    if (auto layout = host_blocks_of(o.hosts, ctx.ranks, kName);
-        std::holds_alternative<std::string>(layout))
-      h->fail_message(std::get<std::string>(layout));
-  }
+  parse_host_blocks(object, o, ctx, kName);
 }
 constexpr char kNvls[] = "nvls";
 constexpr char kNvlsTree[] = "nvls_tree";
