@@ -384,6 +384,46 @@ TEST_CASE("protocol and nccl fields are refused where they do not belong", "[ncc
   CHECK(r.labels[0] == "nvls Simple");
 }
 
+TEST_CASE("nccl_algo and nccl_proto take NCCL's per-collective form", "[nccl]") {
+  // An all-reduce and an all-gather of one scenario read one NCCL_ALGO each its own way.
+  const auto picks = [](const std::string& algo, const std::string& proto = "") {
+    std::string fields = R"(, "algorithm": "nccl", "nccl_algo": ")" + algo + "\"";
+    if (!proto.empty()) fields += R"(, "nccl_proto": ")" + proto + "\"";
+    const ScenarioResult r = run_scenario(parse_scenario(
+        nlohmann::json::parse(R"({"topology": "dgx-h100", "network": {"model": "flow"},
+        "collectives": [{"name": "ar", "op": "all_reduce", "bytes": "1GiB")" +
+                              fields + R"(}, {"name": "ag", "op": "all_gather", "bytes": "1GiB")" +
+                              fields + "}]}"),
+        "."));
+    return r.labels[0] + " | " + r.labels[1];
+  };
+  // The defaults at 1 GiB on one H100 node: NVLS for the all-reduce, a ring for the
+  // all-gather (NVLS all-gather is not modelled).
+  CHECK(picks("^tree") == "nccl: nvls/Simple/16ch | nccl: ring/Simple/24ch");
+  // A list for all-reduce alone leaves the all-gather its own pick.
+  CHECK(picks("allreduce:ring") == "nccl: ring/Simple/24ch | nccl: ring/Simple/24ch");
+  // A first list for every collective, then all-gather's own: it replaces the first (which
+  // alone leaves the all-gather nothing).
+  CHECK(picks("nvls;allgather:ring") == "nccl: nvls/Simple/16ch | nccl: ring/Simple/24ch");
+  CHECK_THROWS_WITH(picks("nvls"), Catch::Contains("collectives[1].nccl_algo"));
+  CHECK(picks("ring;AllReduce:^ring,tree") == "nccl: nvls/Simple/16ch | nccl: ring/Simple/24ch");
+  CHECK(picks("ring", "^ll128;allreduce:ll") == "nccl: ring/LL/24ch | nccl: ring/Simple/24ch");
+  const auto error = [](const std::string& algo) {
+    return test::error_of(R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce",
+        "bytes": "1MiB", "algorithm": "nccl", "nccl_algo": ")" +
+                          algo + "\"}]}");
+  };
+  CHECK_THAT(error("ring;tree"), Catch::Contains("collectives[0].nccl_algo") &&
+                                     Catch::Contains("names its collective"));
+  CHECK_THAT(error("allreduces:ring"), Catch::Contains("\"allreduces\" before a colon"));
+  // Every list is checked, not only the one that applies.
+  CHECK_THAT(error("allgather:rings"), Catch::Contains("ring, tree"));
+  CHECK_THAT(error("allreduce:^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain"),
+             Catch::Contains("excludes everything for all_reduce"));
+  // A list that empties another collective's choice is that collective's concern.
+  CHECK(error("allgather:^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain") == "no error");
+}
+
 TEST_CASE("nccl plans on every bundled topology, pipelining what NCCL pipelines", "[nccl]") {
   // The bundled clusters (64 to 4096 GPUs) and nvl72 take the same paths as small ones, at
   // minutes under the sanitizers: a 2 x 4 cluster and an 8-GPU NVL domain stand in.

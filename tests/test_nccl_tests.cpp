@@ -294,6 +294,7 @@ TEST_CASE("nccl-tests: the NCCL_ALGO a log was forced to is read, and calibrate 
   };
   CHECK(algo_of("host:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n") == "Ring");
   CHECK(algo_of("# env: NCCL_ALGO=^NVLS,Tree NCCL_PROTO=Simple\n") == "^NVLS,Tree");
+  CHECK(algo_of("# env: NCCL_ALGO=ring;allreduce:tree,nvls\n") == "ring;allreduce:tree,nvls");
   CHECK(algo_of("# env: NCCL_IB_HCA=mlx5 (no NCCL_ALGO)\n").empty());
   CHECK(algo_of("# NCCL_ALGO=\xff\n").empty());  // not a list NCCL reads
 

@@ -284,28 +284,74 @@ std::string nccl_key(std::string_view name) {
   return key;
 }
 
-// NCCL_ALGO / NCCL_PROTO's form: "ring,tree", or "^ll128" for all but those.
+// The collectives NCCL_ALGO / NCCL_PROTO may name before a colon: NCCL's function names
+// (allreduce, allgather, reducescatter, broadcast, reduce), and collsim's other
+// collectives written the same way (their NCCL calls have no algorithm to choose).
+bool is_nccl_function(std::string_view key) {
+  const auto names = all_collective_names();
+  return std::any_of(names.begin(), names.end(),
+                     [&](std::string_view name) { return nccl_key(name) == key; });
+}
+
+// One list of NCCL_ALGO / NCCL_PROTO: "ring,tree", or "^ll128" for all but those.
 template <typename T>
-std::vector<T> parse_nccl_list(const JsonView& v, std::vector<T> all, std::string_view names) {
-  std::string text = v.as_string();
-  const bool except = !text.empty() && text.front() == '^';
-  if (except) text.erase(0, 1);
+std::vector<T> nccl_list_of(const JsonView& v, std::string_view list, std::vector<T> all,
+                            std::string_view names) {
+  const bool except = !list.empty() && list.front() == '^';
+  if (except) list.remove_prefix(1);
   std::vector<T> listed;
-  for (std::size_t at = 0; at <= text.size();) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    const std::string key = nccl_key(std::string_view(text).substr(at, comma - at));
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string key = nccl_key(list.substr(at, comma - at));
     const auto x = std::find_if(all.begin(), all.end(),
                                 [&](T candidate) { return nccl_key(name_of(candidate)) == key; });
     if (x == all.end())
-      v.fail(fmt::format("a comma-separated list of {} (\"^\" first: all but those)", names));
+      v.fail(
+          fmt::format("a comma-separated list of {} (\"^\" first: all but those), for every "
+                      "collective or per collective as \"allreduce:ring;allgather:^nvls\"",
+                      names));
     listed.push_back(*x);
     at = comma + 1;
   }
   if (!except) return listed;
   std::erase_if(all,
                 [&](T x) { return std::find(listed.begin(), listed.end(), x) != listed.end(); });
-  if (all.empty()) v.fail_message("excludes everything");
   return all;
+}
+
+// NCCL_ALGO / NCCL_PROTO as NCCL parses them, for the collective `op`: lists separated by
+// ";", the first for every collective when it names none, each other one after a
+// collective's name and a colon ("ring;allreduce:tree,nvls"); a later list for `op`
+// replaces an earlier one. Empty: `op` is left to choose among all.
+template <typename T>
+std::vector<T> parse_nccl_list(const JsonView& v, CollectiveOp op, std::vector<T> all,
+                               std::string_view names) {
+  const std::string text = v.as_string();
+  const std::string mine = nccl_key(name_of(op));
+  std::vector<T> allowed;
+  bool set = false;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t semicolon = std::min(text.find(';', at), text.size());
+    std::string_view entry = std::string_view(text).substr(at, semicolon - at);
+    std::string prefix;
+    if (const std::size_t colon = entry.find(':'); colon != std::string_view::npos) {
+      prefix = nccl_key(entry.substr(0, colon));
+      entry.remove_prefix(colon + 1);
+      if (!is_nccl_function(prefix))
+        v.fail_message(
+            fmt::format("\"{}\" before a colon is not a collective (allreduce, "
+                        "allgather, reducescatter, broadcast, reduce, ...)",
+                        prefix));
+    } else if (at > 0) {
+      v.fail_message("every list after the first names its collective, as \"allreduce:ring\"");
+    }
+    std::vector<T> list = nccl_list_of(v, entry, all, names);  // checked for every collective
+    if (prefix.empty() || prefix == mine) allowed = std::move(list), set = true;
+    at = semicolon + 1;
+  }
+  if (set && allowed.empty())
+    v.fail_message(fmt::format("excludes everything for {}", name_of(op)));
+  return allowed;
 }
 
 void parse_protocols(const JsonView& v, CollectiveSpec& c) {
@@ -319,11 +365,11 @@ void parse_protocols(const JsonView& v, CollectiveSpec& c) {
   }
   if (auto a = v.find("nccl_algo"))
     c.nccl_filter.algorithms =
-        parse_nccl_list<NcclAlgo>(*a, {std::begin(kNcclAlgos), std::end(kNcclAlgos)},
+        parse_nccl_list<NcclAlgo>(*a, c.shape.op, {std::begin(kNcclAlgos), std::end(kNcclAlgos)},
                                   "ring, tree, nvls, nvlstree, pat, collnetdirect, collnetchain");
   if (auto p = v.find("nccl_proto"))
     c.nccl_filter.protocols = parse_nccl_list<Protocol>(
-        *p, {std::begin(kProtocols), std::end(kProtocols)}, "ll, ll128, simple");
+        *p, c.shape.op, {std::begin(kProtocols), std::end(kProtocols)}, "ll, ll128, simple");
 }
 
 void parse_options(const JsonView& v, CollectiveSpec& c,

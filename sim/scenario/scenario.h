@@ -102,9 +102,9 @@ inline constexpr FieldDoc kCollectiveFields[] = {
     {"protocol",
      R"json({"enum": "@protocol", "description": "NCCL's protocol as costs (NCCL's base latency once, its per-hop latency per transfer instead of alpha, its payload efficiency, NVLink at NCCL's usable rate); auto tries all three; default none: plain alpha-beta."})json"},
     {"nccl_algo",
-     R"json({"type": "string", "description": "With \"algorithm\": \"nccl\" only: what NCCL may pick, in NCCL_ALGO's form: \"ring,tree\", or \"^nvls\" for all but those."})json"},
+     R"json({"type": "string", "description": "With \"algorithm\": \"nccl\" only: what NCCL may pick, in NCCL_ALGO's form: \"ring,tree\", \"^nvls\" for all but those, or per collective \"ring;allreduce:tree,nvls\" (a first list for every collective, then a collective's name and its own list)."})json"},
     {"nccl_proto",
-     R"json({"type": "string", "description": "With \"algorithm\": \"nccl\" only (which refuses \"protocol\"): NCCL_PROTO's form: \"simple\", or \"^ll128\"."})json"},
+     R"json({"type": "string", "description": "With \"algorithm\": \"nccl\" only (which refuses \"protocol\"): NCCL_PROTO's form: \"simple\", \"^ll128\", or per collective \"^ll128;allreduce:simple\"."})json"},
 };
 // An all-to-all's "routing": MoE token routing, or an explicit token matrix.
 inline constexpr FieldDoc kRoutingFields[] = {

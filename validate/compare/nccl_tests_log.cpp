@@ -126,11 +126,12 @@ void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
         log.nccl_version = version_from_code(*code);
 }
 
-// NCCL_ALGO's value as NCCL reads it: names, commas, a leading '^' (all but these).
+// NCCL_ALGO's value as NCCL reads it: names, commas, a leading '^' (all but these), and
+// per collective "ring;allreduce:tree".
 bool is_algo_list(std::string_view word) {
   return !word.empty() && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
     const auto c = static_cast<unsigned char>(ch);
-    return std::isalnum(c) || c == ',' || c == '^' || c == '_';
+    return std::isalnum(c) || c == ',' || c == '^' || c == '_' || c == ':' || c == ';';
   });
 }
 
