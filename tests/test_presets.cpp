@@ -335,6 +335,35 @@ TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, 
   CHECK_THAT(big, !Catch::Contains("e+"));
 }
 
+TEST_CASE("topo says which switches reduce, and at what share of the link rate", "[topo]") {
+  // Without "sharp" only the hosts' NVSwitches reduce (NVLS, at Hopper's 0.85).
+  const TopologySummary plain = summarise_topology(load(R"({"preset": "cluster", "nodes": 2})"));
+  REQUIRE(plain.reducing.size() == 1);
+  CHECK(plain.reducing[0].kind == "nvswitch");
+  CHECK(plain.reducing[0].switches == 2);
+  CHECK(plain.reducing[0].efficiency == Approx(0.85));
+  // With it, every leaf and spine as well, at the line rate.
+  const Topology t = load(R"({"preset": "cluster", "nodes": 2, "sharp": true})");
+  const TopologySummary sharp = summarise_topology(t);
+  REQUIRE(sharp.reducing.size() == 3);
+  CHECK(sharp.reducing[0].kind == "leaf");
+  CHECK(sharp.reducing[0].switches == 8);
+  CHECK(sharp.reducing[0].efficiency == 1);
+  CHECK(sharp.reducing[2].kind == "spine");
+  CHECK_THAT(topology_summary(t),
+             Catch::Contains("8 leaves at 100% of the link rate, 2 nvswitches at 85% of the link "
+                             "rate, 1 spine at 100%"));
+  CHECK(topology_summary_json(t)["reducing_switches"][1]["switches"] == 2);
+  // A topology with no such switch says nothing of it.
+  CHECK_THAT(topology_summary(load(R"({"preset": "dgx", "gpu": "a100"})")),
+             !Catch::Contains("reduce"));
+  std::ostringstream dot;
+  write_graphviz(dot, t);
+  CHECK_THAT(dot.str(),
+             Catch::Contains("label=\"leaf0.0\\nrail 0\\nSHARP\" shape=ellipse peripheries=2"));
+  CHECK_THAT(dot.str(), Catch::Contains("label=\"n0.nvswitch\\nNVLS\""));
+}
+
 TEST_CASE("preset errors name the path") {
   CHECK_THROWS_WITH(
       load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 0.5})"),

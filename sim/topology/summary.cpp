@@ -117,6 +117,20 @@ std::vector<TierSummary> tiers_of(const Topology& t) {
   return out;
 }
 
+std::string plural_of(const std::string& kind) {
+  if (kind == "leaf") return "leaves";
+  return kind + (kind.ends_with("h") ? "es" : "s");
+}
+
+std::vector<ReducingSwitches> reducing_of(const Topology& t) {
+  std::map<std::pair<std::string, double>, int> count;
+  for (const Node& n : t.nodes())
+    if (n.sharp) ++count[{std::string(name_of(n.kind)), n.sharp_efficiency}];
+  std::vector<ReducingSwitches> out;
+  for (const auto& [key, switches] : count) out.push_back({key.first, switches, key.second});
+  return out;
+}
+
 std::string join_kinds(const std::map<std::string, double>& by_kind) {
   std::string out;
   for (const auto& [kind, bw] : by_kind)
@@ -148,6 +162,7 @@ TopologySummary summarise_topology(const Topology& t) {
   }
   s.injection = injection_of(t);
   s.tiers = tiers_of(t);
+  s.reducing = reducing_of(t);
   s.bisection = bisection_bandwidth(t);
   return s;
 }
@@ -188,10 +203,29 @@ std::string topology_summary(const Topology& t) {
                          ratio(tier.oversubscription()));
     out += "\n";
   }
+  if (!s.reducing.empty()) {
+    out += "switches that reduce (NVLS on an NVSwitch, SHARP on a network switch):";
+    for (const ReducingSwitches& r : s.reducing)
+      out += fmt::format("{} {} {} at {}% of the link rate", &r == &s.reducing.front() ? "" : ",",
+                         r.switches, r.switches > 1 ? plural_of(r.kind) : r.kind,
+                         format_significant(100 * r.efficiency, 3));
+    out += "\n";
+  }
   out += fmt::format("bisection bandwidth (ranks 0..{} to the rest, one direction): {}\n",
                      s.gpus / 2 - 1, format_bandwidth(s.bisection));
   return out;
 }
+
+namespace {
+
+nlohmann::json reducing_json(const std::vector<ReducingSwitches>& reducing) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ReducingSwitches& r : reducing)
+    out.push_back({{"kind", r.kind}, {"switches", r.switches}, {"efficiency", r.efficiency}});
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json topology_summary_json(const Topology& t) {
   const TopologySummary s = summarise_topology(t);
@@ -221,9 +255,11 @@ nlohmann::json topology_summary_json(const Topology& t) {
             {"nics", s.injection.nics},
             {"nic_onward_by_kind_Bps", s.injection.nic_kinds},
             {"scale_out_Bps", s.injection.scale_out},
-            {"capped_by", s.injection.capping_kind.empty() ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(s.injection.capping_kind)}}},
+            {"capped_by", s.injection.capping_kind.empty()
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json(s.injection.capping_kind)}}},
           {"tiers", tiers},
+          {"reducing_switches", reducing_json(s.reducing)},
           {"bisection_Bps", s.bisection}};
 }
 
@@ -287,8 +323,12 @@ std::string node_line(const Topology& t, NodeId id, const std::string& note = ""
     return fmt::format(
         "  n{} [label=\"{}\\nrank {}\" shape=box style=filled fillcolor=\"#e8f0fe\"];\n", id,
         dot_escape(n.name), n.rank);
-  return fmt::format("  n{} [label=\"{}{}\" shape={}];\n", id, dot_escape(n.name),
-                     note.empty() ? "" : "\\n" + note, n.kind == NodeKind::Nic ? "box" : "ellipse");
+  // A switch that reduces is drawn doubled and says so.
+  const std::string reduces =
+      n.sharp ? (n.kind == NodeKind::NvSwitch ? "\\nNVLS" : "\\nSHARP") : "";
+  return fmt::format("  n{} [label=\"{}{}{}\" shape={}{}];\n", id, dot_escape(n.name),
+                     note.empty() ? "" : "\\n" + note, reduces,
+                     n.kind == NodeKind::Nic ? "box" : "ellipse", n.sharp ? " peripheries=2" : "");
 }
 
 // The GPU behind each NIC (the GPU with a link to it).

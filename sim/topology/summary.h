@@ -44,6 +44,14 @@ struct InjectionSummary {
   std::string capping_kind;
 };
 
+// Switches of one kind that reduce in the switch (NVLink SHARP on an NVSwitch, InfiniBand
+// SHARP on a network switch) at one efficiency: what NVLS and CollNet can use.
+struct ReducingSwitches {
+  std::string kind;  // "nvswitch", "leaf", ...
+  int switches = 0;
+  double efficiency = 1;  // the share of the link rate their reductions and multicasts reach
+};
+
 struct TopologySummary {
   std::string name;
   int gpus = 0;
@@ -53,6 +61,7 @@ struct TopologySummary {
   std::map<std::string, double> bandwidth_by_kind;          // total over directed links of a kind
   InjectionSummary injection;                               // empty gpu when there are no GPUs
   std::vector<TierSummary> tiers;  // bottom up; empty without leaf/spine/core switches
+  std::vector<ReducingSwitches> reducing;  // by kind, then efficiency; empty: none reduces
   double bisection = 0;
 };
 
