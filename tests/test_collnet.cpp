@@ -12,7 +12,9 @@
 #include "nccl/nccl_model.h"
 #include "plan/plan.h"
 #include "replay/verify.h"
+#include "report/traffic.h"
 #include "scenario/scenario.h"
+#include "simulate/run_scenario.h"
 #include "topology/presets.h"
 
 using namespace collsim;
@@ -421,6 +423,32 @@ TEST_CASE(
     CHECK(std::count(ends.begin(), ends.end(), *root) == 2);  // one stream from each pod
   }
   CHECK(roots.size() == 4);
+}
+
+TEST_CASE("a SHARP switch slower than its links is the bottleneck the report names") {
+  // CollNetDirect on 2 hosts of 8: each GPU's NVLink carries most (1.75 x its share), each
+  // NIC its rail's share once each way; at the line rate NVLink is the limit.
+  Scenario s = scenario_of(R"({"topology": {"preset": "cluster", "nodes": 2, "sharp": true},
+      "network": {"model": "flow"}, "collectives": [{"name": "c", "op": "all_reduce",
+      "algorithm": "collnet_direct", "segments": 8, "bytes": "256MiB"}]})");
+  const auto bottleneck = [&](double efficiency) {
+    for (NodeId n = 0; n < static_cast<NodeId>(s.topology.nodes().size()); ++n)
+      if (s.topology.node(n).kind == NodeKind::Leaf) s.topology.set_sharp(n, efficiency);
+    const ScenarioResult r = run_scenario(s);
+    const Bottleneck b = analyse_traffic(s, r).per_collective[0];
+    return std::pair{b, r.outcomes[0].time_s};
+  };
+  const auto [line_rate, fast] = bottleneck(1);
+  CHECK(s.topology.link(line_rate.link).kind == LinkKind::NvLink);
+  CHECK(line_rate.share_of_rate == 1);
+  // A leaf reducing at a quarter of the rate: the legs to it take 4x as long, longer than
+  // NVLink's share, and the report names a NIC's link, slowed to 25%.
+  const auto [quarter, slow] = bottleneck(0.25);
+  CHECK(s.topology.link(quarter.link).kind == LinkKind::Ib);
+  CHECK(quarter.share_of_rate == Approx(0.25));
+  CHECK(quarter.seconds == Approx(4.0 * quarter.bytes / s.topology.link(quarter.link).bandwidth));
+  CHECK(slow > fast);
+  CHECK(quarter.seconds <= slow);
 }
 
 }  // namespace collnet_test

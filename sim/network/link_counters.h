@@ -28,6 +28,9 @@ struct alignas(64) LinkCount {
   // The most transfers on the link at the end of an instant: one ending and one starting
   // at the same instant do not overlap, whichever order that instant's events ran in.
   std::int32_t peak_in_flight = 0;
+  // What a reducing switch's legs add to the bytes at its efficiency (bytes / efficiency -
+  // bytes): the link carries them that much slower (the bottleneck reads it).
+  double slowed = 0;
 };
 static_assert(sizeof(LinkCount) == 64, "one link's counters, one cache line");
 
@@ -42,6 +45,8 @@ class LinkCounters {
   std::int64_t bytes(std::size_t link) const { return links_[link].bytes; }
   Time busy(std::size_t link) const { return links_[link].busy; }
   std::int32_t peak_in_flight(std::size_t link) const { return links_[link].peak_in_flight; }
+  double slowed(std::size_t link) const { return links_[link].slowed; }
+  void add_slowed(LinkId link, double extra) { links_[link].slowed += extra; }
   // Per link, in link order (for comparing two runs whole).
   std::vector<std::int64_t> bytes_per_link() const { return each(&LinkCount::bytes); }
   std::vector<Time> busy_per_link() const { return each(&LinkCount::busy); }
@@ -53,6 +58,7 @@ class LinkCounters {
     for (std::size_t l = 0; l < links_.size(); ++l) {
       links_[l].bytes += from.links_[l].bytes;
       links_[l].busy += from.links_[l].busy;
+      links_[l].slowed += from.links_[l].slowed;
       links_[l].peak_in_flight = std::max(links_[l].peak_in_flight, from.links_[l].peak_in_flight);
     }
   }

@@ -242,9 +242,12 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   out += hottest_link_lines(s.topology, traffic, hottest);
   for (const auto& b : traffic.per_collective) {
     if (b.link < 0 || r.resolved.size() < 2 || b.collective >= kCollectivesDetailed) continue;
-    out += fmt::format("# {}: bottleneck {} ({} in {} at full rate)\n",
-                       r.resolved[b.collective].name, s.topology.link_label(b.link),
-                       format_bytes(b.bytes), format_duration(b.seconds));
+    out += fmt::format(
+        "# {}: bottleneck {} ({} in {} at {})\n", r.resolved[b.collective].name,
+        s.topology.link_label(b.link), format_bytes(b.bytes), format_duration(b.seconds),
+        b.share_of_rate < 1 ? fmt::format("{}% of full rate: a reducing switch's legs",
+                                          format_significant(100 * b.share_of_rate, 3))
+                            : "full rate");
   }
   if (r.resolved.size() > 1) out += per_collective_lines(s, r, traffic);
   return out;
@@ -334,6 +337,9 @@ nlohmann::json collective_json(const Scenario& s, const ScenarioResult& r,
     out["bottleneck"] = {{"link", t.link_label(bottleneck->link)},
                          {"bytes", bottleneck->bytes},
                          {"seconds_at_full_rate", bottleneck->seconds}};
+  // Only where a reducing switch's legs slowed the link (their share of the rate, by bytes).
+  if (bottleneck && bottleneck->share_of_rate < 1)
+    out["bottleneck"]["share_of_rate"] = bottleneck->share_of_rate;
   if (i < traffic.collectives.size())
     add_own_traffic(out, t, traffic.collectives[i], traffic.timed);
   return out;

@@ -64,14 +64,23 @@ using traffic_detail::BusyTime;
 
 namespace {
 
+// The share of a link's rate its bytes moved at, 1 unless a reducing switch's legs slowed
+// them.
+double share_of_rate(std::int64_t bytes, double slowed) {
+  return slowed > 0 ? static_cast<double>(bytes) / (static_cast<double>(bytes) + slowed) : 1.0;
+}
+
 // One link's total in a collective's own record: its utilisation over the collective's
-// window, and the collective's bottleneck (the link needing longest at full rate; the
-// lower id on a tie, as links come in id order).
-void add_link_total(const Topology& t, LinkId l, std::int64_t bytes, CollectiveTraffic& own,
-                    Bottleneck& whole) {
+// window, and the collective's bottleneck (the link needing longest at the rate it carries
+// its bytes; the lower id on a tie, as links come in id order). `slowed`: bytes a reducing
+// switch's legs add at its efficiency (bytes / efficiency - bytes).
+void add_link_total(const Topology& t, LinkId l, std::int64_t bytes, double slowed,
+                    CollectiveTraffic& own, Bottleneck& whole) {
   const double capacity = t.link(l).bandwidth, window = own.duration_s();
   own.links.push_back({l, bytes, window > 0 ? bytes / (capacity * window) : 0.0});
-  if (bytes / capacity > whole.seconds) whole = {whole.collective, -1, l, bytes / capacity, bytes};
+  const double seconds = (static_cast<double>(bytes) + slowed) / capacity;
+  if (seconds > whole.seconds)
+    whole = {whole.collective, -1, l, seconds, bytes, share_of_rate(bytes, slowed)};
 }
 
 // A streamed run's collectives from their own totals (each counted alone):
@@ -84,7 +93,9 @@ void add_streamed_collectives(const Topology& t, const ScenarioResult& r, Traffi
     own.start_s = r.outcomes[c].start_s;
     own.end_s = r.outcomes[c].end_s;
     Bottleneck whole{c, -1};
-    for (const auto& [l, bytes] : totals.link_bytes) add_link_total(t, l, bytes, own, whole);
+    for (std::size_t k = 0; k < totals.link_bytes.size(); ++k)
+      add_link_total(t, totals.link_bytes[k].first, totals.link_bytes[k].second,
+                     totals.link_slowed[k], own, whole);
     for (std::size_t i = 0; i < totals.sent.size(); ++i)
       own.ranks.push_back({totals.sent[i], totals.received[i]});
     rep.collectives.push_back(std::move(own));
@@ -140,6 +151,8 @@ struct TrafficWalk::State {
         rep_(rep),
         step_bytes_(t_.links().size(), 0),
         coll_bytes_(t_.links().size(), 0),
+        step_slowed_(t_.links().size(), 0),
+        coll_slowed_(t_.links().size(), 0),
         rank_busy_(rep.timed ? t_.num_ranks() : 0),
         bins_(rep.timed ? t_.links().size() * rep.bins : 0, 0.0f) {}
 
@@ -184,7 +197,8 @@ struct TrafficWalk::State {
     const CollectiveSpec& spec = r_.resolved[c_];
     if (!whole_) throw std::logic_error("a switch op of a schedule not held whole");
     if (!router_) router_.emplace(t_, s_.network.routing);
-    const std::vector<NodeId>& ends = leg_ends(op, spec);
+    const GroupEnds& group = leg_ends(op, spec);
+    const std::vector<NodeId>& ends = group.ends;
     if (ends.empty()) return;  // no switch: the simulator refused it already
     for (int leg = 0; leg < whole_->switch_legs(op); ++leg) {
       const auto [rank, up] = whole_->switch_leg(op, leg);
@@ -192,7 +206,7 @@ struct TrafficWalk::State {
       (up ? own_.ranks[rank].sent : own_.ranks[rank].received) += r.bytes;
       const NodeId end = ends[static_cast<std::size_t>(member_index(op, rank))];
       const PathId route = up ? router_->route(g, end) : router_->route(end, g);
-      account(r, router_->links(route), rank, rank);
+      account(r, router_->links(route), rank, rank, group.efficiency);
     }
   }
 
@@ -202,9 +216,14 @@ struct TrafficWalk::State {
            whole_->switch_groups(Schedule::in_network(op)).stride;
   }
 
-  // Where each member's legs of the op's group end, found once per group of the collective;
-  // empty where the group has no switch.
-  const std::vector<NodeId>& leg_ends(const Op& op, const CollectiveSpec& spec) {
+  // Where each member's legs of the op's group end, found once per group of the collective
+  // (none where the group has no switch), and the share of the link rate its switch
+  // reaches.
+  struct GroupEnds {
+    std::vector<NodeId> ends;
+    double efficiency = 1;
+  };
+  const GroupEnds& leg_ends(const Op& op, const CollectiveSpec& spec) {
     const bool network = Schedule::in_network(op);
     const std::pair key{network, whole_->switch_member(op, 0)};
     if (auto it = group_ends_.find(key); it != group_ends_.end()) return it->second;
@@ -213,12 +232,15 @@ struct TrafficWalk::State {
       gpus.push_back(t_.gpu_of_rank(spec.ranks[whole_->switch_member(op, j)]));
     auto group = sharp_group(t_, *router_, gpus, sharp_reach(network),
                              whole_->switch_group_index(network, key.second));
-    return group_ends_[key] = group ? std::move(group->ends) : std::vector<NodeId>{};
+    if (!group) return group_ends_[key] = {};
+    return group_ends_[key] = {std::move(group->ends), t_.node(group->root).sharp_efficiency};
   }
 
-  // Bytes over one route, at the op's step and time; ranks `src` and `dst` (the
-  // collective's own indices; the op's source unless given) are busy meanwhile.
-  void account(const RetiredOp& r, std::span<const LinkId> path, int dst, int src = -1) {
+  // Bytes over one route, at the op's step and time, carried at `efficiency` of the links'
+  // rate; ranks `src` and `dst` (the collective's own indices; the op's source unless
+  // given) are busy meanwhile.
+  void account(const RetiredOp& r, std::span<const LinkId> path, int dst, int src = -1,
+               double efficiency = 1) {
     const Op& op = *r.op;
     const std::int64_t bytes = r.bytes;
     if (src < 0) src = op.src_rank;
@@ -226,11 +248,13 @@ struct TrafficWalk::State {
       close_step();
       step_ = op.step;
     }
+    const double slowed = efficiency < 1 ? bytes / efficiency - static_cast<double>(bytes) : 0;
     for (LinkId l : path) {
       if (step_bytes_[l] == 0 && bytes > 0) step_touched_.push_back(l);
       if (coll_bytes_[l] == 0 && bytes > 0) coll_touched_.push_back(l);
       step_bytes_[l] += bytes;
       coll_bytes_[l] += bytes;
+      if (slowed > 0) step_slowed_[l] += slowed, coll_slowed_[l] += slowed;
     }
     if (!rep_.timed) return;
     busy(src, r);
@@ -265,10 +289,12 @@ struct TrafficWalk::State {
     if (step_ < 0) return;
     Bottleneck b{c_, step_};
     for (LinkId l : step_touched_) {
-      const double secs = step_bytes_[l] / t_.link(l).bandwidth;
+      const double capacity = t_.link(l).bandwidth;
+      const double secs = (static_cast<double>(step_bytes_[l]) + step_slowed_[l]) / capacity;
       if (secs > b.seconds || (secs == b.seconds && l < b.link))
-        b = {c_, step_, l, secs, step_bytes_[l]};
+        b = {c_, step_, l, secs, step_bytes_[l], share_of_rate(step_bytes_[l], step_slowed_[l])};
       step_bytes_[l] = 0;
+      step_slowed_[l] = 0;
     }
     step_touched_.clear();
     if (b.link >= 0) rep_.per_step.push_back(b);  // a barrier's steps carry no bytes
@@ -281,8 +307,9 @@ struct TrafficWalk::State {
     std::sort(coll_touched_.begin(), coll_touched_.end());
     Bottleneck whole{c_, -1};
     for (LinkId l : coll_touched_) {
-      add_link_total(t_, l, coll_bytes_[l], own_, whole);
+      add_link_total(t_, l, coll_bytes_[l], coll_slowed_[l], own_, whole);
       coll_bytes_[l] = 0;
+      coll_slowed_[l] = 0;
     }
     coll_touched_.clear();
     const double window = own_.duration_s();
@@ -300,11 +327,14 @@ struct TrafficWalk::State {
   const ScenarioResult& r_;
   TrafficReport& rep_;
   std::vector<std::int64_t> step_bytes_, coll_bytes_;  // per link; zero outside the touched
+  // Per link, what a reducing switch's legs add (bytes / efficiency - bytes); zero outside
+  // the touched.
+  std::vector<double> step_slowed_, coll_slowed_;
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)
   // By a switch group's kind (network or not) and first rank: where each member's legs end.
-  std::map<std::pair<bool, int>, std::vector<NodeId>> group_ends_;
+  std::map<std::pair<bool, int>, GroupEnds> group_ends_;
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
   std::size_t c_ = 0;             // the collective walked
   const Schedule* whole_ = nullptr;  // its schedule, where held whole

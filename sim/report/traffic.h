@@ -25,13 +25,17 @@ struct RankTraffic {
   double idle_s = 0;  // the rest of the makespan
 };
 
-// The link that needed the longest to carry its bytes (bytes / capacity).
+// The link that needed the longest to carry its bytes: bytes / capacity, where the legs
+// of a switch that reduces count at its sharp_efficiency of the capacity (the simulator
+// stretches them so).
 struct Bottleneck {
   std::size_t collective = 0;
   int step = -1;  // -1: the whole collective
   LinkId link = -1;
-  double seconds = 0;  // bytes on it / its capacity
+  double seconds = 0;  // bytes on it / the rate it carries them at
   std::int64_t bytes = 0;
+  // bytes / (capacity x seconds): below 1 where a reducing switch's legs slowed it.
+  double share_of_rate = 1;
 };
 
 // One collective's own share: what it moved, judged over its own window

@@ -182,8 +182,12 @@ class Executor : private NetworkHost {
       const PathId path = src.switch_route(task, Schedule::in_network(op), r, up);
       if (up) traffic_.node_sent[src.gpu(task, r)] += bytes;
       TransferCost cost = src.costs(task).transfer(topology_, router_.links(path), op, bytes);
-      cost.stretch /= src.switch_efficiency(task, Schedule::in_network(op), issuer);
+      const double efficiency = src.switch_efficiency(task, Schedule::in_network(op), issuer);
+      cost.stretch /= efficiency;
       model_.start_transfer(*this, src.id(task, id, leg), path, bytes, cost);
+      if (efficiency < 1)
+        for (LinkId l : router_.links(path))
+          traffic_.links.add_slowed(l, static_cast<double>(bytes) / efficiency - bytes);
     }
   }
 

@@ -119,7 +119,10 @@ ScenarioResult::CollectiveTotals totals_of(const Topology& t, const CollectiveSp
                                            const std::vector<std::int64_t>& received) {
   ScenarioResult::CollectiveTotals out;
   for (std::size_t l = 0; l < links.size(); ++l)
-    if (links.bytes(l) > 0) out.link_bytes.emplace_back(static_cast<LinkId>(l), links.bytes(l));
+    if (links.bytes(l) > 0) {
+      out.link_bytes.emplace_back(static_cast<LinkId>(l), links.bytes(l));
+      out.link_slowed.push_back(links.slowed(l));
+    }
   for (int rank : c.ranks) {
     const auto gpu = static_cast<std::size_t>(t.gpu_of_rank(rank));
     out.sent.push_back(sent[gpu]);
