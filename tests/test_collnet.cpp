@@ -425,6 +425,18 @@ TEST_CASE(
   CHECK(roots.size() == 4);
 }
 
+TEST_CASE("collnet_direct gathers at most 8 GPUs a host, as NCCL's, and CollNetChain takes more") {
+  const std::string cluster =
+      R"({"topology": {"preset": "cluster", "nodes": 2, "gpus_per_node": 16, "sharp": true},
+          "network": {"model": "flow"}, "collectives": [{"op": "all_reduce", "bytes": "256MiB", )";
+  CHECK_THAT(plan_error_of(cluster + R"("algorithm": "collnet_direct"}]})"),
+             Catch::Contains("collectives[0]: collnet_direct gathers at most 8 GPUs"));
+  // NCCL's pick still weighs CollNetChain on those hosts.
+  const Plan plan =
+      make_plan(scenario_of(cluster + R"("algorithm": "nccl", "nccl_algo": "collnetchain"}]})"));
+  CHECK_THAT(plan.collectives[0].label(), Catch::StartsWith("nccl: collnet_chain/Simple/"));
+}
+
 TEST_CASE("a SHARP switch slower than its links is the bottleneck the report names") {
   // CollNetDirect on 2 hosts of 8: each GPU's NVLink carries most (1.75 x its share), each
   // NIC its rail's share once each way; at the line rate NVLink is the limit.

@@ -220,7 +220,9 @@ class Tuner {
     } else {
       NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
       topo.nvls = switch_reduces(spec, topo.nodes);
-      topo.collnet = topo.nodes > 1 && accepts(spec, "collnet_direct");
+      // CollNet: every rail under a SHARP switch (collnet_chain takes any GPUs a host;
+      // NCCL's model leaves CollNetDirect out past 8).
+      topo.collnet = topo.nodes > 1 && accepts(spec, "collnet_chain");
       NcclPick p;
       try {
         p = nccl_pick(topo, spec.shape.op, spec.bytes, spec.nccl_filter);

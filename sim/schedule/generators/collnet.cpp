@@ -65,6 +65,18 @@ std::vector<PhasedPlan> chain_plans(const Group& region, HostBlocks layout, int 
   return {std::move(plan)};
 }
 
+// NCCL's CollNetDirect gathers a host's GPUs into each head directly, at most
+// NCCL_MAX_DIRECT_ARITY (7) peers and the head: 8 GPUs a host. "" where it fits. (The
+// generator itself takes any: the replayer proves it for any block size.)
+constexpr int kMostDirectPerHost = 8;
+std::string direct_arity_problem(HostBlocks layout) {
+  if (layout.per_host <= kMostDirectPerHost) return "";
+  return fmt::format(
+      "collnet_direct gathers at most {} GPUs of a host (NCCL's direct arity "
+      "7 and the head); these ranks have {} on each; collnet_chain takes any",
+      kMostDirectPerHost, layout.per_host);
+}
+
 template <bool kChain>
 Schedule collnet_all_reduce(const CollectiveShape& shape, const AlgorithmOptions& o) {
   const char* name = kChain ? "collnet_chain" : "collnet_direct";
@@ -98,6 +110,8 @@ void collnet_defaults(AlgorithmOptions& o, const OptionContext& ctx) {
                      fmt::format("{} reduces across hosts in the network; these {} ranks are on "
                                  "one host",
                                  name, ctx.ranks));
+  if (const std::string why = kChain ? "" : direct_arity_problem(layout); !why.empty())
+    throw InputError(ctx.json_path, why);
   require_rail_switches(ctx, layout, name);
 }
 
@@ -148,7 +162,8 @@ void register_collnet(std::vector<AlgorithmEntry>& c) {
       "GPU per host) all-reduce it in a network switch with \"sharp\": true, and each head "
       "copies the result back to its host's GPUs; pipelined with `segments`, `channels` "
       "independent copies on slices. Each host has the same number of consecutive ranks "
-      "(`hosts` defaults to the topology's), on at least two hosts."));
+      "(`hosts` defaults to the topology's), on at least two hosts, at most 8 a host (NCCL's "
+      "direct arity)."));
   c.push_back(collnet_entry<true>(
       "NCCL's CollNetChain (InfiniBand SHARP): per channel, a chain through each host's GPUs "
       "reduces to the channel's head (rail c for channel c), the heads (one GPU per host) "
