@@ -463,4 +463,30 @@ TEST_CASE("a SHARP switch slower than its links is the bottleneck the report nam
   CHECK(quarter.seconds <= slow);
 }
 
+TEST_CASE("a run streamed names the bottlenecks its stored run names, slowed legs and ties alike") {
+  // Uneven NVLS slices on one switch: several links tie on bytes and on slowed bytes, which
+  // the two runs sum in different orders (ops as they retire, legs as they begin).
+  for (const char* collectives :
+       {R"({"name": "a", "op": "all_reduce", "algorithm": "nvls", "bytes": 4000012, "segments": 16},
+           {"name": "b", "op": "all_reduce", "algorithm": "nvls", "bytes": 8000024, "segments": 17})",
+        R"({"name": "a", "op": "all_reduce", "algorithm": "nvls", "bytes": 1000004, "segments": 5},
+           {"name": "b", "op": "all_reduce", "algorithm": "ring", "bytes": 1000004})"}) {
+    INFO(collectives);
+    const Scenario s = scenario_of(
+        std::string(R"({"topology": "dgx-h100", "network": {"model": "flow"}, "collectives": [)") +
+        collectives + "]}");
+    const TrafficReport stored = analyse_traffic(s, run_scenario(s));
+    const TrafficReport streamed = analyse_traffic(s, run_scenario_streamed(s));
+    REQUIRE(stored.per_collective.size() == streamed.per_collective.size());
+    for (std::size_t c = 0; c < stored.per_collective.size(); ++c) {
+      const Bottleneck &a = stored.per_collective[c], &b = streamed.per_collective[c];
+      CHECK(a.link == b.link);
+      CHECK(a.bytes == b.bytes);
+      CHECK(a.seconds == b.seconds);
+      CHECK(a.share_of_rate == b.share_of_rate);
+    }
+    CHECK(stored.per_collective[0].share_of_rate < 1);
+  }
+}
+
 }  // namespace collnet_test

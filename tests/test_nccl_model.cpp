@@ -414,10 +414,20 @@ TEST_CASE("nccl_algo and nccl_proto take NCCL's per-collective form", "[nccl]") 
                           algo + "\"}]}");
   };
   CHECK_THAT(error("ring;tree"), Catch::Contains("collectives[0].nccl_algo") &&
-                                     Catch::Contains("names its collective"));
-  CHECK_THAT(error("allreduces:ring"), Catch::Contains("\"allreduces\" before a colon"));
-  // Every list is checked, not only the one that applies.
-  CHECK_THAT(error("allgather:rings"), Catch::Contains("ring, tree"));
+                                     Catch::Contains("\"tree\": every list after the first "
+                                                     "names its collective"));
+  CHECK_THAT(error(";ring"), Catch::Contains("names its collective"));  // as NCCL's strtok
+  // NCCL's function names, any case, as it compares them; what was typed is quoted.
+  CHECK_THAT(error("All_Gathr:ring"), Catch::Contains("\"All_Gathr\" before a colon is not one "
+                                                      "of NCCL's functions (broadcast, reduce"));
+  CHECK_THAT(error("all_reduce:ring"), Catch::Contains("\"all_reduce\" before a colon"));
+  // Empty lists and names are skipped, as NCCL skips them.
+  for (const char* fine :
+       {"ring;", "allreduce:ring;", ";allreduce:ring", "ring,,tree;;ALLREDUCE:tree"})
+    CHECK(error(fine) == "no error");
+  // Every list is checked, not only the one that applies, and the bad name is quoted.
+  CHECK_THAT(error("allgather:rings;allreduce:ring"),
+             Catch::Contains("\"rings\" is not one of ring, tree"));
   CHECK_THAT(error("allreduce:^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain"),
              Catch::Contains("excludes everything for all_reduce"));
   // A list that empties another collective's choice is that collective's concern.

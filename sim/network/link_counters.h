@@ -1,6 +1,7 @@
 #pragma once
 // What each directed link carried during a run.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -29,10 +30,17 @@ struct alignas(64) LinkCount {
   // at the same instant do not overlap, whichever order that instant's events ran in.
   std::int32_t peak_in_flight = 0;
   // What a reducing switch's legs add to the bytes at its efficiency (bytes / efficiency -
-  // bytes): the link carries them that much slower (the bottleneck reads it).
-  double slowed = 0;
+  // bytes, rounded per leg: whole bytes sum alike in any order): the link carries them
+  // that much slower (the bottleneck reads it).
+  std::int64_t slowed = 0;
 };
 static_assert(sizeof(LinkCount) == 64, "one link's counters, one cache line");
+
+// What `bytes` moved at `efficiency` of a link's rate add to its bytes, in whole bytes (0 at
+// the full rate).
+inline std::int64_t slowed_bytes(std::int64_t bytes, double efficiency) {
+  return efficiency < 1 ? std::llround(static_cast<double>(bytes) / efficiency) - bytes : 0;
+}
 
 // Every link's counters.
 class LinkCounters {
@@ -45,8 +53,8 @@ class LinkCounters {
   std::int64_t bytes(std::size_t link) const { return links_[link].bytes; }
   Time busy(std::size_t link) const { return links_[link].busy; }
   std::int32_t peak_in_flight(std::size_t link) const { return links_[link].peak_in_flight; }
-  double slowed(std::size_t link) const { return links_[link].slowed; }
-  void add_slowed(LinkId link, double extra) { links_[link].slowed += extra; }
+  std::int64_t slowed(std::size_t link) const { return links_[link].slowed; }
+  void add_slowed(LinkId link, std::int64_t extra) { links_[link].slowed += extra; }
   // Per link, in link order (for comparing two runs whole).
   std::vector<std::int64_t> bytes_per_link() const { return each(&LinkCount::bytes); }
   std::vector<Time> busy_per_link() const { return each(&LinkCount::busy); }

@@ -336,10 +336,13 @@ nlohmann::json collective_json(const Scenario& s, const ScenarioResult& r,
   if (bottleneck)
     out["bottleneck"] = {{"link", t.link_label(bottleneck->link)},
                          {"bytes", bottleneck->bytes},
-                         {"seconds_at_full_rate", bottleneck->seconds}};
-  // Only where a reducing switch's legs slowed the link (their share of the rate, by bytes).
-  if (bottleneck && bottleneck->share_of_rate < 1)
+                         {"seconds_at_full_rate", full_rate_seconds(t, *bottleneck)}};
+  // Only where a reducing switch's legs slowed the link: the share of its rate its bytes
+  // moved at, and the time they needed so (what made it the bottleneck).
+  if (bottleneck && bottleneck->share_of_rate < 1) {
     out["bottleneck"]["share_of_rate"] = bottleneck->share_of_rate;
+    out["bottleneck"]["seconds_at_its_rate"] = bottleneck->seconds;
+  }
   if (i < traffic.collectives.size())
     add_own_traffic(out, t, traffic.collectives[i], traffic.timed);
   return out;
@@ -483,11 +486,12 @@ void write_ranks_csv(std::ostream& out, const Scenario& s, const ScenarioResult&
 
 void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult& r,
                      const TrafficReport& traffic) {
-  out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate\n";
+  out << "collective,step,bottleneck_link,kind,bytes,seconds_at_full_rate,share_of_rate\n";
   for (const auto& b : traffic.per_step)
-    fmt::print(out, "{},{},{},{},{},{:.12g}\n", csv_field(r.resolved[b.collective].name), b.step,
-               csv_field(s.topology.link_label(b.link)), name_of(s.topology.link(b.link).kind),
-               b.bytes, b.seconds);
+    fmt::print(out, "{},{},{},{},{},{:.12g},{:.6g}\n", csv_field(r.resolved[b.collective].name),
+               b.step, csv_field(s.topology.link_label(b.link)),
+               name_of(s.topology.link(b.link).kind), b.bytes, full_rate_seconds(s.topology, b),
+               b.share_of_rate);
 }
 
 void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "network/link_counters.h"
 #include "topology/routing.h"
 
 namespace collsim {
@@ -66,19 +67,19 @@ namespace {
 
 // The share of a link's rate its bytes moved at, 1 unless a reducing switch's legs slowed
 // them.
-double share_of_rate(std::int64_t bytes, double slowed) {
-  return slowed > 0 ? static_cast<double>(bytes) / (static_cast<double>(bytes) + slowed) : 1.0;
+double share_of_rate(std::int64_t bytes, std::int64_t slowed) {
+  return slowed > 0 ? static_cast<double>(bytes) / static_cast<double>(bytes + slowed) : 1.0;
 }
 
 // One link's total in a collective's own record: its utilisation over the collective's
 // window, and the collective's bottleneck (the link needing longest at the rate it carries
 // its bytes; the lower id on a tie, as links come in id order). `slowed`: bytes a reducing
 // switch's legs add at its efficiency (bytes / efficiency - bytes).
-void add_link_total(const Topology& t, LinkId l, std::int64_t bytes, double slowed,
+void add_link_total(const Topology& t, LinkId l, std::int64_t bytes, std::int64_t slowed,
                     CollectiveTraffic& own, Bottleneck& whole) {
   const double capacity = t.link(l).bandwidth, window = own.duration_s();
   own.links.push_back({l, bytes, window > 0 ? bytes / (capacity * window) : 0.0});
-  const double seconds = (static_cast<double>(bytes) + slowed) / capacity;
+  const double seconds = static_cast<double>(bytes + slowed) / capacity;
   if (seconds > whole.seconds)
     whole = {whole.collective, -1, l, seconds, bytes, share_of_rate(bytes, slowed)};
 }
@@ -104,6 +105,10 @@ void add_streamed_collectives(const Topology& t, const ScenarioResult& r, Traffi
 }
 
 }  // namespace
+
+double full_rate_seconds(const Topology& t, const Bottleneck& b) {
+  return static_cast<double>(b.bytes) / t.link(b.link).bandwidth;
+}
 
 std::vector<CollectiveTraffic::LinkBytes> CollectiveTraffic::hottest(std::size_t n) const {
   std::vector<LinkBytes> out = links;
@@ -248,7 +253,7 @@ struct TrafficWalk::State {
       close_step();
       step_ = op.step;
     }
-    const double slowed = efficiency < 1 ? bytes / efficiency - static_cast<double>(bytes) : 0;
+    const std::int64_t slowed = slowed_bytes(bytes, efficiency);
     for (LinkId l : path) {
       if (step_bytes_[l] == 0 && bytes > 0) step_touched_.push_back(l);
       if (coll_bytes_[l] == 0 && bytes > 0) coll_touched_.push_back(l);
@@ -290,7 +295,7 @@ struct TrafficWalk::State {
     Bottleneck b{c_, step_};
     for (LinkId l : step_touched_) {
       const double capacity = t_.link(l).bandwidth;
-      const double secs = (static_cast<double>(step_bytes_[l]) + step_slowed_[l]) / capacity;
+      const double secs = static_cast<double>(step_bytes_[l] + step_slowed_[l]) / capacity;
       if (secs > b.seconds || (secs == b.seconds && l < b.link))
         b = {c_, step_, l, secs, step_bytes_[l], share_of_rate(step_bytes_[l], step_slowed_[l])};
       step_bytes_[l] = 0;
@@ -329,7 +334,7 @@ struct TrafficWalk::State {
   std::vector<std::int64_t> step_bytes_, coll_bytes_;  // per link; zero outside the touched
   // Per link, what a reducing switch's legs add (bytes / efficiency - bytes); zero outside
   // the touched.
-  std::vector<double> step_slowed_, coll_slowed_;
+  std::vector<std::int64_t> step_slowed_, coll_slowed_;
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)

@@ -38,6 +38,9 @@ struct Bottleneck {
   double share_of_rate = 1;
 };
 
+// A bottleneck's bytes at its link's full rate: its seconds, unless a switch slowed them.
+double full_rate_seconds(const Topology& t, const Bottleneck& b);
+
 // One collective's own share: what it moved, judged over its own window
 // [start_s, end_s], so collectives that ran one after another can be compared.
 struct CollectiveTraffic {

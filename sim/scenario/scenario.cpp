@@ -284,16 +284,27 @@ std::string nccl_key(std::string_view name) {
   return key;
 }
 
-// The collectives NCCL_ALGO / NCCL_PROTO may name before a colon: NCCL's function names
-// (allreduce, allgather, reducescatter, broadcast, reduce), and collsim's other
-// collectives written the same way (their NCCL calls have no algorithm to choose).
-bool is_nccl_function(std::string_view key) {
-  const auto names = all_collective_names();
-  return std::any_of(names.begin(), names.end(),
-                     [&](std::string_view name) { return nccl_key(name) == key; });
+// The collectives NCCL_ALGO / NCCL_PROTO may name before a colon: NCCL's function names,
+// compared as NCCL does, ignoring case.
+constexpr std::string_view kNcclFunctions[] = {"broadcast", "reduce", "allgather", "reducescatter",
+                                               "allreduce"};
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
 }
 
-// One list of NCCL_ALGO / NCCL_PROTO: "ring,tree", or "^ll128" for all but those.
+// NCCL's function name for `op` ("" where NCCL has no function of that name).
+std::string_view nccl_function_of(CollectiveOp op) {
+  const std::string key = nccl_key(name_of(op));
+  for (std::string_view f : kNcclFunctions)
+    if (f == key) return f;
+  return "";
+}
+
+// One list of NCCL_ALGO / NCCL_PROTO: "ring,tree", or "^ll128" for all but those; empty
+// names between commas are skipped, as NCCL's strtok does.
 template <typename T>
 std::vector<T> nccl_list_of(const JsonView& v, std::string_view list, std::vector<T> all,
                             std::string_view names) {
@@ -302,16 +313,18 @@ std::vector<T> nccl_list_of(const JsonView& v, std::string_view list, std::vecto
   std::vector<T> listed;
   for (std::size_t at = 0; at <= list.size();) {
     const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string key = nccl_key(list.substr(at, comma - at));
+    const std::string_view name = list.substr(at, comma - at);
+    at = comma + 1;
+    if (name.empty() && !list.empty()) continue;
+    const std::string key = nccl_key(name);
     const auto x = std::find_if(all.begin(), all.end(),
                                 [&](T candidate) { return nccl_key(name_of(candidate)) == key; });
     if (x == all.end())
-      v.fail(
-          fmt::format("a comma-separated list of {} (\"^\" first: all but those), for every "
-                      "collective or per collective as \"allreduce:ring;allgather:^nvls\"",
-                      names));
+      v.fail_message(fmt::format(
+          "\"{}\" is not one of {} (a comma-separated list, \"^\" first: all but those; "
+          "per collective as \"allreduce:ring;allgather:^nvls\")",
+          name, names));
     listed.push_back(*x);
-    at = comma + 1;
   }
   if (!except) return listed;
   std::erase_if(all,
@@ -320,34 +333,38 @@ std::vector<T> nccl_list_of(const JsonView& v, std::string_view list, std::vecto
 }
 
 // NCCL_ALGO / NCCL_PROTO as NCCL parses them, for the collective `op`: lists separated by
-// ";", the first for every collective when it names none, each other one after a
-// collective's name and a colon ("ring;allreduce:tree,nvls"); a later list for `op`
-// replaces an earlier one. Empty: `op` is left to choose among all.
+// ";" (empty ones skipped), the first for every collective when it names none, each other
+// one after a collective's name and a colon ("ring;allreduce:tree,nvls"); a later list for
+// `op` replaces an earlier one. Empty: `op` is left to choose among all.
 template <typename T>
 std::vector<T> parse_nccl_list(const JsonView& v, CollectiveOp op, std::vector<T> all,
                                std::string_view names) {
   const std::string text = v.as_string();
-  const std::string mine = nccl_key(name_of(op));
+  const std::string_view mine = nccl_function_of(op);
   std::vector<T> allowed;
   bool set = false;
   for (std::size_t at = 0; at <= text.size();) {
     const std::size_t semicolon = std::min(text.find(';', at), text.size());
     std::string_view entry = std::string_view(text).substr(at, semicolon - at);
+    const bool first = at == 0;
+    at = semicolon + 1;
+    if (entry.empty()) continue;
     std::string prefix;
     if (const std::size_t colon = entry.find(':'); colon != std::string_view::npos) {
-      prefix = nccl_key(entry.substr(0, colon));
+      prefix = lowercase(entry.substr(0, colon));
+      if (std::find(std::begin(kNcclFunctions), std::end(kNcclFunctions), prefix) ==
+          std::end(kNcclFunctions))
+        v.fail_message(fmt::format("\"{}\" before a colon is not one of NCCL's functions ({})",
+                                   entry.substr(0, colon), fmt::join(kNcclFunctions, ", ")));
       entry.remove_prefix(colon + 1);
-      if (!is_nccl_function(prefix))
-        v.fail_message(
-            fmt::format("\"{}\" before a colon is not a collective (allreduce, "
-                        "allgather, reducescatter, broadcast, reduce, ...)",
-                        prefix));
-    } else if (at > 0) {
-      v.fail_message("every list after the first names its collective, as \"allreduce:ring\"");
+    } else if (!first) {
+      v.fail_message(
+          fmt::format("\"{}\": every list after the first names its collective, "
+                      "as \"allreduce:ring\"",
+                      entry));
     }
     std::vector<T> list = nccl_list_of(v, entry, all, names);  // checked for every collective
     if (prefix.empty() || prefix == mine) allowed = std::move(list), set = true;
-    at = semicolon + 1;
   }
   if (set && allowed.empty())
     v.fail_message(fmt::format("excludes everything for {}", name_of(op)));

@@ -185,9 +185,8 @@ class Executor : private NetworkHost {
       const double efficiency = src.switch_efficiency(task, Schedule::in_network(op), issuer);
       cost.stretch /= efficiency;
       model_.start_transfer(*this, src.id(task, id, leg), path, bytes, cost);
-      if (efficiency < 1)
-        for (LinkId l : router_.links(path))
-          traffic_.links.add_slowed(l, static_cast<double>(bytes) / efficiency - bytes);
+      if (const std::int64_t extra = slowed_bytes(bytes, efficiency); extra > 0)
+        for (LinkId l : router_.links(path)) traffic_.links.add_slowed(l, extra);
     }
   }
 

@@ -45,7 +45,7 @@ struct ScenarioResult {
   // alone), which the reports read instead of its ops.
   struct CollectiveTotals {
     std::vector<std::pair<LinkId, std::int64_t>> link_bytes;  // the links it used, by id
-    std::vector<double> link_slowed;  // of each, LinkCounters::slowed (0: none)
+    std::vector<std::int64_t> link_slowed;  // of each, LinkCounters::slowed (0: none)
     std::vector<std::int64_t> sent, received;                 // by its own rank index
   };
   std::vector<CollectiveTotals> streamed_totals;
