@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
@@ -328,4 +329,17 @@ TEST_CASE("result.json written a collective at a time is the document dumped who
     ++compared;
   }
   CHECK(compared >= 10);
+  // Enough collectives (5,000) that their parts are made on several threads, in batches of
+  // 4,096, one batch part-filled: still the same bytes, in order.
+  nlohmann::json many = {
+      {"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "450GB/s"}}},
+      {"network", {{"model", "ideal"}}},
+      {"collectives", nlohmann::json::array()}};
+  for (int i = 0; i < 5000; ++i)
+    many["collectives"].push_back({{"name", fmt::format("c{}", i)},
+                                   {"op", i % 3 ? "all_reduce" : "all_gather"},
+                                   {"bytes", 4096 * (1 + i % 7)},
+                                   {"after", nlohmann::json::array()}});
+  const Scenario m = parse_scenario(many, ".");
+  same_bytes(m, run_scenario(m));
 }
