@@ -329,8 +329,8 @@ TEST_CASE("result.json written a collective at a time is the document dumped who
     ++compared;
   }
   CHECK(compared >= 10);
-  // Enough collectives (5,000) that their parts are made on several threads, in batches of
-  // 4,096, one batch part-filled: still the same bytes, in order.
+  // Enough collectives (5,000) that their parts are made on several threads (1, 3 and the
+  // machine's), in batches of 4,096, one batch part-filled: still the same bytes, in order.
   nlohmann::json many = {
       {"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "450GB/s"}}},
       {"network", {{"model", "ideal"}}},
@@ -341,5 +341,12 @@ TEST_CASE("result.json written a collective at a time is the document dumped who
                                    {"bytes", 4096 * (1 + i % 7)},
                                    {"after", nlohmann::json::array()}});
   const Scenario m = parse_scenario(many, ".");
-  same_bytes(m, run_scenario(m));
+  const ScenarioResult mr = run_scenario(m);
+  const TrafficReport traffic = analyse_traffic(m, mr);
+  const std::string whole = result_json(m, mr, traffic).dump(2) + "\n";
+  for (int threads : {1, 3, 0}) {
+    std::ostringstream made;
+    write_result_json(made, m, mr, traffic, threads);
+    CHECK(made.str() == whole);
+  }
 }

@@ -75,11 +75,11 @@ bool worth_huge_pages(const Scenario& s) {
                      [](const CollectiveSpec& c) { return schedule_ops_bound(c) >= (1 << 18); });
 }
 
-// A scenario file this large holds thousands of collectives (about 120 bytes each) or a
-// long workload: the run restarts on huge pages before reading it, not after (100,000
+// A scenario file this large holds thousands of collectives (67 to 120 bytes each) or a long
+// workload: the run restarts on huge pages before reading it, not after (100,000
 // collectives took a second to read, twice over).
 bool large_scenario_file(const std::string& path) {
-  constexpr std::uintmax_t kLarge = std::uintmax_t{1} << 20;
+  constexpr std::uintmax_t kLarge = std::uintmax_t{256} << 10;
   std::error_code error;
   const std::uintmax_t bytes = std::filesystem::file_size(path, error);
   return !error && bytes >= kLarge;
@@ -714,7 +714,8 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "__rank")
     return collsim::rank_main(argv[2], std::atoi(argv[3]));
 
-  // `run` restarts once it has read its scenario, and only for a large run.
+  // `run` restarts only for a large run: before reading a large file, or once it has read
+  // its scenario (run_command).
   g_argv = argv;
   if (argc < 2 || std::string(argv[1]) != "run") collsim::restart_with_huge_pages(argv);
 

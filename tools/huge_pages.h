@@ -3,8 +3,9 @@
 // (docs/results/benchmarks.md, "The heap on huge pages"). glibc backs its heap with
 // transparent huge pages when asked (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, glibc >= 2.35),
 // but reads that only as a process starts, so the command line restarts itself once with
-// it set: at once for every command but `run`, which restarts once it has read its
-// scenario and found it large (a small run is over before the restart's 7 ms would pay). It runs on
+// it set: at once for every command but `run`, which restarts before reading a large scenario
+// file, or once it has read its scenario and found the run large (a small run is over before
+// the restart's 7 ms would pay). It runs on
 // as started, never restarting, where the restart would not do what it should: glibc.malloc.hugetlb
 // already set (=0 turns this off), a sanitizer build (its allocator is not glibc's), a
 // secure-execution process (glibc drops the tunable), a program started through ld.so by hand, and

@@ -1,5 +1,7 @@
 #include "report/reports.h"
 
+#include <sched.h>
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -411,15 +414,27 @@ nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
 
 namespace {
 
+// The cores this process may run on (its affinity: taskset, a container's cpuset), at least 1.
+std::size_t usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 // Items 0..n-1 made into text by `make(i, into)` (appending) and written in order, a batch at
-// a time, each batch's items shared out over the machine's cores (up to 8): making each
-// collective's part of result.json is most of writing 100,000 of them, and the parts do not
-// depend on each other. The bytes are those of making them one by one.
+// a time, each batch's items shared out over `threads` threads (0: the usable cores, up to
+// 8): making each collective's part of result.json is most of writing 100,000 of them, and
+// the parts do not depend on each other. The bytes are those of making them one by one.
+// Where a thread cannot be started (a process limit), this one makes its share. (nlohmann's
+// dump reads localeconv(), glibc's static: safe while nothing calls setlocale, as nothing in
+// collsim does.)
 template <class Make>
-void write_in_batches(std::ostream& out, std::size_t n, const Make& make) {
+void write_in_batches(std::ostream& out, std::size_t n, int threads, const Make& make) {
   constexpr std::size_t kBatch = 4096, kAlone = 256;  // below kAlone items, no threads
   const std::size_t workers =
-      n < kAlone ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+      n < kAlone ? 1
+                 : std::clamp<std::size_t>(
+                       threads > 0 ? static_cast<std::size_t>(threads) : usable_cores(), 1, 8);
   std::vector<std::string> parts(workers);
   std::vector<std::exception_ptr> errors(workers);
   for (std::size_t begin = 0; begin < n; begin += kBatch) {
@@ -435,8 +450,13 @@ void write_in_batches(std::ostream& out, std::size_t n, const Make& make) {
     };
     {
       std::vector<std::jthread> helpers;
-      for (std::size_t w = 1; w < workers; ++w) helpers.emplace_back(part, w);
+      std::size_t started = 1;
+      try {
+        for (; started < workers; ++started) helpers.emplace_back(part, started);
+      } catch (const std::system_error&) {  // no more threads: the rest made here
+      }
       part(0);
+      for (std::size_t w = started; w < workers; ++w) part(w);
     }  // joined
     for (std::size_t w = 0; w < workers; ++w) {
       if (errors[w]) std::rethrow_exception(errors[w]);
@@ -448,7 +468,7 @@ void write_in_batches(std::ostream& out, std::size_t n, const Make& make) {
 }  // namespace
 
 void write_result_json(std::ostream& out, const Scenario& s, const ScenarioResult& r,
-                       const TrafficReport& traffic) {
+                       const TrafficReport& traffic, int threads) {
   // The frame as dump(2) prints it, the collectives written one at a time where its empty
   // array stands: 100,000 collectives never sit in memory as one document.
   const std::string frame = result_json_frame(s, traffic).dump(2);
@@ -460,7 +480,7 @@ void write_result_json(std::ostream& out, const Scenario& s, const ScenarioResul
   } else {
     out << "[";
     const auto bottlenecks = bottlenecks_of(r, traffic);
-    write_in_batches(out, r.resolved.size(), [&](std::size_t i, std::string& into) {
+    write_in_batches(out, r.resolved.size(), threads, [&](std::size_t i, std::string& into) {
       const std::string text = collective_json(s, r, traffic, i, bottlenecks[i]).dump(2);
       into += i ? ",\n    " : "\n    ";
       std::size_t from = 0;  // each line indented by the array's depth (a string holds no \n)

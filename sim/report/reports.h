@@ -30,10 +30,11 @@ nlohmann::json held_json(HeldBy held);
 
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
-// result_json(...).dump(2) and a newline, written one collective at a time (memory: one
-// collective's document, not every one's).
+// result_json(...).dump(2) and a newline, written a batch of collectives at a time (memory:
+// a batch's documents, not every one's), each batch made on `threads` threads (0: the cores
+// this process may use, up to 8); the same bytes on any number.
 void write_result_json(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
-                       const TrafficReport& traffic);
+                       const TrafficReport& traffic, int threads = 0);
 // Rows with scope "run" (every link or rank, over the whole run), then rows with scope
 // "collective" (what each collective moved, over its own window): docs/commands.md lists the columns.
 void write_links_csv(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
