@@ -27,12 +27,15 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <ostream>
+#include <streambuf>
 
 #include "core/json_view.h"
 #include "core/units.h"
 #include "huge_pages.h"
 #include "network/flow_model.h"
 #include "network/packet_model.h"
+#include "report/run_use_case.h"
 #include "scenario/scenario.h"
 #include "schedule/algorithms.h"
 #include "simulate/run_workload.h"
@@ -76,6 +79,11 @@ struct Case {
   // > 0: not a ring but Meta's Llama 3 405B step (TP 8, PP 16, 1F1B, flow) with this many
   // replicas, as `collsim run` runs it (folded by its replicas where that pays).
   int llama_dp = 0;
+  // > 0: not one ring but this many independent ring all-reduces of 4 KiB on a 4-GPU switch
+  // (`model`), read from scenario text, planned, run and reported as `collsim run` does
+  // (`json`: its --format json document), the output thrown away.
+  int independent = 0;
+  bool json = false;
 };
 
 // What one run measured; plain data, so a child process can hand it over a pipe.
@@ -243,7 +251,45 @@ Figures run_llama_step(const Case& c) {
   return f;
 }
 
+// Writes nothing anywhere: the reports are made, their bytes dropped.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int ch) override { return ch; }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
+Figures run_independent(const Case& c) {
+  const double cpu0 = cpu_seconds();
+  const auto t0 = Clock::now();
+  std::string text = fmt::format(
+      R"({{"topology": {{"preset": "switch", "gpus": 4, "bandwidth": "450GB/s"}},
+          "network": {{"model": "{}"}}, "collectives": [)",
+      c.model);
+  for (int i = 0; i < c.independent; ++i)
+    text += fmt::format(R"({}{{"name": "c{}", "op": "all_reduce", "bytes": "4KiB", )"
+                        R"("algorithm": "ring", "after": []}})",
+                        i ? ", " : "", i);
+  text += "]}";
+  const Scenario s = parse_scenario(parse_json_text(text, "independent.json"), ".");
+  const RunRecord record = run_use_case(s, {});
+  NullBuffer null;
+  std::ostream out(&null);
+  if (c.json)
+    write_run_document(out, s, record);
+  else
+    out << run_table(s, record);
+  Figures f;
+  f.loop_s = seconds_since(t0);
+  f.simulated_s = record.result->outcomes.back().end_s;
+  f.transfers = record.result->sim.transfers;
+  f.events = record.result->sim.events;
+  f.cpu_s = cpu_seconds() - cpu0;
+  f.peak_mib = peak_rss_mib();
+  return f;
+}
+
 Figures run_case(const Case& c) {
+  if (c.independent > 0) return run_independent(c);
   return c.llama_dp > 0 ? run_llama_step(c) : CaseRun(c).run();
 }
 
@@ -454,6 +500,14 @@ std::vector<Target> scale_targets(bool with_100k) {
       {"Llama 3 405B step, 16384 GPUs (TP 8, PP 16, DP 128, 1F1B, flow), as "
        "collsim run runs it (< 60 s, < 4 GB)",
        Case{.llama_dp = 128}, 60.0, false});
+  // Many small collectives: the scenario read, planned, run and reported (< 3 s).
+  for (const char* model : {"ideal", "flow"})
+    for (bool json : {false, true})
+      targets.push_back(
+          {fmt::format("100000 independent 4KiB all-reduces, 4-GPU switch, {}, as collsim run{} "
+                       "(< 3 s)",
+                       model, json ? " --format json" : ""),
+           Case{.model = model, .independent = 100000, .json = json}, 3.0, false});
   // 2e10 transfers: over an hour on two cores, so once, and only when asked.
   if (with_100k)
     targets.push_back({"ideal ring 1GiB switch K=100000, streamed (finishes; run once)",
@@ -463,6 +517,17 @@ std::vector<Target> scale_targets(bool with_100k) {
 
 // What one target's median run did, and whether it met its limit.
 void print_target_run(const Target& t, const Figures& f, const Child& child) {
+  if (t.c.independent > 0) {  // whole runs of a scenario: read, plan, run, report
+    fmt::print("  {} transfers, {} events; all done at {:.3f} us simulated\n", f.transfers,
+               f.events, f.simulated_s * 1e6);
+    fmt::print(
+        "  wall {:.3f} s (read, plan, run, report: {:.3f}), CPU {:.3f} s; peak RSS {:.1f} MiB\n",
+        child.wall_s, f.loop_s, child.cpu_s, child.peak_mib);
+    fmt::print("  target < {} s: {} by wall, {} by CPU\n", t.max_wall_s,
+               child.wall_s < t.max_wall_s ? "met" : "missed",
+               child.cpu_s < t.max_wall_s ? "met" : "missed");
+    return;
+  }
   if (t.c.llama_dp > 0) {  // a training step: its time, how it ran, and the whole process
     fmt::print("  step {:.3f} s simulated, {} transfers, {} events played; {}\n", f.simulated_s,
                f.transfers, f.events, f.topology[0] ? f.topology : "not folded");
@@ -527,12 +592,14 @@ void print_floor_ratio(const std::string& floor_path, const Case& c, int repeat,
              child.peak_mib / fl.child.peak_mib);
 }
 
-int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
+int run_targets(const std::string& floor_path, int repeat, bool with_100k,
+                const std::string& match) {
   fmt::print("median of {} run(s) each; wall and CPU are whole child processes (setup included)\n",
              repeat);
   // Per way of running the flow cluster (streamed, folded): (K, CPU seconds).
   std::map<std::string, std::vector<std::pair<int, double>>> flow_growth;
   for (const Target& t : scale_targets(with_100k)) {
+    if (t.what.find(match) == std::string::npos) continue;
     fmt::print("\n{}\n", t.what);
     const double ops = 2.0 * (t.c.ranks - 1) * t.c.ranks;
     if (!t.c.stream && !t.c.fold && ops * kStoredBytesPerTransfer > 0.8 * available_bytes()) {
@@ -558,7 +625,7 @@ int run_targets(const std::string& floor_path, int repeat, bool with_100k) {
           .emplace_back(t.c.ranks, child.cpu_s);
     if (t.with_floor) print_floor_ratio(floor_path, t.c, t.once ? 1 : repeat, child);
   }
-  if (!with_100k)
+  if (!with_100k && match.empty())
     fmt::print(
         "\nideal ring 1GiB switch K=100000, streamed: not run (add --k100k: 2e10 "
         "transfers: over an hour on two cores)\n");
@@ -613,13 +680,15 @@ int main(int argc, char** argv) {
                "--stream: generate on the simulator's thread instead of a thread of its own");
   app.add_flag("--targets", targets, "Run every scale target, each in a child process");
   app.add_flag("--k100k", with_100k, "--targets: also the K=100000 streamed ring (once)");
+  std::string match;
+  app.add_option("--match", match, "--targets: only those whose title holds this text");
   app.add_option("--floor", floor_path, "The floor program (tools/floor/floor.cpp, built)");
   app.add_option("--repeat", repeat, "--targets: runs per case (the median is printed)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  if (targets) return run_targets(floor_path, repeat, with_100k);
+  if (targets) return run_targets(floor_path, repeat, with_100k, match);
   const double baseline_mib = peak_rss_mib();
   print_single(c, run_case(c), baseline_mib);
   return 0;
