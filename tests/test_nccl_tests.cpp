@@ -297,6 +297,13 @@ TEST_CASE("nccl-tests: the NCCL_ALGO a log was forced to is read, and calibrate 
   CHECK(algo_of("# env: NCCL_ALGO=ring;allreduce:tree,nvls\n") == "ring;allreduce:tree,nvls");
   CHECK(algo_of("# env: NCCL_IB_HCA=mlx5 (no NCCL_ALGO)\n").empty());
   CHECK(algo_of("# NCCL_ALGO=\xff\n").empty());  // not a list NCCL reads
+  // NCCL_PROTO likewise, beside it or alone.
+  auto proto_of = [&](const std::string& line) {
+    return parse_nccl_tests_log(nccl_tests_test::kHeader + line + row, "all_reduce.txt").nccl_proto;
+  };
+  CHECK(proto_of("# env: NCCL_ALGO=^NVLS,Tree NCCL_PROTO=Simple\n") == "Simple");
+  CHECK(proto_of("host:1:1 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128\n") == "^LL128");
+  CHECK(proto_of("# env: NCCL_PROTOCOL=Simple NCCL_ALGO=Ring\n").empty());
 
   // The forced-ring log, with the line NCCL_DEBUG=INFO prints: fitted as with --nccl-algo.
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-algo");
@@ -320,6 +327,46 @@ TEST_CASE("nccl-tests: the NCCL_ALGO a log was forced to is read, and calibrate 
   CHECK(a["provenance"]["logs"][0]["nccl_algo"] == "Ring");
   CHECK(a["fit"]["mape_pct"] == b["fit"]["mape_pct"]);
   CHECK(a["fit"]["defaults_mape_pct"] == b["fit"]["defaults_mape_pct"]);
+
+  // A log that also says NCCL_PROTO=Simple is fitted with NCCL held to Simple: its small sizes
+  // (LL there without it) come out otherwise, and compare says what the log ran with.
+  std::ofstream(dir / "ring-simple.txt")
+      << "gpu:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+      << "gpu:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+      << text;
+  const auto simple =
+      collsim::test::run_collsim("calibrate --nccl-tests " + (dir / "ring-simple.txt").string() +
+                                 " --topology dgx-h100 --out " + (dir / "c.json").string());
+  INFO(simple.out << simple.err);
+  REQUIRE(simple.status == 0);
+  CHECK_THAT(simple.out, Catch::Contains("NCCL_PROTO=Simple (from the log)"));
+  const auto c = nlohmann::json::parse(collsim::test::slurp(dir / "c.json"));
+  CHECK(c["provenance"]["logs"][0]["nccl_proto"] == "Simple");
+  CHECK(c["fit"]["defaults_mape_pct"] != a["fit"]["defaults_mape_pct"]);
+  // The same as --nccl-proto on the log that does not say.
+  const auto proto_option = collsim::test::run_collsim(
+      "calibrate --nccl-tests " + nccl_tests_test::published_log("h100x8_all_reduce_ring.txt") +
+      " --topology dgx-h100 --nccl-algo ring --nccl-proto simple --out " +
+      (dir / "d.json").string());
+  REQUIRE(proto_option.status == 0);
+  const auto d = nlohmann::json::parse(collsim::test::slurp(dir / "d.json"));
+  CHECK(d["provenance"]["nccl_proto"] == "simple");
+  CHECK(d["fit"]["defaults_mape_pct"] == c["fit"]["defaults_mape_pct"]);
+  CHECK_THAT(collsim::test::run_collsim(
+                 "calibrate --nccl-tests " + (dir / "ring-simple.txt").string() +
+                 " --topology dgx-h100 --algorithm ring --nccl-proto simple --out " +
+                 (dir / "e.json").string())
+                 .err,
+             Catch::Contains("--nccl-proto: only with --algorithm nccl"));
+  std::ofstream(dir / "ring.json")
+      << R"({"topology": "dgx-h100", "collectives": [{"name": "ar", "op": "all_reduce",
+             "algorithm": "nccl", "nccl_algo": "ring", "bytes": "1MiB"}]})";
+  const auto compared =
+      collsim::test::run_collsim("compare " + (dir / "ring.json").string() + " --nccl-tests " +
+                                 (dir / "ring-simple.txt").string());
+  CHECK_THAT(compared.out, Catch::Contains("# the log ran with NCCL_PROTO=Simple; the scenario's "
+                                           "collective lets NCCL pick from all (set "
+                                           "\"nccl_proto\""));
 }
 
 TEST_CASE("nccl-tests parser bounds the rows and the Rank lines a log may have", "[nccl-tests]") {

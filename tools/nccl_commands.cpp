@@ -72,6 +72,9 @@ void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {
   calibrate->add_option("--nccl-algo", args.nccl_algo,
                         "--nccl-tests: the NCCL_ALGO the logs were run with (ring, tree, nvls, "
                         "...), when they forced one");
+  calibrate->add_option("--nccl-proto", args.nccl_proto,
+                        "--nccl-tests: the NCCL_PROTO the logs were run with (simple, ^ll128, "
+                        "...), when they forced one");
   calibrate->add_option("--network", args.network,
                         "--nccl-tests: the network model to fit under (default: the scenario "
                         "default); a calibration is used under this model only");
@@ -92,7 +95,8 @@ void check_no_nccl_compare_options(const CLI::App* compare) {
 
 void check_no_nccl_calibrate_options(const CLI::App* calibrate) {
   refuse_given(calibrate,
-               {"--topology", "--algorithm", "--nccl-algo", "--network", "--collective", "--terms"},
+               {"--topology", "--algorithm", "--nccl-algo", "--nccl-proto", "--network",
+                "--collective", "--terms"},
                "only with --nccl-tests (a calibration measured here fits alpha and beta)");
 }
 
@@ -134,6 +138,7 @@ int nccl_calibrate_command(const NcclCalibrateArgs& args, const CLI::App* calibr
                                                .topology = args.topology,
                                                .algorithm = args.algorithm,
                                                .nccl_algo = args.nccl_algo,
+                                               .nccl_proto = args.nccl_proto,
                                                .network = args.network,
                                                .collective = args.collective,
                                                .terms = args.terms,

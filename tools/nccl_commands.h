@@ -20,6 +20,7 @@ struct NcclCalibrateArgs {
   std::string topology;
   std::string algorithm = "nccl";
   std::string nccl_algo;
+  std::string nccl_proto;
   std::string network;
   std::string collective;
   std::string terms = "launch,latency,efficiency,curve";

@@ -233,12 +233,14 @@ py::object compare(const py::object& scenario, const py::object& nccl_tests,
 // held out and uncalibrated, and the residuals); written to `out` too when given.
 py::object calibrate(const py::object& nccl_tests, const py::object& topology,
                      const std::string& algorithm, const std::string& nccl_algo,
-                     const std::string& network, const std::string& collective,
-                     const std::string& terms, int ranks, const py::object& out) {
+                     const std::string& nccl_proto, const std::string& network,
+                     const std::string& collective, const std::string& terms, int ranks,
+                     const py::object& out) {
   NcclCalibrateRequest request{.logs = {},
                                .topology = {},
                                .algorithm = algorithm,
                                .nccl_algo = nccl_algo,
+                               .nccl_proto = nccl_proto,
                                .network = network,
                                .collective = collective,
                                .terms = terms,
@@ -328,9 +330,10 @@ PYBIND11_MODULE(collsim, m) {
         "compare; returns `collsim compare --nccl-tests LOG --format json`'s document, whose "
         "\"rows\" are one flat dict per size (pandas.DataFrame(doc[\"rows\"])).");
   m.def("calibrate", &calibrate, py::arg("nccl_tests"), py::kw_only(), py::arg("topology"),
-        py::arg("algorithm") = "nccl", py::arg("nccl_algo") = "", py::arg("network") = "",
-        py::arg("collective") = "", py::arg("terms") = "launch,latency,efficiency,curve",
-        py::arg("ranks") = 0, py::arg("out") = py::none(),
+        py::arg("algorithm") = "nccl", py::arg("nccl_algo") = "", py::arg("nccl_proto") = "",
+        py::arg("network") = "", py::arg("collective") = "",
+        py::arg("terms") = "launch,latency,efficiency,curve", py::arg("ranks") = 0,
+        py::arg("out") = py::none(),
         "Fit the machine's cost terms to nccl-tests logs (a path or a list of paths) run on "
         "`topology` (a bundled name, a file, or a dict); returns the calibration `collsim "
         "calibrate --nccl-tests LOGS --topology T --out FILE` writes, and writes it to `out` "

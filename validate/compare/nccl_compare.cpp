@@ -122,6 +122,7 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   out.collective = base.name;
   out.algorithm = base.algorithm;
   out.nccl_filtered = !base.nccl_filter.algorithms.empty();
+  out.nccl_proto_filtered = !base.nccl_filter.protocols.empty();
   out.op = base.shape.op;
   out.ranks = log.ranks;
   out.log = std::make_shared<const NcclTestsLog>(log);
@@ -169,6 +170,12 @@ std::string nccl_comparison_table(const NcclComparison& c) {
                        c.algorithm == "nccl" && !c.nccl_filtered
                            ? "; the scenario's collective lets NCCL pick from all (set "
                              "\"nccl_algo\" to compare like with like)"
+                           : "");
+  if (!log.nccl_proto.empty())
+    out += fmt::format("# the log ran with NCCL_PROTO={}{}\n", log.nccl_proto,
+                       c.algorithm == "nccl" && !c.nccl_proto_filtered
+                           ? "; the scenario's collective lets NCCL pick from all (set "
+                             "\"nccl_proto\" to compare like with like)"
                            : "");
   out +=
       "# measured: the log's out-of-place columns; error = (simulated - measured) / measured;\n"

@@ -55,6 +55,7 @@ struct NcclComparison {
   std::string algorithm;       // as the scenario asks for it ("nccl", "ring", "auto")
   LaunchMode launch;           // as simulated: the scenario's, else the log's
   bool nccl_filtered = false;  // the collective restricts NCCL's algorithms ("nccl_algo")
+  bool nccl_proto_filtered = false;  // and its protocols ("nccl_proto")
   CollectiveOp op = CollectiveOp::AllReduce;
   int ranks = 0;
   std::shared_ptr<const NcclTestsLog> log;  // a copy: the comparison outlives the caller's log

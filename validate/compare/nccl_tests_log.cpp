@@ -126,8 +126,8 @@ void read_versions(const std::vector<std::string_view>& w, NcclTestsLog& log) {
         log.nccl_version = version_from_code(*code);
 }
 
-// NCCL_ALGO's value as NCCL reads it: names, commas, a leading '^' (all but these), and
-// per collective "ring;allreduce:tree".
+// NCCL_ALGO's or NCCL_PROTO's value as NCCL reads it: names, commas, a leading '^' (all but
+// these), and per collective "ring;allreduce:tree".
 bool is_algo_list(std::string_view word) {
   return !word.empty() && word.size() <= 64 && std::all_of(word.begin(), word.end(), [](char ch) {
     const auto c = static_cast<unsigned char>(ch);
@@ -135,16 +135,19 @@ bool is_algo_list(std::string_view word) {
   });
 }
 
-// "NCCL INFO NCCL_ALGO set by environment to Ring" (NCCL_DEBUG=INFO) or "NCCL_ALGO=Ring".
-void read_forced_algo(const std::vector<std::string_view>& w, NcclTestsLog& log) {
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    std::string_view value;
-    if (w[i].starts_with("NCCL_ALGO="))
-      value = w[i].substr(10);
-    else if (w[i] == "NCCL_ALGO" && i + 5 < w.size() && w[i + 1] == "set" && w[i + 4] == "to")
-      value = w[i + 5];
-    if (is_algo_list(value)) log.nccl_algo = std::string(value);
-  }
+// "NCCL INFO NCCL_ALGO set by environment to Ring" (NCCL_DEBUG=INFO) or "NCCL_ALGO=Ring", and
+// the same of NCCL_PROTO.
+void read_forced_lists(const std::vector<std::string_view>& w, NcclTestsLog& log) {
+  for (auto [name, into] : {std::pair{std::string_view("NCCL_ALGO"), &log.nccl_algo},
+                            std::pair{std::string_view("NCCL_PROTO"), &log.nccl_proto}})
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      std::string_view value;
+      if (w[i].starts_with(name) && w[i].size() > name.size() && w[i][name.size()] == '=')
+        value = w[i].substr(name.size() + 1);
+      else if (w[i] == name && i + 5 < w.size() && w[i + 1] == "set" && w[i + 4] == "to")
+        value = w[i + 5];
+      if (is_algo_list(value)) *into = std::string(value);
+    }
 }
 
 // "nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) ...", and the line
@@ -516,7 +519,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     line = unmarked;
     const auto w = split_words(line);
     read_versions(w, log);
-    read_forced_algo(w, log);
+    read_forced_lists(w, log);
     if (w.empty()) continue;
     if (!command_op) command_op = op_from_command_line(w);
     if (w[0].starts_with("#")) {

@@ -78,6 +78,7 @@ struct NcclTestsLog {
   // The NCCL_ALGO the run was forced to, when the log prints it (NCCL_DEBUG=INFO's "NCCL_ALGO
   // set by environment to Ring", or an "NCCL_ALGO=Ring" line); empty: NCCL chose.
   std::string nccl_algo;
+  std::string nccl_proto;          // the same of NCCL_PROTO ("Simple", "^LL128"); empty: NCCL chose
   std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
   std::vector<NcclTestsRow> rows;  // in file order
   // What the reading left out or settled that a reader of a comparison should know (the

@@ -43,10 +43,17 @@ std::string forced_algo(const NcclFitRequest& req, const NcclTestsLog& log) {
   return log.nccl_algo;
 }
 
+// What NCCL's protocol was held to: --nccl-proto, else what the log says ("": all).
+std::string forced_proto(const NcclFitRequest& req, const NcclTestsLog& log) {
+  if (!req.nccl_proto.empty() || req.algorithm != "nccl") return req.nccl_proto;
+  return log.nccl_proto;
+}
+
 nlohmann::json collective_for(const NcclFitRequest& req, const NcclTestsLog& log) {
   nlohmann::json c = {
       {"name", "fit"}, {"op", name_of(log.op)}, {"algorithm", req.algorithm}, {"bytes", 4096}};
   if (const std::string algo = forced_algo(req, log); !algo.empty()) c["nccl_algo"] = algo;
+  if (const std::string proto = forced_proto(req, log); !proto.empty()) c["nccl_proto"] = proto;
   return c;
 }
 
@@ -572,6 +579,10 @@ void check_request(const NcclFitRequest& req) {
     throw InputError("--nccl-algo", fmt::format("only with --algorithm nccl (NCCL's pick "
                                                 "under its NCCL_ALGO), not {}",
                                                 req.algorithm));
+  if (!req.nccl_proto.empty() && req.algorithm != "nccl")
+    throw InputError("--nccl-proto", fmt::format("only with --algorithm nccl (NCCL's pick "
+                                                 "under its NCCL_PROTO), not {}",
+                                                 req.algorithm));
   for (const NcclTestsLog& log : req.logs)
     if (log.ranks < 2)
       throw InputError("--nccl-tests",
@@ -694,9 +705,13 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   NcclFit fit;
   const Scenario& first = scenarios.front().s;
   fit.topology_name = first.topology.name;
-  fit.algorithm = req.algorithm == "nccl" && !req.nccl_algo.empty()
-                      ? fmt::format("nccl (NCCL_ALGO={})", req.nccl_algo)
-                      : req.algorithm;
+  fit.algorithm = req.algorithm;
+  if (req.algorithm == "nccl" && (!req.nccl_algo.empty() || !req.nccl_proto.empty())) {
+    std::vector<std::string> held;
+    if (!req.nccl_algo.empty()) held.push_back("NCCL_ALGO=" + req.nccl_algo);
+    if (!req.nccl_proto.empty()) held.push_back("NCCL_PROTO=" + req.nccl_proto);
+    fit.algorithm = fmt::format("nccl ({})", fmt::join(held, ", "));
+  }
   fit.network = std::string(name_of(first.network.model));
   for (const auto& ls : scenarios) fit.launches.push_back(ls.s.launch->describe());
   fit.kinds = crossed_kinds(scenarios, req.logs);
@@ -791,6 +806,7 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                     {"gpus_from", log.ranks_source},
                     {"launch", fit.launches[i]},
                     {"nccl_algo", forced_algo(req, log)},
+                    {"nccl_proto", forced_proto(req, log)},
                     {"nccl_version", log.nccl_version},
                     {"nccl_tests_version", log.tests_version},
                     {"sizes", log.rows.size()}});
@@ -800,6 +816,7 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                        {"topology", fit.topology_name},
                        {"algorithm", req.algorithm},
                        {"nccl_algo", req.nccl_algo},
+                       {"nccl_proto", req.nccl_proto},
                        {"network", fit.network},
                        {"measured_column", "out_of_place"},
                        {"date", date}};
@@ -883,6 +900,9 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
     if (req.nccl_algo.empty() && !log.nccl_algo.empty())
       out += fmt::format("#     NCCL_ALGO={} (from the log): NCCL's pick among those\n",
                          log.nccl_algo);
+    if (req.nccl_proto.empty() && !forced_proto(req, log).empty())
+      out += fmt::format("#     NCCL_PROTO={} (from the log): NCCL's protocol among those\n",
+                         log.nccl_proto);
   }
   out += fitted_terms_text(fit);
   out += fmt::format("# {:<28} {:>12} {:>14} {:>14} {:>9}\n", "log", "bytes", "measured us",
@@ -925,6 +945,7 @@ NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& r) {
   NcclFitRequest req;
   req.algorithm = r.algorithm;
   req.nccl_algo = r.nccl_algo;
+  req.nccl_proto = r.nccl_proto;
   req.network = r.network;
   req.base_dir = r.base_dir;
   req.terms = parse_fit_terms(r.terms, "--terms");

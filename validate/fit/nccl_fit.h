@@ -33,6 +33,7 @@ struct NcclCalibrateRequest {
   std::string topology;           // a bundled name, a topology file or inline JSON ('{...}')
   std::string algorithm = "nccl";
   std::string nccl_algo;
+  std::string nccl_proto;
   std::string network;
   std::string collective;  // "": from each log
   std::string terms = "launch,latency,efficiency,curve";
@@ -51,6 +52,7 @@ struct NcclFitRequest {
   std::filesystem::path base_dir = ".";  // resolves a topology file
   std::string algorithm = "nccl";        // "nccl" (NCCL's pick per size) or a catalogue name
   std::string nccl_algo;                 // the logs' NCCL_ALGO ("": NCCL chose)
+  std::string nccl_proto;                // the logs' NCCL_PROTO ("": NCCL chose)
   std::string network;                   // the network model to fit under ("": the default)
   FitTerms terms;                        // what the user allows (--terms)
 };
