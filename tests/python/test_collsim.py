@@ -256,6 +256,13 @@ def test_calibrate_writes_what_the_cli_writes(tmp_path, monkeypatch):
     with pytest.raises(collsim.InputError) as e:
         collsim.calibrate([log], topology="dgx-h100", terms="launch,speed")
     assert e.value.path == "--terms" and "speed" in str(e.value)
+    # NCCL held to a protocol, as the CLI's --nccl-proto: recorded, and fitted under it.
+    held = collsim.calibrate(log, topology="dgx-h100", nccl_proto="simple")
+    assert held["provenance"]["nccl_proto"] == "simple"
+    assert held["fit"]["defaults_mape_pct"] != doc["fit"]["defaults_mape_pct"]
+    with pytest.raises(collsim.InputError) as e:
+        collsim.calibrate(log, topology="dgx-h100", algorithm="ring", nccl_proto="simple")
+    assert e.value.path == "--nccl-proto"
 
 
 @pytest.mark.parametrize("scenario", ["dgx-h100-allreduce.json", "workload-ddp-buckets.json"])
