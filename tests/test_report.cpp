@@ -273,6 +273,16 @@ TEST_CASE("report.html: named bands, time axes with units, heatmap scale, human 
   CHECK(big_page.str().size() < 400'000);
   CHECK_THAT(big_page.str(), Catch::Contains("too many to draw one by one") &&
                                  Catch::Contains("class=\"tick\">server 7<"));
+  // A bottleneck slowed by a reducing switch's legs says so, as the text table does.
+  const Scenario nvls = parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100",
+      "network": {"model": "flow"}, "collectives": [
+        {"name": "n", "op": "all_reduce", "algorithm": "nvls", "bytes": "64MiB"},
+        {"name": "r", "op": "all_reduce", "algorithm": "ring", "bytes": "64MiB"}]})"),
+                                       ".");
+  const ScenarioResult rn = run_scenario(nvls);
+  std::ostringstream nvls_page;
+  write_html_report(nvls_page, nvls, rn, analyse_traffic(nvls, rn));
+  CHECK_THAT(nvls_page.str(), Catch::Contains("(at 85%: a reducing switch"));
 }
 
 TEST_CASE("sweep.html: coloured legend, coinciding lines said, round ticks, labelled crossover",

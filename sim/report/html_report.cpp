@@ -76,8 +76,13 @@ void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult&
     const auto& o = r.outcomes[i];
     const bool timed = o.time_s > 0 && c.bytes > 0;  // a barrier moves no data
     std::string bottleneck = "-";
-    if (i < traffic.per_collective.size() && traffic.per_collective[i].link >= 0)
-      bottleneck = s.topology.link_label(traffic.per_collective[i].link);
+    if (i < traffic.per_collective.size() && traffic.per_collective[i].link >= 0) {
+      const Bottleneck& b = traffic.per_collective[i];
+      bottleneck = s.topology.link_label(b.link);
+      if (b.share_of_rate < 1)  // as the text says it: a reducing switch's legs slowed it
+        bottleneck += fmt::format(" (at {}%: a reducing switch's legs)",
+                                  format_significant(100 * b.share_of_rate, 3));
+    }
     out << fmt::format(
         "<tr><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td>"
         "<td>{}</td><td class=\"name\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
