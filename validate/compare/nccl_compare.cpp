@@ -156,6 +156,22 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   return out;
 }
 
+namespace {
+
+// What the log says NCCL was held to (`env`'s `value`), and, where the scenario's collective
+// still lets NCCL pick from all (`open`), the field that would hold it alike.
+std::string held_line(std::string_view env, const std::string& value, std::string_view field,
+                      bool open) {
+  if (value.empty()) return "";
+  return fmt::format("# the log ran with {}={}{}\n", env, value,
+                     open ? fmt::format("; the scenario's collective lets NCCL pick from all "
+                                        "(set \"{}\" to compare like with like)",
+                                        field)
+                          : "");
+}
+
+}  // namespace
+
 std::string nccl_comparison_table(const NcclComparison& c) {
   const NcclTestsLog& log = *c.log;
   std::string out = fmt::format(
@@ -165,18 +181,10 @@ std::string nccl_comparison_table(const NcclComparison& c) {
       log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
   for (const std::string& note : log.notes) out += "# note: " + note + "\n";
-  if (!log.nccl_algo.empty())
-    out += fmt::format("# the log ran with NCCL_ALGO={}{}\n", log.nccl_algo,
-                       c.algorithm == "nccl" && !c.nccl_filtered
-                           ? "; the scenario's collective lets NCCL pick from all (set "
-                             "\"nccl_algo\" to compare like with like)"
-                           : "");
-  if (!log.nccl_proto.empty())
-    out += fmt::format("# the log ran with NCCL_PROTO={}{}\n", log.nccl_proto,
-                       c.algorithm == "nccl" && !c.nccl_proto_filtered
-                           ? "; the scenario's collective lets NCCL pick from all (set "
-                             "\"nccl_proto\" to compare like with like)"
-                           : "");
+  out +=
+      held_line("NCCL_ALGO", log.nccl_algo, "nccl_algo", c.algorithm == "nccl" && !c.nccl_filtered);
+  out += held_line("NCCL_PROTO", log.nccl_proto, "nccl_proto",
+                   c.algorithm == "nccl" && !c.nccl_proto_filtered);
   out +=
       "# measured: the log's out-of-place columns; error = (simulated - measured) / measured;\n"
       "# simulated: what ran at that size; (NCCL's estimate): NCCL's own model of its pick\n"
