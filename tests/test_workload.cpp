@@ -690,3 +690,80 @@ TEST_CASE("a job computes on the topology's named GPU unless it names its own", 
         gpu_preset("h100")->peak_flops);
   CHECK(gpu_of(R"("dgx-h100")", "").peak_flops == gpu_preset("h100")->peak_flops);
 }
+
+TEST_CASE("a training step's collectives take NCCL_ALGO and NCCL_PROTO", "[workload]") {
+  // A tiny model on 2 x 8 H100, dp 2 x tp 4 x pp 2 with sequence parallelism: all-reduces,
+  // all-gathers, reduce-scatters and PP sends, as NCCL picks them. The job's "nccl_algo"
+  // and "nccl_proto" read as NCCL reads NCCL_ALGO and NCCL_PROTO: one list for every
+  // collective, or a collective's own after its name.
+  const auto run = [](const std::string& lists) {
+    const Scenario s =
+        parse_scenario(parse_json_text(R"({"topology": {"preset": "cluster", "nodes": 2},
+          "network": {"model": "flow"}, "workload": {"model": {"name": "tiny", "layers": 4,
+          "hidden": 2048, "vocab": 32000}, "gpu": "h100", "tokens_per_gpu": 2048,
+          "bucket": "8MB", "algorithm": "nccl", )" +
+                                           lists + R"( "parallelism": {"dp": 2, "tp": 4, "pp": 2,
+          "micro_batches": 4, "sequence_parallel": true}}})",
+                                       "scenario.json"),
+                       ".");
+    const WorkloadRun r = run_workloads(s);
+    std::map<std::string, std::set<std::string>> picks;  // per op, what NCCL ran
+    for (std::size_t i = 0; i < r.graph.tasks.size(); ++i) {
+      const StepTask& t = r.graph.tasks[i];
+      if (t.kind == StepTaskKind::Collective)
+        picks[std::string(name_of(t.collective->shape.op))].insert(
+            r.step.plans.at(r.step.tasks[i].plan));
+    }
+    return picks;
+  };
+  const auto only = [](const std::set<std::string>& plans, const std::string& text) {
+    return !plans.empty() && std::all_of(plans.begin(), plans.end(), [&](const std::string& p) {
+      return p.find(text) != std::string::npos;
+    });
+  };
+  auto picked = run("");
+  REQUIRE(picked.count("all_reduce"));
+  REQUIRE(picked.count("all_gather"));
+  CHECK_FALSE(only(picked["all_reduce"], "tree"));
+  CHECK_FALSE(only(picked["all_reduce"], "/Simple/"));
+  CHECK_FALSE(only(picked["all_gather"], "/LL/"));
+
+  picked = run(R"("nccl_algo": "allreduce:tree",)");
+  CHECK(only(picked["all_reduce"], "nccl: tree/"));
+  CHECK(picked["all_gather"] == run("")["all_gather"]);
+
+  picked = run(R"("nccl_algo": "ring;allreduce:tree", "nccl_proto": "simple;allgather:ll",)");
+  CHECK(only(picked["all_reduce"], "nccl: tree/Simple/"));
+  CHECK(only(picked["all_gather"], "nccl: ring/LL/"));
+  CHECK(only(picked["reduce_scatter"], "nccl: ring/Simple/"));
+
+  const auto refusal = [&](const std::string& lists) {
+    try {
+      run(lists);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // NCCL has no tree all-gather or reduce-scatter: refused when the step has one to run,
+  // at the job's field.
+  CHECK_THAT(refusal(R"("nccl_algo": "tree",)"),
+             Catch::StartsWith("workload.nccl_algo: NCCL has no algorithm and protocol for "));
+  CHECK(
+      refusal(
+          R"("nccl_algo": "allgather:^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain",)") ==
+      "workload.nccl_algo: excludes everything for all_gather");
+  // A list for a collective the step never runs may leave it nothing, as NCCL allows.
+  CHECK(
+      refusal(
+          R"("nccl_algo": "broadcast:^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain",)") ==
+      "no error");
+  CHECK_THAT(refusal(R"("nccl_algo": "ring;all_gathr:ring",)"),
+             Catch::StartsWith("workload.nccl_algo: \"all_gathr\" before a colon is not one of "
+                               "NCCL's functions"));
+  CHECK(refusal(R"("protocol": "LL",)") ==
+        "workload.protocol: NCCL picks the protocol; restrict it with \"nccl_proto\"");
+  CHECK(error_of(R"({"topology": "dgx-h100", "workload": {"gradients": "1GiB", "compute": "1ms",
+                     "algorithm": "ring", "nccl_proto": "simple"}})") ==
+        "workload.nccl_proto: only \"algorithm\": \"nccl\" takes it (what NCCL may pick)");
+}

@@ -14,6 +14,7 @@
 #include "core/input_file.h"
 #include "core/json_view.h"
 #include "core/units.h"
+#include "request/nccl_lists.h"
 #include "scenario/cost_json.h"
 #include "schedule/generators/channels.h"
 #include "topology/topology_json.h"
@@ -276,117 +277,10 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
   return candidates;
 }
 
-// How NCCL's env vars spell a name: any case, "_" optional ("NVLSTree", "nvls_tree").
-std::string nccl_key(std::string_view name) {
-  std::string key;
-  for (char ch : name)
-    if (ch != '_') key += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return key;
-}
-
-// The collectives NCCL_ALGO / NCCL_PROTO may name before a colon: NCCL's function names,
-// compared as NCCL does, ignoring case.
-constexpr std::string_view kNcclFunctions[] = {"broadcast", "reduce", "allgather", "reducescatter",
-                                               "allreduce"};
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
-
-// NCCL's function name for `op` ("" where NCCL has no function of that name).
-std::string_view nccl_function_of(CollectiveOp op) {
-  const std::string key = nccl_key(name_of(op));
-  for (std::string_view f : kNcclFunctions)
-    if (f == key) return f;
-  return "";
-}
-
-// One list of NCCL_ALGO / NCCL_PROTO: "ring,tree", or "^ll128" for all but those; empty
-// names between commas are skipped, as NCCL's strtok does.
-template <typename T>
-std::vector<T> nccl_list_of(const JsonView& v, std::string_view list, std::vector<T> all,
-                            std::string_view names) {
-  const bool except = !list.empty() && list.front() == '^';
-  if (except) list.remove_prefix(1);
-  std::vector<T> listed;
-  for (std::size_t at = 0; at <= list.size();) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string_view name = list.substr(at, comma - at);
-    at = comma + 1;
-    if (name.empty() && !list.empty()) continue;
-    const std::string key = nccl_key(name);
-    const auto x = std::find_if(all.begin(), all.end(),
-                                [&](T candidate) { return nccl_key(name_of(candidate)) == key; });
-    if (x == all.end())
-      v.fail_message(fmt::format(
-          "\"{}\" is not one of {} (a comma-separated list, \"^\" first: all but those; "
-          "per collective as \"allreduce:ring;allgather:^nvls\")",
-          name, names));
-    listed.push_back(*x);
-  }
-  if (!except) return listed;
-  std::erase_if(all,
-                [&](T x) { return std::find(listed.begin(), listed.end(), x) != listed.end(); });
-  return all;
-}
-
-// NCCL_ALGO / NCCL_PROTO as NCCL parses them, for the collective `op`: lists separated by
-// ";" (empty ones skipped), the first for every collective when it names none, each other
-// one after a collective's name and a colon ("ring;allreduce:tree,nvls"); a later list for
-// `op` replaces an earlier one. Empty: `op` is left to choose among all.
-template <typename T>
-std::vector<T> parse_nccl_list(const JsonView& v, CollectiveOp op, std::vector<T> all,
-                               std::string_view names) {
-  const std::string text = v.as_string();
-  const std::string_view mine = nccl_function_of(op);
-  std::vector<T> allowed;
-  bool set = false;
-  for (std::size_t at = 0; at <= text.size();) {
-    const std::size_t semicolon = std::min(text.find(';', at), text.size());
-    std::string_view entry = std::string_view(text).substr(at, semicolon - at);
-    const bool first = at == 0;
-    at = semicolon + 1;
-    if (entry.empty()) continue;
-    std::string prefix;
-    if (const std::size_t colon = entry.find(':'); colon != std::string_view::npos) {
-      prefix = lowercase(entry.substr(0, colon));
-      if (std::find(std::begin(kNcclFunctions), std::end(kNcclFunctions), prefix) ==
-          std::end(kNcclFunctions))
-        v.fail_message(fmt::format("\"{}\" before a colon is not one of NCCL's functions ({})",
-                                   entry.substr(0, colon), fmt::join(kNcclFunctions, ", ")));
-      entry.remove_prefix(colon + 1);
-    } else if (!first) {
-      v.fail_message(
-          fmt::format("\"{}\": every list after the first names its collective, "
-                      "as \"allreduce:ring\"",
-                      entry));
-    }
-    std::vector<T> list = nccl_list_of(v, entry, all, names);  // checked for every collective
-    if (prefix.empty() || prefix == mine) allowed = std::move(list), set = true;
-  }
-  if (set && allowed.empty())
-    v.fail_message(fmt::format("excludes everything for {}", name_of(op)));
-  return allowed;
-}
-
 void parse_protocols(const JsonView& v, CollectiveSpec& c) {
-  const bool nccl = c.algorithm == "nccl";
-  for (const char* key : {"nccl_algo", "nccl_proto"})
-    if (!nccl && v.has(key))
-      v[key].fail_message("only \"algorithm\": \"nccl\" takes it (what NCCL may pick)");
-  if (auto p = v.find("protocol")) {
-    if (nccl) p->fail_message("NCCL picks the protocol; restrict it with \"nccl_proto\"");
-    c.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
-  }
-  if (auto a = v.find("nccl_algo"))
-    c.nccl_filter.algorithms =
-        parse_nccl_list<NcclAlgo>(*a, c.shape.op, {std::begin(kNcclAlgos), std::end(kNcclAlgos)},
-                                  "ring, tree, nvls, nvlstree, pat, collnetdirect, collnetchain");
-  if (auto p = v.find("nccl_proto"))
-    c.nccl_filter.protocols = parse_nccl_list<Protocol>(
-        *p, c.shape.op, {std::begin(kProtocols), std::end(kProtocols)}, "ll, ll128, simple");
+  const NcclLists lists = NcclLists::parse(v, c.algorithm == "nccl");
+  if (auto p = v.find("protocol")) c.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
+  c.nccl_filter = lists.filter_for(c.shape.op);
 }
 
 void parse_options(const JsonView& v, CollectiveSpec& c,

@@ -74,6 +74,13 @@ std::string algorithm_for(const WorkloadSpec& w, CollectiveOp op) {
   return applies ? w.algorithm : algorithms.front();
 }
 
+// The job's algorithm, protocol and NCCL lists on one of its collectives.
+void apply_job_settings(const WorkloadSpec& w, CollectiveSpec& c) {
+  c.algorithm = algorithm_for(w, c.shape.op);
+  c.protocol = w.protocol;
+  if (c.algorithm == "nccl") c.nccl_filter = w.nccl_lists.filter_for(c.shape.op);
+}
+
 StepTask collective_task(const WorkloadSpec& w, std::string name, std::string category,
                          CollectiveOp op, std::int64_t bytes, DType dtype, std::vector<int> ranks) {
   StepTask t;
@@ -88,8 +95,7 @@ StepTask collective_task(const WorkloadSpec& w, std::string name, std::string ca
   const std::int64_t esize = element_size(dtype);
   c.shape.count = (bytes + esize - 1) / esize;  // whole elements
   c.bytes = c.shape.count * esize;
-  c.algorithm = algorithm_for(w, op);
-  c.protocol = w.protocol;
+  apply_job_settings(w, c);
   c.ranks = ranks;
   t.ranks = std::move(ranks);
   return t;
@@ -898,10 +904,7 @@ WorkloadFacts build_chakra(const WorkloadSpec& w, StepGraphBuilder& b) {
     if (t.kind == StepTaskKind::Collective) {
       CollectiveSpec& c = t.collective.edit();
       c.ranks = t.ranks;
-      if (t.category != "p2p") {
-        c.algorithm = algorithm_for(w, c.shape.op);
-        c.protocol = w.protocol;
-      }
+      if (t.category != "p2p") apply_job_settings(w, c);
     } else if (t.category == "compute") {
       facts.one_gpu_step_s += t.duration_s;
     }

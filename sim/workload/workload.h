@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "request/nccl_lists.h"
 #include "schedule/collective.h"
 #include "workload/chakra_options.h"
 #include "workload/model.h"
@@ -54,6 +55,7 @@ struct WorkloadSpec {
   bool overlap = true;                              // buckets all-reduce while backward runs
   std::string algorithm;  // of every collective: "" (the catalogue's default), "auto", "nccl", ...
   std::string protocol;
+  NcclLists nccl_lists;  // with algorithm "nccl": what NCCL may pick, per collective
 
   // Minimal form (no model): gradients in bytes and the one-GPU compute of a step.
   std::int64_t gradients = 0;
