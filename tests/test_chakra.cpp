@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/error.h"
 #include "core/json_view.h"
@@ -505,6 +506,33 @@ TEST_CASE("the bundled Chakra scenario runs on the trace the repository holds", 
   REQUIRE(run.jobs.size() == 1);
   const double expected = 2 * 7 * (500e-9 + (1 << 20) / (8 * 50.0 * (1 << 30)));
   CHECK(run.jobs[0].step_s == Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("a Chakra job's collectives take its NCCL lists, errors at the job's fields",
+          "[chakra]") {
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
+  // ASTRA-sim's 8-NPU all-gather, 1 MiB, under NCCL held to the ring or to LL: what ran says
+  // so. NCCL has no tree all-gather: the error names the job's "nccl_algo", not a node.
+  const auto run = [](const std::string& lists) {
+    const Scenario s = parse_scenario(
+        nlohmann::json{{"topology", "dgx-h100"},
+                       {"workload", nlohmann::json::parse(
+                                        R"({"algorithm": "nccl", )" + lists + R"("chakra": ")" +
+                                        published_prefix("all_gather", 8).string() + R"("})")}},
+        ".");
+    const WorkloadRun r = run_workloads(s);
+    std::set<std::string> plans;
+    for (const StepTaskOutcome& t : r.step.tasks)
+      if (t.plan >= 0) plans.insert(r.step.plans.at(t.plan));
+    return plans;
+  };
+  const std::set<std::string> ll = run(R"("nccl_proto": "ll", )");
+  REQUIRE(ll.size() == 1);
+  CHECK_THAT(*ll.begin(), Catch::StartsWith("nccl: ring/LL/"));
+  CHECK_THAT(*run("").begin(), !Catch::StartsWith("nccl: ring/LL/"));
+  CHECK_THROWS_WITH(run(R"("nccl_algo": "tree", )"),
+                    Catch::StartsWith("workload.nccl_algo: NCCL has no algorithm and protocol for "
+                                      "all_gather"));
 }
 
 namespace chakra_test {

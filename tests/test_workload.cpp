@@ -753,6 +753,12 @@ TEST_CASE("a training step's collectives take NCCL_ALGO and NCCL_PROTO", "[workl
       refusal(
           R"("nccl_algo": "allgather:^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain",)") ==
       "workload.nccl_algo: excludes everything for all_gather");
+  // NCCL's point-to-point sends (the pipeline's) take no list: one that would leave every
+  // collective nothing leaves them be.
+  CHECK(
+      refusal(
+          R"("nccl_algo": "^ring,tree,nvls,nvlstree,pat,collnetdirect,collnetchain;allreduce:ring;allgather:ring;reducescatter:ring", "nccl_proto": "^ll,ll128,simple;allreduce:simple;allgather:simple;reducescatter:simple",)") ==
+      "no error");
   // A list for a collective the step never runs may leave it nothing, as NCCL allows.
   CHECK(
       refusal(

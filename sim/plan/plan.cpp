@@ -116,7 +116,7 @@ class Tuner {
       }
     }
     if (!best)
-      throw InputError(spec.json_path + ".algorithm",
+      throw InputError(spec.settings_at(".algorithm"),
                        "no algorithm applies here" + (refusal.empty() ? "" : " (" + refusal + ")"));
     best->choice = std::make_shared<const AutoChoice>(choice_among(tried, auto_algorithm));
     return finish(std::move(*best));
@@ -180,7 +180,7 @@ class Tuner {
   // The protocol's latencies and efficiencies over the network's own cost model.
   void with_protocol(PlannedCollective& c, const std::string& protocol) const {
     if (!protocol.empty() && protocol != "Simple" && simple_only(c.spec.shape.op, c.spec.algorithm))
-      throw InputError(c.spec.json_path + ".protocol",
+      throw InputError(c.spec.settings_at(".protocol"),
                        fmt::format("{} runs on the Simple protocol only", c.spec.algorithm));
     c.spec.protocol = protocol;
     c.cost = scenario_.network.cost;
@@ -231,11 +231,11 @@ class Tuner {
         const char* field = !spec.nccl_filter.algorithms.empty()  ? ".nccl_algo"
                             : !spec.nccl_filter.protocols.empty() ? ".nccl_proto"
                                                                   : ".algorithm";
-        throw InputError(spec.json_path + field, e.what());
+        throw InputError(spec.settings_at(field), e.what());
       }
       s.algorithm = catalogue_name(p.chosen.algorithm);
       if (!find_algorithm(spec.shape.op, s.algorithm))
-        throw InputError(spec.json_path + ".algorithm",
+        throw InputError(spec.settings_at(".algorithm"),
                          fmt::format("NCCL's model picks {} here, which collsim does not have "
                                      "for {}; exclude it with \"nccl_algo\"",
                                      name_of(p.chosen.algorithm), name_of(spec.shape.op)));
@@ -529,6 +529,7 @@ PlannedCollective planned_as(const PlannedCollective& same, const CollectiveSpec
   PlannedCollective out = same;
   out.spec.name = spec.name;
   out.spec.json_path = spec.json_path;
+  out.spec.settings_path = spec.settings_path;
   out.spec.after = spec.after;
   return out;
 }
@@ -588,7 +589,8 @@ const PlannedCollective* Plan::find(std::string_view name) const {
 
 Schedule run_generator(const CollectiveSpec& c) {
   const AlgorithmEntry* entry = find_algorithm(c.shape.op, c.algorithm);
-  if (!entry) throw InputError(c.json_path + ".algorithm", "no such algorithm for this collective");
+  if (!entry)
+    throw InputError(c.settings_at(".algorithm"), "no such algorithm for this collective");
   try {
     return entry->generate(c.shape, c.options);
   } catch (const std::invalid_argument& e) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nccl/nccl_model.h"
@@ -17,6 +18,10 @@ namespace collsim {
 struct CollectiveSpec {
   std::string name;
   std::string json_path;  // "collectives[2]", for errors found later
+  // Where its "algorithm", "protocol", "nccl_algo" and "nccl_proto" were given, for errors
+  // about them: json_path itself, or the job of a workload's collective (a Chakra node's
+  // json_path names the node).
+  std::string settings_path;  // empty: json_path
   CollectiveShape shape;
   std::string algorithm;     // "auto": the planner picks the fastest (plan/plan.h)
   AlgorithmOptions options;  // as written; the planner fills in the rest
@@ -26,6 +31,10 @@ struct CollectiveSpec {
   // "LL", "LL128", "Simple", "auto" (the tuner tries each), or "" (plain α-β).
   std::string protocol;
   NcclFilter nccl_filter;  // "algorithm": "nccl": what "nccl_algo" / "nccl_proto" allow
+
+  std::string settings_at(std::string_view field) const {
+    return (settings_path.empty() ? json_path : settings_path) + std::string(field);
+  }
 
   // Whether `other` asks for exactly this collective, whatever its name, place in the
   // file and predecessors: then both plan alike (plan/plan.h shares the plan).

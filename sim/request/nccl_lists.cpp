@@ -16,6 +16,7 @@ namespace {
 // compared as NCCL does, ignoring case.
 constexpr std::string_view kNcclFunctions[] = {"broadcast", "reduce", "allgather", "reducescatter",
                                                "allreduce"};
+static_assert(std::size(kNcclFunctions) == NcclLists::kFunctions);
 
 // How NCCL's env vars spell a name: any case, "_" optional ("NVLSTree", "nvls_tree").
 std::string nccl_key(std::string_view name) {
@@ -31,8 +32,8 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-// The slot of NCCL's function `name` (a kNcclFunctions entry); the last slot for a
-// collective NCCL has no function name for.
+// The slot of NCCL's function `name` (its place in kNcclFunctions); kNcclFunctions' size
+// for a name that is none of them.
 std::size_t slot_of(std::string_view name) {
   return static_cast<std::size_t>(
       std::find(std::begin(kNcclFunctions), std::end(kNcclFunctions), name) -
@@ -108,14 +109,15 @@ NcclLists::Field<T> NcclLists::parse_field(const JsonView& v, std::vector<T> all
 }
 
 template <typename T>
-std::vector<T> NcclLists::Field<T>::for_op(CollectiveOp op) const {
-  const std::optional<std::vector<T>>& mine = allowed[slot_of(nccl_key(name_of(op)))];
+std::vector<T> NcclLists::Field<T>::for_function(std::size_t slot, CollectiveOp op) const {
+  const std::optional<std::vector<T>>& mine = allowed[slot];
   if (!mine) return {};
   if (mine->empty()) throw InputError(path, fmt::format("excludes everything for {}", name_of(op)));
   return *mine;
 }
 
-NcclLists NcclLists::parse(const JsonView& v, bool nccl) {
+NcclLists NcclLists::parse(const JsonView& v, std::string_view algorithm) {
+  const bool nccl = algorithm == "nccl";
   for (const char* key : {"nccl_algo", "nccl_proto"})
     if (!nccl && v.has(key))
       v[key].fail_message("only \"algorithm\": \"nccl\" takes it (what NCCL may pick)");
@@ -133,7 +135,9 @@ NcclLists NcclLists::parse(const JsonView& v, bool nccl) {
 }
 
 NcclFilter NcclLists::filter_for(CollectiveOp op) const {
-  return {algorithms_.for_op(op), protocols_.for_op(op)};
+  const std::size_t slot = slot_of(nccl_key(name_of(op)));
+  if (slot == kFunctions) return {};  // point-to-point sends
+  return {algorithms_.for_function(slot, op), protocols_.for_function(slot, op)};
 }
 
 }  // namespace collsim

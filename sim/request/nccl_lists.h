@@ -5,10 +5,10 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nccl/nccl_model.h"
-#include "nccl/protocol.h"
 #include "schedule/collective.h"
 
 namespace collsim {
@@ -17,26 +17,27 @@ class JsonView;
 
 class NcclLists {
  public:
-  // `v`'s "nccl_algo" and "nccl_proto", either of which may be absent. Every list is
-  // checked, whichever collective it names: a typo is refused whatever the run asks for.
-  // Only `"algorithm": "nccl"` (`nccl`) takes them, and it refuses "protocol", which NCCL
-  // picks.
-  static NcclLists parse(const JsonView& v, bool nccl);
+  // NCCL's functions ("broadcast", "reduce", "allgather", "reducescatter", "allreduce":
+  // kNcclFunctions in nccl_lists.cpp), each with its own lists.
+  static constexpr std::size_t kFunctions = 5;
 
-  bool given() const { return !algorithms_.path.empty() || !protocols_.path.empty(); }
+  // The "nccl_algo" and "nccl_proto" of `v` (a collective, a workload's job), either of
+  // which may be absent. Every list is checked, whichever collective it names: a typo is
+  // refused whatever the run asks for. Only `v`'s `algorithm` "nccl" takes them, and it
+  // refuses `v`'s "protocol": NCCL picks the protocol.
+  static NcclLists parse(const JsonView& v, std::string_view algorithm);
+
   // What NCCL may pick for `op`. A list that leaves `op` nothing is refused, at its field,
-  // only now: NCCL too complains only when a collective has nothing left to run.
+  // only now: NCCL too complains only when a collective has nothing left to run. Nothing
+  // restricts what NCCL runs as point-to-point sends (all-to-all, send/recv, ...).
   NcclFilter filter_for(CollectiveOp op) const;
 
  private:
-  // One per NCCL function ("broadcast", "reduce", "allgather", "reducescatter",
-  // "allreduce"), then one for every collective NCCL has no such name for.
-  static constexpr std::size_t kSlots = 6;
   template <typename T>
   struct Field {
     std::string path;                                           // empty: not given
-    std::array<std::optional<std::vector<T>>, kSlots> allowed;  // nullopt: all
-    std::vector<T> for_op(CollectiveOp op) const;
+    std::array<std::optional<std::vector<T>>, kFunctions> allowed;  // nullopt: all
+    std::vector<T> for_function(std::size_t slot, CollectiveOp op) const;
   };
   template <typename T>
   static Field<T> parse_field(const JsonView& v, std::vector<T> all, std::string_view names);

@@ -278,7 +278,7 @@ std::vector<const AlgorithmEntry*> choose_algorithm(const JsonView& v, Collectiv
 }
 
 void parse_protocols(const JsonView& v, CollectiveSpec& c) {
-  const NcclLists lists = NcclLists::parse(v, c.algorithm == "nccl");
+  const NcclLists lists = NcclLists::parse(v, c.algorithm);
   if (auto p = v.find("protocol")) c.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
   c.nccl_filter = lists.filter_for(c.shape.op);
 }

@@ -76,6 +76,7 @@ std::string algorithm_for(const WorkloadSpec& w, CollectiveOp op) {
 
 // The job's algorithm, protocol and NCCL lists on one of its collectives.
 void apply_job_settings(const WorkloadSpec& w, CollectiveSpec& c) {
+  c.settings_path = w.json_path;
   c.algorithm = algorithm_for(w, c.shape.op);
   c.protocol = w.protocol;
   if (c.algorithm == "nccl") c.nccl_filter = w.nccl_lists.filter_for(c.shape.op);

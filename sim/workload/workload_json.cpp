@@ -449,7 +449,7 @@ void parse_collective_settings(const JsonView& v, WorkloadSpec& w) {
       a->fail_message(fmt::format("no all_reduce algorithm \"{}\"; available: {}, auto, nccl",
                                   w.algorithm, preset_list(all_reduce)));
   }
-  w.nccl_lists = NcclLists::parse(v, w.algorithm == "nccl");
+  w.nccl_lists = NcclLists::parse(v, w.algorithm);
   if (auto p = v.find("protocol")) w.protocol = p->as_choice({"LL", "LL128", "Simple", "auto"});
 }
 
