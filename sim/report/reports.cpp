@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include "core/csv.h"
 #include "core/units.h"
 #include "report/chrome_trace.h"
+#include "report/json_text.h"
 #include "report/trace_lanes.h"
 #include "schedule/algorithms.h"
 
@@ -29,11 +31,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   for (std::size_t i = 0; i < ranks.size(); ++i) contiguous &= ranks[i] == static_cast<int>(i);
   if (contiguous) return std::to_string(ranks.size());
   return fmt::format("{} (subset)", ranks.size());
-}
-
-nlohmann::json bandwidth_or_null(double bytes_per_second, double time_s) {
-  if (time_s <= 0) return nullptr;
-  return bytes_per_second / 1e9;
 }
 
 std::string network_line(const Scenario& s) {
@@ -261,30 +258,37 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
 namespace {
 
 // collectives[i]: its busiest links and its ranks' bytes, over its own window.
-void add_own_traffic(nlohmann::json& c, const Topology& t, const CollectiveTraffic& ct,
+void add_own_traffic(JsonObjectText& c, const Topology& t, const CollectiveTraffic& ct,
                      bool timed) {
-  nlohmann::json hottest = nlohmann::json::array();
+  JsonArrayText hottest(c.inner());
   for (const auto& lb : ct.hottest(5))
-    hottest.push_back({{"link", t.link_label(lb.link)},
-                       {"kind", name_of(t.link(lb.link).kind)},
-                       {"bandwidth_Bps", t.link(lb.link).bandwidth},
-                       {"bytes", lb.bytes},
-                       {"utilisation", lb.utilisation}});
-  c["hottest_links"] = std::move(hottest);
-  c["links_used"] = ct.links.size();
-  nlohmann::json sent = nlohmann::json::array(), received = nlohmann::json::array(),
-                 busy = nlohmann::json::array();
+    hottest.add_text(JsonObjectText(hottest.inner())
+                         .add("link", t.link_label(lb.link))
+                         .add("kind", name_of(t.link(lb.link).kind))
+                         .add("bandwidth_Bps", t.link(lb.link).bandwidth)
+                         .add("bytes", lb.bytes)
+                         .add("utilisation", lb.utilisation)
+                         .text());
+  c.add_text("hottest_links", hottest.text());
+  c.add("links_used", ct.links.size());
+  std::vector<std::int64_t> sent, received;
+  std::vector<double> busy;
   for (const RankTraffic& rt : ct.ranks) {
     sent.push_back(rt.sent);
     received.push_back(rt.received);
     if (timed) busy.push_back(rt.busy_s);
   }
-  const RankSpread s = spread(ct.ranks, &RankTraffic::sent),
-                   r = spread(ct.ranks, &RankTraffic::received);
-  c["per_rank"] = {{"sent_bytes", std::move(sent)}, {"received_bytes", std::move(received)}};
-  if (timed) c["per_rank"]["busy_s"] = std::move(busy);
-  c["sent_bytes_per_rank"] = {{"min", s.min}, {"mean", s.mean}, {"max", s.max}};
-  c["received_bytes_per_rank"] = {{"min", r.min}, {"mean", r.mean}, {"max", r.max}};
+  JsonObjectText per_rank(c.inner());
+  per_rank.add_array<std::int64_t>("sent_bytes", sent)
+      .add_array<std::int64_t>("received_bytes", received);
+  if (timed) per_rank.add_array<double>("busy_s", busy);
+  c.add_text("per_rank", per_rank.text());
+  const auto spread_text = [&](std::int64_t RankTraffic::*field) {
+    const RankSpread x = spread(ct.ranks, field);
+    return JsonObjectText(c.inner()).add("min", x.min).add("mean", x.mean).add("max", x.max).text();
+  };
+  c.add_text("sent_bytes_per_rank", spread_text(&RankTraffic::sent));
+  c.add_text("received_bytes_per_rank", spread_text(&RankTraffic::received));
 }
 
 // Timed by its representatives: no full schedule, so no digest of one.
@@ -296,61 +300,88 @@ bool folded(const ScenarioResult& r, std::size_t i) {
 
 namespace {
 
-// collectives[i] of result.json: its figures, its plan's choice, its bottleneck and traffic.
-nlohmann::json collective_json(const Scenario& s, const ScenarioResult& r,
-                               const TrafficReport& traffic, std::size_t i,
-                               const Bottleneck* bottleneck) {
-  const auto& c = r.resolved[i];
-  const auto& o = r.outcomes[i];
-  nlohmann::json out = {
-      {"name", c.name},
-      {"op", name_of(c.shape.op)},
-      {"algorithm", c.algorithm},
-      {"plan", r.labels[i]},
-      {"protocol", c.protocol},
-      {"schedule_digest",
-       folded(r, i) ? nlohmann::json(nullptr) : nlohmann::json(digest_text(r.digests[i]))},
-      {"ranks", c.ranks},
-      {"bytes", c.bytes},
-      {"count", c.shape.count},
-      {"dtype", name_of(c.shape.dtype)},
-      {"start_s", o.start_s},
-      {"end_s", o.end_s},
-      {"time_s", o.time_s},
-      {"algbw_GBps", bandwidth_or_null(o.algbw_Bps, o.time_s)},
-      {"busbw_GBps", bandwidth_or_null(o.busbw_Bps, o.time_s)},
-      {"ops_time_s", o.ops_time_s},
-      {"held_by", held_json(o.held_by)},
-      {"segments", c.options.segments},
-      {"transfers", r.op_count(i)},
-      {"steps", r.schedules[i]->num_steps}};
-  if (i < r.folding.size() && !r.folding[i].note.empty()) out["symmetry"] = r.folding[i].note;
-  if (r.choices[i]) {
-    auto candidate = [](const Candidate& x) {
-      return nlohmann::json{{"algorithm", x.algorithm},
-                            {"plan", x.label},
-                            {"segments", x.options.segments},
-                            {"time_s", x.time_s}};
-    };
-    out["auto"] = {{"chosen", candidate(r.choices[i]->chosen)},
-                   {"runner_up", r.choices[i]->runner_up ? candidate(*r.choices[i]->runner_up)
-                                                         : nlohmann::json(nullptr)},
-                   {"candidates", r.choices[i]->candidates_tried}};
-  }
-  const Topology& t = s.topology;
-  if (bottleneck)
-    out["bottleneck"] = {{"link", t.link_label(bottleneck->link)},
-                         {"bytes", bottleneck->bytes},
-                         {"seconds_at_full_rate", full_rate_seconds(t, *bottleneck)}};
+// A bandwidth in GB/s, or null where no time passed.
+std::string bandwidth_text(double bytes_per_second, double time_s) {
+  std::string out;
+  if (time_s <= 0)
+    append_json(out, nullptr);
+  else
+    append_json(out, bytes_per_second / 1e9);
+  return out;
+}
+
+// An auto choice's candidate.
+std::string candidate_text(const Candidate& x, int depth) {
+  return JsonObjectText(depth)
+      .add("algorithm", x.algorithm)
+      .add("plan", x.label)
+      .add("segments", x.options.segments)
+      .add("time_s", x.time_s)
+      .text();
+}
+
+std::string auto_text(const AutoChoice& choice, int depth) {
+  JsonObjectText out(depth);
+  out.add_text("chosen", candidate_text(choice.chosen, out.inner()));
+  if (choice.runner_up)
+    out.add_text("runner_up", candidate_text(*choice.runner_up, out.inner()));
+  else
+    out.add("runner_up", nullptr);
+  return out.add("candidates", choice.candidates_tried).text();
+}
+
+std::string bottleneck_text(const Topology& t, const Bottleneck& b, int depth) {
+  JsonObjectText out(depth);
+  out.add("link", t.link_label(b.link))
+      .add("bytes", b.bytes)
+      .add("seconds_at_full_rate", full_rate_seconds(t, b));
   // Only where a reducing switch's legs slowed the link: the share of its rate its bytes
   // moved at, and the time they needed so (what made it the bottleneck).
-  if (bottleneck && bottleneck->share_of_rate < 1) {
-    out["bottleneck"]["share_of_rate"] = bottleneck->share_of_rate;
-    out["bottleneck"]["seconds_at_its_rate"] = bottleneck->seconds;
-  }
+  if (b.share_of_rate < 1)
+    out.add("share_of_rate", b.share_of_rate).add("seconds_at_its_rate", b.seconds);
+  return out.text();
+}
+
+// collectives[i] of result.json, as an element of its array (`depth` 2): its figures, its
+// plan's choice, its bottleneck and traffic.
+void append_collective(std::string& into, const Scenario& s, const ScenarioResult& r,
+                       const TrafficReport& traffic, std::size_t i, const Bottleneck* bottleneck,
+                       int depth) {
+  const auto& c = r.resolved[i];
+  const auto& o = r.outcomes[i];
+  JsonObjectText out(depth);
+  out.add("name", c.name)
+      .add("op", name_of(c.shape.op))
+      .add("algorithm", c.algorithm)
+      .add("plan", r.labels[i])
+      .add("protocol", c.protocol)
+      .add_array<int>("ranks", c.ranks)
+      .add("bytes", c.bytes)
+      .add("count", c.shape.count)
+      .add("dtype", name_of(c.shape.dtype))
+      .add("start_s", o.start_s)
+      .add("end_s", o.end_s)
+      .add("time_s", o.time_s)
+      .add_text("algbw_GBps", bandwidth_text(o.algbw_Bps, o.time_s))
+      .add_text("busbw_GBps", bandwidth_text(o.busbw_Bps, o.time_s))
+      .add("ops_time_s", o.ops_time_s)
+      .add("segments", c.options.segments)
+      .add("transfers", r.op_count(i))
+      .add("steps", r.schedules[i]->num_steps);
+  if (folded(r, i))
+    out.add("schedule_digest", nullptr);
+  else
+    out.add("schedule_digest", digest_text(r.digests[i]));
+  if (o.held_by == HeldBy::Nothing)
+    out.add("held_by", nullptr);
+  else
+    out.add("held_by", name_of(o.held_by));
+  if (i < r.folding.size() && !r.folding[i].note.empty()) out.add("symmetry", r.folding[i].note);
+  if (r.choices[i]) out.add_text("auto", auto_text(*r.choices[i], out.inner()));
+  if (bottleneck) out.add_text("bottleneck", bottleneck_text(s.topology, *bottleneck, out.inner()));
   if (i < traffic.collectives.size())
-    add_own_traffic(out, t, traffic.collectives[i], traffic.timed);
-  return out;
+    add_own_traffic(out, s.topology, traffic.collectives[i], traffic.timed);
+  out.append_to(into);
 }
 
 // Each collective's bottleneck (the last one listed for it), or null.
@@ -404,12 +435,9 @@ nlohmann::json result_json_frame(const Scenario& s, const TrafficReport& traffic
 
 nlohmann::json result_json(const Scenario& s, const ScenarioResult& r,
                            const TrafficReport& traffic) {
-  nlohmann::json doc = result_json_frame(s, traffic);
-  nlohmann::json& collectives = doc["collectives"];
-  const auto bottlenecks = bottlenecks_of(r, traffic);
-  for (std::size_t i = 0; i < r.resolved.size(); ++i)
-    collectives.push_back(collective_json(s, r, traffic, i, bottlenecks[i]));
-  return doc;
+  std::ostringstream text;
+  write_result_json(text, s, r, traffic);
+  return nlohmann::json::parse(text.str());
 }
 
 namespace {
@@ -423,11 +451,11 @@ std::size_t usable_cores() {
 
 // Items 0..n-1 made into text by `make(i, into)` (appending) and written in order, a batch at
 // a time, each batch's items shared out over `threads` threads (0: the usable cores, up to
-// 8): making each collective's part of result.json is most of writing 100,000 of them, and
+// 8): making each collective's part of result.json is much of writing 100,000 of them, and
 // the parts do not depend on each other. The bytes are those of making them one by one.
-// Where a thread cannot be started (a process limit), this one makes its share. (nlohmann's
-// dump reads localeconv(), glibc's static: safe while nothing calls setlocale, as nothing in
-// collsim does.)
+// Where a thread cannot be started (a process limit), this one makes its share. (A name
+// nlohmann escapes is dumped by it, which reads localeconv(), glibc's static: safe while
+// nothing calls setlocale, as nothing in collsim does.)
 template <class Make>
 void write_in_batches(std::ostream& out, std::size_t n, int threads, const Make& make) {
   constexpr std::size_t kBatch = 4096, kAlone = 256;  // below kAlone items, no threads
@@ -481,12 +509,8 @@ void write_result_json(std::ostream& out, const Scenario& s, const ScenarioResul
     out << "[";
     const auto bottlenecks = bottlenecks_of(r, traffic);
     write_in_batches(out, r.resolved.size(), threads, [&](std::size_t i, std::string& into) {
-      const std::string text = collective_json(s, r, traffic, i, bottlenecks[i]).dump(2);
       into += i ? ",\n    " : "\n    ";
-      std::size_t from = 0;  // each line indented by the array's depth (a string holds no \n)
-      for (std::size_t nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1)
-        into.append(text, from, nl + 1 - from).append("    ");
-      into.append(text, from);
+      append_collective(into, s, r, traffic, i, bottlenecks[i], 2);
     });
     out << "\n  ]";
   }

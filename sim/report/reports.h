@@ -28,11 +28,13 @@ std::string summary_table(const Scenario& scenario, const ScenarioResult& result
 // A collective's held_by in JSON: null when nothing held it, else name_of(held).
 nlohmann::json held_json(HeldBy held);
 
+// The document write_result_json writes, read back (Python's run() returns it).
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
-// result_json(...).dump(2) and a newline, written a batch of collectives at a time (memory:
-// a batch's documents, not every one's), each batch made on `threads` threads (0: the cores
-// this process may use, up to 8); the same bytes on any number.
+// result.json as nlohmann's dump(2) writes it, and a newline. The collectives are written
+// as text (report/json_text.h), never as one document, a batch at a time, each batch made
+// on `threads` threads (0: the cores this process may use, up to 8); the same bytes on any
+// number.
 void write_result_json(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
                        const TrafficReport& traffic, int threads = 0);
 // Rows with scope "run" (every link or rank, over the whole run), then rows with scope
