@@ -46,7 +46,8 @@ void MaxMinSolver::solve(std::span<const double> capacity,
   std::make_heap(heap_.begin(), heap_.end(),
                  [](const Entry& a, const Entry& b) { return after(a, b); });
 
-  while (!heap_.empty()) {
+  touched_in_.assign(L, 0);
+  for (std::uint32_t round = 1; !heap_.empty(); ++round) {
     std::pop_heap(heap_.begin(), heap_.end(),
                   [](const Entry& a, const Entry& b) { return after(a, b); });
     const Entry top = heap_.back();
@@ -61,13 +62,19 @@ void MaxMinSolver::solve(std::span<const double> capacity,
         remaining_[l] -= share;
         --unfrozen_[l];
         ++version_[l];
-        if (unfrozen_[l] > 0 && l != top.link) {
-          heap_.push_back({remaining_[l] / unfrozen_[l], l, version_[l]});
-          std::push_heap(heap_.begin(), heap_.end(),
-                         [](const Entry& a, const Entry& b) { return after(a, b); });
-        }
+        if (touched_in_[l] != round) touched_in_[l] = round, touched_.push_back(l);
       }
     }
+    // Each link these flows crossed gets one new entry, its share once they all froze: an
+    // entry made between two of them would be out of date (version) before it is popped.
+    for (std::int32_t l : touched_) {
+      if (unfrozen_[l] > 0 && l != top.link) {
+        heap_.push_back({remaining_[l] / unfrozen_[l], l, version_[l]});
+        std::push_heap(heap_.begin(), heap_.end(),
+                       [](const Entry& a, const Entry& b) { return after(a, b); });
+      }
+    }
+    touched_.clear();
   }
 }
 

@@ -36,6 +36,8 @@ class MaxMinSolver {
   std::vector<std::uint32_t> version_;
   std::vector<std::vector<std::int32_t>> flows_on_link_;
   std::vector<Entry> heap_;
+  std::vector<std::uint32_t> touched_in_;  // per link: the last round that froze a flow on it
+  std::vector<std::int32_t> touched_;      // the links this round froze flows on
 };
 
 }  // namespace collsim
