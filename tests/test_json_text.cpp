@@ -7,7 +7,9 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 using namespace collsim;
@@ -107,6 +109,10 @@ TEST_CASE("json_text: objects sorted by key and indented as dump(2)", "[json_tex
                                    {"b", std::uint64_t{1}}};
   CHECK(outer.text() == expected.dump(2));
   CHECK(JsonObjectText(3).text() == "{}");
+  // A key twice would be written twice, where a document keeps one: refused.
+  CHECK_THROWS_AS(JsonObjectText(0).add("x", 1).add("x", 2.0).text(), std::logic_error);
+  // An empty optional is null.
+  CHECK(JsonObjectText(0).add("d", std::optional<std::string>()).text() == "{\n  \"d\": null\n}");
 
   // An array of objects, inside an object.
   JsonArrayText links(1);

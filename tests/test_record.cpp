@@ -8,10 +8,12 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "report/chrome_trace.h"
@@ -303,6 +305,132 @@ TEST_CASE("chrome trace: binned concurrent collectives each keep their name and 
   REQUIRE(sent.size() == 16);
   // Each slice rounds its bytes to a whole number: within half a byte per slice.
   for (const auto& [name, bytes] : sent) CHECK(bytes == Approx(2.0 * 7 * (1 << 20)).margin(48));
+}
+
+namespace record_test {
+
+// A JSON value's type as result.json's readers see it.
+std::string json_type(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_string()) return "string";
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number_float()) return "float";
+  if (v.is_object()) return "object";
+  if (v.is_array()) return "array";
+  return "other";
+}
+
+// Every field a collective of result.json may hold, by path ("[]": each element), and the
+// types it may take.
+const std::map<std::string, std::set<std::string>> kCollectiveFields = {
+    {"name", {"string"}},
+    {"op", {"string"}},
+    {"algorithm", {"string"}},
+    {"plan", {"string"}},
+    {"protocol", {"string"}},
+    {"schedule_digest", {"string", "null"}},
+    {"ranks", {"array"}},
+    {"ranks[]", {"integer"}},
+    {"bytes", {"integer"}},
+    {"count", {"integer"}},
+    {"dtype", {"string"}},
+    {"start_s", {"float"}},
+    {"end_s", {"float"}},
+    {"time_s", {"float"}},
+    {"algbw_GBps", {"float", "null"}},
+    {"busbw_GBps", {"float", "null"}},
+    {"ops_time_s", {"float"}},
+    {"held_by", {"string", "null"}},
+    {"segments", {"integer"}},
+    {"transfers", {"integer"}},
+    {"steps", {"integer"}},
+    {"symmetry", {"string"}},
+    {"auto", {"object"}},
+    {"auto.chosen", {"object"}},
+    {"auto.runner_up", {"object", "null"}},
+    {"auto.candidates", {"integer"}},
+    {"bottleneck", {"object"}},
+    {"bottleneck.link", {"string"}},
+    {"bottleneck.bytes", {"integer"}},
+    {"bottleneck.seconds_at_full_rate", {"float"}},
+    {"bottleneck.share_of_rate", {"float"}},
+    {"bottleneck.seconds_at_its_rate", {"float"}},
+    {"hottest_links", {"array"}},
+    {"hottest_links[]", {"object"}},
+    {"hottest_links[].link", {"string"}},
+    {"hottest_links[].kind", {"string"}},
+    {"hottest_links[].bandwidth_Bps", {"float"}},
+    {"hottest_links[].bytes", {"integer"}},
+    {"hottest_links[].utilisation", {"float"}},
+    {"links_used", {"integer"}},
+    {"per_rank", {"object"}},
+    {"per_rank.sent_bytes", {"array"}},
+    {"per_rank.sent_bytes[]", {"integer"}},
+    {"per_rank.received_bytes", {"array"}},
+    {"per_rank.received_bytes[]", {"integer"}},
+    {"per_rank.busy_s", {"array"}},
+    {"per_rank.busy_s[]", {"float"}},
+    {"sent_bytes_per_rank", {"object"}},
+    {"received_bytes_per_rank", {"object"}}};
+
+// Each field under `v` (at `path`) has a type kCollectiveFields allows; `seen` collects paths.
+void check_types(const nlohmann::json& v, const std::string& path, std::set<std::string>& seen) {
+  for (const auto& [key, value] : v.items()) {
+    std::string at = path.empty() ? key : path + "." + key;
+    for (const char* candidate : {"auto.chosen.", "auto.runner_up."})
+      if (at.starts_with(candidate)) at = "auto.candidate." + at.substr(std::strlen(candidate));
+    for (const char* spread : {"sent_bytes_per_rank.", "received_bytes_per_rank."})
+      if (at.starts_with(spread)) at = "spread." + at.substr(std::strlen(spread));
+    INFO(at);
+    static const std::map<std::string, std::set<std::string>> kNested = {
+        {"auto.candidate.algorithm", {"string"}},
+        {"auto.candidate.plan", {"string"}},
+        {"auto.candidate.segments", {"integer"}},
+        {"auto.candidate.time_s", {"float"}},
+        {"spread.min", {"integer"}},
+        {"spread.mean", {"integer"}},
+        {"spread.max", {"integer"}}};
+    const auto known = kCollectiveFields.count(at) ? kCollectiveFields.find(at) : kNested.find(at);
+    REQUIRE(known != kNested.end());
+    CHECK(known->second.count(json_type(value)) == 1);
+    seen.insert(at);
+    if (value.is_object()) check_types(value, at, seen);
+    if (value.is_array())
+      for (const auto& element : value) {
+        INFO(at + "[]");
+        REQUIRE(kCollectiveFields.count(at + "[]") == 1);
+        CHECK(kCollectiveFields.at(at + "[]").count(json_type(element)) == 1);
+        seen.insert(at + "[]");
+        if (element.is_object()) check_types(element, at + "[]", seen);
+      }
+  }
+}
+
+}  // namespace record_test
+
+TEST_CASE("result.json keeps each collective field's JSON type", "[record]") {
+  // The writer (report/json_text.h) writes each value as its C++ type says. This pins the
+  // types result.json has always had, which reading the text back cannot: an integer
+  // written as 4096.0 reads back as a double and writes out the same.
+  std::set<std::string> seen;
+  for (const auto& entry : fs::directory_iterator(kScenarios)) {
+    if (entry.path().extension() != ".json") continue;
+    const Scenario s = load_scenario(entry.path());
+    if (s.collectives.empty() || !s.workloads.empty()) continue;
+    INFO(entry.path().filename().string());
+    const ScenarioResult r = run_scenario(s);
+    const nlohmann::json doc = result_json(s, r, analyse_traffic(s, r));
+    for (const auto& c : doc["collectives"]) record_test::check_types(c, "", seen);
+  }
+  const Scenario ring = load_scenario(kScenarios + "ring-allreduce-trace.json");
+  const ScenarioResult folded = run_scenario_streamed(ring, FoldWhen::Always);
+  const nlohmann::json doc = result_json(ring, folded, analyse_traffic(ring, folded));
+  for (const auto& c : doc["collectives"]) record_test::check_types(c, "", seen);
+  // The bundled scenarios reach every field (a bottleneck's slowed share: NVLS).
+  for (const auto& [path, types] : record_test::kCollectiveFields) {
+    INFO(path);
+    CHECK(seen.count(path) == 1);
+  }
 }
 
 TEST_CASE("result.json written a collective at a time is the document dumped whole", "[record]") {

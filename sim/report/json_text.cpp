@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace collsim {
 
@@ -55,6 +56,9 @@ void JsonObjectText::append_to(std::string& out) {
     return;
   }
   std::ranges::sort(members_, {}, &Member::key);
+  const auto twice = std::ranges::adjacent_find(members_, {}, &Member::key);
+  if (twice != members_.end())
+    throw std::logic_error("result.json: key \"" + std::string(twice->key) + "\" written twice");
   out += "{\n";
   for (std::size_t i = 0; i < members_.size(); ++i) {
     append_indent(out, inner());

@@ -7,6 +7,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,13 @@ template <std::unsigned_integral T>
 requires(!std::same_as<T, std::uint64_t> &&
          !std::same_as<T, bool>) void append_json(std::string& out, T v) {
   append_json(out, static_cast<std::uint64_t>(v));
+}
+template <class T>
+void append_json(std::string& out, const std::optional<T>& v) {  // empty: null
+  if (v)
+    append_json(out, *v);
+  else
+    append_json(out, nullptr);
 }
 
 // Two spaces per level of nesting, as dump(2) indents.
@@ -65,25 +73,28 @@ class JsonObjectText {
   // The depth its members' own objects and arrays are written at.
   int inner() const { return depth_ + 1; }
 
-  template <class T>
-  JsonObjectText& add(std::string_view key, const T& value) {
+  // Keys are string literals: the object keeps only a view of them.
+  template <std::size_t N, class T>
+  JsonObjectText& add(const char (&key)[N], const T& value) {
     const std::size_t begin = values_.size();
     append_json(values_, value);
-    return added(key, begin);
+    return added({key, N - 1}, begin);
   }
-  template <class T>
-  JsonObjectText& add_array(std::string_view key, std::span<const T> items) {
+  template <class T, std::size_t N>
+  JsonObjectText& add_array(const char (&key)[N], std::span<const T> items) {
     const std::size_t begin = values_.size();
     append_json_array(values_, items, inner());
-    return added(key, begin);
+    return added({key, N - 1}, begin);
   }
   // A value already written at inner() depth: a nested object or array.
-  JsonObjectText& add_text(std::string_view key, std::string_view text) {
+  template <std::size_t N>
+  JsonObjectText& add_text(const char (&key)[N], std::string_view text) {
     const std::size_t begin = values_.size();
     values_ += text;
-    return added(key, begin);
+    return added({key, N - 1}, begin);
   }
-  void append_to(std::string& out);  // sorts the members
+  // Sorts the members; a key added twice is a logic error (nlohmann would keep one).
+  void append_to(std::string& out);
   std::string text() {
     std::string out;
     append_to(out);

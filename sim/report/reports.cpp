@@ -144,8 +144,14 @@ std::string held_notes(const ScenarioResult& r) {
 
 }  // namespace
 
+std::optional<std::string_view> held_name(HeldBy held) {
+  if (held == HeldBy::Nothing) return std::nullopt;
+  return name_of(held);
+}
+
 nlohmann::json held_json(HeldBy held) {
-  return held == HeldBy::Nothing ? nlohmann::json() : nlohmann::json(name_of(held));
+  const auto name = held_name(held);
+  return name ? nlohmann::json(*name) : nlohmann::json();
 }
 
 namespace {
@@ -368,14 +374,9 @@ void append_collective(std::string& into, const Scenario& s, const ScenarioResul
       .add("segments", c.options.segments)
       .add("transfers", r.op_count(i))
       .add("steps", r.schedules[i]->num_steps);
-  if (folded(r, i))
-    out.add("schedule_digest", nullptr);
-  else
-    out.add("schedule_digest", digest_text(r.digests[i]));
-  if (o.held_by == HeldBy::Nothing)
-    out.add("held_by", nullptr);
-  else
-    out.add("held_by", name_of(o.held_by));
+  out.add("schedule_digest",
+          folded(r, i) ? std::nullopt : std::optional(digest_text(r.digests[i])));
+  out.add("held_by", held_name(o.held_by));
   if (i < r.folding.size() && !r.folding[i].note.empty()) out.add("symmetry", r.folding[i].note);
   if (r.choices[i]) out.add_text("auto", auto_text(*r.choices[i], out.inner()));
   if (bottleneck) out.add_text("bottleneck", bottleneck_text(s.topology, *bottleneck, out.inner()));

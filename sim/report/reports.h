@@ -25,7 +25,9 @@ RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::
 std::string summary_table(const Scenario& scenario, const ScenarioResult& result,
                           const TrafficReport& traffic, int hottest = 5);
 // {scenario, topology, network, makespan_s, collectives[], links[], ranks[]}
-// A collective's held_by in JSON: null when nothing held it, else name_of(held).
+// A collective's held_by: nothing when nothing held it, else name_of(held); in JSON, null or
+// that name.
+std::optional<std::string_view> held_name(HeldBy held);
 nlohmann::json held_json(HeldBy held);
 
 // The document write_result_json writes, read back (Python's run() returns it).
