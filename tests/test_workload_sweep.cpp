@@ -201,3 +201,27 @@ TEST_CASE("workload-sweep --out: nothing written when the sweep fails", "[worklo
   CHECK(o.status != 0);
   CHECK_FALSE(std::filesystem::exists(dir / "out" / "workload_sweep.html"));
 }
+
+TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the value's own",
+          "[workload][sweep]") {
+  // NCCL_ALGO's lists hold commas: "ring,tree" quoted is one value, as [1, 2] is.
+  const SweepAxis a =
+      parse_axis(R"(workload.nccl_algo="ring,tree",ring,"a\"b,c",[1,[2,3]],{"x":1,"y":2})");
+  CHECK(a.path == "workload.nccl_algo");
+  CHECK(a.values == std::vector<std::string>{R"("ring,tree")", "ring", R"("a\"b,c")", "[1,[2,3]]",
+                                             R"({"x":1,"y":2})"});
+  CHECK(parse_axis("workload.bucket=10MB,25MB").values == std::vector<std::string>{"10MB", "25MB"});
+  CHECK_THROWS_WITH(parse_axis(R"(workload.nccl_algo="ring,tree",)"),
+                    Catch::Contains("an empty value"));
+  // Each point's scenario gets the string, and its row says it as written.
+  const auto doc = nlohmann::json::parse(R"({"topology": "dgx-h100", "workload": {"gradients":
+      "64MiB", "compute": "1ms", "algorithm": "nccl"}})");
+  WorkloadSweepOptions o;
+  o.axes = {parse_axis(R"(workload.nccl_algo="ring,tree",nvls)")};
+  const WorkloadSweep s = sweep_workload(doc, ".", o);
+  REQUIRE(s.points.size() == 2);
+  CHECK(s.points[0].error.empty());
+  CHECK(s.points[1].error.empty());
+  CHECK(s.points[0].settings == std::vector<std::string>{R"("ring,tree")"});
+  CHECK(s.points[0].step_s != s.points[1].step_s);  // NVLS on one node: not the ring's time
+}

@@ -202,6 +202,35 @@ WorkloadSweepOptions workload_sweep_options(const std::vector<std::string>& sets
   return options;
 }
 
+namespace {
+
+// The comma after the value that starts at `from`, or the end: a comma inside a JSON string
+// or list is the value's own ("\"ring,tree\"" for NCCL_ALGO's list, [1,2]).
+std::size_t next_separator(const std::string& text, std::size_t from) {
+  bool quoted = false;
+  int depth = 0;
+  for (std::size_t i = from; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+  }
+  return text.size();
+}
+
+}  // namespace
+
 SweepAxis parse_axis(const std::string& text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -211,7 +240,7 @@ SweepAxis parse_axis(const std::string& text) {
   SweepAxis a;
   a.path = text.substr(0, eq);
   for (std::size_t from = eq + 1; from <= text.size();) {
-    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::size_t comma = next_separator(text, from);
     a.values.push_back(text.substr(from, comma - from));
     if (a.values.back().empty())
       throw InputError("--set", fmt::format("an empty value in \"{}\"", text));
