@@ -433,9 +433,12 @@ TEST_CASE("result.json keeps each collective field's JSON type", "[record]") {
   }
 }
 
-TEST_CASE("result.json written a collective at a time is the document dumped whole", "[record]") {
-  // Every bundled scenario of collectives (auto choices among them), run whole; and a
-  // streamed run of one of them with folds tried (null digests, symmetry notes).
+TEST_CASE("result.json written a collective at a time reads back to the same bytes", "[record]") {
+  // What nlohmann writes of the document read back is the text itself: key order,
+  // indentation, escapes and number forms are nlohmann's (the types, which reading back
+  // cannot see, are pinned above). Every bundled scenario of collectives (auto choices among
+  // them), run whole; and a streamed run of one of them with folds tried (null digests,
+  // symmetry notes).
   const auto same_bytes = [](const Scenario& s, const ScenarioResult& r) {
     const TrafficReport traffic = analyse_traffic(s, r);
     std::ostringstream streamed;

@@ -213,6 +213,13 @@ TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the val
   CHECK(parse_axis("workload.bucket=10MB,25MB").values == std::vector<std::string>{"10MB", "25MB"});
   CHECK_THROWS_WITH(parse_axis(R"(workload.nccl_algo="ring,tree",)"),
                     Catch::Contains("an empty value"));
+  // A quote inside a plain word is the word's; an unclosed or trailed JSON value is refused.
+  CHECK(parse_axis(R"(workload.name=a"b,c)").values == std::vector<std::string>{R"(a"b)", "c"});
+  CHECK_THROWS_WITH(parse_axis(R"(workload.nccl_algo="ring,tree)"),
+                    Catch::Contains("never closes"));
+  CHECK_THROWS_WITH(parse_axis("workload.bucket=[1,2"), Catch::Contains("never closes"));
+  CHECK_THROWS_WITH(parse_axis(R"(workload.nccl_algo="ring"x,tree)"),
+                    Catch::Contains("a comma or the end must follow the JSON value"));
   // Each point's scenario gets the string, and its row says it as written.
   const auto doc = nlohmann::json::parse(R"({"topology": "dgx-h100", "workload": {"gradients":
       "64MiB", "compute": "1ms", "algorithm": "nccl"}})");
@@ -224,4 +231,9 @@ TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the val
   CHECK(s.points[1].error.empty());
   CHECK(s.points[0].settings == std::vector<std::string>{R"("ring,tree")"});
   CHECK(s.points[0].step_s != s.points[1].step_s);  // NVLS on one node: not the ring's time
+  CHECK_THAT(workload_sweep_table(s), !Catch::Contains("refused"));
+  // Every point refused: the table says so, not that none fits.
+  o.axes = {parse_axis(R"(workload.nccl_algo="rings",tre)")};
+  const WorkloadSweep refused = sweep_workload(doc, ".", o);
+  CHECK_THAT(workload_sweep_table(refused), Catch::EndsWith("# every point was refused\n"));
 }

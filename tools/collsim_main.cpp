@@ -535,7 +535,8 @@ CLI::App* add_workload_sweep_command(CLI::App& app, WorkloadSweepArgs& args) {
   cmd->add_option("scenario", args.scenario, "Scenario JSON file with a workload")->required();
   cmd->add_option("--set", args.sets,
                   "PATH=V1,V2,...: a scenario field through values (repeatable), e.g. "
-                  "workload.bucket=10MB,25MB or topology.nodes=1,2,4");
+                  "workload.bucket=10MB,25MB or topology.nodes=1,2,4; a value with a comma "
+                  "in it as JSON: 'workload.nccl_algo=\"ring,tree\",ring'");
   cmd->add_flag("--splits", args.splits,
                 "Also every dp x tp x pp of the job's GPUs (tp a power of two within a node), "
                 "the global batch kept (micro-batches follow dp), with the least activation "

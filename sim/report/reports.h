@@ -2,6 +2,7 @@
 // What a run produces for people and tools: the summary table, result.json,
 // links.csv and a Chrome/Perfetto timeline.
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -30,7 +31,7 @@ std::string summary_table(const Scenario& scenario, const ScenarioResult& result
 std::optional<std::string_view> held_name(HeldBy held);
 nlohmann::json held_json(HeldBy held);
 
-// The document write_result_json writes, read back (Python's run() returns it).
+// The document write_result_json writes, read back (tests compare it).
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
 // result.json as nlohmann's dump(2) writes it, and a newline. The collectives are written

@@ -1,7 +1,7 @@
 #pragma once
-// NCCL_ALGO and NCCL_PROTO as NCCL (2.24+) reads them: what `"algorithm": "nccl"` may pick,
-// for one collective of a scenario or for every collective a training step issues. Below
-// the scenario and the workloads, which both read them the same way.
+// NCCL_ALGO and NCCL_PROTO as NCCL reads them (docs/nccl.md §2.3): what `"algorithm": "nccl"` may
+// pick, for one collective of a scenario or for every collective a training step issues. Below the
+// scenario and the workloads, which both read them the same way.
 #include <array>
 #include <optional>
 #include <string>

@@ -204,9 +204,13 @@ WorkloadSweepOptions workload_sweep_options(const std::vector<std::string>& sets
 
 namespace {
 
-// The comma after the value that starts at `from`, or the end: a comma inside a JSON string
-// or list is the value's own ("\"ring,tree\"" for NCCL_ALGO's list, [1,2]).
+// The comma after the value that starts at `from`, or the end. A value that starts as JSON's
+// string, list or object ("\"ring,tree\"" for NCCL_ALGO's list, [1,2]) runs to where it
+// closes, commas inside it its own; it must close, and a comma or the end must follow it.
 std::size_t next_separator(const std::string& text, std::size_t from) {
+  const auto plain = [&] { return std::min(text.find(',', from), text.size()); };
+  if (from == text.size() || std::string_view("\"[{").find(text[from]) == std::string::npos)
+    return plain();
   bool quoted = false;
   int depth = 0;
   for (std::size_t i = from; i < text.size(); ++i) {
@@ -220,13 +224,19 @@ std::size_t next_separator(const std::string& text, std::size_t from) {
       quoted = true;
     } else if (c == '[' || c == '{') {
       ++depth;
-    } else if ((c == ']' || c == '}') && depth > 0) {
+    } else if (c == ']' || c == '}') {
       --depth;
-    } else if (c == ',' && depth == 0) {
-      return i;
     }
+    if (quoted || depth > 0) continue;
+    if (i + 1 < text.size() && text[i + 1] != ',')
+      throw InputError("--set", fmt::format("\"{}\": a comma or the end must follow the JSON "
+                                            "value \"{}\"",
+                                            text, text.substr(from, i + 1 - from)));
+    return i + 1;
   }
-  return text.size();
+  throw InputError("--set", fmt::format("\"{}\": the JSON value from \"{}\" never closes "
+                                        "(a \" or a [ or {{ left open)",
+                                        text, text.substr(from)));
 }
 
 }  // namespace
@@ -318,7 +328,10 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
         p.memory_bytes > 0 ? fmt::format("{:.1f} GB", p.memory_bytes / 1e9) : "-",
         p.fits ? "" : " (does not fit)", static_cast<int>(i) == s.best ? "  <- best" : "");
   }
-  if (s.best < 0) out += "# no point fits in the GPU's memory\n";
+  const bool any_ran =
+      std::any_of(s.points.begin(), s.points.end(), [](const auto& p) { return p.error.empty(); });
+  if (s.best < 0)
+    out += any_ran ? "# no point fits in the GPU's memory\n" : "# every point was refused\n";
   return out;
 }
 

@@ -126,9 +126,9 @@ py::object run(const py::object& scenario, const py::object& out, bool stream, b
   // As `collsim run --format json` writes it, read by Python's json: a run of 100,000
   // collectives is never one nlohmann document.
   const std::string text = interruptible([&] {
-    std::ostringstream out;
-    write_run_document(out, s, run_use_case(s, request));
-    return out.str();
+    std::ostringstream document;
+    write_run_document(document, s, run_use_case(s, request));
+    return document.str();
   });
   return py::module_::import("json").attr("loads")(text);
 }
