@@ -371,7 +371,35 @@ const std::map<std::string, std::set<std::string>> kCollectiveFields = {
     {"per_rank.busy_s", {"array"}},
     {"per_rank.busy_s[]", {"float"}},
     {"sent_bytes_per_rank", {"object"}},
-    {"received_bytes_per_rank", {"object"}}};
+    {"received_bytes_per_rank", {"object"}},
+    // The document around them ("doc." for its top level).
+    {"doc.scenario", {"string"}},
+    {"doc.topology", {"object"}},
+    {"doc.topology.name", {"string"}},
+    {"doc.topology.gpus", {"integer"}},
+    {"doc.topology.links", {"integer"}},
+    {"doc.network", {"object"}},
+    {"doc.network.model", {"string"}},
+    {"doc.network.alpha_s", {"float"}},
+    {"doc.makespan_s", {"float"}},
+    {"doc.links", {"array"}},
+    {"doc.links[]", {"object"}},
+    {"doc.links[].src", {"string"}},
+    {"doc.links[].dst", {"string"}},
+    {"doc.links[].kind", {"string"}},
+    {"doc.links[].bandwidth_GBps", {"float"}},
+    {"doc.links[].bytes", {"integer"}},
+    {"doc.links[].busy_s", {"float"}},
+    {"doc.links[].utilisation", {"float"}},
+    {"doc.links[].peak_transfers", {"integer"}},
+    {"doc.ranks", {"array"}},
+    {"doc.ranks[]", {"object"}},
+    {"doc.ranks[].rank", {"integer"}},
+    {"doc.ranks[].gpu", {"string"}},
+    {"doc.ranks[].sent_bytes", {"integer"}},
+    {"doc.ranks[].received_bytes", {"integer"}},
+    {"doc.ranks[].busy_s", {"float"}},
+    {"doc.ranks[].idle_s", {"float"}}};
 
 // Each field under `v` (at `path`) has a type kCollectiveFields allows; `seen` collects paths.
 void check_types(const nlohmann::json& v, const std::string& path, std::set<std::string>& seen) {
@@ -408,7 +436,7 @@ void check_types(const nlohmann::json& v, const std::string& path, std::set<std:
 
 }  // namespace record_test
 
-TEST_CASE("result.json keeps each collective field's JSON type", "[record]") {
+TEST_CASE("result.json keeps each field's JSON type", "[record]") {
   // The writer (report/json_text.h) writes each value as its C++ type says. This pins the
   // types result.json has always had, which reading the text back cannot: an integer
   // written as 4096.0 reads back as a double and writes out the same.
@@ -419,8 +447,10 @@ TEST_CASE("result.json keeps each collective field's JSON type", "[record]") {
     if (s.collectives.empty() || !s.workloads.empty()) continue;
     INFO(entry.path().filename().string());
     const ScenarioResult r = run_scenario(s);
-    const nlohmann::json doc = result_json(s, r, analyse_traffic(s, r));
+    nlohmann::json doc = result_json(s, r, analyse_traffic(s, r));
     for (const auto& c : doc["collectives"]) record_test::check_types(c, "", seen);
+    doc.erase("collectives");
+    record_test::check_types(doc, "doc", seen);
   }
   const Scenario ring = load_scenario(kScenarios + "ring-allreduce-trace.json");
   const ScenarioResult folded = run_scenario_streamed(ring, FoldWhen::Always);

@@ -394,42 +394,50 @@ std::vector<const Bottleneck*> bottlenecks_of(const ScenarioResult& r,
   return out;
 }
 
-// result.json without its collectives (an empty array in their place).
-nlohmann::json result_json_frame(const Scenario& s, const TrafficReport& traffic) {
-  nlohmann::json links = nlohmann::json::array();
+// result.json without its collectives (an empty array in their place), as text.
+std::string result_json_frame(const Scenario& s, const TrafficReport& traffic) {
   const auto& t = s.topology;
+  JsonArrayText links(1);
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
     const LinkTraffic& lt = traffic.links[l];
-    links.push_back({{"src", t.node(t.link(l).src).name},
-                     {"dst", t.node(t.link(l).dst).name},
-                     {"kind", name_of(t.link(l).kind)},
-                     {"bandwidth_GBps", t.link(l).bandwidth / 1e9},
-                     {"bytes", lt.bytes},
-                     {"busy_s", lt.busy_s},
-                     {"utilisation", lt.utilisation}});
-    if (traffic.timed) links.back()["peak_transfers"] = lt.peak_transfers;
+    JsonObjectText link(links.inner());
+    link.add("src", t.node(t.link(l).src).name)
+        .add("dst", t.node(t.link(l).dst).name)
+        .add("kind", name_of(t.link(l).kind))
+        .add("bandwidth_GBps", t.link(l).bandwidth / 1e9)
+        .add("bytes", lt.bytes)
+        .add("busy_s", lt.busy_s)
+        .add("utilisation", lt.utilisation);
+    if (traffic.timed) link.add("peak_transfers", lt.peak_transfers);
+    links.add_text(link.text());
   }
-  nlohmann::json ranks = nlohmann::json::array();
+  JsonArrayText ranks(1);
   for (std::size_t rank = 0; rank < traffic.ranks.size(); ++rank) {
     const RankTraffic& rt = traffic.ranks[rank];
-    ranks.push_back({{"rank", rank},
-                     {"gpu", t.node(t.gpu_of_rank(static_cast<int>(rank))).name},
-                     {"sent_bytes", rt.sent},
-                     {"received_bytes", rt.received}});
-    if (traffic.timed) {
-      ranks.back()["busy_s"] = rt.busy_s;
-      ranks.back()["idle_s"] = rt.idle_s;
-    }
+    JsonObjectText one(ranks.inner());
+    one.add("rank", rank)
+        .add("gpu", t.node(t.gpu_of_rank(static_cast<int>(rank))).name)
+        .add("sent_bytes", rt.sent)
+        .add("received_bytes", rt.received);
+    if (traffic.timed) one.add("busy_s", rt.busy_s).add("idle_s", rt.idle_s);
+    ranks.add_text(one.text());
   }
-  return {{"scenario", s.name},
-          {"topology", {{"name", t.name}, {"gpus", t.num_ranks()}, {"links", t.links().size()}}},
-          {"network",
-           {{"model", std::string(name_of(s.network.model))},
-            {"alpha_s", to_seconds(s.network.alpha)}}},
-          {"makespan_s", traffic.makespan_s},
-          {"collectives", nlohmann::json::array()},
-          {"links", std::move(links)},
-          {"ranks", std::move(ranks)}};
+  JsonObjectText doc(0);
+  doc.add("scenario", s.name)
+      .add_text("topology", JsonObjectText(1)
+                                .add("name", t.name)
+                                .add("gpus", t.num_ranks())
+                                .add("links", t.links().size())
+                                .text())
+      .add_text("network", JsonObjectText(1)
+                               .add("model", name_of(s.network.model))
+                               .add("alpha_s", to_seconds(s.network.alpha))
+                               .text())
+      .add("makespan_s", traffic.makespan_s)
+      .add_text("collectives", "[]")
+      .add_text("links", links.text())
+      .add_text("ranks", ranks.text());
+  return doc.text();
 }
 
 }  // namespace
@@ -498,9 +506,9 @@ void write_in_batches(std::ostream& out, std::size_t n, int threads, const Make&
 
 void write_result_json(std::ostream& out, const Scenario& s, const ScenarioResult& r,
                        const TrafficReport& traffic, int threads) {
-  // The frame as dump(2) prints it, the collectives written one at a time where its empty
-  // array stands: 100,000 collectives never sit in memory as one document.
-  const std::string frame = result_json_frame(s, traffic).dump(2);
+  // The frame, the collectives written a batch at a time where its empty array stands:
+  // 100,000 collectives never sit in memory at once.
+  const std::string frame = result_json_frame(s, traffic);
   const std::string_view hole = "\"collectives\": []";
   const std::size_t at = frame.find(hole);
   out << std::string_view(frame).substr(0, at + hole.size() - 2);

@@ -34,10 +34,10 @@ nlohmann::json held_json(HeldBy held);
 // The document write_result_json writes, read back (tests compare it).
 nlohmann::json result_json(const Scenario& scenario, const ScenarioResult& result,
                            const TrafficReport& traffic);
-// result.json as nlohmann's dump(2) writes it, and a newline. The collectives are written
-// as text (report/json_text.h), never as one document, a batch at a time, each batch made
-// on `threads` threads (0: the cores this process may use, up to 8); the same bytes on any
-// number.
+// result.json as nlohmann's dump(2) writes it, and a newline, written as text
+// (report/json_text.h), never as one document: the collectives a batch at a time, each
+// batch made on `threads` threads (0: the cores this process may use, up to 8); the same
+// bytes on any number.
 void write_result_json(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
                        const TrafficReport& traffic, int threads = 0);
 // Rows with scope "run" (every link or rank, over the whole run), then rows with scope
