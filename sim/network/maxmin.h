@@ -15,6 +15,10 @@ namespace collsim {
 
 class MaxMinSolver {
  public:
+  // Systems of up to `scanned_up_to` links find each round's tightest link by a scan, larger
+  // ones by a heap; both give the same rates bit for bit (tests set it to compare them).
+  explicit MaxMinSolver(std::size_t scanned_up_to = 256) : scanned_up_to_(scanned_up_to) {}
+
   // Rates for `flows` (each a list of indices into `capacity`): rates[f].
   // Flows with no links get +infinity. Work is O((F·P + L) log L) for the links
   // and flows given; `scratch` state is kept between calls to avoid allocation.
@@ -22,15 +26,15 @@ class MaxMinSolver {
              std::vector<double>& rates);
 
  private:
-  static constexpr std::size_t kSmall = 16;  // links; fewer are scanned, not heaped
-  void solve_small(std::span<const std::span<const std::int32_t>> flows,
-                   std::vector<double>& rates);
+  void solve_scanned(std::span<const std::span<const std::int32_t>> flows,
+                     std::vector<double>& rates);
 
   struct Entry {
     double share;
     std::int32_t link;
     std::uint32_t version;
   };
+  std::size_t scanned_up_to_;
   std::vector<double> remaining_;
   std::vector<std::int32_t> unfrozen_;
   std::vector<std::uint32_t> version_;
