@@ -306,14 +306,10 @@ bool folded(const ScenarioResult& r, std::size_t i) {
 
 namespace {
 
-// A bandwidth in GB/s, or null where no time passed.
-std::string bandwidth_text(double bytes_per_second, double time_s) {
-  std::string out;
-  if (time_s <= 0)
-    append_json(out, nullptr);
-  else
-    append_json(out, bytes_per_second / 1e9);
-  return out;
+// A bandwidth in GB/s, or none (null) where no time passed.
+std::optional<double> bandwidth_GBps(double bytes_per_second, double time_s) {
+  if (time_s <= 0) return std::nullopt;
+  return bytes_per_second / 1e9;
 }
 
 // An auto choice's candidate.
@@ -368,8 +364,8 @@ void append_collective(std::string& into, const Scenario& s, const ScenarioResul
       .add("start_s", o.start_s)
       .add("end_s", o.end_s)
       .add("time_s", o.time_s)
-      .add_text("algbw_GBps", bandwidth_text(o.algbw_Bps, o.time_s))
-      .add_text("busbw_GBps", bandwidth_text(o.busbw_Bps, o.time_s))
+      .add("algbw_GBps", bandwidth_GBps(o.algbw_Bps, o.time_s))
+      .add("busbw_GBps", bandwidth_GBps(o.busbw_Bps, o.time_s))
       .add("ops_time_s", o.ops_time_s)
       .add("segments", c.options.segments)
       .add("transfers", r.op_count(i))
