@@ -107,12 +107,30 @@ double reference_latency_s(LinkKind k) {
 
 constexpr FitTerms kAllTerms{};
 
+// Each kind's slowest link rate: what a share of the kind's nominal rate is of.
+std::vector<double> slowest_rates(const Topology& t, const std::vector<LinkKind>& kinds) {
+  std::vector<double> out(kinds.size(), INFINITY);
+  for (const Link& l : t.links())
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+      if (l.kind == kinds[i]) out[i] = std::min(out[i], l.bandwidth);
+  return out;
+}
+
+// The curve's shares of nominal as one kind's bandwidths (B/s).
+std::vector<std::pair<std::int64_t, double>> scaled_curve(
+    const std::vector<std::pair<std::int64_t, double>>& shares, double nominal_Bps) {
+  std::vector<std::pair<std::int64_t, double>> out;
+  for (const auto& [bytes, share] : shares) out.emplace_back(bytes, share * nominal_Bps);
+  return out;
+}
+
 // The fit's terms as a cost model on the kinds the transfers cross. The terms in
 // `stated` are stated (NCCL's model then uses them in place of its own); the others
 // are left to the defaults, which `neutral` restates.
 struct TermModel {
   std::vector<LinkKind> kinds;
   std::vector<double> default_efficiency;  // per kind
+  std::vector<double> nominal_Bps;         // per kind: what the curve's shares are of
   FitValues neutral;  // the defaults as values: NCCL's table under "nccl", else none
 
   CostModel operator()(const FitValues& v, const FitTerms& stated = kAllTerms) const {
@@ -125,7 +143,7 @@ struct TermModel {
       if (stated.latency) c.latency = from_seconds(v.latency_scale * reference_latency_s(kinds[i]));
       if (stated.efficiency || stated.curve)
         c.efficiency = std::min(1.0, v.efficiency * default_efficiency[i]);
-      if (!v.curve.empty()) c.bandwidth = SizeCurve(v.curve);
+      if (!v.curve.empty()) c.bandwidth = SizeCurve(scaled_curve(v.curve, nominal_Bps[i]));
       m.stated.latency[k] = stated.latency;
       m.stated.efficiency[k] = stated.efficiency || stated.curve;
     }
@@ -353,7 +371,7 @@ void fit_affine(const std::vector<const Point*>& pts, const FitTerms& terms, Fit
 // The bandwidth, per transfer size, that closes what the affine terms leave: at each
 // size where bandwidth is a fair share of the time. Sizes sharing a transfer size
 // (several logs) average.
-void fit_curve(const std::vector<const Point*>& pts, double nominal, FitValues& v) {
+void fit_curve(const std::vector<const Point*>& pts, FitValues& v) {
   const double x = 1 / v.efficiency;
   std::map<std::int64_t, std::pair<double, int>> shares;  // transfer -> (sum of g, count)
   for (const Point* p : pts) {
@@ -369,15 +387,14 @@ void fit_curve(const std::vector<const Point*>& pts, double nominal, FitValues& 
     sum += g;
     ++count;
   }
-  for (const auto& [bytes, sc] : shares)
-    v.curve.emplace_back(bytes, nominal * sc.first / sc.second);
+  for (const auto& [bytes, sc] : shares) v.curve.emplace_back(bytes, sc.first / sc.second);
 }
 
-FitValues fit_values(const std::vector<const Point*>& pts, const FitTerms& terms, double nominal,
+FitValues fit_values(const std::vector<const Point*>& pts, const FitTerms& terms,
                      const FitValues& neutral) {
   FitValues v = neutral;
   fit_affine(pts, terms, v);
-  if (terms.curve) fit_curve(pts, nominal, v);
+  if (terms.curve) fit_curve(pts, v);
   return v;
 }
 
@@ -498,9 +515,12 @@ bool latency_separable(const std::vector<Point>& pts) {
   return static_cast<double>(same) < 0.9 * static_cast<double>(n.size());
 }
 
-std::string kind_list(const std::vector<LinkKind>& kinds) {
+// "nvlink (nominal 450 GB/s), ib (nominal 50 GB/s)": each kind with its slowest rate.
+std::string kind_list(const std::vector<LinkKind>& kinds, const std::vector<double>& nominal_Bps) {
   std::vector<std::string> names;
-  for (LinkKind k : kinds) names.emplace_back(name_of(k));
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    names.push_back(
+        fmt::format("{} (nominal {})", name_of(kinds[i]), format_bandwidth(nominal_Bps[i])));
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -599,7 +619,7 @@ void choose_terms(NcclFit& fit, const std::vector<Point>& pts,
   const auto fitted = select(pts, false), heldout = select(pts, true);
   const TermsTrial* best = nullptr;
   for (const FitTerms& t : candidate_terms(fit.used)) {
-    TermsTrial trial{t, fit_values(fitted, t, fit.nominal_Bps, model.neutral)};
+    TermsTrial trial{t, fit_values(fitted, t, model.neutral)};
     const CostModel m = model(trial.values, t);
     residuals_of(&m, scenarios, heldout, &trial.heldout_mape_pct);
     fit.trials.push_back(trial);
@@ -650,7 +670,7 @@ constexpr double kImplausibleShare = 0.25;
 double share_at_largest(const NcclFit& fit, std::size_t kind) {
   const double share = fit.model.link(fit.kinds[kind]).efficiency;
   if (!fit.used.curve || fit.values.curve.empty()) return share;
-  return share * fit.values.curve.back().second / fit.nominal_Bps;
+  return share * fit.values.curve.back().second;
 }
 
 // `points`: the sizes fitted, with how much of each one's time bandwidth is.
@@ -718,11 +738,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   if (fit.kinds.empty())
     throw InputError("--topology", "the collectives' transfers cross no link: nothing to fit");
   fit.default_efficiency = default_efficiencies(req, first.topology, fit.kinds);
-  fit.nominal_Bps = INFINITY;
-  for (const Link& l : first.topology.links())
-    if (std::find(fit.kinds.begin(), fit.kinds.end(), l.kind) != fit.kinds.end())
-      fit.nominal_Bps = std::min(fit.nominal_Bps, l.bandwidth);
-  const TermModel model{fit.kinds, fit.default_efficiency, neutral_values(req)};
+  fit.nominal_Bps = slowest_rates(first.topology, fit.kinds);
+  const TermModel model{fit.kinds, fit.default_efficiency, fit.nominal_Bps, neutral_values(req)};
 
   // Linearised at the defaults, fitted with every term the logs can tell, linearised
   // again there.
@@ -736,8 +753,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
                                          fmt::format("{}", fmt::join(fit.notes, "; ")));
   FitTerms affine = fit.used;
   affine.curve = false;
-  pts = linearise_all(scenarios, req.logs, model,
-                      fit_values(select(pts, {}), affine, 0, model.neutral));
+  pts =
+      linearise_all(scenarios, req.logs, model, fit_values(select(pts, {}), affine, model.neutral));
 
   // The logs' launch modes, each once (logs of one machine mostly share theirs).
   std::vector<std::string> launches;
@@ -745,9 +762,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
     if (std::find(launches.begin(), launches.end(), l) == launches.end()) launches.push_back(l);
   fit.notes.insert(
       fit.notes.begin(),
-      fmt::format("transfers cross {} (nominal {}); fitted under the {} network model, {}",
-                  kind_list(fit.kinds), format_bandwidth(fit.nominal_Bps), fit.network,
-                  fmt::join(launches, "; ")));
+      fmt::format("transfers cross {}; fitted under the {} network model, {}",
+                  kind_list(fit.kinds, fit.nominal_Bps), fit.network, fmt::join(launches, "; ")));
   if (std::string left = disturbed_sizes(req.logs); !left.empty())
     fit.notes.push_back(fmt::format(
         "left out, their out-of-place and in-place times more than {:.0f}% apart (neither "
@@ -767,7 +783,7 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   }
   choose_terms(fit, pts, scenarios, model);
   note_p2p_fitted(req, fit);
-  fit.values = fit_values(select(pts, {}), fit.used, fit.nominal_Bps, model.neutral);
+  fit.values = fit_values(select(pts, {}), fit.used, model.neutral);
   fit.model = model(fit.values, fit.used);
   fit.residuals = residuals_of(&fit.model, scenarios, select(pts, {}), &fit.mape_pct);
   residuals_of(nullptr, scenarios, select(pts, {}), &fit.defaults_mape_pct);
@@ -864,19 +880,21 @@ std::string fitted_terms_text(const NcclFit& fit) {
         : fit.used.curve    ? " (the default's, stated with the curve)"
                             : " (default)");
   }
-  out += fmt::format("#   bandwidth_curve {} point(s), by transfer size (B/s before efficiency)\n",
-                     v.curve.size());
-  // With one link kind, what the curve and the share give together (the two trade against
-  // each other: a curve above nominal under a small share can be the nominal rate).
-  const double share = fit.kinds.size() == 1 && (fit.used.efficiency || fit.used.curve)
-                           ? fit.model.link(fit.kinds[0]).efficiency
-                           : 0;
-  for (const auto& [bytes, bps] : v.curve)
-    out += fmt::format(
-        "#     {:>12} B  {:>8.2f} GB/s  ({:.3f} of nominal{})\n", bytes, bps / 1e9,
-        bps / fit.nominal_Bps,
-        share > 0 ? fmt::format("; {:.3f} with the usable share", bps * share / fit.nominal_Bps)
-                  : "");
+  out += fmt::format(
+      "#   bandwidth_curve {} point(s), by transfer size (a share of each kind's nominal rate, "
+      "before efficiency)\n",
+      v.curve.size());
+  // Each kind's rate there, and with its usable share (the two trade against each other: a
+  // curve above nominal under a small share can be the nominal rate).
+  for (const auto& [bytes, share] : v.curve) {
+    std::vector<std::string> rates;
+    for (std::size_t i = 0; i < fit.kinds.size(); ++i)
+      rates.push_back(fmt::format("{} {:.2f} GB/s ({:.3f} with the usable share)",
+                                  name_of(fit.kinds[i]), share * fit.nominal_Bps[i] / 1e9,
+                                  share * fit.model.link(fit.kinds[i]).efficiency));
+    out += fmt::format("#     {:>12} B  {:.3f} of nominal: {}\n", bytes, share,
+                       fmt::join(rates, ", "));
+  }
   return out;
 }
 

@@ -63,12 +63,13 @@ FitTerms parse_fit_terms(const std::string& list, const std::string& where);
 // The fitted values. Per link kind they follow NCCL's proportions: the latency of kind
 // k is latency_scale x NCCL's ring/Simple hop latency of k's class, its efficiency
 // efficiency x the kind's default usable share (NCCL's for NVLink and for the network,
-// else 1).
+// else 1), its bandwidth by transfer size (the curve) the kind's nominal rate x the
+// curve's share: one shape for every kind, each at its own rate.
 struct FitValues {
   double launch_s = 0;
   double latency_scale = 0;
   double efficiency = 1;
-  std::vector<std::pair<std::int64_t, double>> curve;  // transfer bytes -> B/s
+  std::vector<std::pair<std::int64_t, double>> curve;  // transfer bytes -> share of nominal
   int clamped = 0;                                     // sizes whose gap the curve could not close
 };
 
@@ -90,7 +91,7 @@ struct NcclFit {
   std::vector<std::string> launches;       // each log's launch mode, described
   std::vector<LinkKind> kinds;             // link kinds the logged collectives' transfers cross
   std::vector<double> default_efficiency;  // per kind in `kinds`: the usable share unfitted
-  double nominal_Bps = 0;                  // their slowest nominal bandwidth
+  std::vector<double> nominal_Bps;         // per kind in `kinds`: its slowest link's rate
   FitTerms used;     // the terms kept (the trial with the lowest held-out error)
   FitValues values;  // fitted on every size
   CostModel model;
