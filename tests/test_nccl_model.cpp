@@ -408,6 +408,8 @@ TEST_CASE("nccl_algo and nccl_proto take NCCL's per-collective form", "[nccl]") 
   CHECK_THROWS_WITH(picks("nvls"), Catch::Contains("collectives[1].nccl_algo"));
   CHECK(picks("ring;AllReduce:^ring,tree") == "nccl: nvls/Simple/16ch | nccl: ring/Simple/24ch");
   CHECK(picks("ring", "^ll128;allreduce:ll") == "nccl: ring/LL/24ch | nccl: ring/Simple/24ch");
+  // "^" excludes nothing: every algorithm, as NCCL's parseList reads it.
+  CHECK(picks("^") == picks("^collnetdirect,collnetchain"));
   const auto error = [](const std::string& algo) {
     return test::error_of(R"({"topology": "dgx-h100", "collectives": [{"op": "all_reduce",
         "bytes": "1MiB", "algorithm": "nccl", "nccl_algo": ")" +
@@ -919,11 +921,12 @@ TEST_CASE("NCCL counts a host as NVLink only where every GPU reaches every other
     if (chain) bridge("g1", "g2");
     return nlohmann::json{{"gpu", "a100"}, {"nodes", nodes}, {"links", links}};
   };
-  const auto run = [&](bool chain, const char* bytes) {
-    const nlohmann::json doc = {
+  const auto run = [&](bool chain, const char* bytes, const char* nccl_proto = nullptr) {
+    nlohmann::json doc = {
         {"topology", topo(chain)},
         {"collectives",
          {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", "nccl"}, {"bytes", bytes}}}}};
+    if (nccl_proto) doc["collectives"][0]["nccl_proto"] = nccl_proto;
     const Scenario s = parse_scenario(doc, ".");
     std::vector<int> ranks(4);
     std::iota(ranks.begin(), ranks.end(), 0);
@@ -934,6 +937,11 @@ TEST_CASE("NCCL counts a host as NVLink only where every GPU reaches every other
   CHECK(pairs.intra_GBps == Approx(32));  // the ring's PCIe, not the bridges
   CHECK(nccl_p2p_stripe(pairs).chunk_bytes == (128 << 10));
   CHECK_THAT(pairs_label, !Catch::Contains("LL128"));
+  // NCCL gates LL128 only while NCCL_PROTO leaves it at its default: a list that enables it
+  // (naming it, or excluding others) runs it on PCIe too.
+  CHECK_THAT(run(false, "4MiB", "ll128").second, Catch::Contains("/LL128/"));
+  CHECK_THAT(run(false, "4MiB", "^ll,simple").second, Catch::Contains("/LL128/"));
+  CHECK_THAT(run(false, "4MiB", "reducescatter:ll128").second, !Catch::Contains("LL128"));
   const auto [chained, chained_label] = run(true, "4MiB");
   CHECK(chained.nvlink);
   CHECK(nccl_p2p_stripe(chained).chunk_bytes == (512 << 10));

@@ -236,4 +236,23 @@ TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the val
   o.axes = {parse_axis(R"(workload.nccl_algo="rings",tre)")};
   const WorkloadSweep refused = sweep_workload(doc, ".", o);
   CHECK_THAT(workload_sweep_table(refused), Catch::EndsWith("# every point was refused\n"));
+  // Bytes that are not UTF-8 are refused at --set (every report is UTF-8 text); they once
+  // reached the JSON writer and stopped the run with an internal error.
+  CHECK_THROWS_WITH(parse_axis("workload.nccl_algo=\xff"), Catch::Contains("not UTF-8"));
+}
+
+TEST_CASE("workload-sweep --splits: a --set value the scenario refuses refuses its point alone",
+          "[workload][sweep]") {
+  // Without --splits such a point is a refused row; with them it once stopped the sweep.
+  nlohmann::json doc = sweep_scenario(R"("dp": 8)");
+  WorkloadSweepOptions o;
+  o.splits = true;
+  o.axes = {parse_axis("workload.bucket=bogus,64MB")};
+  const WorkloadSweep s = sweep_workload(doc, ".", o);
+  REQUIRE(s.points.size() > 1);
+  CHECK_THAT(s.points[0].error, Catch::Contains("workload.bucket"));
+  CHECK(s.points[0].settings ==
+        std::vector<std::string>{"bogus", "-", "-", "-", "-", "-"});  // no split, no recompute
+  for (std::size_t i = 1; i < s.points.size(); ++i) CHECK(s.points[i].settings[0] == "64MB");
+  CHECK(s.best > 0);
 }

@@ -486,7 +486,11 @@ NcclPick pick_at(const Model& model, const NcclTopo& topo, CollectiveOp op, std:
   for (NcclAlgo a : kNcclAlgos)
     for (Protocol p : kProtocols) {
       if (!enabled(filter, a, p)) continue;
-      if (p == Protocol::LL128 && !topo.nvlink && topo.per_node > 1) continue;
+      // LL128 only where a node's GPUs talk over NVLink, unless the filter names it (a
+      // protocol list covering this collective): NCCL gates LL128 only while NCCL_PROTO
+      // leaves it at its default, and runs it wherever a list enables it.
+      if (p == Protocol::LL128 && !topo.nvlink && topo.per_node > 1 && filter.protocols.empty())
+        continue;
       const NcclOption o = estimate(model, topo, op, a, p, bytes);
       if (o.algbw_GBps > 0) pick.options.push_back(o);
     }

@@ -18,7 +18,9 @@ constexpr std::string_view kNcclFunctions[] = {"broadcast", "reduce", "allgather
                                                "allreduce"};
 static_assert(std::size(kNcclFunctions) == NcclLists::kFunctions);
 
-// How NCCL's env vars spell a name: any case, "_" optional ("NVLSTree", "nvls_tree").
+// A name compared in any case and without "_": NCCL's own spelling ("NVLSTree", which NCCL
+// compares ignoring case) and collsim's catalogue names ("nvls_tree", which NCCL would not
+// take) both match.
 std::string nccl_key(std::string_view name) {
   std::string key;
   for (char ch : name)
@@ -41,7 +43,7 @@ std::size_t slot_of(std::string_view name) {
 }
 
 // One list of NCCL_ALGO / NCCL_PROTO: "ring,tree", or "^ll128" for all but those; empty
-// names between commas are skipped, as NCCL's strtok does.
+// names between commas are skipped, as NCCL's strtok does ("^" alone: all of them).
 template <typename T>
 std::vector<T> list_of(const JsonView& v, std::string_view list, std::vector<T> all,
                        std::string_view names) {
@@ -52,7 +54,7 @@ std::vector<T> list_of(const JsonView& v, std::string_view list, std::vector<T> 
     const std::size_t comma = std::min(list.find(',', at), list.size());
     const std::string_view name = list.substr(at, comma - at);
     at = comma + 1;
-    if (name.empty() && !list.empty()) continue;
+    if (name.empty()) continue;
     const std::string key = nccl_key(name);
     const auto x = std::find_if(all.begin(), all.end(),
                                 [&](T candidate) { return nccl_key(name_of(candidate)) == key; });

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <string_view>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 
 #include "core/csv.h"
 #include "core/error.h"
@@ -161,7 +162,16 @@ int gpus_per_node(const nlohmann::json& doc, const std::filesystem::path& base) 
 // Every dp x tp x pp of the point's job, with the micro-batches its dp leaves.
 void add_splits(std::vector<Todo>& todo, const nlohmann::json& point,
                 const std::vector<std::string>& settings, const std::filesystem::path& base) {
-  const Scenario s = parse_scenario(point, base);
+  std::optional<Scenario> parsed;
+  try {
+    parsed = parse_scenario(point, base);
+  } catch (const InputError& e) {  // a --set value the scenario refuses: this point alone
+    std::vector<std::string> unsplit = settings;
+    unsplit.insert(unsplit.end(), {"-", "-", "-", "-"});
+    todo.push_back({point, std::move(unsplit), e.what(), true});
+    return;
+  }
+  const Scenario& s = *parsed;
   if (s.workloads.empty()) throw InputError("workload", "the scenario has no workload to sweep");
   const Parallelism& own = s.workloads[0].parallelism;
   const std::int64_t batch = std::int64_t{own.micro_batches} * own.dp;
@@ -247,6 +257,11 @@ SweepAxis parse_axis(const std::string& text) {
     throw InputError(
         "--set",
         fmt::format("expected PATH=V1,V2,... like workload.bucket=10MB,25MB, got \"{}\"", text));
+  try {
+    (void)nlohmann::json(text).dump();  // checks the text is UTF-8, as every report needs
+  } catch (const nlohmann::json::type_error&) {
+    throw InputError("--set", "the setting is not UTF-8 text");
+  }
   SweepAxis a;
   a.path = text.substr(0, eq);
   for (std::size_t from = eq + 1; from <= text.size();) {
