@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "helpers.h"
@@ -137,8 +138,9 @@ TEST_CASE("nccl-tests parser accepts N/A, rows without in-place columns and CRLF
   CHECK(log.rows[1].out_of_place.wrong == 0);
   // A hint fills in a log that names no collective; the header, when there, wins.
   const std::string bare = "#  Rank  0..1 Group 0\n  64 16 float sum -1 5.0 0.01 0.01 0\n";
-  CHECK(parse_nccl_tests_log(bare, "x.txt", CollectiveOp::AllGather).op == CollectiveOp::AllGather);
-  CHECK(parse_nccl_tests_log(text, "a2a.txt", CollectiveOp::AllGather).op ==
+  CHECK(parse_nccl_tests_log(bare, "x.txt", {.op = CollectiveOp::AllGather}).op ==
+        CollectiveOp::AllGather);
+  CHECK(parse_nccl_tests_log(text, "a2a.txt", {.op = CollectiveOp::AllGather}).op ==
         CollectiveOp::AllToAll);
 }
 
@@ -479,10 +481,19 @@ TEST_CASE("compare against an nccl-tests log: per-size errors, MAPE overall and 
   CHECK(c.ranges[2].mape_pct == Approx(50).epsilon(1e-6));
   // --sizes keeps the rows inside; a log of another GPU count or collective is refused.
   CHECK(compare_nccl_log(s, s.collectives[0], log, 2048, INT64_MAX).rows.size() == 2);
-  const NcclTestsLog eight = parse_nccl_tests_log(text, "synthetic.txt", std::nullopt, 8);
+  std::string eight_text = text;
+  for (auto [from, to] : {std::pair{"0..3", "0..7"}, std::pair{"1.00 1.50", "1.00 1.75"}})
+    for (auto at = eight_text.find(from); at != std::string::npos; at = eight_text.find(from))
+      eight_text.replace(at, std::string_view(from).size(), to);
+  const NcclTestsLog eight = parse_nccl_tests_log(eight_text, "synthetic.txt");
+  REQUIRE(eight.ranks == 8);
   CHECK_THROWS_WITH(compare_nccl_log(s, s.collectives[0], eight, 0, INT64_MAX),
                     Catch::Contains("ran on 8 GPUs") && Catch::Contains("has 4 ranks"));
-  const NcclTestsLog bcast = parse_nccl_tests_log(text, "bcast.txt", CollectiveOp::Broadcast, 4);
+  // --ranks is the count of a log that does not say it: against its Rank lines, refused.
+  CHECK_THROWS_WITH(parse_nccl_tests_log(text, "synthetic.txt", {.ranks = 8}),
+                    Catch::Contains("ran on 4 GPUs") && Catch::Contains("--ranks"));
+  const NcclTestsLog bcast =
+      parse_nccl_tests_log(text, "bcast.txt", {.op = CollectiveOp::Broadcast, .ranks = 4});
   CHECK(bcast.op == CollectiveOp::AllReduce);  // the header wins over the hint
   CHECK(parse_size_range("1KiB:8GB", "--sizes") ==
         std::pair<std::int64_t, std::int64_t>(1024, 8000000000));
@@ -647,6 +658,57 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
   CHECK_THAT(o.out, Catch::Contains("launch and latency are not fitted"));
 }
 
+TEST_CASE("compare takes the collective from the log, the scenario's only where the log is silent",
+          "[nccl-tests]") {
+  const std::filesystem::path dir = collsim::test::temp_dir("nccl-log-says");
+  const std::string gather = (dir / "gather.json").string();
+  std::ofstream(gather) << R"({"topology": "dgx-h100", "collectives": [
+      {"name": "g", "op": "all_gather", "algorithm": "nccl", "bytes": "1MiB"}]})";
+  // The log names no test in its header but runs all_reduce_perf: an all-gather scenario
+  // was once compared with it as if it were one.
+  const std::string row =
+      "  1048576  262144  float  sum  -1  60.0  17.48  30.59  0  59.0  17.77  31.10  0\n";
+  const std::string runs = (dir / "log.txt").string();
+  std::ofstream(runs) << "$ mpirun -np 8 ./build/all_reduce_perf -b 1M -e 1M\n" + row;
+  auto o = collsim::test::run_collsim("compare " + gather + " --nccl-tests " + runs);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("measured all_reduce (from the test binary the log names)"));
+  // A log that says nothing of its collective is the compared one's, and says so.
+  const std::string silent = (dir / "silent.txt").string();
+  std::ofstream(silent) << row;
+  o = collsim::test::run_collsim("compare " + gather + " --nccl-tests " + silent +
+                                 " --ranks 8 --format json");
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK(nlohmann::json::parse(o.out)["log"]["op_from"] ==
+        "the compared collective (the log does not say)");
+  // A log of zero-byte rows only: nothing to compare or fit, said as such (not --sizes,
+  // not the topology).
+  const std::string zero = (dir / "all_gather_zero.txt").string();
+  std::ofstream(zero)
+      << "#  Rank  0..7\n  0  0  float  none  -1  5.0  0.00  0.00  0  5.0  0.00  0.00  0\n";
+  o = collsim::test::run_collsim("compare " + gather + " --nccl-tests " + zero);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("every row is of zero bytes") && !Catch::Contains("--sizes"));
+  o = collsim::test::run_collsim("calibrate --nccl-tests " + zero + " --topology dgx-h100 --out " +
+                                 (dir / "z.json").string());
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--nccl-tests") && Catch::Contains("sizes above zero bytes"));
+  // Two logs of one file name in two folders: the fit names each by its path.
+  const std::string log = nccl_tests_test::published_log("h100x8_all_reduce_ring.txt");
+  for (const char* run : {"a", "b"}) {
+    std::filesystem::create_directories(dir / run);
+    std::filesystem::copy_file(log, dir / run / "all_reduce.txt");
+  }
+  const auto doc = nccl_tests_test::calibrated(
+      (dir / "a" / "all_reduce.txt").string() + " " + (dir / "b" / "all_reduce.txt").string(),
+      "dgx-h100", (dir / "ab.json").string(), " --nccl-algo ring");
+  std::set<std::string> files;
+  for (const auto& r : doc["fit"]["residuals"]) files.insert(r["file"].get<std::string>());
+  CHECK(files == std::set<std::string>{(dir / "a" / "all_reduce.txt").string(),
+                                       (dir / "b" / "all_reduce.txt").string()});
+}
+
 TEST_CASE("launch mode: one process driving N GPUs floors a collective at N issue times",
           "[nccl-tests][launch]") {
   // 4 ranks, 10 GB/s, alpha 1 us: a 1 KiB ring all-reduce takes 6 (1 us + 256 B / 10 GB/s)
@@ -785,24 +847,26 @@ TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl
   CHECK(note.find("one process per GPU") == note.rfind("one process per GPU"));
 }
 
-TEST_CASE("a bandwidth curve fitted across nodes scales each link kind from its own rate",
+TEST_CASE("a bandwidth curve fitted across nodes describes the network, in its own rate",
           "[nccl-tests]") {
-  // 8 x 8 H100: NVLink at 450 GB/s, InfiniBand at 50. The curve is one shape of the nominal
-  // rate by transfer size; each kind's file curve is that shape times its own rate. It was
-  // once in absolute B/s of the slowest kind and applied to both, NVLink then at network
-  // speed: the curve's trials predicted their held-out sizes at 230-300%.
+  // 8 x 8 H100: NVLink at 450 GB/s, InfiniBand at 50, the network bounding the logged
+  // sizes. The curve is the slowest kind's: a share of its nominal rate by transfer size,
+  // written in its B/s; NVLink keeps its usable share. It was once in B/s of the slowest
+  // kind applied to every kind (NVLink at network speed: the curve's trials 230-300% off
+  // held out), and then one share for every kind (a 10 x 8 fit slowed one node's NVLS by
+  // the network's shape: 2.3% -> 23%).
   const std::filesystem::path dir = collsim::test::temp_dir("nccl-fit-curve-kinds");
   const auto doc = nccl_tests_test::calibrated(
       nccl_tests_test::published_log("h100_8x8_all_reduce_default.txt"),
       "'{\"preset\": \"cluster\", \"nodes\": 8}'", (dir / "8x8.json").string(), " --terms curve");
   REQUIRE(doc["fit"]["terms"] == "curve");
-  const auto& nvlink = doc["links"]["nvlink"]["bandwidth_curve"];
+  CHECK_FALSE(doc["links"]["nvlink"].contains("bandwidth_curve"));
   const auto& ib = doc["links"]["ib"]["bandwidth_curve"];
-  REQUIRE(nvlink.size() >= 2);
-  REQUIRE(nvlink.size() == ib.size());
-  for (std::size_t i = 0; i < nvlink.size(); ++i) {
-    CHECK(nvlink[i][0] == ib[i][0]);
-    CHECK(nvlink[i][1].get<double>() / ib[i][1].get<double>() == Approx(450.0 / 50.0));
+  REQUIRE(ib.size() >= 2);
+  for (std::size_t i = 0; i < ib.size(); ++i) {
+    CHECK(ib[i][1].get<double>() <= 50e9 / 0.96 * 1.000001);  // no faster than nominal
+    // Transfer sizes a quarter octave apart or closer share one point.
+    if (i > 0) CHECK(ib[i][0].get<double>() > ib[i - 1][0].get<double>() * 1.15);
   }
   CHECK(doc["fit"]["heldout_mape_pct"].get<double>() < 10);
 }
@@ -964,7 +1028,7 @@ TEST_CASE("nccl-tests logs as launchers and old nccl-tests print them", "[nccl-t
       "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor)\n"
       "  8  2  float  sum  30.5  0.00  0.00  1e-07  30.1  0.00  0.00  0e+00\n"
       "  16  4  float  sum  31.0  0.00  0.00  2e+00  30.9  0.00  0.00  0e+00\n",
-      "old_all_reduce.txt", std::nullopt, 4);
+      "old_all_reduce.txt", {.ranks = 4});
   REQUIRE(old_ar.rows.size() == 2);
   CHECK(old_ar.rows[1].out_of_place.time_us == 31.0);
   CHECK(old_ar.rows[1].in_place->time_us == 30.9);
@@ -973,13 +1037,13 @@ TEST_CASE("nccl-tests logs as launchers and old nccl-tests print them", "[nccl-t
   CHECK(old_ar.rows[1].wrong() == 0);  // an error of 2: a magnitude, not a count
   const NcclTestsLog old_a2a = parse_nccl_tests_log(
       "  1048576  16384  float  800.0  1.31  1.15  0e+00  801.0  1.31  1.15  0e+00\n",
-      "old_alltoall.txt", std::nullopt, 8);
+      "old_alltoall.txt", {.ranks = 8});
   CHECK(old_a2a.op == CollectiveOp::AllToAll);
   CHECK(old_a2a.rows[0].out_of_place.time_us == 800.0);
   CHECK(old_a2a.rows[0].redop == "none");
   const NcclTestsLog old_bcast =
       parse_nccl_tests_log("  1024  256  float  0  40.0  0.03  0.03  N/A  39.0  0.03  0.03  N/A\n",
-                           "broadcast.txt", std::nullopt, 2);
+                           "broadcast.txt", {.ranks = 2});
   CHECK(old_bcast.rows[0].root == 0);
   CHECK(old_bcast.rows[0].out_of_place.time_us == 40.0);
 
@@ -992,7 +1056,7 @@ TEST_CASE("nccl-tests logs as launchers and old nccl-tests print them", "[nccl-t
         std::string("[0] # Collective test starting: all_reduce_perf\n[0]  1024  256  float  sum  "
                     "-1[0]  37.0  0.03  0.05  0[0]  36.0  0.03  0.05  0")}) {
     INFO(marked);
-    const NcclTestsLog log = parse_nccl_tests_log(marked + "\n", "x.txt", std::nullopt, 4);
+    const NcclTestsLog log = parse_nccl_tests_log(marked + "\n", "x.txt", {.ranks = 4});
     CHECK(log.op_source == "the log's header");
     REQUIRE(log.rows.size() == 1);
     CHECK(log.rows[0].out_of_place.time_us == 37.0);
@@ -1020,7 +1084,7 @@ TEST_CASE(
   const auto ranks_of = [](const std::string& algbw, const std::string& busbw) {
     const NcclTestsLog log = parse_nccl_tests_log(
         "  65536  16384  float  sum  -1  100.0  " + algbw + "  " + busbw + "  0\n",
-        "all_reduce.txt", std::nullopt, 0, 16);
+        "all_reduce.txt", {.ranks_otherwise = 16});
     return std::make_pair(log.ranks, log.ranks_source);
   };
   CHECK(ranks_of("0.65", "0.65").first == 2);
@@ -1195,7 +1259,7 @@ TEST_CASE(
           "# compared with all_gather_perf from the same node\n#  Rank 0..1\n" + row, "log.txt"),
       Catch::Contains("cannot tell which collective"));
   const NcclTestsLog given = parse_nccl_tests_log("$ ./all_gather_perf -b 1M\n#  Rank 0..1\n" + row,
-                                                  "log.txt", CollectiveOp::AllReduce);
+                                                  "log.txt", {.op = CollectiveOp::AllReduce});
   CHECK(given.op == CollectiveOp::AllReduce);
   CHECK(given.op_source == "given");
 

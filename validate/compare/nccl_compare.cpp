@@ -140,8 +140,12 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
                         row.in_place ? row.in_place->time_us * 1e-6 : 0, row.disturbed(),
                         row.wrong()});
   }
-  if (out.rows.empty())
+  if (out.rows.empty()) {
+    const bool all_sizes = min_bytes <= 0 && max_bytes >= kNoLimit;
+    if (all_sizes)  // every row moved no bytes (all-gather, reduce-scatter at the smallest)
+      throw InputError(log.file, "no size to compare: every row is of zero bytes");
     throw InputError("--sizes", fmt::format("no size of {} in the range asked for", log.file));
+  }
   out.mape_pct = mape_between(out.rows, 0, kNoLimit);
   const std::pair<std::int64_t, std::int64_t> ranges[] = {
       {0, 64 * kKiB - 1}, {64 * kKiB, 4 * kMiB}, {4 * kMiB + 1, kNoLimit}};
@@ -284,8 +288,12 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
 NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {
   require_collectives(s);
   const CollectiveSpec& base = pick_collective(s, request.collective);
-  const NcclTestsLog log = read_nccl_tests_log(request.log, base.shape.op, request.ranks,
-                                               static_cast<int>(base.ranks.size()));
+  // The scenario's collective only where the log says nothing: compare_nccl_log refuses a
+  // log of another collective or GPU count.
+  const NcclTestsLog log =
+      read_nccl_tests_log(request.log, {.op_otherwise = base.shape.op,
+                                        .ranks = request.ranks,
+                                        .ranks_otherwise = static_cast<int>(base.ranks.size())});
   const auto [lo, hi] = parse_size_range(request.sizes.empty() ? ":" : request.sizes, "--sizes");
   return compare_nccl_log(s, base, log, lo, hi);
 }

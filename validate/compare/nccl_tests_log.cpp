@@ -404,13 +404,13 @@ std::optional<CollectiveOp> op_from_command_line(const std::vector<std::string_v
 }
 
 void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
-               std::optional<CollectiveOp> from_command, std::optional<CollectiveOp> hint,
+               std::optional<CollectiveOp> from_command, const NcclLogHints& hints,
                const std::string& file) {
   if (from_header) {  // the header wins: callers compare it with what they expected
     log.op = *from_header;
     log.op_source = "the log's header";
-  } else if (hint) {  // the user's word over a binary the log's text runs
-    log.op = *hint;
+  } else if (hints.op) {  // the user's word over a binary the log's text runs
+    log.op = *hints.op;
     log.op_source = "given";
   } else if (from_command) {
     log.op = *from_command;
@@ -418,6 +418,9 @@ void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
   } else if (auto op = op_from_file_name(file)) {
     log.op = *op;
     log.op_source = "the file name";
+  } else if (hints.op_otherwise) {
+    log.op = *hints.op_otherwise;
+    log.op_source = "the compared collective (the log does not say)";
   } else {
     throw InputError(file,
                      "cannot tell which collective the log measured: no \"Collective test "
@@ -427,11 +430,11 @@ void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
 
 // The Rank lines name the GPUs (as many as the highest rank, where a post shows only some of
 // them); busbw / algbw, which nccl-tests computes from the real count, wins where the two
-// disagree and it leaves one count.
+// disagree and it leaves one count. The user's count only where the log says none.
 void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint, int otherwise) {
   const std::optional<int> from_bus = ranks_from_bus_factor(log);
   const std::int64_t from_lines = rank_lines.span();
-  if (hint > 0) {
+  if (hint > 0 && !from_bus && from_lines == 0) {
     log.ranks = hint;
     log.ranks_source = "given";
   } else if (from_lines > 0 && (!from_bus || *from_bus == from_lines)) {
@@ -494,8 +497,7 @@ std::optional<DType> nccl_tests_dtype(std::string_view name) {
 }
 
 NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
-                                  std::optional<CollectiveOp> op_hint, int ranks_hint,
-                                  int ranks_otherwise) {
+                                  const NcclLogHints& hints) {
   NcclTestsLog log;
   log.file = file;
   log.digest = fnv1a(text);
@@ -580,8 +582,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     log.notes.push_back(fmt::format(
         "the log holds runs of several element types (-d all); read: {}'s, left out: {}",
         log.rows.front().type, fmt::join(other_types, ", ")));
-  settle_op(log, header_op, command_op, op_hint, file);
-  settle_ranks(log, rank_lines, ranks_hint, ranks_otherwise);
+  settle_op(log, header_op, command_op, hints, file);
+  settle_ranks(log, rank_lines, hints.ranks, hints.ranks_otherwise);
+  if (hints.ranks > 0 && log.ranks != hints.ranks)
+    throw InputError("--ranks", fmt::format("{} ran on {} GPUs (from {}), not {}: --ranks gives "
+                                            "the count of a log that does not say it",
+                                            file, log.ranks, log.ranks_source, hints.ranks));
   return log;
 }
 
@@ -595,10 +601,9 @@ bool NcclTestsRow::disturbed() const {
   return a > 0 && b > 0 && std::max(a, b) > kColumnsAgree * std::min(a, b);
 }
 
-NcclTestsLog read_nccl_tests_log(const std::string& path, std::optional<CollectiveOp> op_hint,
-                                 int ranks_hint, int ranks_otherwise) {
+NcclTestsLog read_nccl_tests_log(const std::string& path, const NcclLogHints& hints) {
   return parse_nccl_tests_log(read_input_file(path, kMaxLogBytes, "an nccl-tests log"), path,
-                              op_hint, ranks_hint, ranks_otherwise);
+                              hints);
 }
 
 }  // namespace collsim

@@ -90,19 +90,29 @@ struct NcclTestsLog {
 // --tag-output, srun --label, "[0]" rank tags), as nccl-tests printed it.
 std::string without_launcher_marks(std::string_view line);
 
+// What a caller knows of a log besides its text. The user's word (`op`, `ranks`: calibrate's
+// --collective and --ranks) and, where the log and the user say nothing, the compared
+// collective's (`op_otherwise`, `ranks_otherwise`: compare's scenario).
+struct NcclLogHints {
+  // Over the test binary the log's text runs and the file name; the header still wins.
+  std::optional<CollectiveOp> op = std::nullopt;
+  std::optional<CollectiveOp> op_otherwise = std::nullopt;
+  // Where the log does not say (no `#  Rank` lines, no busbw / algbw count, one GPU per
+  // process); where it says another count, refused.
+  int ranks = 0;
+  int ranks_otherwise = 0;
+};
+
 // Parses `text` (the contents of `file`). The collective comes from the header's
-// "Collective test starting: X_perf", else `op_hint`, else the file name (callers
-// check it is the one they expected). `ranks_hint` > 0 overrides the GPU count
-// (logs of several processes without `#  Rank` lines do not print it); `ranks_otherwise`
-// > 0 is the count where the log says nothing of it (a send/recv log of several
-// processes: its busbw is its algbw), the compared collective's. Throws
-// InputError("FILE:LINE", what was expected).
+// "Collective test starting: X_perf", else `hints.op`, else the test binary the log runs,
+// else the file name, else `hints.op_otherwise` (callers check it is the one they
+// expected). The GPU count from the `#  Rank` lines or busbw / algbw, else `hints.ranks`,
+// else nThread x nGpus of one process, else `hints.ranks_otherwise` (a send/recv log of
+// several processes: its busbw is its algbw). Throws InputError("FILE:LINE", what was
+// expected), or InputError("--ranks") where the log says another count than `hints.ranks`.
 NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
-                                  std::optional<CollectiveOp> op_hint = std::nullopt,
-                                  int ranks_hint = 0, int ranks_otherwise = 0);
-NcclTestsLog read_nccl_tests_log(const std::string& path,
-                                 std::optional<CollectiveOp> op_hint = std::nullopt,
-                                 int ranks_hint = 0, int ranks_otherwise = 0);
+                                  const NcclLogHints& hints = {});
+NcclTestsLog read_nccl_tests_log(const std::string& path, const NcclLogHints& hints = {});
 
 // How the log's run launched its collectives, from its header: nGpus > 1 is one thread
 // driving that many GPUs (-g N), which issues their kernels one after another.

@@ -107,6 +107,15 @@ double reference_latency_s(LinkKind k) {
 
 constexpr FitTerms kAllTerms{};
 
+// Log i as the fit's report and file name it: its file name, or the path as given where
+// another log has the same file name (per-run folders of one all_reduce.txt each).
+std::string log_label(const std::vector<NcclTestsLog>& logs, std::size_t i) {
+  const auto name = [&](std::size_t j) { return std::filesystem::path(logs[j].file).filename(); };
+  for (std::size_t j = 0; j < logs.size(); ++j)
+    if (j != i && name(j) == name(i)) return logs[i].file;
+  return name(i).string();
+}
+
 // Each kind's slowest link rate: what a share of the kind's nominal rate is of.
 std::vector<double> slowest_rates(const Topology& t, const std::vector<LinkKind>& kinds) {
   std::vector<double> out(kinds.size(), INFINITY);
@@ -132,6 +141,9 @@ struct TermModel {
   std::vector<double> default_efficiency;  // per kind
   std::vector<double> nominal_Bps;         // per kind: what the curve's shares are of
   FitValues neutral;  // the defaults as values: NCCL's table under "nccl", else none
+  // The kind the curve describes: the slowest, whose rate bounds the sizes the curve is
+  // read from (across nodes the network; NVLink keeps its share).
+  std::size_t curve_kind = 0;
 
   CostModel operator()(const FitValues& v, const FitTerms& stated = kAllTerms) const {
     CostModel m;
@@ -143,7 +155,8 @@ struct TermModel {
       if (stated.latency) c.latency = from_seconds(v.latency_scale * reference_latency_s(kinds[i]));
       if (stated.efficiency || stated.curve)
         c.efficiency = std::min(1.0, v.efficiency * default_efficiency[i]);
-      if (!v.curve.empty()) c.bandwidth = SizeCurve(scaled_curve(v.curve, nominal_Bps[i]));
+      if (!v.curve.empty() && i == curve_kind)
+        c.bandwidth = SizeCurve(scaled_curve(v.curve, nominal_Bps[i]));
       m.stated.latency[k] = stated.latency;
       m.stated.efficiency[k] = stated.efficiency || stated.curve;
     }
@@ -208,6 +221,7 @@ struct Point {
   double measured = 0;
   std::int64_t transfer = 0;
   double fixed = 0, d_launch = 0, d_latency = 0, d_x = 0;
+  double d_x_curve = 0;        // d_x's part from the curve's kind alone (TermModel::curve_kind)
   double bandwidth_share = 0;  // of the time at the defaults: d_x x (1/efficiency) / time
   bool heldout = false;        // every other size of its log: predicted, not fitted, in the trials
 };
@@ -227,6 +241,12 @@ Point linearise(const LogScenario& ls, std::size_t log, const NcclTestsRow& row,
   p.d_launch = (run_with(ls, row, &ml).time_s - base.time_s) / kStep;
   p.d_latency = run_with(ls, row, &mh).time_s - base.time_s;
   p.d_x = (run_with(ls, row, &ms).time_s - base.time_s) / x0;
+  p.d_x_curve = p.d_x;
+  if (model.kinds.size() > 1) {  // the curve's kind alone twice as slow
+    CostModel mc = m0;
+    mc.link(model.kinds[model.curve_kind]).efficiency /= 2;
+    p.d_x_curve = (run_with(ls, row, &mc).time_s - base.time_s) / x0;
+  }
   p.fixed = base.time_s - p.d_launch * at.launch_s - p.d_latency * at.latency_scale - p.d_x * x0;
   p.bandwidth_share = base.time_s > 0 ? p.d_x * x0 / base.time_s : 0;
   return p;
@@ -256,9 +276,12 @@ std::vector<Point> linearise_all(const std::vector<LogScenario>& scenarios,
   return points;
 }
 
-// Solves the normal equations a x = b (n <= 3) by elimination; false when singular.
-bool solve_small(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int n,
-                 std::array<double, 3>& x) {
+// The affine terms' columns: launch, latency scale, 1/efficiency.
+constexpr int kAffine = 3;
+using Coefs = std::array<double, kAffine>;
+
+// Solves the normal equations a x = b (n <= kAffine) by elimination; false when singular.
+bool solve_small(std::array<Coefs, kAffine> a, Coefs b, int n, Coefs& x) {
   for (int c = 0; c < n; ++c) {
     int piv = c;
     for (int r = c + 1; r < n; ++r)
@@ -278,42 +301,42 @@ bool solve_small(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b
 }
 
 // min sum w_i (sum_j coef_j col_j(i) - rhs_i)^2 with every coef >= 0: the best
-// feasible solution over the subsets of free columns (3 at most: 8 subsets). Columns
-// are scaled to unit norm first so the singularity test means the same for all.
-std::array<double, 3> nonnegative_least_squares(const std::array<std::vector<double>, 3>& cols,
-                                                const std::array<bool, 3>& allowed,
-                                                const std::vector<double>& rhs,
-                                                const std::vector<double>& w) {
+// feasible solution over the subsets of free columns (kAffine at most: 8 subsets).
+// Columns are scaled to unit norm first so the singularity test means the same for all.
+Coefs nonnegative_least_squares(const std::array<std::vector<double>, kAffine>& cols,
+                                const std::array<bool, kAffine>& allowed,
+                                const std::vector<double>& rhs, const std::vector<double>& w) {
   const std::size_t n = rhs.size();
-  std::array<double, 3> scale{1, 1, 1};
-  for (int j = 0; j < 3; ++j) {
+  Coefs scale{};
+  for (int j = 0; j < kAffine; ++j) {
     double s = 0;
     for (std::size_t i = 0; i < n; ++i) s += w[i] * cols[j][i] * cols[j][i];
     scale[j] = s > 0 ? 1 / std::sqrt(s) : 0;
   }
-  auto objective = [&](const std::array<double, 3>& coef) {
+  auto objective = [&](const Coefs& coef) {
     double sum = 0;
     for (std::size_t i = 0; i < n; ++i) {
       double r = -rhs[i];
-      for (int j = 0; j < 3; ++j) r += coef[j] * cols[j][i];
+      for (int j = 0; j < kAffine; ++j) r += coef[j] * cols[j][i];
       sum += w[i] * r * r;
     }
     return sum;
   };
-  std::array<double, 3> best{0, 0, 0};
+  Coefs best{};
   double best_obj = objective(best);
-  for (int mask = 1; mask < 8; ++mask) {  // launch before latency before efficiency on ties
-    std::array<int, 3> idx{};
+  for (int mask = 1; mask < 1 << kAffine;
+       ++mask) {  // launch before latency before efficiency on ties
+    std::array<int, kAffine> idx{};
     int m = 0;
     bool ok = true;
-    for (int j = 0; j < 3; ++j)
+    for (int j = 0; j < kAffine; ++j)
       if (mask >> j & 1) {
         ok = ok && allowed[j] && scale[j] > 0;
         idx[m++] = j;
       }
     if (!ok) continue;
-    std::array<std::array<double, 3>, 3> a{};
-    std::array<double, 3> b{}, x{};
+    std::array<Coefs, kAffine> a{};
+    Coefs b{}, x{};
     for (std::size_t i = 0; i < n; ++i)
       for (int p = 0; p < m; ++p) {
         const double cp = cols[idx[p]][i] * scale[idx[p]];
@@ -321,7 +344,7 @@ std::array<double, 3> nonnegative_least_squares(const std::array<std::vector<dou
         for (int q = 0; q < m; ++q) a[p][q] += w[i] * cp * cols[idx[q]][i] * scale[idx[q]];
       }
     if (!solve_small(a, b, m, x)) continue;
-    std::array<double, 3> coef{0, 0, 0};
+    Coefs coef{};
     for (int p = 0; p < m; ++p) coef[idx[p]] = x[p] * scale[idx[p]];
     if (std::any_of(coef.begin(), coef.end(), [](double c) { return c < 0; })) continue;
     const double obj = objective(coef);
@@ -334,10 +357,13 @@ std::array<double, 3> nonnegative_least_squares(const std::array<std::vector<dou
 }
 
 // Launch, latency scale and 1/efficiency - 1 (all >= 0) by Huber-weighted least squares
-// of relative errors; the terms not fitted keep their neutral (default) values.
+// of relative errors; the terms not fitted keep their neutral (default) values. One
+// efficiency scales every kind: fitted per kind, the NVLink share of a multi-node log's
+// mid sizes took the blame for what the model leaves out there (latencies), down to 3% of
+// nominal on 10 x 8 H100 all-gathers, where the network bounds the time.
 void fit_affine(const std::vector<const Point*>& pts, const FitTerms& terms, FitValues& v) {
   const std::size_t n = pts.size();
-  std::array<std::vector<double>, 3> cols;
+  std::array<std::vector<double>, kAffine> cols;
   std::vector<double> rhs(n), huber(n, 1.0), w(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Point& p = *pts[i];
@@ -348,14 +374,15 @@ void fit_affine(const std::vector<const Point*>& pts, const FitTerms& terms, Fit
     if (!terms.launch) rhs[i] -= p.d_launch * v.launch_s;
     if (!terms.latency) rhs[i] -= p.d_latency * v.latency_scale;
   }
-  const std::array<bool, 3> allowed{terms.launch, terms.latency, terms.efficiency};
-  std::array<double, 3> coef{};
+  const std::array<bool, kAffine> allowed{terms.launch, terms.latency, terms.efficiency};
+  Coefs coef{};
   for (int iter = 0; iter < 50; ++iter) {
     for (std::size_t i = 0; i < n; ++i) w[i] = huber[i] / (pts[i]->measured * pts[i]->measured);
     coef = nonnegative_least_squares(cols, allowed, rhs, w);
     double change = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      const double pred = coef[0] * cols[0][i] + coef[1] * cols[1][i] + coef[2] * cols[2][i];
+      double pred = 0;
+      for (int j = 0; j < kAffine; ++j) pred += coef[j] * cols[j][i];
       const double r = std::fabs(pred - rhs[i]) / pts[i]->measured;
       const double h = r <= kHuber ? 1.0 : kHuber / r;
       change = std::max(change, std::fabs(h - huber[i]));
@@ -368,26 +395,40 @@ void fit_affine(const std::vector<const Point*>& pts, const FitTerms& terms, Fit
   if (terms.efficiency) v.efficiency = 1 / (1 / v.efficiency + coef[2]);
 }
 
+// Transfer sizes a quarter of an octave apart or closer share a point of the curve: a
+// link's rate does not change between 419,424 and 419,432 bytes, where two collectives'
+// transfers of one size fall, and a point per exact size read each collective's misfit as
+// a rate (the curve zig-zagged between them).
+constexpr double kCurveBinsPerOctave = 4;
+
 // The bandwidth, per transfer size, that closes what the affine terms leave: at each
-// size where bandwidth is a fair share of the time. Sizes sharing a transfer size
-// (several logs) average.
+// size where bandwidth is a fair share of the time. Sizes in one bin (several logs, or
+// collectives whose transfers are nearly the same size) average, at their mean size (in
+// log scale).
 void fit_curve(const std::vector<const Point*>& pts, FitValues& v) {
   const double x = 1 / v.efficiency;
-  std::map<std::int64_t, std::pair<double, int>> shares;  // transfer -> (sum of g, count)
+  struct Bin {
+    double g = 0, log2_bytes = 0;
+    int count = 0;
+  };
+  std::map<long, Bin> bins;  // by quarter octave of the transfer size
   for (const Point* p : pts) {
-    const double bw_part = p->d_x * x;
+    const double bw_part = p->d_x_curve * x;  // the curve's kind's part of the time
     if (p->transfer <= 0 || bw_part < kCurveShare * p->measured) continue;
-    const double gap =
-        p->measured - p->fixed - p->d_launch * v.launch_s - p->d_latency * v.latency_scale;
+    const double gap = p->measured - p->fixed - p->d_launch * v.launch_s -
+                       p->d_latency * v.latency_scale - (p->d_x - p->d_x_curve) * x;
     // g = nominal share of the curve at this size; at most x (no faster than nominal).
     double g = gap > 0 ? bw_part / gap : x;
     if (g > x || g < 0.01) ++v.clamped;
     g = std::clamp(g, 0.01, x);
-    auto& [sum, count] = shares[p->transfer];
-    sum += g;
-    ++count;
+    const double log2_bytes = std::log2(static_cast<double>(p->transfer));
+    Bin& bin = bins[std::lround(log2_bytes * kCurveBinsPerOctave)];
+    bin.g += g;
+    bin.log2_bytes += log2_bytes;
+    ++bin.count;
   }
-  for (const auto& [bytes, sc] : shares) v.curve.emplace_back(bytes, sc.first / sc.second);
+  for (const auto& [key, bin] : bins)
+    v.curve.emplace_back(std::llround(std::exp2(bin.log2_bytes / bin.count)), bin.g / bin.count);
 }
 
 FitValues fit_values(const std::vector<const Point*>& pts, const FitTerms& terms,
@@ -638,12 +679,10 @@ void choose_terms(NcclFit& fit, const std::vector<Point>& pts,
 template <class LeftOut, class Why>
 std::string sizes_left_out(const std::vector<NcclTestsLog>& logs, LeftOut left_out, Why why) {
   std::vector<std::string> out;
-  for (const NcclTestsLog& log : logs)
-    for (const NcclTestsRow& row : log.rows)
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    for (const NcclTestsRow& row : logs[i].rows)
       if (left_out(row))
-        out.push_back(fmt::format("{} at {} B ({})",
-                                  std::filesystem::path(log.file).filename().string(), row.bytes,
-                                  why(row)));
+        out.push_back(fmt::format("{} at {} B ({})", log_label(logs, i), row.bytes, why(row)));
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
@@ -669,7 +708,7 @@ constexpr double kImplausibleShare = 0.25;
 // nominal under a small share, or hold a default share far down).
 double share_at_largest(const NcclFit& fit, std::size_t kind) {
   const double share = fit.model.link(fit.kinds[kind]).efficiency;
-  if (!fit.used.curve || fit.values.curve.empty()) return share;
+  if (!fit.used.curve || fit.values.curve.empty() || kind != fit.curve_kind) return share;
   return share * fit.values.curve.back().second;
 }
 
@@ -734,12 +773,22 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   }
   fit.network = std::string(name_of(first.network.model));
   for (const auto& ls : scenarios) fit.launches.push_back(ls.s.launch->describe());
+  std::size_t sized = 0;  // rows that move bytes (the links say nothing of the others)
+  for (const NcclTestsLog& log : req.logs)
+    sized += static_cast<std::size_t>(std::count_if(
+        log.rows.begin(), log.rows.end(), [](const NcclTestsRow& r) { return r.bytes > 0; }));
+  if (sized < 4)
+    throw InputError("--nccl-tests",
+                     fmt::format("{} sizes above zero bytes to fit; at least 4", sized));
   fit.kinds = crossed_kinds(scenarios, req.logs);
   if (fit.kinds.empty())
     throw InputError("--topology", "the collectives' transfers cross no link: nothing to fit");
   fit.default_efficiency = default_efficiencies(req, first.topology, fit.kinds);
   fit.nominal_Bps = slowest_rates(first.topology, fit.kinds);
-  const TermModel model{fit.kinds, fit.default_efficiency, fit.nominal_Bps, neutral_values(req)};
+  fit.curve_kind = static_cast<std::size_t>(
+      std::min_element(fit.nominal_Bps.begin(), fit.nominal_Bps.end()) - fit.nominal_Bps.begin());
+  const TermModel model{fit.kinds, fit.default_efficiency, fit.nominal_Bps, neutral_values(req),
+                        fit.curve_kind};
 
   // Linearised at the defaults, fitted with every term the logs can tell, linearised
   // again there.
@@ -769,9 +818,9 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "left out, their out-of-place and in-place times more than {:.0f}% apart (neither "
         "stands for the collective): {}",
         (kColumnsAgree - 1) * 100, left));
-  for (const NcclTestsLog& log : req.logs)
-    for (const std::string& note : log.notes)
-      fit.notes.push_back(std::filesystem::path(log.file).filename().string() + ": " + note);
+  for (std::size_t i = 0; i < req.logs.size(); ++i)
+    for (const std::string& note : req.logs[i].notes)
+      fit.notes.push_back(log_label(req.logs, i) + ": " + note);
   if (std::string failed = failed_sizes(req.logs); !failed.empty())
     fit.notes.push_back("left out, their elements wrong by nccl-tests' own check: " + failed);
   if (fit.used.latency && !latency_separable(pts)) {
@@ -814,7 +863,7 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
   nlohmann::json logs = nlohmann::json::array();
   for (std::size_t i = 0; i < req.logs.size(); ++i) {
     const NcclTestsLog& log = req.logs[i];
-    logs.push_back({{"file", std::filesystem::path(log.file).filename().string()},
+    logs.push_back({{"file", log_label(req.logs, i)},
                     {"fnv1a64", fmt::format("{:016x}", log.digest)},
                     {"collective", name_of(log.op)},
                     {"collective_from", log.op_source},
@@ -838,7 +887,7 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                        {"date", date}};
   nlohmann::json residuals = nlohmann::json::array();
   for (const auto& r : fit.residuals)
-    residuals.push_back({{"file", std::filesystem::path(req.logs[r.log].file).filename().string()},
+    residuals.push_back({{"file", log_label(req.logs, r.log)},
                          {"bytes", r.bytes},
                          {"measured_s", r.measured_s},
                          {"fitted_s", r.fitted_s},
@@ -880,21 +929,19 @@ std::string fitted_terms_text(const NcclFit& fit) {
         : fit.used.curve    ? " (the default's, stated with the curve)"
                             : " (default)");
   }
+  const std::size_t k = fit.curve_kind;
   out += fmt::format(
-      "#   bandwidth_curve {} point(s), by transfer size (a share of each kind's nominal rate, "
+      "#   bandwidth_curve {} point(s) of {} links (the slowest kind), by transfer size (B/s "
       "before efficiency)\n",
-      v.curve.size());
-  // Each kind's rate there, and with its usable share (the two trade against each other: a
-  // curve above nominal under a small share can be the nominal rate).
-  for (const auto& [bytes, share] : v.curve) {
-    std::vector<std::string> rates;
-    for (std::size_t i = 0; i < fit.kinds.size(); ++i)
-      rates.push_back(fmt::format("{} {:.2f} GB/s ({:.3f} with the usable share)",
-                                  name_of(fit.kinds[i]), share * fit.nominal_Bps[i] / 1e9,
-                                  share * fit.model.link(fit.kinds[i]).efficiency));
-    out += fmt::format("#     {:>12} B  {:.3f} of nominal: {}\n", bytes, share,
-                       fmt::join(rates, ", "));
-  }
+      v.curve.size(), name_of(fit.kinds[k]));
+  // With the usable share too: the two trade against each other (a curve above nominal
+  // under a small share can be the nominal rate).
+  for (const auto& [bytes, share] : v.curve)
+    out += fmt::format(
+        "#     {:>12} B  {:>8.2f} GB/s  ({:.3f} of nominal; {:.3f} with the usable "
+        "share)\n",
+        bytes, share * fit.nominal_Bps[k] / 1e9, share,
+        share * fit.model.link(fit.kinds[k]).efficiency);
   return out;
 }
 
@@ -926,9 +973,9 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
   out += fmt::format("# {:<28} {:>12} {:>14} {:>14} {:>9}\n", "log", "bytes", "measured us",
                      "fitted us", "error");
   for (const auto& r : fit.residuals)
-    out += fmt::format("  {:<28} {:>12} {:>14.2f} {:>14.2f} {:>8.1f}%\n",
-                       std::filesystem::path(req.logs[r.log].file).filename().string(), r.bytes,
-                       r.measured_s * 1e6, r.fitted_s * 1e6, r.error_pct);
+    out +=
+        fmt::format("  {:<28} {:>12} {:>14.2f} {:>14.2f} {:>8.1f}%\n", log_label(req.logs, r.log),
+                    r.bytes, r.measured_s * 1e6, r.fitted_s * 1e6, r.error_pct);
   out += fmt::format(
       "# MAPE {:.2f}% over {} sizes in sample; {:.2f}% held out (fitted on every other size, "
       "predicting the rest); {:.2f}% uncalibrated\n",
@@ -971,7 +1018,7 @@ NcclFitRequest nccl_fit_request(const NcclCalibrateRequest& r) {
   req.topology = r.topology.front() == '{' ? parse_json_text(r.topology, "--topology")
                                            : nlohmann::json(r.topology);
   for (const auto& file : r.logs) {
-    req.logs.push_back(read_nccl_tests_log(file, op, r.ranks));
+    req.logs.push_back(read_nccl_tests_log(file, {.op = op, .ranks = r.ranks}));
     if (op && req.logs.back().op != *op)
       throw InputError(
           file, fmt::format("the log measured {} (from {}), not {}", name_of(req.logs.back().op),

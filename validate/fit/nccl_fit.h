@@ -63,8 +63,9 @@ FitTerms parse_fit_terms(const std::string& list, const std::string& where);
 // The fitted values. Per link kind they follow NCCL's proportions: the latency of kind
 // k is latency_scale x NCCL's ring/Simple hop latency of k's class, its efficiency
 // efficiency x the kind's default usable share (NCCL's for NVLink and for the network,
-// else 1), its bandwidth by transfer size (the curve) the kind's nominal rate x the
-// curve's share: one shape for every kind, each at its own rate.
+// else 1). The bandwidth by transfer size (the curve) is the slowest kind's, its nominal
+// rate x the curve's share: the kind that bounds the sizes it is read from (across nodes
+// the network; NVLink keeps its efficiency).
 struct FitValues {
   double launch_s = 0;
   double latency_scale = 0;
@@ -92,6 +93,7 @@ struct NcclFit {
   std::vector<LinkKind> kinds;             // link kinds the logged collectives' transfers cross
   std::vector<double> default_efficiency;  // per kind in `kinds`: the usable share unfitted
   std::vector<double> nominal_Bps;         // per kind in `kinds`: its slowest link's rate
+  std::size_t curve_kind = 0;              // in `kinds`: the one the curve describes
   FitTerms used;     // the terms kept (the trial with the lowest held-out error)
   FitValues values;  // fitted on every size
   CostModel model;
