@@ -458,6 +458,13 @@ void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint, int otherwis
   }
 }
 
+// Which run of a `-d all`, `-o all` or `-r all` log a row belongs to: "float sum", "int8
+// none root 2".
+std::string run_of(const NcclTestsRow& row) {
+  return row.root >= 0 ? fmt::format("{} {} root {}", row.type, row.redop, row.root)
+                       : fmt::format("{} {}", row.type, row.redop);
+}
+
 std::uint64_t fnv1a(std::string_view text) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
@@ -504,7 +511,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   std::optional<CollectiveOp> header_op, command_op;
   RankSet rank_lines;
   std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
-  std::vector<std::string> other_types;  // after the first type's run (-d all)
+  std::vector<std::string> other_runs;  // after the first run (-d all, -o all, -r all)
   WrongColumn wrong_column = WrongColumn::Unknown;
   int first_extra_row = 0;
   Cursor at{file};
@@ -547,10 +554,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     }
     if (!looks_like_row(w)) continue;
     NcclTestsRow row = read_row(w, at, wrong_column);
-    // `-d all` runs every element type in turn, each from the smallest size: the first
-    // type's run is read, the others named in a note.
-    if (!log.rows.empty() && row.type != log.rows.front().type) {
-      if (other_types.empty() || other_types.back() != row.type) other_types.push_back(row.type);
+    // `-d all`, `-o all` and `-r all` run every element type, reduction or root in turn,
+    // each from the smallest size: the first run is read, the others named in a note.
+    if (!log.rows.empty() && run_of(row) != run_of(log.rows.front())) {
+      if (other_runs.empty() || other_runs.back() != run_of(row)) other_runs.push_back(run_of(row));
       continue;
     }
     // Past the bound, rows are only counted (for the message), not kept.
@@ -578,10 +585,11 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     throw InputError(file,
                      "no result rows: expected nccl-tests lines of size, count, type, redop, "
                      "root, time, algbw, busbw, #wrong (out of place, then in place)");
-  if (!other_types.empty())
+  if (!other_runs.empty())
     log.notes.push_back(fmt::format(
-        "the log holds runs of several element types (-d all); read: {}'s, left out: {}",
-        log.rows.front().type, fmt::join(other_types, ", ")));
+        "the log holds several runs (-d all, -o all or -r all: element types, reductions or "
+        "roots in turn); read: {}, left out: {}",
+        run_of(log.rows.front()), fmt::join(other_runs, ", ")));
   settle_op(log, header_op, command_op, hints, file);
   settle_ranks(log, rank_lines, hints.ranks, hints.ranks_otherwise);
   if (hints.ranks > 0 && log.ranks != hints.ranks)
