@@ -107,6 +107,14 @@ double reference_latency_s(LinkKind k) {
 
 constexpr FitTerms kAllTerms{};
 
+// The rows of a log the fit can time: they move bytes and were timed (zero-byte rows of
+// all-gather and reduce-scatter are left out).
+std::size_t timed_rows(const NcclTestsLog& log) {
+  return static_cast<std::size_t>(std::count_if(
+      log.rows.begin(), log.rows.end(),
+      [](const NcclTestsRow& r) { return r.bytes > 0 && r.out_of_place.time_us > 0; }));
+}
+
 // Log i as the fit's report and file name it: its file name, or the path as given where
 // another log has the same file name (per-run folders of one all_reduce.txt each).
 std::string log_label(const std::vector<NcclTestsLog>& logs, std::size_t i) {
@@ -688,7 +696,8 @@ std::string sizes_left_out(const std::vector<NcclTestsLog>& logs, LeftOut left_o
 
 std::string disturbed_sizes(const std::vector<NcclTestsLog>& logs) {
   return sizes_left_out(
-      logs, [](const NcclTestsRow& r) { return r.disturbed(); },
+      logs,
+      [](const NcclTestsRow& r) { return r.bytes > 0 && r.disturbed(); },  // 0 B: never fitted
       [](const NcclTestsRow& r) {
         return fmt::format("{:.2f} / {:.2f} us", r.out_of_place.time_us, r.in_place->time_us);
       });
@@ -874,7 +883,7 @@ nlohmann::json nccl_calibration_json(const NcclFitRequest& req, const NcclFit& f
                     {"nccl_proto", forced_proto(req, log)},
                     {"nccl_version", log.nccl_version},
                     {"nccl_tests_version", log.tests_version},
-                    {"sizes", log.rows.size()}});
+                    {"sizes", timed_rows(log)}});
   }
   out["provenance"] = {{"source", "nccl-tests"},
                        {"logs", logs},
@@ -953,10 +962,7 @@ std::string nccl_fit_report(const NcclFitRequest& req, const NcclFit& fit) {
                   req.logs.size(), fit.algorithm, fit.topology_name, fit.network);
   for (std::size_t i = 0; i < req.logs.size(); ++i) {
     const NcclTestsLog& log = req.logs[i];
-    const auto timed = std::count_if(log.rows.begin(), log.rows.end(), [](const NcclTestsRow& r) {
-      return r.bytes > 0 && r.out_of_place.time_us > 0;
-    });
-    const auto untimed = static_cast<std::ptrdiff_t>(log.rows.size()) - timed;
+    const std::size_t timed = timed_rows(log), untimed = log.rows.size() - timed;
     out += fmt::format("#   {}: {} on {} GPUs (from {}), NCCL {}, {} sizes{}; {}\n", log.file,
                        name_of(log.op), log.ranks, log.ranks_source,
                        log.nccl_version.empty() ? "version not printed" : log.nccl_version, timed,
