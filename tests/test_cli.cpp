@@ -300,6 +300,13 @@ TEST_CASE("collsim topo takes a scenario file: its topology, with its placement"
   const Outcome e = run_collsim("topo " + bad);
   CHECK(e.status == 2);
   CHECK_THAT(e.err, Catch::Contains("collectives[0].bytes: expected a size"));
+  // A training step's scenario (a "workload", no "collectives") is a scenario too.
+  const std::string step = write_file(dir, "step.json", R"({"topology": "cluster-8x8-2to1",
+      "workload": {"gradients": "64MiB", "compute": "1ms"}})");
+  const Outcome w = run_collsim("topo " + step + " --format json");
+  INFO(w.err);
+  REQUIRE(w.status == 0);
+  CHECK(nlohmann::json::parse(w.out)["name"] == "cluster-8x8-2to1");
 }
 
 TEST_CASE("collsim topo --svg draws without Graphviz, one drawing at a time", "[topo]") {

@@ -335,3 +335,40 @@ TEST_CASE("sweep.csv names what ran at each point: NCCL's pick changes with size
   // A plan with a comma in it stays one field.
   CHECK(csv_field("ring (8 channels), LL") == "\"ring (8 channels), LL\"");
 }
+
+TEST_CASE("sweep refuses points its collective cannot have, and runs each size once, in order",
+          "[sweep]") {
+  const auto scenario = [](const std::string& collective) {
+    return parse_scenario(
+        nlohmann::json::parse(R"({"topology": "dgx-h100", "collectives": [)" + collective + "]}"),
+        ".");
+  };
+  SweepRequest req;
+  req.sizes = parse_sizes("1KiB", "x2");
+  // A root outside the ranks swept: it crashed the schedule generators once.
+  req.rank_counts = {4};
+  for (const char* op : {"broadcast", "reduce", "scatter", "gather"})
+    CHECK_THROWS_WITH(
+        plan_sweep(scenario(fmt::format(R"({{"op": "{}", "root": 5, "bytes": "1KiB"}})", op)), req),
+        Catch::Contains("--ranks") && Catch::Contains("rooted at rank 5"));
+  req.rank_counts = {8};
+  CHECK(
+      plan_sweep(scenario(R"({"op": "broadcast", "root": 5, "bytes": "1KiB"})"), req).rank_counts ==
+      std::vector<int>{8});
+  // A routed all-to-all's bytes come from its routing: no size to sweep (it ran the routed
+  // exchange at every size, and another rank count read its matrix out of bounds).
+  req.rank_counts = {};
+  CHECK_THROWS_WITH(plan_sweep(scenario(R"({"name": "m", "op": "all_to_all", "ranks": [0, 1, 2, 3],
+          "dtype": "bfloat16", "routing": {"tokens_per_rank": 64, "bytes_per_token": "8KiB",
+          "experts": 4, "top_k": 2}})"),
+                               req),
+                    Catch::Contains("routed all-to-all"));
+  // Sizes in whole elements, increasing, each once: a list out of order made false
+  // crossovers, and a fine step repeated a size.
+  req.sizes = parse_sizes("1MiB,1KiB,64KiB,1KiB,1026", "x2");
+  const SweepPlan plan = plan_sweep(scenario(R"({"op": "all_reduce", "bytes": "1KiB"})"), req);
+  CHECK(plan.sizes == std::vector<std::int64_t>{1024, 65536, 1 << 20});
+  req.sizes = parse_sizes("1..3", "x2");
+  CHECK_THROWS_WITH(plan_sweep(scenario(R"({"op": "all_reduce", "bytes": "1KiB"})"), req),
+                    Catch::Contains("at least one element"));
+}

@@ -200,6 +200,16 @@ TEST_CASE("workload-sweep --out: nothing written when the sweep fails", "[worklo
                              (dir / "out").string());
   CHECK(o.status != 0);
   CHECK_FALSE(std::filesystem::exists(dir / "out" / "workload_sweep.html"));
+  // Every point refused (a misspelt path): the table says why, the status is bad input's,
+  // and no file is written.
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-ddp-buckets.json";
+  const auto all = run_collsim("workload-sweep " + scenario + " --set workload.bogus=1,2 --out " +
+                               (dir / "all").string());
+  CHECK(all.status == 2);
+  CHECK_THAT(all.out, Catch::Contains("refused: workload.bogus: unknown field"));
+  CHECK_THAT(all.err, Catch::Contains("--set: every point of the sweep was refused"));
+  CHECK_FALSE(std::filesystem::exists(dir / "all"));
 }
 
 TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the value's own",

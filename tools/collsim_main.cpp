@@ -117,6 +117,15 @@ int workload_sweep_command(const WorkloadSweepArgs& args) {
   const auto doc = read_json_file(args.scenario, args.scenario);
   const WorkloadSweep sweep =
       sweep_workload(doc, std::filesystem::path(args.scenario).parent_path(), options);
+  // Every point refused (a misspelt --set path, say): the table says why, no file is
+  // written, and the exit status is bad input's.
+  const bool all_refused = std::all_of(sweep.points.begin(), sweep.points.end(),
+                                       [](const WorkloadPoint& p) { return !p.error.empty(); });
+  if (all_refused) {
+    std::cout << workload_sweep_table(sweep);
+    throw InputError(
+        "--set", "every point of the sweep was refused; the first: " + sweep.points.front().error);
+  }
   // Files first: if they cannot be written, nothing is printed as if all went well.
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);

@@ -542,7 +542,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
 namespace {
 
 bool is_scenario(const nlohmann::json& doc) {
-  return doc.is_object() && doc.contains("collectives");
+  return doc.is_object() && (doc.contains("collectives") || doc.contains("workload"));
 }
 
 }  // namespace

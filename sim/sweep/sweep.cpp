@@ -91,6 +91,19 @@ std::vector<std::int64_t> parse_sizes(const std::string& text, const std::string
 
 namespace {
 
+// The sizes as the sweep runs them: whole elements (nccl-tests' count = size / type size),
+// in increasing order, each once; sizes under one element are left out (none left: refused).
+std::vector<std::int64_t> whole_elements(std::vector<std::int64_t> sizes, int element) {
+  for (std::int64_t& b : sizes) b -= b % element;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::erase(sizes, 0);
+  if (sizes.empty())
+    throw InputError("--sizes",
+                     fmt::format("no size of at least one element ({} B) to sweep", element));
+  return sizes;
+}
+
 // Where a's and b's times cross between two sizes, treating each time as a line in size.
 double crossing(double x0, double x1, double a0, double a1, double b0, double b1) {
   const double d0 = a0 - b0, d1 = a1 - b1;
@@ -157,16 +170,27 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
     throw InputError("--collective", "\"" + base.name +
                                          "\" is a barrier: it has no size to sweep; pick another "
                                          "with --collective");
+  if (base.shape.matrix)
+    throw InputError("--collective",
+                     "\"" + base.name +
+                         "\" is a routed all-to-all: its bytes come from its routing, so it has "
+                         "no size to sweep; pick another with --collective");
   if (req.sizes.empty()) throw InputError("--sizes", "no sizes to sweep");
   plan.about = about_of(s, base);
   plan.collective = static_cast<std::size_t>(found - s.collectives.data());
   plan.own_ranks = req.rank_counts.empty();
-  plan.sizes = req.sizes;
+  plan.sizes = whole_elements(req.sizes, element_size(base.shape.dtype));
   plan.rank_counts = plan.own_ranks ? std::vector<int>{base.shape.ranks} : req.rank_counts;
   for (int n : plan.rank_counts)
     if (n < 1 || n > s.topology.num_ranks())
       throw InputError(
           "--ranks", fmt::format("{} ranks; the topology has {} GPUs", n, s.topology.num_ranks()));
+  if (is_rooted(base.shape.op))
+    for (int n : plan.rank_counts)
+      if (base.shape.root >= n)
+        throw InputError("--ranks", fmt::format("\"{}\" is rooted at rank {}, which {} ranks do "
+                                                "not hold",
+                                                base.name, base.shape.root, n));
   std::vector<std::string>& algorithms = plan.algorithms;
   algorithms = req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
   if (req.algorithms.empty() && nccl_has_algorithms(base.shape.op)) algorithms.push_back("nccl");
@@ -182,7 +206,7 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
       if (a == "nccl") return false;
       Scenario one = s;
       one.collectives = {
-          point_collective(base, plan.own_ranks, a, plan.rank_counts.front(), req.sizes.front())};
+          point_collective(base, plan.own_ranks, a, plan.rank_counts.front(), plan.sizes.front())};
       try {
         make_plan(one);
         return false;

@@ -26,16 +26,21 @@ nlohmann::json value_of(const std::string& text) {
   }
 }
 
-// The object at a dotted path (created as needed); the first job when it meets a list.
+// The object at a dotted path (created as needed); the first job when it meets a list (a
+// scenario's "workload" of several jobs: --set changes the first).
 nlohmann::json& at_path(nlohmann::json& doc, const std::string& path) {
   nlohmann::json* at = &doc;
   std::size_t from = 0;
+  std::string parent = "the scenario";
   while (true) {
     if (at->is_array() && !at->empty()) at = &(*at)[0];
     const std::size_t dot = path.find('.', from);
     const std::string key = path.substr(from, dot - from);
     if (!at->is_object())
-      throw InputError("--set", fmt::format("\"{}\": \"{}\" is not inside an object", path, key));
+      throw InputError("--set", fmt::format("\"{}\": {} is {}, not an object whose \"{}\" could "
+                                            "be set (write it out as an object in the scenario)",
+                                            path, parent, at->dump(), key));
+    parent = fmt::format("\"{}\"", path.substr(0, dot));
     at = &(*at)[key];
     if (dot == std::string::npos) return *at;
     from = dot + 1;
