@@ -63,6 +63,29 @@ TEST_CASE("a number beyond a double names its line and column") {
              Catch::StartsWith("collectives[0].bytes: expected a size"));
 }
 
+TEST_CASE("a key twice in one object is refused where it is written, not last-one-wins") {
+  // nlohmann keeps the last: {"bytes": "1KiB", "bytes": "1GiB"} once ran 1 GiB.
+  CHECK(
+      error_of("{\"topology\": \"dgx-h100\",\n \"collectives\": [{\"op\": \"all_reduce\", "
+               "\"bytes\": \"1KiB\", \"bytes\": \"1GiB\"}]}") ==
+      "scenario.json: malformed JSON at line 2, column 56: the key \"bytes\" appears twice in its "
+      "object (a JSON parser keeps one of the two): say it once");
+  // The same key in two objects, or as a value, or inside a string, is fine.
+  CHECK_THAT(
+      error_of(scenario(kSwitch, all_reduce("64") + ", " +
+                                     R"({"op": "all_reduce", "bytes": 64, "name": "bytes"})")),
+      !Catch::Contains("twice"));
+  CHECK_THAT(
+      error_of(scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "name": "a\"bytes\""})")),
+      !Catch::Contains("twice"));
+  // Deeper down too, after nested objects and arrays.
+  CHECK_THAT(
+      error_of(scenario(
+          kSwitch,
+          R"({"op": "all_reduce", "bytes": 64, "levels": [{"size": 2}, {"size": 2, "size": 4}]})")),
+      Catch::Contains("the key \"size\" appears twice"));
+}
+
 TEST_CASE("a NUL byte is refused, not taken for the end of the text") {
   std::string text = scenario(kSwitch, all_reduce("64"));
   text += std::string(1, '\0') + "garbage";

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "core/error.h"
 #include "core/input_file.h"
@@ -254,29 +257,56 @@ TextPosition position_at(std::string_view text, std::size_t offset) {
 
 // What nlohmann's parser does not refuse by itself, found before it runs: a NUL byte
 // (its lexer takes one for the end of the text and ignores the rest), nesting deeper
-// than kMaxJsonDepth (its parser recurses, so 100k brackets overflow the stack), and
-// numbers beyond a double (it throws out_of_range with no position). One linear pass.
+// than kMaxJsonDepth (its parser recurses, so 100k brackets overflow the stack), numbers
+// beyond a double (it throws out_of_range with no position), and a key an object already
+// has (it keeps the last silently: {"bytes": "1KiB", "bytes": "1GiB"} ran 1 GiB). One
+// linear pass; keys are compared as written (an escape spelling the same key is missed).
 void prescan_json(std::string_view text, const std::string& source) {
-  int depth = 0;
-  bool in_string = false;
+  struct Scope {
+    bool object = false;
+    bool expect_key = false;  // objects: after { or ,
+    std::unordered_set<std::string_view> keys;
+  };
+  std::vector<Scope> scopes;  // kept as the parse goes, so few allocations
+  std::size_t open = 0;
+  bool in_string = false, string_is_key = false;
+  std::size_t string_start = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
     if (ch == '\0') fail_at(text, i, source, "a NUL byte; JSON text cannot contain one");
     if (in_string) {
-      if (ch == '\\')
+      if (ch == '\\') {
         ++i;  // the escaped character cannot end the string
-      else if (ch == '"')
+      } else if (ch == '"') {
         in_string = false;
+        const std::string_view key = text.substr(string_start + 1, i - string_start - 1);
+        if (string_is_key && !scopes[open - 1].keys.insert(key).second)
+          fail_at(text, string_start, source,
+                  fmt::format("the key \"{}\" appears twice in its object (a JSON parser keeps "
+                              "one of the two): say it once",
+                              key));
+      }
       continue;
     }
+    Scope* scope = open > 0 ? &scopes[open - 1] : nullptr;
     if (ch == '"') {
       in_string = true;
+      string_start = i;
+      string_is_key = scope && scope->object && scope->expect_key;
+      if (string_is_key) scope->expect_key = false;
     } else if (ch == '[' || ch == '{') {
-      if (++depth > kMaxJsonDepth)
+      if (open + 1 > static_cast<std::size_t>(kMaxJsonDepth))
         fail_at(text, i, source,
                 fmt::format("nested deeper than {} levels of arrays and objects", kMaxJsonDepth));
+      if (open == scopes.size()) scopes.emplace_back();
+      Scope& s = scopes[open++];
+      s.object = ch == '{';
+      s.expect_key = s.object;
+      s.keys.clear();
     } else if (ch == ']' || ch == '}') {
-      depth = std::max(0, depth - 1);
+      if (open > 0) --open;
+    } else if (ch == ',') {
+      if (scope && scope->object) scope->expect_key = true;
     } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
       std::size_t end = i;
       while (end < text.size() && std::strchr("+-0123456789.eE", text[end]) && text[end] != '\0')
