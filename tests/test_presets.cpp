@@ -372,8 +372,9 @@ TEST_CASE("preset errors name the path") {
   CHECK_THROWS_WITH(load(R"({"preset": "cluster", "nodes": 4, "oversubscription": 1e15})"),
                     "topology.oversubscription: expected a ratio from 1 to 1000 (2 means 2:1), "
                     "got 1e+15");
-  CHECK_THROWS_WITH(load(R"({"preset": "torus", "dims": [], "bandwidth": "1GB/s"})"),
-                    "topology.dims: expected 2 or 3 sizes, like [4, 4] or [4, 4, 4], got []");
+  CHECK_THROWS_WITH(
+      load(R"({"preset": "torus", "dims": [], "bandwidth": "1GB/s"})"),
+      "topology.dims: expected 1 to 3 sizes, like [8] (a ring), [4, 4] or [4, 4, 4], got []");
   CHECK_THROWS_WITH(
       load(
           R"({"preset": "multidim", "dims": [{"shape": "hypercube", "size": 2, "bandwidth": "1GB/s"}]})"),

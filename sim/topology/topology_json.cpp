@@ -164,7 +164,7 @@ Topology cluster_preset(const JsonView& spec) {
 Topology torus_preset(const JsonView& spec) {
   const std::vector<int> sizes = spec["dims"].as_int_list(1, 1 << 16);
   if (sizes.empty() || sizes.size() > 3)
-    spec["dims"].fail("2 or 3 sizes, like [4, 4] or [4, 4, 4]");
+    spec["dims"].fail("1 to 3 sizes, like [8] (a ring), [4, 4] or [4, 4, 4]");
   std::vector<Dimension> dims;
   long long total = 1;
   for (int n : sizes) {
