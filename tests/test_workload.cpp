@@ -559,6 +559,12 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
              Catch::Contains("the shares sum to 1.6, not 1"));
   CHECK_THAT(error_of(topo + mixtral + "[0.5, 0.5]}}"),
              Catch::Contains("workload.expert_load: expected one share per expert (8)"));
+  // Mixtral routes each token to 2 distinct experts: none receives more than half the slots
+  // (all on one expert ran, as every token routed to it twice).
+  CHECK_THAT(error_of(topo + mixtral + "[1, 0, 0, 0, 0, 0, 0, 0]}}"),
+             Catch::Contains("workload.expert_load[0]: 1 of the routed slots: top-2 routing"));
+  CHECK_THAT(error_of(topo + mixtral + "[0.5, 0.5, 0, 0, 0, 0, 0, 0]}}"),
+             !Catch::Contains("top-2"));
   CHECK(error_of(topo + R"({"model": {"layers": 100, "hidden": 1048576, "experts": 65536, "expert_params": "1TiB"}, "tokens_per_gpu": 1, "parallelism": {"dp": 8}}})") ==
         "workload.model: 7.21e+18 parameters, more than the 2^47 (1.41e+14) collsim accounts for");
   CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 2, "parallelism": {"dp": 2, "pp": 4, "micro_batches": 9}}})") ==

@@ -210,6 +210,11 @@ TEST_CASE("workload-sweep --out: nothing written when the sweep fails", "[worklo
   CHECK_THAT(all.out, Catch::Contains("refused: workload.bogus: unknown field"));
   CHECK_THAT(all.err, Catch::Contains("--set: every point of the sweep was refused"));
   CHECK_FALSE(std::filesystem::exists(dir / "all"));
+  // In the format asked for.
+  const auto json =
+      run_collsim("workload-sweep " + scenario + " --set workload.bogus=1,2 --format json");
+  CHECK(json.status == 2);
+  CHECK(nlohmann::json::parse(json.out)["best"].is_null());
 }
 
 TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the value's own",

@@ -117,14 +117,19 @@ int workload_sweep_command(const WorkloadSweepArgs& args) {
   const auto doc = read_json_file(args.scenario, args.scenario);
   const WorkloadSweep sweep =
       sweep_workload(doc, std::filesystem::path(args.scenario).parent_path(), options);
-  // Every point refused (a misspelt --set path, say): the table says why, no file is
-  // written, and the exit status is bad input's.
-  const bool all_refused = std::all_of(sweep.points.begin(), sweep.points.end(),
-                                       [](const WorkloadPoint& p) { return !p.error.empty(); });
-  if (all_refused) {
-    std::cout << workload_sweep_table(sweep);
-    throw InputError(
-        "--set", "every point of the sweep was refused; the first: " + sweep.points.front().error);
+  const auto print = [&] {
+    if (args.format == "csv")
+      std::cout << workload_sweep_csv(sweep);
+    else if (args.format == "json")
+      std::cout << workload_sweep_json(sweep).dump(2) << "\n";
+    else
+      std::cout << workload_sweep_table(sweep);
+  };
+  // Every point refused (a misspelt --set path, say): the output says why, in the format
+  // asked for, no file is written, and the exit status is bad input's.
+  if (every_point_refused(sweep)) {
+    print();
+    require_a_point_ran(sweep);
   }
   // Files first: if they cannot be written, nothing is printed as if all went well.
   if (!args.out_dir.empty()) {
@@ -134,12 +139,7 @@ int workload_sweep_command(const WorkloadSweepArgs& args) {
     write_workload_sweep_html(out.open("workload_sweep.html"), sweep);
     out.commit();
   }
-  if (args.format == "csv")
-    std::cout << workload_sweep_csv(sweep);
-  else if (args.format == "json")
-    std::cout << workload_sweep_json(sweep).dump(2) << "\n";
-  else
-    std::cout << workload_sweep_table(sweep);
+  print();
   return 0;
 }
 

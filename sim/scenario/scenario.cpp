@@ -333,7 +333,8 @@ std::vector<std::int64_t> parse_routing(const JsonView& v, int ranks) {
   r.tokens_per_rank = v["tokens_per_rank"].as_int(0, std::int64_t{1} << 40);
   r.experts = static_cast<int>(v["experts"].as_int(1, 1 << 20));
   r.top_k = v.has("top_k") ? static_cast<int>(v["top_k"].as_int(1, r.experts)) : 1;
-  if (auto load = v.find("expert_load")) r.expert_load = parse_expert_shares(*load, r.experts);
+  if (auto load = v.find("expert_load"))
+    r.expert_load = parse_expert_shares(*load, r.experts, r.top_k);
   r.expert_ranks = parse_expert_ranks(v, r.experts, ranks);
   return moe_dispatch_tokens(r, ranks);
 }

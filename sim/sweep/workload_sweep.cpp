@@ -348,11 +348,21 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
         p.memory_bytes > 0 ? fmt::format("{:.1f} GB", p.memory_bytes / 1e9) : "-",
         p.fits ? "" : " (does not fit)", static_cast<int>(i) == s.best ? "  <- best" : "");
   }
-  const bool any_ran =
-      std::any_of(s.points.begin(), s.points.end(), [](const auto& p) { return p.error.empty(); });
   if (s.best < 0)
-    out += any_ran ? "# no point fits in the GPU's memory\n" : "# every point was refused\n";
+    out += every_point_refused(s) ? "# every point was refused\n"
+                                  : "# no point fits in the GPU's memory\n";
   return out;
+}
+
+bool every_point_refused(const WorkloadSweep& s) {
+  return std::all_of(s.points.begin(), s.points.end(),
+                     [](const WorkloadPoint& p) { return !p.error.empty(); });
+}
+
+void require_a_point_ran(const WorkloadSweep& s) {
+  if (every_point_refused(s) && !s.points.empty())
+    throw InputError("--set",
+                     "every point of the sweep was refused; the first: " + s.points.front().error);
 }
 
 std::string workload_sweep_csv(const WorkloadSweep& s) {

@@ -51,6 +51,12 @@ struct WorkloadSweep {
   int best = -1;  // fastest point that fits in memory
 };
 
+// No point ran (a misspelt --set path, say): the CLI and Python then refuse the sweep,
+// with the first point's reason.
+bool every_point_refused(const WorkloadSweep& s);
+// An InputError naming `--set`, with the first refusal, when every point was refused.
+void require_a_point_ran(const WorkloadSweep& s);
+
 // `doc` is the scenario's JSON; the first job of its workload is the one measured.
 WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::path& base_dir,
                              const WorkloadSweepOptions& options);

@@ -18,8 +18,9 @@ namespace collsim {
 
 // Shares that do not sum to 1 are refused, not rescaled: a silent rescale hides a
 // forgotten or mistyped expert, and shares summing to 0 or past a double's range have
-// no fraction to give (NaN times).
-std::vector<double> parse_expert_shares(const JsonView& load, int experts) {
+// no fraction to give (NaN times). Top-k routing sends a token to k distinct experts, so
+// no expert receives more than 1/k of the routed slots.
+std::vector<double> parse_expert_shares(const JsonView& load, int experts, int top_k) {
   if (load.size() != static_cast<std::size_t>(experts))
     load.fail(fmt::format("one share per expert ({})", experts));
   std::vector<double> shares;
@@ -27,6 +28,11 @@ std::vector<double> parse_expert_shares(const JsonView& load, int experts) {
   for (std::size_t e = 0; e < load.size(); ++e) {
     const double x = load[e].as_number();
     if (!(x >= 0 && x <= 1)) load[e].fail("a share from 0 to 1");
+    if (top_k > 1 && x > 1.0 / top_k + 1e-9)
+      load[e].fail_message(fmt::format(
+          "{} of the routed slots: top-{} routing sends each token to {} distinct experts, so "
+          "one expert receives at most 1/{} of them",
+          format_significant(x, 6), top_k, top_k, top_k));
     shares.push_back(x);
     total += x;
   }
@@ -306,7 +312,7 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w, const Topology& topolo
         sequence, par.cp));
   if (auto e = v.find("expert_load")) {
     if (!w.model->is_moe()) e->fail_message("the model has no experts");
-    w.expert_load = parse_expert_shares(*e, w.model->experts);
+    w.expert_load = parse_expert_shares(*e, w.model->experts, w.model->top_k);
   }
   check_model_size(v, w);
   if (w.model->is_moe() && w.parallelism.ep > 1 && w.model->experts % w.parallelism.ep != 0)

@@ -152,7 +152,8 @@ std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& top
                                           const std::filesystem::path& base_dir = ".");
 
 // MoE "expert_load" (a job's) or an all-to-all's "load" (a collective's routing): one
-// share per expert, each from 0 to 1, summing to 1; refused, never rescaled.
-std::vector<double> parse_expert_shares(const JsonView& load, int experts);
+// share per expert, each from 0 to 1/top_k (top-k routing picks k distinct experts),
+// summing to 1; refused, never rescaled.
+std::vector<double> parse_expert_shares(const JsonView& load, int experts, int top_k);
 
 }  // namespace collsim

@@ -233,6 +233,19 @@ def test_workload_sweep_returns_what_the_cli_prints():
     assert len(doc["points"]) == 3
     with pytest.raises(collsim.InputError):
         collsim.workload_sweep(scenario)  # neither set nor splits
+    # Every point refused (a misspelt field): bad input, as the CLI's exit status 2 says.
+    with pytest.raises(collsim.InputError) as e:
+        collsim.workload_sweep(scenario, set=["workload.nope=1,2"])
+    assert e.value.path == "--set" and "every point" in str(e.value)
+
+
+def test_a_dict_with_nan_raises_value_error_naming_it():
+    # json.dumps would write NaN, which the parser then refused at a column of text the
+    # user never wrote.
+    doc = json.loads((ROOT / "scenarios" / "workload-ddp-buckets.json").read_text())
+    doc["workload"]["compute"] = float("nan")
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        collsim.run(doc)
 
 
 def test_calibrate_writes_what_the_cli_writes(tmp_path, monkeypatch):

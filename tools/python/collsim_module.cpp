@@ -53,12 +53,20 @@ std::string path_of(const py::object& value, const char* argument) {
   return os.attr("fsdecode")(os.attr("fspath")(value)).cast<std::string>();
 }
 
+// A dict as JSON text. NaN and infinities are not JSON: json.dumps would write them
+// anyway (as NaN, Infinity) and the parser then refuse them at a column of text the user
+// never wrote; allow_nan=False makes json.dumps raise ValueError, naming the value.
+std::string json_text_of(const py::object& dict) {
+  return py::module_::import("json")
+      .attr("dumps")(dict, py::arg("allow_nan") = false)
+      .cast<std::string>();
+}
+
 // A scenario as a path or as a dict: a dict's relative file names (a topology file, a
 // calibration) resolve against the working directory.
 Scenario scenario_of(const py::object& scenario) {
   if (py::isinstance<py::dict>(scenario)) {
-    const std::string text =
-        py::module_::import("json").attr("dumps")(scenario).cast<std::string>();
+    const std::string text = json_text_of(scenario);
     return parse_scenario(parse_json_text(text, "scenario"), fs::current_path());
   }
   return load_scenario(path_of(scenario, "scenario"));
@@ -199,16 +207,18 @@ py::object workload_sweep(const py::object& scenario, const std::vector<std::str
   nlohmann::json doc;
   fs::path base = fs::current_path();
   if (py::isinstance<py::dict>(scenario)) {
-    doc = parse_json_text(py::module_::import("json").attr("dumps")(scenario).cast<std::string>(),
-                          "scenario");
+    doc = parse_json_text(json_text_of(scenario), "scenario");
   } else {
     const std::string file = path_of(scenario, "scenario");
     doc = read_json_file(file, file);
     base = fs::path(file).parent_path();
   }
   const WorkloadSweepOptions options = workload_sweep_options(set, splits);
-  return to_python(
-      interruptible([&] { return workload_sweep_json(sweep_workload(doc, base, options)); }));
+  return to_python(interruptible([&] {
+    const WorkloadSweep sweep = sweep_workload(doc, base, options);
+    require_a_point_ran(sweep);  // as the CLI: a sweep of refusals is bad input
+    return workload_sweep_json(sweep);
+  }));
 }
 
 // Every choice settled, per collective: `collsim plan --format json`'s document.
