@@ -605,6 +605,10 @@ TEST_CASE("Chakra bytes: nodes refused as they are read, within the trace's boun
              Catch::Contains("node message #1 (after 0 whole nodes) is 2097152 bytes long, more "
                              "than the 1048576 bytes"));
   CHECK_THAT(parse_error(varint(1 << 30)), Catch::Contains("the global metadata message is "));
+  // A length past 32 bits is said whole (a 32-bit read kept its low bits: 2^64 - 1 was
+  // reported as 4294967295).
+  CHECK_THAT(parse_error(varint(~std::uint64_t{0})),
+             Catch::Contains("is 18446744073709551615 bytes long"));
   CHECK_THAT(parse_error(kMetadata + "\xff\xff"), Catch::Contains("its length (a varint)"));
   // protobuf's own complaint is the error, not a second line on stderr.
   CHECK(parse_error(kMetadata + framed(std::string("\x12\x02\xff\xfe\x18\x04", 6))) ==

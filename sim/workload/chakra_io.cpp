@@ -162,8 +162,8 @@ struct Framing {
   bool next(google::protobuf::Message& m, const std::string& label) const {
     const auto at = static_cast<std::size_t>(in.CurrentPosition());
     if (at == size) return false;
-    std::uint32_t length = 0;
-    if (!in.ReadVarint32(&length))
+    std::uint64_t length = 0;  // 64 bits: a 32-bit read would drop a long prefix's high bits
+    if (!in.ReadVarint64(&length))
       throw InputError(where, fmt::format("{} is damaged or cut short: its length (a varint) is "
                                           "malformed",
                                           label));
