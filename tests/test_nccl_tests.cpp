@@ -1148,39 +1148,39 @@ TEST_CASE(
                              "scatter.txt")
             .ranks == 16);
 
-  // -d all: each element type's run from the smallest size; the first is read, the rest
-  // named.
-  const NcclTestsLog all = parse_nccl_tests_log(
-      "#  Rank 0..7 Group 0\n"
-      "  1024  1024  int8  sum  -1  20.0  0.05  0.09  0\n"
-      "  2048  2048  int8  sum  -1  21.0  0.10  0.17  0\n"
-      "  1024  1024  uint8  sum  -1  20.5  0.05  0.09  0\n"
-      "  2048  1024  half  sum  -1  21.5  0.10  0.17  0\n",
-      "all_reduce.txt");
-  CHECK(all.rows.size() == 2);
-  REQUIRE(all.notes.size() == 1);
-  CHECK_THAT(all.notes[0], Catch::Contains("read: int8 sum, left out: uint8 sum, half sum"));
-  // -o all (every reduction in turn) and -r all (every root): the first run is read too.
-  const NcclTestsLog ops = parse_nccl_tests_log(
-      "#  Rank 0..7 Group 0\n"
-      "  1024  256  float  sum  -1  20.0  0.05  0.09  0\n"
-      "  2048  512  float  sum  -1  21.0  0.10  0.17  0\n"
-      "  1024  256  float  prod  -1  20.5  0.05  0.09  0\n"
-      "  1024  256  float  max  -1  20.5  0.05  0.09  0\n",
-      "all_reduce.txt");
-  CHECK(ops.rows.size() == 2);
-  REQUIRE(ops.notes.size() == 1);
-  CHECK_THAT(ops.notes[0], Catch::Contains("read: float sum, left out: float prod, float max"));
-  const NcclTestsLog roots = parse_nccl_tests_log(
-      "#  Rank 0..3 Group 0\n"
-      "  1024  256  float  none  0  20.0  0.05  0.05  0\n"
-      "  2048  512  float  none  0  21.0  0.10  0.10  0\n"
-      "  1024  256  float  none  1  20.5  0.05  0.05  0\n"
-      "  2048  512  float  none  1  21.5  0.10  0.10  0\n",
-      "broadcast.txt");
-  CHECK(roots.rows.size() == 2);
-  CHECK_THAT(roots.notes.at(0),
-             Catch::Contains("read: float none root 0, left out: float none root 1"));
+  // -d all, -o all, -r all: every element type, reduction or root in turn, each run from
+  // the smallest size; the first run is read, the others named in a note.
+  const struct {
+    const char* text;
+    const char* file;
+    const char* note;
+  } several_runs[] = {
+      {"#  Rank 0..7 Group 0\n"
+       "  1024  1024  int8  sum  -1  20.0  0.05  0.09  0\n"
+       "  2048  2048  int8  sum  -1  21.0  0.10  0.17  0\n"
+       "  1024  1024  uint8  sum  -1  20.5  0.05  0.09  0\n"
+       "  2048  1024  half  sum  -1  21.5  0.10  0.17  0\n",
+       "all_reduce.txt", "read: int8 sum, left out: uint8 sum, half sum"},
+      {"#  Rank 0..7 Group 0\n"
+       "  1024  256  float  sum  -1  20.0  0.05  0.09  0\n"
+       "  2048  512  float  sum  -1  21.0  0.10  0.17  0\n"
+       "  1024  256  float  prod  -1  20.5  0.05  0.09  0\n"
+       "  1024  256  float  max  -1  20.5  0.05  0.09  0\n",
+       "all_reduce.txt", "read: float sum, left out: float prod, float max"},
+      {"#  Rank 0..3 Group 0\n"
+       "  1024  256  float  none  0  20.0  0.05  0.05  0\n"
+       "  2048  512  float  none  0  21.0  0.10  0.10  0\n"
+       "  1024  256  float  none  1  20.5  0.05  0.05  0\n"
+       "  2048  512  float  none  1  21.5  0.10  0.10  0\n",
+       "broadcast.txt", "read: float none root 0, left out: float none root 1"},
+  };
+  for (const auto& [text, file, note] : several_runs) {
+    INFO(file << ": " << note);
+    const NcclTestsLog log = parse_nccl_tests_log(text, file);
+    CHECK(log.rows.size() == 2);
+    REQUIRE(log.notes.size() == 1);
+    CHECK_THAT(log.notes[0], Catch::Contains(note));
+  }
 
   // One GPU's in-place run copies nothing: its bandwidth, printed as 1.4 PB/s, is not
   // a reason to refuse the log (its out-of-place columns are still bounded).

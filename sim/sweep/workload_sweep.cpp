@@ -349,18 +349,18 @@ std::string workload_sweep_table(const WorkloadSweep& s) {
         p.fits ? "" : " (does not fit)", static_cast<int>(i) == s.best ? "  <- best" : "");
   }
   if (s.best < 0)
-    out += every_point_refused(s) ? "# every point was refused\n"
-                                  : "# no point fits in the GPU's memory\n";
+    out += s.points.empty() || every_point_refused(s) ? "# every point was refused\n"
+                                                      : "# no point fits in the GPU's memory\n";
   return out;
 }
 
 bool every_point_refused(const WorkloadSweep& s) {
-  return std::all_of(s.points.begin(), s.points.end(),
-                     [](const WorkloadPoint& p) { return !p.error.empty(); });
+  return !s.points.empty() && std::all_of(s.points.begin(), s.points.end(),
+                                          [](const auto& p) { return !p.error.empty(); });
 }
 
 void require_a_point_ran(const WorkloadSweep& s) {
-  if (every_point_refused(s) && !s.points.empty())
+  if (every_point_refused(s))
     throw InputError("--set",
                      "every point of the sweep was refused; the first: " + s.points.front().error);
 }

@@ -147,11 +147,14 @@ std::vector<std::pair<std::int64_t, double>> scaled_curve(
 struct TermModel {
   std::vector<LinkKind> kinds;
   std::vector<double> default_efficiency;  // per kind
-  std::vector<double> nominal_Bps;         // per kind: what the curve's shares are of
   FitValues neutral;  // the defaults as values: NCCL's table under "nccl", else none
-  // The kind the curve describes: the slowest, whose rate bounds the sizes the curve is
-  // read from (across nodes the network; NVLink keeps its share).
+  // The kind the curve describes (an index into `kinds`): the slowest, whose rate bounds
+  // the sizes the curve is read from (across nodes the network; NVLink keeps its share),
+  // and its nominal rate, what the curve's shares are of. No curve asked for (--terms):
+  // linearise leaves the kind's own part of the time unmeasured.
   std::size_t curve_kind = 0;
+  double curve_nominal_Bps = 0;
+  bool curve = true;
 
   CostModel operator()(const FitValues& v, const FitTerms& stated = kAllTerms) const {
     CostModel m;
@@ -164,7 +167,7 @@ struct TermModel {
       if (stated.efficiency || stated.curve)
         c.efficiency = std::min(1.0, v.efficiency * default_efficiency[i]);
       if (!v.curve.empty() && i == curve_kind)
-        c.bandwidth = SizeCurve(scaled_curve(v.curve, nominal_Bps[i]));
+        c.bandwidth = SizeCurve(scaled_curve(v.curve, curve_nominal_Bps));
       m.stated.latency[k] = stated.latency;
       m.stated.efficiency[k] = stated.efficiency || stated.curve;
     }
@@ -250,7 +253,7 @@ Point linearise(const LogScenario& ls, std::size_t log, const NcclTestsRow& row,
   p.d_latency = run_with(ls, row, &mh).time_s - base.time_s;
   p.d_x = (run_with(ls, row, &ms).time_s - base.time_s) / x0;
   p.d_x_curve = p.d_x;
-  if (model.kinds.size() > 1) {  // the curve's kind alone twice as slow
+  if (model.curve && model.kinds.size() > 1) {  // the curve's kind alone twice as slow
     CostModel mc = m0;
     mc.link(model.kinds[model.curve_kind]).efficiency /= 2;
     p.d_x_curve = (run_with(ls, row, &mc).time_s - base.time_s) / x0;
@@ -332,8 +335,8 @@ Coefs nonnegative_least_squares(const std::array<std::vector<double>, kAffine>& 
   };
   Coefs best{};
   double best_obj = objective(best);
-  for (int mask = 1; mask < 1 << kAffine;
-       ++mask) {  // launch before latency before efficiency on ties
+  // Launch before latency before efficiency on ties.
+  for (int mask = 1; mask < 1 << kAffine; ++mask) {
     std::array<int, kAffine> idx{};
     int m = 0;
     bool ok = true;
@@ -782,13 +785,11 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   }
   fit.network = std::string(name_of(first.network.model));
   for (const auto& ls : scenarios) fit.launches.push_back(ls.s.launch->describe());
-  std::size_t sized = 0;  // rows that move bytes (the links say nothing of the others)
-  for (const NcclTestsLog& log : req.logs)
-    sized += static_cast<std::size_t>(std::count_if(
-        log.rows.begin(), log.rows.end(), [](const NcclTestsRow& r) { return r.bytes > 0; }));
-  if (sized < 4)
+  std::size_t timed = 0;  // rows that move bytes (the links say nothing of the others)
+  for (const NcclTestsLog& log : req.logs) timed += timed_rows(log);
+  if (timed < 4)
     throw InputError("--nccl-tests",
-                     fmt::format("{} sizes above zero bytes to fit; at least 4", sized));
+                     fmt::format("{} timed sizes above zero bytes to fit; at least 4", timed));
   fit.kinds = crossed_kinds(scenarios, req.logs);
   if (fit.kinds.empty())
     throw InputError("--topology", "the collectives' transfers cross no link: nothing to fit");
@@ -796,8 +797,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   fit.nominal_Bps = slowest_rates(first.topology, fit.kinds);
   fit.curve_kind = static_cast<std::size_t>(
       std::min_element(fit.nominal_Bps.begin(), fit.nominal_Bps.end()) - fit.nominal_Bps.begin());
-  const TermModel model{fit.kinds, fit.default_efficiency, fit.nominal_Bps, neutral_values(req),
-                        fit.curve_kind};
+  const TermModel model{fit.kinds,      fit.default_efficiency,          neutral_values(req),
+                        fit.curve_kind, fit.nominal_Bps[fit.curve_kind], req.terms.curve};
 
   // Linearised at the defaults, fitted with every term the logs can tell, linearised
   // again there.
