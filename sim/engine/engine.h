@@ -41,11 +41,22 @@ class Engine {
   std::size_t pending() const { return pending_; }
 
   // Schedules an event; a time before now() is a logic error and is clamped to now().
-  void schedule(Time at, std::uint32_t tag, std::uint64_t id);
+  // Inline, as pop(): every transfer and packet-hop costs a schedule and a pop, and a call
+  // into another file spills the caller's registers around each.
+  void schedule(Time at, std::uint32_t tag, std::uint64_t id) {
+    file(Event{std::max(at, now_), id, tag});
+    ++pending_;
+  }
 
   // Pops the earliest event and advances the clock to it. The queue must not be empty.
   // Throws Interrupted (core/interrupt.h) when a stop was requested.
-  Event pop();
+  Event pop() {
+    if (next_ == buckets_[0].size()) refill_now();
+    --pending_;
+    // A few milliseconds of events between polls: Ctrl-C stops a run within a second.
+    if ((++processed_ & kPollMask) == 0) poll();
+    return buckets_[0][next_++];
+  }
 
   // Runs until the queue is empty, handing each event to `handler(const Event&)`.
   template <class Handler>
@@ -59,11 +70,6 @@ class Engine {
   static constexpr int kDigits = 1 << kDigitBits;
   static constexpr int kBuckets = 1 + 64 / kDigitBits * kDigits;  // now(), then (digit, value)
 
-  static constexpr std::array<Time, kBuckets> filled(Time t) {
-    std::array<Time, kBuckets> a{};
-    a.fill(t);
-    return a;
-  }
   // Later times file to higher buckets: a higher differing digit, or at the same digit a
   // higher value (a time after now() has the higher value where they first differ).
   int bucket_of(Time at) const {
@@ -74,16 +80,15 @@ class Engine {
     return 1 + digit * kDigits + static_cast<int>((t >> (digit * kDigitBits)) & (kDigits - 1));
   }
   void refill_now();  // bucket 0 is empty: move the clock to the earliest event
+  void poll();        // counts progress and throws Interrupted when a stop was requested
 
   void file(const Event& e) {
     const int b = bucket_of(e.time);
     buckets_[b].push_back(e);
-    earliest_[b] = std::min(earliest_[b], e.time);
     filled_[b / 64] |= std::uint64_t{1} << (b % 64);
   }
 
   std::array<std::vector<Event>, kBuckets> buckets_;
-  std::array<Time, kBuckets> earliest_ = filled(kTimeNever);  // per bucket: its earliest time
   std::array<std::uint64_t, (kBuckets + 63) / 64> filled_{};  // which buckets hold events
   std::size_t next_ = 0;  // bucket 0's first event not yet popped
   Time now_ = 0;

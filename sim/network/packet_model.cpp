@@ -32,8 +32,16 @@ void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
   // A message without data (a barrier's) still travels as one empty packet.
   const std::int64_t packets =
       std::max<std::int64_t>(1, (bytes + packet_bytes_ - 1) / packet_bytes_);
-  transfers_[s] = {id, path, packets, packets, bytes, cost.stretch, cost.ceiling_Bps};
   const auto path_links = router_.links(path);
+  transfers_[s] = {id,
+                   path,
+                   static_cast<std::uint32_t>(path_links.size()),
+                   router_.info(path).first,
+                   packets,
+                   packets,
+                   bytes,
+                   cost.stretch,
+                   cost.ceiling_Bps};
   if (path_links.size() > std::numeric_limits<decltype(Packet::hop)>::max())
     throw std::invalid_argument("the packet model follows paths of at most 65,535 links");
   for (LinkId l : path_links) host.link_counters().enter(l, bytes, host.now());
@@ -119,9 +127,8 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   ls.sending = false;
   ++packet_hops_;
   const Time latency = latency_[link];
-  const auto path = router_.links(t.path);
-  if (std::size_t{p.hop} + 1 < path.size()) {
-    const LinkId next = path[p.hop + 1];
+  if (std::uint32_t{p.hop} + 1 < t.hops) {
+    const LinkId next = router_.link_at(t.first, p.hop + 1u);
     // Cut-through: the head left a serialization ago and is already at the next link.
     p.ready = add_time(cut_through_ ? now - serialization(p, link) : now, latency);
     p.not_before_finish = cut_through_ ? add_time(now, latency) : 0;

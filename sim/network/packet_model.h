@@ -45,6 +45,9 @@ class PacketModel final : public NetworkModel {
   struct Transfer {
     TransferId id = 0;
     PathId path = -1;
+    std::uint32_t hops = 0;         // its path's length, and
+    std::uint64_t first = 0;        // where its links start in the router's flat array: read at
+                                    // every hop, without going through the path's record
     std::int64_t packets_left = 0;  // not yet delivered
     // Its packets still waiting at the first link: they wait there as one queue entry (a
     // train) that stands for the next of them, not one entry each, so the queues hold

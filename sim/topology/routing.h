@@ -63,6 +63,9 @@ class Router {
   std::span<const LinkId> links(PathId id) const {
     return {links_.data() + paths_[id].first, paths_[id].length};
   }
+  // Link `hop` of a path given by its PathInfo::first: the packet model's per-hop read, one
+  // load where links() takes the path's record first.
+  LinkId link_at(std::uint64_t first, std::uint32_t hop) const { return links_[first + hop]; }
 
   // A pair of the given nodes that cannot reach each other, if any. What the first node
   // reaches, and is reached from, is searched once and kept (a scenario's many collectives
