@@ -318,3 +318,16 @@ TEST_CASE("collsim topo --svg draws without Graphviz, one drawing at a time", "[
   CHECK(both.status == 2);
   CHECK(both.out.empty());
 }
+
+TEST_CASE("an empty --out and an unknown command are refused, naming what is wrong") {
+  // '' from an unset shell variable: the run wrote nothing and exited 0.
+  for (const std::string& command : {"run " + kScenario, "sweep " + kScenario + " --sizes 1MiB"}) {
+    const Outcome o = run_collsim(command + " --out ''");
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Catch::Contains("--out: an empty path"));
+    CHECK(o.out.empty());
+  }
+  const Outcome o = run_collsim("bogus " + kScenario);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("no command \"bogus\""));
+}

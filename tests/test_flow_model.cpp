@@ -2,6 +2,7 @@
 // contention where it should show.
 #include <catch2/catch.hpp>
 
+#include "core/interrupt.h"
 #include "helpers.h"
 #include "network/due_queue.h"
 
@@ -228,4 +229,17 @@ TEST_CASE(
     CHECK(flow_model_test::task_seconds(topo, model, {{"capped", &one, from0, {}, capped}})[0] ==
           Approx(model == "packet" ? made + 2 * small / 100e9 : made).epsilon(1e-6));
   }
+}
+
+TEST_CASE("a stop request reaches a flow run at its next rate change, not 32,768 events later") {
+  // Each resolve of a big run can take milliseconds: Ctrl-C waited for the engine's poll.
+  Topology topo = make_switch_topology(3, 10e9, 0);
+  CollectiveShape shape = shape_of(CollectiveOp::AllToAll, 3, 0);
+  shape.matrix = std::make_shared<std::vector<std::int64_t>>(
+      std::vector<std::int64_t>{0, 250'000, 750'000, 0, 0, 0, 0, 0, 0});
+  const Schedule s = generate(CollectiveOp::AllToAll, "direct", shape);
+  request_interrupt();
+  CHECK_THROWS_AS(simulate(s, topo, 0, "flow"), Interrupted);
+  clear_interrupt();
+  CHECK(to_seconds(simulate(s, topo, 0, "flow").tasks[0].end) == Approx(0.4e-3).epsilon(1e-9));
 }

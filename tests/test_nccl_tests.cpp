@@ -740,6 +740,9 @@ TEST_CASE("launch mode: one process driving N GPUs floors a collective at N issu
   CHECK_THAT(test::error_of(R"({"topology": "dgx-h100", "launch": {"gpus_per_proces": 8},
       "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})"),
              Catch::Contains("launch") && Catch::Contains("gpus_per_process"));
+  // One process cannot drive more GPUs than the machine has: 65536 on 4 GPUs ran, 288 ms.
+  CHECK_THROWS_WITH(scenario({{"gpus_per_process", 5}}, 1024),
+                    Catch::Contains("launch.gpus_per_process") && Catch::Contains("1..4"));
   CHECK_THAT(test::error_of(R"({"topology": "dgx-h100", "launch": "one_process",
       "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})"),
              Catch::Contains("launch") && Catch::Contains("process_per_gpu"));

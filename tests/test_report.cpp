@@ -495,6 +495,28 @@ TEST_CASE("run --trace-gzip writes timeline.json.gz, the same trace compressed",
   fs::remove_all(dir);
 }
 
+TEST_CASE("run --out keeps no file of an earlier run that this run does not write", "[report]") {
+  const fs::path dir = fs::temp_directory_path() / ("collsim-outset-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  int status = -1;
+  const std::string out = " --out " + dir.string();
+  run_command(std::string(COLLSIM_EXE) + " run " + kScenarios + "dgx-h100-allreduce.json" + out,
+              &status);
+  REQUIRE(status == 0);
+  REQUIRE(fs::exists(dir / "ranks.csv"));
+  // A training step writes fewer files: the collectives run's per-rank, per-step and
+  // utilisation tables stayed beside its result.json as if they described it.
+  run_command(std::string(COLLSIM_EXE) + " run " + kScenarios + "workload-ddp-buckets.json" + out,
+              &status);
+  REQUIRE(status == 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names ==
+        std::vector<std::string>{"links.csv", "report.html", "result.json", "timeline.json"});
+  fs::remove_all(dir);
+}
+
 TEST_CASE("TraceFile: plain below the size, gzip past it, the content the same", "[trace]") {
   const fs::path dir =
       fs::temp_directory_path() / ("collsim-tracefile-" + std::to_string(::getpid()));

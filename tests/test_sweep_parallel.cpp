@@ -372,3 +372,44 @@ TEST_CASE("sweep refuses points its collective cannot have, and runs each size o
   CHECK_THROWS_WITH(plan_sweep(scenario(R"({"op": "all_reduce", "bytes": "1KiB"})"), req),
                     Catch::Contains("at least one element"));
 }
+
+TEST_CASE(
+    "a default sweep leaves out what the model cannot time, NCCL's pick at any size, and "
+    "says why",
+    "[sweep]") {
+  // The README's first scenario: a ring under the ideal model. NCCL picks NVLS from a few MiB,
+  // which ideal cannot time: the whole sweep stopped at that point.
+  const Scenario s = parse_scenario(
+      nlohmann::json::parse(R"({"topology": "dgx-h100", "network": {"model": "ideal"},
+          "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "ring",
+                           "bytes": "1GiB"}]})"),
+      ".");
+  SweepRequest req;
+  req.sizes = parse_sizes("1KiB..1GiB", "x8");
+  const SweepResult r = run_sweep(s, req);
+  const auto& algorithms = r.plan.algorithms;
+  CHECK(std::find(algorithms.begin(), algorithms.end(), "nccl") == algorithms.end());
+  CHECK(std::find(algorithms.begin(), algorithms.end(), "ring") != algorithms.end());
+  REQUIRE(r.plan.left_out.size() >= 2);
+  const std::string nccl_why = r.plan.left_out.back();
+  CHECK_THAT(nccl_why, Catch::StartsWith("nccl: at 8 ranks and ") &&
+                           Catch::Contains("ideal network model does not share links"));
+  CHECK_THAT(sweep_table(r), Catch::Contains("# left out: " + nccl_why + "\n"));
+  CHECK(sweep_json(r)["left_out"] == nlohmann::json(r.plan.left_out));
+  std::ostringstream html;
+  write_sweep_html(html, r);
+  CHECK_THAT(html.str(), Catch::Contains("Left out: nccl: at 8 ranks"));
+  // Under flow every NCCL pick runs: nothing of NCCL's is left out, and the shard file keeps
+  // the notes (merge prints them as the single process does).
+  Scenario flow = s;
+  flow.network.model = NetworkModelKind::Flow;
+  const SweepPlan with_nccl = plan_sweep(flow, req);
+  CHECK(std::find(with_nccl.algorithms.begin(), with_nccl.algorithms.end(), "nccl") !=
+        with_nccl.algorithms.end());
+  for (const auto& why : with_nccl.left_out) CHECK_THAT(why, !Catch::StartsWith("nccl"));
+  const auto files = shard_files(s, req, 2);
+  CHECK(all_outputs(merge_shards(files)) == all_outputs(r));
+  // Named with --algorithms, it is refused as before: the user asked for it.
+  req.algorithms = {"nccl"};
+  CHECK_THROWS_WITH(run_sweep(s, req), Catch::Contains("does not share links"));
+}

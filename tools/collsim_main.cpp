@@ -737,10 +737,20 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, as every other refusal: what the option parser says names the option.
-    std::cerr << "collsim: error: " << e.what()
-              << (app.get_subcommands().empty() ? " (collsim --help lists them)" : "") << "\n";
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-')
+      std::cerr << "collsim: error: no command \"" << argv[1] << "\" (collsim --help lists them)\n";
+    else
+      std::cerr << "collsim: error: " << e.what()
+                << (app.get_subcommands().empty() ? " (collsim --help lists them)" : "") << "\n";
     return 2;
   }
+  // An empty --out ('' from an unset shell variable) wrote nothing and exited 0.
+  for (const CLI::App* sub : app.get_subcommands())
+    if (const CLI::Option* out = sub->get_option_no_throw("--out");
+        out && out->count() > 0 && out->results().front().empty()) {
+      std::cerr << "collsim: error: --out: an empty path; name the folder (or file) to write\n";
+      return 2;
+    }
   install_stop_handlers();
   try {
     const ProgressLines progress_lines;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/interrupt.h"
 #include "core/slot_pool.h"
 
 namespace collsim {
@@ -194,6 +195,9 @@ void FlowModel::request_resolve(NetworkHost& host) {
 }
 
 void FlowModel::resolve(NetworkHost& host) {
+  // One resolve of many thousands of flows takes milliseconds, and the engine polls for a
+  // stop only every 32,768 events: Ctrl-C took minutes to act on such runs.
+  poll_interrupt();
   ++resolves_;
   const Time now = host.now();
   // The part of the network the changes touch: links and flows reachable from the

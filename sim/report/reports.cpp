@@ -219,7 +219,7 @@ std::string hottest_link_lines(const Topology& topology, const TrafficReport& tr
     out += fmt::format("#   {:<28} {:<8} {:>9}  {:5.1f}% utilised  {:>10} carried",
                        topology.link_label(l), name_of(link.kind), format_bandwidth(link.bandwidth),
                        lt.utilisation * 100, format_bytes(lt.bytes));
-    if (traffic.timed) out += fmt::format("  up to {} at once", lt.peak_transfers);
+    out += fmt::format("  up to {} at once", lt.peak_transfers);
     out += "\n";
   }
   return out;
@@ -404,7 +404,7 @@ std::string result_json_frame(const Scenario& s, const TrafficReport& traffic) {
         .add("bytes", lt.bytes)
         .add("busy_s", lt.busy_s)
         .add("utilisation", lt.utilisation);
-    if (traffic.timed) link.add("peak_transfers", lt.peak_transfers);
+    link.add("peak_transfers", lt.peak_transfers);
     links.add_text(link.text());
   }
   JsonArrayText ranks(1);

@@ -40,11 +40,25 @@ const TrafficReport& RunFileGather::finish() {
   return traffic_;
 }
 
+namespace {
+
+// Every file a run's --out may hold. Each run drops them all and commit() keeps those it wrote:
+// a training step after a collectives run left the earlier ranks.csv, steps.csv and
+// utilisation.csv beside its own result.json, as if they described it.
+void drop_every_run_file(OutputDir& out) {
+  for (const char* name : {"result.json", "links.csv", "ranks.csv", "steps.csv", "utilisation.csv",
+                           "timeline.json", "timeline.json.gz", "report.html"})
+    out.drop(name);
+}
+
+}  // namespace
+
 void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
                      const ScenarioResult& result, RunFileGather& gathered,
                      const RunFileOptions& options) {
   const TrafficReport& traffic = gathered.traffic_;
   OutputDir out(dir);
+  drop_every_run_file(out);
   write_result_json(out.open("result.json"), scenario, result, traffic);
   write_links_csv(out.open("links.csv"), scenario, result, traffic);
   write_ranks_csv(out.open("ranks.csv"), scenario, result, traffic);
@@ -63,6 +77,7 @@ void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
 void write_workload_files(const std::filesystem::path& dir, const Scenario& scenario,
                           const WorkloadRun& run) {
   OutputDir out(dir);
+  drop_every_run_file(out);
   out.open("result.json") << workload_document(scenario, run).dump(2) << "\n";
   write_workload_trace(out.open("timeline.json"), scenario, run);
   write_workload_links_csv(out.open("links.csv"), scenario, run);

@@ -376,6 +376,8 @@ void write_sweep_html(std::ostream& out, const SweepResult& r) {
       "changes{}.</p>\n",
       html::escape(about.network), format_duration(to_seconds(about.alpha)),
       with_nccl ? " (NCCL's pick counted: its line is labelled with what it picked)" : "");
+  for (const auto& why : r.plan.left_out)
+    out << fmt::format("<p class=\"note\">Left out: {}</p>\n", html::escape(why));
   if (!r.measured.empty())
     out << "<p class=\"note\">measured (dotted): the out-of-place time and busbw of the "
            "nccl-tests log given with --measured, at its sizes within the sweep's.</p>\n";

@@ -55,7 +55,7 @@ inline constexpr FieldDoc kScenarioFields[] = {
 };
 inline constexpr FieldDoc kLaunchFields[] = {
     {"gpus_per_process",
-     R"json({"type": "integer", "minimum": 1, "maximum": 65536, "description": "GPUs one process drives (nccl-tests -g N)."})json",
+     R"json({"type": "integer", "minimum": 1, "maximum": 65536, "description": "GPUs one process drives (nccl-tests -g N); at most the GPUs the topology has."})json",
      kRequired},
     {"issue_per_gpu",
      R"json({"$ref": "#/definitions/duration", "default": "4.4us", "description": "The host's time to issue one GPU's kernel (docs/nccl.md section 11)."})json"},

@@ -1,6 +1,7 @@
 #include "sweep/sweep.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -20,6 +21,7 @@
 #include "plan/plan.h"
 #include "simulate/run_scenario.h"
 #include "simulate/simulated_plan.h"
+#include "topology/routing.h"
 
 namespace collsim {
 
@@ -148,6 +150,30 @@ SweepAbout about_of(const Scenario& s, const CollectiveSpec& c) {
   return a;
 }
 
+// Why the planner refuses `algorithm` for the swept collective: at the plan's first rank count
+// and size, or at every point; nothing when it takes them all. Planned as a streamed run plans
+// (no schedule generated where nothing is left to choose), so asking costs little.
+std::optional<std::string> refusal(const Scenario& s, const CollectiveSpec& base,
+                                   const SweepPlan& plan, const std::string& algorithm,
+                                   bool every_point) {
+  Router router(s.topology, s.network.routing);
+  const CostFunction cost = simulated_alone(s, router);
+  for (int ranks : plan.rank_counts)
+    for (std::int64_t bytes : plan.sizes) {
+      Scenario one = s;
+      one.collectives = {point_collective(base, plan.own_ranks, algorithm, ranks, bytes)};
+      try {
+        make_plan(one, router, cost, ScheduleHolding::Streamed);
+      } catch (const InputError& e) {
+        return every_point
+                   ? fmt::format("at {} ranks and {}: {}", ranks, format_bytes(bytes), e.message())
+                   : e.message();
+      }
+      if (!every_point) return std::nullopt;
+    }
+  return std::nullopt;
+}
+
 }  // namespace
 
 SweepPoint SweepPlan::point(std::size_t k) const {
@@ -199,21 +225,18 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
       throw InputError("--algorithms",
                        fmt::format("no algorithm \"{}\" for {}", a, name_of(base.shape.op)));
   // Algorithms named with --algorithms must apply; of the default (all of the
-  // collective's), those the planner refuses here are left out (nvls without a sharp
-  // NVSwitch, or under the ideal model), judged at the first rank count and size.
+  // collective's), those the planner refuses here are left out, and the reports say why:
+  // nvls without a sharp NVSwitch, or under the ideal model. Each is judged at the first
+  // rank count and size; NCCL's pick, which changes with size, at every point.
   if (req.algorithms.empty())
     std::erase_if(algorithms, [&](const std::string& a) {
-      if (a == "nccl") return false;
-      Scenario one = s;
-      one.collectives = {
-          point_collective(base, plan.own_ranks, a, plan.rank_counts.front(), plan.sizes.front())};
-      try {
-        make_plan(one);
-        return false;
-      } catch (const InputError&) {
-        return true;
-      }
+      const auto why = refusal(s, base, plan, a, a == "nccl");
+      if (why) plan.left_out.push_back(a + ": " + *why);
+      return why.has_value();
     });
+  if (algorithms.empty())
+    throw InputError("--algorithms", "no algorithm runs " + base.name + " here: " +
+                                         fmt::format("{}", fmt::join(plan.left_out, "; ")));
   return plan;
 }
 
@@ -386,6 +409,7 @@ std::string sweep_table(const SweepResult& r) {
   out +=
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at "
       "that size\n";
+  for (const auto& why : r.plan.left_out) out += fmt::format("# left out: {}\n", why);
   int ranks = -1;
   std::string algorithm;
   for (const auto& row : r.rows) {
@@ -476,7 +500,8 @@ nlohmann::json sweep_json(const SweepResult& r) {
           {"op", r.plan.about.op},
           {"rows", rows},
           {"crossovers", xs},
-          {"nccl_vs_fastest", nccl}};
+          {"nccl_vs_fastest", nccl},
+          {"left_out", r.plan.left_out}};
 }
 
 // write_sweep_html: sim/report/sweep_html.cpp.

@@ -53,6 +53,9 @@ struct SweepPlan {
   std::vector<int> rank_counts;
   std::vector<std::string> algorithms;
   std::vector<std::int64_t> sizes;
+  // Default algorithms the planner refuses here, each with why ("nvls: ..."): the reports
+  // say so, rather than a sweep that silently lacks them or stops at their first point.
+  std::vector<std::string> left_out;
 
   std::size_t points() const { return rank_counts.size() * algorithms.size() * sizes.size(); }
   SweepPoint point(std::size_t k) const;

@@ -30,9 +30,9 @@ std::string shard_text(Shard s) {
 constexpr std::string_view kShardKeys[] = {"format", "version", "shard", "shards",
                                            "scenario_digest", "sweep", "rows"};
 constexpr std::string_view kPlanKeys[] = {
-    "scenario", "topology", "network", "gpus",      "alpha_ps",   "collective",  "collective_index",
-    "op",       "dtype",    "redop",   "root",      "own_ranks",  "rank_counts", "algorithms",
-    "sizes"};
+    "scenario",         "topology",   "network", "gpus",    "alpha_ps", "collective",
+    "collective_index", "op",         "dtype",   "redop",   "root",     "own_ranks",
+    "rank_counts",      "algorithms", "sizes",   "left_out"};
 constexpr std::string_view kRowKeys[] = {"point",  "ranks",     "algorithm", "bytes", "count",
                                          "time_s", "algbw_Bps", "busbw_Bps", "plan", "ops_time_s"};
 
@@ -160,7 +160,8 @@ nlohmann::json sweep_plan_json(const SweepPlan& p) {
           {"own_ranks", p.own_ranks},
           {"rank_counts", p.rank_counts},
           {"algorithms", p.algorithms},
-          {"sizes", p.sizes}};
+          {"sizes", p.sizes},
+          {"left_out", p.left_out}};
 }
 
 SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& where) {
@@ -185,6 +186,8 @@ SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& whe
   p.own_ranks = v["own_ranks"].as_bool();
   p.rank_counts = v["rank_counts"].as_int_list(1, max_int);
   p.algorithms = v["algorithms"].as_string_list();
+  // Absent in shard files of earlier versions: nothing was left out with a reason.
+  if (auto left_out = v.find("left_out")) p.left_out = left_out->as_string_list();
   const JsonView sizes = v["sizes"];
   if (!sizes.is_array()) sizes.fail("an array of sizes in bytes");
   for (std::size_t i = 0; i < sizes.size(); ++i) p.sizes.push_back(sizes[i].as_int(1, kMaxBytes));
