@@ -504,6 +504,14 @@ TEST_CASE("run --out keeps no file of an earlier run that this run does not writ
               &status);
   REQUIRE(status == 0);
   REQUIRE(fs::exists(dir / "ranks.csv"));
+  // What it prints does not depend on --out: the hottest links said "up to N at once" only
+  // with it.
+  const std::string plain = run_command(
+      std::string(COLLSIM_EXE) + " run " + kScenarios + "dgx-h100-allreduce.json", &status);
+  CHECK(
+      run_command(std::string(COLLSIM_EXE) + " run " + kScenarios + "dgx-h100-allreduce.json" + out,
+                  &status) == plain);
+  CHECK_THAT(plain, Catch::Contains("at once"));
   // A training step writes fewer files: the collectives run's per-rank, per-step and
   // utilisation tables stayed beside its result.json as if they described it.
   run_command(std::string(COLLSIM_EXE) + " run " + kScenarios + "workload-ddp-buckets.json" + out,
