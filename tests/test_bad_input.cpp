@@ -92,6 +92,10 @@ TEST_CASE("a NUL byte is refused, not taken for the end of the text") {
   CHECK(error_of(text) == "scenario.json: malformed JSON at line 1, column " +
                               std::to_string(text.find('\0') + 1) +
                               ": a NUL byte; JSON text cannot contain one");
+  // Escaped, it is valid JSON, and it reached report.html as a raw NUL byte.
+  CHECK_THAT(error_of(R"({"topology": "dgx-h100", "description": "d\u0000e",
+                          "collectives": [{"op": "all_reduce", "bytes": "1MiB"}]})"),
+             Catch::StartsWith("description: expected a string without a NUL character"));
 }
 
 TEST_CASE("durations beyond an hour are refused where they are written") {

@@ -259,6 +259,16 @@ TEST_CASE("nccl-tests parser refuses implausible numbers, naming file and line",
   CHECK(parse_error(kHeader + row("2251799813685248", "37.38")) ==
         "bad.txt:3: expected a size and a count from 0 to 2^50 (1 PiB), got 2251799813685248 and "
         "256");
+  // Beyond 64 bits it is still a row (it was skipped, and a log of one such row had none).
+  CHECK(parse_error(kHeader + row("99999999999999999999999", "37.38")) ==
+        "bad.txt:3: expected a size and a count from 0 to 2^50 (1 PiB), got "
+        "99999999999999999999999 and 256");
+  // A size that is not the count's elements (or a multiple: a count per rank) was compared as
+  // given.
+  CHECK(parse_error(kHeader + row("1000", "37.38")) ==
+        "bad.txt:3: 1000 bytes is not 256 float elements of 4 bytes, nor a whole multiple of them "
+        "(a count per rank)");
+  CHECK(parse_nccl_tests_log(kHeader + row("8192", "37.38"), "ok.txt").rows.size() == 1);
   CHECK_THAT(parse_error(kHeader + row("1024", "37.38", "1e30")),
              Catch::StartsWith("bad.txt:3: expected the out-of-place #wrong as a count"));
   CHECK_THAT(parse_error(kHeader + "  1024  256  float  sum  -1  37.38  1e7  0.05  0\n"),
@@ -557,6 +567,17 @@ TEST_CASE(
   CHECK_THAT(refused.err, Catch::Contains("provenance.network") &&
                               Catch::Contains("fitted under the flow network model") &&
                               Catch::Contains("the scenario uses ideal"));
+  // A model that does not exist is named as such, not offered to the scenario.
+  {
+    nlohmann::json doc = nlohmann::json::parse(collsim::test::slurp(cal));
+    doc["provenance"]["network"] = "bogus";
+    std::ofstream(dir / "bogus.json") << doc.dump();
+  }
+  const auto bogus = collsim::test::run_collsim("compare " + scenario + " --nccl-tests " + log +
+                                                " --calibration " + (dir / "bogus.json").string());
+  CHECK(bogus.status == 2);
+  CHECK_THAT(bogus.err, Catch::Contains("provenance.network: expected one of") &&
+                            !Catch::Contains("\"model\": \"bogus\""));
 
   // Where the defaults are far off (an A100: 18%, its floor above NCCL's table), the kept
   // terms close most of it, on the sizes the fit saw and on those it did not.

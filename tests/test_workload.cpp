@@ -322,6 +322,9 @@ TEST_CASE("workload errors name the path and the expectation", "[workload]") {
              Catch::Contains("workload[1].ranks[0]: rank 1 already belongs to another job"));
   CHECK_THAT(error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "algorithm": "rng"}})"),
              Catch::Contains("workload.algorithm: no all_reduce algorithm \"rng\""));
+  // As a collective's bytes: whole elements of the gradients' type (bfloat16 by default).
+  CHECK_THAT(error_of(topo + R"({"gradients": "3B", "compute": "1ms"}})"),
+             Catch::Contains("workload.gradients: 3 bytes is not a whole number of bfloat16"));
 }
 
 TEST_CASE("every bundled workload scenario runs", "[workload]") {

@@ -121,7 +121,10 @@ void JsonView::allow_only(std::span<const std::string_view> known) const {
 
 std::string JsonView::as_string() const {
   if (!value_->is_string()) fail("a string");
-  return value_->get<std::string>();
+  std::string s = value_->get<std::string>();
+  // An escaped NUL (\u0000) passed the raw-byte check and ended up in report.html.
+  if (s.find('\0') != std::string::npos) fail("a string without a NUL character (\\u0000)");
+  return s;
 }
 
 std::string JsonView::as_name() const {

@@ -432,7 +432,9 @@ void check_fitted_network(const JsonView& calibration, const std::string& model)
   if (!provenance || !provenance->is_object()) return;
   const auto network = provenance->find("network");
   if (!network) return;
-  const std::string fitted = network->as_string();
+  std::vector<std::string> names;  // "bogus" was taken for a model and the scenario told to use it
+  for (const NetworkModelInfo& m : network_models()) names.emplace_back(m.name);
+  const std::string fitted = network->as_choice(names);
   if (fitted != model)
     network->fail_message(fmt::format(
         "this calibration was fitted under the {} network model; the scenario uses {} (set "

@@ -328,6 +328,11 @@ void parse_minimal_form(const JsonView& v, WorkloadSpec& w) {
   if (auto d = v.find("dtype")) w.grad_dtype = parse_dtype(*d);
   w.gradients = v["gradients"].as_size();
   if (w.gradients <= 0) v["gradients"].fail("a positive size");
+  // As a collective's bytes: "3B" of bfloat16 gradients ran, where the collective is refused.
+  if (const int esize = element_size(w.grad_dtype); w.gradients % esize != 0)
+    v["gradients"].fail_message(
+        fmt::format("{} bytes is not a whole number of {} elements ({} bytes each)", w.gradients,
+                    name_of(w.grad_dtype), esize));
   w.compute_s = v["compute"].as_duration();
   if (auto s = v.find("scaling")) w.strong_scaling = s->as_choice({"strong", "weak"}) == "strong";
   if (auto f = v.find("backward_fraction")) {

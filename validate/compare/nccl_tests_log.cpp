@@ -306,17 +306,27 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c, W
         w.size(), w.size() == 1 ? "" : "s"));
   NcclTestsRow row;
   row.line = c.line;
-  row.bytes = *to_int(w[0]);  // looks_like_row checked both are integers
-  row.count = *to_int(w[1]);
+  // looks_like_row checked both are digits; they may not fit in 64 bits.
+  row.bytes = to_int(w[0]).value_or(-1);
+  row.count = to_int(w[1]).value_or(-1);
   if (row.bytes < 0 || row.bytes > kMaxBytes || row.count < 0 || row.count > kMaxBytes)
-    c.fail(fmt::format("expected a size and a count from 0 to 2^50 (1 PiB), got {} and {}",
-                       row.bytes, row.count));
+    c.fail(fmt::format("expected a size and a count from 0 to 2^50 (1 PiB), got {} and {}", w[0],
+                       w[1]));
   row.type = std::string(w[2]);
-  if (!nccl_tests_dtype(row.type))
+  const auto dtype = nccl_tests_dtype(row.type);
+  if (!dtype)
     c.fail(
         fmt::format("expected an element type (float, half, bfloat16, double, int8, uint8, "
                     "int32, uint32, int64, uint64), got \"{}\"",
                     w[2]));
+  // The size is the count's elements, or (all-gather, reduce-scatter, alltoall: a count per
+  // rank) a whole multiple of them: 1000 bytes of 256 floats was compared as 1000 bytes.
+  const std::int64_t count_bytes = row.count * element_size(*dtype);
+  if (count_bytes == 0 ? row.bytes != 0 : row.bytes % count_bytes != 0)
+    c.fail(
+        fmt::format("{} bytes is not {} {} elements of {} bytes, nor a whole multiple of them "
+                    "(a count per rank)",
+                    row.bytes, row.count, row.type, element_size(*dtype)));
   std::size_t at = 3;
   row.redop = has_redop ? std::string(w[at++]) : "none";
   if (!std::all_of(row.redop.begin(), row.redop.end(),
@@ -336,8 +346,16 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c, W
 
 // A row starts with two integers; anything else outside the header is noise
 // (MPI warnings, NCCL INFO lines) that nccl-tests' output gets interleaved with.
+// Digits only, however many: a size too large for 64 bits is still a row, and refused as one
+// (a log whose one row held 10^23 bytes read as a log of no rows).
+bool all_digits(std::string_view word) {
+  return !word.empty() && std::all_of(word.begin(), word.end(), [](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch));
+  });
+}
+
 bool looks_like_row(const std::vector<std::string_view>& w) {
-  return !w.empty() && to_int(w[0]) && (w.size() == 1 || to_int(w[1]));
+  return !w.empty() && all_digits(w[0]) && (w.size() == 1 || all_digits(w[1]));
 }
 
 std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
