@@ -120,11 +120,15 @@ TEST_CASE("a simulated time past the clock's range is refused, never wrapped") {
   CHECK_THAT(error_of(scenario(R"({"preset": "switch", "gpus": 2, "bandwidth": "1B/s"})",
                                all_reduce("\"1024TiB\""))),
              Catch::StartsWith("the simulated time passes 2^63 ps"));
-  for (const char* model : {"flow", "packet"})
+  for (const char* network : {R"({"model": "flow"})", R"({"packet": "1TiB", "model": "packet"})"})
     CHECK_THAT(error_of(scenario(R"({"preset": "switch", "gpus": 2, "bandwidth": "1B/s"})",
-                                 all_reduce("\"1024TiB\""),
-                                 std::string(R"({"packet": "1TiB", "model": ")") + model + "\"}")),
+                                 all_reduce("\"1024TiB\""), network)),
                Catch::StartsWith("the simulated time passes 2^63 ps"));
+  // A packet size is the packet model's alone: under flow it was accepted and ignored.
+  CHECK(error_of(scenario(R"({"preset": "switch", "gpus": 2, "bandwidth": "1B/s"})",
+                          all_reduce("64"), R"({"packet": "1TiB", "model": "flow"})")) ==
+        "network.packet: only the packet model cuts transfers into packets; the flow model "
+        "ignores it: leave it out, or set \"model\": \"packet\"");
   CHECK_THROWS_AS(add_time(kTimeNever - 5, 10), InputError);
   CHECK_THROWS_AS(add_time(kTimeNever - 5, 5), InputError);  // kTimeNever is the sentinel
   CHECK(add_time(kTimeNever - 5, 4) == kTimeNever - 1);

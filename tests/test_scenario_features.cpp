@@ -212,6 +212,11 @@ TEST_CASE("scenario errors for the algorithm options") {
       error_of(
           R"({"op": "all_reduce", "bytes": 64, "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2}})") ==
       "collectives[0].routing: only all_to_all collectives take a routing");
+  // Beside a routing, "bytes" was ignored: the routing gives the sizes.
+  CHECK_THAT(
+      error_of(
+          R"({"op": "all_to_all", "bytes": "1KiB", "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2}})"),
+      Catch::StartsWith("collectives[0].bytes: a routed all-to-all's sizes come from its routing"));
   CHECK(
       error_of(
           R"({"op": "all_to_all", "routing": {"tokens_per_rank": 1, "bytes_per_token": 4, "experts": 2, "expert_load": [1]}})") ==

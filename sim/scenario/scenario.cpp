@@ -113,6 +113,13 @@ NetworkParams parse_network(const JsonView& v) {
   }
   if (auto sw = v.find("switching"))
     p.cut_through = sw->as_choice({"store_and_forward", "cut_through"}) == "cut_through";
+  // Accepted and ignored under the other models, as if they shaped the result.
+  for (const char* packet_only : {"packet", "switching"})
+    if (v.has(packet_only) && !info_of(p.model).holds_packets)
+      v[packet_only].fail_message(fmt::format(
+          "only the packet model cuts transfers into packets; the {} model ignores it: leave it "
+          "out, or set \"model\": \"packet\"",
+          name_of(p.model)));
   return p;
 }
 
@@ -214,7 +221,13 @@ void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
   if (auto r = v.find("redop"))
     c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
   if (auto r = v.find("root")) c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
-  if (v.has("routing")) return;  // sizes come from the routing
+  if (v.has("routing")) {  // sizes come from the routing: a "bytes" beside it was ignored
+    if (v.has("bytes") && c.shape.op == CollectiveOp::AllToAll)
+      v["bytes"].fail_message(
+          "a routed all-to-all's sizes come from its routing (tokens_per_rank x "
+          "bytes_per_token): leave \"bytes\" out");
+    return;
+  }
   if (c.shape.op == CollectiveOp::Barrier) {
     if (auto b = v.find("bytes"); b && b->as_size() != 0)
       b->fail_message("a barrier carries no data: leave \"bytes\" out or make it 0");
