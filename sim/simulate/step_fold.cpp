@@ -517,13 +517,34 @@ class StepFolder {
     auto& slot = quotients_[{&s, period}];
     if (!slot) {
       std::string why;
-      auto q = fold_by_rotation(s, period, &why);
+      auto q = own_fold(plan, period, why);
+      if (!q && why.empty()) q = fold_by_rotation(s, period, &why);
       if (!q)
         return fmt::format("collective \"{}\" does not fold by {} ranks: {}", t.name, period, why);
       slot = std::make_unique<QuotientSchedule>(std::move(*q));
     }
     p.quotient = slot.get();
     return "";
+  }
+
+  // The algorithm's own fold (AlgorithmEntry::quotient), widened to `period` ranks: made
+  // without the full schedule, where fold_by_rotation reads and maps every op. A step's
+  // all-reduce across 2,944 replicas has 24 million, and the fold was tried at every group
+  // size: the default run took 50 s where the whole step streamed in 9. tests/test_symmetry
+  // checks each own fold against fold_by_rotation. Where the algorithm has a fold of its own
+  // and refuses this shape (unequal chunks: a turn does not map them onto each other), `why`
+  // says so and nothing reads the full schedule; nullopt and no `why`: fold_by_rotation
+  // decides.
+  static std::optional<QuotientSchedule> own_fold(const PlannedCollective& plan, int period,
+                                                  std::string& why) {
+    const AlgorithmEntry* entry = find_algorithm(plan.spec.shape.op, plan.spec.algorithm);
+    if (!entry || !entry->quotient) return std::nullopt;
+    std::optional<QuotientSchedule> own = run_quotient(plan.spec, why);
+    if (!own) return std::nullopt;
+    if (period % own->period != 0) return std::nullopt;
+    if (period == own->period) return own;
+    if (entry->quotient_at) return entry->quotient_at(plan.spec.shape, plan.spec.options, period);
+    return widen(*own, period);
   }
 
   NodeId image(NodeId node, int m) const {
