@@ -76,7 +76,16 @@ StepResult step_result(const PlannedStep& planned, SimulationResult sim) {
 StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
                          SimulationOptions options) {
   Router router(scenario.topology, scenario.network.routing);
-  const PlannedStep planned = plan_step(scenario, router, graph);
+  return simulate_planned_step(scenario, graph, plan_step(scenario, router, graph), options);
+}
+
+StepResult simulate_planned_step(const Scenario& scenario, const StepGraph& graph,
+                                 PlannedStep planned, SimulationOptions options) {
+  if (planned.tasks.empty())
+    for (std::size_t i = 0; i < graph.tasks.size(); ++i)
+      planned.tasks.push_back(
+          collective_task(scenario, graph.tasks[i], planned, planned.plan_of_task[i]));
+  Router router(scenario.topology, scenario.network.routing);
   auto model = make_network_model(scenario.network, scenario.topology, router);
   Simulator sim(scenario.topology, router, *model, options);
   return step_result(planned, sim.run(planned.tasks));

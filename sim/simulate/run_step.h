@@ -32,6 +32,12 @@ struct StepResult {
 // No per-op record by default: a step's reports read task times and link counters.
 StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
                          SimulationOptions options = {.record_ops = false, .keep_routes = false});
+// The same with its collectives planned already (plan_step, with or without its tasks).
+struct PlannedStep;
+StepResult simulate_planned_step(const Scenario& scenario, const StepGraph& graph,
+                                 PlannedStep planned,
+                                 SimulationOptions options = {.record_ops = false,
+                                                              .keep_routes = false});
 // Where its time went per rank: simulate/step_breakdown.h.
 
 }  // namespace collsim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "simulate/planned_step.h"
 #include "simulate/run_scenario.h"
 #include "simulate/step_fold.h"
 
@@ -62,7 +63,7 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
 // The step folded by its replicas where `fold` asks and the fold holds (the note says
 // which); nullopt to run it whole.
 std::optional<StepResult> folded_step(const Scenario& scenario, const StepGraph& graph,
-                                      StepFold fold, std::string& note) {
+                                      StepFold fold, std::string& note, PlannedStep& planned) {
   if (fold == StepFold::Never) return std::nullopt;
   if (scenario.workloads.size() != 1 || !scenario.collectives.empty()) {
     if (fold == StepFold::Always)
@@ -74,7 +75,7 @@ std::optional<StepResult> folded_step(const Scenario& scenario, const StepGraph&
       static_cast<double>(workload_size(w).ops) < folding_pays_ops(scenario.network.model))
     return std::nullopt;
   std::string why;
-  auto folded = simulate_step_folded(scenario, graph, replica_turn(w), why);
+  auto folded = simulate_step_folded(scenario, graph, replica_turn(w), why, &planned);
   if (!folded) {
     if (fold == StepFold::Always) note = "not folded: " + why;
     return std::nullopt;
@@ -103,8 +104,11 @@ WorkloadRun run_workloads(const Scenario& scenario, StepFold fold) {
     run.job_of_task.resize(builder.graph().tasks.size(), static_cast<int>(j));
   }
   run.graph = builder.take();
-  if (auto folded = folded_step(scenario, run.graph, fold, run.fold_note))
+  PlannedStep planned;  // the fold's plan where it tried and did not hold
+  if (auto folded = folded_step(scenario, run.graph, fold, run.fold_note, planned))
     run.step = std::move(*folded);
+  else if (!planned.plan_of_task.empty())
+    run.step = simulate_planned_step(scenario, run.graph, std::move(planned));
   else
     run.step = simulate_step(scenario, run.graph);
   for (std::size_t j = 0; j < scenario.workloads.size(); ++j)

@@ -694,7 +694,8 @@ class StepFolder {
 }  // namespace
 
 std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const StepGraph& graph,
-                                               const ReplicaTurn& turn, std::string& why) {
+                                               const ReplicaTurn& turn, std::string& why,
+                                               PlannedStep* planned_out) {
   if (turn.replicas < 2) {
     why =
         "the job has no replicas to turn (one replica, a Chakra trace, or expert or "
@@ -704,10 +705,14 @@ std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const S
   Router router(scenario.topology, scenario.network.routing);
   if (why = turn_problem(turn); !why.empty()) return std::nullopt;
   if (why = graph_problem(graph); !why.empty()) return std::nullopt;
-  const PlannedStep planned = plan_step(scenario, router, graph, /*tasks=*/false);
-  if (why = model_problem(scenario.network.model, planned); !why.empty()) return std::nullopt;
+  PlannedStep planned = plan_step(scenario, router, graph, /*tasks=*/false);
+  const auto unfolded = [&] {  // the plan goes to the whole run
+    if (planned_out) *planned_out = std::move(planned);
+    return std::nullopt;
+  };
+  if (why = model_problem(scenario.network.model, planned); !why.empty()) return unfolded();
   TaskTurn tasks;
-  if (why = turn_tasks(graph, planned, turn, tasks); !why.empty()) return std::nullopt;
+  if (why = turn_tasks(graph, planned, turn, tasks); !why.empty()) return unfolded();
   std::string wider;
   for (int group = 1; group <= turn.replicas / 2; ++group) {
     if (turn.replicas % group != 0) continue;
@@ -727,7 +732,7 @@ std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const S
       wider = fmt::format("{} replicas: {}", group, problem);
   }
   if (!wider.empty()) why += "; nor a turn of " + wider;
-  return std::nullopt;
+  return unfolded();
 }
 
 }  // namespace collsim

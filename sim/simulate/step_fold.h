@@ -35,8 +35,11 @@ struct FoldedStep {
 
 // `graph`, one job's step whose replicas `turn` gives, timed as simulate_step times it by
 // the first group of replicas; nullopt, and in `why` what breaks the fold, where the step
-// or the network is not mapped onto itself by any turn of fewer than all replicas.
+// or the network is not mapped onto itself by any turn of fewer than all replicas. Where
+// it does not fold and had planned the step's collectives, their plan is moved into
+// `planned` (when given): the whole run takes it instead of planning them again.
 std::optional<FoldedStep> simulate_step_folded(const Scenario& scenario, const StepGraph& graph,
-                                               const ReplicaTurn& turn, std::string& why);
+                                               const ReplicaTurn& turn, std::string& why,
+                                               PlannedStep* planned = nullptr);
 
 }  // namespace collsim
