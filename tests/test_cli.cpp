@@ -330,4 +330,12 @@ TEST_CASE("an empty --out and an unknown command are refused, naming what is wro
   const Outcome o = run_collsim("bogus " + kScenario);
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("no command \"bogus\""));
+  // A folder or a device where the scenario should be is said to be one ("no such file" sent
+  // users looking for a typo).
+  const fs::path dir = test::temp_dir("scenario-folder");
+  CHECK_THAT(run_collsim("run " + dir.string()).err,
+             Catch::Contains(dir.string() + ": a folder, not a scenario file"));
+  CHECK_THAT(run_collsim("run /dev/null").err, Catch::Contains("/dev/null: not a regular file"));
+  CHECK_THAT(run_collsim("run " + (dir / "none.json").string()).err,
+             Catch::Contains("none.json: no such scenario file"));
 }

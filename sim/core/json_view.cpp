@@ -110,8 +110,9 @@ void JsonView::allow_only(std::span<const std::string_view> known) const {
   for (const auto& [key, _] : value_->items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::vector<std::string> names;  // offered in messages: not "$schema", which is for editors
-    for (std::string_view k : known)
-      if (!k.starts_with('$')) names.emplace_back(k);
+    for (std::string_view k : known)  // each once: lists joined from several tables repeat some
+      if (!k.starts_with('$') && std::find(names.begin(), names.end(), k) == names.end())
+        names.emplace_back(k);
     const std::string where = child_path(path_, key);
     if (auto near = nearest_word(key, names))
       throw InputError(where, fmt::format("unknown field; did you mean \"{}\"?", *near));

@@ -587,8 +587,15 @@ void require_collectives(const Scenario& s) {
 }
 
 Scenario load_scenario(const fs::path& file) {
-  if (!is_regular_file_quietly(file.string()))
-    throw InputError(file.string(), "no such scenario file");
+  if (!is_regular_file_quietly(file.string())) {
+    std::error_code ec;
+    const auto st = fs::status(file, ec);
+    // A folder or a device is there: "no such file" sent users looking for a typo.
+    throw InputError(file.string(), !fs::exists(st) ? "no such scenario file"
+                                    : fs::is_directory(st)
+                                        ? "a folder, not a scenario file"
+                                        : "not a regular file; expected a scenario JSON file");
+  }
   const nlohmann::json doc = read_json_file(file.string(), file.string());
   return parse_scenario(doc, file.parent_path(), file.stem().string());
 }
