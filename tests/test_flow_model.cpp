@@ -79,14 +79,21 @@ TEST_CASE(
   CHECK(fastest(10'000'000) == "ring");
 }
 
-TEST_CASE("flows sharing a link split it, and speed up when one leaves") {
-  // Two transfers from gpu0: 1 MB to gpu1 and 3 MB to gpu2, through gpu0's one 10 GB/s link.
-  Topology topo = make_switch_topology(3, 10e9, 0);
+namespace flow_model_test {
+
+// Two transfers from gpu0: 1 MB to gpu1 and 3 MB to gpu2, through gpu0's one 10 GB/s link.
+Schedule two_flows_from_gpu0() {
   CollectiveShape shape = shape_of(CollectiveOp::AllToAll, 3, 0);
   shape.matrix = std::make_shared<std::vector<std::int64_t>>(
       std::vector<std::int64_t>{0, 250'000, 750'000, 0, 0, 0, 0, 0, 0});
-  const Schedule s = generate(CollectiveOp::AllToAll, "direct", shape);
-  const auto r = simulate(s, topo, 0, "flow");
+  return generate(CollectiveOp::AllToAll, "direct", shape);
+}
+
+}  // namespace flow_model_test
+
+TEST_CASE("flows sharing a link split it, and speed up when one leaves") {
+  const Topology topo = make_switch_topology(3, 10e9, 0);
+  const auto r = simulate(flow_model_test::two_flows_from_gpu0(), topo, 0, "flow");
   // Both at 5 GB/s until the 1 MB one ends at 0.2 ms (1 MB moved of the 3 MB too), then 2 MB at 10
   // GB/s.
   CHECK(to_seconds(r.tasks[0].end) == Approx(0.2e-3 + 0.2e-3).epsilon(1e-9));
@@ -233,11 +240,8 @@ TEST_CASE(
 
 TEST_CASE("a stop request reaches a flow run at its next rate change, not 32,768 events later") {
   // Each resolve of a big run can take milliseconds: Ctrl-C waited for the engine's poll.
-  Topology topo = make_switch_topology(3, 10e9, 0);
-  CollectiveShape shape = shape_of(CollectiveOp::AllToAll, 3, 0);
-  shape.matrix = std::make_shared<std::vector<std::int64_t>>(
-      std::vector<std::int64_t>{0, 250'000, 750'000, 0, 0, 0, 0, 0, 0});
-  const Schedule s = generate(CollectiveOp::AllToAll, "direct", shape);
+  const Topology topo = make_switch_topology(3, 10e9, 0);
+  const Schedule s = flow_model_test::two_flows_from_gpu0();
   request_interrupt();
   CHECK_THROWS_AS(simulate(s, topo, 0, "flow"), Interrupted);
   clear_interrupt();
