@@ -322,6 +322,14 @@ TEST_CASE("workload errors name the path and the expectation", "[workload]") {
              Catch::Contains("workload[1].ranks[0]: rank 1 already belongs to another job"));
   CHECK_THAT(error_of(topo + R"({"gradients": "1GB", "compute": "1ms", "algorithm": "rng"}})"),
              Catch::Contains("workload.algorithm: no all_reduce algorithm \"rng\""));
+  // Tensor parallelism splits the heads a model gives; FSDP and "zero" must agree.
+  CHECK_THAT(error_of(topo + R"({"model": {"layers": 2, "hidden": 384, "vocab": 500,
+      "heads": 3}, "gpu": "h100", "tokens_per_gpu": 256, "parallelism": {"dp": 4, "tp": 2}}})"),
+             Catch::Contains("workload.parallelism.tp: tensor parallelism splits the attention "
+                             "heads: 3 heads do not split evenly over tp = 2"));
+  CHECK_THAT(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 1024,
+      "parallelism": {"dp": 8, "zero": 3, "fsdp": false}}})"),
+             Catch::Contains("workload.parallelism.fsdp: FSDP is ZeRO stage 3, and \"zero\" is 3"));
   // As a collective's bytes: whole elements of the gradients' type (bfloat16 by default).
   CHECK_THAT(error_of(topo + R"({"gradients": "3B", "compute": "1ms"}})"),
              Catch::Contains("workload.gradients: 3 bytes is not a whole number of bfloat16"));

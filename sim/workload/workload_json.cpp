@@ -189,10 +189,12 @@ void parse_parallelism(const JsonView& v, WorkloadSpec& w, int ranks) {
                     "({}) must divide dp ({})",
                     p.ep, p.dp));
   if (auto z = v.find("zero")) p.zero = static_cast<int>(z->as_int(0, 3));
-  if (auto f = v.find("fsdp"); f && f->as_bool()) {
-    if (v.has("zero") && p.zero != 3)
-      (*f).fail_message("FSDP is ZeRO stage 3; leave out \"zero\" or make it 3");
-    p.zero = 3;
+  if (auto f = v.find("fsdp")) {
+    // FSDP is ZeRO stage 3: either says the other ("zero": 3 with "fsdp": false ran as FSDP).
+    if (v.has("zero") && (p.zero == 3) != f->as_bool())
+      f->fail_message(
+          fmt::format("FSDP is ZeRO stage 3, and \"zero\" is {}: leave one out", p.zero));
+    if (f->as_bool()) p.zero = 3;
   }
   if (auto s = v.find("sequence_parallel")) p.sequence_parallel = s->as_bool();
   if (auto s = v.find("pipeline")) p.pipeline = s->as_choice({"1f1b", "gpipe", "interleaved"});
@@ -314,6 +316,15 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w, const Topology& topolo
     if (!w.model->is_moe()) e->fail_message("the model has no experts");
     w.expert_load = parse_expert_shares(*e, w.model->experts, w.model->top_k);
   }
+  // Megatron splits the attention heads over the tensor-parallel ranks: "heads": 3 on tp = 8
+  // ran. Checked where the heads are given; a model without them counts hidden / 128 heads
+  // only to size its attention scores.
+  const bool heads_given = v["model"].is_object() && v["model"].has("heads");
+  if (heads_given && w.model->heads % par.tp != 0)
+    v["parallelism"]["tp"].fail_message(
+        fmt::format("tensor parallelism splits the attention heads: {} heads do not split "
+                    "evenly over tp = {}",
+                    w.model->heads, par.tp));
   check_model_size(v, w);
   if (w.model->is_moe() && w.parallelism.ep > 1 && w.model->experts % w.parallelism.ep != 0)
     v["parallelism"]["ep"].fail_message(fmt::format("{} experts do not split evenly over ep = {}",
