@@ -143,7 +143,12 @@ TEST_CASE("DDP without overlap: step = compute / N + the ring all-reduce", "[wor
     CHECK(j.speedup == Approx(20e-3 / step).epsilon(1e-9));
     CHECK(j.exposed_comm_s == Approx(ring(gpus, grads, 25e9)).epsilon(1e-9));
     CHECK(j.overlap == Approx(0).margin(1e-12));
+    CHECK(j.overlap >= 0);  // rounding made it -1e-16: "-0% hidden behind compute"
   }
+  // Without compute nothing is hidden: exactly 0, never below.
+  const auto idle = run_text(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth":
+      "100GB/s"}, "workload": {"gradients": "1GiB", "compute": 0}})");
+  CHECK(idle.jobs[0].overlap == 0);
   // Weak scaling keeps the per-GPU compute: N times the one-GPU work per step.
   const auto weak = run_text(ddp(8, "25GB/s", R"({"gradients": "10MB", "compute": "20ms",
                                    "scaling": "weak", "bucket": null, "overlap": false})"));

@@ -49,7 +49,8 @@ JobOutcome summarise(const WorkloadSpec& w, const WorkloadFacts& facts, const St
   o.comm_s = b.comm_s;
   o.exposed_comm_s = b.exposed_comm_s;
   o.idle_s = b.bubble_s;
-  o.overlap = o.comm_s > 0 ? 1 - o.exposed_comm_s / o.comm_s : 0;
+  // Clamped: with nothing hidden, rounding of the two means made it -1e-16, printed "-0%".
+  o.overlap = o.comm_s > 0 ? std::clamp(1 - o.exposed_comm_s / o.comm_s, 0.0, 1.0) : 0;
   o.speedup = o.step_s > 0 ? facts.one_gpu_step_s / o.step_s : 0;
   o.scaling_efficiency = o.speedup / static_cast<double>(w.ranks.size());
   if (w.has_model() && o.step_s > 0) {
