@@ -18,6 +18,7 @@
 #include <random>
 
 #include "core/checked.h"
+#include "core/interrupt.h"
 #include "replay/replayer.h"
 #include "schedule/layout.h"
 #include "validate/measure/element_type.h"
@@ -29,11 +30,6 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x636f6c6c73696d34ull;  // "collsim4"
 constexpr const char* kPrefix = "collsim-";
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) {
-  g_interrupted = 1;
-}
 
 std::uint64_t align(std::uint64_t x) {
   return (x + 63) & ~std::uint64_t{63};
@@ -87,15 +83,11 @@ class Run {
       if (p > 0) waitpid(p, nullptr, 0);
     if (seg_.base) munmap(seg_.base, seg_.size);
     if (fd_ >= 0) close(fd_);
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
   }
 
   Segment& create(std::size_t size) {
     static std::atomic<int> counter{0};
     const std::string name = fmt::format("/{}{}-{}", kPrefix, getpid(), counter++);
-    old_int_ = std::signal(SIGINT, on_interrupt);
-    old_term_ = std::signal(SIGTERM, on_interrupt);
     const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
       throw ValidationError(
@@ -145,8 +137,11 @@ class Run {
     futex_wake_all(h.phase);
     const auto started = std::chrono::steady_clock::now();
     for (std::uint32_t f; (f = h.finished.load(std::memory_order_acquire)) < K;) {
-      if (g_interrupted)
-        throw ValidationError("interrupted; the ranks were stopped and the shared memory removed");
+      // The process's stop request (Ctrl-C, SIGTERM; Python's KeyboardInterrupt): this run
+      // had a handler of its own, whose flag nothing read once the last phase was over, so
+      // a stop near the end exited 0 and wrote its files. Interrupted unwinds through the
+      // Run's destructor (ranks killed, shared memory unmapped), and --out writes nothing.
+      poll_interrupt();
       check_ranks(phase);
       if (std::chrono::steady_clock::now() - started > std::chrono::duration<double>(timeout_s))
         throw ValidationError(
@@ -225,8 +220,6 @@ class Run {
   int fd_ = -1;
   Segment seg_;
   std::vector<pid_t> pids_;
-  void (*old_int_)(int) = SIG_DFL;
-  void (*old_term_)(int) = SIG_DFL;
 };
 
 // Uniform in [-1, 1) from the top 53 bits of one draw: the same inputs with every standard
