@@ -246,6 +246,24 @@ def test_a_dict_with_nan_raises_value_error_naming_it():
     doc["workload"]["compute"] = float("nan")
     with pytest.raises(ValueError, match="not JSON compliant"):
         collsim.run(doc)
+    # The same for a topology given as a dict (it reported "malformed JSON at column 46").
+    nan_switch = {"preset": "switch", "gpus": 4, "bandwidth": float("nan")}
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        collsim.topology(nan_switch)
+    log = ROOT / "data" / "nccl-tests" / "h100x8_all_reduce_default.txt"
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        collsim.calibrate(log, topology=nan_switch)
+
+
+def test_a_negative_gpu_count_for_a_log_is_refused_as_the_cli_refuses_it():
+    # ranks=-1 was taken for "not given"; the CLI's --ranks takes 1 to 2^20.
+    log = ROOT / "data" / "nccl-tests" / "h100x8_all_reduce_default.txt"
+    for call in (lambda: collsim.calibrate(log, topology="dgx-h100", ranks=-7),
+                 lambda: collsim.compare(ROOT / "scenarios" / "nccl-dgx-h100.json",
+                                         nccl_tests=log, ranks=-1)):
+        with pytest.raises(collsim.InputError) as e:
+            call()
+        assert e.value.path == "ranks" and "1 to 1048576" in str(e.value)
 
 
 def test_calibrate_writes_what_the_cli_writes(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 // `import collsim`: the simulator from Python. Documents cross as JSON text through
 // Python's json module, so each call returns exactly what the matching command
 // prints with --format json (collsim run, sweep, topo), as dicts and lists.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -60,6 +61,16 @@ std::string json_text_of(const py::object& dict) {
   return py::module_::import("json")
       .attr("dumps")(dict, py::arg("allow_nan") = false)
       .cast<std::string>();
+}
+
+// The GPU count an nccl-tests log does not show, as the CLI's --ranks takes it (0: none
+// given). A negative count was taken for none.
+int log_ranks(int ranks) {
+  if (ranks < 0 || ranks > (1 << 20))
+    throw InputError("ranks", fmt::format("expected 1 to 1048576 GPUs (0: what the log says), "
+                                          "got {}",
+                                          ranks));
+  return ranks;
 }
 
 // A scenario as a path or as a dict: a dict's relative file names (a topology file, a
@@ -241,7 +252,7 @@ py::object compare(const py::object& scenario, const py::object& nccl_tests,
   const NcclCompareRequest request{.log = path_of(nccl_tests, "nccl_tests"),
                                    .collective = collective,
                                    .sizes = sizes,
-                                   .ranks = ranks};
+                                   .ranks = log_ranks(ranks)};
   return to_python(
       interruptible([&] { return nccl_comparison_json(compare_with_nccl_log(s, request)); }));
 }
@@ -262,7 +273,7 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
                                .network = network,
                                .collective = collective,
                                .terms = terms,
-                               .ranks = ranks,
+                               .ranks = log_ranks(ranks),
                                .base_dir = fs::current_path()};
   if (py::isinstance<py::list>(nccl_tests) || py::isinstance<py::tuple>(nccl_tests)) {
     for (const py::handle log : nccl_tests)
@@ -270,9 +281,8 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
   } else {
     request.logs.push_back(path_of(nccl_tests, "nccl_tests"));
   }
-  request.topology = py::isinstance<py::dict>(topology)
-                         ? py::module_::import("json").attr("dumps")(topology).cast<std::string>()
-                         : path_of(topology, "topology");
+  request.topology =
+      py::isinstance<py::dict>(topology) ? json_text_of(topology) : path_of(topology, "topology");
   const nlohmann::json doc = interruptible([&] {
     const NcclFitRequest req = nccl_fit_request(request);
     return nccl_calibration_json(req, fit_nccl_tests(req), calibration_date());
@@ -283,9 +293,8 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
 
 // A bundled name, a topology or scenario file, JSON text, or a dict of either.
 py::object topology(const py::object& spec) {
-  const std::string arg = py::isinstance<py::dict>(spec)
-                              ? py::module_::import("json").attr("dumps")(spec).cast<std::string>()
-                              : path_of(spec, "topology");
+  const std::string arg =
+      py::isinstance<py::dict>(spec) ? json_text_of(spec) : path_of(spec, "topology");
   return to_python(topology_summary_json(load_topology_argument(arg, fs::current_path())));
 }
 
