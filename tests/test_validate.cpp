@@ -693,3 +693,21 @@ TEST_CASE("compare: a measured.json with an impossible time or an unknown field 
   CHECK_THROWS_WITH(compare_runs(s, sim, nlohmann::json::object()),
                     "--measured: missing required field \"collectives\"");
 }
+
+TEST_CASE("a rank paused between ops is named when the run times out") {
+  // SIGSTOP on a rank waiting for its next op: the timeout said "no rank inside an op".
+  const std::string tag = std::to_string(::getpid());
+  const fs::path out = fs::temp_directory_path() / ("collsim-stop-out-" + tag);
+  const std::string cmd =
+      "sh -c '" + std::string(COLLSIM_EXE) + " validate " + COLLSIM_SOURCE_DIR +
+      "/scenarios/validate-shm.json --iters 100000 --timeout 2 > " + out.string() +
+      " 2>&1 & p=$!; sleep 1; kill -STOP $(cut -d\" \" -f1 /proc/$p/task/$p/children); wait $p'";
+  const int status = std::system(cmd.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  const std::string text = test::slurp(out);
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("did not finish within 2 s: rank 0 "));
+  CHECK(rank_processes() == 0);
+  fs::remove(out);
+}

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "core/checked.h"
@@ -199,11 +200,25 @@ class Run {
     std::string out;
     for (std::size_t r = 0; r < pids_.size(); ++r) {
       const int op = seg_.current(r).load();
+      const char* sep = out.empty() ? "" : ", ";
       if (op >= 0)
-        out += fmt::format("{}rank {} at op {} (step {})", out.empty() ? "" : ", ", r, op,
-                           seg_.op(op).step);
+        out += fmt::format("{}rank {} at op {} (step {})", sep, r, op, seg_.op(op).step);
+      else if (stopped(pids_[r]))  // between ops, paused by a signal: it was named by no one
+        out +=
+            fmt::format("{}rank {} stopped between ops (its process is paused: SIGSTOP?)", sep, r);
     }
     return out.empty() ? "no rank inside an op" : out;
+  }
+
+  // Whether the process is stopped by a signal (state T or t in /proc/PID/stat).
+  static bool stopped(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto name_end = line.rfind(')');  // the name may hold spaces and parentheses
+    if (name_end == std::string::npos || name_end + 2 >= line.size()) return false;
+    const char state = line[name_end + 2];
+    return state == 'T' || state == 't';
   }
 
   // In the child, before exec: a failure is the rank's error, reported by the runner.
