@@ -2,6 +2,7 @@
 
 #include "core/time.h"
 #include "core/units.h"
+#include "core/utf8.h"
 
 using namespace collsim;
 
@@ -86,4 +87,15 @@ TEST_CASE("formatting: every figure in plain notation, the unit growing with it"
   CHECK(format_significant(1.234e-5, 3) == "0.0000123");
   CHECK(format_significant(-2e-6, 3) == "-0.000002");
   CHECK(format_significant(0, 3) == "0");
+}
+
+TEST_CASE("UTF-8: well-formed text is kept, each stray byte becomes U+FFFD") {
+  CHECK(valid_utf8("ring \xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80") ==
+        "ring \xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80");
+  CHECK(valid_utf8("sc\xff") == "sc\xef\xbf\xbd");
+  // Overlong, a surrogate, truncated: each byte replaced.
+  CHECK(valid_utf8("\xc0\xaf") == "\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(valid_utf8("\xed\xa0\x80") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(valid_utf8("a\xe2\x82") == "a\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(decode_utf8("\xe2\x82\xac", 0) == std::pair<char32_t, int>{0x20AC, 3});
 }

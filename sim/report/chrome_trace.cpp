@@ -4,36 +4,13 @@
 
 #include <iterator>
 
+#include "core/utf8.h"
+
 namespace collsim {
 namespace {
 
 // Flushing at about a megabyte keeps the buffer's memory flat whatever the trace's size.
 constexpr std::size_t kFlushBytes = 1 << 20;
-
-// The code point of the UTF-8 sequence at text[i] and its length, or length 0 when the
-// bytes there are not well-formed UTF-8 (overlong, surrogate, truncated, > U+10FFFF).
-std::pair<char32_t, int> decode_utf8(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b = byte(i);
-  int n = 0;
-  char32_t cp = 0, least = 0;
-  if (b >= 0xC2 && b <= 0xDF) {
-    n = 2, cp = b & 0x1F, least = 0x80;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    n = 3, cp = b & 0x0F, least = 0x800;
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    n = 4, cp = b & 0x07, least = 0x10000;
-  } else {
-    return {0, 0};
-  }
-  if (i + n > text.size()) return {0, 0};
-  for (int k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return {0, 0};
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 0};
-  return {cp, n};
-}
 
 void append_u16(fmt::memory_buffer& out, unsigned unit) {
   fmt::format_to(std::back_inserter(out), "\\u{:04x}", unit);

@@ -14,6 +14,7 @@
 #include "core/input_file.h"
 #include "core/json_view.h"
 #include "core/units.h"
+#include "core/utf8.h"
 #include "request/nccl_lists.h"
 #include "scenario/cost_json.h"
 #include "schedule/generators/channels.h"
@@ -597,7 +598,8 @@ Scenario load_scenario(const fs::path& file) {
                                         : "not a regular file; expected a scenario JSON file");
   }
   const nlohmann::json doc = read_json_file(file.string(), file.string());
-  return parse_scenario(doc, file.parent_path(), file.stem().string());
+  // Its name, unless it says one, is the file's, which may not be UTF-8 (JSON's text).
+  return parse_scenario(doc, file.parent_path(), valid_utf8(file.stem().string()));
 }
 
 double schedule_ops_bound(const CollectiveSpec& c) {

@@ -308,3 +308,17 @@ def test_run_writes_what_run_out_writes(tmp_path, scenario):
     for name in cli_files:
         assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
     assert doc == json.loads((tmp_path / "cli" / "result.json").read_text())
+
+
+def test_a_file_name_that_is_not_utf8_runs_and_is_named(tmp_path):
+    # os.fsdecode's surrogates could not be cast to C++; the CLI ran the same file.
+    scenario = os.fsencode(tmp_path) + b"/sc\xff.json"
+    with open(scenario, "wb") as f:
+        f.write((ROOT / "scenarios" / "dgx-h100-allreduce.json").read_bytes())
+    cli = subprocess.run([str(CLI).encode(), b"run", scenario, b"--format", b"json"],
+                         check=True, capture_output=True)
+    assert collsim.run(scenario) == json.loads(cli.stdout)
+    assert collsim.run(os.fsdecode(scenario)) == json.loads(cli.stdout)
+    with pytest.raises(collsim.InputError) as e:
+        collsim.run(os.fsencode(tmp_path) + b"/none\xff.json")
+    assert e.value.message == "no such scenario file"

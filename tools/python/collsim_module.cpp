@@ -42,7 +42,8 @@ namespace {
 
 using namespace collsim;
 
-// A path as str, bytes or os.PathLike, decoded as Python decodes file names; anything
+// A path as str, bytes or os.PathLike, as the bytes the file system names it by (os.fsencode:
+// a name that is not UTF-8 stays what it was, where decoding it failed in the cast); anything
 // else is a TypeError naming the argument.
 std::string path_of(const py::object& value, const char* argument) {
   const py::module_ os = py::module_::import("os");
@@ -51,7 +52,7 @@ std::string path_of(const py::object& value, const char* argument) {
     throw py::type_error(std::string(argument) + ": expected a path (str, bytes or os.PathLike) " +
                          "or a dict, got " +
                          py::str(py::type::of(value).attr("__name__")).cast<std::string>());
-  return os.attr("fsdecode")(os.attr("fspath")(value)).cast<std::string>();
+  return os.attr("fsencode")(os.attr("fspath")(value)).cast<py::bytes>();
 }
 
 // A dict as JSON text. NaN and infinities are not JSON: json.dumps would write them
@@ -320,9 +321,13 @@ PYBIND11_MODULE(collsim, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      py::object error = py::handle(input_error.ptr())(e.what());  // an instance, to fill in
-      error.attr("path") = e.where();
-      error.attr("message") = e.message();
+      // Decoded as file names are: a path that is not UTF-8 (a missing "none\xff.json")
+      // raised UnicodeDecodeError instead of the error.
+      const py::module_ os = py::module_::import("os");
+      const auto text = [&](const std::string& s) { return os.attr("fsdecode")(py::bytes(s)); };
+      py::object error = py::handle(input_error.ptr())(text(e.what()));  // an instance, to fill in
+      error.attr("path") = text(e.where());
+      error.attr("message") = text(e.message());
       PyErr_SetObject(input_error.ptr(), error.ptr());
     }
   });
