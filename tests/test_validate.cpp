@@ -692,6 +692,10 @@ TEST_CASE("compare: a measured.json with an impossible time or an unknown field 
                     "--measured:colectives: unknown field; did you mean \"collectives\"?");
   CHECK_THROWS_WITH(compare_runs(s, sim, nlohmann::json::object()),
                     "--measured: missing required field \"collectives\"");
+  // A collective measured twice: which one is compared would be a guess.
+  CHECK_THROWS_WITH(compare_runs(s, sim, {{"collectives", {good, good}}}),
+                    "--measured:collectives[1].name: \"ar\" is measured twice (collectives[0] "
+                    "too); each collective once");
 }
 
 TEST_CASE("a rank paused between ops is named when the run times out") {
