@@ -1,10 +1,14 @@
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <deque>
 #include <queue>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "core/fifo.h"
+#include "core/interrupt.h"
 #include "engine/engine.h"
 
 using namespace collsim;
@@ -145,4 +149,35 @@ TEST_CASE("fifo: first in, first out across wrap-around and growth") {
     reference.pop_front();
   }
   CHECK(fifo.empty());
+}
+
+TEST_CASE("a stop token stops the work of its thread and of the threads it starts, no other") {
+  // Python stops the call that saw KeyboardInterrupt; a call on another thread goes on (one
+  // flag for the process stopped them all).
+  std::atomic<bool> token{false};
+  bool mine = false, started_by_mine = false, other = true;
+  std::thread other_thread([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    other = interrupt_requested();
+  });
+  std::thread worker([&] {
+    const StopScope scope(&token);
+    token = true;
+    mine = interrupt_requested();
+    std::thread child(with_stop_token([&] { started_by_mine = interrupt_requested(); }));
+    child.join();
+  });
+  worker.join();
+  other_thread.join();
+  CHECK(mine);
+  CHECK(started_by_mine);
+  CHECK_FALSE(other);
+  CHECK_FALSE(interrupt_requested());  // this thread has no token, and the process no request
+  Engine e;
+  e.schedule(1, 0, 0);
+  token = true;
+  const StopScope scope(&token);
+  // The engine polls every 32,768 events: a scope's request is seen there too.
+  for (int i = 0; i < 40000; ++i) e.schedule(2, 0, 0);
+  CHECK_THROWS_AS(e.run([](const Event&) {}), Interrupted);
 }

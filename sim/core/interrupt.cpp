@@ -20,8 +20,25 @@ void clear_interrupt() noexcept {
   stop_requested.store(false, std::memory_order_relaxed);
 }
 
+namespace {
+thread_local const std::atomic<bool>* stop_token = nullptr;  // StopScope's
+}  // namespace
+
 bool interrupt_requested() noexcept {
-  return stop_requested.load(std::memory_order_relaxed);
+  return stop_requested.load(std::memory_order_relaxed) ||
+         (stop_token && stop_token->load(std::memory_order_relaxed));
+}
+
+StopScope::StopScope(const std::atomic<bool>* token) noexcept : previous_(stop_token) {
+  stop_token = token;
+}
+
+StopScope::~StopScope() {
+  stop_token = previous_;
+}
+
+const std::atomic<bool>* current_stop_token() noexcept {
+  return stop_token;
 }
 
 }  // namespace collsim

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "core/csv.h"
+#include "core/interrupt.h"
 #include "core/units.h"
 #include "report/chrome_trace.h"
 #include "report/json_text.h"
@@ -485,7 +486,8 @@ void write_in_batches(std::ostream& out, std::size_t n, int threads, const Make&
       std::vector<std::jthread> helpers;
       std::size_t started = 1;
       try {
-        for (; started < workers; ++started) helpers.emplace_back(part, started);
+        for (; started < workers; ++started)
+          helpers.emplace_back(with_stop_token<std::size_t>(part), started);
       } catch (const std::system_error&) {  // no more threads: the rest made here
       }
       part(0);

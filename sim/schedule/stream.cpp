@@ -3,6 +3,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/interrupt.h"
+
 namespace collsim {
 namespace {
 
@@ -91,7 +93,7 @@ class ThreadedStream::Producer final : public StepSink {
 
 ThreadedStream::ThreadedStream(std::function<Schedule()> generate, std::size_t max_ops)
     : max_ops_(max_ops) {
-  thread_ = std::thread([this, generate = std::move(generate)] {
+  thread_ = std::thread(with_stop_token([this, generate = std::move(generate)] {
     Producer sink(*this);
     std::exception_ptr error;
     Schedule result;
@@ -108,7 +110,7 @@ ThreadedStream::ThreadedStream(std::function<Schedule()> generate, std::size_t m
     error_ = error;
     done_ = true;
     changed_.notify_all();
-  });
+  }));
 }
 
 ThreadedStream::~ThreadedStream() {

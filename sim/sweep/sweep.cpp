@@ -16,6 +16,7 @@
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/units.h"
 #include "nccl/nccl_model.h"
 #include "plan/plan.h"
@@ -296,7 +297,7 @@ std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
       std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), points.size()) - 1;
   {
     std::vector<std::jthread> pool;
-    for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+    for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(with_stop_token(work));
     work();
   }  // joined
   for (const auto& e : errors)

@@ -322,3 +322,34 @@ def test_a_file_name_that_is_not_utf8_runs_and_is_named(tmp_path):
     with pytest.raises(collsim.InputError) as e:
         collsim.run(os.fsencode(tmp_path) + b"/none\xff.json")
     assert e.value.message == "no such scenario file"
+
+
+def test_ctrl_c_stops_this_call_and_not_another_threads():
+    # One flag for the process stopped the call running on another thread too.
+    import signal
+    import threading
+    big = {"topology": {"preset": "switch", "gpus": 2048, "bandwidth": "100GB/s"},
+           "network": {"model": "flow"},
+           "collectives": [{"name": "x", "op": "all_to_all", "algorithm": "pairwise",
+                            "bytes": "64MiB"}]}
+    outcome = {}
+
+    def other():
+        try:
+            outcome["doc"] = collsim.run(big)
+        except BaseException as e:  # noqa: B902 - what it raised is the finding
+            outcome["error"] = e
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            collsim.run(big)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    thread.join()
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["doc"]["collectives"][0]["name"] == "x"

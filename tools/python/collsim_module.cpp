@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -85,8 +86,9 @@ Scenario scenario_of(const py::object& scenario) {
 }
 
 // Runs `work` (no Python objects inside) on a thread of its own while this one, without
-// the GIL, looks for signals every 100 ms: Ctrl-C stops the work (core/interrupt.h) and
-// raises KeyboardInterrupt here within a fraction of a second, leaving nothing behind.
+// the GIL, looks for signals every 100 ms: Ctrl-C stops the work (its own stop token,
+// core/interrupt.h: calls on other Python threads go on) and raises KeyboardInterrupt
+// here within a fraction of a second, leaving nothing behind.
 template <class Work>
 auto interruptible(Work&& work) {
   using Result = decltype(work());
@@ -95,8 +97,9 @@ auto interruptible(Work&& work) {
   std::mutex mutex;
   std::condition_variable finished;
   bool done = false;
-  clear_interrupt();
+  std::atomic<bool> stop{false};
   std::thread worker([&] {
+    const StopScope scope(&stop);
     try {
       result.emplace(work());
     } catch (...) {
@@ -116,15 +119,14 @@ auto interruptible(Work&& work) {
         py::gil_scoped_acquire python;
         if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt (or a handler's error) is set
           interrupted = true;
-          request_interrupt();
+          stop = true;
         }
       }
       lock.lock();
       if (interrupted) break;
     }
   }
-  worker.join();  // the work polls the flag: it stops within milliseconds
-  clear_interrupt();
+  worker.join();  // the work polls the token: it stops within milliseconds
   if (interrupted) throw py::error_already_set();
   if (failure) std::rethrow_exception(failure);
   return std::move(*result);
