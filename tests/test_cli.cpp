@@ -140,6 +140,14 @@ TEST_CASE(
                           "busy_s,peak_transfers\n"));
   for (const char* f : {"ranks.csv", "steps.csv", "utilisation.csv", "report.html", "result.json"})
     CHECK(fs::exists(d / f));
+  CHECK(slurp(d / "utilisation.csv").starts_with("link,0s,"));
+  // A run of no duration has one instant: 100 columns all named "0s" said nothing.
+  const fs::path one = temp_dir("one-rank");
+  const std::string scenario = write_file(one, "one.json", R"({"topology": "dgx-h100",
+      "collectives": [{"name": "a", "op": "all_reduce", "bytes": "1MiB", "ranks": [0]}]})");
+  REQUIRE(run_collsim("run " + scenario + " --out " + (one / "out").string()).status == 0);
+  const std::string csv = slurp(one / "out" / "utilisation.csv");
+  CHECK(csv.starts_with("link,0s\ngpu0->nvswitch,0\n"));
 }
 
 TEST_CASE("errors: one line, exit status 2, nothing written") {

@@ -586,12 +586,16 @@ void write_steps_csv(std::ostream& out, const Scenario& s, const ScenarioResult&
 
 void write_utilisation_csv(std::ostream& out, const Scenario& s, const TrafficReport& traffic) {
   out << "link";
-  // Each column is named by its bin's start time, in seconds.
-  for (int k = 0; k < traffic.bins; ++k) fmt::print(out, ",{:.9g}s", k * traffic.bin_s);
+  // Each column is named by its bin's start time, in seconds. A run of no duration (one rank,
+  // no bytes) has one instant, not 100 bins all named "0s".
+  const int bins = traffic.bin_s > 0 ? traffic.bins : std::min(traffic.bins, 1);
+  for (int k = 0; k < bins; ++k) fmt::print(out, ",{:.9g}s", k * traffic.bin_s);
   out << "\n";
   for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l) {
     out << csv_field(s.topology.link_label(l));
-    for (float u : traffic.links[l].bins) fmt::print(out, ",{:.4g}", u);
+    const auto& u = traffic.links[l].bins;
+    for (std::size_t k = 0; k < std::min(u.size(), static_cast<std::size_t>(bins)); ++k)
+      fmt::print(out, ",{:.4g}", u[k]);
     out << "\n";
   }
 }
