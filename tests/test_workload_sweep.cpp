@@ -251,6 +251,13 @@ TEST_CASE("workload-sweep --set: a comma inside a JSON string or list is the val
   o.axes = {parse_axis(R"(workload.nccl_algo="rings",tre)")};
   const WorkloadSweep refused = sweep_workload(doc, ".", o);
   CHECK_THAT(workload_sweep_table(refused), Catch::EndsWith("# every point was refused\n"));
+  // The refusal names what made the points: a --splits sweep's were said to be --set's.
+  CHECK_THROWS_WITH(require_a_point_ran(refused, o), Catch::StartsWith("--set: every point"));
+  o.splits = true;
+  CHECK_THROWS_WITH(require_a_point_ran(refused, o),
+                    Catch::StartsWith("--set/--splits: every point"));
+  o.axes.clear();
+  CHECK_THROWS_WITH(require_a_point_ran(refused, o), Catch::StartsWith("--splits: every point"));
   // Bytes that are not UTF-8 are refused at --set (every report is UTF-8 text); they once
   // reached the JSON writer and stopped the run with an internal error.
   CHECK_THROWS_WITH(parse_axis("workload.nccl_algo=\xff"), Catch::Contains("not UTF-8"));

@@ -128,7 +128,7 @@ int workload_sweep_command(const WorkloadSweepArgs& args) {
   // Every point refused (a misspelt --set path, say): the output says why, in the format
   // asked for, no file is written, and the exit status is bad input's.
   if (every_point_refused(sweep)) print();
-  require_a_point_ran(sweep);
+  require_a_point_ran(sweep, options);
   // Files first: if they cannot be written, nothing is printed as if all went well.
   if (!args.out_dir.empty()) {
     OutputDir out(args.out_dir);

@@ -359,10 +359,14 @@ bool every_point_refused(const WorkloadSweep& s) {
                                           [](const auto& p) { return !p.error.empty(); });
 }
 
-void require_a_point_ran(const WorkloadSweep& s) {
-  if (every_point_refused(s))
-    throw InputError("--set",
-                     "every point of the sweep was refused; the first: " + s.points.front().error);
+void require_a_point_ran(const WorkloadSweep& s, const WorkloadSweepOptions& options) {
+  if (!every_point_refused(s)) return;
+  // Named for what made the points: a --splits sweep's refusals were said to be --set's.
+  const char* where = !options.splits        ? "--set"
+                      : options.axes.empty() ? "--splits"
+                                             : "--set/--splits";
+  throw InputError(where,
+                   "every point of the sweep was refused; the first: " + s.points.front().error);
 }
 
 std::string workload_sweep_csv(const WorkloadSweep& s) {

@@ -54,8 +54,9 @@ struct WorkloadSweep {
 // No point ran (a misspelt --set path, say): the CLI and Python then refuse the sweep,
 // with the first point's reason.
 bool every_point_refused(const WorkloadSweep& s);
-// An InputError naming `--set`, with the first refusal, when every point was refused.
-void require_a_point_ran(const WorkloadSweep& s);
+// An InputError naming what made the points (`--set`, `--splits`, or both), with the first
+// refusal, when every point was refused.
+void require_a_point_ran(const WorkloadSweep& s, const WorkloadSweepOptions& options);
 
 // `doc` is the scenario's JSON; the first job of its workload is the one measured.
 WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::path& base_dir,

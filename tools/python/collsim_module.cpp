@@ -230,7 +230,7 @@ py::object workload_sweep(const py::object& scenario, const std::vector<std::str
   const WorkloadSweepOptions options = workload_sweep_options(set, splits);
   return to_python(interruptible([&] {
     const WorkloadSweep sweep = sweep_workload(doc, base, options);
-    require_a_point_ran(sweep);  // as the CLI: a sweep of refusals is bad input
+    require_a_point_ran(sweep, options);  // as the CLI: a sweep of refusals is bad input
     return workload_sweep_json(sweep);
   }));
 }
