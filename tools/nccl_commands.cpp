@@ -54,7 +54,7 @@ void add_nccl_compare_options(CLI::App* compare, NcclCompareArgs& args) {
   compare
       ->add_option("--ranks", args.ranks,
                    "nccl-tests log: its GPU count, when the log does not say")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(std::int64_t{1}, kMaxLogGpus));
 }
 
 void add_nccl_calibrate_options(CLI::App* calibrate, NcclCalibrateArgs& args) {

@@ -26,6 +26,12 @@ std::span<const NetworkModelInfo> network_models() {
   return kModels;
 }
 
+std::vector<std::string> network_model_names() {
+  std::vector<std::string> out;
+  for (const NetworkModelInfo& m : network_models()) out.emplace_back(m.name);
+  return out;
+}
+
 const NetworkModelInfo& info_of(NetworkModelKind kind) {
   return kModels[static_cast<std::size_t>(kind)];
 }

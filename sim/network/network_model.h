@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/time.h"
 #include "engine/engine.h"
@@ -69,6 +70,8 @@ struct NetworkModelInfo {
 
 // Every model, in the order the loader lists them.
 std::span<const NetworkModelInfo> network_models();
+// Their names, in that order: what a scenario's (or a calibration's) "model" may say.
+std::vector<std::string> network_model_names();
 const NetworkModelInfo& info_of(NetworkModelKind kind);
 inline std::string_view name_of(NetworkModelKind kind) { return info_of(kind).name; }
 std::optional<NetworkModelKind> network_model_named(std::string_view name);

@@ -95,11 +95,7 @@ NetworkParams parse_network(const JsonView& v) {
     read_cost_model(*c, model);
     if (!model.trivial()) p.cost = std::make_shared<const CostModel>(std::move(model));
   }
-  if (auto m = v.find("model")) {
-    std::vector<std::string> names;
-    for (const NetworkModelInfo& model : network_models()) names.emplace_back(model.name);
-    p.model = *network_model_named(m->as_choice(names));
-  }
+  if (auto m = v.find("model")) p.model = *network_model_named(m->as_choice(network_model_names()));
   if (auto a = v.find("alpha")) p.alpha = from_seconds(a->as_duration());
   if (auto r = v.find("routing")) {
     const std::string policy = r->as_choice({"auto", "ecmp", "single", "dmodk"});
@@ -446,9 +442,8 @@ void check_fitted_network(const JsonView& calibration, const std::string& model)
   if (!provenance || !provenance->is_object()) return;
   const auto network = provenance->find("network");
   if (!network) return;
-  std::vector<std::string> names;  // "bogus" was taken for a model and the scenario told to use it
-  for (const NetworkModelInfo& m : network_models()) names.emplace_back(m.name);
-  const std::string fitted = network->as_choice(names);
+  // A name that is no model's ("bogus") was offered to the scenario as one to set.
+  const std::string fitted = network->as_choice(network_model_names());
   if (fitted != model)
     network->fail_message(fmt::format(
         "this calibration was fitted under the {} network model; the scenario uses {} (set "

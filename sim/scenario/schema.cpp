@@ -374,12 +374,6 @@ std::vector<std::string> protocol_names() {
   return out;
 }
 
-std::vector<std::string> network_model_names() {
-  std::vector<std::string> out;
-  for (const NetworkModelInfo& m : network_models()) out.emplace_back(m.name);
-  return out;
-}
-
 // What "@NAME" stands for.
 Json registry(std::string_view name) {
   if (name == "algorithm") return names(algorithm_names());

@@ -9,13 +9,24 @@
 
 namespace collsim {
 
+namespace {
+
+// Every graph task as the simulator takes it, once its collectives are planned.
+void add_tasks(const Scenario& scenario, const StepGraph& graph, PlannedStep& planned) {
+  planned.tasks.reserve(graph.tasks.size());
+  for (std::size_t i = 0; i < graph.tasks.size(); ++i)
+    planned.tasks.push_back(
+        collective_task(scenario, graph.tasks[i], planned, planned.plan_of_task[i]));
+}
+
+}  // namespace
+
 PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph& graph,
                       bool tasks) {
   PlannedStep out;
   const CostFunction cost = simulated_alone(scenario, router);
   std::deque<CollectiveSpec> asked;  // what each plan was asked for (the memo points into it)
   PlanMemo memo(scenario.topology, PlanMemo::Ranks::Layout);
-  if (tasks) out.tasks.reserve(graph.tasks.size());
   out.plan_of_task.assign(graph.tasks.size(), -1);
   for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
     const StepTask& t = graph.tasks[i];
@@ -34,8 +45,8 @@ PlannedStep plan_step(const Scenario& scenario, Router& router, const StepGraph&
       }
       out.plan_of_task[i] = plan;
     }
-    if (tasks) out.tasks.push_back(collective_task(scenario, t, out, out.plan_of_task[i]));
   }
+  if (tasks) add_tasks(scenario, graph, out);
   return out;
 }
 
@@ -81,10 +92,7 @@ StepResult simulate_step(const Scenario& scenario, const StepGraph& graph,
 
 StepResult simulate_planned_step(const Scenario& scenario, const StepGraph& graph,
                                  PlannedStep planned, SimulationOptions options) {
-  if (planned.tasks.empty())
-    for (std::size_t i = 0; i < graph.tasks.size(); ++i)
-      planned.tasks.push_back(
-          collective_task(scenario, graph.tasks[i], planned, planned.plan_of_task[i]));
+  if (planned.tasks.empty()) add_tasks(scenario, graph, planned);
   Router router(scenario.topology, scenario.network.routing);
   auto model = make_network_model(scenario.network, scenario.topology, router);
   Simulator sim(scenario.topology, router, *model, options);

@@ -517,7 +517,7 @@ class StepFolder {
     auto& slot = quotients_[{&s, period}];
     if (!slot) {
       std::string why;
-      auto q = own_fold(plan, period, why);
+      auto q = own_fold(entry, plan, period, why);
       if (!q && why.empty()) q = fold_by_rotation(s, period, &why);
       if (!q)
         return fmt::format("collective \"{}\" does not fold by {} ranks: {}", t.name, period, why);
@@ -535,16 +535,14 @@ class StepFolder {
   // and refuses this shape (unequal chunks: a turn does not map them onto each other), `why`
   // says so and nothing reads the full schedule; nullopt and no `why`: fold_by_rotation
   // decides.
-  static std::optional<QuotientSchedule> own_fold(const PlannedCollective& plan, int period,
+  static std::optional<QuotientSchedule> own_fold(const AlgorithmEntry* entry,
+                                                  const PlannedCollective& plan, int period,
                                                   std::string& why) {
-    const AlgorithmEntry* entry = find_algorithm(plan.spec.shape.op, plan.spec.algorithm);
     if (!entry || !entry->quotient) return std::nullopt;
     std::optional<QuotientSchedule> own = run_quotient(plan.spec, why);
-    if (!own) return std::nullopt;
-    if (period % own->period != 0) return std::nullopt;
+    if (!own || period % own->period != 0) return std::nullopt;
     if (period == own->period) return own;
-    if (entry->quotient_at) return entry->quotient_at(plan.spec.shape, plan.spec.options, period);
-    return widen(*own, period);
+    return entry->fold_at(plan.spec.shape, plan.spec.options, *own, period);
   }
 
   NodeId image(NodeId node, int m) const {

@@ -151,27 +151,28 @@ SweepAbout about_of(const Scenario& s, const CollectiveSpec& c) {
   return a;
 }
 
-// Why the planner refuses `algorithm` for the swept collective: at the plan's first rank count
-// and size, or at every point; nothing when it takes them all. Planned as a streamed run plans
-// (no schedule generated where nothing is left to choose), so asking costs little.
+// Why the planner refuses `algorithm` for the swept collective: at the plan's first point,
+// or at every point; nothing when it takes them. Planned as a streamed run plans (no
+// schedule generated where nothing is left to choose), so asking costs little.
 std::optional<std::string> refusal(const Scenario& s, const CollectiveSpec& base,
                                    const SweepPlan& plan, const std::string& algorithm,
                                    bool every_point) {
   Router router(s.topology, s.network.routing);
   const CostFunction cost = simulated_alone(s, router);
-  for (int ranks : plan.rank_counts)
-    for (std::int64_t bytes : plan.sizes) {
-      Scenario one = s;
-      one.collectives = {point_collective(base, plan.own_ranks, algorithm, ranks, bytes)};
-      try {
-        make_plan(one, router, cost, ScheduleHolding::Streamed);
-      } catch (const InputError& e) {
-        return every_point
-                   ? fmt::format("at {} ranks and {}: {}", ranks, format_bytes(bytes), e.message())
-                   : e.message();
-      }
-      if (!every_point) return std::nullopt;
+  const std::size_t sizes = plan.sizes.size();
+  const std::size_t points = every_point ? plan.rank_counts.size() * sizes : 1;
+  for (std::size_t k = 0; k < points; ++k) {
+    const int ranks = plan.rank_counts[k / sizes];
+    const std::int64_t bytes = plan.sizes[k % sizes];
+    Scenario one = s;
+    one.collectives = {point_collective(base, plan.own_ranks, algorithm, ranks, bytes)};
+    try {
+      make_plan(one, router, cost, ScheduleHolding::Streamed);
+    } catch (const InputError& e) {
+      if (!every_point) return e.message();
+      return fmt::format("at {} ranks and {}: {}", ranks, format_bytes(bytes), e.message());
     }
+  }
   return std::nullopt;
 }
 
@@ -236,8 +237,8 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
       return why.has_value();
     });
   if (algorithms.empty())
-    throw InputError("--algorithms", "no algorithm runs " + base.name + " here: " +
-                                         fmt::format("{}", fmt::join(plan.left_out, "; ")));
+    throw InputError("--algorithms", fmt::format("no algorithm runs {} here: {}", base.name,
+                                                 fmt::join(plan.left_out, "; ")));
   return plan;
 }
 

@@ -68,10 +68,9 @@ std::string json_text_of(const py::object& dict) {
 // The GPU count an nccl-tests log does not show, as the CLI's --ranks takes it (0: none
 // given). A negative count was taken for none.
 int log_ranks(int ranks) {
-  if (ranks < 0 || ranks > (1 << 20))
-    throw InputError("ranks", fmt::format("expected 1 to 1048576 GPUs (0: what the log says), "
-                                          "got {}",
-                                          ranks));
+  if (ranks < 0 || ranks > kMaxLogGpus)
+    throw InputError("ranks", fmt::format("expected 1 to {} GPUs (0: what the log says), got {}",
+                                          kMaxLogGpus, ranks));
   return ranks;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "core/csv.h"
@@ -77,15 +78,15 @@ std::vector<MeasuredRecord> read_measured(const nlohmann::json& measured) {
   if (!list) throw InputError("--measured", "missing required field \"collectives\"");
   if (!list->is_array()) list->fail("an array of measured collectives");
   std::vector<MeasuredRecord> out;
+  // Each name once: which one a collective is compared with would be a guess (two
+  // "ar-16KiB" made the error name another collective, the one left unmatched).
+  std::unordered_map<std::string, std::size_t> index_of;
   for (std::size_t i = 0; i < list->size(); ++i) {
     out.push_back(read_measured_record((*list)[i]));
-    // Each name once: which one a collective is compared with would be a guess (two
-    // "ar-16KiB" made the error name another collective, the one left unmatched).
-    for (std::size_t j = 0; j + 1 < out.size(); ++j)
-      if (out[j].name == out.back().name)
-        (*list)[i]["name"].fail_message(
-            fmt::format("\"{}\" is measured twice (collectives[{}] too); each collective once",
-                        out.back().name, j));
+    if (const auto [at, fresh] = index_of.try_emplace(out.back().name, i); !fresh)
+      (*list)[i]["name"].fail_message(
+          fmt::format("\"{}\" is measured twice (collectives[{}] too); each collective once",
+                      out.back().name, at->second));
   }
   return out;
 }
