@@ -8,12 +8,13 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "helpers.h"
+#include "nccl/nccl_model.h"
 #include "plan/plan.h"
 #include "replay/verify.h"
 #include "report/traffic.h"
 #include "scenario/scenario.h"
-#include "sweep/sweep.h"
 #include "simulate/simulated_plan.h"
+#include "sweep/sweep.h"
 
 using namespace collsim;
 using namespace collsim::test;
@@ -384,6 +385,26 @@ TEST_CASE("a sweep over every all-reduce leaves nvls out where it does not apply
   const auto sharp = algorithms_swept(R"("dgx-h100")", "flow");
   CHECK(sharp.count("nvls") == 1);
   CHECK(sharp.count("nvls_tree") == 1);  // one host: NVLS with no tree
+}
+
+TEST_CASE("NCCL picks NVLS only for the types and reductions its switch kernels have") {
+  // ncclNvlsSupported: sums and min/max of integers and 16-bit floats, sums of 32- and 64-bit
+  // floats, no 8-bit types.
+  const auto pick = [](const std::string& dtype, const std::string& redop) {
+    const Plan p = make_plan(scenario_of(
+        R"({"topology": "dgx-h100", "network": {"model": "flow"}, "collectives": [{"op": )"
+        R"("all_reduce", "algorithm": "nccl", "bytes": "1GiB", "dtype": ")" +
+        dtype + R"(", "redop": ")" + redop + "\"}]}"));
+    return p.collectives[0].spec.algorithm;
+  };
+  CHECK(pick("float32", "sum") == "nvls");
+  CHECK(pick("bfloat16", "max") == "nvls");
+  CHECK(pick("int32", "min") == "nvls");
+  CHECK(pick("float32", "max") != "nvls");
+  CHECK(pick("float32", "prod") != "nvls");
+  CHECK(pick("float16", "avg") != "nvls");
+  CHECK(pick("int8", "sum") != "nvls");
+  CHECK(nccl_nvls_supports(CollectiveOp::AllGather, ReduceOp::Prod, DType::I8));
 }
 
 }  // namespace nvls_test

@@ -458,6 +458,24 @@ bool nccl_has_algorithms(CollectiveOp op) {
   }
 }
 
+bool nccl_nvls_supports(CollectiveOp op, ReduceOp reduce, DType type) {
+  if (!is_reducing(op)) return true;
+  const bool sum = reduce == ReduceOp::Sum;
+  const bool min_max = reduce == ReduceOp::Max || reduce == ReduceOp::Min;
+  switch (type) {
+    case DType::I32:
+    case DType::I64:
+    case DType::F16:
+    case DType::BF16:
+      return sum || min_max;
+    case DType::F32:
+    case DType::F64:
+      return sum;
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 // NCCL's estimate of one pair at `bytes`, with its tree correction by size and its ring

@@ -75,6 +75,12 @@ struct NcclPick {
 // Whether NCCL has collective algorithms for `op` (else it runs point-to-point sends).
 bool nccl_has_algorithms(CollectiveOp op);
 
+// Whether NCCL's NVLS kernels (NVLS, NVLSTree) reduce `reduce` over elements of `type`: the
+// switch adds integers and 16-bit floats and takes their min and max, adds 32- and 64-bit
+// floats only, and has no 8-bit types (ncclNvlsSupported). Collectives that do not reduce
+// pass.
+bool nccl_nvls_supports(CollectiveOp op, ReduceOp reduce, DType type);
+
 // Throws std::invalid_argument when nothing is enabled for this collective.
 NcclPick nccl_pick(const NcclTopo& topo, CollectiveOp op, std::int64_t bytes,
                    const NcclFilter& filter = {});

@@ -219,7 +219,8 @@ class Tuner {
       pick = fmt::format("p2p/{}/{}ch", s.protocol, p2p_stripe_.channels(peer_bytes));
     } else {
       NcclTopo topo = nccl_topo(scenario_.topology, spec.ranks);
-      topo.nvls = switch_reduces(spec, topo.nodes);
+      topo.nvls = switch_reduces(spec, topo.nodes) &&
+                  nccl_nvls_supports(spec.shape.op, spec.shape.reduce_op, spec.shape.dtype);
       // CollNet: every rail under a SHARP switch (collnet_chain takes any GPUs a host;
       // NCCL's model leaves CollNetDirect out past 8).
       topo.collnet = topo.nodes > 1 && accepts(spec, "collnet_chain");

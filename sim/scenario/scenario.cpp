@@ -552,6 +552,7 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   CostModel model = s.network.cost ? *s.network.cost : CostModel{};
   read_cost_model(c, model);
   s.network.cost = model.trivial() ? nullptr : std::make_shared<const CostModel>(std::move(model));
+  s.calibrations.push_back(where);
 }
 
 namespace {

@@ -27,6 +27,7 @@ struct Scenario {
   std::optional<LaunchMode> launch;
   std::vector<CollectiveSpec> collectives;
   std::vector<WorkloadSpec> workloads;  // training jobs ("workload"), run with the collectives
+  std::vector<std::string> calibrations;  // the calibration files applied, in order
 };
 
 // The fields each part of a scenario file takes; the loader refuses any other, and

@@ -126,10 +126,11 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   out.op = base.shape.op;
   out.ranks = log.ranks;
   out.log = std::make_shared<const NcclTestsLog>(log);
+  out.calibrations = s.calibrations;
   for (const NcclTestsRow& row : log.rows) {
     if (row.bytes < min_bytes || row.bytes > max_bytes) continue;
     const CollectiveSpec c = sized_like(base, row);
-    if (c.bytes == 0 || row.out_of_place.time_us <= 0) {  // nothing to time
+    if (c.bytes == 0) {  // nothing to time (the parser refuses a size timed at 0)
       ++out.zero_byte_rows;
       continue;
     }
@@ -180,10 +181,13 @@ std::string nccl_comparison_table(const NcclComparison& c) {
   const NcclTestsLog& log = *c.log;
   std::string out = fmt::format(
       "# collsim compare {}: \"{}\" ({} {}, {} ranks) against nccl-tests log {} ({} on {} GPUs, "
-      "GPU count from {}{})\n",
+      "{}GPU count from {}{})\n",
       c.scenario, c.collective, name_of(c.op), c.algorithm, c.ranks, log.file, name_of(log.op),
-      log.ranks, log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
+      log.ranks,
+      log.op_source == "the log's header" ? "" : fmt::format("collective from {}, ", log.op_source),
+      log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
+  for (const std::string& file : c.calibrations) out += "# calibration: " + file + "\n";
   for (const std::string& note : log.notes) out += "# note: " + note + "\n";
   out +=
       held_line("NCCL_ALGO", log.nccl_algo, "nccl_algo", c.algorithm == "nccl" && !c.nccl_filtered);
@@ -226,11 +230,11 @@ std::string nccl_comparison_table(const NcclComparison& c) {
 
 void write_nccl_comparison_csv(std::ostream& out, const NcclComparison& c) {
   out << "bytes,simulated_us,measured_us,error_pct,simulated_busbw_GBps,measured_busbw_GBps,"
-         "simulated_plan\n";
+         "simulated_plan,disturbed,wrong\n";
   for (const auto& r : c.rows)
-    out << fmt::format("{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f},{}\n", r.bytes, r.simulated_s * 1e6,
-                       r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
-                       r.measured_busbw_GBps, csv_field(r.plan));
+    out << fmt::format("{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f},{},{},{}\n", r.bytes,
+                       r.simulated_s * 1e6, r.measured_s * 1e6, r.error_pct, r.simulated_busbw_GBps,
+                       r.measured_busbw_GBps, csv_field(r.plan), r.disturbed ? 1 : 0, r.wrong);
 }
 
 nlohmann::json nccl_comparison_json(const NcclComparison& c) {
@@ -282,7 +286,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
            {{"columns_agree_within", kColumnsAgree},
             {"sizes", c.steady_sizes},
             {"mape_pct", c.steady_mape_pct}}},
-          {"zero_byte_rows_left_out", c.zero_byte_rows}};
+          {"zero_byte_rows_left_out", c.zero_byte_rows},
+          {"calibrations", c.calibrations}};
 }
 
 NcclComparison compare_with_nccl_log(const Scenario& s, const NcclCompareRequest& request) {

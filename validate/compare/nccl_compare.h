@@ -68,6 +68,7 @@ struct NcclComparison {
   int steady_sizes = 0;
   double steady_mape_pct = 0;
   int zero_byte_rows = 0;  // in the range asked for, left out: nothing to time
+  std::vector<std::string> calibrations;  // the scenario's (Scenario::calibrations)
 };
 
 // Size 0 rows (nothing to time) and rows outside [min_bytes, max_bytes] are left out.

@@ -70,6 +70,16 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return out;
 }
 
+// A line copied from a web page is indented with no-break spaces (U+00A0): read as spaces, so
+// its rows are not taken for noise and skipped without a word.
+std::string with_plain_spaces(std::string_view line) {
+  std::string out(line);
+  for (std::size_t at = out.find("\xC2\xA0"); at != std::string::npos;
+       at = out.find("\xC2\xA0", at))
+    out.replace(at, 2, "  ");
+  return out;
+}
+
 std::optional<std::int64_t> to_int(std::string_view s) {
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -253,6 +263,31 @@ void read_rank_line(const std::vector<std::string_view>& w, RankSet& ranks, cons
 // or has a decimal point before its exponent.
 enum class WrongColumn { Unknown, Count, Error };
 
+// What the column headers (the line naming "busbw") say a row holds. Old logs and posts print
+// none; a row's own fields then tell.
+struct Columns {
+  int line = 0;  // of the headers; 0: not seen
+  bool redop = false, root = false;
+  WrongColumn wrong = WrongColumn::Unknown;
+};
+
+// Reads the column headers, or fails where they name a time that is not the collective's.
+void read_column_headers(const std::vector<std::string_view>& h, Columns& columns,
+                         const Cursor& at) {
+  const auto has = [&h](std::string_view word) {
+    return std::find(h.begin(), h.end(), word) != h.end();
+  };
+  if (has("cputime"))
+    at.fail(
+        "the log's times are the CPU's (nccl-tests -C 1 prints \"cputime\"): how long the host "
+        "took to issue each collective, not how long it ran; rerun without -C");
+  columns.line = at.line;
+  columns.redop = has("redop");
+  columns.root = has("root");
+  if (has("#wrong")) columns.wrong = WrongColumn::Count;
+  if (has("error")) columns.wrong = WrongColumn::Error;
+}
+
 std::int64_t wrong_count(std::string_view text, double value, WrongColumn column) {
   const bool looks_counted = text.find_first_of("eE") == std::string_view::npos ||
                              text.find('.') != std::string_view::npos;
@@ -294,10 +329,24 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
 // collectives without one), the root (absent in old logs, except broadcast and reduce's),
 // then time, algbw, busbw and #wrong (or old logs' error) out of place and, optionally, in
 // place.
-NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c, WrongColumn column) {
-  const bool has_redop = w.size() > 3 && !to_number(w[3]);
+// The column headers, where the log prints them, say which of redop and root a row has: a
+// row cut short (a root read as a time) is then refused, not misread.
+NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c,
+                      const Columns& columns) {
+  const WrongColumn column = columns.wrong;
+  if (columns.line > 0) {
+    const std::size_t lead = 3 + (columns.redop ? 1 : 0) + (columns.root ? 1 : 0);
+    if (w.size() != lead + 4 && w.size() != lead + 8)
+      c.fail(fmt::format(
+          "expected {} or {} fields, as the column headers of line {} say (size, count, "
+          "type{}{}, then time, algbw, busbw and #wrong out of place and optionally in place); "
+          "got {}: a row cut short, or a line printed into it",
+          lead + 4, lead + 8, columns.line, columns.redop ? ", redop" : "",
+          columns.root ? ", root" : "", w.size()));
+  }
+  const bool has_redop = columns.line > 0 ? columns.redop : w.size() > 3 && !to_number(w[3]);
   const std::size_t rest = w.size() - (has_redop ? 4 : 3);
-  const bool has_root = rest == 5 || rest == 9;
+  const bool has_root = columns.line > 0 ? columns.root : rest == 5 || rest == 9;
   if (w.size() < 7 || (rest != 4 && rest != 5 && rest != 8 && rest != 9))
     c.fail(fmt::format(
         "expected a result row of size, count, type, redop and root (either of the last two "
@@ -329,6 +378,7 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c, W
                     row.bytes, row.count, row.type, element_size(*dtype)));
   std::size_t at = 3;
   row.redop = has_redop ? std::string(w[at++]) : "none";
+  row.redop_printed = has_redop;
   if (!std::all_of(row.redop.begin(), row.redop.end(),
                    [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); }))
     c.fail(fmt::format("expected a reduction (sum, prod, max, min, avg, none), got \"{}\"", w[3]));
@@ -342,6 +392,21 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c, W
   row.out_of_place = read_result(w, at, c, "out-of-place", column);
   if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place", column, false);
   return row;
+}
+
+// algbw is size / time for every collective (nccl-tests' getBw). A time column that is not
+// the collective's time, or a damaged row, shows as the two disagreeing beyond their
+// printed rounding ("%.2f" GB/s; a time of three or more significant digits).
+void check_algbw(const NcclTestsRow& row, const Cursor& c) {
+  const NcclTestsResult& r = row.out_of_place;
+  if (r.time_us <= 0 || r.algbw_GBps < 1) return;  // rounded too coarsely to tell
+  const double implied = static_cast<double>(row.bytes) / (r.time_us * 1e3);
+  if (std::abs(implied - r.algbw_GBps) <= 0.02 * r.algbw_GBps + 0.01) return;
+  c.fail(
+      fmt::format("the out-of-place algbw {:.2f} GB/s is not size / time ({} B in {} us is "
+                  "{:.4g} GB/s), as nccl-tests computes it: the time column is not the "
+                  "collective's time, or the row is damaged",
+                  r.algbw_GBps, row.bytes, r.time_us, implied));
 }
 
 // A row starts with two integers; anything else outside the header is noise
@@ -476,6 +541,46 @@ void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint, int otherwis
   }
 }
 
+// nccl-tests prints these collectives' count per rank (or per peer), the others' whole.
+bool counts_per_rank(CollectiveOp op) {
+  return op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter ||
+         op == CollectiveOp::AllToAll || op == CollectiveOp::Gather || op == CollectiveOp::Scatter;
+}
+
+// Where the log does not name its collective, its rows still say much of it: whether it
+// reduces (the redop column; send/recv prints an unused "sum"), whether its count is per rank,
+// and busbw / algbw (its bus factor on the log's GPUs). What contradicts `log.op`, or "".
+std::string rows_contradict(const NcclTestsLog& log) {
+  const CollectiveOp op = log.op;
+  const std::string_view name = name_of(op);
+  constexpr double kHalfDigit = 0.005;  // "%.2f"
+  for (const NcclTestsRow& r : log.rows) {
+    if (r.redop_printed && op != CollectiveOp::SendRecv && (r.redop != "none") != is_reducing(op))
+      return fmt::format("line {} prints the reduction \"{}\", and {} {}", r.line, r.redop, name,
+                         is_reducing(op) ? "reduces" : "does not reduce");
+    const std::int64_t whole = r.count * element_size(nccl_tests_dtype(r.type).value());
+    if (r.count > 0 && log.ranks > 1 && (r.bytes != whole) != counts_per_rank(op))
+      return fmt::format(
+          "line {} prints a count of {} for {} bytes: a count {}, where {} prints {}", r.line,
+          r.count, r.bytes, r.bytes == whole ? "of the whole" : "per rank", name,
+          counts_per_rank(op) ? "one per rank" : "the whole");
+    // The factor on any GPU count, not the log's: a count that does not fit is the GPU
+    // count's mismatch, said where it is compared.
+    const double a = r.out_of_place.algbw_GBps, b = r.out_of_place.busbw_GBps;
+    const double least = busbw_factor(op, 2);
+    const double most = least == busbw_factor(op, 3) ? least : 2 * least;  // top x (K-1)/K
+    if (a >= 1 && ((b + kHalfDigit) / (a - kHalfDigit) < least - 1e-9 ||
+                   (b - kHalfDigit) / (a + kHalfDigit) > most + 1e-9))
+      return least == most ? fmt::format("line {} has busbw / algbw {:.3f}, where {} has {:.3f}",
+                                         r.line, b / a, name, least)
+                           : fmt::format(
+                                 "line {} has busbw / algbw {:.3f}, where {} has from "
+                                 "{:.3f} (2 GPUs) to below {:.3f}",
+                                 r.line, b / a, name, least, most);
+  }
+  return "";
+}
+
 // Which run of a `-d all`, `-o all` or `-r all` log a row belongs to: "float sum", "int8
 // none root 2".
 std::string run_of(const NcclTestsRow& row) {
@@ -530,9 +635,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   RankSet rank_lines;
   std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
   std::vector<std::string> other_runs;  // after the first run (-d all, -o all, -r all)
-  WrongColumn wrong_column = WrongColumn::Unknown;
+  Columns columns;
   int first_extra_row = 0;
   Cursor at{file};
+  // A byte-order mark ahead of the first line (a log saved by a Windows editor) would hide
+  // that line's header.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
@@ -542,7 +650,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     ++at.line;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find('\0') != std::string_view::npos) at.fail("a NUL byte: not a text log");
-    const std::string unmarked = without_launcher_marks(line);
+    const std::string unmarked = without_launcher_marks(with_plain_spaces(line));
     line = unmarked;
     const auto w = split_words(line);
     read_versions(w, log);
@@ -553,10 +661,12 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       std::vector<std::string_view> h(w.begin() + 1, w.end());
       if (w[0].size() > 1) h.insert(h.begin(), w[0].substr(1));  // "#Rank" as well as "# Rank"
       if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines, at);
-      if (std::find(h.begin(), h.end(), "busbw") != h.end()) {  // the column headers
-        if (std::find(h.begin(), h.end(), "#wrong") != h.end()) wrong_column = WrongColumn::Count;
-        if (std::find(h.begin(), h.end(), "error") != h.end()) wrong_column = WrongColumn::Error;
-      }
+      if (std::find(h.begin(), h.end(), "busbw") != h.end()) read_column_headers(h, columns, at);
+      if (!h.empty() && h[0] == "nThread" && !log.rows.empty())
+        at.fail(
+            fmt::format("a second run's header follows the rows of line {} (one run per log): "
+                        "split the log",
+                        log.rows.front().line));
       read_run_line(h, log, at);
       if (line.find("Collective test starting:") != std::string_view::npos) {
         const std::string_view name = h.back();
@@ -571,7 +681,11 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       continue;
     }
     if (!looks_like_row(w)) continue;
-    NcclTestsRow row = read_row(w, at, wrong_column);
+    NcclTestsRow row = read_row(w, at, columns);
+    check_algbw(row, at);
+    if (row.bytes > 0 && row.out_of_place.time_us <= 0)
+      at.fail(fmt::format("an out-of-place time of 0 for {} bytes: nothing moves that fast",
+                          row.bytes));
     // `-d all`, `-o all` and `-r all` run every element type, reduction or root in turn,
     // each from the smallest size: the first run is read, the others named in a note.
     if (!log.rows.empty() && run_of(row) != run_of(log.rows.front())) {
@@ -610,6 +724,14 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
         run_of(log.rows.front()), fmt::join(other_runs, ", ")));
   settle_op(log, header_op, command_op, hints, file);
   settle_ranks(log, rank_lines, hints.ranks, hints.ranks_otherwise);
+  if (!header_op)
+    if (const std::string why = rows_contradict(log); !why.empty())
+      throw InputError(
+          file, fmt::format("the log does not name its collective (no \"Collective "
+                            "test starting\" line), and its rows do not fit {} "
+                            "(from {}): {}; name the collective it measured{}",
+                            name_of(log.op), log.op_source.substr(0, log.op_source.find(" (")), why,
+                            hints.op ? "" : " (--collective)"));
   if (hints.ranks > 0 && log.ranks != hints.ranks)
     throw InputError("--ranks", fmt::format("{} ran on {} GPUs (from {}), not {}: --ranks gives "
                                             "the count of a log that does not say it",

@@ -54,6 +54,7 @@ struct NcclTestsRow {
   std::int64_t count = 0;
   std::string type;   // as printed: "float", "half", "bfloat16", ...
   std::string redop;  // "sum", ..., "none" for collectives that do not reduce
+  bool redop_printed = true;  // false: an old log without the column ("none" above)
   int root = -1;
   NcclTestsResult out_of_place;
   std::optional<NcclTestsResult> in_place;

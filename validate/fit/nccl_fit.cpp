@@ -655,6 +655,12 @@ void check_request(const NcclFitRequest& req) {
     throw InputError("--nccl-proto", fmt::format("only with --algorithm nccl (NCCL's pick "
                                                  "under its NCCL_PROTO), not {}",
                                                  req.algorithm));
+  // The same log twice (a copy under another name) would count its sizes twice.
+  for (std::size_t i = 0; i < req.logs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (req.logs[i].digest == req.logs[j].digest)
+        throw InputError("--nccl-tests", fmt::format("{} is {} byte for byte: give each log once",
+                                                     req.logs[i].file, req.logs[j].file));
   for (const NcclTestsLog& log : req.logs)
     if (log.ranks < 2)
       throw InputError("--nccl-tests",
