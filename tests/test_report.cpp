@@ -425,7 +425,7 @@ TEST_CASE("sweep --measured: the log's times as a measured line and a measured_u
   const std::string csv = read(dir / "a" / "sweep.csv");
   CHECK_THAT(csv, Catch::StartsWith(
                       "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan,"
-                      "measured_us\n"));
+                      "over_link_rate,measured_us\n"));
   // 1 MiB: the log's out-of-place 44.38 us, on every algorithm's row of that size.
   std::istringstream lines(csv);
   std::size_t at_1mib = 0;
@@ -637,4 +637,36 @@ TEST_CASE("run's table details the first 16 collectives and counts the rest", "[
   CHECK_THAT(text, Catch::Contains("#   c15 ("));
   CHECK_THAT(text, !Catch::Contains("#   c16 ("));
   CHECK_THAT(text, Catch::Contains("... and 4 more collectives"));
+}
+
+TEST_CASE("under ideal, a time below what the busiest link needs is flagged and never wins",
+          "[report]") {
+  // A naive broadcast's root sends its 7 copies at once, each at full rate under ideal: 64 MB
+  // in 2.6 ms where its one 25 GB/s link needs 17.9 ms for the 448 MB.
+  Scenario s = load_scenario(kScenarios + "pipelined-broadcast.json");
+  REQUIRE(s.network.model == NetworkModelKind::Ideal);
+  const ScenarioResult r = run_scenario(s);
+  for (const auto& c : r.resolved) CHECK(c.algorithm != "naive");  // auto held to the link
+  const std::string text = run_collsim("run " + kScenarios + "pipelined-broadcast.json").out;
+  CHECK_THAT(text,
+             Catch::Contains("S=1: bottleneck gpu0->switch (61 MiB in 2.56 ms at full rate)"));
+  CHECK_THAT(text, !Catch::Contains("no physical one"));  // every plan here is within its links
+  s.collectives = {s.collectives.back()};
+  s.collectives[0].algorithm = "naive";
+  s.collectives[0].after.clear();
+  const ScenarioResult alone = run_scenario(s);
+  const std::string naive = summary_table(s, alone, analyse_traffic(s, alone));
+  CHECK_THAT(naive, Catch::Contains("more than the 2.56 ms it took") &&
+                        Catch::Contains("no physical one"));
+  SweepRequest req;
+  req.sizes = parse_sizes("1MiB..16MiB", "x4");
+  req.algorithms = {"ring", "naive"};
+  const SweepResult sweep = run_sweep(s, req);
+  for (const SweepRow& row : sweep.rows) {
+    CHECK(row.over_link_rate == (row.algorithm == "naive"));
+    if (row.algorithm == "naive") CHECK(!row.winner);
+  }
+  std::ostringstream csv;
+  write_sweep_csv(csv, sweep);
+  CHECK_THAT(csv.str(), Catch::Contains(",naive,1048576,") && Catch::EndsWith(",1\n"));
 }

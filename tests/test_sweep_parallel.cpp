@@ -327,11 +327,11 @@ TEST_CASE("sweep.csv names what ran at each point: NCCL's pick changes with size
   std::ostringstream csv;
   write_sweep_csv(csv, run_sweep(parse_scenario(doc, "."), req));
   const std::string text = csv.str();
-  CHECK_THAT(text,
-             Catch::StartsWith(
-                 "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan\n"));
-  CHECK_THAT(text, Catch::Contains(",0,nccl: ring/LL/1ch (NCCL's estimate)\n") &&
-                       Catch::Contains(",0,nccl: nvls/Simple/16ch\n"));
+  CHECK_THAT(text, Catch::StartsWith(
+                       "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan,"
+                       "over_link_rate\n"));
+  CHECK_THAT(text, Catch::Contains(",0,nccl: ring/LL/1ch (NCCL's estimate),0\n") &&
+                       Catch::Contains(",0,nccl: nvls/Simple/16ch,0\n"));
   // A plan with a comma in it stays one field.
   CHECK(csv_field("ring (8 channels), LL") == "\"ring (8 channels), LL\"");
 }

@@ -250,13 +250,20 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
   out += auto_choice_lines(r);
   out += hottest_link_lines(s.topology, traffic, hottest);
   for (const auto& b : traffic.per_collective) {
-    if (b.link < 0 || r.resolved.size() < 2 || b.collective >= kCollectivesDetailed) continue;
+    if (b.link < 0 || b.collective >= kCollectivesDetailed) continue;
+    const double took = r.outcomes[b.collective].ops_time_s;
     out += fmt::format(
-        "# {}: bottleneck {} ({} in {} at {})\n", r.resolved[b.collective].name,
+        "# {}: bottleneck {} ({} in {} at {}){}\n", r.resolved[b.collective].name,
         s.topology.link_label(b.link), format_bytes(b.bytes), format_duration(b.seconds),
         b.share_of_rate < 1 ? fmt::format("{}% of full rate: a reducing switch's legs",
                                           format_significant(100 * b.share_of_rate, 3))
-                            : "full rate");
+                            : "full rate",
+        s.network.model == NetworkModelKind::Ideal && b.seconds > took * (1 + 1e-9)
+            ? fmt::format(", more than the {} it took: the ideal model gives every transfer "
+                          "its links to itself, so this time is no physical one (flow and "
+                          "packet share links)",
+                          format_duration(took))
+            : "");
   }
   if (r.resolved.size() > 1) out += per_collective_lines(s, r, traffic);
   return out;

@@ -435,4 +435,11 @@ ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options)
   return simulate_plan(scenario, make_plan(scenario), options);
 }
 
+double link_floor_s(const Topology& topology, const LinkCounters& links) {
+  double floor = 0;
+  for (LinkId l = 0; l < static_cast<LinkId>(topology.links().size()); ++l)
+    floor = std::max(floor, static_cast<double>(links.bytes(l)) / topology.link(l).bandwidth);
+  return floor;
+}
+
 }  // namespace collsim

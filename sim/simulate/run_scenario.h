@@ -65,6 +65,12 @@ struct ScenarioResult {
 // Times the plan's schedules together on the scenario's network (collectives
 // contend where they overlap); the result takes the plan's schedules over.
 ScenarioResult simulate_plan(const Scenario& scenario, Plan plan, SimulationOptions options = {});
+
+// The least time the busiest link needs for the bytes that crossed it, at its full rate: no
+// network that shares its links finishes sooner. The ideal model, which gives every transfer
+// its links to itself, can (a naive broadcast's root sends its K-1 copies at once, each at
+// full rate): where it does, its time is no physical one.
+double link_floor_s(const Topology& topology, const LinkCounters& links);
 // make_plan, then simulate_plan.
 ScenarioResult run_scenario(const Scenario& scenario, SimulationOptions options = {});
 

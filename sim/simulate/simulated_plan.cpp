@@ -1,6 +1,7 @@
 #include "simulate/simulated_plan.h"
 
 #include "network/network_model.h"
+#include "simulate/run_scenario.h"
 #include "simulate/simulator.h"
 #include "topology/routing.h"
 
@@ -12,7 +13,11 @@ CostFunction simulated_alone(const Scenario& scenario, Router& router) {
     auto model = make_network_model(scenario.network, scenario.topology, router);
     Simulator sim(scenario.topology, router, *model, SimulationOptions{.record_ops = false});
     const auto r = sim.run({{c.spec.name, &*c.schedule, c.gpus, {}, c.cost}});
-    return to_seconds(r.tasks[0].end - r.tasks[0].start);
+    const double time = to_seconds(r.tasks[0].end - r.tasks[0].start);
+    // Under ideal, a plan that sends more through a link at once than it carries is held
+    // to what that link needs: a naive broadcast no longer wins by sending K-1 copies at once.
+    if (scenario.network.model != NetworkModelKind::Ideal) return time;
+    return std::max(time, link_floor_s(scenario.topology, r.links));
   };
 }
 

@@ -111,7 +111,9 @@ std::vector<std::int64_t> whole_elements(std::vector<std::int64_t> sizes, int el
 double crossing(double x0, double x1, double a0, double a1, double b0, double b1) {
   const double d0 = a0 - b0, d1 = a1 - b1;
   if (d0 == d1) return (x0 + x1) / 2;
-  return x0 + (x1 - x0) * d0 / (d0 - d1);
+  // Lines that do not cross between the two sizes (the winner changed as a row went over
+  // its link rate, SweepRow::over_link_rate) are placed at the nearer end, not beyond it.
+  return std::clamp(x0 + (x1 - x0) * d0 / (d0 - d1), x0, x1);
 }
 
 // The swept collective at one point: `a` on `n` ranks (0..n-1 unless its own), `bytes`.
@@ -256,6 +258,8 @@ SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k
   one.collectives = {c};
   const ScenarioResult r = run_scenario(one, SimulationOptions{.record_ops = false});
   const auto& o = r.outcomes[0];
+  const bool over = s.network.model == NetworkModelKind::Ideal &&
+                    link_floor_s(one.topology, r.sim.links) > o.ops_time_s * (1 + 1e-9);
   return {static_cast<int>(c.ranks.size()),
           p.algorithm,
           c.bytes,
@@ -265,7 +269,8 @@ SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k
           o.busbw_Bps,
           false,
           r.labels[0] + std::string(o.held_by == HeldBy::NcclModel ? held_label(o.held_by) : ""),
-          o.ops_time_s};
+          o.ops_time_s,
+          over};
 }
 
 std::vector<SweepRow> run_sweep_points(const Scenario& s, const SweepPlan& plan,
@@ -322,7 +327,7 @@ std::vector<std::optional<std::size_t>> fastest_rows(const SweepPlan& plan,
   for (std::size_t k = 0; k < per_alg; ++k)
     for (std::size_t a = 0; a < algorithms.size(); ++a) {
       const std::size_t i = first_row + a * per_alg + k;
-      if ((with_nccl || algorithms[a] != "nccl") &&
+      if ((with_nccl || algorithms[a] != "nccl") && !rows[i].over_link_rate &&
           (!best[k] || rows[i].time_s < rows[*best[k]].time_s))
         best[k] = i;
     }
@@ -412,6 +417,12 @@ std::string sweep_table(const SweepResult& r) {
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at "
       "that size\n";
   for (const auto& why : r.plan.left_out) out += fmt::format("# left out: {}\n", why);
+  if (std::any_of(r.rows.begin(), r.rows.end(),
+                  [](const SweepRow& row) { return row.over_link_rate; }))
+    out +=
+        "# ! marks a time below what its busiest link needs for its bytes at full rate: the ideal "
+        "model gives every transfer its links to itself (flow and packet share them); never the "
+        "fastest\n";
   int ranks = -1;
   std::string algorithm;
   for (const auto& row : r.rows) {
@@ -424,7 +435,10 @@ std::string sweep_table(const SweepResult& r) {
     }
     out += fmt::format("  {:>12} {:>12} {:>9} {:>6} {:>5} {:>12.2f} {:>9.2f} {:>9.2f} {}\n",
                        row.bytes, row.count, about.dtype, redop, root, row.time_s * 1e6,
-                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9, row.winner ? "*" : "");
+                       row.algbw_Bps / 1e9, row.busbw_Bps / 1e9,
+                       row.winner           ? "*"
+                       : row.over_link_rate ? "!"
+                                            : "");
   }
   out += "#\n";
   if (!r.nccl.empty())
@@ -450,13 +464,14 @@ void write_sweep_csv(std::ostream& out, const SweepResult& r) {
   // plan: what ran at that point (NCCL's pick changes with size: "nccl: ring/LL/24ch").
   // measured_us only with a measured log, so that sweeps without one read as before.
   const bool measured = !r.measured.empty();
-  out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan"
+  out << "ranks,algorithm,size,count,type,time_us,algbw_GBps,busbw_GBps,winner,plan,"
+         "over_link_rate"
       << (measured ? ",measured_us\n" : "\n");
   for (const auto& row : r.rows) {
-    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{}", row.ranks,
+    out << fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{}", row.ranks,
                        csv_field(row.algorithm), row.bytes, row.count, r.plan.about.dtype,
                        row.time_s * 1e6, row.algbw_Bps / 1e9, row.busbw_Bps / 1e9,
-                       row.winner ? 1 : 0, csv_field(row.plan));
+                       row.winner ? 1 : 0, csv_field(row.plan), row.over_link_rate ? 1 : 0);
     if (!measured)
       out << "\n";
     else if (const MeasuredPoint* m = measured_at(r, row.ranks, row.bytes))
@@ -477,6 +492,7 @@ nlohmann::json sweep_json(const SweepResult& r) {
                     {"algbw_GBps", row.algbw_Bps / 1e9},
                     {"busbw_GBps", row.busbw_Bps / 1e9},
                     {"winner", row.winner},
+                    {"over_link_rate", row.over_link_rate},
                     {"plan", row.plan}});
   if (!r.measured.empty())  // null where the log has no such size
     for (std::size_t i = 0; i < r.rows.size(); ++i) {

@@ -74,6 +74,9 @@ struct SweepRow {
   // What its ops took on the links: below time_s where NCCL's estimate held the pick
   // (CollectiveOutcome::held_by; the plan then ends in " (NCCL's estimate)").
   double ops_time_s = 0;
+  // Under the ideal model only: faster than its busiest link can carry its bytes
+  // (link_floor_s). Such a time is no physical one, so the row never wins.
+  bool over_link_rate = false;
 };
 
 // At one (ranks, size): NCCL's pick, simulated, against the fastest simulated algorithm.

@@ -33,8 +33,9 @@ constexpr std::string_view kPlanKeys[] = {
     "scenario",         "topology",   "network", "gpus",    "alpha_ps", "collective",
     "collective_index", "op",         "dtype",   "redop",   "root",     "own_ranks",
     "rank_counts",      "algorithms", "sizes",   "left_out"};
-constexpr std::string_view kRowKeys[] = {"point",  "ranks",     "algorithm", "bytes", "count",
-                                         "time_s", "algbw_Bps", "busbw_Bps", "plan", "ops_time_s"};
+constexpr std::string_view kRowKeys[] = {"point", "ranks",      "algorithm",     "bytes",
+                                         "count", "time_s",     "algbw_Bps",     "busbw_Bps",
+                                         "plan",  "ops_time_s", "over_link_rate"};
 
 // The longest a simulated collective can take: the picosecond clock's end.
 constexpr double kMaxRowSeconds = to_seconds(kTimeNever);
@@ -106,7 +107,8 @@ nlohmann::json rows_json(std::span<const std::size_t> points, std::span<const Sw
                    {"algbw_Bps", r.algbw_Bps},
                    {"busbw_Bps", r.busbw_Bps},
                    {"plan", r.plan},
-                   {"ops_time_s", r.ops_time_s}});
+                   {"ops_time_s", r.ops_time_s},
+                   {"over_link_rate", r.over_link_rate}});
   }
   return out;
 }
@@ -139,6 +141,7 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
     const auto ops = v.find("ops_time_s");
     r.ops_time_s =
         ops ? read_nonnegative(*ops, kMaxRowSeconds, "a simulated time in seconds") : r.time_s;
+    if (const auto over = v.find("over_link_rate")) r.over_link_rate = over->as_bool();
     out.emplace_back(k, std::move(r));
   }
   return out;
