@@ -188,9 +188,15 @@ TEST_CASE("stated machine terms replace NCCL's defaults for the same quantity, n
         CHECK(r->links[k].efficiency == Approx(d->links[k].efficiency).epsilon(1e-12));
       }
       // Scaled, not added: NCCL's per-algorithm and per-protocol ratios kept.
-      // NVLS has no base latency, only its NVLink latency, which stays NCCL's here.
-      const bool nvls = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
-      CHECK(s->launch == Approx((nvls ? 1.0 : 2.0) * static_cast<double>(d->launch)).margin(2));
+      // The NVLink latency NVLS (once) and CollNetDirect (twice) pay per collective stays
+      // NCCL's here (NVLink's is not stated); the rest doubles.
+      const double nvlink_once =
+          (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree ? 1.0
+           : a == NcclAlgo::CollNetDirect                 ? 2.0
+                                                          : 0.0) *
+          static_cast<double>(from_seconds(nccl_hop_latency_us(HopClass::NvLink, a, p) * 1e-6));
+      CHECK(s->launch ==
+            Approx(2.0 * (static_cast<double>(d->launch) - nvlink_once) + nvlink_once).margin(2));
       CHECK(s->links[ib].latency ==
             Approx(2.0 * static_cast<double>(d->links[ib].latency)).margin(2));
       CHECK(s->links[nvlink].efficiency ==

@@ -17,6 +17,7 @@
 #include "network/cost_model.h"
 #include "plan/plan_report.h"
 #include "schedule/algorithms.h"
+#include "simulate/run_scenario.h"
 #include "simulate/simulated_plan.h"
 #include "topology/presets.h"
 #include "topology/routing.h"
@@ -945,4 +946,37 @@ TEST_CASE("NCCL counts a host as NVLink only where every GPU reaches every other
   const auto [chained, chained_label] = run(true, "4MiB");
   CHECK(chained.nvlink);
   CHECK(nccl_p2p_stripe(chained).chunk_bytes == (512 << 10));
+}
+
+TEST_CASE("a ring's chain (broadcast, reduce) pays one hop of NCCL latency, as NCCL's model does",
+          "[nccl]") {
+  // NCCL: broadcast and reduce latency = baseLat + one hop's (the network's across hosts);
+  // a ring all-reduce pays a hop per step. Charged per hop, an 8-GPU Simple chain paid
+  // 7 x 3.4 us.
+  const Topology t = make_switch_topology(8, 450e9, 0);
+  const auto nvlink = [](const CostModel& m) {
+    return to_seconds(m.link(LinkKind::NvLink).latency);
+  };
+  const auto ring = protocol_cost(nullptr, Protocol::Simple, NcclAlgo::Ring, t);
+  const auto chain = protocol_cost(nullptr, Protocol::Simple, NcclAlgo::Ring, t, false, true);
+  CHECK(nvlink(*ring) * 1e6 == Approx(3.4));
+  CHECK(to_seconds(ring->launch) * 1e6 == Approx(8.4));
+  CHECK(nvlink(*chain) == 0);
+  CHECK(to_seconds(chain->launch) * 1e6 == Approx(8.4 + 3.4));
+  // Across hosts the one hop is the network's.
+  const Topology cluster = make_cluster_topology(ClusterParams{});
+  const auto across = protocol_cost(nullptr, Protocol::Simple, NcclAlgo::Ring, cluster, true, true);
+  CHECK(to_seconds(across->launch) * 1e6 == Approx(8.4 + 14));
+  CHECK(to_seconds(across->link(LinkKind::Ib).latency) == 0);
+  // Simulated: a 1 MiB Simple broadcast in 16 segments on a DGX H100 takes about NCCL's
+  // latency and its bytes, not 7 hops of latency more.
+  const double us = run_scenario(parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100",
+          "network": {"model": "flow"}, "collectives": [{"name": "b", "op": "broadcast",
+          "algorithm": "ring", "protocol": "Simple", "segments": 16, "bytes": "1MiB"}]})"),
+                                                "."))
+                        .outcomes[0]
+                        .time_s *
+                    1e6;
+  CHECK(us < 8.4 + 3.4 + 7 * 3.4);
+  CHECK(us > 8.4 + 3.4);
 }

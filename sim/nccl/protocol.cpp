@@ -114,15 +114,24 @@ double hop_scale(const CostModel& m, std::size_t kind) {
 }  // namespace
 
 std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base, Protocol p,
-                                         NcclAlgo a, const Topology& t, bool across_hosts) {
+                                         NcclAlgo a, const Topology& t, bool across_hosts,
+                                         bool chain) {
   CostModel m = base ? *base : CostModel{};
   m.latency_replaces_alpha = true;
   // NVLS's NVLink latency is the whole collective's (NCCL: lat = intraLat), not a hop's;
   // so is CollNet's network latency, and NVLS's across hosts (NCCL: + interLat, once: the
   // network's switches stream every chunk of the pipeline through, NCCL_STEPS in flight).
-  const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree;
+  // A ring's chain likewise (NCCL: baseLat + one hop's latency, the network's across hosts):
+  // charged per hop, a chain of 8 GPUs on Simple paid 7 x 3.4 us where NCCL's model of its
+  // pick says 3.4, and doubling NVLink's rate made a 1 MiB broadcast twice as slow.
+  const bool chain_once = chain && a == NcclAlgo::Ring;
+  // CollNetDirect's NVLink latency too: NCCL counts it twice (up to the GPU that talks to
+  // the network, and back) for the whole collective. Per hop and per segment, each segment
+  // waited for the one before, latency included: 64 segments of 256 KiB took 278 us.
+  const bool direct = a == NcclAlgo::CollNetDirect;
+  const bool once = a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree || chain_once || direct;
   const bool net_once = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain ||
-                        (a == NcclAlgo::Nvls && across_hosts);
+                        (a == NcclAlgo::Nvls && across_hosts) || chain_once;
   const auto nvlink_kind = static_cast<std::size_t>(LinkKind::NvLink);
   // A stated network latency scales it as it scales that kind's hops.
   std::size_t net_kind = static_cast<std::size_t>(LinkKind::Ib);
@@ -131,10 +140,14 @@ std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>&
       net_kind = k;
       break;
     }
-  const double nvlink_once =
-      once ? nccl_hop_latency_us(HopClass::NvLink, a, p) * hop_scale(m, nvlink_kind) : 0;
+  const double nvlink_once = once && !(chain_once && across_hosts)
+                                 ? (direct ? 2 : 1) * nccl_hop_latency_us(HopClass::NvLink, a, p) *
+                                       hop_scale(m, nvlink_kind)
+                                 : 0;
   const double net_latency_once =
-      net_once ? nccl_hop_latency_us(HopClass::Net, a, p) * hop_scale(m, net_kind) : 0;
+      net_once && !(chain_once && !across_hosts)
+          ? nccl_hop_latency_us(HopClass::Net, a, p) * hop_scale(m, net_kind)
+          : 0;
   // A stated launch is this machine's ring/Simple base latency: it replaces the table's.
   const Time own_launch = m.stated.launch ? Time{0} : m.launch;
   m.launch = add_time(own_launch, from_seconds((nccl_base_latency_us(a, p) * launch_scale(m) +
@@ -146,7 +159,11 @@ std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>&
   for (std::size_t k = 0; k < kLinkKindCount; ++k) {
     const HopClass hw = hop_class(static_cast<LinkKind>(k));
     LinkKindCost& c = m.links[k];
-    const bool paid_once = (once && hw == HopClass::NvLink) || (net_once && hw == HopClass::Net);
+    // The PCIe hop to the NIC is part of the network's leg, whose latency NCCL counts (once
+    // with CollNet: a switch op's legs paid 3.7 us on it per segment, and each segment waited
+    // for the last to arrive).
+    const bool paid_once = (once && hw == HopClass::NvLink) ||
+                           (net_once && (hw == HopClass::Net || hw == HopClass::Pci));
     const double hop = paid_once ? 0 : nccl_hop_latency_us(hw, a, p) * hop_scale(m, k);
     const Time own_latency = m.stated.latency[k] ? Time{0} : c.latency;
     c.latency = add_time(own_latency, from_seconds(hop * 1e-6));

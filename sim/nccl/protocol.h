@@ -60,7 +60,10 @@ double gpu_nvlink_bandwidth(const Topology& t, NodeId gpu);
 // a stated efficiency or bandwidth curve the usable share in place of NCCL's NVLink
 // share; the protocol's payload efficiency applies on top. `across_hosts`: the collective's
 // GPUs span hosts (NVLS then joins them in the network, its network latency NCCL's once).
+// `chain`: a ring's chain (broadcast, reduce), whose latency NCCL counts as one hop's for the
+// whole chain (the network's where it spans hosts), not one per hop.
 std::shared_ptr<CostModel> protocol_cost(const std::shared_ptr<const CostModel>& base, Protocol p,
-                                         NcclAlgo a, const Topology& t, bool across_hosts = false);
+                                         NcclAlgo a, const Topology& t, bool across_hosts = false,
+                                         bool chain = false);
 
 }  // namespace collsim

@@ -185,10 +185,12 @@ class Tuner {
     c.spec.protocol = protocol;
     c.cost = scenario_.network.cost;
     if (auto p = protocol_from_name(protocol)) {
-      // Only NVLS's latencies depend on it (and the check reads every link).
+      // Only NVLS's and a chain's latencies depend on it (and the check reads every link).
       const NcclAlgo family = nccl_family(c.spec.shape.op, c.spec.algorithm);
+      const bool chain = family == NcclAlgo::Ring && (c.spec.shape.op == CollectiveOp::Broadcast ||
+                                                      c.spec.shape.op == CollectiveOp::Reduce);
       auto m = protocol_cost(c.cost, *p, family, scenario_.topology,
-                             family == NcclAlgo::Nvls && spans_hosts(c.spec));
+                             (family == NcclAlgo::Nvls || chain) && spans_hosts(c.spec), chain);
       m->nccl_floor = nccl_floor_;
       m->stripe = p2p_stripe_;
       c.cost = std::move(m);
