@@ -795,3 +795,48 @@ TEST_CASE("a training step's collectives take NCCL_ALGO and NCCL_PROTO", "[workl
                      "algorithm": "ring", "nccl_proto": "simple"}})") ==
         "workload.nccl_proto: only \"algorithm\": \"nccl\" takes it (what NCCL may pick)");
 }
+
+TEST_CASE("FSDP gathers the embedding and head, prefetches backward, limits forward gathers",
+          "[workload]") {
+  const std::string tiny =
+      R"("model": {"layers": 4, "hidden": 256, "vocab": 1000}, "gpu": "h100", "tokens_per_gpu": 512)";
+  const auto graph_of = [](const std::string& workload) {
+    const Scenario s = workload_test::scenario_of(4, workload);
+    StepGraphBuilder b;
+    build_workload(s.workloads[0], b);
+    return b.graph();
+  };
+  const auto index_of = [](const StepGraph& g, const std::string& ends) {
+    for (std::size_t i = 0; i < g.tasks.size(); ++i)
+      if (g.tasks[i].name.ends_with(ends)) return static_cast<std::int32_t>(i);
+    return std::int32_t{-1};
+  };
+  const StepGraph fsdp = graph_of("{" + tiny + R"(, "parallelism": {"dp": 4, "fsdp": true}})");
+  // The table (1000 x 256 bf16 parameters) before the lookup and the head's two passes: the
+  // head's and embedding's gradients were reduce-scattered, their weights never gathered.
+  for (const char* use : {".embed.fwd.gather.t0", ".head.fwd.gather.t0", ".head.bwd.gather.t0"}) {
+    INFO(use);
+    const std::int32_t i = index_of(fsdp, use);
+    REQUIRE(i >= 0);
+    CHECK(fsdp.tasks[i].category == "fsdp");
+    CHECK(fsdp.tasks[i].collective->bytes == 1000 * 256 * 2);
+  }
+  // Backward: layer 2's gather is issued before layer 3's gradients are reduced (one
+  // stream: it runs under layer 3's compute, not after its reduce-scatter).
+  const std::int32_t gather2 = index_of(fsdp, ".L2.bwd.gather.t0");
+  const std::int32_t layer3 = index_of(fsdp, ".L3.bwd");
+  REQUIRE(gather2 >= 0);
+  for (std::size_t i = 0; i < fsdp.tasks.size(); ++i)
+    if (fsdp.tasks[i].category == "dp" &&
+        std::find(fsdp.tasks[i].after.begin(), fsdp.tasks[i].after.end(), layer3) !=
+            fsdp.tasks[i].after.end())
+      CHECK(gather2 < static_cast<std::int32_t>(i));
+  // Forward: layer 2's gather waits for layer 0's compute (two in flight at most).
+  const auto& after2 = fsdp.tasks[index_of(fsdp, ".L2.fwd.gather.t0")].after;
+  CHECK(std::find(after2.begin(), after2.end(), index_of(fsdp, ".L0.fwd")) != after2.end());
+  // DDP: a bucket of the head's gradients starts once the head's backward is done, not
+  // after the last layer's.
+  const StepGraph ddp = graph_of("{" + tiny + R"(, "bucket": "100KB", "parallelism": {"dp": 4}})");
+  const auto& first_bucket = ddp.tasks[index_of(ddp, ".grad0.t0")].after;
+  CHECK(first_bucket == std::vector<std::int32_t>{index_of(ddp, ".head.bwd")});
+}

@@ -245,6 +245,8 @@ class TrainingBuilder {
         }
       }
       if (k == chunks_ - 1) mb.compute(2, S);                          // the head
+      if (par_.zero == 3 && sync_ranks() > 1)  // gather_table: embedding; head fwd and bwd
+        mb.collective(T * ((k == 0 ? 1 : 0) + (k == chunks_ - 1 ? 2 : 0)), D * E);
       const int sends = (k + 1 < chunks_) + (k > 0);                   // send
       mb.collective(Count(sends) * D * E, 2 * T);  // their one matrix: counted below
       t.tasks = t.tasks + mb.tasks * micro_;
@@ -286,9 +288,10 @@ class TrainingBuilder {
   }
 
  private:
+  static constexpr int kHead = -1;  // Bucket::ready_layer of the output head's gradients
   struct Bucket {
     std::int64_t bytes = 0;
-    int ready_layer = 0;  // the layer whose backward completes it
+    int ready_layer = 0;  // the layer whose backward completes it; kHead: the output head's
     bool expert = false;
   };
 
@@ -431,7 +434,8 @@ class TrainingBuilder {
     };
     const auto layers = layers_backward(p);
     const double table = static_cast<double>(m_.vocab) * m_.hidden / par_.tp;
-    if (p == par_.pp - 1 && !m_.tied_embeddings) fill(dense, table, layers.front(), false);
+    // The head's gradients are done with its backward, before the last layer's begins.
+    if (p == par_.pp - 1 && !m_.tied_embeddings) fill(dense, table, kHead, false);
     for (int l : layers) {
       fill(dense, dense_params(l), l, false);
       if (dpo_ > 1) fill(expert, expert_params(l), l, true);
@@ -588,22 +592,40 @@ class TrainingBuilder {
 
   // FSDP: a layer's weights gathered before use, the dense ones over the data-parallel
   // group, the experts over the replicas holding the same experts.
-  std::vector<std::int32_t> gather_layer(int p, int layer, const std::string& name) {
+  // `after`: what the gathers wait for (FSDP's limit on gathers in flight), besides their
+  // stream.
+  std::vector<std::int32_t> gather_layer(int p, int layer, const std::string& name,
+                                         const std::vector<std::int32_t>& after = {}) {
     std::vector<std::int32_t> ids;
     if (par_.zero != 3) return ids;
-    const auto gather = [&](double params, int e, const std::string& what) {
-      const auto bytes = static_cast<std::int64_t>(params * dtype_bytes(w_.param_dtype));
-      for (int t = 0; t < par_.tp; ++t)
-        ids.push_back(b_.add(
-            collective_task(w_, fmt::format("{}.{}.t{}", name, what, t), "fsdp",
-                            CollectiveOp::AllGather, bytes, w_.param_dtype, dp_group(t, p, e)),
-            stream(w_, fmt::format("dp{}.{}.{}", p, t, std::max(e, 0)))));
-    };
-    if (sync_ranks() > 1) gather(dense_params(layer), -1, "gather");
+    if (sync_ranks() > 1) fsdp_gather(p, dense_params(layer), -1, name + ".gather", after, ids);
     if (dpo_ > 1 && expert_params(layer) > 0)
       for (int e = 0; e < par_.ep; ++e)
-        gather(expert_params(layer), e, fmt::format("gather.e{}", e));
+        fsdp_gather(p, expert_params(layer), e, fmt::format("{}.gather.e{}", name, e), after, ids);
     return ids;
+  }
+
+  // FSDP: the embedding table gathered before the embedding's lookup and the output head's
+  // forward and backward (sharded like every weight; its gradients are reduce-scattered).
+  std::vector<std::int32_t> gather_table(int p, const std::string& name) {
+    std::vector<std::int32_t> ids;
+    if (par_.zero != 3 || sync_ranks() <= 1) return ids;
+    fsdp_gather(p, static_cast<double>(m_.vocab) * m_.hidden / par_.tp, -1, name + ".gather", {},
+                ids);
+    return ids;
+  }
+
+  void fsdp_gather(int p, double params, int e, const std::string& name,
+                   const std::vector<std::int32_t>& after, std::vector<std::int32_t>& ids) {
+    const auto bytes = static_cast<std::int64_t>(params * dtype_bytes(w_.param_dtype));
+    for (int t = 0; t < par_.tp; ++t) {
+      StepTask task =
+          collective_task(w_, fmt::format("{}.t{}", name, t), "fsdp", CollectiveOp::AllGather,
+                          bytes, w_.param_dtype, dp_group(t, p, e));
+      task.after = after;
+      ids.push_back(
+          b_.add(std::move(task), stream(w_, fmt::format("dp{}.{}.{}", p, t, std::max(e, 0)))));
+    }
   }
 
   // Chunk k's forward (with the output head on the last chunk), then its activations on.
@@ -611,9 +633,16 @@ class TrainingBuilder {
     const int p = stage_of(k);
     const auto [first, last] = stage_layers_[k];
     std::vector<std::int32_t> extra = inbox_fwd_[k][mb];
+    if (k == 0) {
+      auto table = gather_table(p, fmt::format("{}.s{}.mb{}.embed.fwd", w_.name, p, mb));
+      extra.insert(extra.end(), table.begin(), table.end());
+    }
+    // FSDP's limit on gathers in flight: a layer's waits for the compute two layers back
+    // (without one, every layer's weights were gathered at once, far ahead of their use).
+    std::vector<std::int32_t> two_back, one_back;
     for (int l = first; l < last; ++l) {
       const std::string name = fmt::format("{}.s{}.mb{}.L{}.fwd", w_.name, p, mb, l);
-      auto gathered = gather_layer(p, l, name);
+      auto gathered = gather_layer(p, l, name, two_back);
       extra.insert(extra.end(), gathered.begin(), gathered.end());
       if (!split(l)) {
         compute(p, name, attention_flops(l) + mlp_flops(l), extra);
@@ -628,10 +657,13 @@ class TrainingBuilder {
         tensor_exchange(p, name + ".mlp.tp", true);
       }
       extra.clear();
+      two_back = std::move(one_back);
+      one_back = frontier_[p];
     }
-    if (k == chunks_ - 1)
-      compute(p, fmt::format("{}.s{}.mb{}.head.fwd", w_.name, p, mb),
-              m_.head_forward_flops_per_token());
+    if (k == chunks_ - 1) {
+      const std::string head = fmt::format("{}.s{}.mb{}.head.fwd", w_.name, p, mb);
+      compute(p, head, m_.head_forward_flops_per_token(), gather_table(p, head));
+    }
     if (k + 1 < chunks_) send(k, k + 1, mb, inbox_fwd_[k + 1][mb], "act");
   }
 
@@ -639,15 +671,25 @@ class TrainingBuilder {
     const int p = stage_of(k);
     const auto [first, last] = stage_layers_[k];
     std::vector<std::int32_t> extra = inbox_bwd_[k][mb];
-    if (k == chunks_ - 1) {
-      compute(p, fmt::format("{}.s{}.mb{}.head.bwd", w_.name, p, mb),
-              2 * m_.head_forward_flops_per_token(), extra);
-      extra.clear();
-    }
     const bool last_mb = mb == micro_ - 1;
+    if (k == chunks_ - 1) {
+      const std::string head = fmt::format("{}.s{}.mb{}.head.bwd", w_.name, p, mb);
+      auto table = gather_table(p, head);
+      extra.insert(extra.end(), table.begin(), table.end());
+      compute(p, head, 2 * m_.head_forward_flops_per_token(), extra);
+      extra.clear();
+      if (last_mb) head_done_[p] = frontier_[p];
+      if (last_mb && w_.overlap) sync_ready(p, kHead);
+    }
+    const auto bwd_name = [&](int l) {
+      return fmt::format("{}.s{}.mb{}.L{}.bwd", w_.name, p, mb, l);
+    };
+    // FSDP's backward prefetch (BACKWARD_PRE): the next layer's gather is issued before this
+    // layer's gradients are reduced, so it runs under this layer's compute instead of
+    // queueing behind the reduce-scatter.
+    std::vector<std::int32_t> gathered = gather_layer(p, last - 1, bwd_name(last - 1));
     for (int l = last - 1; l >= first; --l) {
-      const std::string name = fmt::format("{}.s{}.mb{}.L{}.bwd", w_.name, p, mb, l);
-      auto gathered = gather_layer(p, l, name);
+      const std::string name = bwd_name(l);
       extra.insert(extra.end(), gathered.begin(), gathered.end());
       if (!split(l)) {
         compute(p, name, backward_attention_flops(l) + backward_mlp_flops(l), extra);
@@ -662,6 +704,7 @@ class TrainingBuilder {
         context_exchange(p, name + ".attn.cp", CollectiveOp::ReduceScatter);
       }
       extra.clear();
+      gathered = l > first ? gather_layer(p, l - 1, bwd_name(l - 1)) : std::vector<std::int32_t>{};
       if (last_mb) layer_done_[p][l] = frontier_[p];
       if (last_mb && w_.overlap) sync_ready(p, l);
     }
@@ -702,7 +745,8 @@ class TrainingBuilder {
   // Gradient buckets whose last layer is `layer` start their collective.
   void sync_ready(int p, int layer) {
     for (const Bucket& bk : buckets_[p])
-      if (bk.ready_layer == layer) sync_bucket(p, bk, layer_done_[p][layer]);
+      if (bk.ready_layer == layer)
+        sync_bucket(p, bk, layer == kHead ? head_done_[p] : layer_done_[p][layer]);
   }
 
   void sync_bucket(int p, const Bucket& bk, const std::vector<std::int32_t>& after) {
@@ -779,6 +823,7 @@ class TrainingBuilder {
     inbox_bwd_.assign(chunks_, std::vector<std::vector<std::int32_t>>(micro_));
     prepare_routing();
     layer_done_.assign(par_.pp, std::vector<std::vector<std::int32_t>>(m_.layers));
+    head_done_.assign(par_.pp, {});
     bucket_index_.assign(par_.pp, 0);
     sync_ids_.assign(par_.pp, {});
     std::vector<std::vector<Item>> order(par_.pp);
@@ -879,6 +924,7 @@ class TrainingBuilder {
   std::vector<std::vector<std::vector<std::int32_t>>> inbox_fwd_, inbox_bwd_;
   std::vector<std::vector<Bucket>> buckets_;
   std::vector<std::vector<std::vector<std::int32_t>>> layer_done_;
+  std::vector<std::vector<std::int32_t>> head_done_;  // per stage: the head's last backward
   std::vector<int> bucket_index_;
   std::vector<std::vector<std::int32_t>> sync_ids_;
   std::shared_ptr<const std::vector<std::int64_t>> dispatch_matrix_, combine_matrix_;
