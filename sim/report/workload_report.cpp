@@ -204,9 +204,10 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
                          "{:.0f} tokens/s per GPU\n",
                          100 * j.mfu, j.tokens_per_s_per_gpu);
     if (!w.is_chakra())  // a trace's gradients are among its collectives
-      out +=
-          fmt::format("gradients       {} in {} bucket{}\n", format_bytes(j.facts.gradient_bytes),
-                      j.facts.gradient_buckets, j.facts.gradient_buckets == 1 ? "" : "s");
+      out += fmt::format("gradients       {} per GPU in {} bucket{}{}\n",
+                         format_bytes(j.facts.gradient_bytes), j.facts.gradient_buckets,
+                         j.facts.gradient_buckets == 1 ? "" : "s",
+                         w.parallelism.pp > 1 ? " (the stage with the most)" : "");
     if (w.has_model())
       out += fmt::format(
           "memory per GPU  {} (weights {}, gradients {}, optimizer {}, activations {}) of {}\n",

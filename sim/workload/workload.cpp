@@ -442,9 +442,14 @@ class TrainingBuilder {
     }
     if (p == 0) fill(dense, table, layers.back(), false);
     if (sync_ranks() == 1) dense.clear();
-    for (const auto& bk : dense) facts_.gradient_bytes += bk.bytes;
     dense.insert(dense.end(), expert.begin(), expert.end());
-    facts_.gradient_buckets += static_cast<int>(dense.size());
+    // Per GPU: the stage that synchronises the most (each of its GPUs its TP share).
+    std::int64_t bytes = 0;
+    for (const auto& bk : dense) bytes += bk.bytes;
+    if (bytes > facts_.gradient_bytes) {
+      facts_.gradient_bytes = bytes;
+      facts_.gradient_buckets = static_cast<int>(dense.size());
+    }
     buckets_.push_back(std::move(dense));
   }
 

@@ -99,8 +99,10 @@ struct WorkloadSpec {
 struct WorkloadFacts {
   double one_gpu_step_s = 0;  // the whole step's compute on one GPU at this MFU
   double flops_per_step = 0;  // model form
+  // What one GPU synchronises each step, on the pipeline stage that synchronises the most
+  // (its TP share of the stage's dense and expert gradients), and in how many buckets.
   int gradient_buckets = 0;
-  std::int64_t gradient_bytes = 0;  // per data-parallel group, synchronised each step
+  std::int64_t gradient_bytes = 0;
   // Memory per GPU (the most loaded one), model form.
   std::int64_t memory_params = 0;
   std::int64_t memory_gradients = 0;
