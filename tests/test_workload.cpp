@@ -840,3 +840,46 @@ TEST_CASE("FSDP gathers the embedding and head, prefetches backward, limits forw
   const auto& first_bucket = ddp.tasks[index_of(ddp, ".grad0.t0")].after;
   CHECK(first_bucket == std::vector<std::int32_t>{index_of(ddp, ".head.bwd")});
 }
+
+TEST_CASE("a workload's timeline nests on every track and is gzipped when asked", "[workload]") {
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-ddp-buckets.json";
+  // Start and end each rounded to the nanosecond: slices of one track never overlap partly
+  // (rounded apart, 32 pairs here overlapped by 1 ns).
+  const nlohmann::json trace = workload_test::timeline_of(scenario, "nest");
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X")
+      tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  std::size_t partial = 0;
+  for (auto& [track, slices] : tracks) {
+    std::sort(slices.begin(), slices.end());
+    for (std::size_t i = 1; i < slices.size(); ++i)
+      if (slices[i].first < slices[i - 1].second - 1e-9 &&
+          slices[i].second > slices[i - 1].second + 1e-9)
+        ++partial;
+  }
+  CHECK(partial == 0);
+  // --trace-gzip: timeline.json.gz, as a run of collectives writes it.
+  const auto dir = temp_dir("gzip");
+  REQUIRE(run_collsim("run " + scenario + " --trace-gzip --out " + dir.string()).status == 0);
+  CHECK(std::filesystem::exists(dir / "timeline.json.gz"));
+  CHECK(!std::filesystem::exists(dir / "timeline.json"));
+}
+
+TEST_CASE("a micro-batch shorter than one sequence is said", "[workload]") {
+  const auto table_of = [](const std::string& workload) {
+    const Scenario s = workload_test::scenario_of(4, workload);
+    return workload_table(s, run_workloads(s));
+  };
+  const std::string model =
+      R"("model": {"layers": 2, "hidden": 256, "vocab": 1000}, "gpu": "h100")";
+  CHECK_THAT(table_of("{" + model +
+                      R"(, "tokens_per_gpu": 1024, "sequence": 4096, "parallelism": {"dp": 4}})"),
+             Catch::Contains("a micro-batch holds 1024 tokens per data-parallel replica, less "
+                             "than one sequence of 4096"));
+  CHECK_THAT(table_of("{" + model +
+                      R"(, "tokens_per_gpu": 4096, "sequence": 4096, "parallelism": {"dp": 4}})"),
+             !Catch::Contains("less than one sequence"));
+}

@@ -75,11 +75,16 @@ void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
 }
 
 void write_workload_files(const std::filesystem::path& dir, const Scenario& scenario,
-                          const WorkloadRun& run) {
+                          const WorkloadRun& run, const RunFileOptions& options) {
   OutputDir out(dir);
   drop_every_run_file(out);
   out.open("result.json") << workload_document(scenario, run).dump(2) << "\n";
-  write_workload_trace(out.open("timeline.json"), scenario, run);
+  {
+    TraceFile trace(out, "timeline.json", options.trace_gzip);
+    std::ostream stream(&trace);
+    write_workload_trace(stream, scenario, run);
+    trace.finish();
+  }
   write_workload_links_csv(out.open("links.csv"), scenario, run);
   write_workload_html(out.open("report.html"), scenario, run);
   out.commit();

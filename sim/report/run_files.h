@@ -49,7 +49,8 @@ class RunFileGather final : public OpSink {
 void write_run_files(const std::filesystem::path& dir, const Scenario& scenario,
                      const ScenarioResult& result, RunFileGather& gathered,
                      const RunFileOptions& options = {});
+// The trace gzipped as a run's (RunFileOptions::trace_gzip, and past kGzipTraceAbove).
 void write_workload_files(const std::filesystem::path& dir, const Scenario& scenario,
-                          const WorkloadRun& run);
+                          const WorkloadRun& run, const RunFileOptions& options = {});
 
 }  // namespace collsim

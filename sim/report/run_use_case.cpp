@@ -32,7 +32,7 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
                                            : StepFold::Pays;
     record.step = run_workloads(scenario, fold);
     record.step_note = record.step->fold_note;
-    if (request.out) write_workload_files(*request.out, scenario, *record.step);
+    if (request.out) write_workload_files(*request.out, scenario, *record.step, request.files);
     return record;
   }
   // Streamed when asked, and by itself whenever it gives the same figures and a schedule

@@ -378,11 +378,14 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
       const int r = t.ranks[k];
       if (!drawn[r]) continue;
       sep();
+      // Start and end rounded to the nanosecond each, the duration their difference: rounded
+      // apart, a slice ended 1 ns after the next one on its track began.
+      const auto start_ns = std::llround(o.start_s * 1e9), end_ns = std::llround(o.end_s * 1e9);
       fmt::format_to(std::back_inserter(b),
                      "{{\"ph\": \"X\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, \"dur\": {:.3f}, "
                      "\"name\": {}, \"cat\": \"{}\"",
-                     r, is_compute ? 0 : 1 + comm.lane[i][k], o.start_s * 1e6,
-                     (o.end_s - o.start_s) * 1e6, json_quote(t.name), t.category);
+                     r, is_compute ? 0 : 1 + comm.lane[i][k], static_cast<double>(start_ns) / 1e3,
+                     static_cast<double>(end_ns - start_ns) / 1e3, json_quote(t.name), t.category);
       if (!is_compute)
         fmt::format_to(std::back_inserter(b), ", \"args\": {{\"bytes\": {}, \"plan\": {}}}",
                        t.collective->bytes, json_quote(run.step.plans[o.plan]));

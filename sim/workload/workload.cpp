@@ -206,6 +206,14 @@ class TrainingBuilder {
           "{}: selective recomputation changes nothing with flash attention, which never "
           "stores the attention scores (\"flash_attention\": false models attention without it)",
           w_.name));
+    // Attention is costed over whole sequences: a micro-batch of fewer tokens than one
+    // sequence (a 16M-token sequence in a 4,096-token micro-batch) costs more than it holds.
+    if (mb_tokens_ * cp_ < static_cast<double>(seq_))
+      facts_.warnings.push_back(fmt::format(
+          "{}: a micro-batch holds {:.0f} tokens per data-parallel replica, less than one "
+          "sequence of {}: its attention is costed over the whole sequence (raise "
+          "tokens_per_gpu, or lower micro_batches or the sequence)",
+          w_.name, mb_tokens_ * cp_, seq_));
     for (int p = 0; p < par_.pp; ++p) plan_gradients(p);
     run_pipeline();
     account_memory();
