@@ -413,3 +413,21 @@ TEST_CASE(
   req.algorithms = {"nccl"};
   CHECK_THROWS_WITH(run_sweep(s, req), Catch::Contains("does not share links"));
 }
+
+TEST_CASE("a default sweep over rank counts leaves out the same algorithms in any order",
+          "[sweep]") {
+  // Hosts of 8: hierarchical takes 8 ranks, not 12 (8 and 4 on two hosts). Judged at the
+  // first rank count only, --ranks 8,12 stopped the sweep at 12 and 12,8 left it out.
+  const Scenario s =
+      load_scenario(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/hierarchical-vs-flat.json");
+  const auto algorithms_for_ranks = [&](std::vector<int> ranks) {
+    SweepRequest req;
+    req.sizes = parse_sizes("16MiB", "x2");
+    req.rank_counts = std::move(ranks);
+    return plan_sweep(s, req).algorithms;
+  };
+  const auto up = algorithms_for_ranks({8, 12}), down = algorithms_for_ranks({12, 8});
+  CHECK(up == down);
+  CHECK(std::find(up.begin(), up.end(), "hierarchical") == up.end());
+  CHECK(std::find(up.begin(), up.end(), "ring") != up.end());
+}

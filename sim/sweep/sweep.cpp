@@ -153,28 +153,30 @@ SweepAbout about_of(const Scenario& s, const CollectiveSpec& c) {
   return a;
 }
 
-// Why the planner refuses `algorithm` for the swept collective: at the plan's first point,
-// or at every point; nothing when it takes them. Planned as a streamed run plans (no
-// schedule generated where nothing is left to choose), so asking costs little.
+// Why the planner refuses `algorithm` for the swept collective: at each rank count's first
+// size, or at every size; nothing when it takes them all. Every rank count: judged at the
+// first only, an algorithm another count refuses (hierarchical on 6 ranks of hosts of 4)
+// stopped the sweep or not depending on the order of --ranks. Planned as a streamed run
+// plans (no schedule generated where nothing is left to choose), so asking costs little.
 std::optional<std::string> refusal(const Scenario& s, const CollectiveSpec& base,
                                    const SweepPlan& plan, const std::string& algorithm,
-                                   bool every_point) {
+                                   bool every_size) {
   Router router(s.topology, s.network.routing);
   const CostFunction cost = simulated_alone(s, router);
-  const std::size_t sizes = plan.sizes.size();
-  const std::size_t points = every_point ? plan.rank_counts.size() * sizes : 1;
-  for (std::size_t k = 0; k < points; ++k) {
-    const int ranks = plan.rank_counts[k / sizes];
-    const std::int64_t bytes = plan.sizes[k % sizes];
-    Scenario one = s;
-    one.collectives = {point_collective(base, plan.own_ranks, algorithm, ranks, bytes)};
-    try {
-      make_plan(one, router, cost, ScheduleHolding::Streamed);
-    } catch (const InputError& e) {
-      if (!every_point) return e.message();
-      return fmt::format("at {} ranks and {}: {}", ranks, format_bytes(bytes), e.message());
+  const std::size_t sizes = every_size ? plan.sizes.size() : 1;
+  const bool one_point = plan.rank_counts.size() * sizes == 1;
+  for (const int ranks : plan.rank_counts)
+    for (std::size_t k = 0; k < sizes; ++k) {
+      const std::int64_t bytes = plan.sizes[k];
+      Scenario one = s;
+      one.collectives = {point_collective(base, plan.own_ranks, algorithm, ranks, bytes)};
+      try {
+        make_plan(one, router, cost, ScheduleHolding::Streamed);
+      } catch (const InputError& e) {
+        if (one_point) return e.message();
+        return fmt::format("at {} ranks and {}: {}", ranks, format_bytes(bytes), e.message());
+      }
     }
-  }
   return std::nullopt;
 }
 
@@ -230,8 +232,8 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
                        fmt::format("no algorithm \"{}\" for {}", a, name_of(base.shape.op)));
   // Algorithms named with --algorithms must apply; of the default (all of the
   // collective's), those the planner refuses here are left out, and the reports say why:
-  // nvls without a sharp NVSwitch, or under the ideal model. Each is judged at the first
-  // rank count and size; NCCL's pick, which changes with size, at every point.
+  // nvls without a sharp NVSwitch, or under the ideal model. Each is judged at every rank
+  // count's first size; NCCL's pick, which changes with size, at every point.
   if (req.algorithms.empty())
     std::erase_if(algorithms, [&](const std::string& a) {
       const auto why = refusal(s, base, plan, a, a == "nccl");
