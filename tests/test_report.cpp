@@ -670,3 +670,24 @@ TEST_CASE("under ideal, a time below what the busiest link needs is flagged and 
   write_sweep_csv(csv, sweep);
   CHECK_THAT(csv.str(), Catch::Contains(",naive,1048576,") && Catch::EndsWith(",1\n"));
 }
+
+TEST_CASE("a collective's ranks: all of them reordered, or a subset, and NCCL's pick named",
+          "[report]") {
+  const auto table_of = [](const std::string& ranks) {
+    const Scenario s = parse_scenario(
+        nlohmann::json::parse(R"({"topology": "dgx-h100", "network": {"model": "flow"},
+            "collectives": [{"name": "b", "op": "all_reduce", "algorithm": "ring",
+                             "bytes": "1MiB", "ranks": )" +
+                              ranks + "}]}"),
+        ".");
+    const ScenarioResult r = run_scenario(s);
+    return summary_table(s, r, analyse_traffic(s, r));
+  };
+  CHECK_THAT(table_of("[0, 4, 1, 5, 2, 6, 3, 7]"), Catch::Contains(" 8 (reordered) "));
+  CHECK_THAT(table_of("[0, 2, 4, 6]"), Catch::Contains(" 4 (subset) "));
+  // An error of what NCCL picked says it was NCCL's pick, not the collective's word.
+  CHECK_THAT(collsim::test::error_of(R"({"topology": "dgx-h100", "network": {"model": "ideal"},
+      "collectives": [{"name": "a", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB"}]})"),
+             Catch::Contains("collectives[0]: NCCL's model picks nvls/Simple/16ch here: nvls is "
+                             "timed by how its transfers share"));
+}

@@ -5,6 +5,7 @@
 #include "core/json_view.h"
 #include "topology/presets.h"
 #include "topology/routing.h"
+#include "topology/summary.h"
 #include "topology/topology_json.h"
 
 #include <set>
@@ -190,4 +191,30 @@ TEST_CASE("routes do not depend on how far their searches went") {
       if (policy == RoutingPolicy::Ecmp) CHECK(last_hops.size() >= 2);
     }
   }
+}
+
+TEST_CASE("collsim topo says where a GPU cannot reach another", "[topology]") {
+  // g0..g3 on a switch; g4 linked to nothing; then g1's link to the switch one way only.
+  const auto summary_of = [](const std::string& links) {
+    return summarise_topology(
+        load_topology(JsonView(nlohmann::json::parse(R"({"nodes": [{"name": "s", "kind": "switch"},
+            {"name": "g0", "kind": "gpu"}, {"name": "g1", "kind": "gpu"},
+            {"name": "g2", "kind": "gpu"}], "links": )" +
+                                                     links + "}"),
+                               "topology"),
+                      "."));
+  };
+  const std::string duplex = R"({"src": "g0", "dst": "s", "kind": "nvlink", "bandwidth": "100GB/s"},
+      {"src": "g2", "dst": "s", "kind": "nvlink", "bandwidth": "100GB/s"})";
+  CHECK(summary_of("[" + duplex +
+                   R"(, {"src": "g1", "dst": "s", "kind": "nvlink", "bandwidth": "100GB/s"}])")
+            .unreachable.empty());
+  CHECK(summary_of("[" + duplex +
+                   R"(, {"src": "g1", "dst": "s", "kind": "nvlink", "bandwidth": "100GB/s",
+      "duplex": false}])")
+            .unreachable == "rank 0 (g0) cannot reach rank 1 (g1)");
+  CHECK(summary_of("[" + duplex +
+                   R"(, {"src": "s", "dst": "g1", "kind": "nvlink", "bandwidth": "100GB/s",
+      "duplex": false}])")
+            .unreachable == "rank 1 (g1) cannot reach rank 0 (g0)");
 }

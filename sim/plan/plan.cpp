@@ -289,7 +289,15 @@ class Tuner {
       least_at = p.least_at;
       weighed = std::move(p.options);
     }
-    PlannedCollective out = plan(s);
+    PlannedCollective out;
+    try {
+      out = plan(s);
+    } catch (const InputError& e) {
+      // The pick is what the user did not name: say it was NCCL's ("nvls is timed by..."
+      // read as if the collective had asked for nvls).
+      if (pick.empty()) throw;
+      throw InputError(e.where(), fmt::format("NCCL's model picks {} here: {}", pick, e.message()));
+    }
     out.spec.json_path = spec.json_path;
     out.nccl_pick = std::move(pick);
     out.nccl_options = std::move(weighed);

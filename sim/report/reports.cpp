@@ -31,7 +31,12 @@ std::string rank_list(const std::vector<int>& ranks) {
   bool contiguous = true;
   for (std::size_t i = 0; i < ranks.size(); ++i) contiguous &= ranks[i] == static_cast<int>(i);
   if (contiguous) return std::to_string(ranks.size());
-  return fmt::format("{} (subset)", ranks.size());
+  // Every one of 0..K-1 in another order is not a subset.
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  bool all = true;
+  for (std::size_t i = 0; i < sorted.size(); ++i) all &= sorted[i] == static_cast<int>(i);
+  return fmt::format("{} ({})", ranks.size(), all ? "reordered" : "subset");
 }
 
 std::string network_line(const Scenario& s) {

@@ -144,6 +144,41 @@ std::string ratio(double r) {
 
 }  // namespace
 
+namespace {
+
+// Every GPU reaches every other exactly when all reach rank 0's GPU and it reaches all: one
+// search each way over the directed links, linear in the topology.
+std::string unreachable_pair(const Topology& t) {
+  if (t.num_ranks() < 2) return "";
+  const std::size_t n = t.nodes().size();
+  const auto reached = [&](bool forward) {
+    std::vector<std::vector<NodeId>> next(n);
+    for (const Link& l : t.links())
+      (forward ? next[l.src] : next[l.dst]).push_back(forward ? l.dst : l.src);
+    std::vector<char> seen(n, 0);
+    std::vector<NodeId> todo{t.gpu_of_rank(0)};
+    seen[todo.front()] = 1;
+    while (!todo.empty()) {
+      const NodeId at = todo.back();
+      todo.pop_back();
+      for (NodeId to : next[at])
+        if (!seen[to]) seen[to] = 1, todo.push_back(to);
+    }
+    return seen;
+  };
+  const auto label = [&](int rank) {
+    return fmt::format("rank {} ({})", rank, t.node(t.gpu_of_rank(rank)).name);
+  };
+  const auto from = reached(true), to = reached(false);
+  for (int r = 1; r < t.num_ranks(); ++r) {
+    if (!from[t.gpu_of_rank(r)]) return fmt::format("{} cannot reach {}", label(0), label(r));
+    if (!to[t.gpu_of_rank(r)]) return fmt::format("{} cannot reach {}", label(r), label(0));
+  }
+  return "";
+}
+
+}  // namespace
+
 TopologySummary summarise_topology(const Topology& t) {
   TopologySummary s;
   s.name = t.name;
@@ -164,6 +199,7 @@ TopologySummary summarise_topology(const Topology& t) {
   s.tiers = tiers_of(t);
   s.reducing = reducing_of(t);
   s.bisection = bisection_bandwidth(t);
+  s.unreachable = unreachable_pair(t);
   return s;
 }
 
@@ -213,6 +249,8 @@ std::string topology_summary(const Topology& t) {
   }
   out += fmt::format("bisection bandwidth (ranks 0..{} to the rest, one direction): {}\n",
                      s.gpus / 2 - 1, format_bandwidth(s.bisection));
+  if (!s.unreachable.empty())
+    out += fmt::format("warning: {}: a collective across them fails\n", s.unreachable);
   return out;
 }
 
@@ -260,7 +298,9 @@ nlohmann::json topology_summary_json(const Topology& t) {
                               : nlohmann::json(s.injection.capping_kind)}}},
           {"tiers", tiers},
           {"reducing_switches", reducing_json(s.reducing)},
-          {"bisection_Bps", s.bisection}};
+          {"bisection_Bps", s.bisection},
+          {"unreachable",
+           s.unreachable.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.unreachable)}};
 }
 
 namespace {

@@ -63,6 +63,9 @@ struct TopologySummary {
   std::vector<TierSummary> tiers;  // bottom up; empty without leaf/spine/core switches
   std::vector<ReducingSwitches> reducing;  // by kind, then efficiency; empty: none reduces
   double bisection = 0;
+  // Where a GPU cannot reach another over the directed links ("rank 0 (g0) cannot reach
+  // rank 4 (g4)"): a collective across them fails. Empty: every GPU reaches every other.
+  std::string unreachable;
 };
 
 TopologySummary summarise_topology(const Topology& t);
