@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -217,4 +218,31 @@ TEST_CASE("collsim topo says where a GPU cannot reach another", "[topology]") {
                    R"(, {"src": "s", "dst": "g1", "kind": "nvlink", "bandwidth": "100GB/s",
       "duplex": false}])")
             .unreachable == "rank 1 (g1) cannot reach rank 0 (g0)");
+}
+
+TEST_CASE("without host fields, the servers are the islands NVLink and PCIe join", "[topology]") {
+  // Two NVSwitch islands of two GPUs, each GPU with a NIC on PCIe, the NICs on one IB switch.
+  std::string nodes = R"([{"name": "ib", "kind": "switch"})", links = "[";
+  for (int h = 0; h < 2; ++h) {
+    nodes += fmt::format(R"(, {{"name": "nvs{0}", "kind": "nvswitch"}})", h);
+    for (int g = 0; g < 2; ++g) {
+      nodes += fmt::format(
+          R"(, {{"name": "g{0}{1}", "kind": "gpu"}}, {{"name": "n{0}{1}", "kind": "nic"}})", h, g);
+      links += fmt::format(
+          R"({0}{{"src": "g{1}{2}", "dst": "nvs{1}", "kind": "nvlink", "bandwidth": "450GB/s"}},
+          {{"src": "g{1}{2}", "dst": "n{1}{2}", "kind": "pcie", "bandwidth": "64GB/s"}},
+          {{"src": "n{1}{2}", "dst": "ib", "kind": "ib", "bandwidth": "50GB/s"}})",
+          links.size() > 1 ? ", " : "", h, g);
+    }
+  }
+  const Topology t = load_topology(
+      JsonView(nlohmann::json::parse(R"({"nodes": )" + nodes + "], \"links\": " + links + "]}"),
+               "topology"),
+      ".");
+  CHECK(t.node(*t.find("g00")).host == 0);
+  CHECK(t.node(*t.find("n01")).host == 0);
+  CHECK(t.node(*t.find("nvs1")).host == 1);
+  CHECK(t.node(*t.find("g11")).host == 1);
+  CHECK(t.node(*t.find("ib")).host == -1);
+  CHECK(summarise_topology(t).hosts == 2);
 }

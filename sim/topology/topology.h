@@ -105,6 +105,7 @@ class Topology {
     nodes_[id].sharp = true;
     nodes_[id].sharp_efficiency = efficiency;
   }
+  void set_host(NodeId id, int host) { nodes_[id].host = host; }
   void set_bandwidth(LinkId id, double bytes_per_second) {
     links_[id].bandwidth = bytes_per_second;
   }
