@@ -691,3 +691,31 @@ TEST_CASE("a collective's ranks: all of them reordered, or a subset, and NCCL's 
              Catch::Contains("collectives[0]: NCCL's model picks nvls/Simple/16ch here: nvls is "
                              "timed by how its transfers share"));
 }
+
+TEST_CASE("utilisation over time under flow is what each link carried, interval by interval",
+          "[report]") {
+  // 100 MB from GPU 0 to 1 beside a naive 10 MB broadcast from GPU 0 to 2 and 3: gpu0's
+  // uplink carries three flows at a third each, then the big one alone: full all along.
+  // Spread evenly over each transfer's life, it read 150% and then 83%.
+  const Scenario s = parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s",
+          "latency": "0us"}, "network": {"model": "flow", "alpha": "0us"},
+          "collectives": [{"name": "big", "op": "send_recv", "bytes": "100MB", "ranks": [0, 1]},
+            {"name": "small", "op": "broadcast", "algorithm": "naive", "bytes": "10MB",
+             "ranks": [0, 2, 3], "after": []}]})"),
+      ".");
+  const ScenarioResult r = run_scenario(s);
+  const TrafficReport t = analyse_traffic(s, r);
+  const auto bins_of = [&](const std::string& label) {
+    for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l)
+      if (s.topology.link_label(l) == label) return t.links[l].bins;
+    FAIL("no link " << label);
+    return std::vector<float>{};
+  };
+  const auto up = bins_of("gpu0->switch"), down = bins_of("switch->gpu1");
+  REQUIRE(up.size() == 100);
+  for (float u : up) CHECK(u == Approx(1).margin(1e-3));
+  // The broadcast's flows end at 0.3 ms of 1.2 ms: a quarter of the bins at a third.
+  CHECK(down[10] == Approx(1.0 / 3).margin(1e-3));
+  CHECK(down[80] == Approx(1).margin(1e-3));
+}

@@ -60,6 +60,7 @@ FlowModel::Slot FlowModel::allocate(TransferId id, PathId path, double bytes) {
   f.instant = kTimeNever;
   ++f.version;
   f.active = false;
+  f.rate_units = 0;
   return s;
 }
 
@@ -95,6 +96,7 @@ void FlowModel::start_transfer(NetworkHost& host, TransferId id, PathId path, st
                                const TransferCost& cost) {
   // A stretched transfer is, to the solver, a larger one on the same links.
   const Slot s = allocate(id, path, static_cast<double>(bytes) * cost.stretch);
+  flows_[s].stretch = cost.stretch;
   flows_[s].ceiling = cost.ceiling_Bps > 0 ? cost.ceiling_Bps * cost.stretch
                                            : std::numeric_limits<double>::infinity();
   join_memory(s, cost);
@@ -149,9 +151,39 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   arm_completion_timer(host);
 }
 
+void FlowModel::keep_link_rates() {
+  keep_rates_ = true;
+  link_units_.assign(real_links_, 0);
+  link_rates_.assign(real_links_, {});
+}
+
+std::vector<std::vector<RatePoint>> FlowModel::take_link_rates() {
+  return std::move(link_rates_);
+}
+
+// The flow's links take its rate now (its bytes' rate: solver units / stretch; 0 once it
+// has left), as a change point at `now`.
+void FlowModel::note_rate(Slot s, Time now) {
+  Flow& f = flows_[s];
+  const std::int64_t units =
+      f.active ? static_cast<std::int64_t>(std::llround(f.rate / f.stretch * 1e3)) : 0;
+  const std::int64_t delta = units - f.rate_units;
+  if (delta == 0) return;
+  f.rate_units = units;
+  for (LinkId l : router_.links(f.path)) {
+    link_units_[l] += delta;
+    auto& points = link_rates_[l];
+    if (!points.empty() && points.back().at == now)
+      points.back().milli_Bps = link_units_[l];
+    else
+      points.push_back({now, link_units_[l]});
+  }
+}
+
 // A changed rate moves the flow's finish time.
 void FlowModel::set_rate(Slot s, double rate, Time now) {
   Flow& f = flows_[s];
+
   if (f.instant != now) {
     f.instant = now;
     f.rate_before = f.rate;
@@ -166,6 +198,7 @@ void FlowModel::set_rate(Slot s, double rate, Time now) {
   }
   ++f.version;
   due_.push(f.finish, {s, f.version, f.id});
+  if (keep_rates_) note_rate(s, now);
 }
 
 // Each entry is replaced by the link's last one (as a search-and-swap would), whose
@@ -363,6 +396,7 @@ void FlowModel::complete_due(NetworkHost& host) {
       Flow& f = flows_[d.slot];
       f.active = false;
       leave_links(d.slot);
+      if (keep_rates_) note_rate(d.slot, now);
       // Flows left on its links may speed up; links it had to itself need no resolve.
       each_constraint(d.slot, [&](LinkId l) {
         if (!on_link_[l].empty()) dirty_links_.push_back(l);

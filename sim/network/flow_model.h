@@ -35,14 +35,18 @@ class FlowModel final : public NetworkModel {
   }
 
   std::uint64_t resolves() const { return resolves_; }
+  void keep_link_rates() override;
+  std::vector<std::vector<RatePoint>> take_link_rates() override;
 
  private:
   using Slot = std::int32_t;
   struct Flow {
     TransferId id = 0;
     PathId path = -1;
-    double remaining = 0;  // bytes still to move
+    double remaining = 0;  // bytes still to move (stretched: see start_transfer)
     double rate = 0;       // bytes/s; 0 until first solved
+    double stretch = 1;    // TransferCost::stretch: its link bytes move at rate / stretch
+    std::int64_t rate_units = 0;  // keep_link_rates: what it adds to its links (milli_Bps)
     Time last_update = 0;  // when `remaining` was last brought up to date
     Time finish = kTimeNever;
     std::uint32_t version = 0;  // bumps when `finish` changes: stale heap entries are skipped
@@ -74,6 +78,7 @@ class FlowModel final : public NetworkModel {
   double capacity_of(LinkId l) const;
   void activate(NetworkHost& host, Slot s);
   void set_rate(Slot s, double rate, Time now);
+  void note_rate(Slot s, Time now);  // keep_link_rates: its links change with its rate
   void leave_links(Slot s);
   void mark_dirty(Slot s);
   void request_resolve(NetworkHost& host);
@@ -109,6 +114,10 @@ class FlowModel final : public NetworkModel {
   Time armed_at_ = kTimeNever;
   std::uint64_t timer_generation_ = 0;
   std::uint64_t resolves_ = 0;
+  bool keep_rates_ = false;
+  // Per link, its flows' rates summed now (RatePoint::milli_Bps).
+  std::vector<std::int64_t> link_units_;
+  std::vector<std::vector<RatePoint>> link_rates_;  // per link: every change
 
   // Scratch for resolve(), kept to avoid allocating per instant.
   std::vector<std::uint32_t> link_seen_, flow_seen_;

@@ -102,6 +102,14 @@ inline constexpr std::uint64_t cookie_index(std::uint64_t cookie) {
   return cookie >> 2;
 }
 
+// A link's rate from `at` on (all its transfers together), until its next point, in
+// thousandths of a byte per second: integers, so that sums of rates do not depend on the
+// order they are taken in (a 10^13 B/s link is 10^16 of them).
+struct RatePoint {
+  Time at;
+  std::int64_t milli_Bps;
+};
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
@@ -120,6 +128,12 @@ class NetworkModel {
   virtual std::optional<Time> delivery_delay(PathId, const TransferCost&) const {
     return std::nullopt;
   }
+  // A model whose transfers change rate as others come and go (flow) keeps, once asked,
+  // each link's rate at every change, so utilisation over time is what the links carried,
+  // not each transfer's bytes spread evenly over its life; per link, in time order. Models
+  // whose transfers keep one rate return none.
+  virtual void keep_link_rates() {}
+  virtual std::vector<std::vector<RatePoint>> take_link_rates() { return {}; }
 };
 
 std::unique_ptr<NetworkModel> make_network_model(const NetworkParams& params,

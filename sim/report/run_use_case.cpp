@@ -60,8 +60,10 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
   RunFileGather gathered(scenario, *record.result, request.files);
   // A streamed run's files: played again, each op handed over as it retires (the first
   // pass gave the makespan and the spans the files' time bins are laid on).
+  // Its links' rates over time come from that pass, which keeps them (a stored run's own).
   if (streamed)
-    run_scenario_streamed(scenario, FoldWhen::Never, &gathered);
+    record.result->sim.link_rates =
+        run_scenario_streamed(scenario, FoldWhen::Never, &gathered).sim.link_rates;
   else
     retire_recorded(*record.result, gathered);
   record.traffic = gathered.finish();

@@ -211,6 +211,7 @@ class StreamedRun {
     }
     if (streamed) {
       absorb_counters(*streamed);
+      absorb_rates(streamed->link_rates, start);
       absorb_totals(c, *streamed);
       TaskTiming timing;
       timing.start = 0;
@@ -223,6 +224,7 @@ class StreamedRun {
     const SimulationResult r = stored_alone(c, *model);
     retire_to_sink(index, *c.schedule, r, 0, start);
     absorb_counters(r);
+    absorb_rates(r.link_rates, start);
     absorb_totals(c, r);
     record(c, start, r.tasks[0], c.schedule->num_steps, c.schedule->size());
   }
@@ -245,6 +247,7 @@ class StreamedRun {
     Simulator sim(topo_, router_, *model, SimulationOptions{.record_ops = sink_ != nullptr});
     const SimulationResult r = sim.run(tasks);
     absorb_counters(r);
+    absorb_rates(r.link_rates, start);
     for (std::size_t k = 0; k < group.size(); ++k) {
       PlannedCollective& c = group[k];
       retire_to_sink(out_.sim.tasks.size(), *c.schedule, r, k, start);
@@ -256,7 +259,10 @@ class StreamedRun {
     }
   }
 
-  ScenarioResult take() { return std::move(out_); }
+  ScenarioResult take() {
+    sum_rates();
+    return std::move(out_);
+  }
 
  private:
   // A streamed plan's schedule generated whole, to run beside others; with every schedule
@@ -303,6 +309,40 @@ class StreamedRun {
     out_.sim.transfers += r.transfers;
   }
 
+  // Each link's rate over time, from a run that began at `start` in the scenario, as its
+  // changes: summed with the other runs' once all are in (take), whatever their order.
+  void absorb_rates(const std::vector<std::vector<RatePoint>>& rates, Time start) {
+    if (rates.empty()) return;
+    rate_changes_.resize(rates.size());
+    for (std::size_t l = 0; l < rates.size(); ++l) {
+      std::int64_t before = 0;
+      for (const RatePoint& p : rates[l]) {
+        rate_changes_[l].push_back({add_time(start, p.at), p.milli_Bps - before});
+        before = p.milli_Bps;
+      }
+    }
+  }
+
+  // The runs' changes as one rate per link over time (a stored run's points, up to points
+  // that change nothing).
+  void sum_rates() {
+    auto& all = out_.sim.link_rates;
+    all.assign(rate_changes_.size(), {});
+    for (std::size_t l = 0; l < rate_changes_.size(); ++l) {
+      auto& changes = rate_changes_[l];
+      std::stable_sort(changes.begin(), changes.end(),
+                       [](const RatePoint& a, const RatePoint& b) { return a.at < b.at; });
+      std::int64_t rate = 0;
+      for (const RatePoint& c : changes) {
+        rate += c.milli_Bps;
+        if (!all[l].empty() && all[l].back().at == c.at)
+          all[l].back().milli_Bps = rate;
+        else
+          all[l].push_back({c.at, rate});
+      }
+    }
+  }
+
   template <class Result>
   void absorb_totals(const PlannedCollective& c, const Result& r) {
     out_.streamed_totals.push_back(totals_of(topo_, c.spec, r.links, r.node_sent, r.node_received));
@@ -338,6 +378,7 @@ class StreamedRun {
   FoldWhen fold_;
   OpSink* sink_;
   ScenarioResult out_;
+  std::vector<std::vector<RatePoint>> rate_changes_;  // per link: (when, by how much)
   std::size_t held_ = 0;  // ops of the schedules held now, a shared one once per collective
   Time last_end_ = 0;     // when every collective recorded so far has ended
 };

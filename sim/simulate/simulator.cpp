@@ -201,7 +201,9 @@ void Simulator::load(const std::vector<CollectiveTask>& tasks) {
 }
 
 SimulationResult Simulator::run_loaded() {
+  if (options_.record_ops) model_.keep_link_rates();
   play_tasks();
+  result_.link_rates = model_.take_link_rates();
   result_.events = engine_.events_processed();
   result_.links = std::move(traffic_.links);
   result_.node_sent = std::move(traffic_.node_sent);

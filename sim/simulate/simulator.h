@@ -70,6 +70,9 @@ struct SimulationResult {
   std::vector<TaskTiming> tasks;
   RouteTable routes;
   LinkCounters links;
+  // Each link's rate at every change (NetworkModel::keep_link_rates), where the model keeps
+  // them and ops were recorded; empty otherwise.
+  std::vector<std::vector<RatePoint>> link_rates;
   std::vector<std::int64_t> node_sent;      // per topology node
   std::vector<std::int64_t> node_received;  // per topology node
   std::uint64_t events = 0;

@@ -382,8 +382,13 @@ StreamedResult simulate_streamed(const Topology& topology, Router& router, Netwo
                                  const StreamedCollective& collective,
                                  const std::function<Schedule()>& generate, GenerateOn where,
                                  OpSink* sink) {
+  // The files a sink feeds read each link's rate over time, as a stored run's do.
+  if (sink) model.keep_link_rates();
   StreamedSimulator sim(topology, router, model, collective, sink);
-  return where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
+  StreamedResult r =
+      where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
+  r.link_rates = model.take_link_rates();
+  return r;
 }
 
 }  // namespace collsim

@@ -44,6 +44,7 @@ struct StreamedResult {
   std::uint64_t peak_held = 0;   // most ops held at once
   std::uint64_t held_bytes = 0;  // memory of the held ops and their successor lists, at most
   LinkCounters links;
+  std::vector<std::vector<RatePoint>> link_rates;  // as SimulationResult's, with a sink
   std::vector<std::int64_t> node_sent;      // per topology node
   std::vector<std::int64_t> node_received;  // per topology node
 };
