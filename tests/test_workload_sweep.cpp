@@ -278,3 +278,20 @@ TEST_CASE("workload-sweep --splits: a --set value the scenario refuses refuses i
   for (std::size_t i = 1; i < s.points.size(); ++i) CHECK(s.points[i].settings[0] == "64MB");
   CHECK(s.best > 0);
 }
+
+TEST_CASE("workload-sweep: the best does the most work per second; refused rows have no figures",
+          "[workload][sweep]") {
+  // Weak scaling: tokens_per_gpu fixed, 1 to 8 GPUs. The 1-GPU step is the shortest (no
+  // communication), and does an eighth of the 8-GPU step's work: the best was the smallest job.
+  WorkloadSweepOptions o;
+  o.axes = {parse_axis("workload.parallelism.dp=1,2,16,8")};
+  auto doc = sweep_scenario(R"("dp": 1, "micro_batches": 1)", "1TB", "job0", 8);
+  const auto s = sweep_workload(doc, ".", o);
+  REQUIRE(s.points.size() == 4);
+  REQUIRE(!s.points[2].error.empty());  // 16 GPUs on 8
+  CHECK(s.best == 3);
+  CHECK(s.points[0].step_s < s.points[3].step_s);
+  const std::string csv = workload_sweep_csv(s);
+  const auto refused = csv.substr(csv.find("\n16,") + 1);
+  CHECK_THAT(refused.substr(0, refused.find('\n')), Catch::StartsWith("16,,,,,,,,,,,,0,"));
+}

@@ -310,11 +310,20 @@ WorkloadSweep sweep_workload(const nlohmann::json& doc, const std::filesystem::p
     out.points.push_back(run_todo(todo[i], base_dir));
     if (options.progress) options.progress(i + 1, todo.size());
   }
-  for (std::size_t i = 0; i < out.points.size(); ++i) {
-    const auto& p = out.points[i];
-    if (p.error.empty() && p.fits && (out.best < 0 || p.step_s < out.points[out.best].step_s))
+  // The best does the most work per second: the job's tokens per second where every point
+  // counts tokens (points of other GPU counts do other amounts of work in a step: the
+  // fastest step of a weak-scaling sweep was its smallest job), else the shortest step.
+  const auto ran = [](const WorkloadPoint& p) { return p.error.empty() && p.fits; };
+  const bool tokens = std::all_of(out.points.begin(), out.points.end(), [&](const auto& p) {
+    return !ran(p) || p.tokens_per_s_per_gpu > 0;
+  });
+  const auto better = [&](const WorkloadPoint& a, const WorkloadPoint& b) {
+    return tokens ? a.tokens_per_s_per_gpu * a.gpus > b.tokens_per_s_per_gpu * b.gpus
+                  : a.step_s < b.step_s;
+  };
+  for (std::size_t i = 0; i < out.points.size(); ++i)
+    if (ran(out.points[i]) && (out.best < 0 || better(out.points[i], out.points[out.best])))
       out.best = static_cast<int>(i);
-  }
   return out;
 }
 
@@ -378,11 +387,15 @@ std::string workload_sweep_csv(const WorkloadSweep& s) {
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     for (const auto& v : p.settings) out += csv_field(v) + ",";
-    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n",
+    // A refused point has no figures: empty cells, not zeros a reader would take for some.
+    if (!p.error.empty()) {
+      out += fmt::format(",,,,,,,,,,,0,{}\n", csv_field(p.error));
+      continue;
+    }
+    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{},{},\n",
                        p.gpus, p.step_s, p.compute_s, p.exposed_comm_s, p.idle_s, p.speedup,
                        p.scaling_efficiency, p.mfu, p.tokens_per_s_per_gpu, p.memory_bytes,
-                       p.fits ? 1 : 0,
-                       static_cast<int>(i) == s.best ? 1 : 0, csv_field(p.error));
+                       p.fits ? 1 : 0, static_cast<int>(i) == s.best ? 1 : 0);
   }
   return out;
 }
