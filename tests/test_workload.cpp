@@ -883,3 +883,18 @@ TEST_CASE("a micro-batch shorter than one sequence is said", "[workload]") {
                       R"(, "tokens_per_gpu": 4096, "sequence": 4096, "parallelism": {"dp": 4}})"),
              !Catch::Contains("less than one sequence"));
 }
+
+TEST_CASE("a step's hottest links are those that carried the most for their rate", "[workload]") {
+  // The MoE scenario's hot expert: GPU 0's links carry 29.7 GB at 450 GB/s for their whole
+  // busy time; ranked by busy time they came 7th and 8th.
+  const Scenario s =
+      load_scenario(std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-moe-ep.json");
+  const WorkloadRun run = run_workloads(s);
+  const nlohmann::json doc = workload_json(s, run);
+  const auto& hot = doc["hottest_links"];
+  REQUIRE(hot.size() >= 2);
+  CHECK_THAT(hot[0]["link"].get<std::string>(), Catch::Contains("gpu0"));
+  CHECK_THAT(hot[1]["link"].get<std::string>(), Catch::Contains("gpu0"));
+  for (std::size_t i = 1; i < hot.size(); ++i)
+    CHECK(hot[i]["utilisation"].get<double>() <= hot[i - 1]["utilisation"].get<double>());
+}

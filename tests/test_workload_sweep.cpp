@@ -279,7 +279,7 @@ TEST_CASE("workload-sweep --splits: a --set value the scenario refuses refuses i
   CHECK(s.best > 0);
 }
 
-TEST_CASE("workload-sweep: the best does the most work per second; refused rows have no figures",
+TEST_CASE("workload-sweep: the best does the most work per second, refused rows have no figures",
           "[workload][sweep]") {
   // Weak scaling: tokens_per_gpu fixed, 1 to 8 GPUs. The 1-GPU step is the shortest (no
   // communication), and does an eighth of the 8-GPU step's work: the best was the smallest job.

@@ -452,7 +452,7 @@ void memory_section(std::ostream& out, const JobOutcome& j, int job, bool severa
 }
 
 void links_section(std::ostream& out, const Scenario& scenario, const WorkloadRun& run) {
-  const auto hot = workload_report::hottest_links(run.step, kHotLinks);
+  const auto hot = workload_report::hottest_links(scenario.topology, run.step, kHotLinks);
   out << "<h2>Hottest links</h2>\n";
   if (hot.empty()) {
     out << "<p class=\"note\" id=\"hottest-links\">No link carried bytes.</p>\n";

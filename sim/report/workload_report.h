@@ -27,8 +27,9 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
                           int max_ranks = kTraceRanks);
 
 namespace workload_report {
-// The `n` links busy longest over the step, busiest first (none idle).
-std::vector<LinkId> hottest_links(const StepResult& r, std::size_t n);
+// The `n` links that carried the most for their rate over the step (utilisation), then the
+// longest busy; none idle.
+std::vector<LinkId> hottest_links(const Topology& t, const StepResult& r, std::size_t n);
 std::string gigabytes(std::int64_t bytes);  // "12.34 GB" (10^9 B, as GPUs are sold)
 }  // namespace workload_report
 
