@@ -636,6 +636,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
   std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
   std::vector<std::string> other_runs;  // after the first run (-d all, -o all, -r all)
   Columns columns;
+  bool closed = false;  // nccl-tests' closing lines ("# Avg bus bandwidth") were printed
   int first_extra_row = 0;
   Cursor at{file};
   // A byte-order mark ahead of the first line (a log saved by a Windows editor) would hide
@@ -662,6 +663,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
       if (w[0].size() > 1) h.insert(h.begin(), w[0].substr(1));  // "#Rank" as well as "# Rank"
       if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines, at);
       if (std::find(h.begin(), h.end(), "busbw") != h.end()) read_column_headers(h, columns, at);
+      if (h.size() >= 2 && h[0] == "Avg" && h[1] == "bus") closed = true;
       if (!h.empty() && h[0] == "nThread" && !log.rows.empty())
         at.fail(
             fmt::format("a second run's header follows the rows of line {} (one run per log): "
@@ -717,6 +719,13 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     throw InputError(file,
                      "no result rows: expected nccl-tests lines of size, count, type, redop, "
                      "root, time, algbw, busbw, #wrong (out of place, then in place)");
+  // A run stopped early (an MPI abort, a timeout) leaves its last sizes out and no closing
+  // lines: said, not compared as if whole.
+  if (!closed && log.max_bytes > 0 && log.rows.back().bytes < log.max_bytes / 2)
+    log.notes.push_back(fmt::format(
+        "the log ends at {} B, short of its header's maxBytes {} B, without nccl-tests' closing "
+        "lines (# Avg bus bandwidth): the run may have stopped early",
+        log.rows.back().bytes, log.max_bytes));
   if (!other_runs.empty())
     log.notes.push_back(fmt::format(
         "the log holds several runs (-d all, -o all or -r all: element types, reductions or "
