@@ -1394,9 +1394,10 @@ TEST_CASE("nccl-tests logs as users hand them over: copied, reformatted or cut s
              Catch::Contains("expected 9 or 13 fields, as the column headers of line 3 say"));
   // A run stopped early (no closing lines, its last size far short of maxBytes) is said.
   const std::string big = "# nThread 1 nGpus 1 minBytes 1024 maxBytes 1073741824\n" + columns + row;
-  CHECK_THAT(parse_nccl_tests_log(big, "cut.txt").notes.at(0),
+  CHECK_THAT(parse_nccl_tests_log(big, "all_reduce_cut.txt").notes.at(0),
              Catch::Contains("the log ends at 1048576 B, short of its header's maxBytes"));
-  CHECK(parse_nccl_tests_log(big + "# Avg bus bandwidth    : 30.0\n", "whole.txt").notes.empty());
+  CHECK(parse_nccl_tests_log(big + "# Avg bus bandwidth    : 30.0\n", "all_reduce.txt")
+            .notes.empty());
   // A log that does not name its collective is held to what its rows say: an all-reduce's
   // rows are neither an all-gather's (no reduction, a count per rank) nor a broadcast's
   // (busbw = algbw).
