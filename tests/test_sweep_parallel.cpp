@@ -431,3 +431,19 @@ TEST_CASE("a default sweep over rank counts leaves out the same algorithms in an
   CHECK(std::find(up.begin(), up.end(), "hierarchical") == up.end());
   CHECK(std::find(up.begin(), up.end(), "ring") != up.end());
 }
+
+TEST_CASE("a sweep with NCCL's pick says the others pay NCCL's protocol costs too", "[sweep]") {
+  // Beside NCCL's pick each algorithm runs with its fastest protocol: its times differ from a
+  // sweep without it, which the text did not say.
+  const Scenario s =
+      parse_scenario(nlohmann::json::parse(R"({"topology": "dgx-h100", "network": {"model": "flow"},
+          "collectives": [{"name": "ar", "op": "all_reduce", "bytes": "1MiB"}]})"),
+                     ".");
+  SweepRequest req;
+  req.sizes = parse_sizes("1MiB", "x2");
+  req.algorithms = {"ring", "nccl"};
+  CHECK_THAT(sweep_table(run_sweep(s, req)),
+             Catch::Contains("every algorithm pays NCCL's protocol costs"));
+  req.algorithms = {"ring"};
+  CHECK_THAT(sweep_table(run_sweep(s, req)), !Catch::Contains("NCCL's protocol costs"));
+}

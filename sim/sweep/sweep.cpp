@@ -419,6 +419,14 @@ std::string sweep_table(const SweepResult& r) {
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at "
       "that size\n";
   for (const auto& why : r.plan.left_out) out += fmt::format("# left out: {}\n", why);
+  // run_sweep_point: beside NCCL's pick, the others pay NCCL's protocol costs too, so they
+  // differ from a run of the scenario without it; said, as the plan column says per row.
+  const bool with_nccl = std::find(r.plan.algorithms.begin(), r.plan.algorithms.end(), "nccl") !=
+                         r.plan.algorithms.end();
+  if (with_nccl && r.plan.algorithms.size() > 1)
+    out +=
+        "# beside NCCL's pick, every algorithm pays NCCL's protocol costs (its fastest of LL, "
+        "LL128 and Simple, or the scenario's protocol)\n";
   if (std::any_of(r.rows.begin(), r.rows.end(),
                   [](const SweepRow& row) { return row.over_link_rate; }))
     out +=
