@@ -280,9 +280,7 @@ struct TrafficWalk::State {
   // carrying one alone read 150% and then 83%.
   void bins_from_rates() {
     std::fill(bins_.begin(), bins_.end(), 0.0f);
-    const std::size_t L = t_.links().size();
-    const double bin = rep_.bin_s;
-    for (std::size_t l = 0; l < L; ++l) {
+    for (std::size_t l = 0; l < t_.links().size(); ++l) {
       const auto& points = r_.sim.link_rates[l];
       // Each interval of one rate whole, from the first point to the next that changes it:
       // a point that changes nothing (a rate set and set back at one instant) would cut an
@@ -293,14 +291,7 @@ struct TrafficWalk::State {
         const double a = to_seconds(points[i].at);
         const double b = j < points.size() ? to_seconds(points[j].at) : a;
         const double rate = static_cast<double>(points[i].milli_Bps) * 1e-3;
-        if (rate <= 0 || b <= a) continue;
-        const double capacity = t_.link(static_cast<LinkId>(l)).bandwidth;
-        const int first = std::min(rep_.bins - 1, static_cast<int>(a / bin));
-        const int last = std::min(rep_.bins - 1, static_cast<int>(b / bin));
-        for (int k = first; k <= last; ++k) {
-          const double lo = std::max(a, k * bin), hi = std::min(b, (k + 1) * bin);
-          if (hi > lo) bins_[k * L + l] += static_cast<float>(rate * (hi - lo) / (capacity * bin));
-        }
+        if (b > a) add_rate(static_cast<LinkId>(l), rate, a, b);
       }
     }
   }
@@ -309,7 +300,11 @@ struct TrafficWalk::State {
   // (bin-major while walking: one step's transfers, in one bin, touch neighbouring
   // entries, not a line each; into the report's per-link bins at the end).
   void spread(LinkId l, std::int64_t bytes, double a, double b) {
-    const double rate = b > a ? bytes / (b - a) : 0;
+    if (b > a) add_rate(l, bytes / (b - a), a, b);
+  }
+
+  // Link l at `rate` bytes/s over [a, b], into the utilisation bins it covers.
+  void add_rate(LinkId l, double rate, double a, double b) {
     if (rate <= 0) return;
     const double bin = rep_.bin_s, capacity = t_.link(l).bandwidth;
     const int first = std::min(rep_.bins - 1, static_cast<int>(a / bin));

@@ -447,6 +447,10 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
   return std::nullopt;
 }
 
+// Half the last digit nccl-tests prints bandwidths to ("%.2f"): how far a printed one may be
+// from the value it stands for.
+constexpr double kHalfDigit = 0.005;
+
 // busbw / algbw is nccl-tests' bus factor (busbw_factor), which for most collectives gives
 // K back: top x (K-1)/K. Printed to two decimals, each row only bounds it (the smaller the
 // bandwidths, the wider), and so bounds K; every row's bounds must hold, and leave one
@@ -455,7 +459,6 @@ std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
   if (busbw_factor(log.op, 2) == busbw_factor(log.op, 3)) return std::nullopt;  // not K's
   const double top = 2 * busbw_factor(log.op, 2);  // the factor as K grows without bound
   const auto k_of = [top](double f) { return f < top ? top / (top - f) : INFINITY; };
-  constexpr double kHalfDigit = 0.005;  // "%.2f"
   double lo = 1, hi = INFINITY;
   bool bounded = false;
   for (const auto& r : log.rows) {
@@ -553,7 +556,6 @@ bool counts_per_rank(CollectiveOp op) {
 std::string rows_contradict(const NcclTestsLog& log) {
   const CollectiveOp op = log.op;
   const std::string_view name = name_of(op);
-  constexpr double kHalfDigit = 0.005;  // "%.2f"
   for (const NcclTestsRow& r : log.rows) {
     if (r.redop_printed && op != CollectiveOp::SendRecv && (r.redop != "none") != is_reducing(op))
       return fmt::format("line {} prints the reduction \"{}\", and {} {}", r.line, r.redop, name,
