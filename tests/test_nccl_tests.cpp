@@ -164,9 +164,15 @@ TEST_CASE("nccl-tests parser names file and line of what it cannot read", "[nccl
   CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader +
                                           "  1024  256  float  sum  -1  1.0  0.03  0.05  x\n"),
              Catch::Contains("#wrong as a count, an error or N/A"));
-  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + row),
-             Catch::Contains("bad.txt:4") && Catch::Contains("sizes must increase") &&
-                 Catch::Contains("line 3"));
+  const std::string row_2k =
+      "        2048           512     float     sum      -1    37.38    0.05"
+      "    0.08       0    36.55    0.06    0.08       0\n";
+  const std::string row_512 =
+      "         512           128     float     sum      -1    37.38    0.01"
+      "    0.02       0    36.55    0.01    0.02       0\n";
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + row_2k + row_512),
+             Catch::Contains("bad.txt:5") && Catch::Contains("sizes must increase") &&
+                 Catch::Contains("512 follows 2048 at line 4"));
   CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader),
              Catch::Contains("bad.txt") && Catch::Contains("no result rows"));
   CHECK_THAT(nccl_tests_test::parse_error("#  Rank  x Group 0\n" + row),
@@ -214,12 +220,16 @@ TEST_CASE("nccl-tests parser: zero-byte rows and a reduced maxBytes, as nccl-tes
   REQUIRE(log.rows.size() == 4);
   CHECK(log.rows[0].bytes == 0);
   CHECK(log.rows[2].bytes == 32);
-  // A size that repeats is still refused unless it is zero, and so is a size after 0 rows
-  // that goes down again.
+  // A size after 0 rows that goes down again, not to the first size, is refused.
   CHECK_THAT(nccl_tests_test::parse_error(
-                 text + "          64             2     float    none      -1    10.60    0.01    "
-                        "0.01      0    10.50    0.01    0.01      0\n"),
-             Catch::Contains("sizes must increase") && Catch::Contains("64 follows 64"));
+                 text + "          32             1     float    none      -1    10.60    0.00    "
+                        "0.00      0    10.50    0.00    0.00      0\n"),
+             Catch::Contains("sizes must increase") && Catch::Contains("32 follows 64"));
+  // nccl-tests -N: the sweep again, its zero-byte rows those of the first.
+  const NcclTestsLog again =
+      parse_nccl_tests_log(text + text.substr(text.find("           0 ")), "ag.txt");
+  CHECK(again.rows.size() == 4);
+  CHECK_THAT(again.notes.back(), Catch::Contains("in 2 sweeps"));
   CHECK_THAT(nccl_tests_test::parse_error("# Reducing maxBytes to lots due to memory limitation\n"),
              Catch::Contains("bad.txt:1") && Catch::Contains("Reducing maxBytes to"));
 }
@@ -1417,4 +1427,154 @@ TEST_CASE("nccl-tests logs as users hand them over: copied, reformatted or cut s
   whole_count.replace(whole_count.find("sum"), 3, "none");
   CHECK_THAT(parse_error(whole_count, "all_gather.txt"),
              Catch::Contains("prints a count of 262144 for 1048576 bytes: a count of the whole"));
+}
+
+TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeated sweeps, JSON",
+          "[nccl-tests]") {
+  using nccl_tests_test::parse_error;
+  const std::string& header = nccl_tests_test::kHeader;
+  const std::string columns =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n";
+  // 4 GPUs: busbw = algbw x 1.5; algbw = size / time.
+  const auto row = [](int kib, double us) {
+    const double algbw = kib * 1024.0 / (us * 1e3);
+    return fmt::format(
+        "  {}  {}  float  sum  -1  {:.2f}  {:.2f}  {:.2f}  0  {:.2f}  {:.2f}  {:.2f}  0",
+        kib * 1024, kib * 256, us, algbw, 1.5 * algbw, us, algbw, 1.5 * algbw);
+  };
+  // -S 1: when each size finished, after the in-place columns.
+  const NcclTestsLog stamped =
+      parse_nccl_tests_log(header + columns + row(1024, 52.0) + "  2026-03-05 22:01:16\n" +
+                               row(2048, 90.0) + "  2026-03-05 22:01:18\n",
+                           "stamped.txt");
+  REQUIRE(stamped.rows.size() == 2);
+  CHECK(stamped.rows[1].out_of_place.time_us == 90.0);
+  CHECK(stamped.rows[1].in_place->time_us == 90.0);
+
+  // The per-iteration report: i_min, i_max, i_p99 and i_cv% after each measurement.
+  const std::string per_iteration =
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong    "
+      "i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    "
+      "i_p99    i_cv%\n";
+  const std::string iter_row =
+      "  1048576  262144  float  sum  -1  52.43  20.00  30.00  0  50.1  60.2  59.0  3.1  52.00  "
+      "20.17  30.25  0  50.0  58.1  57.9  2.9\n";
+  const NcclTestsLog iterated = parse_nccl_tests_log(header + per_iteration + iter_row, "it.txt");
+  CHECK(iterated.rows.at(0).out_of_place.time_us == 52.43);
+  CHECK(iterated.rows.at(0).in_place->time_us == 52.00);
+  std::string bad_iter = iter_row;
+  bad_iter.replace(bad_iter.find("59.0"), 4, "n/a!");
+  CHECK_THAT(parse_error(header + per_iteration + bad_iter),
+             Catch::Contains("expected the out-of-place per-iteration statistic as a number"));
+  // Without the per-iteration headers, 21 fields are not a row of 13.
+  CHECK_THAT(parse_error(header + columns + iter_row), Catch::Contains("expected 9 or 13 fields"));
+
+  // -N 3: the sweep again from the first size, no header between. Per size the median time
+  // stands; every row kept is one the log printed.
+  const std::string three = header + columns + row(1024, 52.0) + "\n" + row(2048, 90.0) + "\n" +
+                            row(1024, 60.0) + "\n" + row(2048, 95.0) + "\n" + row(1024, 50.0) +
+                            "\n" + row(2048, 99.0) + "\n";
+  const NcclTestsLog cycles = parse_nccl_tests_log(three, "cycles.txt");
+  REQUIRE(cycles.rows.size() == 2);
+  CHECK(cycles.rows[0].out_of_place.time_us == 52.0);
+  CHECK(cycles.rows[0].line == 4);
+  CHECK(cycles.rows[1].out_of_place.time_us == 95.0);
+  CHECK(cycles.rows[1].line == 7);
+  CHECK_THAT(cycles.notes.at(0), Catch::Contains("in 3 sweeps (nccl-tests -N 3)"));
+  // Two sweeps: the faster of the two.
+  CHECK(parse_nccl_tests_log(header + columns + row(1024, 52.0) + "\n" + row(1024, 50.0) + "\n",
+                             "two.txt")
+            .rows.at(0)
+            .out_of_place.time_us == 50.0);
+  // A size going down to one that is not the first, or a second sweep with a size the first
+  // did not time, is not a repeat.
+  CHECK_THAT(parse_error(header + columns + row(1024, 52.0) + "\n" + row(4096, 150.0) + "\n" +
+                         row(2048, 90.0) + "\n"),
+             Catch::Contains("sizes must increase from row to row"));
+  CHECK_THAT(parse_error(header + columns + row(1024, 52.0) + "\n" + row(4096, 150.0) + "\n" +
+                         row(1024, 52.0) + "\n" + row(2048, 90.0) + "\n"),
+             Catch::StartsWith("bad.txt:7: the sweep that starts again times 2097152 bytes"));
+  // A size printed twice in a row (a linear -i step below one element per rank).
+  const NcclTestsLog twice =
+      parse_nccl_tests_log(header + columns + row(1024, 52.0) + "\n" + row(1024, 51.0) + "\n" +
+                               row(1024, 58.0) + "\n" + row(2048, 90.0) + "\n",
+                           "twice.txt");
+  REQUIRE(twice.rows.size() == 2);
+  CHECK(twice.rows[0].out_of_place.time_us == 52.0);
+  CHECK_THAT(twice.notes.at(0), Catch::Contains("a linear step, -i"));
+
+  // pdsh's host and moreutils' ts marks come off; NCCL's "host:pid:tid" lines keep theirs.
+  const NcclTestsLog marked = parse_nccl_tests_log(
+      "node-01: # Collective test starting: all_gather_perf\n"
+      "Dec 05 22:01:16 node-01: # nThread 1 nGpus 4 minBytes 1024 maxBytes 4096\n"
+      "node-01:1234:1234 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+      "node-01: " +
+          row(1024, 52.0) + "\n",
+      "marked.txt");
+  CHECK(marked.op == CollectiveOp::AllGather);
+  CHECK(marked.gpus_per_thread == 4);
+  CHECK(marked.nccl_algo == "Ring");
+  CHECK(marked.rows.size() == 1);
+  CHECK(without_launcher_marks("host.example.com:  8  2") == "  8  2");
+  CHECK(without_launcher_marks("node01:99:99 NCCL INFO x") == "node01:99:99 NCCL INFO x");
+
+  // nccl-tests -J: the same header and rows, as JSON.
+  nlohmann::json doc = {
+      {"version", 2},
+      {"args", {"./build/all_gather_perf", "-b", "1M", "-e", "2M", "-J", "out.json"}},
+      {"env", {"NCCL_PROTO=Simple", "HOME=/root"}},
+      {"nccl_version", 22602},
+      {"config",
+       {{"nthreads", 1},
+        {"ngpus", 1},
+        {"minimum_bytes", 1048576},
+        {"maximum_bytes", 2097152},
+        {"devices", {{{"rank", 0}}, {{"rank", 1}}, {{"rank", 2}}, {{"rank", 3}}}}}},
+      {"results", nlohmann::json::array()},
+      {"average_bus_bandwidth", {{"bandwidth", 30.0}}}};
+  // An all-gather on 4 GPUs: busbw = algbw x 0.75, a count per rank.
+  for (const auto& [bytes, us] : {std::pair{1048576, 52.0}, {2097152, 90.0}}) {
+    const double algbw = bytes / (us * 1e3);
+    const nlohmann::json measured = {
+        {"time", us}, {"alg_bw", algbw}, {"bus_bw", 0.75 * algbw}, {"nwrong", 0.0}};
+    doc["results"].push_back({{"size", bytes},
+                              {"count", bytes / 16},
+                              {"type", "float"},
+                              {"redop", "none"},
+                              {"root", "    -1"},
+                              {"out_of_place", measured},
+                              {"in_place", measured}});
+  }
+  const NcclTestsLog json = parse_nccl_tests_log(doc.dump(), "out.json");
+  CHECK(json.from_json);
+  CHECK(json.op == CollectiveOp::AllGather);
+  CHECK(json.op_source == "the test binary the log names");
+  CHECK(json.ranks == 4);
+  CHECK(json.ranks_source == "the log's devices");
+  CHECK(json.nccl_version == "2.26.2");
+  CHECK(json.nccl_proto == "Simple");
+  REQUIRE(json.rows.size() == 2);
+  CHECK(json.rows[1].out_of_place.time_us == 90.0);
+  CHECK(json.rows[1].root == -1);
+  CHECK(json.notes.empty());
+  // Errors name the entry, by JSON path.
+  nlohmann::json bad = doc;
+  bad["results"][1]["out_of_place"]["time"] = "slow";
+  CHECK_THAT(parse_error(bad.dump(), "out.json"),
+             Catch::StartsWith("out.json:results[1].out_of_place.time: expected a number"));
+  bad = doc;
+  bad["results"][1]["out_of_place"]["time"] = 9.0;  // algbw no longer size / time
+  CHECK_THAT(parse_error(bad.dump(), "out.json"),
+             Catch::StartsWith("out.json:results[1]: the out-of-place algbw"));
+  bad = doc;
+  bad["results"][1]["out_of_place"].erase("time");
+  bad["results"][1]["out_of_place"]["cpu_time"] = 90.0;
+  CHECK_THAT(parse_error(bad.dump(), "out.json"), Catch::Contains("the log's times are the CPU's"));
+  bad = doc;
+  for (auto& r : bad["results"]) r["redop"] = "sum";  // not what an all-gather prints
+  CHECK_THAT(parse_error(bad.dump(), "out.json"),
+             Catch::Contains("results[0] prints the reduction \"sum\""));
+  CHECK_THAT(parse_error(doc.dump().substr(0, 100), "out.json"),
+             Catch::StartsWith("out.json: malformed JSON"));
 }

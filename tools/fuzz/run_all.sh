@@ -13,7 +13,7 @@ cd "$repo"
 targets=(
   # name       dictionary                 seed folders (relative to the repository)
   "scenario    tools/fuzz/json.dict       scenarios topologies"
-  "nccl_log    tools/fuzz/nccl_log.dict   data/nccl-tests"
+  "nccl_log    tools/fuzz/nccl_log.dict   data/nccl-tests tools/fuzz/seeds/nccl_log"
   "calibration tools/fuzz/calibration.dict tools/fuzz/seeds/calibration"
   "workload    tools/fuzz/workload.dict   tools/fuzz/seeds/workload"
   "chakra      tools/fuzz/chakra.dict     tools/fuzz/seeds/chakra"

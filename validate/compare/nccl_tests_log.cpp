@@ -12,8 +12,64 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_view.h"
 
 namespace collsim {
+
+namespace {
+
+bool is_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch));
+  });
+}
+
+// "12:00:00": a clock time, as moreutils' ts and kubectl print it.
+bool is_clock(std::string_view s) {
+  return s.size() == 8 && s[2] == ':' && s[5] == ':' && is_digits(s.substr(0, 2)) &&
+         is_digits(s.substr(3, 2)) && is_digits(s.substr(6, 2));
+}
+
+// "2026-03-05": a date, as nccl-tests -S and ts -s print it.
+bool is_date(std::string_view s) {
+  return s.size() == 10 && s[4] == '-' && s[7] == '-' && is_digits(s.substr(0, 4)) &&
+         is_digits(s.substr(5, 2)) && is_digits(s.substr(8, 2));
+}
+
+// The first word of `line` and what follows it, blanks ahead of both skipped.
+std::pair<std::string_view, std::string_view> first_word(std::string_view line) {
+  const std::size_t start = std::min(line.size(), line.find_first_not_of(" \t"));
+  const std::size_t end = std::min(line.size(), line.find_first_of(" \t", start));
+  return {line.substr(start, end - start), line.substr(end)};
+}
+
+// What a tool that runs the command on many hosts, or stamps its lines, puts ahead of each:
+// moreutils' ts ("Dec 05 22:01:16 "), pdsh and clush ("node01: "). A host's mark is one word
+// of a host name's characters ending in ':', and only taken off where what follows is
+// nccl-tests' (a '#' line or a row): NCCL's own "host:pid:tid" lines keep theirs.
+std::string_view without_host_marks(std::string_view line) {
+  const auto [month, after_month] = first_word(line);
+  const auto [day, after_day] = first_word(after_month);
+  const auto [clock, after_clock] = first_word(after_day);
+  if (month.size() == 3 && std::isalpha(static_cast<unsigned char>(month[0])) && is_digits(day) &&
+      day.size() <= 2 && is_clock(clock))
+    line = after_clock;
+  const auto [host, rest] = first_word(line);
+  const bool host_chars = host.size() > 1 && std::all_of(host.begin(), host.end() - 1, [](char ch) {
+                            const auto c = static_cast<unsigned char>(ch);
+                            return std::isalnum(c) || c == '-' || c == '.' || c == '_';
+                          });
+  const std::string_view next = first_word(rest).first;
+  const bool nccl_tests_line =
+      !next.empty() && (next[0] == '#' || std::isdigit(static_cast<unsigned char>(next[0])));
+  // A bare number before ':' is srun --label's rank, read below.
+  if (host_chars && host.back() == ':' && !is_digits(host.substr(0, host.size() - 1)) &&
+      nccl_tests_line)
+    line = rest;
+  return line;
+}
+
+}  // namespace
 
 // What launchers put on each line of a rank's output, taken off so that the line reads as
 // nccl-tests printed it: kubectl's --timestamps, then Open MPI's --tag-output
@@ -31,6 +87,7 @@ std::string without_launcher_marks(std::string_view line) {
     const std::size_t end = line.find_first_of(" \t", t);
     line.remove_prefix(end == std::string_view::npos ? line.size() : end);
   }
+  line = without_host_marks(line);
   std::size_t i = line.find_first_not_of(" \t");
   if (i == std::string_view::npos) return std::string(line);
   if (line[i] == '[') {  // "[1,0]<stdout>:" or "[1,0]<stderr>:"
@@ -98,11 +155,18 @@ std::optional<double> to_number(std::string_view s) {
 static_assert(kMaxLogBytes < INT_MAX, "a log's lines are counted in an int");
 struct Cursor {
   const std::string& file;
-  int line = 0;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(fmt::format("{}:{}", file, line), what);
+  int line = 0;  // of the text; of nccl-tests' JSON output, the result entry's, from 1
+  bool json = false;
+  std::string where() const {
+    return json ? fmt::format("{}:results[{}]", file, line - 1) : fmt::format("{}:{}", file, line);
   }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(where(), what); }
 };
+
+// Where row `line` of `log` was: "line 12", or "results[3]" of nccl-tests' JSON output.
+std::string row_at(const NcclTestsLog& log, int line) {
+  return log.from_json ? fmt::format("results[{}]", line - 1) : fmt::format("line {}", line);
+}
 
 // "22602" (NCCL_VERSION_CODE: major*10000 + minor*100 + patch) -> "2.26.2".
 std::string version_from_code(std::int64_t code) {
@@ -269,6 +333,10 @@ struct Columns {
   int line = 0;  // of the headers; 0: not seen
   bool redop = false, root = false;
   WrongColumn wrong = WrongColumn::Unknown;
+  // Per-iteration statistics after each measurement (i_min, i_max, i_p99, i_cv%: nccl-tests'
+  // per-iteration report), read as numbers and left out.
+  bool per_iteration = false;
+  std::size_t width() const { return per_iteration ? 8 : 4; }  // fields of one measurement
 };
 
 // Reads the column headers, or fails where they name a time that is not the collective's.
@@ -286,6 +354,7 @@ void read_column_headers(const std::vector<std::string_view>& h, Columns& column
   columns.root = has("root");
   if (has("#wrong")) columns.wrong = WrongColumn::Count;
   if (has("error")) columns.wrong = WrongColumn::Error;
+  columns.per_iteration = has("i_min");
 }
 
 std::int64_t wrong_count(std::string_view text, double value, WrongColumn column) {
@@ -300,7 +369,9 @@ std::int64_t wrong_count(std::string_view text, double value, WrongColumn column
 // bandwidths are not bounded (one GPU's in-place run copies nothing, and nccl-tests prints
 // its 0.19 us as 1.4 PB/s).
 NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t at, const Cursor& c,
-                            const char* which, WrongColumn column, bool bound_bandwidth = true) {
+                            const char* which, const Columns& columns,
+                            bool bound_bandwidth = true) {
+  const WrongColumn column = columns.wrong;
   NcclTestsResult r;
   const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
   const double bandwidth_limit = bound_bandwidth ? kMaxLogBandwidthGBps : INFINITY;
@@ -322,6 +393,10 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
                          wrong));
     r.wrong = wrong_count(wrong, *v, column);
   }
+  for (std::size_t i = 4; i < columns.width(); ++i)
+    if (const auto v = to_number(w[at + i]); !v || *v < 0)
+      c.fail(fmt::format("expected the {} per-iteration statistic as a number, got \"{}\"", which,
+                         w[at + i]));
   return r;
 }
 
@@ -331,23 +406,25 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
 // place.
 // The column headers, where the log prints them, say which of redop and root a row has: a
 // row cut short (a root read as a time) is then refused, not misread.
-NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c,
-                      const Columns& columns) {
-  const WrongColumn column = columns.wrong;
+NcclTestsRow read_row(std::vector<std::string_view> w, const Cursor& c, const Columns& columns) {
+  // nccl-tests -S prints when each size finished ("2026-03-05 22:01:16") after its columns.
+  if (w.size() > 2 && is_date(w[w.size() - 2]) && is_clock(w.back())) w.resize(w.size() - 2);
+  const std::size_t width = columns.width();
   if (columns.line > 0) {
     const std::size_t lead = 3 + (columns.redop ? 1 : 0) + (columns.root ? 1 : 0);
-    if (w.size() != lead + 4 && w.size() != lead + 8)
+    if (w.size() != lead + width && w.size() != lead + 2 * width)
       c.fail(fmt::format(
           "expected {} or {} fields, as the column headers of line {} say (size, count, "
-          "type{}{}, then time, algbw, busbw and #wrong out of place and optionally in place); "
+          "type{}{}, then time, algbw, busbw and #wrong{} out of place and optionally in place); "
           "got {}: a row cut short, or a line printed into it",
-          lead + 4, lead + 8, columns.line, columns.redop ? ", redop" : "",
-          columns.root ? ", root" : "", w.size()));
+          lead + width, lead + 2 * width, columns.line, columns.redop ? ", redop" : "",
+          columns.root ? ", root" : "", columns.per_iteration ? " and 4 per-iteration figures" : "",
+          w.size()));
   }
   const bool has_redop = columns.line > 0 ? columns.redop : w.size() > 3 && !to_number(w[3]);
   const std::size_t rest = w.size() - (has_redop ? 4 : 3);
   const bool has_root = columns.line > 0 ? columns.root : rest == 5 || rest == 9;
-  if (w.size() < 7 || (rest != 4 && rest != 5 && rest != 8 && rest != 9))
+  if (columns.line == 0 && (w.size() < 7 || (rest != 4 && rest != 5 && rest != 8 && rest != 9)))
     c.fail(fmt::format(
         "expected a result row of size, count, type, redop and root (either of the last two "
         "absent in old logs), then time, algbw, busbw and #wrong (or error) out of place and "
@@ -389,8 +466,9 @@ NcclTestsRow read_row(const std::vector<std::string_view>& w, const Cursor& c,
     row.root = static_cast<int>(*root);
     ++at;
   }
-  row.out_of_place = read_result(w, at, c, "out-of-place", column);
-  if (w.size() == at + 8) row.in_place = read_result(w, at + 4, c, "in-place", column, false);
+  row.out_of_place = read_result(w, at, c, "out-of-place", columns);
+  if (w.size() == at + 2 * width)
+    row.in_place = read_result(w, at + width, c, "in-place", columns, false);
   return row;
 }
 
@@ -413,14 +491,8 @@ void check_algbw(const NcclTestsRow& row, const Cursor& c) {
 // (MPI warnings, NCCL INFO lines) that nccl-tests' output gets interleaved with.
 // Digits only, however many: a size too large for 64 bits is still a row, and refused as one
 // (a log whose one row held 10^23 bytes read as a log of no rows).
-bool all_digits(std::string_view word) {
-  return !word.empty() && std::all_of(word.begin(), word.end(), [](char ch) {
-    return std::isdigit(static_cast<unsigned char>(ch));
-  });
-}
-
 bool looks_like_row(const std::vector<std::string_view>& w) {
-  return !w.empty() && all_digits(w[0]) && (w.size() == 1 || all_digits(w[1]));
+  return !w.empty() && is_digits(w[0]) && (w.size() == 1 || is_digits(w[1]));
 }
 
 std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
@@ -525,7 +597,7 @@ void settle_ranks(NcclTestsLog& log, RankSet& rank_lines, int hint, int otherwis
     log.ranks_source = "given";
   } else if (from_lines > 0 && (!from_bus || *from_bus == from_lines)) {
     log.ranks = static_cast<int>(from_lines);  // below kMaxLogGpus
-    log.ranks_source = "the log's Rank lines";
+    log.ranks_source = log.from_json ? "the log's devices" : "the log's Rank lines";
   } else if (from_bus) {
     log.ranks = *from_bus;
     log.ranks_source = from_lines > 0
@@ -558,14 +630,14 @@ std::string rows_contradict(const NcclTestsLog& log) {
   const std::string_view name = name_of(op);
   for (const NcclTestsRow& r : log.rows) {
     if (r.redop_printed && op != CollectiveOp::SendRecv && (r.redop != "none") != is_reducing(op))
-      return fmt::format("line {} prints the reduction \"{}\", and {} {}", r.line, r.redop, name,
-                         is_reducing(op) ? "reduces" : "does not reduce");
+      return fmt::format("{} prints the reduction \"{}\", and {} {}", row_at(log, r.line), r.redop,
+                         name, is_reducing(op) ? "reduces" : "does not reduce");
     const std::int64_t whole = r.count * element_size(nccl_tests_dtype(r.type).value());
     if (r.count > 0 && log.ranks > 1 && (r.bytes != whole) != counts_per_rank(op))
-      return fmt::format(
-          "line {} prints a count of {} for {} bytes: a count {}, where {} prints {}", r.line,
-          r.count, r.bytes, r.bytes == whole ? "of the whole" : "per rank", name,
-          counts_per_rank(op) ? "one per rank" : "the whole");
+      return fmt::format("{} prints a count of {} for {} bytes: a count {}, where {} prints {}",
+                         row_at(log, r.line), r.count, r.bytes,
+                         r.bytes == whole ? "of the whole" : "per rank", name,
+                         counts_per_rank(op) ? "one per rank" : "the whole");
     // The factor on any GPU count, not the log's: a count that does not fit is the GPU
     // count's mismatch, said where it is compared.
     const double a = r.out_of_place.algbw_GBps, b = r.out_of_place.busbw_GBps;
@@ -573,12 +645,12 @@ std::string rows_contradict(const NcclTestsLog& log) {
     const double most = least == busbw_factor(op, 3) ? least : 2 * least;  // top x (K-1)/K
     if (a >= 1 && ((b + kHalfDigit) / (a - kHalfDigit) < least - 1e-9 ||
                    (b - kHalfDigit) / (a + kHalfDigit) > most + 1e-9))
-      return least == most ? fmt::format("line {} has busbw / algbw {:.3f}, where {} has {:.3f}",
-                                         r.line, b / a, name, least)
+      return least == most ? fmt::format("{} has busbw / algbw {:.3f}, where {} has {:.3f}",
+                                         row_at(log, r.line), b / a, name, least)
                            : fmt::format(
-                                 "line {} has busbw / algbw {:.3f}, where {} has from "
+                                 "{} has busbw / algbw {:.3f}, where {} has from "
                                  "{:.3f} (2 GPUs) to below {:.3f}",
-                                 r.line, b / a, name, least, most);
+                                 row_at(log, r.line), b / a, name, least, most);
   }
   return "";
 }
@@ -589,6 +661,72 @@ std::string run_of(const NcclTestsRow& row) {
   return row.root >= 0 ? fmt::format("{} {} root {}", row.type, row.redop, row.root)
                        : fmt::format("{} {}", row.type, row.redop);
 }
+
+// The rows of one run, in the order nccl-tests prints them. Sizes increase from row to row,
+// except that
+// - all-gather, reduce-scatter and all-to-all print a size per rank's count: 0 bytes for every
+//   small size whose count rounds down to 0, and the same size again where a linear step
+//   (-i) is smaller than one element per rank;
+// - nccl-tests -N times the whole sweep again, from the smallest size, with no header between.
+// Every timing of one size measured the same kernels: the one with the median out-of-place
+// time stands for it (the faster of the two middle ones of an even count).
+class Sweeps {
+ public:
+  void add(NcclTestsRow row, NcclTestsLog& log, const Cursor& at) {
+    const bool again =
+        !log.rows.empty() && row.bytes < last_bytes_ && row.bytes == log.rows.front().bytes;
+    if (again) ++sweeps_;
+    if (!log.rows.empty() && !again && row.bytes < last_bytes_)
+      at.fail(fmt::format(
+          "sizes must increase from row to row (one run per log; nccl-tests -N starts again from "
+          "the first size, {}): {} follows {} at {}",
+          log.rows.front().bytes, row.bytes, last_bytes_, row_at(log, last_line_)));
+    repeated_ |= !log.rows.empty() && !again && row.bytes == last_bytes_ && row.bytes > 0;
+    last_bytes_ = row.bytes;
+    last_line_ = row.line;
+    (sweeps_ == 1 ? log.rows : later_).push_back(std::move(row));
+  }
+
+  void settle(NcclTestsLog& log) {
+    if (sweeps_ == 1 && !repeated_) return;
+    for (const NcclTestsRow& r : later_)
+      if (std::none_of(log.rows.begin(), log.rows.end(),
+                       [&r](const NcclTestsRow& first) { return first.bytes == r.bytes; }))
+        throw InputError(Cursor{log.file, r.line, log.from_json}.where(),
+                         fmt::format("the sweep that starts again times {} bytes, which the "
+                                     "first sweep did not (one run per log)",
+                                     r.bytes));
+    std::vector<NcclTestsRow> kept;
+    for (NcclTestsRow& r : log.rows) {
+      if (r.bytes == 0) {  // sizes that round to nothing: the first sweep's, as printed
+        kept.push_back(std::move(r));
+        continue;
+      }
+      if (!kept.empty() && kept.back().bytes == r.bytes) continue;
+      std::vector<const NcclTestsRow*> timings;
+      for (const auto* rows : {&log.rows, &later_})
+        for (const NcclTestsRow& t : *rows)
+          if (t.bytes == r.bytes) timings.push_back(&t);
+      std::stable_sort(timings.begin(), timings.end(), [](const auto* a, const auto* b) {
+        return a->out_of_place.time_us < b->out_of_place.time_us;
+      });
+      kept.push_back(*timings[(timings.size() - 1) / 2]);
+    }
+    log.rows = std::move(kept);
+    log.notes.push_back(fmt::format(
+        "the log times {}: per size, the timing with the median out-of-place time is compared",
+        sweeps_ > 1 ? fmt::format("its sizes in {} sweeps (nccl-tests -N {})", sweeps_, sweeps_)
+                    : std::string("some sizes more than once (a linear step, -i, smaller than "
+                                  "one element per rank)")));
+  }
+
+ private:
+  int sweeps_ = 1;
+  bool repeated_ = false;  // a size printed twice in a row
+  std::int64_t last_bytes_ = 0;
+  int last_line_ = 0;
+  std::vector<NcclTestsRow> later_;  // the rows of the sweeps after the first
+};
 
 std::uint64_t fnv1a(std::string_view text) {
   std::uint64_t h = 1469598103934665603ull;
@@ -628,22 +766,130 @@ std::optional<DType> nccl_tests_dtype(std::string_view name) {
   return dtype_from_name(name);
 }
 
-NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
-                                  const NcclLogHints& hints) {
-  NcclTestsLog log;
-  log.file = file;
-  log.digest = fnv1a(text);
-  std::optional<CollectiveOp> header_op, command_op;
-  RankSet rank_lines;
-  std::int64_t rows = 0;  // rows seen, also past kMaxLogRows
-  std::vector<std::string> other_runs;  // after the first run (-d all, -o all, -r all)
-  Columns columns;
-  bool closed = false;  // nccl-tests' closing lines ("# Avg bus bandwidth") were printed
-  int first_extra_row = 0;
-  Cursor at{file};
-  // A byte-order mark ahead of the first line (a log saved by a Windows editor) would hide
-  // that line's header.
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+namespace {
+
+// What a log says, line by line (or, from nccl-tests' JSON output, entry by entry), settled
+// into an NcclTestsLog once all of it was read.
+class LogReader {
+ public:
+  LogReader(std::string_view text, const std::string& file) : at_{file} {
+    log_.file = file;
+    log_.digest = fnv1a(text);
+  }
+  Cursor& at() { return at_; }
+  NcclTestsLog& log() { return log_; }
+  // Versions, a forced NCCL_ALGO or NCCL_PROTO, and a test binary run, wherever they appear.
+  void words(const std::vector<std::string_view>& w) {
+    read_versions(w, log_);
+    read_forced_lists(w, log_);
+    if (!command_op_) command_op_ = op_from_command_line(w);
+  }
+  void ranks(std::int64_t first, std::int64_t last) { rank_lines_.add(first, last); }
+  Columns& columns() { return columns_; }
+
+  // A '#' line: `h` its words after the '#'.
+  void header(const std::vector<std::string_view>& h, std::string_view line) {
+    if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines_, at_);
+    if (std::find(h.begin(), h.end(), "busbw") != h.end()) read_column_headers(h, columns_, at_);
+    if (h.size() >= 2 && h[0] == "Avg" && h[1] == "bus") closed_ = true;
+    if (!h.empty() && h[0] == "nThread" && !log_.rows.empty())
+      at_.fail(
+          fmt::format("a second run's header follows the rows of {} (one run per log): "
+                      "split the log",
+                      row_at(log_, log_.rows.front().line)));
+    read_run_line(h, log_, at_);
+    if (line.find("Collective test starting:") != std::string_view::npos) {
+      const std::string_view name = h.back();
+      if (!log_.rows.empty())
+        at_.fail(
+            fmt::format("a second test starts after the rows of {} (one run per log): "
+                        "split the log",
+                        row_at(log_, log_.rows.front().line)));
+      header_op_ = nccl_tests_op(name);
+      if (!header_op_) at_.fail(fmt::format("expected a collective test name, got \"{}\"", name));
+    }
+  }
+
+  void row(std::vector<std::string_view> w) {
+    NcclTestsRow row = read_row(std::move(w), at_, columns_);
+    check_algbw(row, at_);
+    if (row.bytes > 0 && row.out_of_place.time_us <= 0)
+      at_.fail(fmt::format("an out-of-place time of 0 for {} bytes: nothing moves that fast",
+                           row.bytes));
+    // `-d all`, `-o all` and `-r all` run every element type, reduction or root in turn,
+    // each from the smallest size: the first run is read, the others named in a note.
+    if (!log_.rows.empty() && run_of(row) != run_of(log_.rows.front())) {
+      if (other_runs_.empty() || other_runs_.back() != run_of(row))
+        other_runs_.push_back(run_of(row));
+      return;
+    }
+    // Past the bound, rows are only counted (for the message), not kept.
+    if (++rows_ > kMaxLogRows) {
+      if (!first_extra_row_) first_extra_row_ = at_.line;
+      return;
+    }
+    sweeps_.add(std::move(row), log_, at_);
+  }
+
+  void close() { closed_ = true; }
+
+  NcclTestsLog finish(const NcclLogHints& hints) {
+    const std::string& file = log_.file;
+    if (first_extra_row_)
+      throw InputError(
+          Cursor{file, first_extra_row_, log_.from_json}.where(),
+          fmt::format("{} result rows; a log may have at most {} (nccl-tests prints one per "
+                      "size, and each is simulated): split the log or trim its sizes",
+                      rows_, kMaxLogRows));
+    if (log_.rows.empty())
+      throw InputError(file,
+                       "no result rows: expected nccl-tests lines of size, count, type, redop, "
+                       "root, time, algbw, busbw, #wrong (out of place, then in place)");
+    // A run stopped early (an MPI abort, a timeout) leaves its last sizes out and no closing
+    // lines: said, not compared as if whole.
+    if (!closed_ && log_.max_bytes > 0 && log_.rows.back().bytes < log_.max_bytes / 2)
+      log_.notes.push_back(fmt::format(
+          "the log ends at {} B, short of its header's maxBytes {} B, without nccl-tests' "
+          "closing lines (# Avg bus bandwidth): the run may have stopped early",
+          log_.rows.back().bytes, log_.max_bytes));
+    sweeps_.settle(log_);
+    if (!other_runs_.empty())
+      log_.notes.push_back(fmt::format(
+          "the log holds several runs (-d all, -o all or -r all: element types, reductions or "
+          "roots in turn); read: {}, left out: {}",
+          run_of(log_.rows.front()), fmt::join(other_runs_, ", ")));
+    settle_op(log_, header_op_, command_op_, hints, file);
+    settle_ranks(log_, rank_lines_, hints.ranks, hints.ranks_otherwise);
+    if (!header_op_)
+      if (const std::string why = rows_contradict(log_); !why.empty())
+        throw InputError(
+            file, fmt::format("the log does not name its collective (no \"Collective "
+                              "test starting\" line), and its rows do not fit {} "
+                              "(from {}): {}; name the collective it measured{}",
+                              name_of(log_.op), log_.op_source.substr(0, log_.op_source.find(" (")),
+                              why, hints.op ? "" : " (--collective)"));
+    if (hints.ranks > 0 && log_.ranks != hints.ranks)
+      throw InputError("--ranks", fmt::format("{} ran on {} GPUs (from {}), not {}: --ranks gives "
+                                              "the count of a log that does not say it",
+                                              file, log_.ranks, log_.ranks_source, hints.ranks));
+    return std::move(log_);
+  }
+
+ private:
+  NcclTestsLog log_;
+  Cursor at_;
+  std::optional<CollectiveOp> header_op_, command_op_;
+  RankSet rank_lines_;
+  std::int64_t rows_ = 0;                // rows seen, also past kMaxLogRows
+  std::vector<std::string> other_runs_;  // after the first run (-d all, -o all, -r all)
+  Columns columns_;
+  Sweeps sweeps_;
+  bool closed_ = false;  // nccl-tests' closing lines ("# Avg bus bandwidth") were printed
+  int first_extra_row_ = 0;
+};
+
+void read_text(std::string_view text, LogReader& reader) {
+  Cursor& at = reader.at();
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
@@ -656,98 +902,106 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
     const std::string unmarked = without_launcher_marks(with_plain_spaces(line));
     line = unmarked;
     const auto w = split_words(line);
-    read_versions(w, log);
-    read_forced_lists(w, log);
+    reader.words(w);
     if (w.empty()) continue;
-    if (!command_op) command_op = op_from_command_line(w);
     if (w[0].starts_with("#")) {
       std::vector<std::string_view> h(w.begin() + 1, w.end());
       if (w[0].size() > 1) h.insert(h.begin(), w[0].substr(1));  // "#Rank" as well as "# Rank"
-      if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines, at);
-      if (std::find(h.begin(), h.end(), "busbw") != h.end()) read_column_headers(h, columns, at);
-      if (h.size() >= 2 && h[0] == "Avg" && h[1] == "bus") closed = true;
-      if (!h.empty() && h[0] == "nThread" && !log.rows.empty())
-        at.fail(
-            fmt::format("a second run's header follows the rows of line {} (one run per log): "
-                        "split the log",
-                        log.rows.front().line));
-      read_run_line(h, log, at);
-      if (line.find("Collective test starting:") != std::string_view::npos) {
-        const std::string_view name = h.back();
-        if (!log.rows.empty())
-          at.fail(
-              fmt::format("a second test starts after the rows of line {} (one run per log): "
-                          "split the log",
-                          log.rows.front().line));
-        header_op = nccl_tests_op(name);
-        if (!header_op) at.fail(fmt::format("expected a collective test name, got \"{}\"", name));
-      }
+      reader.header(h, line);
       continue;
     }
-    if (!looks_like_row(w)) continue;
-    NcclTestsRow row = read_row(w, at, columns);
-    check_algbw(row, at);
-    if (row.bytes > 0 && row.out_of_place.time_us <= 0)
-      at.fail(fmt::format("an out-of-place time of 0 for {} bytes: nothing moves that fast",
-                          row.bytes));
-    // `-d all`, `-o all` and `-r all` run every element type, reduction or root in turn,
-    // each from the smallest size: the first run is read, the others named in a note.
-    if (!log.rows.empty() && run_of(row) != run_of(log.rows.front())) {
-      if (other_runs.empty() || other_runs.back() != run_of(row)) other_runs.push_back(run_of(row));
-      continue;
-    }
-    // Past the bound, rows are only counted (for the message), not kept.
-    if (++rows > kMaxLogRows) {
-      if (!first_extra_row) first_extra_row = at.line;
-      continue;
-    }
-    // Sizes increase from row to row, except that all-gather and reduce-scatter print
-    // 0 bytes for every small size whose per-rank count rounds down to 0.
-    if (!log.rows.empty() && row.bytes <= log.rows.back().bytes &&
-        !(row.bytes == 0 && log.rows.back().bytes == 0))
-      at.fail(
-          fmt::format("sizes must increase from row to row (one run per log): {} follows {} "
-                      "at line {}",
-                      row.bytes, log.rows.back().bytes, log.rows.back().line));
-    log.rows.push_back(std::move(row));
+    if (looks_like_row(w)) reader.row(w);
   }
-  if (first_extra_row)
-    throw InputError(
-        fmt::format("{}:{}", file, first_extra_row),
-        fmt::format("{} result rows; a log may have at most {} (nccl-tests prints one per "
-                    "size, and each is simulated): split the log or trim its sizes",
-                    rows, kMaxLogRows));
-  if (log.rows.empty())
-    throw InputError(file,
-                     "no result rows: expected nccl-tests lines of size, count, type, redop, "
-                     "root, time, algbw, busbw, #wrong (out of place, then in place)");
-  // A run stopped early (an MPI abort, a timeout) leaves its last sizes out and no closing
-  // lines: said, not compared as if whole.
-  if (!closed && log.max_bytes > 0 && log.rows.back().bytes < log.max_bytes / 2)
-    log.notes.push_back(fmt::format(
-        "the log ends at {} B, short of its header's maxBytes {} B, without nccl-tests' closing "
-        "lines (# Avg bus bandwidth): the run may have stopped early",
-        log.rows.back().bytes, log.max_bytes));
-  if (!other_runs.empty())
-    log.notes.push_back(fmt::format(
-        "the log holds several runs (-d all, -o all or -r all: element types, reductions or "
-        "roots in turn); read: {}, left out: {}",
-        run_of(log.rows.front()), fmt::join(other_runs, ", ")));
-  settle_op(log, header_op, command_op, hints, file);
-  settle_ranks(log, rank_lines, hints.ranks, hints.ranks_otherwise);
-  if (!header_op)
-    if (const std::string why = rows_contradict(log); !why.empty())
-      throw InputError(
-          file, fmt::format("the log does not name its collective (no \"Collective "
-                            "test starting\" line), and its rows do not fit {} "
-                            "(from {}): {}; name the collective it measured{}",
-                            name_of(log.op), log.op_source.substr(0, log.op_source.find(" (")), why,
-                            hints.op ? "" : " (--collective)"));
-  if (hints.ranks > 0 && log.ranks != hints.ranks)
-    throw InputError("--ranks", fmt::format("{} ran on {} GPUs (from {}), not {}: --ranks gives "
-                                            "the count of a log that does not say it",
-                                            file, log.ranks, log.ranks_source, hints.ranks));
-  return log;
+}
+
+// One measurement of a JSON result entry ({"time", "alg_bw", "bus_bw", "nwrong"}) as the words
+// of a printed row.
+void json_measurement(const JsonView& m, std::vector<std::string>& words) {
+  if (m.has("cpu_time"))
+    m.fail_message(
+        "the log's times are the CPU's (nccl-tests -C 1 writes \"cpu_time\"): how long the host "
+        "took to issue each collective, not how long it ran; rerun without -C");
+  for (const char* key : {"time", "alg_bw", "bus_bw"})
+    words.push_back(fmt::format("{}", m[key].as_number()));
+  const JsonView wrong = m["nwrong"];
+  words.push_back(wrong.raw().is_null() ? "N/A" : fmt::format("{}", wrong.as_number()));
+}
+
+// nccl-tests -J FILE.json: {"args": [...], "env": [...], "nccl_version": 22602, "config":
+// {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", ..., "devices": [{"rank", ...}]},
+// "results": [{"size", "count", "type", "redop", "root", "out_of_place": {...}, "in_place":
+// {...}}], "average_bus_bandwidth": ...}. Each result entry is read as the row nccl-tests
+// prints for it, by the same rules; fields this reader does not use are left alone (the
+// format grows with nccl-tests' versions).
+void read_json(std::string_view text, LogReader& reader) {
+  NcclTestsLog& log = reader.log();
+  log.from_json = true;
+  reader.at().json = true;
+  const nlohmann::json doc = parse_json_text(text, log.file);
+  const JsonView root(doc, log.file + ":");
+  if (!root.is_object() || !root.has("results"))
+    root.fail("nccl-tests' JSON output (-J): an object with \"results\"");
+  std::vector<std::string> words;
+  const auto read_words = [&] {
+    reader.words(std::vector<std::string_view>(words.begin(), words.end()));
+  };
+  for (const char* list : {"args", "env"})
+    if (const auto strings = root.find(list)) {
+      words = strings->as_string_list();
+      read_words();
+    }
+  if (const auto code = root.find("nccl_version"); code && !code->raw().is_null())
+    if (const std::int64_t v = code->as_int(0, INT_MAX); v > 0)
+      log.nccl_version = version_from_code(v);
+  if (const auto config = root.find("config")) {
+    words = {"nThread", fmt::format("{}", (*config)["nthreads"].as_int(1, kMaxLogGpus)), "nGpus",
+             fmt::format("{}", (*config)["ngpus"].as_int(1, kMaxLogGpus))};
+    for (auto [key, word] : {std::pair{"minimum_bytes", "minBytes"}, {"maximum_bytes", "maxBytes"}})
+      if (const auto bytes = config->find(key))
+        words.insert(words.end(), {word, fmt::format("{}", bytes->as_int(0, kMaxBytes))});
+    reader.header(std::vector<std::string_view>(words.begin(), words.end()), "");
+    if (const auto devices = config->find("devices"))
+      for (std::size_t i = 0; i < devices->size(); ++i) {
+        const std::int64_t rank = (*devices)[i]["rank"].as_int(0, kMaxLogGpus - 1);
+        reader.ranks(rank, rank);
+      }
+  }
+  Columns& columns = reader.columns();
+  columns = {.line = 1, .redop = true, .root = true, .wrong = WrongColumn::Count};
+  const JsonView results = root["results"];
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const JsonView r = results[i];
+    reader.at().line = static_cast<int>(i) + 1;
+    words = {fmt::format("{}", r["size"].as_int(0, kMaxBytes)),
+             fmt::format("{}", r["count"].as_int(0, kMaxBytes)), r["type"].as_string(),
+             r["redop"].as_string()};
+    // The root as printed ("%6i", a string): its padding is not part of it.
+    const JsonView root_rank = r["root"];
+    words.push_back(root_rank.raw().is_number() ? fmt::format("{}", root_rank.as_int(-1, 1 << 20))
+                                                : root_rank.as_string());
+    words.back().erase(0, std::min(words.back().size(), words.back().find_first_not_of(' ')));
+    json_measurement(r["out_of_place"], words);
+    if (const auto in_place = r.find("in_place"); in_place && !in_place->raw().is_null())
+      json_measurement(*in_place, words);
+    reader.row(std::vector<std::string_view>(words.begin(), words.end()));
+  }
+  if (root.has("average_bus_bandwidth")) reader.close();
+}
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file,
+                                  const NcclLogHints& hints) {
+  LogReader reader(text, file);
+  // A byte-order mark ahead of the first line (a log saved by a Windows editor) would hide
+  // that line's header.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{')
+    read_json(text, reader);
+  else
+    read_text(text, reader);
+  return reader.finish(hints);
 }
 
 std::int64_t NcclTestsRow::wrong() const {

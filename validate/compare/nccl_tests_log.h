@@ -1,5 +1,6 @@
 #pragma once
-// nccl-tests output, read exactly as the tools print it: the `#` header (nThread,
+// nccl-tests output, read exactly as the tools print it (or as nccl-tests -J writes it, in
+// JSON: the same header and rows as named fields): the `#` header (nThread,
 // nGpus, minBytes, maxBytes, one `#  Rank ...` line per GPU), then one row per size
 // (size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and,
 // except for some all-to-all builds, the same in place). Lines that are neither
@@ -81,6 +82,7 @@ struct NcclTestsLog {
   std::string nccl_algo;
   std::string nccl_proto;          // the same of NCCL_PROTO ("Simple", "^LL128"); empty: NCCL chose
   std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
+  bool from_json = false;          // nccl-tests' JSON output (-J), not its printed table
   std::vector<NcclTestsRow> rows;  // in file order
   // What the reading left out or settled that a reader of a comparison should know (the
   // other element types' runs of a `-d all` log).
