@@ -825,6 +825,19 @@ TEST_CASE("compare takes the launch mode from the log's header and says so",
   Scenario own = s;
   set_launch(own, LaunchMode{.gpus_per_process = 1, .source = "the scenario"});
   CHECK(compare_nccl_log(own, own.collectives[0], log, 0, 64 << 10).launch.gpus_per_process == 1);
+  // -G 100: the timed collectives are replayed from a CUDA graph, which issues nothing per
+  // collective: the small sizes are no longer held at 35.2 us.
+  std::string text = test::slurp(nccl_tests_test::published_log("h100x8_all_reduce_ring.txt"));
+  text.replace(text.find("graph: 0"), 8, "graph: 100");
+  const NcclTestsLog graphs = parse_nccl_tests_log(text, "all_reduce_graph.txt");
+  CHECK(graphs.graph_launches == 100);
+  CHECK(launch_of(graphs).issue_time() == 0);
+  CHECK_THAT(launch_of(graphs).source, Catch::Contains("graph: 100: CUDA graphs replay"));
+  const NcclComparison g = compare_nccl_log(s, s.collectives[0], graphs, 0, 64 << 10);
+  CHECK_THAT(
+      nccl_comparison_table(g),
+      Catch::Contains("# launch: one process drives 8 GPUs (nothing to issue per collective)"));
+  for (const auto& row : g.rows) CHECK(row.held_by != HeldBy::HostIssue);
 }
 
 TEST_CASE("nccl-tests: every test binary's name is a collective collsim simulates",

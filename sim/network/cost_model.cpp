@@ -62,6 +62,9 @@ const SizeCurve* CostModel::memory_for_reduce(std::string_view dtype, std::strin
 
 std::string LaunchMode::describe() const {
   if (gpus_per_process <= 1) return "one process per GPU";
+  if (issue_time() == 0)
+    return "one process drives " + std::to_string(gpus_per_process) +
+           " GPUs (nothing to issue per collective)";
   return "one process drives " + std::to_string(gpus_per_process) + " GPUs (" +
          format_significant(to_seconds(issue_time()) * 1e6, 3) + " us to issue a collective)";
 }

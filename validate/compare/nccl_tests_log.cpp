@@ -255,6 +255,8 @@ void read_run_line(const std::vector<std::string_view>& w, NcclTestsLog& log, co
       log.gpus_per_thread = static_cast<int>(count_after(w, i, key, 1, kMaxLogGpus, at));
     if (key == "minBytes") log.min_bytes = count_after(w, i, key, 0, kMaxBytes, at);
     if (key == "maxBytes") log.max_bytes = count_after(w, i, key, 0, kMaxBytes, at);
+    if (key == "graph:")
+      log.graph_launches = static_cast<int>(count_after(w, i, key, 0, INT_MAX, at));
   }
   // Each at most kMaxLogGpus (2^20), so the product is exact in 64 bits.
   const std::int64_t gpus = std::int64_t{log.threads} * log.gpus_per_thread;
@@ -742,6 +744,15 @@ LaunchMode launch_of(const NcclTestsLog& log) {
   m.source = log.gpus_per_thread > 0 ? fmt::format("the log's header (nThread {} nGpus {})",
                                                    log.threads, log.gpus_per_thread)
                                      : std::string("default (the log's header does not say)");
+  // nccl-tests -G N captures the timed collectives in a CUDA graph and times N replays of it:
+  // the host issues one graph, not each GPU's kernel of each collective.
+  if (log.graph_launches > 0 && m.gpus_per_process > 1) {
+    m.issue_per_gpu = 0;
+    m.source = fmt::format(
+        "the log's header (nThread {} nGpus {}, graph: {}: CUDA graphs replay the collectives, "
+        "with no time to issue each)",
+        log.threads, log.gpus_per_thread, log.graph_launches);
+  }
   return m;
 }
 
@@ -956,9 +967,12 @@ void read_json(std::string_view text, LogReader& reader) {
   if (const auto config = root.find("config")) {
     words = {"nThread", fmt::format("{}", (*config)["nthreads"].as_int(1, kMaxLogGpus)), "nGpus",
              fmt::format("{}", (*config)["ngpus"].as_int(1, kMaxLogGpus))};
-    for (auto [key, word] : {std::pair{"minimum_bytes", "minBytes"}, {"maximum_bytes", "maxBytes"}})
+    for (auto [key, word] : {std::pair{"minimum_bytes", "minBytes"},
+                             {"maximum_bytes", "maxBytes"},
+                             {"graph", "graph:"}})
       if (const auto bytes = config->find(key))
-        words.insert(words.end(), {word, fmt::format("{}", bytes->as_int(0, kMaxBytes))});
+        words.insert(words.end(),
+                     {word, fmt::format("{}", bytes->as_int(0, kMaxBytes))});  // a count
     reader.header(std::vector<std::string_view>(words.begin(), words.end()), "");
     if (const auto devices = config->find("devices"))
       for (std::size_t i = 0; i < devices->size(); ++i) {

@@ -72,6 +72,7 @@ struct NcclTestsLog {
   CollectiveOp op = CollectiveOp::AllReduce;
   std::string op_source;  // where the collective came from: header, option, file name
   int threads = 0, gpus_per_thread = 0;  // the header's nThread and nGpus (0: absent)
+  int graph_launches = 0;  // the header's "graph:" (-G N): the timed loop replays CUDA graphs
   std::int64_t min_bytes = 0, max_bytes = 0;
   int ranks = 0;              // GPUs that took part
   std::string ranks_source;   // how `ranks` was found
@@ -118,7 +119,8 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, const std::string& file
 NcclTestsLog read_nccl_tests_log(const std::string& path, const NcclLogHints& hints = {});
 
 // How the log's run launched its collectives, from its header: nGpus > 1 is one thread
-// driving that many GPUs (-g N), which issues their kernels one after another.
+// driving that many GPUs (-g N), which issues their kernels one after another; unless the
+// timed loop replays CUDA graphs (-G N: "graph: N"), which issue nothing per collective.
 LaunchMode launch_of(const NcclTestsLog& log);
 
 // The collective a "X_perf" binary name (or a bare "alltoall", "all_reduce") stands for.
