@@ -27,6 +27,16 @@ double ring_time(const std::string& model, std::int64_t bytes, const nlohmann::j
   return run_scenario(s).outcomes[0].time_s;
 }
 
+// The error a ring under `cost` is refused with, or "no error".
+std::string cost_error(const nlohmann::json& cost) {
+  try {
+    ring_time("ideal", 1024, cost);
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 // Every link kind gets `entry`, whatever kind the preset's links are.
 nlohmann::json every_kind(const nlohmann::json& entry) {
   nlohmann::json links;
@@ -134,14 +144,7 @@ TEST_CASE("a cost model's JSON round-trips and bad terms name their place", "[co
   read_cost_model(JsonView(cost, "cost"), m);
   CHECK(cost_model_json(m) == cost);
 
-  const auto error = [](const nlohmann::json& c) {
-    try {
-      ring_time("ideal", 1024, c);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  const auto error = cost_error;
   CHECK_THAT(error({{"links", {{"nvlnk", {{"efficiency", 0.5}}}}}}),
              Catch::Contains("network.cost.links.nvlnk") && Catch::Contains("not a link kind"));
   CHECK_THAT(error({{"links", {{"nvlink", {{"efficiency", 1.5}}}}}}),
@@ -202,4 +205,49 @@ TEST_CASE("stated machine terms replace NCCL's defaults for the same quantity, n
       CHECK(s->links[nvlink].efficiency ==
             Approx(0.5 * protocol_efficiency(p)).epsilon(1e-12));  // no NCCL share on top
     }
+}
+
+TEST_CASE("a bandwidth curve measured on one algorithm's transfers gives the others its last rate",
+          "[cost]") {
+  // 4 ranks on a 10 GB/s switch: a ring's transfers of a 16 MiB all-reduce are 4 MiB, a
+  // naive one's 16 MiB; the curve reads 2 GB/s below 1 MiB and 8 GB/s from 64 MiB.
+  const nlohmann::json curve = {{1 << 20, 2e9}, {64 << 20, 8e9}};
+  const auto time = [&](const std::string& algorithm, const nlohmann::json& entry) {
+    nlohmann::json doc = {
+        {"topology", {{"preset", "switch"}, {"gpus", 4}, {"bandwidth", "10GB/s"}}},
+        {"network", {{"model", "flow"}, {"cost", {{"links", every_kind(entry)}}}}},
+        {"collectives",
+         {{{"name", "ar"}, {"op", "all_reduce"}, {"algorithm", algorithm}, {"bytes", 16 << 20}}}}};
+    return run_scenario(parse_scenario(doc, ".")).outcomes[0].time_s;
+  };
+  const nlohmann::json everyone = {{"bandwidth_curve", curve}};
+  nlohmann::json ring_only = everyone;
+  ring_only["bandwidth_curve_algorithms"] = {"ring"};
+  const nlohmann::json flat = {{"bandwidth_curve", {{64 << 20, 8e9}}}};
+  // The ring reads the curve as before; another algorithm the curve's last rate only.
+  CHECK(time("ring", ring_only) == time("ring", everyone));
+  CHECK(time("ring", ring_only) != time("ring", flat));
+  CHECK(time("halving_doubling", ring_only) == time("halving_doubling", flat));
+  CHECK(time("halving_doubling", ring_only) < time("halving_doubling", everyone));
+
+  CostModel m;
+  m.link(LinkKind::NvLink).bandwidth = SizeCurve({{1 << 20, 2e9}, {64 << 20, 8e9}});
+  m.link(LinkKind::NvLink).curve_algorithms = {"ring"};
+  const auto shared = std::make_shared<const CostModel>(m);
+  CHECK(CostModel::for_algorithm(shared, "ring") == shared);  // nothing changes: no copy
+  const auto other = CostModel::for_algorithm(shared, "nvls");
+  CHECK(other->link(LinkKind::NvLink).bandwidth.size() == 1);
+  CHECK(other->link(LinkKind::NvLink).bandwidth.at(1) == 8e9);
+  // Written and read back; a list without a curve, or a name no algorithm has, is refused.
+  CHECK(cost_model_json(m)["links"]["nvlink"]["bandwidth_curve_algorithms"] ==
+        nlohmann::json{"ring"});
+  const auto error = cost_error;
+  CHECK_THAT(error({{"links", {{"nvlink", {{"bandwidth_curve_algorithms", {"ring"}}}}}}}),
+             Catch::Contains("network.cost.links.nvlink.bandwidth_curve_algorithms") &&
+                 Catch::Contains("there is none"));
+  CHECK_THAT(
+      error(
+          {{"links",
+            {{"nvlink", {{"bandwidth_curve", curve}, {"bandwidth_curve_algorithms", {"rign"}}}}}}}),
+      Catch::Contains("bandwidth_curve_algorithms[0]") && Catch::Contains("did you mean \"ring\""));
 }

@@ -875,6 +875,9 @@ TEST_CASE("calibrate tries the floor and the plateau each alone", "[nccl-tests]"
   CHECK_THAT(tried, Catch::VectorContains(std::string("none")) &&
                         Catch::VectorContains(std::string("launch")) &&
                         Catch::VectorContains(std::string("efficiency")));
+  // The curve was read from the transfers of what NCCL ran at the sizes it was read at (ring
+  // up to 1 MiB, NVLS from 2 MiB): another algorithm's transfers take its last rate.
+  CHECK(doc["links"]["nvlink"]["bandwidth_curve_algorithms"] == nlohmann::json{"nvls", "ring"});
 }
 
 TEST_CASE("calibrate describes every link kind a multi-node log crosses", "[nccl-tests]") {

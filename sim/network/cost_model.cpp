@@ -111,6 +111,21 @@ bool CostModel::trivial() const {
          std::all_of(links.begin(), links.end(), [](const LinkKindCost& k) { return k.trivial(); });
 }
 
+std::shared_ptr<const CostModel> CostModel::for_algorithm(
+    const std::shared_ptr<const CostModel>& model, std::string_view algorithm) {
+  const auto elsewhere = [algorithm](const LinkKindCost& k) {
+    return k.bandwidth.size() > 1 && !k.curve_algorithms.empty() &&
+           std::find(k.curve_algorithms.begin(), k.curve_algorithms.end(), algorithm) ==
+               k.curve_algorithms.end();
+  };
+  if (!model || std::none_of(model->links.begin(), model->links.end(), elsewhere)) return model;
+  auto out = std::make_shared<CostModel>(*model);
+  for (LinkKindCost& k : out->links)
+    if (elsewhere(k))
+      k.bandwidth = SizeCurve({{k.bandwidth.sizes().back(), k.bandwidth.values().back()}});
+  return out;
+}
+
 TransferCost transfer_cost(const CostModel& model, const Topology& topology,
                            std::span<const LinkId> route, std::int64_t bytes,
                            const SizeCurve* reduce, const SizeCurve* memory) {

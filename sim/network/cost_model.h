@@ -6,8 +6,10 @@
 // (plan/protocol.h), and every network model honours it through TransferCost.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,7 @@ class SizeCurve {
   explicit SizeCurve(std::vector<std::pair<std::int64_t, double>> points);
 
   bool empty() const { return bytes_.empty(); }
+  std::size_t size() const { return bytes_.size(); }
   double at(std::int64_t bytes) const;
   std::span<const std::int64_t> sizes() const { return bytes_; }
   std::span<const double> values() const { return values_; }
@@ -44,6 +47,12 @@ struct LinkKindCost {
   // B/s by transfer size; when set it replaces the nominal bandwidth of links of this
   // kind (small messages do not reach a link's peak; caches make some faster).
   SizeCurve bandwidth;
+  // The algorithms (schedule generators: "ring", "nvls") whose transfers `bandwidth` was
+  // measured on; empty: every one. A transfer's size means another thing to another
+  // algorithm (a ring's 4 MiB step against NVLS's 128 KiB segments of the same collective),
+  // so the others' transfers take the curve's last rate, the link's sustained one, at every
+  // size (CostModel::for_algorithm).
+  std::vector<std::string> curve_algorithms;
   // Added once to a transfer whose route crosses a link of this kind (the largest of
   // the kinds on the route): per-hop software latency such as NCCL's hwLat.
   Time latency = 0;
@@ -139,6 +148,11 @@ struct CostModel {
   // The host memory for those reductions: reduce_memory's entry, else host_memory.
   const SizeCurve* memory_for_reduce(std::string_view dtype, std::string_view op) const;
   bool trivial() const;  // nothing beyond α-β: the simulator's fast path
+  // `model` as a collective run by `algorithm` sees it: a kind's bandwidth curve measured on
+  // other algorithms' transfers (LinkKindCost::curve_algorithms) flat at its last rate;
+  // `model` itself where nothing changes.
+  static std::shared_ptr<const CostModel> for_algorithm(
+      const std::shared_ptr<const CostModel>& model, std::string_view algorithm);
 };
 
 // How one transfer departs from its route's nominal bottleneck: the model times

@@ -183,7 +183,7 @@ class Tuner {
       throw InputError(c.spec.settings_at(".protocol"),
                        fmt::format("{} runs on the Simple protocol only", c.spec.algorithm));
     c.spec.protocol = protocol;
-    c.cost = scenario_.network.cost;
+    c.cost = CostModel::for_algorithm(scenario_.network.cost, c.spec.algorithm);
     if (auto p = protocol_from_name(protocol)) {
       // Only NVLS's and a chain's latencies depend on it (and the check reads every link).
       const NcclAlgo family = nccl_family(c.spec.shape.op, c.spec.algorithm);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/json_view.h"
+#include "schedule/algorithms.h"
 #include "schedule/collective.h"
 
 namespace collsim {
@@ -37,6 +38,16 @@ SizeCurve read_curve(const JsonView& v) {
   return SizeCurve(std::move(points));
 }
 
+// `word` is one of `names`; else an error at `at` that suggests the nearest.
+void check_name(const JsonView& at, std::string_view word, const std::vector<std::string>& names,
+                std::string_view what) {
+  if (std::find(names.begin(), names.end(), word) != names.end()) return;
+  const auto near = nearest_word(word, names);
+  at.fail_message(fmt::format("\"{}\" is not {}{}", word, what,
+                              near ? fmt::format("; did you mean \"{}\"?", *near)
+                                   : fmt::format(" (one of {})", fmt::join(names, ", "))));
+}
+
 void read_link_kind(const JsonView& v, LinkKindCost& k, bool& stated_latency,
                     bool& stated_efficiency) {
   if (!v.is_object())
@@ -56,16 +67,18 @@ void read_link_kind(const JsonView& v, LinkKindCost& k, bool& stated_latency,
     k.bandwidth = read_curve(*c);
     stated_efficiency = true;  // a measured rate: what this link kind really carries
   }
-}
-
-// `word` is one of `names`; else an error at `at` that suggests the nearest.
-void check_name(const JsonView& at, std::string_view word, const std::vector<std::string>& names,
-                std::string_view what) {
-  if (std::find(names.begin(), names.end(), word) != names.end()) return;
-  const auto near = nearest_word(word, names);
-  at.fail_message(fmt::format("\"{}\" is not {}{}", word, what,
-                              near ? fmt::format("; did you mean \"{}\"?", *near)
-                                   : fmt::format(" (one of {})", fmt::join(names, ", "))));
+  if (auto a = v.find("bandwidth_curve_algorithms")) {
+    if (k.bandwidth.empty())
+      a->fail_message("names the algorithms of a \"bandwidth_curve\", and there is none");
+    std::vector<std::string> names;
+    for (const auto& entry : algorithm_catalogue())
+      if (std::find(names.begin(), names.end(), entry.algorithm) == names.end())
+        names.emplace_back(entry.algorithm);
+    k.curve_algorithms = a->as_string_list();
+    if (k.curve_algorithms.empty()) a->fail("a non-empty list of algorithm names");
+    for (std::size_t i = 0; i < k.curve_algorithms.size(); ++i)
+      check_name((*a)[i], k.curve_algorithms[i], names, "an algorithm");
+  }
 }
 
 // "float32.sum": an element type and a reduction collsim knows, so that a misspelled
@@ -144,6 +157,7 @@ nlohmann::json cost_model_json(const CostModel& model) {
     if (efficiency) e["efficiency"] = k.efficiency;
     if (latency) e["latency_s"] = to_seconds(k.latency);
     if (!k.bandwidth.empty()) e["bandwidth_curve"] = size_curve_json(k.bandwidth);
+    if (!k.curve_algorithms.empty()) e["bandwidth_curve_algorithms"] = k.curve_algorithms;
     out["links"][std::string(name_of(static_cast<LinkKind>(i)))] = e;
   }
   for (const ReduceRate& r : model.reduce) out["reduce"][r.key] = size_curve_json(r.rate);

@@ -54,6 +54,8 @@ inline constexpr FieldDoc kLinkCostKeys[] = {
      R"json({"$ref": "#/definitions/duration", "description": "Added once per transfer: the largest of the latencies of the kinds on its route."})json"},
     {"bandwidth_curve",
      R"json({"$ref": "#/definitions/curve", "description": "The rate by transfer size on links of this kind."})json"},
+    {"bandwidth_curve_algorithms",
+     R"json({"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "The algorithms whose transfers the bandwidth curve was measured on (calibrate --nccl-tests writes them); the others' transfers take its last rate at every size. Absent: every algorithm reads the curve."})json"},
 };
 
 // The same keys, written as read_cost_model reads them (seconds and bytes per second).

@@ -81,6 +81,7 @@ SizedRun simulate_alone(const Scenario& s, const CollectiveSpec& c) {
   for (const Op& op : sched.ops)
     if (!op.is_local()) out.transfer_bytes = std::max(out.transfer_bytes, sched.bytes(op));
   out.plan = r.labels[0];
+  out.algorithm = r.resolved[0].algorithm;
   out.held_by = r.outcomes[0].held_by;
   out.plan += held_label(out.held_by);
   return out;

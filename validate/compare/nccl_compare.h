@@ -25,6 +25,7 @@ struct SizedRun {
   double busbw_Bps = 0;
   std::int64_t transfer_bytes = 0;  // the largest transfer between two ranks
   std::string plan;                 // what ran, as planned: "nccl: ring/LL128/16ch", "ring LL"
+  std::string algorithm;            // the schedule that ran ("ring", "nvls"): NCCL's pick's
   HeldBy held_by = HeldBy::Nothing;  // what held it past its ops (CollectiveOutcome::held_by)
 };
 

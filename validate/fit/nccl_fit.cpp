@@ -166,8 +166,10 @@ struct TermModel {
       if (stated.latency) c.latency = from_seconds(v.latency_scale * reference_latency_s(kinds[i]));
       if (stated.efficiency || stated.curve)
         c.efficiency = std::min(1.0, v.efficiency * default_efficiency[i]);
-      if (!v.curve.empty() && i == curve_kind)
+      if (!v.curve.empty() && i == curve_kind) {
         c.bandwidth = SizeCurve(scaled_curve(v.curve, curve_nominal_Bps));
+        c.curve_algorithms = v.curve_algorithms;
+      }
       m.stated.latency[k] = stated.latency;
       m.stated.efficiency[k] = stated.efficiency || stated.curve;
     }
@@ -231,6 +233,7 @@ struct Point {
   const NcclTestsRow* row = nullptr;
   double measured = 0;
   std::int64_t transfer = 0;
+  std::string algorithm;  // the schedule that ran at this size (SizedRun::algorithm)
   double fixed = 0, d_launch = 0, d_latency = 0, d_x = 0;
   double d_x_curve = 0;        // d_x's part from the curve's kind alone (TermModel::curve_kind)
   double bandwidth_share = 0;  // of the time at the defaults: d_x x (1/efficiency) / time
@@ -247,7 +250,7 @@ Point linearise(const LogScenario& ls, std::size_t log, const NcclTestsRow& row,
   const CostModel m0 = model(at);
   const SizedRun base = run_with(ls, row, &m0);
   const CostModel ml = model(launch), mh = model(latency), ms = model(slower);
-  Point p{log, &row, row.out_of_place.time_us * 1e-6, base.transfer_bytes};
+  Point p{log, &row, row.out_of_place.time_us * 1e-6, base.transfer_bytes, base.algorithm};
   const double x0 = 1 / at.efficiency;
   p.d_launch = (run_with(ls, row, &ml).time_s - base.time_s) / kStep;
   p.d_latency = run_with(ls, row, &mh).time_s - base.time_s;
@@ -433,6 +436,9 @@ void fit_curve(const std::vector<const Point*>& pts, FitValues& v) {
     if (g > x || g < 0.01) ++v.clamped;
     g = std::clamp(g, 0.01, x);
     const double log2_bytes = std::log2(static_cast<double>(p->transfer));
+    if (std::find(v.curve_algorithms.begin(), v.curve_algorithms.end(), p->algorithm) ==
+        v.curve_algorithms.end())
+      v.curve_algorithms.push_back(p->algorithm);
     Bin& bin = bins[std::lround(log2_bytes * kCurveBinsPerOctave)];
     bin.g += g;
     bin.log2_bytes += log2_bytes;
@@ -440,6 +446,7 @@ void fit_curve(const std::vector<const Point*>& pts, FitValues& v) {
   }
   for (const auto& [key, bin] : bins)
     v.curve.emplace_back(std::llround(std::exp2(bin.log2_bytes / bin.count)), bin.g / bin.count);
+  std::sort(v.curve_algorithms.begin(), v.curve_algorithms.end());
 }
 
 FitValues fit_values(const std::vector<const Point*>& pts, const FitTerms& terms,
@@ -948,8 +955,8 @@ std::string fitted_terms_text(const NcclFit& fit) {
   const std::size_t k = fit.curve_kind;
   out += fmt::format(
       "#   bandwidth_curve {} point(s) of {} links (the slowest kind), by transfer size (B/s "
-      "before efficiency)\n",
-      v.curve.size(), name_of(fit.kinds[k]));
+      "before efficiency), read from {} transfers (other algorithms' take its last rate)\n",
+      v.curve.size(), name_of(fit.kinds[k]), fmt::join(v.curve_algorithms, ", "));
   // With the usable share too: the two trade against each other (a curve above nominal
   // under a small share can be the nominal rate).
   for (const auto& [bytes, share] : v.curve)

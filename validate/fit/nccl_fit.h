@@ -71,6 +71,7 @@ struct FitValues {
   double latency_scale = 0;
   double efficiency = 1;
   std::vector<std::pair<std::int64_t, double>> curve;  // transfer bytes -> share of nominal
+  std::vector<std::string> curve_algorithms;           // whose transfers the curve was read from
   int clamped = 0;                                     // sizes whose gap the curve could not close
 };
 
