@@ -692,18 +692,29 @@ TEST_CASE("a collective's ranks: all of them reordered, or a subset, and NCCL's 
                              "timed by how its transfers share"));
 }
 
+namespace {
+
+// 100 MB from GPU 0 to 1 beside a naive 10 MB broadcast from GPU 0 to 2 and 3, at once, on a
+// 100 GB/s switch, under the network model `model`.
+Scenario three_transfers_from_gpu0(const std::string& model) {
+  return parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s",
+          "latency": "0us"}, "network": {"model": ")" +
+                            model + R"(", "alpha": "0us"},
+          "collectives": [{"name": "big", "op": "send_recv", "bytes": "100MB", "ranks": [0, 1]},
+            {"name": "small", "op": "broadcast", "algorithm": "naive", "bytes": "10MB",
+             "ranks": [0, 2, 3], "after": []}]})"),
+      ".");
+}
+
+}  // namespace
+
 TEST_CASE("utilisation over time under flow is what each link carried, interval by interval",
           "[report]") {
   // 100 MB from GPU 0 to 1 beside a naive 10 MB broadcast from GPU 0 to 2 and 3: gpu0's
   // uplink carries three flows at a third each, then the big one alone: full all along.
   // Spread evenly over each transfer's life, it read 150% and then 83%.
-  const Scenario s = parse_scenario(
-      nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s",
-          "latency": "0us"}, "network": {"model": "flow", "alpha": "0us"},
-          "collectives": [{"name": "big", "op": "send_recv", "bytes": "100MB", "ranks": [0, 1]},
-            {"name": "small", "op": "broadcast", "algorithm": "naive", "bytes": "10MB",
-             "ranks": [0, 2, 3], "after": []}]})"),
-      ".");
+  const Scenario s = three_transfers_from_gpu0("flow");
   const ScenarioResult r = run_scenario(s);
   const TrafficReport t = analyse_traffic(s, r);
   const auto bins_of = [&](const std::string& label) {
@@ -718,4 +729,29 @@ TEST_CASE("utilisation over time under flow is what each link carried, interval 
   // The broadcast's flows end at 0.3 ms of 1.2 ms: a quarter of the bins at a third.
   CHECK(down[10] == Approx(1.0 / 3).margin(1e-3));
   CHECK(down[80] == Approx(1).margin(1e-3));
+}
+
+TEST_CASE("utilisation over time under packet is the packets on the wire, never above full",
+          "[report]") {
+  // The same three transfers from GPU 0: its uplink sends one packet at a time, queued first
+  // come first served (the big transfer's, then the broadcast's). Spread evenly over each
+  // transfer's life (the broadcast's began with the run and waited), it read up to 200%.
+  const Scenario s = three_transfers_from_gpu0("packet");
+  const ScenarioResult r = run_scenario(s);
+  const TrafficReport t = analyse_traffic(s, r);
+  const double window = t.makespan_s;
+  for (LinkId l = 0; l < static_cast<LinkId>(s.topology.links().size()); ++l) {
+    const auto& bins = t.links[l].bins;
+    double carried = 0;
+    for (float u : bins) {
+      CHECK(u <= 1 + 1e-3);
+      carried += u * s.topology.link(l).bandwidth * window / static_cast<double>(bins.size());
+    }
+    INFO(s.topology.link_label(l));
+    CHECK(carried == Approx(static_cast<double>(r.sim.links.bytes(l))).epsilon(1e-3));
+  }
+  // The uplink is never idle until its last packet left.
+  const auto& up = t.links[0].bins;
+  CHECK(s.topology.link_label(0) == "gpu0->switch");
+  CHECK(up[50] == Approx(1).margin(1e-3));
 }

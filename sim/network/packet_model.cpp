@@ -1,6 +1,7 @@
 #include "network/packet_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -86,6 +87,25 @@ void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
   }
 }
 
+void PacketModel::keep_link_rates() {
+  keep_rates_ = true;
+  link_rates_.assign(links_.size(), {});
+}
+
+std::vector<std::vector<RatePoint>> PacketModel::take_link_rates() {
+  return std::move(link_rates_);
+}
+
+// The link's rate from `at` on: a packet that ends there and the next that starts at the
+// same instant make one point.
+void PacketModel::note_rate(LinkId link, Time at, std::int64_t milli_Bps) {
+  auto& points = link_rates_[link];
+  if (!points.empty() && points.back().at == at)
+    points.back().milli_Bps = milli_Bps;
+  else if (points.empty() ? milli_Bps != 0 : points.back().milli_Bps != milli_Bps)
+    points.push_back({at, milli_Bps});
+}
+
 // Starts the head packet if the link is free and the packet has arrived.
 void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
   LinkState& ls = links_[link];
@@ -99,6 +119,10 @@ void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
   ls.sending = true;
   const Time end = std::max(add_time(now, serialization(head, link)), head.not_before_finish);
   host.schedule_wakeup(end, make_cookie(kLinkDone, link));
+  if (keep_rates_ && end > now)  // bytes over picoseconds, in thousandths of a B/s
+    note_rate(
+        link, now,
+        std::llround(static_cast<double>(head.bytes) * 1e15 / static_cast<double>(end - now)));
 }
 
 void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
@@ -125,6 +149,7 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
     ls.queue.pop_front();
   }
   ls.sending = false;
+  if (keep_rates_) note_rate(link, now, 0);
   ++packet_hops_;
   const Time latency = latency_[link];
   if (std::uint32_t{p.hop} + 1 < t.hops) {

@@ -24,6 +24,10 @@ class PacketModel final : public NetworkModel {
   void start_transfer(NetworkHost& host, TransferId id, PathId path, std::int64_t bytes,
                       const TransferCost& cost) override;
   void wakeup(NetworkHost& host, std::uint64_t cookie) override;
+  // A link sends one packet at a time: its rate is the packet's bytes over its time on the
+  // wire while it sends, 0 in between.
+  void keep_link_rates() override;
+  std::vector<std::vector<RatePoint>> take_link_rates() override;
 
   std::uint64_t packet_hops() const { return packet_hops_; }
 
@@ -67,6 +71,7 @@ class PacketModel final : public NetworkModel {
   // The next packet of paced transfer `s` joins its first link's queue: now, or when made.
   void pace(NetworkHost& host, Slot s);
   void pace_at(NetworkHost& host, Slot s);
+  void note_rate(LinkId link, Time at, std::int64_t milli_Bps);  // keep_link_rates
   Time serialization(const Packet& p, LinkId link) const {
     if (p.plain) return full_packet_time_[link];
     return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);
@@ -87,6 +92,8 @@ class PacketModel final : public NetworkModel {
   std::vector<Transfer> transfers_;
   std::vector<Slot> free_;
   std::uint64_t packet_hops_ = 0;
+  bool keep_rates_ = false;
+  std::vector<std::vector<RatePoint>> link_rates_;  // per link: every change
 };
 
 }  // namespace collsim
