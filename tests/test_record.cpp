@@ -483,3 +483,20 @@ TEST_CASE("result.json written a collective at a time reads back to the same byt
     CHECK(made.str() == whole);
   }
 }
+
+TEST_CASE("record: a rank busy over its whole window is idle 0 there, not a rounding's leftover") {
+  // The hierarchical all-reduce keeps every rank busy from its start to its end: idle_s
+  // read 5.2e-18 s where busy and window were subtracted as seconds.
+  const Scenario s = load_scenario(kScenarios + "hierarchical-vs-flat.json");
+  const ScenarioResult r = run_scenario(s);
+  const TrafficReport t = analyse_traffic(s, r);
+  int all_along = 0;
+  for (const CollectiveTraffic& c : t.collectives)
+    for (const RankTraffic& rt : c.ranks) {
+      // Whole picoseconds, as the simulator keeps time.
+      CHECK((rt.idle_s == 0 || rt.idle_s >= 1e-12));
+      CHECK(rt.busy_s + rt.idle_s == Approx(c.duration_s()).epsilon(1e-12));
+      all_along += rt.idle_s == 0;
+    }
+  CHECK(all_along > 0);
+}

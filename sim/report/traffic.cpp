@@ -121,6 +121,13 @@ std::vector<CollectiveTraffic::LinkBytes> CollectiveTraffic::hottest(std::size_t
 
 namespace {
 
+// A rank's busy time (the union of its ops' intervals) and the rest of `window_s`, taken in
+// whole picoseconds as the simulator keeps time: a rank busy all along is idle 0, not 5e-18.
+void set_busy(RankTraffic& rt, Time busy, double window_s) {
+  rt.busy_s = to_seconds(busy);
+  rt.idle_s = to_seconds(std::max<Time>(0, from_seconds(window_s) - busy));
+}
+
 // The run's totals: per link (bytes, busy, peak, utilisation over the makespan) and per rank.
 void add_run_totals(const Topology& t, const ScenarioResult& r, TrafficReport& rep) {
   const std::size_t L = t.links().size();
@@ -190,10 +197,8 @@ struct TrafficWalk::State {
     if (rep_.timed && r_.sim.link_rates.size() == L) bins_from_rates();
     for (std::size_t l = 0; l < L && rep_.timed; ++l)
       for (int k = 0; k < rep_.bins; ++k) rep_.links[l].bins[k] = bins_[k * L + l];
-    for (int rank = 0; rank < static_cast<int>(rank_busy_.size()); ++rank) {
-      rep_.ranks[rank].busy_s = to_seconds(rank_busy_[rank].total());
-      rep_.ranks[rank].idle_s = rep_.makespan_s - rep_.ranks[rank].busy_s;
-    }
+    for (int rank = 0; rank < static_cast<int>(rank_busy_.size()); ++rank)
+      set_busy(rep_.ranks[rank], rank_busy_[rank].total(), rep_.makespan_s);
   }
 
   // As the simulator times a switch op: a leg between the switch and a GPU of the group
@@ -345,10 +350,8 @@ struct TrafficWalk::State {
     }
     coll_touched_.clear();
     const double window = own_.duration_s();
-    for (std::size_t i = 0; i < own_busy_.size(); ++i) {
-      own_.ranks[i].busy_s = to_seconds(own_busy_[i].total());
-      own_.ranks[i].idle_s = std::max(0.0, window - own_.ranks[i].busy_s);
-    }
+    for (std::size_t i = 0; i < own_busy_.size(); ++i)
+      set_busy(own_.ranks[i], own_busy_[i].total(), window);
     own_busy_.clear();
     rep_.collectives.push_back(std::move(own_));
     rep_.per_collective.push_back(whole);
