@@ -317,6 +317,7 @@ std::string json_type(const nlohmann::json& v) {
   if (v.is_number_float()) return "float";
   if (v.is_object()) return "object";
   if (v.is_array()) return "array";
+  if (v.is_boolean()) return "boolean";
   return "other";
 }
 
@@ -329,7 +330,8 @@ const std::pair<std::set<std::string>, std::vector<std::string>> kFieldsByType[]
       "hottest_links[].link", "hottest_links[].kind", "candidate.algorithm", "candidate.plan",
       "doc.scenario", "doc.topology.name", "doc.network.model", "doc.links[].src",
       "doc.links[].dst", "doc.links[].kind", "doc.ranks[].gpu"}},
-    {{"string", "null"}, {"schedule_digest", "held_by"}},
+    {{"string", "null"}, {"schedule_digest", "held_by", "doc.caveat"}},
+    {{"boolean"}, {"over_link_rate"}},
     {{"integer"},
      {"ranks[]",
       "bytes",

@@ -755,3 +755,42 @@ TEST_CASE("utilisation over time under packet is the packets on the wire, never 
   CHECK(s.topology.link_label(0) == "gpu0->switch");
   CHECK(up[50] == Approx(1).margin(1e-3));
 }
+
+TEST_CASE("under ideal, what no physical network could do is said in text, JSON and HTML",
+          "[report]") {
+  // The three transfers from GPU 0 at once: ideal gives each the uplink to itself. The naive
+  // broadcast's two sends take it twice over in their 0.1 ms; the run puts 120 MB through it
+  // in the 1 ms the largest needs.
+  const Scenario s = three_transfers_from_gpu0("ideal");
+  const ScenarioResult r = run_scenario(s);
+  const TrafficReport t = analyse_traffic(s, r);
+  const std::string caveat = ideal_caveat(s, r, t);
+  CHECK_THAT(caveat, Catch::Contains("1 of 2 collectives took less time") &&
+                         Catch::Contains("gpu0->switch carried 120% of its rate over the run"));
+  CHECK_THAT(summary_table(s, r, t), Catch::Contains("# caveat: " + caveat));
+  const nlohmann::json doc = result_json(s, r, t);
+  CHECK(doc["caveat"] == caveat);
+  CHECK(doc["collectives"][0]["over_link_rate"] == false);
+  CHECK(doc["collectives"][1]["over_link_rate"] == true);
+  std::ostringstream html;
+  write_html_report(html, s, r, t);
+  CHECK_THAT(html.str(), Catch::Contains("<b>Caveat:</b> the ideal network model"));
+  // Two sends from GPU 0 at once, each within the uplink's rate alone: only the run's
+  // total says it (200%).
+  const Scenario two = parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s",
+          "latency": "0us"}, "network": {"model": "ideal", "alpha": "0us"},
+          "collectives": [{"name": "a", "op": "send_recv", "bytes": "10MB", "ranks": [0, 1]},
+            {"name": "b", "op": "send_recv", "bytes": "10MB", "ranks": [0, 2], "after": []}]})"),
+      ".");
+  const ScenarioResult r2 = run_scenario(two);
+  const TrafficReport t2 = analyse_traffic(two, r2);
+  CHECK_THAT(ideal_caveat(two, r2, t2), Catch::Contains("gpu0->switch carried 200% of its rate") &&
+                                            !Catch::Contains("collectives took"));
+  // Flow shares the uplink: nothing to say.
+  const Scenario flow = three_transfers_from_gpu0("flow");
+  const ScenarioResult rf = run_scenario(flow);
+  const TrafficReport tf = analyse_traffic(flow, rf);
+  CHECK(ideal_caveat(flow, rf, tf).empty());
+  CHECK(result_json(flow, rf, tf)["caveat"].is_null());
+}

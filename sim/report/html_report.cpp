@@ -95,6 +95,8 @@ void summary_section(std::ostream& out, const Scenario& s, const ScenarioResult&
   }
   out << "</table>\n<p class=\"note\">Sizes in binary units (1 MiB = 2<sup>20</sup> B); "
          "bandwidths in GB/s (1 GB = 10<sup>9</sup> B); busbw as nccl-tests computes it.</p>\n";
+  if (const std::string caveat = ideal_caveat(s, r, traffic); !caveat.empty())
+    out << "<p class=\"note\" id=\"caveat\"><b>Caveat:</b> " << html::escape(caveat) << ".</p>\n";
 }
 
 // Each collective over its own duration: its busiest links and how evenly its ranks sent.

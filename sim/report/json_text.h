@@ -21,6 +21,9 @@ void append_json(std::string& out, std::int64_t v);
 void append_json(std::string& out, std::uint64_t v);
 void append_json(std::string& out, std::string_view v);  // quoted and escaped
 void append_json(std::string& out, std::nullptr_t);
+inline void append_json(std::string& out, bool v) {
+  out += v ? "true" : "false";
+}
 inline void append_json(std::string& out, const std::string& v) {
   append_json(out, std::string_view(v));
 }

@@ -95,6 +95,39 @@ RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::
   return out;
 }
 
+bool over_link_rate(const Scenario& s, const ScenarioResult& r, const Bottleneck& b) {
+  return s.network.model == NetworkModelKind::Ideal && b.link >= 0 &&
+         b.seconds > r.outcomes[b.collective].ops_time_s * (1 + 1e-9);
+}
+
+std::string ideal_caveat(const Scenario& s, const ScenarioResult& r, const TrafficReport& traffic) {
+  if (s.network.model != NetworkModelKind::Ideal) return "";
+  std::set<std::size_t> over;
+  for (const Bottleneck& b : traffic.per_collective)
+    if (over_link_rate(s, r, b)) over.insert(b.collective);
+  LinkId busiest = -1;
+  for (LinkId l = 0; l < static_cast<LinkId>(traffic.links.size()); ++l)
+    if (busiest < 0 || traffic.links[l].utilisation > traffic.links[busiest].utilisation)
+      busiest = l;
+  const bool link_over = busiest >= 0 && traffic.links[busiest].utilisation > 1 + 1e-9;
+  if (over.empty() && !link_over) return "";
+  std::vector<std::string> what;
+  if (!over.empty())
+    what.push_back(fmt::format(
+        "{} of {} collective{} took less time than {} busiest link needs for {} bytes at its full "
+        "rate",
+        over.size(), r.resolved.size(), r.resolved.size() == 1 ? "" : "s",
+        over.size() == 1 ? "its" : "their", over.size() == 1 ? "its" : "their"));
+  if (link_over)
+    what.push_back(fmt::format("{} carried {}% of its rate over the run",
+                               s.topology.link_label(busiest),
+                               format_significant(100 * traffic.links[busiest].utilisation, 4)));
+  return fmt::format(
+      "the ideal network model gives every transfer its links to itself: {}; these times are "
+      "no physical ones (flow and packet share links)",
+      fmt::join(what, ", and "));
+}
+
 namespace {
 
 // "NAME: one channel across N hosts: each host's traffic crosses the network through one
@@ -263,7 +296,7 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
         b.share_of_rate < 1 ? fmt::format("{}% of full rate: a reducing switch's legs",
                                           format_significant(100 * b.share_of_rate, 3))
                             : "full rate",
-        s.network.model == NetworkModelKind::Ideal && b.seconds > took * (1 + 1e-9)
+        over_link_rate(s, r, b)
             ? fmt::format(", more than the {} it took: the ideal model gives every transfer "
                           "its links to itself, so this time is no physical one (flow and "
                           "packet share links)",
@@ -271,6 +304,8 @@ std::string summary_table(const Scenario& s, const ScenarioResult& r, const Traf
             : "");
   }
   if (r.resolved.size() > 1) out += per_collective_lines(s, r, traffic);
+  if (const std::string caveat = ideal_caveat(s, r, traffic); !caveat.empty())
+    out += "# caveat: " + caveat + "\n";
   return out;
 }
 
@@ -389,6 +424,7 @@ void append_collective(std::string& into, const Scenario& s, const ScenarioResul
   if (i < r.folding.size() && !r.folding[i].note.empty()) out.add("symmetry", r.folding[i].note);
   if (r.choices[i]) out.add_text("auto", auto_text(*r.choices[i], out.inner()));
   if (bottleneck) out.add_text("bottleneck", bottleneck_text(s.topology, *bottleneck, out.inner()));
+  out.add("over_link_rate", bottleneck != nullptr && over_link_rate(s, r, *bottleneck));
   if (i < traffic.collectives.size())
     add_own_traffic(out, s.topology, traffic.collectives[i], traffic.timed);
   out.append_to(into);
@@ -404,7 +440,8 @@ std::vector<const Bottleneck*> bottlenecks_of(const ScenarioResult& r,
 }
 
 // result.json without its collectives (an empty array in their place), as text.
-std::string result_json_frame(const Scenario& s, const TrafficReport& traffic) {
+std::string result_json_frame(const Scenario& s, const TrafficReport& traffic,
+                              const std::string& caveat) {
   const auto& t = s.topology;
   JsonArrayText links(1);
   for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l) {
@@ -443,6 +480,7 @@ std::string result_json_frame(const Scenario& s, const TrafficReport& traffic) {
                                .add("alpha_s", to_seconds(s.network.alpha))
                                .text())
       .add("makespan_s", traffic.makespan_s)
+      .add("caveat", caveat.empty() ? std::nullopt : std::optional<std::string>(caveat))
       .add_text("collectives", "[]")
       .add_text("links", links.text())
       .add_text("ranks", ranks.text());
@@ -518,7 +556,7 @@ void write_result_json(std::ostream& out, const Scenario& s, const ScenarioResul
                        const TrafficReport& traffic, int threads) {
   // The frame, the collectives written a batch at a time where its empty array stands:
   // 100,000 collectives never sit in memory at once.
-  const std::string frame = result_json_frame(s, traffic);
+  const std::string frame = result_json_frame(s, traffic, ideal_caveat(s, r, traffic));
   const std::string_view hole = "\"collectives\": []";
   const std::size_t at = frame.find(hole);
   out << std::string_view(frame).substr(0, at + hole.size() - 2);

@@ -22,6 +22,16 @@ struct RankSpread {
 };
 RankSpread spread(std::span<const RankTraffic> ranks, std::int64_t RankTraffic::*field);
 
+// Under the ideal model, which gives every transfer its links to itself: whether collective
+// `b.collective` took less than its bottleneck's bytes need at the link's full rate (its time
+// is then no physical one). False under flow and packet, which share links.
+bool over_link_rate(const Scenario& scenario, const ScenarioResult& result, const Bottleneck& b);
+// Under ideal, what of the run no physical network could do (collectives over their links'
+// rate, links that carried more than their rate over the run): a sentence, or "" where none.
+// The text, result.json ("caveat") and report.html all say it.
+std::string ideal_caveat(const Scenario& scenario, const ScenarioResult& result,
+                         const TrafficReport& traffic);
+
 // nccl-tests-style table, one row per collective, then the hottest links.
 std::string summary_table(const Scenario& scenario, const ScenarioResult& result,
                           const TrafficReport& traffic, int hottest = 5);
