@@ -113,18 +113,20 @@ TEST_CASE(
   REQUIRE(run_collsim("run " + kScenario + " --out " + d.string()).status == 0);
   const auto trace = nlohmann::json::parse(slurp(d / "timeline.json"));
   int slices = 0, tracks = 0, starts = 0, finishes = 0, counters = 0;
+  std::vector<nlohmann::json> spans;  // the collectives as reported (pid 2)
   std::map<std::pair<int, int>, double>
       last_end;  // per (pid, tid): slices on one track must not overlap
   for (const auto& e : trace["traceEvents"]) {
     const std::string ph = e["ph"];
-    if (ph == "X") {
+    if (ph == "X" && e["pid"] == 2) spans.push_back(e);
+    if (ph == "X" && e["pid"] == 0) {
       ++slices;
       CHECK(e["dur"].get<double>() > 0);
       const auto key = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
       CHECK(e["ts"].get<double>() >= last_end[key] - 1e-9);
       last_end[key] = e["ts"].get<double>() + e["dur"].get<double>();
     }
-    if (ph == "M" && e["name"] == "thread_name") ++tracks;
+    if (ph == "M" && e["name"] == "thread_name" && e["pid"] == 0) ++tracks;
     starts += ph == "s";
     finishes += ph == "f";
     counters += ph == "C";
@@ -135,6 +137,14 @@ TEST_CASE(
   CHECK(starts == transfers);
   CHECK(finishes == transfers);
   CHECK(counters == 16 * 101);  // 16 busy links, 100 bins and a closing zero
+  // The collective from its start to its end, as result.json reports it.
+  const auto result = nlohmann::json::parse(slurp(d / "result.json"));
+  REQUIRE(spans.size() == 1);
+  CHECK(spans[0]["name"] == result["collectives"][0]["name"]);
+  CHECK(spans[0]["ts"].get<double>() ==
+        Approx(result["collectives"][0]["start_s"].get<double>() * 1e6).margin(1e-6));
+  CHECK(spans[0]["dur"].get<double>() ==
+        Approx(result["collectives"][0]["time_s"].get<double>() * 1e6).margin(1e-6));
   CHECK(slurp(d / "links.csv")
             .starts_with("scope,collective,src,dst,kind,bandwidth_Bps,bytes,window_s,utilisation,"
                           "busy_s,peak_transfers\n"));
@@ -264,7 +274,7 @@ TEST_CASE("a trace of more transfers than --trace-transfers holds busy-time bins
   for (const auto& e : trace["traceEvents"]) {
     const std::string ph = e["ph"];
     arrows += ph == "s" || ph == "f";
-    if (ph != "X") continue;
+    if (ph != "X" || e["pid"] != 0) continue;  // the transfers' tracks
     CHECK(e["cat"] == "grads");  // binned, each slice still names its collective
     const double busy = e["args"]["busy"];
     CHECK(busy > 0);

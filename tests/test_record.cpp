@@ -234,7 +234,7 @@ std::vector<nlohmann::json> binned_slices(const std::string& tag, const nlohmann
   const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
   std::vector<nlohmann::json> out;
   for (const auto& e : trace.at("traceEvents"))
-    if (e["ph"] == "X") out.push_back(e);
+    if (e["ph"] == "X" && e["pid"] == 0) out.push_back(e);  // the ranks' tracks
   fs::remove_all(dir);
   return out;
 }

@@ -794,3 +794,39 @@ TEST_CASE("under ideal, what no physical network could do is said in text, JSON 
   CHECK(ideal_caveat(flow, rf, tf).empty());
   CHECK(result_json(flow, rf, tf)["caveat"].is_null());
 }
+
+TEST_CASE("the trace shows each collective as reported, and the time NCCL's estimate held it",
+          "[report]") {
+  // 1 GiB on a DGX H100 as NCCL picks it (NVLS): its ops take less than NCCL's own estimate,
+  // which stands. The ranks' tracks end with the ops; the collectives' track with the time
+  // the run reports.
+  const auto dir = temp_dir("trace-held");
+  std::ofstream(dir / "held.json") << R"({"topology": "dgx-h100", "network": {"model": "flow"},
+      "collectives": [{"name": "ar", "op": "all_reduce", "algorithm": "nccl", "bytes": "1GiB"}]})";
+  REQUIRE(run_collsim("run " + (dir / "held.json").string() + " --out " + (dir / "out").string())
+              .status == 0);
+  const auto result = nlohmann::json::parse(slurp(dir / "out" / "result.json"));
+  const auto& c = result["collectives"][0];
+  REQUIRE(c["held_by"] == "nccl_model");
+  const double start = c["start_s"].get<double>() * 1e6, time = c["time_s"].get<double>() * 1e6,
+               ops = c["ops_time_s"].get<double>() * 1e6;
+  REQUIRE(ops < time);
+  const auto trace = nlohmann::json::parse(slurp(dir / "out" / "timeline.json"));
+  double ops_end = 0;
+  std::vector<nlohmann::json> spans;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["pid"] == 0) ops_end = std::max(ops_end, e["ts"].get<double>() + e["dur"].get<double>());
+    if (e["pid"] == 2) spans.push_back(e);
+  }
+  CHECK(ops_end < start + time - 1);
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0]["name"] == "ar");
+  CHECK(spans[0]["ts"].get<double>() == Approx(start).margin(1e-6));
+  CHECK(spans[0]["dur"].get<double>() == Approx(time).margin(1e-6));
+  CHECK(spans[1]["name"] == "held: nccl_model");
+  CHECK(spans[1]["ts"].get<double>() == Approx(start + ops).margin(1e-6));
+  CHECK(spans[1]["ts"].get<double>() + spans[1]["dur"].get<double>() ==
+        Approx(start + time).margin(1e-6));
+  fs::remove_all(dir);
+}

@@ -322,12 +322,44 @@ void write_link_counters(ChromeTrace& trace, const Topology& topology,
   }
 }
 
+// A track of the collectives as the run reports them, each from its start to its end (its
+// ops may begin later, after its launch, and end sooner, where NCCL's estimate or the host's
+// issue held it): a slice each, on as few lanes as keep overlapping ones apart, and in it
+// the time it was held past its ops.
+void write_collective_spans(ChromeTrace& trace, const ScenarioResult& r, NameBuffer& named) {
+  constexpr int kPid = 2;
+  trace.process_name(kPid, "collectives (as reported)");
+  std::vector<double> lane_end;  // per lane: when its last collective ends
+  for (std::size_t c = 0; c < r.outcomes.size(); ++c) {
+    const CollectiveOutcome& o = r.outcomes[c];
+    std::size_t lane = 0;
+    while (lane < lane_end.size() && lane_end[lane] > o.start_s) ++lane;
+    if (lane == lane_end.size()) {
+      lane_end.push_back(0);
+      trace.thread_name(kPid, static_cast<int>(lane), named("lane {}", lane + 1));
+    }
+    lane_end[lane] = o.end_s;
+    const std::string_view name = r.resolved[c].name;
+    trace
+        .complete(kPid, static_cast<int>(lane), o.start_s * 1e6, o.time_s * 1e6, name, "collective")
+        .arg("plan", r.labels[c])
+        .arg("time_s", o.time_s, "{:.12g}")
+        .arg("ops_time_s", o.ops_time_s, "{:.12g}");
+    if (o.held_by != HeldBy::Nothing && o.time_s > o.ops_time_s)
+      trace
+          .complete(kPid, static_cast<int>(lane), (o.start_s + o.ops_time_s) * 1e6,
+                    (o.time_s - o.ops_time_s) * 1e6, named("held: {}", name_of(o.held_by)),
+                    "collective")
+          .arg("collective", name);
+  }
+}
+
 }  // namespace
 
 void write_transfer_timeline(std::ostream& out, const Topology& topology,
                              std::span<const std::string_view> names,
-                             std::span<const TraceTransfer> transfers,
-                             const TrafficReport* traffic) {
+                             std::span<const TraceTransfer> transfers, const TrafficReport* traffic,
+                             const ScenarioResult* result) {
   const int K = topology.num_ranks();
   const TimelineThreads threads(transfers, K);
   // Timestamps are microseconds; printed with 6 decimals they keep every picosecond.
@@ -342,6 +374,7 @@ void write_transfer_timeline(std::ostream& out, const Topology& topology,
                    names[x.collective], named);
   }
   if (traffic) write_link_counters(trace, topology, *traffic);
+  if (result) write_collective_spans(trace, *result, named);
   trace.finish();
 }
 
@@ -349,7 +382,7 @@ void write_chrome_trace(std::ostream& out, const Scenario& s, const ScenarioResu
                         const TrafficReport& traffic, std::span<const TraceTransfer> transfers) {
   std::vector<std::string_view> names;
   for (const CollectiveSpec& c : r.resolved) names.push_back(c.name);
-  write_transfer_timeline(out, s.topology, names, transfers, &traffic);
+  write_transfer_timeline(out, s.topology, names, transfers, &traffic, &r);
 }
 
 void write_transfer_timeline(std::ostream& out, const Topology& topology,

@@ -64,11 +64,12 @@ class TraceGather final : public OpSink {
 };
 
 // The trace of gathered transfers, `names` by collective; link counter tracks when
-// `traffic` is given.
+// `traffic` is given, and a track of the collectives as the run reports them (each from its
+// start to its end, what held it past its ops in it) when `result` is.
 void write_transfer_timeline(std::ostream& out, const Topology& topology,
                              std::span<const std::string_view> names,
-                             std::span<const TraceTransfer> transfers,
-                             const TrafficReport* traffic);
+                             std::span<const TraceTransfer> transfers, const TrafficReport* traffic,
+                             const ScenarioResult* result = nullptr);
 
 // A simulated run's trace, its transfers gathered from its ops.
 void write_chrome_trace(std::ostream& out, const Scenario& scenario, const ScenarioResult& result,
