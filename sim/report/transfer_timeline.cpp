@@ -101,8 +101,7 @@ struct TraceGather::State {
     const std::vector<int>& ranks = *spans_[c_].ranks;
     if (!binned_) {
       out_.push_back(TraceTransfer{r.start, r.end, ranks[op.src_rank], ranks[op.dst_rank], op.step,
-                                   r.bytes, op.kind == OpKind::Reduce || op.reads_every_rank(), c_,
-                                   id_++});
+                                   r.bytes, op.kind, c_, id_++});
       return;
     }
     const int bins = grid_.bins;
@@ -144,16 +143,24 @@ struct TraceGather::State {
     const double width = grid_.width;
     const Time first = grid_.first, own_first = spans_[c_].first, own_last = spans_[c_].last;
     double run_busy = 0, run_moved = 0;
+    // The bytes of a rank's side so far, exact and as the bins before printed them: each bin
+    // prints what rounding the sum adds, so the bins add up to the bytes moved.
+    double moved_so_far = 0;
+    std::int64_t printed_so_far = 0;
     std::int64_t run_touched = 0;
     for (std::size_t i = 0; i < cells_.size(); ++i) {
       const int b = static_cast<int>(i % bins), row = static_cast<int>(i / bins);
       const std::size_t here = at(row, b);
-      if (b == 0) run_busy = run_moved = 0, run_touched = 0;  // a new rank and side
+      if (b == 0) {  // a new rank and side
+        run_busy = run_moved = moved_so_far = 0;
+        run_touched = printed_so_far = 0;
+      }
       run_busy += whole_[here].busy;
       run_moved += whole_[here].moved;
       run_touched += whole_[here].touched;
       const std::int64_t transfers = cells_[here].touched + run_touched;
       if (transfers == 0) continue;
+      moved_so_far += cells_[here].moved + run_moved;
       TraceTransfer c{};
       c.src = c.dst = row / 2;
       c.side = row % 2;
@@ -163,7 +170,8 @@ struct TraceGather::State {
       c.start = std::max(own_first, first + static_cast<Time>(b * width));
       c.end = std::min(own_last, first + static_cast<Time>((b + 1) * width));
       if (c.end <= c.start) c.end = c.start + 1;
-      c.bytes = static_cast<std::int64_t>(cells_[here].moved + run_moved + 0.5);
+      c.bytes = std::llround(moved_so_far) - printed_so_far;
+      printed_so_far += c.bytes;
       c.transfers = static_cast<int>(transfers);
       c.busy = std::min(1.0, (cells_[here].busy + run_busy) / static_cast<double>(c.end - c.start));
       out_.push_back(c);
@@ -294,7 +302,7 @@ void write_transfer(ChromeTrace& trace, const TraceTransfer& x, int send_tid, in
   for (int side = 0; side < 2; ++side)
     trace
         .complete(0, side ? recv_tid : send_tid, ts, dur,
-                  named("{} {}\u2192{}", x.reduce ? "reduce" : "copy", x.src, x.dst), collective)
+                  named("{} {}\u2192{}", op_kind_name(x.kind), x.src, x.dst), collective)
         .arg("collective", collective)
         .arg("step", x.step)
         .arg("bytes", x.bytes)

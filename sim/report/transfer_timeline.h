@@ -29,7 +29,7 @@ struct TraceTransfer {
   Time start, end;
   int src, dst, step;
   std::int64_t bytes;
-  bool reduce;
+  OpKind kind;  // a copy, a reduce, or a switch's (NVLS, SHARP): named so on its slices
   std::size_t collective;
   std::uint64_t id;
   int side = -1;      // -1: a transfer, both ends; 0 / 1: a bin of the sender's / receiver's
