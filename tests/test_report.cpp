@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "report/html_common.h"
 #include "report/html_report.h"
 #include "report/output_dir.h"
 #include "report/reports.h"
@@ -829,4 +830,12 @@ TEST_CASE("the trace shows each collective as reported, and the time NCCL's esti
   CHECK(spans[1]["ts"].get<double>() + spans[1]["dur"].get<double>() ==
         Approx(start + time).margin(1e-6));
   fs::remove_all(dir);
+}
+
+TEST_CASE("report.html's bandwidths keep three significant digits below 10 GB/s", "[report]") {
+  // A 1 KB collective's 0.0143 GB/s read 0.0 at one decimal.
+  CHECK(html::gbps(1.43e7) == "0.0143 GB/s");
+  CHECK(html::gbps(2.5e9) == "2.5 GB/s");
+  CHECK(html::gbps(4.5e11) == "450.0 GB/s");
+  CHECK(html::gbps(0) == "0.0 GB/s");
 }

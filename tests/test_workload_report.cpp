@@ -284,3 +284,30 @@ TEST_CASE("workload report.html renders in headless Chromium without console err
     CHECK_THAT(page.dom, Catch::Contains(id));
   CHECK(page.console_errors == std::vector<std::string>{});
 }
+
+TEST_CASE("workload trace: with several jobs every rank's process names its job",
+          "[workload][report]") {
+  // workload-two-jobs interleaves jobs a and b on one cluster: only each stage's
+  // representative said its job, and "rank 9" could be either.
+  const auto dir = temp_dir("wr-two-jobs");
+  const std::string scenario =
+      std::string(COLLSIM_SOURCE_DIR) + "/scenarios/workload-two-jobs.json";
+  REQUIRE(run_collsim("run " + scenario + " --out " + dir.string()).status == 0);
+  const auto trace = nlohmann::json::parse(slurp(dir / "timeline.json"));
+  const Scenario s = load_scenario(scenario);
+  std::map<int, std::string> job_of;
+  for (const auto& w : s.workloads)
+    for (int r : w.ranks) job_of[r] = w.name;
+  int named = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "M" || e["name"] != "process_name") continue;
+    const std::string name = e["args"]["name"];
+    const int rank = e["pid"];
+    INFO(name);
+    REQUIRE(job_of.count(rank) == 1);
+    CHECK(name.starts_with(fmt::format("rank {} ({}", rank, job_of[rank])));
+    ++named;
+  }
+  CHECK(named > 4);  // more than the two jobs' stage representatives
+  std::filesystem::remove_all(dir);
+}

@@ -72,7 +72,10 @@ std::string percent(double u) {
   return fmt::format("{:.1f}%", u * 100);
 }
 std::string gbps(double bytes_per_s) {
-  return fmt::format("{:.1f} GB/s", bytes_per_s / 1e9);
+  // One decimal from 10 GB/s up; three significant digits below, where one decimal read a
+  // 1 KB collective's 0.01 GB/s as 0.0.
+  const double g = bytes_per_s / 1e9;
+  return (g >= 10 || g == 0 ? fmt::format("{:.1f}", g) : format_significant(g, 3)) + " GB/s";
 }
 
 void time_axis(std::ostream& out, double span, int y, int grid_top) {

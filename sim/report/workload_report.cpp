@@ -328,12 +328,24 @@ std::string representatives_json(const WorkloadRun& run,
   return out;
 }
 
-// "rank 17", and for a stage's representative "rank 17 (job0 stage 2)".
+// Each rank's job (-1: none), from the tasks it runs.
+std::vector<int> job_of_ranks(const WorkloadRun& run, int ranks) {
+  std::vector<int> out(static_cast<std::size_t>(ranks), -1);
+  for (std::size_t i = 0; i < run.graph.tasks.size(); ++i)
+    if (const int job = run.job_of_task[i]; job >= 0)
+      for (int r : run.graph.tasks[i].ranks) out[r] = job;
+  return out;
+}
+
+// "rank 17", and for a stage's representative "rank 17 (job0 stage 2)"; with several jobs,
+// every rank's job ("rank 9 (b)": their ranks interleave on the machine).
 std::string process_name(const WorkloadRun& run, const std::vector<StageRepresentative>& reps,
-                         int rank) {
+                         const std::vector<int>& job_of_rank, int rank) {
   for (const auto& rep : reps)
     if (rep.rank == rank)
       return fmt::format("rank {} ({} stage {})", rank, run.jobs[rep.job].spec->name, rep.stage);
+  if (const int job = job_of_rank[rank]; run.jobs.size() > 1 && job >= 0)
+    return fmt::format("rank {} ({})", rank, run.jobs[job].spec->name);
   return fmt::format("rank {}", rank);
 }
 
@@ -353,6 +365,7 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
   std::vector<bool> drawn(total, false);
   for (int r : ranks) drawn[r] = true;
   const CommLanes comm = comm_lanes(run, drawn);
+  const std::vector<int> job_of_rank = job_of_ranks(run, total);
 
   fmt::memory_buffer b;
   fmt::format_to(std::back_inserter(b),
@@ -375,7 +388,7 @@ void write_workload_trace(std::ostream& out, const Scenario& scenario, const Wor
                    "{{\"name\": {1}}}}},\n"
                    "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, \"tid\": 0, "
                    "\"args\": {{\"name\": \"compute\"}}}}",
-                   r, json_quote(process_name(run, sample.representatives, r)));
+                   r, json_quote(process_name(run, sample.representatives, job_of_rank, r)));
     for (int lane = 0; lane < std::max(1, comm.lanes.count(r)); ++lane)
       fmt::format_to(std::back_inserter(b),
                      ",\n{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, "
