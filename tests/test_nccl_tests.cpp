@@ -1593,4 +1593,7 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
              Catch::Contains("results[0] prints the reduction \"sum\""));
   CHECK_THAT(parse_error(doc.dump().substr(0, 100), "out.json"),
              Catch::StartsWith("out.json: malformed JSON"));
+  bad = doc;
+  bad["results"] = nlohmann::json::array();
+  CHECK_THAT(parse_error(bad.dump(), "out.json"), Catch::Contains("\"results\" is empty"));
 }

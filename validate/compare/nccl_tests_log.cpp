@@ -853,9 +853,12 @@ class LogReader {
                       "size, and each is simulated): split the log or trim its sizes",
                       rows_, kMaxLogRows));
     if (log_.rows.empty())
-      throw InputError(file,
-                       "no result rows: expected nccl-tests lines of size, count, type, redop, "
-                       "root, time, algbw, busbw, #wrong (out of place, then in place)");
+      throw InputError(file, log_.from_json
+                                 ? "no result rows: \"results\" is empty (nccl-tests -J writes "
+                                   "one entry per size)"
+                                 : "no result rows: expected nccl-tests lines of size, count, "
+                                   "type, redop, root, time, algbw, busbw, #wrong (out of place, "
+                                   "then in place)");
     // A run stopped early (an MPI abort, a timeout) leaves its last sizes out and no closing
     // lines: said, not compared as if whole.
     if (!closed_ && log_.max_bytes > 0 && log_.rows.back().bytes < log_.max_bytes / 2)
