@@ -1483,6 +1483,11 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
   bad_iter.replace(bad_iter.find("59.0"), 4, "n/a!");
   CHECK_THAT(parse_error(header + per_iteration + bad_iter),
              Catch::Contains("expected the out-of-place per-iteration statistic as a number"));
+  // Fields that are not one set of iterations' statistics (i_min above i_max) are refused.
+  std::string swapped = iter_row;
+  swapped.replace(swapped.find("50.1  60.2"), 10, "60.2  50.1");
+  CHECK_THAT(parse_error(header + per_iteration + swapped),
+             Catch::Contains("i_min <= i_p99 <= i_max"));
   // Without the per-iteration headers, 21 fields are not a row of 13.
   CHECK_THAT(parse_error(header + columns + iter_row), Catch::Contains("expected 9 or 13 fields"));
 
@@ -1533,6 +1538,8 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
   CHECK(marked.nccl_algo == "Ring");
   CHECK(marked.rows.size() == 1);
   CHECK(without_launcher_marks("host.example.com:  8  2") == "  8  2");
+  CHECK(without_launcher_marks("node-01: Dec 05 22:01:16   8  2") == "   8  2");  // pdsh 'x | ts'
+  CHECK(without_launcher_marks("Dec 05 22:01:16 node-01:   8  2") == "   8  2");
   CHECK(without_launcher_marks("node01:99:99 NCCL INFO x") == "node01:99:99 NCCL INFO x");
 
   // nccl-tests -J: the same header and rows, as JSON.
@@ -1574,6 +1581,13 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
   CHECK(json.rows[1].out_of_place.time_us == 90.0);
   CHECK(json.rows[1].root == -1);
   CHECK(json.notes.empty());
+  // -g 4: one process drives 4 GPUs, and nccl-tests lists each process's first one only.
+  nlohmann::json one_process = doc;
+  one_process["config"]["ngpus"] = 4;
+  one_process["config"]["devices"] = {{{"rank", 0}}};
+  const NcclTestsLog driven = parse_nccl_tests_log(one_process.dump(), "g4.json");
+  CHECK(driven.ranks == 4);
+  CHECK(driven.ranks_source == "the log's devices");
   // Errors name the entry, by JSON path.
   nlohmann::json bad = doc;
   bad["results"][1]["out_of_place"]["time"] = "slow";
@@ -1596,4 +1610,17 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
   bad = doc;
   bad["results"] = nlohmann::json::array();
   CHECK_THAT(parse_error(bad.dump(), "out.json"), Catch::Contains("\"results\" is empty"));
+}
+
+TEST_CASE("calibrate names a bandwidth curve only where it kept one", "[nccl-tests]") {
+  // The 2 x 8 log keeps efficiency alone: its report printed "bandwidth_curve 0 point(s)".
+  const auto dir = collsim::test::temp_dir("nccl-fit-nocurve");
+  const auto fit = collsim::test::run_collsim(
+      "calibrate --nccl-tests " +
+      nccl_tests_test::published_log("h100_2x8_all_reduce_default.txt") +
+      " --topology '{\"preset\": \"cluster\", \"nodes\": 2}' --out " + (dir / "c.json").string());
+  REQUIRE(fit.status == 0);
+  const auto doc = nlohmann::json::parse(collsim::test::slurp(dir / "c.json"));
+  CHECK_FALSE(doc["links"]["ib"].contains("bandwidth_curve"));
+  CHECK_THAT(fit.out, !Catch::Contains("bandwidth_curve"));
 }

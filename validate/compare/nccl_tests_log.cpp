@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -43,30 +44,40 @@ std::pair<std::string_view, std::string_view> first_word(std::string_view line) 
   return {line.substr(start, end - start), line.substr(end)};
 }
 
-// What a tool that runs the command on many hosts, or stamps its lines, puts ahead of each:
-// moreutils' ts ("Dec 05 22:01:16 "), pdsh and clush ("node01: "). A host's mark is one word
-// of a host name's characters ending in ':', and only taken off where what follows is
-// nccl-tests' (a '#' line or a row): NCCL's own "host:pid:tid" lines keep theirs.
-std::string_view without_host_marks(std::string_view line) {
+// "Dec 05 22:01:16 " ahead of the line, as moreutils' ts stamps it: what follows it.
+std::string_view without_clock_stamp(std::string_view line) {
   const auto [month, after_month] = first_word(line);
   const auto [day, after_day] = first_word(after_month);
   const auto [clock, after_clock] = first_word(after_day);
   if (month.size() == 3 && std::isalpha(static_cast<unsigned char>(month[0])) && is_digits(day) &&
       day.size() <= 2 && is_clock(clock))
-    line = after_clock;
+    return after_clock;
+  return line;
+}
+
+// pdsh's or clush's "node01: " ahead of the line. A host's mark is one word of a host name's
+// characters ending in ':', and only taken off where what follows is nccl-tests' (a '#' line
+// or a row, a clock stamp between): NCCL's own "host:pid:tid" lines keep theirs.
+std::string_view without_host_name(std::string_view line) {
   const auto [host, rest] = first_word(line);
   const bool host_chars = host.size() > 1 && std::all_of(host.begin(), host.end() - 1, [](char ch) {
                             const auto c = static_cast<unsigned char>(ch);
                             return std::isalnum(c) || c == '-' || c == '.' || c == '_';
                           });
-  const std::string_view next = first_word(rest).first;
+  const std::string_view next = first_word(without_clock_stamp(rest)).first;
   const bool nccl_tests_line =
       !next.empty() && (next[0] == '#' || std::isdigit(static_cast<unsigned char>(next[0])));
   // A bare number before ':' is srun --label's rank, read below.
   if (host_chars && host.back() == ':' && !is_digits(host.substr(0, host.size() - 1)) &&
       nccl_tests_line)
-    line = rest;
+    return rest;
   return line;
+}
+
+// What a tool that runs the command on many hosts, or stamps its lines, puts ahead of each,
+// in either order: moreutils' ts ("Dec 05 22:01:16 "), pdsh and clush ("node01: ").
+std::string_view without_host_marks(std::string_view line) {
+  return without_clock_stamp(without_host_name(without_clock_stamp(line)));
 }
 
 }  // namespace
@@ -395,10 +406,21 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
                          wrong));
     r.wrong = wrong_count(wrong, *v, column);
   }
-  for (std::size_t i = 4; i < columns.width(); ++i)
-    if (const auto v = to_number(w[at + i]); !v || *v < 0)
+  std::array<double, 4> stats{};  // i_min, i_max, i_p99, i_cv%
+  for (std::size_t i = 4; i < columns.width(); ++i) {
+    const auto v = to_number(w[at + i]);
+    if (!v || *v < 0)
       c.fail(fmt::format("expected the {} per-iteration statistic as a number, got \"{}\"", which,
                          w[at + i]));
+    stats[i - 4] = *v;
+  }
+  // Percentiles of one set of iterations: a row whose fields are not these (a measurement of
+  // another column read as them) is refused, not misread.
+  if (columns.per_iteration && !(stats[0] <= stats[2] && stats[2] <= stats[1]))
+    c.fail(
+        fmt::format("expected the {} per-iteration i_min <= i_p99 <= i_max, got {} {} {}: "
+                    "not the columns the headers name",
+                    which, w[at + 4], w[at + 6], w[at + 5]));
   return r;
 }
 
@@ -977,10 +999,13 @@ void read_json(std::string_view text, LogReader& reader) {
         words.insert(words.end(),
                      {word, fmt::format("{}", bytes->as_int(0, kMaxBytes))});  // a count
     reader.header(std::vector<std::string_view>(words.begin(), words.end()), "");
+    // One entry per process, its first GPU's (nccl-tests parses the first of each process's
+    // Rank lines): the process drives nThread x nGpus ranks from there.
+    const std::int64_t per_process = std::int64_t{log.threads} * std::max(1, log.gpus_per_thread);
     if (const auto devices = config->find("devices"))
       for (std::size_t i = 0; i < devices->size(); ++i) {
-        const std::int64_t rank = (*devices)[i]["rank"].as_int(0, kMaxLogGpus - 1);
-        reader.ranks(rank, rank);
+        const std::int64_t rank = (*devices)[i]["rank"].as_int(0, kMaxLogGpus - per_process);
+        reader.ranks(rank, rank + per_process - 1);
       }
   }
   Columns& columns = reader.columns();

@@ -952,6 +952,7 @@ std::string fitted_terms_text(const NcclFit& fit) {
         : fit.used.curve    ? " (the default's, stated with the curve)"
                             : " (default)");
   }
+  if (v.curve.empty()) return out;  // no curve kept
   const std::size_t k = fit.curve_kind;
   out += fmt::format(
       "#   bandwidth_curve {} point(s) of {} links (the slowest kind), by transfer size (B/s "
