@@ -119,9 +119,6 @@ SweepShare compute_share(const SweepArgs& args, const MpiWorld& world) {
   if (s.shard && args.out_dir.empty())
     throw InputError("--shard", "needs --out DIR, the folder for the shard's file");
   const Scenario scenario = load_scenario(args.scenario);
-  if (scenario.collectives.empty())
-    throw InputError("collectives", "sweep runs the scenario's collectives and it has only a "
-                                    "\"workload\"; `collsim workload-sweep` sweeps that");
   s.plan = plan_sweep(scenario, request_of(args));
   s.measured = measured_points(args.measured, s.plan);  // before the points: fail early
   s.digest = text_digest(file_bytes(args.scenario));

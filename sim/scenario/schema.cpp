@@ -703,6 +703,47 @@ std::string topology_schema() {
   return text_of(topology_document());
 }
 
+namespace {
+
+// Every "$ref" under `v` into the topology file made local: "topology.schema.json" is
+// definitions.topology, "topology.schema.json#/definitions/X" definitions.X.
+void localise_refs(Json& v) {
+  constexpr std::string_view file = "topology.schema.json";
+  if (v.is_object()) {
+    if (auto ref = v.find("$ref"); ref != v.end() && ref->is_string()) {
+      const std::string target = ref->get<std::string>();
+      if (target == file)
+        *ref = "#/definitions/topology";
+      else if (target.starts_with(std::string(file) + "#"))
+        *ref = target.substr(file.size());
+    }
+    for (auto& [key, value] : v.items()) localise_refs(value);
+  } else if (v.is_array()) {
+    for (auto& value : v) localise_refs(value);
+  }
+}
+
+}  // namespace
+
+std::string scenario_schema_whole() {
+  Json doc = scenario_document();
+  Json topology = topology_document();
+  Json& definitions = doc["definitions"];
+  for (const auto& [name, value] : topology["definitions"].items()) {
+    // The scenario's own definitions of these are references to the topology's.
+    const auto mine = definitions.find(name);
+    if (mine != definitions.end() &&
+        *mine != Json{{"$ref", "topology.schema.json#/definitions/" + name}})
+      throw std::logic_error("schema: the scenario and topology files both define " + name);
+    definitions[name] = value;
+  }
+  topology.erase("definitions");
+  topology.erase("$schema");
+  definitions["topology"] = std::move(topology);
+  localise_refs(doc);
+  return text_of(doc);
+}
+
 std::string schema_reference() {
   std::string out =
       "# Scenario and topology fields\n\n"

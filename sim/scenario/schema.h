@@ -13,6 +13,11 @@ namespace collsim {
 // Each as the text of a JSON document, indented by two, ending in a newline.
 std::string scenario_schema();
 std::string topology_schema();
+// The scenario schema with the topology schema inside it (its references to
+// "topology.schema.json" made local): one document a validator needs nothing else for, as
+// Python's jsonschema.validate(doc, collsim.schema()) takes it. The two files keep them
+// apart, beside each other, as editors resolve them.
+std::string scenario_schema_whole();
 // Both as a Markdown reference, a table per object (docs/schema.md).
 std::string schema_reference();
 

@@ -189,6 +189,10 @@ SweepPoint SweepPlan::point(std::size_t k) const {
 }
 
 SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
+  if (s.collectives.empty())
+    throw InputError("collectives",
+                     "sweep runs the scenario's collectives and it has only a "
+                     "\"workload\"; `collsim workload-sweep` sweeps that");
   SweepPlan plan;
   const CollectiveSpec* found = nullptr;
   for (const auto& c : s.collectives)

@@ -95,8 +95,34 @@ def test_sweep_returns_what_the_cli_prints():
                          algorithms=["ring", "binomial_tree"]) == expected
 
 
+def refs(value):
+    """Every "$ref" under a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "$ref":
+                yield item
+            else:
+                yield from refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from refs(item)
+
+
 def test_schema_returns_what_the_cli_prints():
-    assert collsim.schema() == cli_json("schema")
+    # The scenario schema with the topology schema inside: every reference local, so that
+    # jsonschema.validate(doc, collsim.schema()) needs no other file.
+    whole = collsim.schema()
+    for ref in refs(whole):
+        assert ref.startswith("#/")
+        target = whole
+        for part in ref[2:].split("/"):
+            target = target[part]  # resolves inside the document
+    cli = cli_json("schema")
+    assert whole["properties"].keys() == cli["properties"].keys()
+    topology = collsim.schema("topology")
+    assert whole["definitions"]["topology"]["oneOf"] == topology["oneOf"]
+    for name, definition in topology["definitions"].items():
+        assert whole["definitions"][name] == definition
     assert collsim.schema("topology") == cli_json("schema", "topology")
     assert "ring" in collsim.schema()["definitions"]["algorithm"]["enum"]
     with pytest.raises(ValueError, match="scenario"):
@@ -239,20 +265,27 @@ def test_workload_sweep_returns_what_the_cli_prints():
     assert e.value.path == "--set" and "every point" in str(e.value)
 
 
-def test_a_dict_with_nan_raises_value_error_naming_it():
+def test_a_dict_with_nan_raises_input_error_naming_it():
     # json.dumps would write NaN, which the parser then refused at a column of text the
-    # user never wrote.
+    # user never wrote; then json.dumps' own ValueError named the value but no field.
     doc = json.loads((ROOT / "scenarios" / "workload-ddp-buckets.json").read_text())
     doc["workload"]["compute"] = float("nan")
-    with pytest.raises(ValueError, match="not JSON compliant"):
+    with pytest.raises(collsim.InputError) as e:
         collsim.run(doc)
+    assert e.value.path == "workload.compute" and "finite number" in e.value.message
     # The same for a topology given as a dict (it reported "malformed JSON at column 46").
     nan_switch = {"preset": "switch", "gpus": 4, "bandwidth": float("nan")}
-    with pytest.raises(ValueError, match="not JSON compliant"):
+    with pytest.raises(collsim.InputError) as e:
         collsim.topology(nan_switch)
+    assert e.value.path == "bandwidth"
     log = ROOT / "data" / "nccl-tests" / "h100x8_all_reduce_default.txt"
-    with pytest.raises(ValueError, match="not JSON compliant"):
+    with pytest.raises(collsim.InputError) as e:
         collsim.calibrate(log, topology=nan_switch)
+    assert e.value.path == "bandwidth"
+    # A value of no JSON type (a set) raised json.dumps' TypeError, naming no field.
+    with pytest.raises(collsim.InputError) as e:
+        collsim.topology({"preset": "ring", "gpus": 8, "bandwidth": {1, 2}})
+    assert e.value.path == "bandwidth" and "set" in e.value.message
 
 
 def test_a_negative_gpu_count_for_a_log_is_refused_as_the_cli_refuses_it():
@@ -353,3 +386,15 @@ def test_ctrl_c_stops_this_call_and_not_another_threads():
     thread.join()
     assert "error" not in outcome, outcome.get("error")
     assert outcome["doc"]["collectives"][0]["name"] == "x"
+
+
+
+def test_sweep_of_a_workload_and_a_dict_where_only_a_path_goes():
+    # sweep on a scenario of a workload only said "no collective named ''", where the CLI
+    # points at workload-sweep; a dict for a log was refused as "a path ... or a dict".
+    with pytest.raises(collsim.InputError) as e:
+        collsim.sweep(ROOT / "scenarios" / "workload-ddp-buckets.json")
+    assert e.value.path == "collectives" and "workload-sweep" in e.value.message
+    with pytest.raises(TypeError) as t:
+        collsim.compare(ROOT / "scenarios" / "nccl-dgx-h100.json", nccl_tests={"results": []})
+    assert "or a dict" not in str(t.value)

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <filesystem>
@@ -46,20 +47,42 @@ using namespace collsim;
 // A path as str, bytes or os.PathLike, as the bytes the file system names it by (os.fsencode:
 // a name that is not UTF-8 stays what it was, where decoding it failed in the cast); anything
 // else is a TypeError naming the argument.
-std::string path_of(const py::object& value, const char* argument) {
+// `or_dict`: where the argument may also be a dict (its caller took that case first).
+std::string path_of(const py::object& value, const char* argument, bool or_dict = false) {
   const py::module_ os = py::module_::import("os");
   if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) &&
       !py::hasattr(value, "__fspath__"))
-    throw py::type_error(std::string(argument) + ": expected a path (str, bytes or os.PathLike) " +
-                         "or a dict, got " +
+    throw py::type_error(std::string(argument) + ": expected a path (str, bytes or os.PathLike)" +
+                         (or_dict ? " or a dict" : "") + ", got " +
                          py::str(py::type::of(value).attr("__name__")).cast<std::string>());
   return os.attr("fsencode")(os.attr("fspath")(value)).cast<py::bytes>();
 }
 
-// A dict as JSON text. NaN and infinities are not JSON: json.dumps would write them
-// anyway (as NaN, Infinity) and the parser then refuse them at a column of text the user
-// never wrote; allow_nan=False makes json.dumps raise ValueError, naming the value.
+// Refuses, at its JSON path, the first value under `v` that is not JSON: a NaN or an infinity
+// (json.dumps writes them as NaN and Infinity, which no JSON reader takes), or a value of
+// another type than dict, list, tuple, str, int, float, bool or None (a set).
+void check_json_value(const py::handle& v, const std::string& path) {
+  if (py::isinstance<py::dict>(v)) {
+    for (const auto& [key, item] : py::reinterpret_borrow<py::dict>(v)) {
+      const std::string name = py::str(key).cast<std::string>();
+      check_json_value(item, path.empty() ? name : path + "." + name);
+    }
+  } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    std::size_t i = 0;
+    for (const auto& item : py::reinterpret_borrow<py::sequence>(v))
+      check_json_value(item, fmt::format("{}[{}]", path, i++));
+  } else if (py::isinstance<py::float_>(v)) {
+    if (const double d = v.cast<double>(); !std::isfinite(d))
+      throw InputError(path, fmt::format("expected a finite number, got {}", d));
+  } else if (!py::isinstance<py::str>(v) && !py::isinstance<py::int_>(v) && !v.is_none()) {
+    throw InputError(path, "expected a JSON value (dict, list, str, number, bool or None), got " +
+                               py::str(py::type::of(v).attr("__name__")).cast<std::string>());
+  }
+}
+
+// A dict as JSON text, once check_json_value found every value JSON's.
 std::string json_text_of(const py::object& dict) {
+  check_json_value(dict, "");
   return py::module_::import("json")
       .attr("dumps")(dict, py::arg("allow_nan") = false)
       .cast<std::string>();
@@ -81,7 +104,7 @@ Scenario scenario_of(const py::object& scenario) {
     const std::string text = json_text_of(scenario);
     return parse_scenario(parse_json_text(text, "scenario"), fs::current_path());
   }
-  return load_scenario(path_of(scenario, "scenario"));
+  return load_scenario(path_of(scenario, "scenario", true));
 }
 
 // Runs `work` (no Python objects inside) on a thread of its own while this one, without
@@ -222,7 +245,7 @@ py::object workload_sweep(const py::object& scenario, const std::vector<std::str
   if (py::isinstance<py::dict>(scenario)) {
     doc = parse_json_text(json_text_of(scenario), "scenario");
   } else {
-    const std::string file = path_of(scenario, "scenario");
+    const std::string file = path_of(scenario, "scenario", true);
     doc = read_json_file(file, file);
     base = fs::path(file).parent_path();
   }
@@ -283,8 +306,8 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
   } else {
     request.logs.push_back(path_of(nccl_tests, "nccl_tests"));
   }
-  request.topology =
-      py::isinstance<py::dict>(topology) ? json_text_of(topology) : path_of(topology, "topology");
+  request.topology = py::isinstance<py::dict>(topology) ? json_text_of(topology)
+                                                        : path_of(topology, "topology", true);
   const nlohmann::json doc = interruptible([&] {
     const NcclFitRequest req = nccl_fit_request(request);
     return nccl_calibration_json(req, fit_nccl_tests(req), calibration_date());
@@ -296,7 +319,7 @@ py::object calibrate(const py::object& nccl_tests, const py::object& topology,
 // A bundled name, a topology or scenario file, JSON text, or a dict of either.
 py::object topology(const py::object& spec) {
   const std::string arg =
-      py::isinstance<py::dict>(spec) ? json_text_of(spec) : path_of(spec, "topology");
+      py::isinstance<py::dict>(spec) ? json_text_of(spec) : path_of(spec, "topology", true);
   return to_python(topology_summary_json(load_topology_argument(arg, fs::current_path())));
 }
 
@@ -305,7 +328,7 @@ py::object schema(const std::string& which) {
   if (which != "scenario" && which != "topology")
     throw py::value_error("schema: \"scenario\" or \"topology\", not \"" + which + "\"");
   return py::module_::import("json").attr("loads")(which == "topology" ? topology_schema()
-                                                                       : scenario_schema());
+                                                                       : scenario_schema_whole());
 }
 
 }  // namespace
@@ -373,9 +396,9 @@ PYBIND11_MODULE(collsim, m) {
         "when given. Use it with compare(..., calibration=FILE) or a scenario's "
         "\"network\": {\"calibration\": FILE}.");
   m.def("schema", &schema, py::arg("which") = "scenario",
-        "The JSON Schema of scenario (or \"topology\") files, as `collsim schema` prints it: "
-        "validate a scenario dict with it (jsonschema.validate(doc, collsim.schema())) before "
-        "running it.");
+        "The JSON Schema of scenario (or \"topology\") files: `collsim schema`'s, with the "
+        "topology schema it refers to inside it, so that one document validates a scenario "
+        "dict (jsonschema.validate(doc, collsim.schema())) before running it.");
   m.def("topology", &topology, py::arg("topology"),
         "Summarise a topology: a bundled name (\"cluster-8x8\"), a topology or scenario file, or "
         "a dict; returns `collsim topo --format json`'s document (bytes/s).");
