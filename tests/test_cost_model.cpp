@@ -250,4 +250,9 @@ TEST_CASE("a bandwidth curve measured on one algorithm's transfers gives the oth
           {{"links",
             {{"nvlink", {{"bandwidth_curve", curve}, {"bandwidth_curve_algorithms", {"rign"}}}}}}}),
       Catch::Contains("bandwidth_curve_algorithms[0]") && Catch::Contains("did you mean \"ring\""));
+  CHECK_THAT(
+      error(
+          {{"links",
+            {{"nvlink", {{"bandwidth_curve", curve}, {"bandwidth_curve_algorithms", {"p2p"}}}}}}}),
+      Catch::Contains("collsim runs them as \"direct\""));
 }

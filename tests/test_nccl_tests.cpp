@@ -1503,6 +1503,8 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
   CHECK(cycles.rows[1].out_of_place.time_us == 95.0);
   CHECK(cycles.rows[1].line == 7);
   CHECK_THAT(cycles.notes.at(0), Catch::Contains("in 3 sweeps (nccl-tests -N 3)"));
+  CHECK_THAT(parse_nccl_tests_log(three + row(1024, 51.0) + "\n", "four.txt").notes.at(0),
+             Catch::Contains("in 4 sweeps (nccl-tests -N 4; the last cut short)"));
   // Two sweeps: the faster of the two.
   CHECK(parse_nccl_tests_log(header + columns + row(1024, 52.0) + "\n" + row(1024, 50.0) + "\n",
                              "two.txt")
@@ -1593,6 +1595,11 @@ TEST_CASE("nccl-tests' newer outputs: timestamps, per-iteration figures, repeate
   bad["results"][1]["out_of_place"]["time"] = "slow";
   CHECK_THAT(parse_error(bad.dump(), "out.json"),
              Catch::StartsWith("out.json:results[1].out_of_place.time: expected a number"));
+  bad = doc;
+  bad["results"][1]["out_of_place"]["time"] = -9.0;
+  CHECK_THAT(parse_error(bad.dump(), "out.json"),
+             Catch::StartsWith("out.json:results[1].out_of_place.time: expected a number of at "
+                               "least 0"));
   bad = doc;
   bad["results"][1]["out_of_place"]["time"] = 9.0;  // algbw no longer size / time
   CHECK_THAT(parse_error(bad.dump(), "out.json"),

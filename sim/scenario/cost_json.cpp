@@ -76,8 +76,14 @@ void read_link_kind(const JsonView& v, LinkKindCost& k, bool& stated_latency,
         names.emplace_back(entry.algorithm);
     k.curve_algorithms = a->as_string_list();
     if (k.curve_algorithms.empty()) a->fail("a non-empty list of algorithm names");
-    for (std::size_t i = 0; i < k.curve_algorithms.size(); ++i)
+    for (std::size_t i = 0; i < k.curve_algorithms.size(); ++i) {
+      // What compare and plan print of NCCL's sends ("nccl: p2p/Simple/4ch") is not an algorithm.
+      if (k.curve_algorithms[i] == "p2p")
+        (*a)[i].fail_message(
+            "\"p2p\" is how NCCL's point-to-point sends are labelled; collsim runs them as "
+            "\"direct\"");
       check_name((*a)[i], k.curve_algorithms[i], names, "an algorithm");
+    }
   }
 }
 

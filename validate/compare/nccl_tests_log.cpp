@@ -737,9 +737,11 @@ class Sweeps {
       kept.push_back(*timings[(timings.size() - 1) / 2]);
     }
     log.rows = std::move(kept);
+    const bool cut_short = later_.size() < static_cast<std::size_t>(sweeps_ - 1) * log.rows.size();
     log.notes.push_back(fmt::format(
         "the log times {}: per size, the timing with the median out-of-place time is compared",
-        sweeps_ > 1 ? fmt::format("its sizes in {} sweeps (nccl-tests -N {})", sweeps_, sweeps_)
+        sweeps_ > 1 ? fmt::format("its sizes in {} sweeps (nccl-tests -N {}{})", sweeps_, sweeps_,
+                                  cut_short ? "; the last cut short" : "")
                     : std::string("some sizes more than once (a linear step, -i, smaller than "
                                   "one element per rank)")));
   }
@@ -957,8 +959,12 @@ void json_measurement(const JsonView& m, std::vector<std::string>& words) {
     m.fail_message(
         "the log's times are the CPU's (nccl-tests -C 1 writes \"cpu_time\"): how long the host "
         "took to issue each collective, not how long it ran; rerun without -C");
-  for (const char* key : {"time", "alg_bw", "bus_bw"})
-    words.push_back(fmt::format("{}", m[key].as_number()));
+  for (const char* key : {"time", "alg_bw", "bus_bw"}) {
+    const JsonView value = m[key];
+    const double number = value.as_number();
+    if (!(number >= 0)) value.fail("a number of at least 0");
+    words.push_back(fmt::format("{}", number));
+  }
   const JsonView wrong = m["nwrong"];
   words.push_back(wrong.raw().is_null() ? "N/A" : fmt::format("{}", wrong.as_number()));
 }
