@@ -59,6 +59,22 @@ TEST_CASE("dissemination barrier: ceil(log2 K) alpha under every network model")
     }
 }
 
+TEST_CASE("dissemination barrier: each round leaves once the last one's signal has arrived") {
+  // Links that take L to cross and no alpha: a signal crosses two links to the switch and
+  // out, and a rank's next round waits for what it heard. The rounds all left at once under
+  // ideal and flow (a signal without data overlapped nothing the next round reads), one
+  // round's latency for all of them.
+  const Time L = from_seconds(0.5e-6);
+  for (const char* model : {"ideal", "flow", "packet"})
+    for (int K : {2, 3, 5, 8, 13, 16}) {
+      INFO(model << " K=" << K);
+      const Schedule s =
+          generate(CollectiveOp::Barrier, "dissemination", shape_of(CollectiveOp::Barrier, K, 0));
+      CHECK(std::fabs(simulated_seconds(s, make_switch_topology(K, 25e9, L), 0, model) -
+                      ceil_log2(K) * 2 * to_seconds(L)) < kSlack);
+    }
+}
+
 TEST_CASE("binomial tree all-reduce: 2 ceil(log2 K) (alpha + N/beta)") {
   for (int K : {2, 3, 4, 5, 8, 13, 16, 31, 64}) {
     const std::int64_t bytes = 1 << 20;

@@ -90,6 +90,10 @@ struct OpTiming {
 inline bool needs_only_sent(const Op& p, const Op& q) {
   if (p.is_local() || p.is_switch()) return false;
   if (q.src_rank == p.src_rank && q.dst_rank == p.dst_rank) return true;  // FIFO
+  // A message without data (a barrier's signal) says it was heard: what its receiver does
+  // next waits for it to arrive. Read as data it overlapped nothing, and a dissemination
+  // barrier's rounds all left at once, paying one round's latency for three.
+  if (p.count == 0) return q.src_rank != p.dst_rank && q.dst_rank != p.dst_rank;
   const auto overlaps = [&](int buffer, std::int64_t offset) {
     return buffer == p.dst_buffer && offset < p.dst_offset + p.count &&
            p.dst_offset < offset + q.count;
