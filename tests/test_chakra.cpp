@@ -704,3 +704,27 @@ TEST_CASE("Chakra step graph: unknown types, negative counts and multiplying edg
         "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,... (40 ranks) but rank 1 issues fewer "
         "collectives in the group of all ranks");
 }
+
+TEST_CASE("a Chakra trace's one-GPU step is each rank's work as it ran, overlaps once",
+          "[chakra]") {
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
+  // Two ranks, each with three independent 10 us kernels, which run at once: the step is
+  // 10 us, and one GPU doing both ranks' work as they ran it takes 20 us. Summing the
+  // kernels' durations gave 60 us: 6x over one GPU on two, 300% efficient.
+  using namespace chakra_test;
+  const fs::path dir = scratch("overlap");
+  for (int r = 0; r < 2; ++r) {
+    ChakraTrace t;
+    t.nodes = {compute(1, 10), compute(2, 10), compute(3, 10)};
+    write_chakra_file(dir / fmt::format("par.{}.et", r), t);
+  }
+  const Scenario s = parse_scenario(
+      nlohmann::json{{"topology", {{"preset", "switch"}, {"gpus", 2}, {"bandwidth", "100GB/s"}}},
+                     {"workload", {{"chakra", (dir / "par").string()}}}},
+      ".");
+  const WorkloadRun run = run_workloads(s);
+  REQUIRE(run.jobs.size() == 1);
+  CHECK(run.jobs[0].step_s == Approx(10e-6));
+  CHECK(run.jobs[0].facts.one_gpu_step_s == Approx(20e-6));
+  CHECK(run.jobs[0].scaling_efficiency == Approx(1.0));
+}
