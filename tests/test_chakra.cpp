@@ -352,6 +352,11 @@ TEST_CASE("Chakra step graph: process groups, sizes, FLOPs and memory nodes", "[
   CHECK(graph_error(t, f32) == "no error");
   t[0].nodes[0].comm_size = t[1].nodes[0].comm_size = 1001;
   CHECK_THAT(graph_error(t, f32), Catch::Contains("1001 bytes is not a whole number of float32"));
+  // An all-gather's size is each rank's part: whole elements too, though K of them are not
+  // (6 bytes of float32 on 2 ranks was read as 12 bytes, 3 elements).
+  std::vector<ChakraTrace> gather(2);
+  for (int r = 0; r < 2; ++r) gather[r].nodes = {collective(1, ChakraCommType::AllGather, 6)};
+  CHECK_THAT(graph_error(gather, f32), Catch::Contains("6 bytes is not a whole number of float32"));
 }
 
 TEST_CASE("Chakra step graph: broken traces are refused, naming rank and node", "[chakra]") {

@@ -419,8 +419,10 @@ class GraphMaker {
                       node_label(r, n)));
     const auto K = static_cast<std::int64_t>(group.size());
     std::int64_t bytes = *op == CollectiveOp::Barrier ? 0 : comm_bytes(r, n);
-    // Chakra's all-gather size is each rank's input; collsim's is the whole output.
+    // Chakra's all-gather size is each rank's input; collsim's is the whole output. Each rank's
+    // part is whole elements (6 bytes of float32 read as 48 B in all, 12 elements).
     if (*op == CollectiveOp::AllGather) {
+      check_whole_elements(r, n, bytes);
       if (bytes > kMaxBytes / K)
         fail(fmt::format("{}: the all-gather's output, {} ranks x {} bytes, passes 2^50 bytes",
                          node_label(r, n), K, bytes));
@@ -429,12 +431,16 @@ class GraphMaker {
     return p2p_or_collective(r, n, *op, bytes, group);
   }
 
+  void check_whole_elements(int r, const ChakraNode& n, std::int64_t bytes) const {
+    if (bytes % element_size(opt_.dtype) != 0)
+      fail(fmt::format("{}: {} bytes is not a whole number of {} elements", node_label(r, n), bytes,
+                       name_of(opt_.dtype)));
+  }
+
   StepTask p2p_or_collective(int r, const ChakraNode& n, CollectiveOp op, std::int64_t bytes,
                              const std::vector<int>& ranks) const {
     const int esize = element_size(opt_.dtype);
-    if (bytes % esize != 0)
-      fail(fmt::format("{}: {} bytes is not a whole number of {} elements", node_label(r, n), bytes,
-                       name_of(opt_.dtype)));
+    check_whole_elements(r, n, bytes);
     StepTask t;
     t.kind = StepTaskKind::Collective;
     t.name = n.name.empty() ? fmt::format("{}.rank{}.node{}", name_of(op), r, n.id) : n.name;
