@@ -375,6 +375,11 @@ TEST_CASE("Chakra step graph: broken traces are refused, naming rank and node", 
   // Sending to oneself or outside the trace.
   a.nodes = {send(1, 0, 10, 0)};
   CHECK_THAT(graph_error({a, b}), Catch::Contains("sends to rank 0: expected another rank"));
+  // A send whose own end names another rank (accepted as rank 0's before).
+  a.nodes = {send(1, 1, 10, 0)};
+  a.nodes[0].comm_src = 1;
+  b.nodes = {recv(1, 0, 10, 0)};
+  CHECK_THAT(graph_error({a, b}), Catch::Contains("with comm_src 1: expected 0 or none"));
 
   // Collectives in crossed orders with dependencies between them: a deadlock.
   a.nodes = {collective(1, ChakraCommType::AllReduce, 8, {}, "x"),

@@ -500,6 +500,11 @@ class GraphMaker {
     if (*peer < 0 || *peer >= K_ || *peer == r)
       fail(fmt::format("{} {} rank {}: expected another rank of 0..{}", node_label(r, n),
                        send ? "sends to" : "receives from", *peer, K_ - 1));
+    // The end that is this rank, where the trace names it, must be this rank.
+    if (const auto& own = send ? n.comm_src : n.comm_dst; own && *own != r)
+      fail(fmt::format("{} is a {} in rank {}'s trace with {} {}: expected {} or none",
+                       node_label(r, n), send ? "send" : "recv", r, send ? "comm_src" : "comm_dst",
+                       *own, r));
     const int s = send ? r : static_cast<int>(*peer), d = send ? static_cast<int>(*peer) : r;
     const std::int64_t tag = n.comm_tag.value_or(0);
     const std::int64_t bytes = comm_bytes(r, n);
