@@ -738,3 +738,40 @@ TEST_CASE("a Chakra trace's one-GPU step is each rank's work as it ran, overlaps
   CHECK(run.jobs[0].facts.one_gpu_step_s == Approx(20e-6));
   CHECK(run.jobs[0].scaling_efficiency == Approx(1.0));
 }
+
+namespace chakra_test {
+
+// A varint at `at`, which moves past it.
+std::uint64_t read_varint(const std::string& s, std::size_t& at) {
+  std::uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    const auto byte = static_cast<unsigned char>(s.at(at++));
+    v |= std::uint64_t{byte & 0x7fu} << shift;
+    if (!(byte & 0x80)) return v;
+  }
+}
+
+}  // namespace chakra_test
+
+TEST_CASE("Chakra: an attribute collsim reads, given twice in a node, is refused", "[chakra]") {
+  if (!chakra_files_supported()) COLLSIM_SKIP_TEST("collsim was built without protobuf");
+  // A second comm_size attribute on the file's one node (Node.attr = 10; Attribute.name = 1,
+  // int64_val = 9): the last one won, 1 KiB for the 1 MiB the first said.
+  using namespace chakra_test;
+  const fs::path file = scratch("twice") / "t.0.et";
+  ChakraTrace t;
+  t.nodes = {collective(1, ChakraCommType::AllReduce, 1 << 20)};
+  write_chakra_file(file, t);
+  std::string bytes = test::slurp(file);
+  std::size_t at = 0;
+  at += read_varint(bytes, at);  // the metadata
+  const std::size_t node_at = at;
+  const std::uint64_t node_size = read_varint(bytes, at);
+  std::string node = bytes.substr(at, node_size);
+  const std::string attribute =
+      std::string("\x0a") + varint(9) + "comm_size" + "\x48" + varint(1024);
+  node += "\x52" + varint(attribute.size()) + attribute;
+  bytes = bytes.substr(0, node_at) + framed(node);
+  std::ofstream(file, std::ios::binary) << bytes;
+  CHECK_THROWS_WITH(read_chakra_file(file), Catch::Contains("attribute \"comm_size\" given twice"));
+}

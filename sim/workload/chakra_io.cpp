@@ -66,6 +66,10 @@ void read_attribute(const pb::Attribute& a, ChakraNode& n, const std::string& wh
                                          : key == "num_ops"     ? &n.num_ops
                                          : key == "tensor_size" ? &n.tensor_size
                                                                 : nullptr;
+  // One that collsim reads, named twice, says two things: the last one silently won (a
+  // comm_size of 1 MiB read as 1 KiB).
+  if ((integer && *integer) || (key == "pg_name" && n.pg_name))
+    throw InputError(where, fmt::format("attribute \"{}\" given twice", key));
   if (integer) {
     *integer = integer_value(a, where);
   } else if (key == "pg_name") {
