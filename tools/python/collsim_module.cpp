@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -78,6 +79,20 @@ void check_json_value(const py::handle& v, const std::string& path) {
     throw InputError(path, "expected a JSON value (dict, list, str, number, bool or None), got " +
                                py::str(py::type::of(v).attr("__name__")).cast<std::string>());
   }
+}
+
+// An error's place as Python names it: the CLI's options as the keyword arguments that stand
+// for them ("--nccl-tests" is nccl_tests=, "--topology/--algorithm" topology/algorithm).
+std::string keyword_names(std::string where) {
+  for (std::size_t at = where.find("--"); at != std::string::npos; at = where.find("--", at)) {
+    where.erase(at, 2);
+    for (std::size_t i = at;
+         i < where.size() &&
+         (std::isalnum(static_cast<unsigned char>(where[i])) || where[i] == '-');
+         ++i)
+      if (where[i] == '-') where[i] = '_';
+  }
+  return where;
 }
 
 // A dict as JSON text, once check_json_value found every value JSON's.
@@ -349,9 +364,10 @@ PYBIND11_MODULE(collsim, m) {
       // raised UnicodeDecodeError instead of the error.
       const py::module_ os = py::module_::import("os");
       const auto text = [&](const std::string& s) { return os.attr("fsdecode")(py::bytes(s)); };
-      py::object error = py::handle(input_error.ptr())(text(e.what()));  // an instance, to fill in
-      error.attr("path") = text(e.where());
-      error.attr("message") = text(e.message());
+      const InputError named(keyword_names(e.where()), e.message());
+      py::object error = py::handle(input_error.ptr())(text(named.what()));  // to fill in
+      error.attr("path") = text(named.where());
+      error.attr("message") = text(named.message());
       PyErr_SetObject(input_error.ptr(), error.ptr());
     }
   });
