@@ -297,6 +297,14 @@ def test_a_negative_gpu_count_for_a_log_is_refused_as_the_cli_refuses_it():
         with pytest.raises(collsim.InputError) as e:
             call()
         assert e.value.path == "ranks" and "1 to 1048576" in str(e.value)
+    # Past int's range: pybind's "incompatible function arguments" before.
+    for call in (lambda: collsim.compare(ROOT / "scenarios" / "nccl-dgx-h100.json",
+                                         nccl_tests=log, ranks=2**40),
+                 lambda: collsim.sweep(ROOT / "scenarios" / "nccl-dgx-h100.json",
+                                       ranks=[2**40])):
+        with pytest.raises(collsim.InputError) as e:
+            call()
+        assert e.value.path == "ranks" and "1099511627776" in str(e.value)
 
 
 def test_calibrate_writes_what_the_cli_writes(tmp_path, monkeypatch):

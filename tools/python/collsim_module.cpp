@@ -105,11 +105,25 @@ std::string json_text_of(const py::object& dict) {
 
 // The GPU count an nccl-tests log does not show, as the CLI's --ranks takes it (0: none
 // given). A negative count was taken for none.
-int log_ranks(int ranks) {
+// Taken as a 64-bit integer: a count past int's range got pybind's "incompatible function
+// arguments" instead.
+int log_ranks(std::int64_t ranks) {
   if (ranks < 0 || ranks > kMaxLogGpus)
     throw InputError("ranks", fmt::format("expected 1 to {} GPUs (0: what the log says), got {}",
                                           kMaxLogGpus, ranks));
-  return ranks;
+  return static_cast<int>(ranks);
+}
+
+// A sweep's GPU counts, each within 1..2^20 (the sweep then holds them to the topology's).
+std::vector<int> rank_counts(const std::vector<std::int64_t>& ranks) {
+  std::vector<int> out;
+  for (std::int64_t n : ranks) {
+    if (n < 1 || n > kMaxLogGpus)
+      throw InputError("ranks",
+                       fmt::format("expected counts from 1 to {} GPUs, got {}", kMaxLogGpus, n));
+    out.push_back(static_cast<int>(n));
+  }
+  return out;
 }
 
 // A scenario as a path or as a dict: a dict's relative file names (a topology file, a
@@ -241,13 +255,13 @@ std::vector<std::int64_t> sizes_of(const py::object& sizes, const std::string& s
 
 py::object sweep(const py::object& scenario, const std::string& collective, const py::object& sizes,
                  const std::string& step, const py::object& algorithms,
-                 const std::vector<int>& ranks) {
+                 const std::vector<std::int64_t>& ranks) {
   const Scenario s = scenario_of(scenario);
   SweepRequest req;
   req.collective = collective;
   req.sizes = sizes_of(sizes, step);
   req.algorithms = names_of(algorithms);
-  req.rank_counts = ranks;
+  req.rank_counts = rank_counts(ranks);
   return to_python(interruptible([&] { return sweep_json(run_sweep(s, req)); }));
 }
 
@@ -282,7 +296,7 @@ py::object plan(const py::object& scenario) {
 // The scenario's collective against an nccl-tests log (`collsim compare --nccl-tests
 // --format json`'s document); `calibration` (a path) is applied to the scenario first.
 py::object compare(const py::object& scenario, const py::object& nccl_tests,
-                   const std::string& collective, const std::string& sizes, int ranks,
+                   const std::string& collective, const std::string& sizes, std::int64_t ranks,
                    const py::object& calibration) {
   Scenario s = scenario_of(scenario);
   if (!calibration.is_none()) {
@@ -303,7 +317,7 @@ py::object compare(const py::object& scenario, const py::object& nccl_tests,
 py::object calibrate(const py::object& nccl_tests, const py::object& topology,
                      const std::string& algorithm, const std::string& nccl_algo,
                      const std::string& nccl_proto, const std::string& network,
-                     const std::string& collective, const std::string& terms, int ranks,
+                     const std::string& collective, const std::string& terms, std::int64_t ranks,
                      const py::object& out) {
   NcclCalibrateRequest request{.logs = {},
                                .topology = {},
