@@ -695,17 +695,22 @@ TEST_CASE("a collective's ranks: all of them reordered, or a subset, and NCCL's 
 
 namespace {
 
-// 100 MB from GPU 0 to 1 beside a naive 10 MB broadcast from GPU 0 to 2 and 3, at once, on a
-// 100 GB/s switch, under the network model `model`.
-Scenario three_transfers_from_gpu0(const std::string& model) {
+// `collectives` (JSON text) on 4 GPUs behind a 100 GB/s switch of links without latency, under
+// the network model `model`, with no start-up cost.
+Scenario on_a_quiet_switch(const std::string& model, const std::string& collectives) {
   return parse_scenario(
       nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s",
           "latency": "0us"}, "network": {"model": ")" +
-                            model + R"(", "alpha": "0us"},
-          "collectives": [{"name": "big", "op": "send_recv", "bytes": "100MB", "ranks": [0, 1]},
-            {"name": "small", "op": "broadcast", "algorithm": "naive", "bytes": "10MB",
-             "ranks": [0, 2, 3], "after": []}]})"),
+                            model + R"(", "alpha": "0us"}, "collectives": )" + collectives + "}"),
       ".");
+}
+
+// 100 MB from GPU 0 to 1 beside a naive 10 MB broadcast from GPU 0 to 2 and 3, at once.
+Scenario three_transfers_from_gpu0(const std::string& model) {
+  return on_a_quiet_switch(
+      model, R"([{"name": "big", "op": "send_recv", "bytes": "100MB", "ranks": [0, 1]},
+            {"name": "small", "op": "broadcast", "algorithm": "naive", "bytes": "10MB",
+             "ranks": [0, 2, 3], "after": []}])");
 }
 
 }  // namespace
@@ -778,12 +783,9 @@ TEST_CASE("under ideal, what no physical network could do is said in text, JSON 
   CHECK_THAT(html.str(), Catch::Contains("<b>Caveat:</b> the ideal network model"));
   // Two sends from GPU 0 at once, each within the uplink's rate alone: only the run's
   // total says it (200%).
-  const Scenario two = parse_scenario(
-      nlohmann::json::parse(R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "100GB/s",
-          "latency": "0us"}, "network": {"model": "ideal", "alpha": "0us"},
-          "collectives": [{"name": "a", "op": "send_recv", "bytes": "10MB", "ranks": [0, 1]},
-            {"name": "b", "op": "send_recv", "bytes": "10MB", "ranks": [0, 2], "after": []}]})"),
-      ".");
+  const Scenario two = on_a_quiet_switch(
+      "ideal", R"([{"name": "a", "op": "send_recv", "bytes": "10MB", "ranks": [0, 1]},
+            {"name": "b", "op": "send_recv", "bytes": "10MB", "ranks": [0, 2], "after": []}])");
   const ScenarioResult r2 = run_scenario(two);
   const TrafficReport t2 = analyse_traffic(two, r2);
   CHECK_THAT(ideal_caveat(two, r2, t2), Catch::Contains("gpu0->switch carried 200% of its rate") &&
