@@ -1,4 +1,5 @@
 // The plan: every choice settled once, the same schedule for every consumer.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -6,11 +7,12 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "plan/plan.h"
+#include "plan/plan_report.h"
 #include "replay/verify.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
-#include "topology/routing.h"
 #include "simulate/simulated_plan.h"
+#include "topology/routing.h"
 
 using namespace collsim;
 
@@ -290,4 +292,42 @@ TEST_CASE("collectives asking for the same thing share one plan, and time as if 
   CHECK_FALSE(a == b);
   b.matrix = nullptr;
   CHECK_FALSE(a == b);
+}
+
+TEST_CASE("plan shows a scenario too large to store as run streams it, counted from its folds") {
+  // 16,384 ranks: a ring all-reduce of 2 x 16384 x 16383 ops, past the 2^26 a stored plan
+  // holds, and a 5-rank all-gather beside it, whose counts a stored plan gives alone.
+  const std::string big = R"({"name": "big", "op": "all_reduce", "algorithm": "ring",
+                             "bytes": "1GiB"})";
+  const std::string small = R"({"name": "small", "op": "all_gather", "algorithm": "ring",
+                               "bytes": "1MiB", "ranks": [0, 1, 2, 3, 4]})";
+  const auto scenario = [](const std::string& collectives) {
+    return scenario_of(R"({"topology": {"preset": "switch", "gpus": 16384,
+                           "bandwidth": "450GB/s"}, "collectives": [)" +
+                       collectives + "]}");
+  };
+  const Scenario both = scenario(big + "," + small);
+  CHECK_THROWS_WITH(make_plan(both), Catch::Contains("more than the 2^26"));
+  const Plan plan = plan_as_run(both);
+  REQUIRE(plan.collectives.size() == 2);
+  CHECK(plan.collectives[0].streamed);
+  CHECK(plan.collectives[1].streamed);
+  const std::string table = plan_table(both, plan);
+  CHECK_THAT(table, Catch::Contains(" 32766  536838144         streamed"));
+  const Plan alone = make_plan(scenario(small));
+  CHECK_FALSE(alone.collectives[0].streamed);
+  // The small one is made and counted, its digest the stored plan's.
+  CHECK_THAT(table,
+             Catch::Contains(fmt::format(
+                 " {:>7} {:>10} {:>16}", alone.collectives[0].schedule->num_steps,
+                 alone.collectives[0].schedule->size(), digest_text(alone.collectives[0].digest))));
+  CHECK_THAT(table, Catch::Contains("# streamed: big, small:"));
+  const nlohmann::json doc = plan_json(both, plan);
+  CHECK(doc["collectives"][0]["transfers"] == 536838144);
+  CHECK(doc["collectives"][0]["schedule_digest"].is_null());
+  CHECK(doc["collectives"][0]["streamed"]["ops_bound"] == std::int64_t{2} * 16384 * 16384);
+  // Small enough to store: planned as before, digests and all.
+  const Plan stored = plan_as_run(scenario(small));
+  CHECK_FALSE(stored.collectives[0].streamed);
+  CHECK(stored.collectives[0].digest == alone.collectives[0].digest);
 }

@@ -209,7 +209,7 @@ struct PlanArgs {
 // What every other command will run: each collective with its choices settled.
 int plan_command(const PlanArgs& args) {
   const Scenario scenario = load_collectives(args.scenario);
-  const Plan plan = make_plan(scenario);
+  const Plan plan = plan_as_run(scenario);
   if (args.format == "json")
     std::cout << plan_json(scenario, plan).dump(2) << "\n";
   else

@@ -34,11 +34,6 @@ void check_reachable(const Topology& t, const PlannedCollective& c, Router& rout
   }
 }
 
-// The most ops a candidate of "segments": "auto" may have, by schedule_ops_bound: past it,
-// each candidate takes seconds to simulate, and a few dozen of them (algorithms x
-// segment counts x protocols) minutes. The fewest segments are always tried.
-constexpr double kMostOpsTried = 1 << 22;
-
 // Settles one collective: an algorithm ("auto": each applicable one), its
 // defaults from the topology, and "segments": "auto" wherever it appears (the
 // collective, or a hierarchical level), by trying candidates at the cost given.

@@ -80,6 +80,12 @@ using CostFunction = std::function<double(const PlannedCollective&)>;
 // schedules, and switch ops (NVLS) are always stored.
 enum class ScheduleHolding { Stored, Streamed };
 
+// The most ops a candidate of "segments": "auto" may have, by schedule_ops_bound: past it,
+// each candidate takes seconds to simulate, and a few dozen of them (algorithms x
+// segment counts x protocols) minutes. The fewest segments are always tried. A schedule
+// this small is also quick to make for `collsim plan` to count (plan_report.h).
+inline constexpr double kMostOpsTried = 1 << 22;
+
 // Every choice settled with `cost` deciding between candidates; `router` must route the
 // scenario's topology. The planner knows no simulator: the usual cost, each candidate
 // simulated alone, is injected from above (simulate/simulated_plan.h: make_plan(scenario)).

@@ -1,9 +1,13 @@
 #include "plan/plan_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "schedule/algorithms.h"
 
 namespace collsim {
 namespace {
@@ -85,6 +89,44 @@ nlohmann::json nccl_terms_json(const PlannedCollective& c) {
   return rows;
 }
 
+// What a collective's schedule holds: its steps, ops and digest. Where it is generated while
+// it is simulated (PlannedCollective::streamed): made here and counted if small (what
+// the tuner would try), else counted from its generator's own fold by one rank
+// (schedule/quotient.h) without a digest; nothing where it has no fold.
+struct ScheduleFacts {
+  std::optional<int> steps;
+  std::optional<std::uint64_t> ops;
+  std::optional<std::uint64_t> digest;
+};
+ScheduleFacts schedule_facts(const PlannedCollective& c) {
+  if (!c.streamed) return {c.schedule->num_steps, c.schedule->size(), c.digest};
+  if (schedule_ops_bound(c.spec) <= kMostOpsTried) {
+    const Schedule s = generate_schedule(c.spec);
+    return {s.num_steps, s.size(), schedule_digest(s)};
+  }
+  const AlgorithmEntry* entry = find_algorithm(c.spec.shape.op, c.spec.algorithm);
+  if (!entry || !entry->quotient) return {};
+  const std::optional<QuotientSchedule> fold = entry->quotient(c.spec.shape, c.spec.options);
+  if (!fold) return {};
+  return {fold->num_steps, fold->full_size(), std::nullopt};
+}
+
+// Which collectives are streamed, and where the figures of the large ones come from.
+std::string streamed_lines(const Plan& plan) {
+  double bound = 0;
+  std::vector<std::string> names;
+  for (const auto& c : plan.collectives) {
+    bound += schedule_ops_bound(c.spec);
+    if (c.streamed) names.push_back(c.spec.name);
+  }
+  return fmt::format(
+      "# streamed: {}: the schedules could hold up to {} ops together, more than a stored plan "
+      "holds (2^26), so collsim run generates these while it simulates them; where one could "
+      "pass {} ops its steps and ops are counted from its fold by one rank (\"-\": none), and "
+      "run --stream gives its digest\n",
+      fmt::join(names, ", "), static_cast<std::int64_t>(bound), kMostOpsTried);
+}
+
 }  // namespace
 
 std::string plan_table(const Scenario& s, const Plan& plan) {
@@ -97,10 +139,17 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
   }
   out += fmt::format("# {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", "name", wn, "op",
                      "ranks", "size", "plan", wp, "steps", "transfers", "schedule");
-  for (const auto& c : plan.collectives)
+  for (const auto& c : plan.collectives) {
+    const ScheduleFacts facts = schedule_facts(c);
+    const auto text = [](const auto& v) { return v ? fmt::format("{}", *v) : "-"; };
     out += fmt::format("  {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", c.spec.name, wn,
                        name_of(c.spec.shape.op), c.spec.shape.ranks, c.spec.bytes, c.label(), wp,
-                       c.schedule->num_steps, c.schedule->size(), digest_text(c.digest));
+                       text(facts.steps), text(facts.ops),
+                       facts.digest ? digest_text(*facts.digest) : "streamed");
+  }
+  if (std::any_of(plan.collectives.begin(), plan.collectives.end(),
+                  [](const PlannedCollective& c) { return c.streamed; }))
+    out += streamed_lines(plan);
   for (const auto& c : plan.collectives) {
     if (!c.choice) continue;
     out += fmt::format("# {}: chose {} ({:.2f} us simulated alone) of {} candidates", c.spec.name,
@@ -129,9 +178,15 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
                         {"algorithm", c.spec.algorithm},
                         {"plan", c.label()},
                         {"options", options_json(c.spec.options)},
-                        {"steps", c.schedule->num_steps},
-                        {"transfers", c.schedule->size()},
-                        {"schedule_digest", digest_text(c.digest)}};
+                        {"steps", nullptr},
+                        {"transfers", nullptr},
+                        {"schedule_digest", nullptr}};
+    const ScheduleFacts facts = schedule_facts(c);
+    if (facts.steps) j["steps"] = *facts.steps;
+    if (facts.ops) j["transfers"] = *facts.ops;
+    if (facts.digest) j["schedule_digest"] = digest_text(*facts.digest);
+    if (c.streamed)
+      j["streamed"] = {{"ops_bound", static_cast<std::int64_t>(schedule_ops_bound(c.spec))}};
     if (c.choice) {
       j["auto"] = {{"chosen", candidate_json(c.choice->chosen)},
                    {"candidates", c.choice->candidates_tried}};

@@ -26,4 +26,11 @@ Plan make_plan(const Scenario& scenario) {
   return make_plan(scenario, router, simulated_alone(scenario, router));
 }
 
+Plan plan_as_run(const Scenario& scenario) {
+  Router router(scenario.topology, scenario.network.routing);
+  return make_plan(
+      scenario, router, simulated_alone(scenario, router),
+      too_large_to_store(scenario) ? ScheduleHolding::Streamed : ScheduleHolding::Stored);
+}
+
 }  // namespace collsim

@@ -12,4 +12,9 @@ CostFunction simulated_alone(const Scenario& scenario, Router& router);
 // make_plan with simulated_alone: what run, plan, trace and validate execute.
 Plan make_plan(const Scenario& scenario);
 
+// What `collsim run` executes, for `collsim plan` to show: make_plan, except that a scenario
+// too large to store (too_large_to_store) is planned as the streamed run plans it, its
+// collectives that stream marked PlannedCollective::streamed, with no schedule held.
+Plan plan_as_run(const Scenario& scenario);
+
 }  // namespace collsim

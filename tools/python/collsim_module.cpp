@@ -290,7 +290,7 @@ py::object workload_sweep(const py::object& scenario, const std::vector<std::str
 py::object plan(const py::object& scenario) {
   const Scenario s = scenario_of(scenario);
   require_collectives(s);
-  return to_python(interruptible([&] { return plan_json(s, make_plan(s)); }));
+  return to_python(interruptible([&] { return plan_json(s, plan_as_run(s)); }));
 }
 
 // The scenario's collective against an nccl-tests log (`collsim compare --nccl-tests
