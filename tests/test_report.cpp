@@ -146,6 +146,24 @@ TEST_CASE("sweep over rank counts and sizes by list", "[sweep]") {
                     "--sizes: 2PiB is more than the largest size, 1 PiB");
   CHECK_THROWS_WITH(parse_sizes("1KiB..lots", "x2"),
                     "--sizes: expected a size like \"1KiB\", got \"lots\"");
+  CHECK_THROWS_WITH(parse_sizes("1KiB,2KiB", "bogus"),  // a list's step is checked too
+                    "--step: expected a factor like \"x2\", got \"bogus\"");
+  // A repeated rank count or algorithm would run its points twice.
+  req.rank_counts = {4, 16, 4};
+  CHECK_THROWS_WITH(plan_sweep(s, req), "--ranks: 4 is given twice");
+  req.rank_counts = {4};
+  req.algorithms = {"ring", "parameter_server", "ring"};
+  CHECK_THROWS_WITH(plan_sweep(s, req), "--algorithms: ring is given twice");
+  // Each point runs alone: it holds no more data than a scenario of it could.
+  req.algorithms = {"ring"};
+  req.rank_counts = {16};
+  req.sizes = parse_sizes("1KiB,1PiB", "x2");
+  CHECK_NOTHROW(plan_sweep(s, req));  // 2^54 bytes: the most a scenario holds
+  const Scenario wide = load_scenario(kScenarios + "placement.json");
+  req.rank_counts = {32};
+  CHECK_THROWS_WITH(plan_sweep(wide, req),
+                    "--sizes: 1 PiB at 32 ranks: the scenario's data, bytes x ranks summed over "
+                    "its collectives, passes 2^54 bytes (16 PiB), more than collsim counts");
 }
 
 namespace report_test {
@@ -840,4 +858,17 @@ TEST_CASE("report.html's bandwidths keep three significant digits below 10 GB/s"
   CHECK(html::gbps(2.5e9) == "2.5 GB/s");
   CHECK(html::gbps(4.5e11) == "450.0 GB/s");
   CHECK(html::gbps(0) == "0.0 GB/s");
+}
+
+TEST_CASE("sweep --ranks takes whole rank counts only", "[sweep][cli]") {
+  // std::stoi once read "4x" and "4.5" as 4.
+  for (const char* ranks : {"4x", "4.5", "99999999999", "four"}) {
+    const auto o = run_collsim("sweep " + kScenarios +
+                               "ring-vs-tree-vs-naive.json --sizes 1KiB --algorithms ring "
+                               "--ranks " +
+                               ranks);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Catch::Contains(fmt::format(
+                          "--ranks: expected rank counts like 8,64,512, got \"{}\"", ranks)));
+  }
 }

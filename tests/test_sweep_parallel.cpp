@@ -223,8 +223,19 @@ TEST_CASE("merge refuses shard files that lack a part, misspell a key or hold im
              Catch::StartsWith("sweep-shard-2-of-2.json:rows[0].bytes: expected an integer in"));
   // Counts a file may set to anything: nothing is sized by them before they check out.
   CHECK_THAT(edited([](nlohmann::json& d) { d["shards"] = 2147483647; }),
-             Catch::EndsWith("rows, but shard 2/2147483647 has 1 points: the file is incomplete "
-                             "(did the shard finish?)"));
+             Catch::EndsWith("rows, but shard 2/2147483647 has 1 points: its rows, shard count "
+                             "or sweep were changed"));
+  CHECK_THAT(edited([](nlohmann::json& d) { d["rows"].erase(d["rows"].size() - 1); }),
+             Catch::EndsWith("the file is incomplete (did the shard finish?)"));
+  // Each row is the point it names: its rank count, size and count as the plan has them.
+  const nlohmann::json& row = files[1].doc["rows"][0];
+  for (const char* key : {"ranks", "bytes", "count"})
+    CHECK(edited([&](nlohmann::json& d) { d["rows"][0][key] = row[key].get<int>() + 1; }) ==
+          fmt::format("sweep-shard-2-of-2.json:rows[0].{}: expected {} (point {}), got {}", key,
+                      row[key].get<int>(), row["point"].get<int>(), row[key].get<int>() + 1));
+  CHECK_THAT(edited([](nlohmann::json& d) { d["sweep"]["scenario"] = "renamed"; }),
+             Catch::Contains("a shard of another sweep than sweep-shard-1-of-2.json: its "
+                             "\"scenario\" is \"renamed\", not"));
   auto alone = files;
   alone.pop_back();
   alone[0].doc["shards"] = 2147483647;

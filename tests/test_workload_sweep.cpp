@@ -115,6 +115,42 @@ TEST_CASE("workload-sweep --splits: a split that does not fit is tried with reco
   CHECK_THAT(workload_sweep_csv(s), Catch::Contains(",full,"));
 }
 
+TEST_CASE("workload-sweep --splits: a job in a list of jobs keeps its own flash_attention",
+          "[workload][sweep]") {
+  // Without flash attention the scores are stored, and selective recomputation drops them:
+  // on 60 GB that fits where no recomputation (134 GB) does not, whether the job stands alone or
+  // as the one job of a list.
+  nlohmann::json alone = sweep_scenario(R"("dp": 1, "micro_batches": 1)", "60GB", "job0", 1);
+  alone["workload"]["flash_attention"] = false;
+  nlohmann::json listed = alone;
+  listed["workload"] = nlohmann::json::array({alone["workload"]});
+  const auto a = splits_of(alone), l = splits_of(listed);
+  REQUIRE(a.points.size() == 1);
+  REQUIRE(l.points.size() == 1);
+  CHECK(a.points[0].settings.back() == "selective");
+  CHECK(l.points[0].settings.back() == "selective");
+  CHECK(l.points[0].step_s == a.points[0].step_s);
+}
+
+TEST_CASE(
+    "workload-sweep --set: a path set twice, or inside another, or one --splits sets, "
+    "is refused",
+    "[workload][sweep]") {
+  CHECK_THROWS_WITH(
+      workload_sweep_options({"workload.bucket=10MB,100MB", "workload.bucket=25MB"}, false),
+      "--set: \"workload.bucket\" is set twice; give all its values in one --set "
+      "workload.bucket=V1,V2");
+  CHECK_THROWS_WITH(workload_sweep_options(
+                        {"workload.parallelism={\"dp\":2}", "workload.parallelism.dp=1,2"}, false),
+                    Catch::Contains("one sets part of the other"));
+  CHECK_THROWS_WITH(workload_sweep_options({"workload.parallelism.tp=1,2"}, true),
+                    Catch::Contains("--splits sets workload.parallelism's dp, tp, pp"));
+  CHECK(workload_sweep_options({"workload.parallelism.recompute=none,full"}, true).axes.size() ==
+        1);
+  CHECK(workload_sweep_options({"workload.bucket=1MB", "workload.bucket_cap=2MB"}, false)
+            .axes.size() == 2);  // a name that starts like another's is another path
+}
+
 TEST_CASE("workload-sweep: the best row is the fastest that fits", "[workload][sweep]") {
   WorkloadSweepOptions o;
   o.axes = {parse_axis("workload.parallelism.recompute=none,full")};

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -46,11 +47,11 @@ SweepRequest request_of(const SweepArgs& args) {
   req.sizes = parse_sizes(args.sizes, args.step);
   req.algorithms = split_commas(args.algorithms);
   for (const auto& n : split_commas(args.ranks)) {
-    try {
-      req.rank_counts.push_back(std::stoi(n));
-    } catch (const std::exception&) {
+    int count = 0;
+    const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
+    if (ec != std::errc() || end != n.data() + n.size())  // all of it: not "4x", not "4.5"
       throw InputError("--ranks", "expected rank counts like 8,64,512, got \"" + n + "\"");
-    }
+    req.rank_counts.push_back(count);
   }
   return req;
 }

@@ -58,15 +58,10 @@ double most_segments(const AlgorithmOptions& o, std::int64_t count) {
 // counts that would not fit in memory (a rank sends up to about twice a collective's
 // bytes, so 2 x bytes x ranks bounds them).
 void check_packet_count(const JsonView& root, const NetworkParams& network, double data) {
-  if (!info_of(network.model).holds_packets) return;
-  const double packets = 2 * data / static_cast<double>(network.packet_bytes);
-  if (packets > kMaxPackets) {
+  if (std::string problem = packet_count_problem(network, data); !problem.empty()) {
     const JsonView where =
         root["network"].has("packet") ? root["network"]["packet"] : root["network"]["model"];
-    where.fail_message(fmt::format(
-        "packets of {} bytes make up to {} packets of this scenario's data, more than the "
-        "2^28 collsim holds in memory; use larger packets or the flow model",
-        network.packet_bytes, format_significant(packets, 3)));
+    where.fail_message(problem);
   }
 }
 
@@ -510,10 +505,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const fs::path& base_dir,
     for (auto& c : parse_collective(list[i], i, s.topology, s.collectives, names)) {
       // Bytes sent and carried are sums of these products: keep them far from int64's end.
       data += static_cast<double>(c.bytes) * static_cast<double>(c.ranks.size());
-      if (data > kMaxScenarioData)
-        list[i].fail_message(
-            "the scenario's data, bytes x ranks summed over its collectives, passes 2^54 "
-            "bytes (16 PiB), more than collsim counts");
+      if (std::string problem = data_problem(data); !problem.empty()) list[i].fail_message(problem);
       names.add(c.name, static_cast<int>(s.collectives.size()));
       s.collectives.push_back(std::move(c));
     }
@@ -596,6 +588,22 @@ Scenario load_scenario(const fs::path& file) {
   const nlohmann::json doc = read_json_file(file.string(), file.string());
   // Its name, unless it says one, is the file's, which may not be UTF-8 (JSON's text).
   return parse_scenario(doc, file.parent_path(), valid_utf8(file.stem().string()));
+}
+
+std::string data_problem(double data) {
+  if (data <= kMaxScenarioData) return {};
+  return "the scenario's data, bytes x ranks summed over its collectives, passes 2^54 bytes "
+         "(16 PiB), more than collsim counts";
+}
+
+std::string packet_count_problem(const NetworkParams& network, double data) {
+  if (!info_of(network.model).holds_packets) return {};
+  const double packets = 2 * data / static_cast<double>(network.packet_bytes);
+  if (packets <= kMaxPackets) return {};
+  return fmt::format(
+      "packets of {} bytes make up to {} packets of this scenario's data, more than the 2^28 "
+      "collsim holds in memory; use larger packets or the flow model",
+      network.packet_bytes, format_significant(packets, 3));
 }
 
 double schedule_ops_bound(const CollectiveSpec& c) {

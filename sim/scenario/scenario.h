@@ -156,6 +156,12 @@ std::string schedule_size_problem(const CollectiveSpec& c, bool streamed = false
 // The most ops the collective's schedule may have: 4 x ranks x segments x channels for a
 // pipeline (AlgorithmEntry::lanes), else 2 x ranks x max(ranks, segments) x channels (what
 // the size check above compares with its bounds).
+// Why a scenario's data, bytes x ranks summed over its collectives, is more than collsim
+// counts (2^54), or "". The loader checks it; so does a sweep, whose points it never loads.
+std::string data_problem(double data);
+// Why that data is more packets than a model of packets holds (2^28), or "".
+std::string packet_count_problem(const NetworkParams& network, double data);
+
 double schedule_ops_bound(const CollectiveSpec& c);
 // What to do about a schedule too big to store: the advice both refusals end with.
 inline constexpr const char* kStreamAdvice =

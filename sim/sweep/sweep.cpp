@@ -64,10 +64,10 @@ void check_sizes(const std::vector<std::int64_t>& sizes, const std::string& wher
 
 std::vector<std::int64_t> parse_sizes(const std::string& text, const std::string& step) {
   std::vector<std::int64_t> out;
+  const double factor = step_factor(step);  // a range's; checked for a list too
   if (auto dots = text.find(".."); dots != std::string::npos) {
     const std::int64_t lo = size_argument(text.substr(0, dots));
     const std::int64_t hi = size_argument(text.substr(dots + 2));
-    const double factor = step_factor(step);
     if (lo > hi) throw InputError("--sizes", "the first size must not exceed the last");
     // Counted before any is made: a factor near 1 must not ask for billions of points.
     const double points = std::floor(std::log(static_cast<double>(hi) / lo) / std::log(factor)) + 1;
@@ -180,6 +180,22 @@ std::optional<std::string> refusal(const Scenario& s, const CollectiveSpec& base
   return std::nullopt;
 }
 
+// A row's plan without what held its time past its ops' (held_label): its time on the links.
+std::string on_the_links(std::string plan) {
+  for (const HeldBy h : {HeldBy::NcclModel, HeldBy::HostIssue})
+    if (plan.ends_with(held_label(h))) plan.resize(plan.size() - held_label(h).size());
+  return plan;
+}
+
+// Each value once: a repeated rank count or algorithm would run its points twice.
+template <class T>
+void refuse_repeats(const char* option, const std::vector<T>& values) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+        values.begin() + static_cast<std::ptrdiff_t>(i))
+      throw InputError(option, fmt::format("{} is given twice", values[i]));
+}
+
 }  // namespace
 
 SweepPoint SweepPlan::point(std::size_t k) const {
@@ -221,6 +237,16 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
     if (n < 1 || n > s.topology.num_ranks())
       throw InputError(
           "--ranks", fmt::format("{} ranks; the topology has {} GPUs", n, s.topology.num_ranks()));
+  refuse_repeats("--ranks", plan.rank_counts);
+  // Each point runs alone: its data must be what a scenario of it could hold.
+  for (int n : plan.rank_counts) {
+    const double data =
+        static_cast<double>(plan.sizes.back()) * (plan.own_ranks ? base.ranks.size() : n);
+    for (const std::string& problem : {data_problem(data), packet_count_problem(s.network, data)})
+      if (!problem.empty())
+        throw InputError("--sizes", fmt::format("{} at {} ranks: {}",
+                                                format_bytes(plan.sizes.back()), n, problem));
+  }
   if (is_rooted(base.shape.op))
     for (int n : plan.rank_counts)
       if (base.shape.root >= n)
@@ -230,6 +256,7 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
   std::vector<std::string>& algorithms = plan.algorithms;
   algorithms = req.algorithms.empty() ? algorithms_for(base.shape.op) : req.algorithms;
   if (req.algorithms.empty() && nccl_has_algorithms(base.shape.op)) algorithms.push_back("nccl");
+  refuse_repeats("--algorithms", algorithms);
   for (const auto& a : algorithms)
     if (a != "nccl" && !find_algorithm(base.shape.op, a))
       throw InputError("--algorithms",
@@ -389,7 +416,8 @@ SweepResult finish_sweep(SweepPlan plan, std::vector<SweepRow> rows) {
       const SweepRow& b = out.rows[*best[k]];
       // On the links, as the others ran: where NCCL's estimate holds the pick, the same
       // algorithm among the others would otherwise look faster than NCCL's pick of it.
-      out.nccl.push_back({n, pick.bytes, pick.plan, b.plan, pick.ops_time_s, b.time_s});
+      out.nccl.push_back(
+          {n, pick.bytes, on_the_links(pick.plan), b.plan, pick.ops_time_s, b.time_s});
     }
     for (auto& x : sweep_crossovers(out.plan, out.rows, ri, false))
       out.crossovers.push_back(std::move(x));
@@ -455,18 +483,28 @@ std::string sweep_table(const SweepResult& r) {
                                             : "");
   }
   out += "#\n";
+  // Columns as wide as their longest plan ("nccl: ring/LL128/24ch (NCCL's estimate)").
+  std::size_t wn = 28, wb = 34;
+  for (const auto& x : r.nccl) {
+    wn = std::max(wn, x.nccl_plan.size());
+    wb = std::max(wb, x.best_plan.size());
+  }
   if (!r.nccl.empty())
     out += fmt::format(
         "# NCCL's pick against the fastest simulated plan, both on the links (without NCCL's "
-        "estimate)\n# {:>5} {:>12} {:<28} "
-        "{:>12} {:<34} {:>12} {:>8}\n",
-        "ranks", "size", "nccl picks", "time", "fastest", "time", "nccl +%");
+        "estimate)\n# {:>5} {:>12} {:<{}} {:>12} {:<{}} {:>12} {:>8}\n",
+        "ranks", "size", "nccl picks", wn, "time", "fastest", wb, "time", "nccl +%");
   for (const auto& x : r.nccl)
-    out += fmt::format("  {:>5} {:>12} {:<28} {:>12.2f} {:<34} {:>12.2f} {:>8.1f}\n", x.ranks,
-                       x.bytes, x.nccl_plan, x.nccl_s * 1e6, x.best_plan, x.best_s * 1e6,
+    out += fmt::format("  {:>5} {:>12} {:<{}} {:>12.2f} {:<{}} {:>12.2f} {:>8.1f}\n", x.ranks,
+                       x.bytes, x.nccl_plan, wn, x.nccl_s * 1e6, x.best_plan, wb, x.best_s * 1e6,
                        x.best_s > 0 ? (x.nccl_s / x.best_s - 1) * 100 : 0.0);
   if (!r.nccl.empty()) out += "#\n";
-  if (r.crossovers.empty()) out += "# no crossover: one algorithm wins at every size\n";
+  const bool ranked = std::any_of(r.plan.algorithms.begin(), r.plan.algorithms.end(),
+                                  [](const std::string& a) { return a != "nccl"; });
+  if (!ranked)
+    out += "# no crossover: only NCCL's pick ran, and its rows are compared, never ranked\n";
+  else if (r.crossovers.empty())
+    out += "# no crossover: one algorithm wins at every size\n";
   for (const auto& x : r.crossovers)
     out += fmt::format("# ranks {}: {} -> {} at {} (between {} and {})\n", x.ranks, x.from, x.to,
                        format_bytes(static_cast<std::int64_t>(std::llround(x.estimate))),

@@ -13,6 +13,7 @@
 #include "core/json_view.h"
 #include "core/time.h"
 #include "core/units.h"
+#include "schedule/collective.h"
 
 namespace collsim {
 
@@ -118,6 +119,8 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
                                                              const std::string& where) {
   const JsonView all(rows, where);
   if (!all.is_array()) all.fail("an array of rows");
+  // sweep_plan_from_json read a known type.
+  const std::int64_t element_size = collsim::element_size(*dtype_from_name(plan.about.dtype));
   std::vector<std::pair<std::size_t, SweepRow>> out;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const JsonView v = all[i];
@@ -126,12 +129,19 @@ std::vector<std::pair<std::size_t, SweepRow>> rows_from_json(const SweepPlan& pl
     const auto k = static_cast<std::size_t>(
         v["point"].as_int(0, static_cast<std::int64_t>(plan.points()) - 1));
     SweepRow r{};
+    // What point k ran: its rank count, algorithm and size, its count in the sweep's type.
+    const SweepPoint point = plan.point(k);
+    const auto expect = [&](std::string_view key, auto got, auto want) {
+      if (got != want) v[key].fail(fmt::format("{} (point {})", want, k));
+    };
     r.ranks = static_cast<int>(v["ranks"].as_int(1, std::numeric_limits<int>::max()));
+    expect("ranks", r.ranks, point.ranks);
     r.algorithm = v["algorithm"].as_string();
-    if (r.algorithm != plan.point(k).algorithm)
-      v["algorithm"].fail(fmt::format("\"{}\" (point {})", plan.point(k).algorithm, k));
+    expect("algorithm", fmt::format("\"{}\"", r.algorithm), fmt::format("\"{}\"", point.algorithm));
     r.bytes = v["bytes"].as_int(0, kMaxBytes);
+    expect("bytes", r.bytes, point.bytes);
     r.count = v["count"].as_int(0, kMaxBytes);
+    expect("count", r.count, point.bytes / element_size);
     r.time_s = read_nonnegative(v["time_s"], kMaxRowSeconds, "a simulated time in seconds");
     // bytes / time_s: even 1 PiB in a picosecond stays far below a double's end.
     r.algbw_Bps = read_nonnegative(v["algbw_Bps"], 1e300, "a bandwidth in bytes per second");
@@ -184,6 +194,7 @@ SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& whe
   p.collective = static_cast<std::size_t>(v["collective_index"].as_int(0, max));
   a.op = v["op"].as_string();
   a.dtype = v["dtype"].as_string();
+  if (!dtype_from_name(a.dtype)) v["dtype"].fail("a type collsim knows (\"float32\", ...)");
   a.redop = v["redop"].as_string();
   a.root = static_cast<int>(v["root"].as_int(-1, max_int));
   p.own_ranks = v["own_ranks"].as_bool();
@@ -256,9 +267,11 @@ ReadShard read_shard(const ShardFile& f) {
   const std::size_t points = shard_point_count(plan.points(), s.shard);
   if (!rows.is_array()) rows.fail("an array of rows");
   if (rows.size() != points)
-    throw InputError(f.name, fmt::format("{} rows, but shard {} has {} points: the file is "
-                                         "incomplete (did the shard finish?)",
-                                         rows.size(), shard_text(s.shard), points));
+    throw InputError(
+        f.name, fmt::format("{} rows, but shard {} has {} points: {}", rows.size(),
+                            shard_text(s.shard), points,
+                            rows.size() < points ? "the file is incomplete (did the shard finish?)"
+                                                 : "its rows, shard count or sweep were changed"));
   s.rows = rows_from_json(plan, rows.raw(), f.name + ":rows");
   const auto want = shard_points(plan.points(), s.shard);
   for (std::size_t i = 0; i < want.size(); ++i)
@@ -267,6 +280,21 @@ ReadShard read_shard(const ShardFile& f) {
                        fmt::format("expected point {} of shard {}, got {}", want[i],
                                    shard_text(s.shard), s.rows[i].first));
   return s;
+}
+
+// Where two sweep plans (sweep_plan_json, both read) differ: the first field, both values.
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  const auto text = [](const nlohmann::json* v) {
+    if (!v) return std::string("none");
+    std::string t = v->dump();
+    return t.size() > 60 ? t.substr(0, 57) + "..." : t;
+  };
+  for (const auto& [key, value] : a.items()) {
+    const nlohmann::json* other = b.contains(key) ? &b.at(key) : nullptr;
+    if (!other || *other != value)
+      return fmt::format("its \"{}\" is {}, not {}", key, text(&value), text(other));
+  }
+  return "its plan has other fields";
 }
 
 }  // namespace
@@ -283,9 +311,8 @@ SweepResult merge_shards(std::span<const ShardFile> files) {
     const ReadShard& s = read[i];
     const std::string& name = files[i].name;
     if (*s.sweep != *first.sweep)
-      throw InputError(name, fmt::format("a shard of another sweep than {} (the scenario's "
-                                         "collective or the sweep's options differ)",
-                                         files[0].name));
+      throw InputError(name, fmt::format("a shard of another sweep than {}: {}", files[0].name,
+                                         first_difference(*s.sweep, *first.sweep)));
     if (s.digest != first.digest)
       throw InputError(name, fmt::format("ran another scenario file than {} (digest {}, not {})",
                                          files[0].name, s.digest, first.digest));

@@ -122,8 +122,10 @@ WorkloadPoint measure_least_recompute(nlohmann::json doc, const std::filesystem:
   auto level = std::find(kRecompute.begin(), kRecompute.end(),
                          par.value("recompute", std::string("none")));
   // With flash attention the scores are never stored: selective would keep the same bytes.
-  const nlohmann::json& job = at_path(doc, "workload");
-  const bool flash = !job.is_object() || job.value("flash_attention", true);
+  // The job at_path set: the workload, or the first of a list of jobs.
+  const nlohmann::json* job = &at_path(doc, "workload");
+  if (job->is_array() && !job->empty()) job = &job->front();
+  const bool flash = !job->is_object() || job->value("flash_attention", true);
   WorkloadPoint p = measure(doc, base);
   // An unknown level is left as it is, for the parser's message.
   while (p.error.empty() && !p.fits && level != kRecompute.end() && ++level != kRecompute.end()) {
@@ -210,7 +212,30 @@ void name_sweep(WorkloadSweep& out, const nlohmann::json& doc, const std::filesy
 
 WorkloadSweepOptions workload_sweep_options(const std::vector<std::string>& sets, bool splits) {
   WorkloadSweepOptions options;
-  for (const auto& text : sets) options.axes.push_back(parse_axis(text));
+  // A path inside another's value (or the same path) would have its values overwritten.
+  const auto within = [](const std::string& path, const std::string& outer) {
+    return path == outer || path.starts_with(outer + ".");
+  };
+  for (const auto& text : sets) {
+    SweepAxis axis = parse_axis(text);
+    for (const SweepAxis& earlier : options.axes)
+      if (within(axis.path, earlier.path) || within(earlier.path, axis.path))
+        throw InputError("--set",
+                         axis.path == earlier.path
+                             ? fmt::format("\"{}\" is set twice; give all its values in one --set "
+                                           "{}=V1,V2",
+                                           axis.path, axis.path)
+                             : fmt::format("\"{}\" and \"{}\": one sets part of the other; sweep "
+                                           "one of them",
+                                           earlier.path, axis.path));
+    if (splits)
+      for (const char* set_by_splits : {"dp", "tp", "pp", "micro_batches"})
+        if (within("workload.parallelism." + std::string(set_by_splits), axis.path))
+          throw InputError("--set", fmt::format("\"{}\": --splits sets workload.parallelism's "
+                                                "dp, tp, pp and micro_batches itself",
+                                                axis.path));
+    options.axes.push_back(std::move(axis));
+  }
   options.splits = splits;
   if (options.axes.empty() && !options.splits)
     throw InputError("--set", "give at least one --set PATH=V1,V2 or --splits");
