@@ -457,8 +457,9 @@ std::string sweep_table(const SweepResult& r) {
                          r.plan.algorithms.end();
   if (with_nccl && r.plan.algorithms.size() > 1)
     out +=
-        "# beside NCCL's pick, every algorithm pays NCCL's protocol costs (its fastest of LL, "
-        "LL128 and Simple, or the scenario's protocol)\n";
+        "# beside NCCL's pick, every algorithm runs on NCCL's protocols, each at its fastest of "
+        "LL, LL128 and Simple (or the scenario's protocol): faster or slower than collsim run "
+        "of it without a protocol\n";
   if (std::any_of(r.rows.begin(), r.rows.end(),
                   [](const SweepRow& row) { return row.over_link_rate; }))
     out +=
