@@ -84,6 +84,17 @@ TEST_CASE("a key twice in one object is refused where it is written, not last-on
           kSwitch,
           R"({"op": "all_reduce", "bytes": 64, "levels": [{"size": 2}, {"size": 2, "size": 4}]})")),
       Catch::Contains("the key \"size\" appears twice"));
+  // Spelled with an escape, it is the same key: the last once won ("n\u0061me").
+  CHECK_THAT(error_of(scenario(
+                 kSwitch, R"({"op": "all_reduce", "bytes": 64, "name": "a", "n\u0061me": "z"})")),
+             Catch::Contains("the key \"name\" appears twice"));
+  CHECK_THAT(error_of(scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "n\u0061me": "a", )"
+                                        R"("\u006e\u0061me": "z"})")),
+             Catch::Contains("the key \"name\" appears twice"));
+  // Escapes that read as other keys are other keys.
+  CHECK_THAT(error_of(scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "name": "a", )"
+                                        R"("n\u0061mes": "z"})")),
+             !Catch::Contains("twice"));
 }
 
 TEST_CASE("a NUL byte is refused, not taken for the end of the text") {

@@ -115,3 +115,39 @@ TEST_CASE("missing scenario and topology files") {
       Catch::StartsWith("topology: no topology file \"no-such-cluster\"") &&
           Catch::Contains("dgx-h100"));
 }
+
+TEST_CASE("a default name an earlier collective or job took is said, not a missing name") {
+  // It once read: collectives[1]: missing required field "name", an optional field.
+  CHECK(error_of(with_collective(R"({"name": "all_reduce#1", "op": "all_reduce", "bytes": 64},
+                                    {"op": "all_reduce", "bytes": 64})")) ==
+        "collectives[1]: its default name \"all_reduce#1\" is taken by an earlier collective; "
+        "give it a \"name\"");
+  CHECK(error_of(with_collective(R"({"name": "x", "op": "all_reduce", "bytes": 64},
+                                    {"name": "x", "op": "all_reduce", "bytes": 64})")) ==
+        "collectives[1].name: another collective is already named \"x\"");
+  CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"},
+                     "workload": [{"gradients": "1MiB", "compute": "1ms", "name": "job1",
+                                   "ranks": [0, 1, 2, 3]},
+                                  {"gradients": "1MiB", "compute": "1ms",
+                                   "ranks": [4, 5, 6, 7]}]})") ==
+        "workload[1]: its default name \"job1\" is taken by an earlier job; give it a \"name\"");
+}
+
+TEST_CASE("a topology whose GPUs name their host only in part is refused at the node left out") {
+  // The GPUs left out sat in host -1, which the planners took for a server of its own.
+  const auto topology = [](const std::string& third_host) {
+    return R"({"topology": {"name": "t", "nodes": [
+      {"name": "sw", "kind": "switch"},
+      {"name": "g0", "kind": "gpu", "host": 0}, {"name": "g1", "kind": "gpu", "host": 0},
+      {"name": "g2", "kind": "gpu")" +
+           third_host + R"(}],
+      "links": [{"src": "g0", "dst": "sw", "bandwidth": "10GB/s", "kind": "nvlink"},
+                {"src": "g1", "dst": "sw", "bandwidth": "10GB/s", "kind": "nvlink"},
+                {"src": "g2", "dst": "sw", "bandwidth": "10GB/s", "kind": "nvlink"}]},
+      "collectives": [{"op": "all_reduce", "bytes": 64}]})";
+  };
+  CHECK(error_of(topology("")) ==
+        "topology.nodes[3]: names no \"host\", while nodes[1] (\"g0\") does: give every GPU and "
+        "NIC its host, or none (collsim then finds the servers from the links inside them)");
+  CHECK(error_of(topology(R"(, "host": 1)")) == "no error");
+}

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -259,17 +260,27 @@ TextPosition position_at(std::string_view text, std::size_t offset) {
       source, fmt::format("malformed JSON at line {}, column {}: {}", p.line, p.column, problem));
 }
 
+// A key written with escapes (`quoted`, its quotes included), as it reads, kept in `store`;
+// as written where it is no valid JSON string (the parser then says why).
+std::string_view decoded_key(std::string_view quoted, std::deque<std::string>& store) {
+  const nlohmann::json key = nlohmann::json::parse(quoted, nullptr, false);
+  store.push_back(key.is_string() ? key.get<std::string>()
+                                  : std::string(quoted.substr(1, quoted.size() - 2)));
+  return store.back();
+}
+
 // What nlohmann's parser does not refuse by itself, found before it runs: a NUL byte
 // (its lexer takes one for the end of the text and ignores the rest), nesting deeper
 // than kMaxJsonDepth (its parser recurses, so 100k brackets overflow the stack), numbers
 // beyond a double (it throws out_of_range with no position), and a key an object already
 // has (it keeps the last silently: {"bytes": "1KiB", "bytes": "1GiB"} ran 1 GiB). One
-// linear pass; keys are compared as written (an escape spelling the same key is missed).
+// linear pass; keys are compared as they read, escapes decoded ("n\u0061me" is "name").
 void prescan_json(std::string_view text, const std::string& source) {
   struct Scope {
     bool object = false;
     bool expect_key = false;  // objects: after { or ,
     std::unordered_set<std::string_view> keys;
+    std::deque<std::string> decoded;  // the keys written with escapes, as they read
   };
   std::vector<Scope> scopes;  // kept as the parse goes, so few allocations
   std::size_t open = 0;
@@ -283,7 +294,10 @@ void prescan_json(std::string_view text, const std::string& source) {
         ++i;  // the escaped character cannot end the string
       } else if (ch == '"') {
         in_string = false;
-        const std::string_view key = text.substr(string_start + 1, i - string_start - 1);
+        std::string_view key = text.substr(string_start + 1, i - string_start - 1);
+        if (string_is_key && key.find('\\') != std::string_view::npos)
+          key = decoded_key(text.substr(string_start, i - string_start + 1),
+                            scopes[open - 1].decoded);
         if (string_is_key && !scopes[open - 1].keys.insert(key).second)
           fail_at(text, string_start, source,
                   fmt::format("the key \"{}\" appears twice in its object (a JSON parser keeps "
@@ -307,6 +321,7 @@ void prescan_json(std::string_view text, const std::string& source) {
       s.object = ch == '{';
       s.expect_key = s.object;
       s.keys.clear();
+      s.decoded.clear();
     } else if (ch == ']' || ch == '}') {
       if (open > 0) --open;
     } else if (ch == ',') {

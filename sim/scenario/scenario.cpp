@@ -393,8 +393,14 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
   const auto entries = choose_algorithm(v, c);
   c.name = v.has("name") ? v["name"].as_name() : fmt::format("{}#{}", name_of(c.shape.op), index);
-  if (names.taken(c.name))
+  if (names.taken(c.name)) {
+    if (!v.has("name"))  // the default name an earlier collective took
+      v.fail_message(
+          fmt::format("its default name \"{}\" is taken by an earlier collective; "
+                      "give it a \"name\"",
+                      c.name));
     v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
+  }
   if (v.has("ranks")) {
     c.ranks = parse_ranks(v["ranks"], topology.num_ranks());
   } else {

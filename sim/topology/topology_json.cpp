@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/input_file.h"
@@ -237,6 +238,24 @@ NodeId node_ref(const Topology& t, const JsonView& v) {
 
 namespace {
 
+// A server's GPUs and NICs each name their host, or none does (infer_hosts then finds the
+// servers): one left out sat in no server (host -1), which the planners took for a server
+// of its own, or named in their messages.
+void check_hosts_named(const Topology& t, const JsonView& nodes) {
+  std::optional<std::size_t> named, unnamed;
+  for (std::size_t i = 0; i < t.nodes().size(); ++i) {
+    const Node& n = t.node(static_cast<NodeId>(i));
+    if (n.kind != NodeKind::Gpu && n.kind != NodeKind::Nic) continue;
+    std::optional<std::size_t>& first = n.host >= 0 ? named : unnamed;
+    if (!first) first = i;
+  }
+  if (named && unnamed)
+    nodes[*unnamed].fail_message(fmt::format(
+        "names no \"host\", while nodes[{}] (\"{}\") does: give every GPU and NIC its host, or "
+        "none (collsim then finds the servers from the links inside them)",
+        *named, t.node(static_cast<NodeId>(*named)).name));
+}
+
 // Where no node names its host: the servers are the islands the links inside a server (NVLink,
 // NVSwitch, PCIe) join, each with its NICs, when there are several. Left unknown, two NVLink
 // islands joined only through the network were one server to the planners, and a hierarchical
@@ -301,6 +320,7 @@ Topology graph_from_json(const JsonView& spec) {
       n["name"].fail_message(fmt::format("duplicate node name \"{}\"", node.name));
     t.add_node(std::move(node));
   }
+  check_hosts_named(t, nodes);
   const JsonView links = spec["links"];
   // Which entry of "links" made each directed link: a second one between the same two
   // nodes in the same direction is a mistake (routing would use only one of them).

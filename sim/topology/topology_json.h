@@ -51,7 +51,7 @@ inline constexpr FieldDoc kNodeFields[] = {
     {"rank",
      R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "GPUs only: the rank it hosts (default: the order GPUs are listed)."})json"},
     {"host",
-     R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "Which server the node sits in. Where no node names one, the servers are the islands NVLink, NVSwitch and PCIe links join (with their NICs), when there are several."})json"},
+     R"json({"type": "integer", "minimum": 0, "maximum": 1048576, "description": "Which server the node sits in: on every GPU and NIC, or on none. Where no node names one, the servers are the islands NVLink, NVSwitch and PCIe links join (with their NICs), when there are several."})json"},
     {"sharp",
      R"json({"type": "boolean", "description": "Switches only: reduces in the switch. An nvswitch reduces and multicasts (NVLink SHARP: nvls, nvls_tree); a network switch (switch, leaf, spine, core) reduces what the GPUs' NICs send it (InfiniBand SHARP: collnet_direct, collnet_chain, and nvls across hosts)."})json"},
     {"sharp_efficiency",

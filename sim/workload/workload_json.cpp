@@ -557,8 +557,14 @@ std::vector<WorkloadSpec> parse_workloads(const JsonView& v, const Topology& top
   const auto add = [&](const JsonView& job, std::size_t i) {
     out.push_back(workload_parse::parse_job(job, topology, i, taken, next_free, base_dir));
     workload_parse::check_step_size(job, out.back(), total);
-    if (!names.insert(out.back().name).second)
+    if (!names.insert(out.back().name).second) {
+      if (!job.has("name"))  // the default name an earlier job took
+        job.fail_message(
+            fmt::format("its default name \"{}\" is taken by an earlier job; give "
+                        "it a \"name\"",
+                        out.back().name));
       job["name"].fail_message(fmt::format("another job is already named \"{}\"", out.back().name));
+    }
   };
   if (v.is_array()) {
     if (v.size() == 0) v.fail("at least one job");
