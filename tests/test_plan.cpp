@@ -331,3 +331,24 @@ TEST_CASE("plan shows a scenario too large to store as run streams it, counted f
   CHECK_FALSE(stored.collectives[0].streamed);
   CHECK(stored.collectives[0].digest == alone.collectives[0].digest);
 }
+
+TEST_CASE("more segments than elements plan as one segment an element, label and digest alike") {
+  // 64 B of float32: 16 elements. 17 and 100 segments were labelled as asked, and 100 ran
+  // steps of nothing (48 steps against 16's 18).
+  const auto planned = [](int segments) {
+    return make_plan(scenario_of(fmt::format(
+                         R"({{"topology": {{"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"}},
+                             "collectives": [{{"name": "b", "op": "broadcast",
+                             "algorithm": "binomial_tree", "bytes": "64B", "segments": {}}}]}})",
+                         segments)))
+        .collectives[0];
+  };
+  const PlannedCollective sixteen = planned(16);
+  for (int segments : {17, 100, 1 << 20}) {
+    const PlannedCollective c = planned(segments);
+    CHECK(c.spec.options.segments == 16);
+    CHECK(c.label() == sixteen.label());
+    CHECK(c.digest == sixteen.digest);
+  }
+  CHECK(planned(4).spec.options.segments == 4);
+}

@@ -424,12 +424,22 @@ class Tuner {
 
   void fill_defaults(const AlgorithmEntry& entry, PlannedCollective& c) const {
     entry.fill_defaults(c.spec.options, option_context(c.spec));
+    at_most_one_segment_an_element(c.spec.options, c.spec.shape.count);
     if (uses_switch_ops(c.spec) && !info_of(scenario_.network.model).shares_links)
       throw InputError(c.spec.json_path,
                        fmt::format("{} is timed by how its transfers share each GPU's link, and "
                                    "the {} network model does not share links: set \"network\": "
                                    "{{\"model\": \"flow\"}} (or \"packet\")",
                                    c.spec.algorithm, name_of(scenario_.network.model)));
+  }
+
+  // Segments beyond the elements would be empty: the pipeline that runs has one segment an
+  // element, and the plan's label and digest say so (17 or 100 segments of 16 elements
+  // were labelled as asked, and 100 made steps of nothing).
+  static void at_most_one_segment_an_element(AlgorithmOptions& o, std::int64_t elements) {
+    o.segments =
+        static_cast<int>(std::min<std::int64_t>(o.segments, std::max<std::int64_t>(1, elements)));
+    for (LevelSpec& l : o.levels) at_most_one_segment_an_element(l.options, elements);
   }
 
   // Anything left for the tuner: "segments": "auto" at the top or in a level.

@@ -128,7 +128,7 @@ namespace {
 
 constexpr FieldDoc kOptionDocs[] = {
     {"segments",
-     R"json({"$ref": "#/definitions/countOrAuto", "description": "Pipelined algorithms: cut the buffer into S pieces that follow each other (default 1); auto tries powers of two and the uncontended optimum sqrt((K-2)N/(alpha beta)) and keeps the fastest, leaving out counts whose schedule could pass 2^22 ops."})json"},
+     R"json({"$ref": "#/definitions/countOrAuto", "description": "Pipelined algorithms: cut the buffer into S pieces that follow each other (default 1; more than its elements plan as one piece an element); auto tries powers of two and the uncontended optimum sqrt((K-2)N/(alpha beta)) and keeps the fastest, leaving out counts whose schedule could pass 2^22 ops."})json"},
     {"channels",
      R"json({"anyOf": [{"type": "integer", "minimum": 1, "maximum": 64}, {"const": "auto"}], "description": "C independent copies of the algorithm, each on 1/C of the data and in its own rank order; across nodes channel c enters every node at rail c and leaves at rail c+1, so C channels use C NICs; auto: one per rail across nodes, 1 inside a node; odd nodes run their channels the other way round. nccl_tree: pairs of trees, at most 32, auto 1; nvls, nvls_tree, collnet_direct: independent pipelines, auto 1; collnet_chain: chains, auto one per GPU of a host. Default 1."})json"},
     {"levels",
