@@ -254,6 +254,9 @@ TEST_CASE("the schema refuses what the loader refuses", "[schema]") {
       {"/network/alpha", "5 parsecs"},                     // not a duration
       {"/network/cost/links/infiniband", json::object()},  // not a link kind
       {"/collectives/0/segments", 0},                      // fewer than 1
+      {"/collectives/0/bytes", "-0"},                      // a sign: no size is negative
+      {"/network/alpha", "-0us"},                          // nor a duration
+      {"/$schema", 5},                                     // the schema's address: a string
   };
   for (const auto& [pointer, value] : bad) {
     INFO(pointer << " = " << value.dump());
@@ -274,7 +277,7 @@ TEST_CASE("the schema accepts what the loader accepts, field by field", "[schema
     "$schema": "schema/scenario.schema.json",
     "name": "rich", "description": "every optional field",
     "topology": {"$schema": "x", "preset": "cluster", "nodes": 2, "gpus_per_node": 4,
-                 "nvlink": "450GB/s", "nvlink_latency": "100ns", "pcie": "64GB/s", "nic": "400Gbps",
+                 "nvlink": "450GB/s", "nvlink_latency": "100ns", "pcie": "0.001PB/s", "nic": "400Gbps",
                  "nic_latency": 1e-6, "radix": 8, "oversubscription": 1.5, "spines": 2,
                  "fabric": "roce"},
     "placement": ["n1.gpu0", "n1.gpu1", "n1.gpu2", "n1.gpu3", "n0.gpu0", "n0.gpu1", "n0.gpu2", "n0.gpu3"],
@@ -293,6 +296,8 @@ TEST_CASE("the schema accepts what the loader accepts, field by field", "[schema
        "levels": [{"size": 4, "algorithm": "ring", "channels": 2}, {"size": 2, "algorithm": "binomial_tree", "segments": 4}],
        "after": []},
       {"name": "c", "op": "all_reduce", "algorithm": "parameter_server", "bytes": "1MB", "servers": [0, 4]},
+      {"name": "c2", "op": "all_gather", "algorithm": "ring", "bytes": "0.0000152587890625PiB",
+       "ranks": [2, 3]},
       {"name": "d", "op": "all_reduce", "algorithm": "nccl", "bytes": "1MiB", "nccl_algo": "^nvls",
        "nccl_proto": "simple"},
       {"name": "e", "op": "broadcast", "algorithm": "auto", "bytes": "1MiB", "root": 3,

@@ -20,6 +20,8 @@ TEST_CASE("sizes: decimal and binary prefixes differ") {
 
 TEST_CASE("sizes: malformed or negative text is rejected") {
   CHECK_FALSE(parse_size("-5"));
+  CHECK_FALSE(parse_size("-0"));  // from_chars reads the sign; no size has one
+  CHECK_FALSE(parse_duration("-0us"));
   CHECK_FALSE(parse_size("1Gb"));  // bits are not a size
   CHECK_FALSE(parse_size("abc"));
   CHECK_FALSE(parse_size("1.3B"));  // not a whole byte

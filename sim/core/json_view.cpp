@@ -108,8 +108,13 @@ void JsonView::allow_only(std::span<const FieldDoc> known) const {
 
 void JsonView::allow_only(std::span<const std::string_view> known) const {
   if (!value_->is_object()) fail("an object");
-  for (const auto& [key, _] : value_->items()) {
-    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+  for (const auto& [key, value] : value_->items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) {
+      // "$schema": the file's JSON Schema, for editors; a string, as the schema says.
+      if (key.starts_with('$') && !value.is_string())
+        (*this)[key].fail("a string (the address of the file's JSON Schema, for editors)");
+      continue;
+    }
     std::vector<std::string> names;  // offered in messages: not "$schema", which is for editors
     for (std::string_view k : known)  // each once: lists joined from several tables repeat some
       if (!k.starts_with('$') && std::find(names.begin(), names.end(), k) == names.end())

@@ -22,6 +22,8 @@ std::string_view trim(std::string_view s) {
 
 std::optional<NumberAndUnit> split_number(std::string_view text) {
   text = trim(text);
+  // No sign: from_chars reads "-0", and no size, rate or duration is negative.
+  if (text.starts_with('-')) return std::nullopt;
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || !std::isfinite(value)) return std::nullopt;

@@ -252,14 +252,14 @@ constexpr std::string_view kTopologyShape = R"json({
         },
         {
           "type": "string",
-          "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*((Ki|Mi|Gi|Ti|k|K|M|G|T)?B)?\\s*$"
+          "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*((Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?B)?\\s*$"
         }
       ]
     },
     "bandwidth": {
       "description": "Bytes or bits per second, one direction: \"450GB/s\", \"400Gbps\".",
       "type": "string",
-      "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*(Ki|Mi|Gi|Ti|k|K|M|G|T)?(B/s|Bps|b/s|bps)\\s*$"
+      "pattern": "^\\s*([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?(B/s|Bps|b/s|bps)\\s*$"
     },
     "duration": {
       "description": "Seconds as a number, or a string like \"5us\", \"1.5ms\", \"100ns\".",
