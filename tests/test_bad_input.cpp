@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_view.h"
 #include "core/time.h"
+#include "core/utf8.h"
 #include "helpers.h"
 #include "scenario/scenario.h"
 #include "simulate/run_scenario.h"
@@ -418,4 +419,25 @@ TEST_CASE("identical collectives share a schedule but still count against the me
                                collectives)),
              Catch::StartsWith("collectives[32]: the scenario's schedules hold 69138432 ops up "
                                "to this collective"));
+}
+
+TEST_CASE("an error quoting a huge value leaves its middle out, between UTF-8 characters") {
+  // A 100,000-character nccl_algo once came back whole in a 100,223-byte error line.
+  const std::string huge(100000, 'x');
+  const std::string e =
+      error_of(scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "algorithm": "nccl", )"
+                                 R"("nccl_algo": ")" +
+                                     huge + "\"}"));
+  CHECK(e.size() < 1100);
+  CHECK_THAT(e, Catch::StartsWith("collectives[0].nccl_algo: \"xxx") &&
+                    Catch::Contains("xxx [... ") && Catch::Contains(" bytes left out ...] xxx") &&
+                    Catch::Contains("per collective as"));
+  // Two-byte characters: the cut falls between them, so the text stays UTF-8.
+  std::string wide;
+  for (int i = 0; i < 5000; ++i) wide += "\xC3\xA9";  // é
+  const collsim::InputError cut("x", "\"" + wide + "\"");
+  CHECK(collsim::valid_utf8(cut.message()) == cut.message());
+  CHECK(cut.message().size() < 1100);
+  const collsim::InputError small("x", "short");
+  CHECK(small.message() == "short");
 }

@@ -1,4 +1,5 @@
 // Bad input: one line naming the JSON path and what was expected.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -150,4 +151,14 @@ TEST_CASE("a topology whose GPUs name their host only in part is refused at the 
         "topology.nodes[3]: names no \"host\", while nodes[1] (\"g0\") does: give every GPU and "
         "NIC its host, or none (collsim then finds the servers from the links inside them)");
   CHECK(error_of(topology(R"(, "host": 1)")) == "no error");
+}
+
+TEST_CASE("a root on a collective without one is refused") {
+  // It changed the schedule's digest, not its times, so compare refused a matching log.
+  CHECK(error_of(with_collective(R"({"op": "all_reduce", "bytes": 64, "root": 2})")) ==
+        "collectives[0].root: all_reduce has no root; only broadcast, reduce, gather and scatter "
+        "do");
+  for (const char* op : {"broadcast", "reduce", "gather", "scatter"})
+    CHECK(error_of(with_collective(fmt::format(R"({{"op": "{}", "bytes": 64, "root": 2}})", op))) ==
+          "no error");
 }

@@ -212,7 +212,13 @@ void parse_size_and_type(const JsonView& v, CollectiveSpec& c) {
   if (auto d = v.find("dtype")) c.shape.dtype = *dtype_from_name(d->as_choice(all_dtype_names()));
   if (auto r = v.find("redop"))
     c.shape.reduce_op = *reduce_op_from_name(r->as_choice(all_reduce_op_names()));
-  if (auto r = v.find("root")) c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
+  if (auto r = v.find("root")) {
+    // Elsewhere it changed the schedule's digest, not its times.
+    if (!is_rooted(c.shape.op))
+      r->fail_message(fmt::format("{} has no root; only broadcast, reduce, gather and scatter do",
+                                  name_of(c.shape.op)));
+    c.shape.root = static_cast<int>(r->as_int(0, c.shape.ranks - 1));
+  }
   if (v.has("routing")) {  // sizes come from the routing: a "bytes" beside it was ignored
     if (v.has("bytes") && c.shape.op == CollectiveOp::AllToAll)
       v["bytes"].fail_message(
