@@ -289,6 +289,15 @@ TEST_CASE("Graphviz of a cluster: a box per host, ranks and rails in order", "[t
   CHECK_THAT(s, Catch::Contains("<td>50 GB/s, 200 GB/s per direction</td>"));
 }
 
+TEST_CASE("topo summarises a GPU alone: no links, no halves to cut", "[topo]") {
+  // It printed "ranks 0..-1" and an empty injection list.
+  const std::string one = topology_summary(
+      load(R"({"name": "one", "nodes": [{"name": "g", "kind": "gpu"}], "links": []})"));
+  CHECK_THAT(one, Catch::Contains("links (directed): none\n") &&
+                      Catch::Contains("per-GPU injection (rank 0, g): none (no links)\n") &&
+                      !Catch::Contains("bisection") && !Catch::Contains("-1"));
+}
+
 TEST_CASE("topo summaries tell fabrics apart: oversubscription, spine capacity, NIC injection",
           "[topo]") {
   const std::string flat = topology_summary(load(R"({"preset": "cluster", "nodes": 8})"));

@@ -212,10 +212,11 @@ std::string topology_summary(const Topology& t) {
   for (const auto& [kind, count] : s.nodes_by_kind) out += fmt::format(" {} {}", count, kind);
   out += "\nlinks (directed):";
   for (const auto& [kind, count] : s.links_by_kind) out += fmt::format(" {} {}", count, kind);
-  out += "\n";
+  out += s.links_by_kind.empty() ? " none\n" : "\n";
   if (!s.injection.gpu.empty()) {
     const InjectionSummary& in = s.injection;
-    out += fmt::format("per-GPU injection (rank 0, {}): {}\n", in.gpu, join_kinds(in.by_kind));
+    out += fmt::format("per-GPU injection (rank 0, {}): {}\n", in.gpu,
+                       in.by_kind.empty() ? "none (no links)" : join_kinds(in.by_kind));
     const std::string nics = in.nics > 1 ? fmt::format("{} NICs", in.nics) : "NIC";
     if (in.nics > 0 && in.nic_kinds.empty())
       out += fmt::format("  through its {}: nothing beyond (no network in this topology)\n", nics);
@@ -247,8 +248,9 @@ std::string topology_summary(const Topology& t) {
                          format_significant(100 * r.efficiency, 3));
     out += "\n";
   }
-  out += fmt::format("bisection bandwidth (ranks 0..{} to the rest, one direction): {}\n",
-                     s.gpus / 2 - 1, format_bandwidth(s.bisection));
+  if (s.gpus >= 2)  // one GPU has no halves to cut between
+    out += fmt::format("bisection bandwidth (ranks 0..{} to the rest, one direction): {}\n",
+                       s.gpus / 2 - 1, format_bandwidth(s.bisection));
   if (!s.unreachable.empty())
     out += fmt::format("warning: {}: a collective across them fails\n", s.unreachable);
   return out;
