@@ -162,3 +162,13 @@ TEST_CASE("a root on a collective without one is refused") {
     CHECK(error_of(with_collective(fmt::format(R"({{"op": "{}", "bytes": 64, "root": 2}})", op))) ==
           "no error");
 }
+
+TEST_CASE("a GPU placed twice, or a collective waited on twice, is refused where it is listed") {
+  CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 2, "bandwidth": "100GB/s"},
+                     "placement": ["gpu1", "gpu1"],
+                     "collectives": [{"op": "all_reduce", "bytes": 64}]})") ==
+        "placement[1]: GPU \"gpu1\" is listed twice");
+  CHECK(error_of(with_collective(R"({"name": "a", "op": "all_reduce", "bytes": 64},
+                                    {"op": "all_reduce", "bytes": 64, "after": ["a", "a"]})")) ==
+        "collectives[1].after[1]: \"a\" is listed twice");
+}

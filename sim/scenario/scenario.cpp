@@ -137,11 +137,14 @@ LaunchMode parse_launch(const JsonView& v, int gpus) {
 // "placement": GPU node names in rank order (rank r runs on placement[r]).
 void parse_placement(const JsonView& v, Topology& t) {
   std::vector<NodeId> gpus;
+  std::vector<bool> listed(t.nodes().size(), false);
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string name = v[i].as_string();
     auto id = t.find(name);
     if (!id || t.node(*id).kind != NodeKind::Gpu)
       v[i].fail_message(fmt::format("no GPU named \"{}\"", name));
+    if (listed[*id]) v[i].fail_message(fmt::format("GPU \"{}\" is listed twice", name));
+    listed[*id] = true;
     gpus.push_back(*id);
   }
   try {
@@ -203,7 +206,10 @@ std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec
           fmt::format("no earlier collective named \"{}\"{}", wanted[i],
                       near ? fmt::format("; did you mean \"{}\"?", *near) : std::string()));
     }
-    out.push_back(std::min(exact.value_or(INT32_MAX), combine.value_or(INT32_MAX)));
+    const int index = std::min(exact.value_or(INT32_MAX), combine.value_or(INT32_MAX));
+    if (std::find(out.begin(), out.end(), index) != out.end())
+      v[i].fail_message(fmt::format("\"{}\" is listed twice", wanted[i]));
+    out.push_back(index);
   }
   return out;
 }

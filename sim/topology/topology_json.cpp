@@ -383,6 +383,12 @@ fs::path resolve_topology_file(const JsonView& v, const fs::path& base_dir) {
     for (const fs::path& candidate : {dir / name, dir / (name + ".json")})
       if (is_regular_file_quietly(candidate.string())) return candidate;
   }
+  std::error_code ec;
+  if (fs::exists(as_path, ec))  // a folder, a device, a pipe: there, but no file to read
+    v.fail_message(
+        fmt::format("\"{}\" is not a regular file: expected a topology file (JSON) "
+                    "or a bundled topology's name",
+                    as_path.string()));
   const auto names = bundled_topology_names();
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
