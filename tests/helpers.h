@@ -181,6 +181,21 @@ inline std::filesystem::path data_file(const std::filesystem::path& relative) {
 // A bundled scenario whose workload reads a Chakra trace, which a build without protobuf
 // cannot: the loops over every bundled scenario leave it out, and "the bundled Chakra
 // scenario runs" (test_chakra.cpp) reports itself skipped in such a build.
+// GPUs whose names once broke the JSON or the HTML written about them: a quote, a
+// backslash, markup and non-ASCII text (a newline is refused at load), each linked to
+// switch "sw" at 10 GB/s: a topology named `name`.
+inline const std::vector<std::string> kOddGpuNames = {"gpu\"0", "gpu\\1", "gpu</script>2",
+                                                      "gp\xC3\xBC-\xE2\x86\x92-3"};
+inline nlohmann::json odd_names_topology(const std::string& name) {
+  nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
+  for (const auto& g : kOddGpuNames) {
+    nodes.push_back({{"name", g}, {"kind", "gpu"}});
+    links.push_back({{"src", g}, {"dst", "sw"}, {"bandwidth", "10GB/s"}, {"kind", "nvlink"}});
+  }
+  nodes.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
+  return {{"name", name}, {"nodes", nodes}, {"links", links}};
+}
+
 inline bool needs_protobuf(const nlohmann::json& doc) {
   if (chakra_files_supported() || !doc.contains("workload")) return false;
   const auto& w = doc["workload"];

@@ -187,19 +187,14 @@ TEST_CASE("chrome trace: run --out with odd node names writes valid JSON") {
   const fs::path dir = fs::temp_directory_path() / ("collsim-names-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu</script>2",
-                                         "gp\xC3\xBC-\xE2\x86\x92-3"};
-  nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
-  for (const auto& g : gpus) {
-    nodes.push_back({{"name", g}, {"kind", "gpu"}});
-    links.push_back({{"src", g}, {"dst", "sw"}, {"bandwidth", "10GB/s"}, {"kind", "nvlink"}});
-  }
-  nodes.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
-  const nlohmann::json scenario = {
-      {"topology", {{"name", "odd \"names\""}, {"nodes", nodes}, {"links", links}}},
-      {"network", {{"model", "flow"}}},
-      {"collectives",
-       {{{"name", "ar \"1\" <b>"}, {"op", "all_reduce"}, {"algorithm", "ring"}, {"bytes", "1MiB"}}}}};
+  const std::vector<std::string>& gpus = collsim::test::kOddGpuNames;
+  const nlohmann::json scenario = {{"topology", collsim::test::odd_names_topology("odd \"names\"")},
+                                   {"network", {{"model", "flow"}}},
+                                   {"collectives",
+                                    {{{"name", "ar \"1\" <b>"},
+                                      {"op", "all_reduce"},
+                                      {"algorithm", "ring"},
+                                      {"bytes", "1MiB"}}}}};
   std::ofstream(dir / "odd.json") << scenario.dump(2);
   REQUIRE(exit_status_of(std::string(COLLSIM_EXE) + " run " + (dir / "odd.json").string() +
                          " --out " + (dir / "out").string()) == 0);

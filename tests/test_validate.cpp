@@ -396,17 +396,9 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
         fs::temp_directory_path() / ("collsim-odd-names-" + std::to_string(::getpid()));
     fs::remove_all(out);
     fs::create_directories(out);
-    // A quote, a backslash, markup and non-ASCII text: each once broke the JSON or the HTML.
-    // (A newline in a name is refused at load: tests/test_bad_input.cpp.)
-    const std::vector<std::string> gpus = {"gpu\"0", "gpu\\1", "gpu</script>2",
-                                           "gp\xC3\xBC-\xE2\x86\x92-3"};
-    nlohmann::json nodes = nlohmann::json::array(), links = nlohmann::json::array();
-    for (const auto& g : gpus) {
-      nodes.push_back({{"name", g}, {"kind", "gpu"}});
-      links.push_back({{"src", g}, {"dst", "sw"}, {"bandwidth", "10GB/s"}, {"kind", "nvlink"}});
-    }
-    nodes.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
-    const nlohmann::json doc = {{"topology", {{"name", "odd"}, {"nodes", nodes}, {"links", links}}},
+    // GPU names that each once broke the JSON or the HTML (helpers.h).
+    const std::vector<std::string>& gpus = collsim::test::kOddGpuNames;
+    const nlohmann::json doc = {{"topology", collsim::test::odd_names_topology("odd")},
                                 {"network", {{"model", "ideal"}, {"alpha", "5us"}}},
                                 {"collectives",
                                  {{{"name", "ar \"x\"\\"},
