@@ -210,6 +210,42 @@ TEST_CASE("version and help flags") {
   CHECK_THAT(help.out, Catch::Contains("--out") && Catch::Contains("--format"));
 }
 
+TEST_CASE("collsim trace shows an average divided, a product and a max as what they are") {
+  const fs::path d = temp_dir("trace-redops");
+  const auto traced = [&](const std::string& collective, int ranks, const std::string& values) {
+    std::ofstream(d / "t.json") << fmt::format(
+        R"({{"topology": {{"preset": "switch", "gpus": {}, "bandwidth": "10GB/s"}},
+            "collectives": [{}]}})",
+        ranks, collective);
+    return run_collsim("trace " + (d / "t.json").string() + values);
+  };
+  // avg: the sums of the last step, then their division by K (the trace stopped at the sums).
+  const Outcome avg = traced(
+      R"({"op": "all_reduce", "algorithm": "ring", "bytes": 32, "dtype": "int64", "redop": "avg"})",
+      4, "");
+  REQUIRE(avg.status == 0);
+  CHECK_THAT(avg.out, Catch::Contains("after step 6:\nrank 0: 1111  1111  1111  1111\n") &&
+                          Catch::Contains("after dividing the sums by 4 (avg):\n"
+                                          "rank 0:  277   277   277   277\n"));
+  // prod: 10^(0+1+...+6) passes int64 at 7 ranks, so auto shows symbols (it printed a
+  // wrapped-around 3875820019684212736).
+  const Outcome prod = traced(
+      R"({"op": "all_reduce", "algorithm": "ring", "bytes": 56, "dtype": "int64", "redop": "prod"})",
+      7, "");
+  REQUIRE(prod.status == 0);
+  CHECK_THAT(prod.out, Catch::Contains("a0*b0*c0*d0*e0*f0*g0") && !Catch::Contains("10000000"));
+  CHECK(traced(R"({"op": "all_reduce", "bytes": 56, "dtype": "int64", "redop": "prod"})", 7,
+               " --values powers")
+            .status == 2);
+  // max: the terms it was taken of; labels of 11 ranks line up.
+  const Outcome max =
+      traced(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 44, "redop": "max"})", 11,
+             " --values symbolic");
+  REQUIRE(max.status == 0);
+  CHECK_THAT(max.out, Catch::Contains("max(a0,b0,c0,d0,e0,f0,g0,h0,i0,j0,k0)") &&
+                          Catch::Contains("\nrank  9: ") && Catch::Contains("\nrank 10: "));
+}
+
 TEST_CASE("collsim trace prints the ring all-reduce tables of docs/models.md") {
   const Outcome o = run_collsim("trace " + std::string(COLLSIM_SOURCE_DIR) +
                                 "/scenarios/ring-allreduce-trace.json");

@@ -316,6 +316,28 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
             &status);
     CHECK(status == 1);
     CHECK_THAT(fault, Catch::Contains("validation failed: rank 1 was killed"));
+    // Which of the scenario's collectives it was.
+    CHECK_THAT(fault, Catch::Contains("[collective \""));
+    // A --out that cannot be written is said before anything is measured.
+    std::ofstream(out / "a-file") << "x";
+    const std::string bad_out = run(std::string(COLLSIM_EXE) + " validate " + scenario +
+                                        " --iters 2 --out " + (out / "a-file" / "sub").string(),
+                                    &status);
+    CHECK(status == 2);
+    CHECK_THAT(bad_out,
+               Catch::Contains("--out: cannot create folder") && !Catch::Contains("#wrong"));
+    // So is a collective no real run can store, at its JSON path, before the others run.
+    std::ofstream(out / "f16.json")
+        << R"({"topology": {"preset": "switch", "gpus": 2, "bandwidth": "10GB/s"},
+              "collectives": [{"name": "ok", "op": "all_reduce", "bytes": "1KiB"},
+                              {"name": "half", "op": "all_reduce", "bytes": "1KiB",
+                               "dtype": "float16"}]})";
+    const std::string f16 =
+        run(std::string(COLLSIM_EXE) + " validate " + (out / "f16.json").string(), &status);
+    CHECK(status == 2);
+    CHECK_THAT(f16, Catch::Contains("collectives[1]: real runs support float32, float64, int32, "
+                                    "int64 and bfloat16, not float16") &&
+                        !Catch::Contains("#wrong"));
     CHECK(new_segments(before).empty());
     CHECK(rank_processes() == 0);
     const std::string fail =
@@ -579,6 +601,23 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     fs::remove(outfile);
     fs::remove(statusfile);
   }
+}
+
+TEST_CASE("a collective that cannot run for real is said before any runs: type, memory") {
+  const auto schedule = [](DType t, std::int64_t count) {
+    return generate(CollectiveOp::AllReduce, "ring",
+                    shape_of(CollectiveOp::AllReduce, 2, count, t));
+  };
+  CHECK(real_run_problem(schedule(DType::F32, 1024), options()) == "");
+  CHECK(real_run_problem(schedule(DType::F16, 1024), options()) ==
+        "real runs support float32, float64, int32, int64 and bfloat16, not float16");
+  // 2^47 floats on each of 2 ranks: no machine here holds that three times over (the
+  // runner's inputs and expected results, and the segment). It once ran out of memory as
+  // an internal error (bad_alloc) after the collectives before it had run.
+  CHECK_THAT(real_run_problem(schedule(DType::F32, std::int64_t{1} << 47), options()),
+             Catch::StartsWith("running it for real needs about ") &&
+                 Catch::Contains("more than the ") &&
+                 Catch::EndsWith("validate it at a smaller \"bytes\""));
 }
 
 TEST_CASE(

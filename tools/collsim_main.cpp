@@ -3,16 +3,18 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
-#include <mutex>
-#include <thread>
-#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -177,6 +179,7 @@ int trace_command(const TraceArgs& args) {
   bool tables = true, symbolic = args.values == "symbolic";
   if (args.values == "auto") {
     tables = spec.shape.ranks <= 18;
+    symbolic = !powers_fit(spec.shape);  // a product of 10^r passes int64 from 7 ranks
     for (int r = 0; tables && r < spec.shape.ranks; ++r)
       for (auto n : data_buffer_sizes(spec.shape, r)) tables = tables && n <= kMaxTracedElements;
   }
@@ -281,18 +284,31 @@ struct ValidateArgs {
 
 int validate_command(const ValidateArgs& args) {
   const Scenario scenario = load_collectives(args.scenario);
-  const MeasuredScenario m = measure_scenario(make_plan(scenario), run_options(args.run));
-  std::cerr << "collsim: " << m.pinning.note << "\n";
+  const Plan plan = make_plan(scenario);
+  // The folder is checked before the measurement, which a bad --out would throw away.
+  std::optional<OutputDir> out;
   if (!args.out_dir.empty()) {
-    OutputDir out(args.out_dir);
-    out.open("measured.json") << measured_json(scenario, m).dump(2) << "\n";
-    write_measured_trace(out.open("timeline.json"), scenario, m);
-    out.commit();
+    out.emplace(args.out_dir);
+    out->check_replaceable({"measured.json", "timeline.json"});
+  }
+  const MeasuredScenario m = measure_scenario(plan, run_options(args.run));
+  std::cerr << "collsim: " << m.pinning.note << "\n";
+  if (out) {
+    out->open("measured.json") << measured_json(scenario, m).dump(2) << "\n";
+    write_measured_trace(out->open("timeline.json"), scenario, m);
+    out->commit();
   }
   std::cout << measured_table(m);
+  int status = 0;
   for (const auto& c : m.collectives)
-    if (c.m.wrong) return 1;  // a wrong result is a failure, not a footnote
-  return 0;
+    if (c.m.wrong) {  // a wrong result is a failure, not a footnote
+      std::cerr << fmt::format(
+          "collsim: validation failed: collective \"{}\": {} of {} output elements differ from "
+          "the replayer's\n",
+          c.spec.name, c.m.wrong, c.m.checked);
+      status = 1;
+    }
+  return status;
 }
 
 struct CalibrateArgs {
@@ -318,13 +334,13 @@ std::vector<std::string> split_list(const std::string& list) {
 int calibrate_command(const CalibrateArgs& args) {
   const CalibrateRequest request{parse_sizes(args.sizes, args.step), args.ranks,
                                  split_list(args.reduce)};
+  // Checked before the measurement, which a bad --out would throw away.
+  const std::string file = std::filesystem::path(args.out).filename().string();
+  OutputDir dir(std::filesystem::absolute(args.out).parent_path());
+  dir.check_replaceable({file});
   const Calibration c = calibrate(request, run_options(args.run));
-  {
-    OutputDir dir(std::filesystem::absolute(args.out).parent_path());
-    dir.open(std::filesystem::path(args.out).filename().string())
-        << calibration_json(c).dump(2) << "\n";
-    dir.commit();
-  }
+  dir.open(file) << calibration_json(c).dump(2) << "\n";
+  dir.commit();
   std::cout << calibration_report(c) << "# wrote " << args.out << "\n";
   if (c.pinning.shared || !c.pinning.pinned)
     std::cerr << "collsim: warning: " << c.pinning.note << "\n";
@@ -414,8 +430,18 @@ void add_run_options(CLI::App* cmd, MeasureArgs& run) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--timeout", run.timeout,
-                  "Seconds an iteration may take before the run is stopped")
-      ->check(CLI::PositiveNumber)
+                  "Seconds an iteration may take before the run is stopped (the first also "
+                  "starts the ranks)")
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            double seconds = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+            if (ec != std::errc() || end != text.data() + text.size() ||
+                !(seconds > 0 && seconds <= 86400))
+              return "expected seconds more than 0 and at most a day (86400), got " + text;
+            return {};
+          },
+          "SECONDS"))
       ->capture_default_str();
 }
 
@@ -519,7 +545,8 @@ CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
   cmd->add_option("--collective", args.collective, "Which collective (default: the first)");
   cmd->add_option("--values", args.values,
                   "Inputs: 10^rank (powers), a0, b0, ... (symbolic), or auto: powers up to "
-                  "18 ranks and 256 elements, a line per step beyond")
+                  "18 ranks (a product: 6, then symbolic) and 256 elements, a line per step "
+                  "beyond")
       ->check(CLI::IsMember({"auto", "powers", "symbolic"}))
       ->capture_default_str();
   return cmd;

@@ -29,6 +29,9 @@ std::string render(const Schedule& s, Buffers<T> bufs, Show&& show) {
   };
   snapshot();
   replay_by_step(s, bufs, [&](int) { snapshot(); });
+  // An average's last step leaves sums, which the replayer then divides by K.
+  const bool average = s.shape.reduce_op == ReduceOp::Avg && is_reducing(s.shape.op);
+  if (average) snapshot();
 
   std::size_t width = 1;  // one width for the whole trace, so columns line up across steps
   for (const auto& ranks : snapshots)
@@ -37,9 +40,12 @@ std::string render(const Schedule& s, Buffers<T> bufs, Show&& show) {
 
   std::string out;
   for (std::size_t step = 0; step < snapshots.size(); ++step) {
-    out += step == 0 ? "inputs:\n" : fmt::format("after step {}:\n", step);
+    const bool divided = average && step + 1 == snapshots.size();
+    out += step == 0 ? "inputs:\n"
+           : divided ? fmt::format("after dividing the sums by {} (avg):\n", K)
+                     : fmt::format("after step {}:\n", step);
     for (int r = 0; r < K; ++r) {
-      out += fmt::format("rank {}:", r);
+      out += fmt::format("rank {:>{}}:", r, fmt::formatted_size("{}", K - 1));
       const Cells& cells = snapshots[step][r];
       for (std::size_t i = 0; i < cells.size(); ++i)
         out += fmt::format("{}{:>{}}", i ? "  " : " ", cells[i], width);
@@ -76,8 +82,11 @@ std::string format_trace(const Schedule& s, TraceValues values) {
                         "(this collective has {})",
                         kMaxTracedElements, n));
   if (values == TraceValues::Powers) {
-    if (s.shape.ranks > 18)
-      throw std::invalid_argument("10^rank inputs fit 18 ranks at most; use symbolic values");
+    if (!powers_fit(s.shape))
+      throw std::invalid_argument(
+          s.shape.ranks > 18 ? "10^rank inputs fit 18 ranks at most; use symbolic values"
+                             : "a product of 10^rank inputs fits 6 ranks at most; use symbolic "
+                               "values");
     Buffers<std::int64_t> bufs(s);
     fill_inputs(s, bufs, [](int rank, std::int64_t) {
       std::int64_t v = 1;
@@ -89,7 +98,13 @@ std::string format_trace(const Schedule& s, TraceValues values) {
   Buffers<Symbol> bufs(s);
   fill_inputs(s, bufs, [](int rank, std::int64_t i) { return Symbol::of(rank, i); });
   const int K = s.shape.ranks;
-  return render(s, std::move(bufs), [K](const Symbol& v) { return v.to_string(K); });
+  const ReduceOp op = s.shape.reduce_op;
+  return render(s, std::move(bufs), [K, op](const Symbol& v) { return v.to_string(K, op); });
+}
+
+bool powers_fit(const CollectiveShape& shape) {
+  const bool product = shape.reduce_op == ReduceOp::Prod && is_reducing(shape.op);
+  return shape.ranks <= (product ? 6 : 18);
 }
 
 std::string format_step_summary(const Schedule& s) {

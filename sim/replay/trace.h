@@ -14,8 +14,12 @@ enum class TraceValues {
 
 inline constexpr std::int64_t kMaxTracedElements = 256;
 
-// Throws std::invalid_argument when the buffers are too large to print, or when
-// 10^r would not fit (more than 18 ranks with Powers).
+// Whether every value of a Powers trace fits an int64: 10^r for up to 18 ranks, and a
+// product of them (10^(0+1+...+K-1)) for up to 6.
+bool powers_fit(const CollectiveShape& shape);
+
+// Throws std::invalid_argument when the buffers are too large to print, or when a Powers
+// trace would not fit (powers_fit). An average's sums are followed by their division by K.
 std::string format_trace(const Schedule& s, TraceValues values);
 
 // One line per step (transfers, bytes, copies and reductions, who sends to whom):

@@ -23,7 +23,9 @@ struct Symbol {
   }
   static Symbol of(int rank, std::int64_t index) { return {{term(rank, index)}}; }
   friend bool operator==(const Symbol& a, const Symbol& b) { return a.terms == b.terms; }
-  std::string to_string(int ranks) const;  // "a1+b1+c1"; ranks > 26 print as r12[3]
+  // "a1+b1+c1" (sum, avg), "a1*b1*c1" (prod), "max(a1,b1,c1)" (max, min); ranks > 26
+  // print as r12[3].
+  std::string to_string(int ranks, ReduceOp op = ReduceOp::Sum) const;
 };
 
 // Combines two elements the way the collective's reduction does.

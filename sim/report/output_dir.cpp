@@ -94,6 +94,17 @@ void OutputDir::drop(const std::string& name) {
   dropped_.push_back(name);
 }
 
+void OutputDir::check_replaceable(const std::vector<std::string>& names) const {
+  for (const auto& name : names) {
+    const fs::path dest = dir_ / name;
+    std::error_code ec;
+    const auto st = fs::symlink_status(dest, ec);
+    if (fs::exists(st) && !fs::is_regular_file(st))
+      throw InputError("--out", fmt::format("cannot replace {}: it is {}, not a file", quoted(dest),
+                                            fs::is_directory(st) ? "a folder" : "something else"));
+  }
+}
+
 void OutputDir::commit() {
   close_current();
   poll_interrupt();  // a stopped run replaces nothing
@@ -103,14 +114,7 @@ void OutputDir::commit() {
   // Every destination checked before the first rename.
   std::vector<std::string> replaced = names_;
   replaced.insert(replaced.end(), dropped_.begin(), dropped_.end());
-  for (const auto& name : replaced) {
-    const fs::path dest = dir_ / name;
-    std::error_code ec;
-    const auto st = fs::symlink_status(dest, ec);
-    if (fs::exists(st) && !fs::is_regular_file(st))
-      throw InputError("--out", fmt::format("cannot replace {}: it is {}, not a file", quoted(dest),
-                                            fs::is_directory(st) ? "a folder" : "something else"));
-  }
+  check_replaceable(replaced);
   // Old files aside (into the staging folder), new ones in; undone on any failure.
   const fs::path old_dir = staging_ / ".old";
   std::vector<std::string> moved_aside, placed;

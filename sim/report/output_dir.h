@@ -33,6 +33,9 @@ class OutputDir {
   // Throws InputError naming the destination that cannot be replaced, before
   // replacing any.
   void commit();
+  // Throws InputError where one of `names` could not be replaced at commit (a folder there):
+  // a command that measures for minutes says so before it starts.
+  void check_replaceable(const std::vector<std::string>& names) const;
 
  private:
   void close_current();

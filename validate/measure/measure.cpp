@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "report/reports.h"
 #include "report/transfer_timeline.h"
 #include "validate/measure/validation_error.h"
@@ -32,11 +33,19 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   out.rounds = effective_rounds(options);
   out.quantile = options.quantile;
   std::vector<const Schedule*> schedules;
+  std::vector<std::string> names;
   for (auto& c : plan.collectives) {
     out.collectives.push_back({std::move(c.spec), std::move(c.schedule), c.digest, {}});
   }
-  for (const auto& mc : out.collectives) schedules.push_back(&*mc.schedule);
-  std::vector<Measurement> measured = run_in_rounds(schedules, options);
+  // Every collective that cannot run is refused before the first one runs for minutes.
+  for (const auto& mc : out.collectives)
+    if (std::string problem = real_run_problem(*mc.schedule, options); !problem.empty())
+      throw InputError(mc.spec.json_path, problem);
+  for (const auto& mc : out.collectives) {
+    schedules.push_back(&*mc.schedule);
+    names.push_back(mc.spec.name);
+  }
+  std::vector<Measurement> measured = run_in_rounds(schedules, options, names);
   for (std::size_t i = 0; i < out.collectives.size(); ++i) {
     MeasuredCollective& mc = out.collectives[i];
     mc.m = std::move(measured[i]);

@@ -16,10 +16,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "core/checked.h"
 #include "core/interrupt.h"
+#include "core/units.h"
 #include "replay/replayer.h"
 #include "schedule/layout.h"
 #include "validate/measure/element_type.h"
@@ -125,6 +127,24 @@ class Run {
         _exit(127);
       }
       pids_.push_back(pid);
+    }
+  }
+
+  // Waits until every rank has started (exec, the segment mapped, its device made): that
+  // is no iteration's time, and a --timeout of a few milliseconds stopped iteration 1 while
+  // the ranks were still starting. Throws, as run_phase, if a rank ends or `timeout_s` passes.
+  void wait_ready(double timeout_s) {
+    SegmentHeader& h = seg_.header();
+    const auto started = std::chrono::steady_clock::now();
+    for (std::uint32_t n; (n = h.ready.load(std::memory_order_acquire)) < h.ranks;) {
+      poll_interrupt();
+      check_ranks(1);
+      if (std::chrono::steady_clock::now() - started > std::chrono::duration<double>(timeout_s))
+        throw ValidationError(
+            fmt::format("{} of {} ranks started within {} s; the ranks were "
+                        "stopped",
+                        n, h.ranks, timeout_s));
+      futex_wait(h.ready, n, 10'000'000);
     }
   }
 
@@ -526,7 +546,8 @@ int effective_rounds(const RunOptions& options) {
 }
 
 std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& schedules,
-                                       const RunOptions& options) {
+                                       const RunOptions& options,
+                                       const std::vector<std::string>& names) {
   const int rounds = effective_rounds(options);
   std::vector<Measurement> out(schedules.size());
   for (int round = 0; round < rounds; ++round) {
@@ -534,7 +555,15 @@ std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& sched
     // Iterations spread evenly; the first rounds take the remainder.
     part.iterations = options.iterations / rounds + (round < options.iterations % rounds ? 1 : 0);
     for (std::size_t i = 0; i < schedules.size(); ++i) {
-      Measurement m = run_for_real(*schedules[i], part);
+      Measurement m;
+      try {
+        m = run_for_real(*schedules[i], part);
+      } catch (const ValidationError& e) {  // which of a scenario's collectives, and when
+        if (names.empty()) throw;
+        throw ValidationError(fmt::format(
+            "{} [collective \"{}\"{}]", e.what(), names[i],
+            rounds > 1 ? fmt::format(", round {} of {}", round + 1, rounds) : std::string()));
+      }
       Measurement& into = out[i];
       into.iteration_s.insert(into.iteration_s.end(), m.iteration_s.begin(), m.iteration_s.end());
       for (auto& ops : m.iteration_ops) into.iteration_ops.push_back(std::move(ops));
@@ -547,6 +576,45 @@ std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& sched
   for (auto& m : out) settle_time(m, options.quantile);
   return out;
 }
+
+namespace {
+
+// MemAvailable from /proc/meminfo, in bytes; 0 where it cannot be read.
+std::uint64_t memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string real_run_problem(const Schedule& s, const RunOptions& options) {
+  if (!runs_for_real(s.shape.dtype)) return real_run_types_problem(s.shape.dtype);
+  return with_element_type(s.shape.dtype, [&](auto element) -> std::string {
+    std::vector<std::uint64_t> buffer_at;
+    const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
+    const SegmentLayout layout =
+        plan_layout(s, options.backend, iterations, sizeof(element), buffer_at);
+    const std::uint64_t data = layout.size - layout.off_data;
+    const std::uint64_t needed = layout.size + 2 * data;  // + the runner's inputs and expected
+    const std::uint64_t available = memory_available();
+    if (available == 0 || needed <= available) return {};
+    return fmt::format(
+        "running it for real needs about {} of memory (its buffers twice in the "
+        "runner, and once more shared with the ranks), more than the {} this "
+        "machine has available; validate it at a smaller \"bytes\"",
+        format_bytes(static_cast<std::int64_t>(needed)),
+        format_bytes(static_cast<std::int64_t>(available)));
+  });
+}
+
+// The least time the ranks have to start, whatever the iterations' timeout.
+constexpr double kStartUpSeconds = 60;
 
 Measurement run_for_real(const Schedule& s, const RunOptions& options) {
   backend_device(options.backend);  // refuses here, once, rather than in every rank
@@ -594,6 +662,7 @@ Measurement run_for_real(const Schedule& s, const RunOptions& options) {
     replay_by_step(s, expected);
 
     run.spawn(options.executable, K, m.pinning.cpus);
+    run.wait_ready(std::max(options.timeout_s, kStartUpSeconds));
     for (std::uint32_t it = 1; it <= iterations; ++it) {
       for (int r = 0; r < K; ++r)
         for (int b = 0; b < s.num_buffers; ++b) copy_in(seg.buffer(r, b), inputs.at(r, b));

@@ -86,8 +86,14 @@ std::size_t quantile_index(std::size_t n, double q);
 std::string quantile_name(double q);
 // The rounds run_in_rounds makes: options.rounds, at most one per iteration.
 int effective_rounds(const RunOptions& options);
+// `names` (may be empty): each schedule's collective, which a failure then names.
 std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& schedules,
-                                       const RunOptions& options);
+                                       const RunOptions& options,
+                                       const std::vector<std::string>& names = {});
+// Why `s` cannot run for real, or "": an element type no real run stores, or more memory
+// than the machine has available (the runner's inputs and expected results, and the shared
+// segment the ranks map). Asked of every collective before the first runs.
+std::string real_run_problem(const Schedule& s, const RunOptions& options);
 
 // The entry point of a rank process: `collsim __rank fd:N RANK` (the segment's
 // descriptor, inherited from the runner).
