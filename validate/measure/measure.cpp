@@ -1,6 +1,7 @@
 #include "validate/measure/measure.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -59,8 +60,22 @@ std::string measured_table(const MeasuredScenario& m) {
       "# measured on {} ({}), {} of {} iterations in {} round{}, each after {} warm-up\n",
       m.backend, m.device, quantile_name(m.quantile), m.iterations, m.rounds,
       m.rounds == 1 ? "" : "s", m.warmup);
-  out += "# " + m.pinning.note + "\n";
-  if (m.pinning.shared) out += "# ranks share cores or GPUs: times include waiting for a turn\n";
+  // Each collective's ranks are placed for their own count: one note per placement, naming
+  // its collectives where they were placed differently (4 ranks share 2 cores, 2 do not).
+  std::vector<std::pair<const Pinning*, std::vector<std::string>>> placements;
+  for (const auto& c : m.collectives) {
+    auto same = std::find_if(placements.begin(), placements.end(),
+                             [&](const auto& p) { return p.first->note == c.m.pinning.note; });
+    if (same == placements.end()) same = placements.insert(same, {&c.m.pinning, {}});
+    same->second.push_back(c.spec.name);
+  }
+  if (placements.empty()) placements.push_back({&m.pinning, {}});
+  for (const auto& [pinning, names] : placements) {
+    out += "# " + pinning->note;
+    if (placements.size() > 1) out += fmt::format(" ({})", fmt::join(names, ", "));
+    out += "\n";
+    if (pinning->shared) out += "# ranks share cores or GPUs: times include waiting for a turn\n";
+  }
   out +=
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); #wrong: elements differing "
       "from the replayer\n";
