@@ -326,6 +326,18 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
     CHECK(status == 2);
     CHECK_THAT(bad_out,
                Catch::Contains("--out: cannot create folder") && !Catch::Contains("#wrong"));
+    // Ranks placed for each collective's own count: a note per placement, naming its own.
+    std::ofstream(out / "two-four.json")
+        << R"({"topology": {"preset": "switch", "gpus": 4, "bandwidth": "10GB/s"},
+              "collectives": [{"name": "two", "op": "all_reduce", "bytes": "1KiB",
+                               "ranks": [0, 1]},
+                              {"name": "four", "op": "all_reduce", "bytes": "1KiB"}]})";
+    const std::string placed = run(
+        std::string(COLLSIM_EXE) + " validate " + (out / "two-four.json").string() + " --iters 2",
+        &status);
+    CHECK(status == 0);
+    CHECK_THAT(placed, Catch::Contains("# 2 ranks ") && Catch::Contains(" (two)\n") &&
+                           Catch::Contains("# 4 ranks ") && Catch::Contains(" (four)\n"));
     // So is a collective no real run can store, at its JSON path, before the others run.
     std::ofstream(out / "f16.json")
         << R"({"topology": {"preset": "switch", "gpus": 2, "bandwidth": "10GB/s"},
