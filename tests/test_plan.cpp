@@ -294,7 +294,7 @@ TEST_CASE("collectives asking for the same thing share one plan, and time as if 
   CHECK_FALSE(a == b);
 }
 
-TEST_CASE("plan shows a scenario too large to store as run streams it, counted from its folds") {
+TEST_CASE("plan shows a scenario run streams as run streams it, counted from its folds") {
   // 16,384 ranks: a ring all-reduce of 2 x 16384 x 16383 ops, past the 2^26 a stored plan
   // holds, and a 5-rank all-gather beside it, whose counts a stored plan gives alone.
   const std::string big = R"({"name": "big", "op": "all_reduce", "algorithm": "ring",
@@ -330,6 +330,17 @@ TEST_CASE("plan shows a scenario too large to store as run streams it, counted f
   const Plan stored = plan_as_run(scenario(small));
   CHECK_FALSE(stored.collectives[0].streamed);
   CHECK(stored.collectives[0].digest == alone.collectives[0].digest);
+  // 1,024 ranks: run streams it (past 2^20 ops), and plan makes it as a stream, one step
+  // held at a time, to count it and give the digest the stored plan would.
+  const Scenario mid = scenario_of(R"({"topology": {"preset": "switch", "gpus": 1024,
+      "bandwidth": "450GB/s"}, "collectives": [{"name": "ar", "op": "all_reduce",
+      "algorithm": "ring", "bytes": "1GiB"}]})");
+  const Plan streamed = plan_as_run(mid), whole = make_plan(mid);
+  CHECK(streamed.collectives[0].streamed);
+  CHECK_THAT(plan_table(mid, streamed),
+             Catch::Contains(fmt::format(
+                 " {:>7} {:>10} {:>16}", whole.collectives[0].schedule->num_steps,
+                 whole.collectives[0].schedule->size(), digest_text(whole.collectives[0].digest))));
 }
 
 TEST_CASE("more segments than elements plan as one segment an element, label and digest alike") {

@@ -3,6 +3,7 @@
 // holding only the ops in flight.
 #include <catch2/catch.hpp>
 
+#include "core/memory.h"
 #include "helpers.h"
 #include "report/run_use_case.h"
 #include "report/traffic.h"
@@ -655,4 +656,13 @@ TEST_CASE("collsim run streams by itself where that gives the same figures and p
   // Files of a small run: stored.
   CHECK(run_use_case(small, with_files).result->streamed_ops.empty());
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a streamed run's memory budget: what it holds when made and most of what is left") {
+  const collsim::MemoryBudget budget;
+  // On Linux /proc is there: a budget above what this process holds, not yet passed.
+  CHECK(collsim::memory_available() > 0);
+  CHECK(collsim::resident_bytes() > 0);
+  CHECK(budget.budget() > collsim::resident_bytes());
+  CHECK_FALSE(budget.over());
 }

@@ -31,6 +31,7 @@
 #include <streambuf>
 
 #include "core/json_view.h"
+#include "core/memory.h"
 #include "core/units.h"
 #include "huge_pages.h"
 #include "network/flow_model.h"
@@ -432,10 +433,7 @@ T median(std::vector<T> v, auto key) {
 
 // Bytes the machine can still give (MemAvailable), to skip runs that cannot fit.
 double available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  for (std::string line; std::getline(in, line);)  // "MemAvailable:   123456 kB"
-    if (line.starts_with("MemAvailable:")) return std::stod(line.substr(13)) * 1024;
-  return 0;
+  return static_cast<double>(collsim::memory_available());
 }
 
 // A stored ring all-reduce costs about this much per transfer at peak (measured at
@@ -690,6 +688,11 @@ int main(int argc, char** argv) {
 
   if (targets) return run_targets(floor_path, repeat, with_100k, match);
   const double baseline_mib = peak_rss_mib();
-  print_single(c, run_case(c), baseline_mib);
+  try {
+    print_single(c, run_case(c), baseline_mib);
+  } catch (const std::exception& e) {  // a case it cannot run (a fold refused): said, not aborted
+    std::cerr << "collsim-bench: error: " << e.what() << "\n";
+    return 2;
+  }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "schedule/algorithms.h"
+#include "schedule/stream.h"
 
 namespace collsim {
 namespace {
@@ -90,41 +91,51 @@ nlohmann::json nccl_terms_json(const PlannedCollective& c) {
 }
 
 // What a collective's schedule holds: its steps, ops and digest. Where it is generated while
-// it is simulated (PlannedCollective::streamed): made here and counted if small (what
-// the tuner would try), else counted from its generator's own fold by one rank
-// (schedule/quotient.h) without a digest; nothing where it has no fold.
+// it is simulated (PlannedCollective::streamed): made here as a stream (one step held at a
+// time) and counted where it is small (what the tuner would try), else counted from its
+// generator's own fold by one rank (schedule/quotient.h), without a digest, else made as a
+// stream where a stored plan could have held it; nothing beyond.
 struct ScheduleFacts {
   std::optional<int> steps;
   std::optional<std::uint64_t> ops;
   std::optional<std::uint64_t> digest;
 };
+
+ScheduleFacts streamed_facts(const CollectiveSpec& spec) {
+  StreamAudit audit;
+  Schedule header;
+  {
+    StreamScope scope(audit);
+    header = run_generator(spec);
+  }
+  audit.finish(header);
+  return {header.num_steps, audit.ops(), audit.digest()};
+}
+
 ScheduleFacts schedule_facts(const PlannedCollective& c) {
   if (!c.streamed) return {c.schedule->num_steps, c.schedule->size(), c.digest};
-  if (schedule_ops_bound(c.spec) <= kMostOpsTried) {
-    const Schedule s = generate_schedule(c.spec);
-    return {s.num_steps, s.size(), schedule_digest(s)};
-  }
+  const double bound = schedule_ops_bound(c.spec);
+  if (bound <= kMostOpsTried) return streamed_facts(c.spec);
   const AlgorithmEntry* entry = find_algorithm(c.spec.shape.op, c.spec.algorithm);
-  if (!entry || !entry->quotient) return {};
-  const std::optional<QuotientSchedule> fold = entry->quotient(c.spec.shape, c.spec.options);
-  if (!fold) return {};
-  return {fold->num_steps, fold->full_size(), std::nullopt};
+  if (entry && entry->quotient)
+    if (const std::optional<QuotientSchedule> fold = entry->quotient(c.spec.shape, c.spec.options))
+      return {fold->num_steps, fold->full_size(), std::nullopt};
+  if (bound <= kMaxStoredOps) return streamed_facts(c.spec);
+  return {};
 }
 
 // Which collectives are streamed, and where the figures of the large ones come from.
 std::string streamed_lines(const Plan& plan) {
-  double bound = 0;
   std::vector<std::string> names;
-  for (const auto& c : plan.collectives) {
-    bound += schedule_ops_bound(c.spec);
+  for (const auto& c : plan.collectives)
     if (c.streamed) names.push_back(c.spec.name);
-  }
   return fmt::format(
-      "# streamed: {}: the schedules could hold up to {} ops together, more than a stored plan "
-      "holds (2^26), so collsim run generates these while it simulates them; where one could "
-      "pass {} ops its steps and ops are counted from its fold by one rank (\"-\": none), and "
-      "run --stream gives its digest\n",
-      fmt::join(names, ", "), static_cast<std::int64_t>(bound), kMostOpsTried);
+      "# streamed: {}: collsim run generates these while it simulates them (a schedule that "
+      "could pass 2^20 ops is never held whole), and folds one whose ranks are alike when its "
+      "run would be long (docs/scenarios.md); the steps and ops of one that could pass {} ops "
+      "are counted from its fold by one rank, without a digest (run --stream gives it; \"-\": "
+      "no fold, and too large to make here)\n",
+      fmt::join(names, ", "), kMostOpsTried);
 }
 
 }  // namespace

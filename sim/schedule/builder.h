@@ -23,6 +23,9 @@
 
 namespace collsim {
 
+// The most ops one step of a streamed schedule may hold (the 2^26 a stored plan holds).
+inline constexpr std::size_t kMostStreamedStepOps = std::size_t{1} << 26;
+
 class StepSink;
 
 struct BufferRef {

@@ -452,12 +452,6 @@ bool streaming_pays(const Scenario& scenario) {
   return largest_schedule(scenario, true) >= kStreamingPaysOps;
 }
 
-bool too_large_to_store(const Scenario& scenario) {
-  double ops = 0;
-  for (const CollectiveSpec& c : scenario.collectives) ops += schedule_ops_bound(c);
-  return ops > kMaxStoredOps && streams_exactly(scenario) && streaming_pays(scenario);
-}
-
 double folding_pays_ops(NetworkModelKind model) {
   switch (model) {
     case NetworkModelKind::Ideal:

@@ -108,10 +108,6 @@ bool streams_exactly(const Scenario& scenario);
 // run` streams by itself when both hold and no per-op output is asked.
 inline constexpr double kStreamingPaysOps = 1 << 20;
 bool streaming_pays(const Scenario& scenario);
-// Whether `collsim run` streams the scenario (streams_exactly, streaming_pays) and its
-// schedules could together hold more ops than a stored plan may (kMaxStoredOps): the
-// scenario's plan is then made as the streamed run makes it (simulate/simulated_plan.h).
-bool too_large_to_store(const Scenario& scenario);
 // Whether some collective's schedule could reach the ops from which its streamed run
 // takes tens of seconds or more under the scenario's network model, measured on the 2-core
 // VM (docs/results/benchmarks.md): ideal about 80 ns an op (2^30 ops: 90 s), flow 0.3 to

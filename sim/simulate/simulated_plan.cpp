@@ -28,9 +28,9 @@ Plan make_plan(const Scenario& scenario) {
 
 Plan plan_as_run(const Scenario& scenario) {
   Router router(scenario.topology, scenario.network.routing);
-  return make_plan(
-      scenario, router, simulated_alone(scenario, router),
-      too_large_to_store(scenario) ? ScheduleHolding::Streamed : ScheduleHolding::Stored);
+  return make_plan(scenario, router, simulated_alone(scenario, router),
+                   streams_exactly(scenario) && streaming_pays(scenario) ? ScheduleHolding::Streamed
+                                                                         : ScheduleHolding::Stored);
 }
 
 }  // namespace collsim

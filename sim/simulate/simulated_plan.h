@@ -13,8 +13,8 @@ CostFunction simulated_alone(const Scenario& scenario, Router& router);
 Plan make_plan(const Scenario& scenario);
 
 // What `collsim run` executes, for `collsim plan` to show: make_plan, except that a scenario
-// too large to store (too_large_to_store) is planned as the streamed run plans it, its
-// collectives that stream marked PlannedCollective::streamed, with no schedule held.
+// run streams by itself (streams_exactly, streaming_pays) is planned as the streamed run
+// plans it, its collectives that stream marked PlannedCollective::streamed, none held.
 Plan plan_as_run(const Scenario& scenario);
 
 }  // namespace collsim

@@ -1,10 +1,15 @@
 #include "simulate/streamed.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <limits>
 #include <stdexcept>
 
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/units.h"
 #include "schedule/stream.h"
 #include "simulate/executor.h"
 
@@ -129,6 +134,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   void admit_step(const StepView& step) {
     for (std::size_t i = 0; i < step.ops.size(); ++i)
       admit(step.first + i, step.ops[i], step.deps_of(i));
+    check_memory(step.first + step.ops.size());
     for (std::size_t i = 0; i < step.ops.size(); ++i) {
       const OpId id = step.first + i;
       if (held(id).waiting != 0) continue;
@@ -341,6 +347,22 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     return {{base + op.src_rank, base + op.dst_rank}, 2};
   }
 
+  // Every 2^20 ops admitted: a run that outgrows the machine stops with a word, before the
+  // kernel kills it with none (a 16,384-GPU pairwise all-to-all keeps a route for each of
+  // its 2^28 pairs).
+  void check_memory(OpId admitted) {
+    if (admitted < next_memory_check_) return;
+    next_memory_check_ = admitted + (OpId{1} << 20);
+    if (memory_.over())
+      throw InputError(
+          "", fmt::format("this streamed run holds more than the {} of memory the "
+                          "machine had left when it began, after {} of its ops (an "
+                          "all-to-all keeps a route for each of its K^2 pairs of "
+                          "ranks); run it on fewer ranks, or where there is more "
+                          "memory",
+                          format_bytes(static_cast<std::int64_t>(memory_.budget())), admitted));
+  }
+
   // A rank mostly sends to the peer it sent to last: a one-entry memo per source.
   PathId route(const Op& op) {
     if (memo_dst_[op.src_rank] == op.dst_rank) return memo_path_[op.src_rank];
@@ -356,6 +378,8 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   std::int64_t element_bytes_ = 1;
   OpCosts costs_;
 
+  MemoryBudget memory_;
+  OpId next_memory_check_ = OpId{1} << 20;
   std::vector<HeldOp> window_;
   OpId oldest_ = 0;  // every op before it is done
   OpId next_ = 0;    // the next op to arrive

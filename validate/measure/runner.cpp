@@ -21,6 +21,7 @@
 
 #include "core/checked.h"
 #include "core/interrupt.h"
+#include "core/memory.h"
 #include "core/units.h"
 #include "replay/replayer.h"
 #include "schedule/layout.h"
@@ -576,22 +577,6 @@ std::vector<Measurement> run_in_rounds(const std::vector<const Schedule*>& sched
   for (auto& m : out) settle_time(m, options.quantile);
   return out;
 }
-
-namespace {
-
-// MemAvailable from /proc/meminfo, in bytes; 0 where it cannot be read.
-std::uint64_t memory_available() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
-  return 0;
-}
-
-}  // namespace
 
 std::string real_run_problem(const Schedule& s, const RunOptions& options) {
   if (!runs_for_real(s.shape.dtype)) return real_run_types_problem(s.shape.dtype);
