@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
+#include "plan/plan.h"
 #include "same_traffic.h"
 #include "schedule/generators/channels.h"
 #include "schedule/quotient.h"
@@ -264,6 +265,15 @@ TEST_CASE("an all-to-all folds where every rank sends alike, and only there", "[
     shape.matrix = skewed;
     CHECK(!e.quotient(shape, {}));
     CHECK(!fold_by_rotation(e.generate(shape, {}), 1));
+    // Said as what breaks it: the routing's sizes, not chunks or channel orders.
+    CollectiveSpec spec;
+    spec.algorithm = name;
+    spec.shape = shape;
+    std::string why;
+    CHECK_FALSE(run_quotient(spec, why));
+    CHECK_THAT(why, Catch::StartsWith(std::string(name) + "'s sizes come from its routing") &&
+                        Catch::Contains(direct ? "every pair of ranks sends the same"
+                                               : "a circulant matrix"));
   }
 }
 

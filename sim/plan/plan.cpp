@@ -621,7 +621,14 @@ std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::strin
     return std::nullopt;
   }
   std::optional<QuotientSchedule> q = entry->quotient(c.shape, c.options);
-  if (!q)
+  if (!q && c.shape.matrix)  // a routed all-to-all: its sizes, not its chunks, break the turn
+    why = fmt::format(
+        "{}'s sizes come from its routing, and it is folded only where {}", c.algorithm,
+        c.algorithm == "direct"
+            ? "every pair of ranks sends the same (its blocks share the links at once)"
+            : "each rank sends as much to the rank i places ahead as every other rank does (a "
+              "circulant matrix)");
+  else if (!q)
     why = fmt::format(
         "{} is folded only in equal chunks, each channel visiting the ranks in an order a turn "
         "of them maps onto itself ({} elements on {} ranks, {} channel(s){})",
