@@ -92,6 +92,16 @@ TEST_CASE("a key twice in one object is refused where it is written, not last-on
   CHECK_THAT(error_of(scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "n\u0061me": "a", )"
                                         R"("\u006e\u0061me": "z"})")),
              Catch::Contains("the key \"name\" appears twice"));
+  // An escaped key, then objects nested deeper than any before (the scopes' storage grows),
+  // then its duplicate: the decoded key is still there to compare (the sanitizer pass once
+  // found it freed).
+  std::string nested = R"({"op": "all_reduce", "bytes": 64, "n\u0061me": "a", "levels": )";
+  for (int i = 0; i < 25; ++i) nested += R"([{"size": 2, "x": )";
+  nested += "1";
+  for (int i = 0; i < 25; ++i) nested += "}]";
+  nested += R"(, "name": "z"})";
+  CHECK_THAT(error_of(scenario(kSwitch, nested)),
+             Catch::Contains("the key \"name\" appears twice"));
   // Escapes that read as other keys are other keys.
   CHECK_THAT(error_of(scenario(kSwitch, R"({"op": "all_reduce", "bytes": 64, "name": "a", )"
                                         R"("n\u0061mes": "z"})")),

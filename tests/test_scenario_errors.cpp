@@ -172,3 +172,16 @@ TEST_CASE("a GPU placed twice, or a collective waited on twice, is refused where
                                     {"op": "all_reduce", "bytes": 64, "after": ["a", "a"]})")) ==
         "collectives[1].after[1]: \"a\" is listed twice");
 }
+
+TEST_CASE("a whole number written with a decimal point says how to write it") {
+  // "got 1.0" read as if 1.0 were an integer.
+  CHECK(error_of(with_collective(R"({"op": "broadcast", "bytes": 64, "root": 1.0})")) ==
+        "collectives[0].root: expected an integer in 0..3, got 1.0: write it as 1, without a "
+        "decimal point or exponent");
+  CHECK(error_of(with_collective(R"({"op": "broadcast", "bytes": 64, "root": 1.5})")) ==
+        "collectives[0].root: expected an integer in 0..3, got 1.5");
+  // 2^64 - 1 is out of range, not wrapped to -1.
+  CHECK(error_of(
+            with_collective(R"({"op": "broadcast", "bytes": 64, "root": 18446744073709551615})")) ==
+        "collectives[0].root: expected an integer in 0..3, got 18446744073709551615");
+}

@@ -157,7 +157,20 @@ std::string JsonView::as_choice(const std::vector<std::string>& choices) const {
 }
 
 std::int64_t JsonView::as_int(std::int64_t min, std::int64_t max) const {
-  if (!value_->is_number_integer()) fail(fmt::format("an integer in {}..{}", min, max));
+  const std::string expected = fmt::format("an integer in {}..{}", min, max);
+  if (value_->is_number_float()) {  // "got 1.0" read as if 1.0 were one
+    const double v = value_->get<double>();
+    if (std::isfinite(v) && std::trunc(v) == v && std::abs(v) < 1e18)
+      fail_message(
+          fmt::format("expected {}, got {}: write it as {}, without a decimal point or "
+                      "exponent",
+                      expected, describe(*value_), static_cast<std::int64_t>(v)));
+  }
+  // Past int64 (an unsigned 2^63 or more) is out of any range, not wrapped to a negative.
+  if (!value_->is_number_integer() ||
+      (value_->is_number_unsigned() &&
+       value_->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+    fail(expected);
   const std::int64_t v = value_->get<std::int64_t>();
   if (v < min || v > max) fail(fmt::format("an integer in {}..{}", min, max));
   return v;
@@ -285,8 +298,10 @@ void prescan_json(std::string_view text, const std::string& source) {
     bool object = false;
     bool expect_key = false;  // objects: after { or ,
     std::unordered_set<std::string_view> keys;
-    std::deque<std::string> decoded;  // the keys written with escapes, as they read
   };
+  // The keys written with escapes, as they read: here, not in a Scope, whose copies (the
+  // vector growing) would leave the views of `keys` pointing at freed strings.
+  std::deque<std::string> decoded;
   std::vector<Scope> scopes;  // kept as the parse goes, so few allocations
   std::size_t open = 0;
   bool in_string = false, string_is_key = false;
@@ -301,8 +316,7 @@ void prescan_json(std::string_view text, const std::string& source) {
         in_string = false;
         std::string_view key = text.substr(string_start + 1, i - string_start - 1);
         if (string_is_key && key.find('\\') != std::string_view::npos)
-          key = decoded_key(text.substr(string_start, i - string_start + 1),
-                            scopes[open - 1].decoded);
+          key = decoded_key(text.substr(string_start, i - string_start + 1), decoded);
         if (string_is_key && !scopes[open - 1].keys.insert(key).second)
           fail_at(text, string_start, source,
                   fmt::format("the key \"{}\" appears twice in its object (a JSON parser keeps "
@@ -326,7 +340,6 @@ void prescan_json(std::string_view text, const std::string& source) {
       s.object = ch == '{';
       s.expect_key = s.object;
       s.keys.clear();
-      s.decoded.clear();
     } else if (ch == ']' || ch == '}') {
       if (open > 0) --open;
     } else if (ch == ',') {

@@ -12,7 +12,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 targets=(
   # name       dictionary                 seed folders (relative to the repository)
-  "scenario    tools/fuzz/json.dict       scenarios topologies"
+  "scenario    tools/fuzz/json.dict       scenarios topologies tools/fuzz/seeds/scenario"
   "nccl_log    tools/fuzz/nccl_log.dict   data/nccl-tests tools/fuzz/seeds/nccl_log"
   "calibration tools/fuzz/calibration.dict tools/fuzz/seeds/calibration"
   "workload    tools/fuzz/workload.dict   tools/fuzz/seeds/workload"
