@@ -178,9 +178,6 @@ inline std::filesystem::path data_file(const std::filesystem::path& relative) {
   return p;
 }
 
-// A bundled scenario whose workload reads a Chakra trace, which a build without protobuf
-// cannot: the loops over every bundled scenario leave it out, and "the bundled Chakra
-// scenario runs" (test_chakra.cpp) reports itself skipped in such a build.
 // GPUs whose names once broke the JSON or the HTML written about them: a quote, a
 // backslash, markup and non-ASCII text (a newline is refused at load), each linked to
 // switch "sw" at 10 GB/s: a topology named `name`.
@@ -196,6 +193,9 @@ inline nlohmann::json odd_names_topology(const std::string& name) {
   return {{"name", name}, {"nodes", nodes}, {"links", links}};
 }
 
+// A bundled scenario whose workload reads a Chakra trace, which a build without protobuf
+// cannot: the loops over every bundled scenario leave it out, and "the bundled Chakra
+// scenario runs" (test_chakra.cpp) reports itself skipped in such a build.
 inline bool needs_protobuf(const nlohmann::json& doc) {
   if (chakra_files_supported() || !doc.contains("workload")) return false;
   const auto& w = doc["workload"];

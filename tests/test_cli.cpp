@@ -227,6 +227,18 @@ TEST_CASE("collsim trace shows an average divided, a product and a max as what t
   CHECK_THAT(avg.out, Catch::Contains("after step 6:\nrank 0: 1111  1111  1111  1111\n") &&
                           Catch::Contains("after dividing the sums by 4 (avg):\n"
                                           "rank 0:  277   277   277   277\n"));
+  // float32: the exact quotient, not int64's truncated one; symbols: the sum over K.
+  const Outcome avg_float =
+      traced(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 16, "redop": "avg"})", 4, "");
+  REQUIRE(avg_float.status == 0);
+  CHECK_THAT(avg_float.out, Catch::Contains("after dividing the sums by 4 (avg):\n"
+                                            "rank 0: 277.75  277.75  277.75  277.75\n"));
+  const Outcome avg_symbols =
+      traced(R"({"op": "all_reduce", "algorithm": "ring", "bytes": 16, "redop": "avg"})", 4,
+             " --values symbolic");
+  REQUIRE(avg_symbols.status == 0);
+  CHECK_THAT(avg_symbols.out, Catch::Contains("after dividing the sums by 4 (avg):\nrank 0: "
+                                              "(a0+b0+c0+d0)/4"));
   // prod: 10^(0+1+...+6) passes int64 at 7 ranks, so auto shows symbols (it printed a
   // wrapped-around 3875820019684212736).
   const Outcome prod = traced(

@@ -860,7 +860,13 @@ TEST_CASE("report.html's bandwidths keep three significant digits below 10 GB/s"
   CHECK(html::gbps(0) == "0.0 GB/s");
 }
 
-TEST_CASE("sweep --ranks takes whole rank counts only", "[sweep][cli]") {
+TEST_CASE("sweep --ranks takes whole rank counts only, spaces around them as --sizes does",
+          "[sweep][cli]") {
+  const auto spaced = run_collsim("sweep " + kScenarios +
+                                  "ring-vs-tree-vs-naive.json --sizes \"1KiB, 2KiB\" "
+                                  "--algorithms ring --ranks \"2, 4\"");
+  CHECK(spaced.status == 0);
+  CHECK_THAT(spaced.out, Catch::Contains("# ranks 2,") && Catch::Contains("# ranks 4,"));
   // std::stoi once read "4x" and "4.5" as 4.
   for (const char* ranks : {"4x", "4.5", "99999999999", "four"}) {
     const auto o = run_collsim("sweep " + kScenarios +

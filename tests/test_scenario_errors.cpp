@@ -171,6 +171,11 @@ TEST_CASE("a GPU placed twice, or a collective waited on twice, is refused where
   CHECK(error_of(with_collective(R"({"name": "a", "op": "all_reduce", "bytes": 64},
                                     {"op": "all_reduce", "bytes": 64, "after": ["a", "a"]})")) ==
         "collectives[1].after[1]: \"a\" is listed twice");
+  // A routed all-to-all by its name and its combine's: two names, one collective, fine.
+  CHECK(error_of(with_collective(
+            R"({"name": "x", "op": "all_to_all", "ranks": [0, 1],
+                "routing": {"bytes_per_token": 8, "matrix": [[0, 3], [5, 0]]}},
+               {"op": "all_reduce", "bytes": 64, "after": ["x", "x.combine"]})")) == "no error");
 }
 
 TEST_CASE("a whole number written with a decimal point says how to write it") {

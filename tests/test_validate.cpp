@@ -316,6 +316,12 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
             &status);
     CHECK(status == 1);
     CHECK_THAT(fault, Catch::Contains("validation failed: rank 1 was killed"));
+    // With --out: the folder made for it before the run is gone again, nothing written.
+    run("COLLSIM_VALIDATE_KILL_RANK=1 " + std::string(COLLSIM_EXE) + " validate " + scenario +
+            " --out " + (out / "killed" / "sub").string(),
+        &status);
+    CHECK(status == 1);
+    CHECK_FALSE(fs::exists(out / "killed"));
     // Which of the scenario's collectives it was.
     CHECK_THAT(fault, Catch::Contains("[collective \""));
     // A --out that cannot be written is said before anything is measured.
@@ -345,11 +351,14 @@ TEST_CASE("shm transport: real runs, faults, the validate and compare commands")
                               {"name": "half", "op": "all_reduce", "bytes": "1KiB",
                                "dtype": "float16"}]})";
     const std::string f16 =
-        run(std::string(COLLSIM_EXE) + " validate " + (out / "f16.json").string(), &status);
+        run(std::string(COLLSIM_EXE) + " validate " + (out / "f16.json").string() + " --out " +
+                (out / "new" / "sub").string(),
+            &status);
     CHECK(status == 2);
-    CHECK_THAT(f16, Catch::Contains("collectives[1]: real runs support float32, float64, int32, "
-                                    "int64 and bfloat16, not float16") &&
+    CHECK_THAT(f16, Catch::Contains("collectives[1].dtype: real runs support float32, float64, "
+                                    "int32, int64 and bfloat16, not float16") &&
                         !Catch::Contains("#wrong"));
+    CHECK_FALSE(fs::exists(out / "new"));  // refused before any folder was made
     CHECK(new_segments(before).empty());
     CHECK(rank_processes() == 0);
     const std::string fail =

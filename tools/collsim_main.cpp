@@ -285,6 +285,7 @@ struct ValidateArgs {
 int validate_command(const ValidateArgs& args) {
   const Scenario scenario = load_collectives(args.scenario);
   const Plan plan = make_plan(scenario);
+  check_real_runs(plan, run_options(args.run));  // before any folder is made
   // The folder is checked before the measurement, which a bad --out would throw away.
   std::optional<OutputDir> out;
   if (!args.out_dir.empty()) {
@@ -430,8 +431,8 @@ void add_run_options(CLI::App* cmd, MeasureArgs& run) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--timeout", run.timeout,
-                  "Seconds an iteration may take before the run is stopped (the first also "
-                  "starts the ranks)")
+                  "Seconds an iteration may take before the run is stopped (counted once every "
+                  "rank has started; they have at least 60 s to start)")
       ->check(CLI::Validator(
           [](const std::string& text) -> std::string {
             double seconds = 0;

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "core/units.h"
 #include "mpi_world.h"
 #include "progress_bar.h"
 #include "report/output_dir.h"
@@ -46,11 +47,13 @@ SweepRequest request_of(const SweepArgs& args) {
   req.collective = args.collective;
   req.sizes = parse_sizes(args.sizes, args.step);
   req.algorithms = split_commas(args.algorithms);
-  for (const auto& n : split_commas(args.ranks)) {
+  for (const auto& text : split_commas(args.ranks)) {
+    const std::string_view n = trim(text);  // "4, 8" as --sizes takes it
     int count = 0;
     const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
     if (ec != std::errc() || end != n.data() + n.size())  // all of it: not "4x", not "4.5"
-      throw InputError("--ranks", "expected rank counts like 8,64,512, got \"" + n + "\"");
+      throw InputError("--ranks",
+                       "expected rank counts like 8,64,512, got \"" + std::string(n) + "\"");
     req.rank_counts.push_back(count);
   }
   return req;

@@ -14,12 +14,6 @@ struct NumberAndUnit {
   std::string_view unit;
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::optional<NumberAndUnit> split_number(std::string_view text) {
   text = trim(text);
   // No sign: from_chars reads "-0", and no size, rate or duration is negative.
@@ -56,6 +50,12 @@ std::optional<double> take_prefix(std::string_view& unit) {
 }
 
 }  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
 
 std::optional<std::int64_t> parse_size(std::string_view text) {
   auto nu = split_number(text);

@@ -8,6 +8,9 @@
 
 namespace collsim {
 
+// `s` without the white space at either end.
+std::string_view trim(std::string_view s);
+
 // The largest values an input may give, so that every product and sum the simulator
 // forms stays inside int64 bytes and the picosecond clock (2^63 ps, about 106 days).
 inline constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;  // one size: 1 PiB

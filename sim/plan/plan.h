@@ -82,8 +82,7 @@ enum class ScheduleHolding { Stored, Streamed };
 
 // The most ops a candidate of "segments": "auto" may have, by schedule_ops_bound: past it,
 // each candidate takes seconds to simulate, and a few dozen of them (algorithms x
-// segment counts x protocols) minutes. The fewest segments are always tried. A schedule
-// this small is also quick to make for `collsim plan` to count (plan_report.h).
+// segment counts x protocols) minutes. The fewest segments are always tried.
 inline constexpr double kMostOpsTried = 1 << 22;
 
 // Every choice settled with `cost` deciding between candidates; `router` must route the

@@ -92,9 +92,9 @@ nlohmann::json nccl_terms_json(const PlannedCollective& c) {
 
 // What a collective's schedule holds: its steps, ops and digest. Where it is generated while
 // it is simulated (PlannedCollective::streamed): made here as a stream (one step held at a
-// time) and counted where it is small (what the tuner would try), else counted from its
-// generator's own fold by one rank (schedule/quotient.h), without a digest, else made as a
-// stream where a stored plan could have held it; nothing beyond.
+// time) and counted, digest and all, where a stored plan could have held it (2^26 ops); past
+// that counted from its generator's own fold by one rank (schedule/quotient.h), without a
+// digest; nothing where it has no fold.
 struct ScheduleFacts {
   std::optional<int> steps;
   std::optional<std::uint64_t> ops;
@@ -114,13 +114,12 @@ ScheduleFacts streamed_facts(const CollectiveSpec& spec) {
 
 ScheduleFacts schedule_facts(const PlannedCollective& c) {
   if (!c.streamed) return {c.schedule->num_steps, c.schedule->size(), c.digest};
-  const double bound = schedule_ops_bound(c.spec);
-  if (bound <= kMostOpsTried) return streamed_facts(c.spec);
+  // What a stored plan would have held: made, counted and digested, one step at a time.
+  if (schedule_ops_bound(c.spec) <= kMaxStoredOps) return streamed_facts(c.spec);
   const AlgorithmEntry* entry = find_algorithm(c.spec.shape.op, c.spec.algorithm);
   if (entry && entry->quotient)
     if (const std::optional<QuotientSchedule> fold = entry->quotient(c.spec.shape, c.spec.options))
       return {fold->num_steps, fold->full_size(), std::nullopt};
-  if (bound <= kMaxStoredOps) return streamed_facts(c.spec);
   return {};
 }
 
@@ -132,10 +131,10 @@ std::string streamed_lines(const Plan& plan) {
   return fmt::format(
       "# streamed: {}: collsim run generates these while it simulates them (a schedule that "
       "could pass 2^20 ops is never held whole), and folds one whose ranks are alike when its "
-      "run would be long (docs/scenarios.md); the steps and ops of one that could pass {} ops "
-      "are counted from its fold by one rank, without a digest (run --stream gives it; \"-\": "
-      "no fold, and too large to make here)\n",
-      fmt::join(names, ", "), kMostOpsTried);
+      "run would be long (docs/scenarios.md); the steps and ops of one that could pass 2^26 "
+      "ops are counted from its fold by one rank, without a digest (run --stream gives it; "
+      "\"-\": no fold)\n",
+      fmt::join(names, ", "));
 }
 
 }  // namespace

@@ -13,25 +13,39 @@ namespace {
 
 using Cells = std::vector<std::string>;  // one rank's printed elements
 
-template <class T, class Show>
-std::string render(const Schedule& s, Buffers<T> bufs, Show&& show) {
+// `show` prints a value; `show_average(sum, K)` an average's result from its sum, exactly
+// (the replayer's int64 division would truncate, and a symbol divides to itself).
+template <class T, class Show, class ShowAverage>
+std::string render(const Schedule& s, Buffers<T> bufs, Show&& show, ShowAverage&& show_average) {
   const int K = s.shape.ranks;
   const int data = data_buffer_count(s.shape.op);
+  const bool average = s.shape.reduce_op == ReduceOp::Avg && is_reducing(s.shape.op);
   std::vector<std::vector<Cells>> snapshots;  // [step][rank]
-  auto snapshot = [&] {
+  // Every element as `show` prints it; with `divided`, each of a rank's output regions as
+  // the average of the sum it holds.
+  auto snapshot = [&](bool divided) {
     std::vector<Cells> ranks(K);
-    for (int r = 0; r < K; ++r)
+    for (int r = 0; r < K; ++r) {
+      std::vector<std::vector<bool>> output(data);
+      for (int b = 0; b < data; ++b) output[b].assign(bufs.at(r, b).size(), false);
+      if (divided)
+        for (const Region& reg : output_regions(s.shape, r))
+          for (std::int64_t i = 0; i < reg.count; ++i) output[reg.buffer][reg.offset + i] = true;
       for (int b = 0; b < data; ++b) {
         if (b) ranks[r].push_back("|");  // input | output, for all-to-all and send/recv
-        for (const T& v : bufs.at(r, b)) ranks[r].push_back(show(v));
+        const auto& values = bufs.at(r, b);
+        for (std::size_t i = 0; i < values.size(); ++i)
+          ranks[r].push_back(output[b][i] ? show_average(values[i], K) : show(values[i]));
       }
+    }
     snapshots.push_back(std::move(ranks));
   };
-  snapshot();
-  replay_by_step(s, bufs, [&](int) { snapshot(); });
-  // An average's last step leaves sums, which the replayer then divides by K.
-  const bool average = s.shape.reduce_op == ReduceOp::Avg && is_reducing(s.shape.op);
-  if (average) snapshot();
+  snapshot(false);
+  replay_by_step(s, bufs, [&](int step) {
+    snapshot(false);
+    // An average's last step leaves sums: they are shown again, divided by K.
+    if (average && step + 1 == s.num_steps) snapshot(true);
+  });
 
   std::size_t width = 1;  // one width for the whole trace, so columns line up across steps
   for (const auto& ranks : snapshots)
@@ -54,6 +68,22 @@ std::string render(const Schedule& s, Buffers<T> bufs, Show&& show) {
     if (step + 1 < snapshots.size()) out += "\n";
   }
   return out;
+}
+
+// `sum` / `k` in decimals, exactly where it ends within 6 digits ("277.75"), else cut with
+// "...".
+std::string exact_quotient(std::int64_t sum, int k) {
+  std::string out = std::to_string(sum / k);
+  std::int64_t rest = std::abs(sum % k);
+  if (rest == 0) return out;
+  if (sum < 0 && sum / k == 0) out = "-" + out;
+  out += '.';
+  for (int digit = 0; digit < 6 && rest != 0; ++digit) {
+    rest *= 10;
+    out += static_cast<char>('0' + rest / k);
+    rest %= k;
+  }
+  return rest == 0 ? out : out + "...";
 }
 
 // A barrier moves no values: its trace is who signals whom, step by step.
@@ -93,13 +123,22 @@ std::string format_trace(const Schedule& s, TraceValues values) {
       for (int i = 0; i < rank; ++i) v *= 10;
       return v;
     });
-    return render(s, std::move(bufs), [](std::int64_t v) { return std::to_string(v); });
+    // An integer type's average is its sum divided as integers divide (toward zero).
+    const bool integer = s.shape.dtype == DType::I32 || s.shape.dtype == DType::I64 ||
+                         s.shape.dtype == DType::I8 || s.shape.dtype == DType::U8;
+    return render(
+        s, std::move(bufs), [](std::int64_t v) { return std::to_string(v); },
+        [integer](std::int64_t sum, int k) {
+          return integer ? std::to_string(sum / k) : exact_quotient(sum, k);
+        });
   }
   Buffers<Symbol> bufs(s);
   fill_inputs(s, bufs, [](int rank, std::int64_t i) { return Symbol::of(rank, i); });
   const int K = s.shape.ranks;
   const ReduceOp op = s.shape.reduce_op;
-  return render(s, std::move(bufs), [K, op](const Symbol& v) { return v.to_string(K, op); });
+  return render(
+      s, std::move(bufs), [K, op](const Symbol& v) { return v.to_string(K, op); },
+      [K, op](const Symbol& v, int k) { return fmt::format("({})/{}", v.to_string(K, op), k); });
 }
 
 bool powers_fit(const CollectiveShape& shape) {

@@ -54,6 +54,10 @@ void remove_stale_staging(const fs::path& dir) {
 
 OutputDir::OutputDir(fs::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
+  for (fs::path p = fs::absolute(dir_, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    made_.push_back(p);
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(dir_, ec);
   if (!fs::is_directory(dir_)) throw InputError("--out", "cannot create folder " + quoted(dir_));
   lock_fd_ = lock_folder(dir_);
@@ -64,6 +68,7 @@ OutputDir::OutputDir(fs::path dir) : dir_(std::move(dir)) {
   fs::remove_all(staging_, ec);
   if (!fs::create_directory(staging_, ec)) {
     ::close(lock_fd_);  // the destructor does not run for a constructor that throws
+    for (const fs::path& p : made_) fs::remove(p, ec);
     throw InputError("--out", "cannot write into folder " + quoted(dir_));
   }
 }
@@ -73,6 +78,8 @@ OutputDir::~OutputDir() {
   std::error_code ec;
   fs::remove_all(staging_, ec);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
+  if (!committed_)
+    for (const fs::path& p : made_) fs::remove(p, ec);  // only an empty folder goes
 }
 
 void OutputDir::close_current() {
@@ -145,6 +152,7 @@ void OutputDir::commit() {
     placed.push_back(name);
   }
   fs::remove_all(staging_, ec);
+  committed_ = true;
 }
 
 }  // namespace collsim

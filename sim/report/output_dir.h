@@ -4,7 +4,7 @@
 // destination can be replaced (absent or a plain file), then moves the old files
 // aside and the new ones in, putting everything back if a rename still fails. If
 // commit() is never reached (an error, an exception) the staging folder is removed
-// and the destination is as it was.
+// and the destination is as it was (folders it made are removed again).
 //
 // Several runs into one folder take turns: each holds an exclusive lock on the folder
 // (flock) from its first file to its commit, so the folder always holds one run's
@@ -40,6 +40,10 @@ class OutputDir {
  private:
   void close_current();
   std::filesystem::path dir_;
+  // The folders this one made (dir_ and missing parents, innermost first): removed again,
+  // where still empty, by a run that never commits.
+  std::vector<std::filesystem::path> made_;
+  bool committed_ = false;
   int lock_fd_ = -1;  // the folder, held with flock(LOCK_EX) while this object lives
   std::filesystem::path staging_;
   std::ofstream current_;

@@ -206,10 +206,10 @@ std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec
           fmt::format("no earlier collective named \"{}\"{}", wanted[i],
                       near ? fmt::format("; did you mean \"{}\"?", *near) : std::string()));
     }
-    const int index = std::min(exact.value_or(INT32_MAX), combine.value_or(INT32_MAX));
-    if (std::find(out.begin(), out.end(), index) != out.end())
+    if (std::find(wanted.begin(), wanted.begin() + static_cast<std::ptrdiff_t>(i), wanted[i]) !=
+        wanted.begin() + static_cast<std::ptrdiff_t>(i))
       v[i].fail_message(fmt::format("\"{}\" is listed twice", wanted[i]));
-    out.push_back(index);
+    out.push_back(std::min(exact.value_or(INT32_MAX), combine.value_or(INT32_MAX)));
   }
   return out;
 }

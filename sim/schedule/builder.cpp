@@ -219,8 +219,8 @@ OpId ScheduleBuilder::append(OpKind kind, BufferRef src, BufferRef dst, std::int
                              int channel, int lane, OpId after) {
   if (channel < 0 || channel >= channels_) throw std::logic_error("schedule channel out of range");
   const OpId id = streamed_ + schedule_.ops.size();
-  // A stream holds a whole step: one of more ops than a stored plan holds is refused before
-  // it outgrows the machine (a direct all-to-all's one step on 16,384 GPUs: 2^28 ops).
+  // A stream holds a whole step: one past kMostStreamedStepOps is refused before it outgrows
+  // the machine (a direct all-to-all's one step on 16,384 GPUs: 2^28 ops).
   if (sink_ && schedule_.ops.size() >= kMostStreamedStepOps)
     throw std::invalid_argument(
         fmt::format("one step of more than {} ops: a streamed schedule holds a whole step at "

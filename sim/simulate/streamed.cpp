@@ -355,11 +355,10 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     next_memory_check_ = admitted + (OpId{1} << 20);
     if (memory_.over())
       throw InputError(
-          "", fmt::format("this streamed run holds more than the {} of memory the "
-                          "machine had left when it began, after {} of its ops (an "
-                          "all-to-all keeps a route for each of its K^2 pairs of "
-                          "ranks); run it on fewer ranks, or where there is more "
-                          "memory",
+          "", fmt::format("this streamed run holds more than the {} it allows itself (what "
+                          "it held when it began and 90% of the memory the machine had left) "
+                          "after {} of its ops (an all-to-all keeps a route for each of its K^2 "
+                          "pairs of ranks); run it on fewer ranks, or where there is more memory",
                           format_bytes(static_cast<std::int64_t>(memory_.budget())), admitted));
   }
 

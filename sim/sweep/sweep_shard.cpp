@@ -282,13 +282,10 @@ ReadShard read_shard(const ShardFile& f) {
   return s;
 }
 
-// Where two sweep plans (sweep_plan_json, both read) differ: the first field, both values.
+// Where two sweep plans (sweep_plan_json, both read) differ: the first field, both values
+// (InputError leaves the middle of a long message out).
 std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
-  const auto text = [](const nlohmann::json* v) {
-    if (!v) return std::string("none");
-    std::string t = v->dump();
-    return t.size() > 60 ? t.substr(0, 57) + "..." : t;
-  };
+  const auto text = [](const nlohmann::json* v) { return v ? v->dump() : std::string("none"); };
   for (const auto& [key, value] : a.items()) {
     const nlohmann::json* other = b.contains(key) ? &b.at(key) : nullptr;
     if (!other || *other != value)

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "report/reports.h"
 #include "report/transfer_timeline.h"
+#include "validate/measure/element_type.h"
 #include "validate/measure/validation_error.h"
 
 namespace collsim {
@@ -22,6 +23,13 @@ std::string cpu_name() {
       return colon == std::string::npos ? line : line.substr(colon + 2);
     }
   return "unknown cpu";
+}
+
+void check_real_runs(const Plan& plan, const RunOptions& options) {
+  for (const PlannedCollective& c : plan.collectives)
+    if (std::string problem = real_run_problem(*c.schedule, options); !problem.empty())
+      throw InputError(c.spec.settings_at(runs_for_real(c.spec.shape.dtype) ? ".bytes" : ".dtype"),
+                       problem);
 }
 
 MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
@@ -38,10 +46,7 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   for (auto& c : plan.collectives) {
     out.collectives.push_back({std::move(c.spec), std::move(c.schedule), c.digest, {}});
   }
-  // Every collective that cannot run is refused before the first one runs for minutes.
-  for (const auto& mc : out.collectives)
-    if (std::string problem = real_run_problem(*mc.schedule, options); !problem.empty())
-      throw InputError(mc.spec.json_path, problem);
+  check_real_runs(plan, options);
   for (const auto& mc : out.collectives) {
     schedules.push_back(&*mc.schedule);
     names.push_back(mc.spec.name);

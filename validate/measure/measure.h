@@ -28,6 +28,9 @@ struct MeasuredScenario {
   std::vector<MeasuredCollective> collectives;
 };
 
+// Throws InputError, at the collective's "dtype" or "bytes", for the first collective that
+// cannot run for real (real_run_problem): asked before anything is written or run.
+void check_real_runs(const Plan& plan, const RunOptions& options);
 // Runs each planned collective alone (one after the other), checks its result.
 MeasuredScenario measure_scenario(Plan plan, const RunOptions& options);
 

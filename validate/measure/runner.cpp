@@ -582,7 +582,10 @@ std::string real_run_problem(const Schedule& s, const RunOptions& options) {
   if (!runs_for_real(s.shape.dtype)) return real_run_types_problem(s.shape.dtype);
   return with_element_type(s.shape.dtype, [&](auto element) -> std::string {
     std::vector<std::uint64_t> buffer_at;
-    const auto iterations = static_cast<std::uint32_t>(options.warmup + options.iterations);
+    // One round's segment: its warm-up and its share of the iterations (run_in_rounds).
+    const int rounds = effective_rounds(options);
+    const auto iterations =
+        static_cast<std::uint32_t>(options.warmup + (options.iterations + rounds - 1) / rounds);
     const SegmentLayout layout =
         plan_layout(s, options.backend, iterations, sizeof(element), buffer_at);
     const std::uint64_t data = layout.size - layout.off_data;
