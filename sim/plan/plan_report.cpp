@@ -123,6 +123,24 @@ ScheduleFacts schedule_facts(const PlannedCollective& c) {
   return {};
 }
 
+// Each collective's facts, made once for collectives that plan alike (a scenario of many
+// identical streamed collectives made each again: 8 rings of 1,024 GPUs took 0.76 s, one
+// 0.12 s).
+std::vector<ScheduleFacts> facts_of(const Scenario& s, const Plan& plan) {
+  std::vector<ScheduleFacts> out;
+  out.reserve(plan.collectives.size());
+  PlanMemo memo(s.topology, PlanMemo::Ranks::Same);
+  for (const PlannedCollective& c : plan.collectives) {
+    if (const auto same = memo.find(c.spec)) {
+      out.push_back(out[*same]);
+      continue;
+    }
+    out.push_back(schedule_facts(c));
+    memo.add(c.spec, out.size() - 1);
+  }
+  return out;
+}
+
 // Which collectives are streamed, and where the figures of the large ones come from.
 std::string streamed_lines(const Plan& plan) {
   std::vector<std::string> names;
@@ -149,8 +167,10 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
   }
   out += fmt::format("# {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", "name", wn, "op",
                      "ranks", "size", "plan", wp, "steps", "transfers", "schedule");
-  for (const auto& c : plan.collectives) {
-    const ScheduleFacts facts = schedule_facts(c);
+  const std::vector<ScheduleFacts> all_facts = facts_of(s, plan);
+  for (std::size_t i = 0; i < plan.collectives.size(); ++i) {
+    const PlannedCollective& c = plan.collectives[i];
+    const ScheduleFacts& facts = all_facts[i];
     const auto text = [](const auto& v) { return v ? fmt::format("{}", *v) : "-"; };
     out += fmt::format("  {:<{}} {:<14} {:>6} {:>13} {:<{}} {:>7} {:>10} {:>16}\n", c.spec.name, wn,
                        name_of(c.spec.shape.op), c.spec.shape.ranks, c.spec.bytes, c.label(), wp,
@@ -179,7 +199,9 @@ std::string plan_table(const Scenario& s, const Plan& plan) {
 
 nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
   nlohmann::json cols = nlohmann::json::array();
-  for (const auto& c : plan.collectives) {
+  const std::vector<ScheduleFacts> all_facts = facts_of(s, plan);
+  for (std::size_t i = 0; i < plan.collectives.size(); ++i) {
+    const PlannedCollective& c = plan.collectives[i];
     nlohmann::json j = {{"name", c.spec.name},
                         {"op", name_of(c.spec.shape.op)},
                         {"ranks", c.spec.ranks},
@@ -191,7 +213,7 @@ nlohmann::json plan_json(const Scenario& s, const Plan& plan) {
                         {"steps", nullptr},
                         {"transfers", nullptr},
                         {"schedule_digest", nullptr}};
-    const ScheduleFacts facts = schedule_facts(c);
+    const ScheduleFacts& facts = all_facts[i];
     if (facts.steps) j["steps"] = *facts.steps;
     if (facts.ops) j["transfers"] = *facts.ops;
     if (facts.digest) j["schedule_digest"] = digest_text(*facts.digest);
