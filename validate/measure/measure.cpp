@@ -46,7 +46,6 @@ MeasuredScenario measure_scenario(Plan plan, const RunOptions& options) {
   for (auto& c : plan.collectives) {
     out.collectives.push_back({std::move(c.spec), std::move(c.schedule), c.digest, {}});
   }
-  check_real_runs(plan, options);
   for (const auto& mc : out.collectives) {
     schedules.push_back(&*mc.schedule);
     names.push_back(mc.spec.name);

@@ -31,7 +31,9 @@ struct MeasuredScenario {
 // Throws InputError, at the collective's "dtype" or "bytes", for the first collective that
 // cannot run for real (real_run_problem): asked before anything is written or run.
 void check_real_runs(const Plan& plan, const RunOptions& options);
-// Runs each planned collective alone (one after the other), checks its result.
+// Runs each planned collective alone (one after the other), checks its result. Its caller
+// asks check_real_runs first (validate does, before it makes its --out folder); a type no
+// real run stores is still refused here, as a ValidationError when its collective is reached.
 MeasuredScenario measure_scenario(Plan plan, const RunOptions& options);
 
 std::string measured_table(const MeasuredScenario& m);
