@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "schedule/algorithms.h"
 #include "schedule/stream.h"
 
 namespace collsim {
@@ -116,10 +115,9 @@ ScheduleFacts schedule_facts(const PlannedCollective& c) {
   if (!c.streamed) return {c.schedule->num_steps, c.schedule->size(), c.digest};
   // What a stored plan would have held: made, counted and digested, one step at a time.
   if (schedule_ops_bound(c.spec) <= kMaxStoredOps) return streamed_facts(c.spec);
-  const AlgorithmEntry* entry = find_algorithm(c.spec.shape.op, c.spec.algorithm);
-  if (entry && entry->quotient)
-    if (const std::optional<QuotientSchedule> fold = entry->quotient(c.spec.shape, c.spec.options))
-      return {fold->num_steps, fold->full_size(), std::nullopt};
+  std::string why;  // run's fold note says it; the table's "-" stands for it
+  if (const std::optional<QuotientSchedule> fold = run_quotient(c.spec, why))
+    return {fold->num_steps, fold->full_size(), std::nullopt};
   return {};
 }
 
