@@ -59,6 +59,16 @@ TEST_CASE("a number beyond a double names its line and column") {
         "(at most about 1.8e308)");
   CHECK_THAT(error_of(scenario(kSwitch, all_reduce("-1e400"))),
              Catch::Contains("the number -1e400 is out of range"));
+  // Below the least double it would read as 0.
+  CHECK(error_of("{\n  \"topology\": 1e-400}") ==
+        "scenario.json: malformed JSON at line 2, column 15: the number 1e-400 is too small for "
+        "a double (it would read as 0; the least is about 4.9e-324): write 0 if 0 is meant");
+  CHECK_THAT(error_of(scenario(kSwitch, all_reduce("-0.0001e-330"))),
+             Catch::Contains("the number -0.0001e-330 is too small"));
+  // 0 written any way, and a number just above the least, read as written.
+  for (const char* fine : {"0", "0.0e-400", "-0", "0e5", "5e-324"})
+    CHECK_THAT(error_of(scenario(kSwitch, all_reduce(fine))),
+               !Catch::Contains("too small for a double"));
   // Inside a string it is text, not a number.
   CHECK_THAT(error_of(scenario(kSwitch, all_reduce("\"1e400\""))),
              Catch::StartsWith("collectives[0].bytes: expected a size"));

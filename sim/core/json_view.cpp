@@ -353,6 +353,14 @@ void prescan_json(std::string_view text, const std::string& source) {
       if (!std::isfinite(v))
         fail_at(text, i, source,
                 fmt::format("the number {} is out of range (at most about 1.8e308)", number));
+      // 1e-400 would read as 0 and be reported, used or refused as 0: not what was written.
+      const std::string_view mantissa =
+          std::string_view(number).substr(0, number.find_first_of("eE"));
+      if (v == 0 && mantissa.find_first_of("123456789") != std::string_view::npos)
+        fail_at(text, i, source,
+                fmt::format("the number {} is too small for a double (it would read as 0; the "
+                            "least is about 4.9e-324): write 0 if 0 is meant",
+                            number));
       i = end - 1;
     }
   }
