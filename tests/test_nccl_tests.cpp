@@ -1330,10 +1330,20 @@ TEST_CASE(
   CHECK_THAT(warnings(slow), Catch::Contains("nvlink links keep 2.0% of their nominal rate at "
                                              "the largest transfers"));
   CHECK_THAT(nccl_fit_report(req, slow), Catch::Contains("8 sizes (1 zero-byte left out)"));
-  req.logs = {log_at(400)};  // four times what the links carry
-  CHECK_THAT(warnings(fit_nccl_tests(req)),
-             Catch::Contains("7 of the 7 bandwidth-bound sizes ran faster than the fit can "
-                             "simulate them"));  // 1 MiB: more launch than bandwidth
+  req.logs = {log_at(400)};  // four times what the links carry: refused, nothing to write
+  CHECK_THAT(nccl_tests_test::fit_error(req),
+             Catch::Contains("--topology: 7 of the 7 bandwidth-bound sizes ran faster than the "
+                             "fit can simulate them"));  // 1 MiB: more launch than bandwidth
+  // A log whose Rank lines name another GPU than the topology's: refused, naming both.
+  NcclTestsLog a100 = log_at(2);
+  a100.device = "NVIDIA A100-SXM4-80GB";
+  req.logs = {a100};
+  req.topology = nlohmann::json::parse(R"({"preset": "dgx", "gpu": "h100", "gpus_per_node": 2})");
+  CHECK_THAT(nccl_tests_test::fit_error(req),
+             Catch::Contains("the log ran on NVIDIA A100-SXM4-80GB (a100); the topology's GPUs "
+                             "are h100"));
+  req.topology =
+      nlohmann::json::parse(R"({"preset": "switch", "gpus": 2, "bandwidth": "100GB/s"})");
   // A binary named in prose is not the log's; the user's word wins over one it runs.
   const std::string row = "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0\n";
   CHECK_THAT(
@@ -1358,12 +1368,13 @@ TEST_CASE(
 
 TEST_CASE("calibrate reads no launch from sizes its channels' ceiling holds", "[nccl-tests]") {
   // Send/recv on 8 x H100 at 32 MiB-1 GiB: held by the channels' ceiling (82.4 GB/s on 4
-  // channels, twice for twice the bytes), not by bandwidth, not by the launch; a constant
-  // 40 us beyond it must not be read as a 48 us launch.
+  // channels, twice for twice the bytes, to 330 GB/s of the links' 450), not by bandwidth,
+  // not by the launch; a constant 40 us beyond it must not be read as a 48 us launch.
   std::string text = "# Collective test starting: sendrecv_perf\n#  Rank 0..7 Group 0\n";
   for (int i = 0; i < 6; ++i) {
     const std::int64_t bytes = std::int64_t{32} << (20 + i);
-    const double us = static_cast<double>(bytes) / 82.4e3 / (i < 2 ? 1 : 1 << (i - 1)) + 40;
+    const double us =
+        static_cast<double>(bytes) / 82.4e3 / (i < 2 ? 1 : 1 << std::min(i - 1, 2)) + 40;
     text +=
         fmt::format("{} {} float sum -1 {:.2f} {:.2f} {:.2f} 0\n", bytes, bytes / 4, us,
                     static_cast<double>(bytes) / us / 1e3, static_cast<double>(bytes) / us / 1e3);
@@ -1630,4 +1641,98 @@ TEST_CASE("calibrate names a bandwidth curve only where it kept one", "[nccl-tes
   const auto doc = nlohmann::json::parse(collsim::test::slurp(dir / "c.json"));
   CHECK_FALSE(doc["links"]["ib"].contains("bandwidth_curve"));
   CHECK_THAT(fit.out, !Catch::Contains("bandwidth_curve"));
+}
+
+TEST_CASE("logs as nccl-tests printed them before 2.0, and names people give them",
+          "[nccl-tests]") {
+  // nccl-tests 1.x: "bytes N type op ... res", its times in milliseconds (10 MB in 0.286 ms
+  // at 34.98 GB/s), read in microseconds.
+  const std::string old_columns =
+      "#      bytes             N    type      op     time  algbw  busbw      res     time  "
+      "algbw  busbw      res\n";
+  const std::string old_rows =
+      "        8             2   float     sum    0.010   0.00   0.00    0e+00    0.009   0.00   "
+      "0.00    0e+00\n"
+      "    10000000       2500000   float     sum    0.286  34.98  52.47    0e+00    0.303  32.98  "
+      "49.46    0e+00\n";
+  const NcclTestsLog old =
+      parse_nccl_tests_log("#  Rank 0..3\n" + old_columns + old_rows, "all_reduce.txt");
+  REQUIRE(old.rows.size() == 2);
+  CHECK(old.rows[0].out_of_place.time_us == Approx(10));
+  CHECK(old.rows[1].out_of_place.time_us == Approx(286));
+  CHECK(old.rows[1].in_place->time_us == Approx(303));
+  CHECK(old.rows[1].redop == "sum");
+  CHECK_THAT(fmt::format("{}", fmt::join(old.notes, "|")),
+             Catch::Contains("times read as milliseconds"));
+  // Without the column headers the first row whose algbw is printed to two digits tells, and
+  // the rows before it are read in milliseconds too; a log in microseconds is left as it is.
+  const NcclTestsLog bare = parse_nccl_tests_log("#  Rank 0..3\n" + old_rows, "all_reduce.txt");
+  CHECK(bare.rows[0].out_of_place.time_us == Approx(10));
+  CHECK(bare.rows[1].out_of_place.time_us == Approx(286));
+  CHECK_THAT(fmt::format("{}", fmt::join(bare.notes, "|")),
+             Catch::Contains("milliseconds (line 3)"));
+  const NcclTestsLog us = parse_nccl_tests_log(
+      "#  Rank 0..3\n  8 2 float sum 10.5 0.00 0.00 0 10.1 0.00 0.00 0\n"
+      "  10000000 2500000 float sum 286.0 34.97 52.45 0 303.0 33.00 49.50 0\n",
+      "all_reduce.txt");
+  CHECK(us.rows[0].out_of_place.time_us == Approx(10.5));
+  CHECK(us.notes.empty());
+
+  // A file name with hyphens or spaces names its collective as one with underscores does:
+  // "all-gather" is not a gather.
+  const std::string row = "  1048576  65536  float  none  -1  60.0  17.48  13.11  0\n";
+  CHECK(parse_nccl_tests_log("#  Rank 0..3\n" + row, "H100-All-Gather.txt").op ==
+        CollectiveOp::AllGather);
+  CHECK(parse_nccl_tests_log("#  Rank 0..3\n" + row, "run 3 all gather.txt").op ==
+        CollectiveOp::AllGather);
+  // Rows after nccl-tests' closing lines are another run appended: refused.
+  const std::string closing = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 13.1\n";
+  CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + closing + row),
+             Catch::Contains("bad.txt:6: a row after the closing lines of line 5"));
+  // -o mulsum is NCCL's PreMulSum, timed as avg; hypercube_perf is said to be timed as an
+  // all-gather.
+  CHECK(nccl_tests_reduce_op("mulsum") == ReduceOp::Avg);
+  CHECK(nccl_tests_reduce_op("max") == ReduceOp::Max);
+  std::string mulsum = "  1048576  262144  float  mulsum  -1  60.0  17.48  26.21  0\n";
+  CHECK_THAT(
+      fmt::format(
+          "{}",
+          fmt::join(parse_nccl_tests_log(nccl_tests_test::kHeader + mulsum, "x.txt").notes, "|")),
+      Catch::Contains("mulsum (NCCL's PreMulSum) is simulated as avg"));
+  const NcclTestsLog cube = parse_nccl_tests_log(
+      "# ./build/hypercube_perf -b 1M -e 1M -g 4\n#  Rank 0..3\n" + row, "log.txt");
+  CHECK(cube.op == CollectiveOp::AllGather);
+  CHECK_THAT(fmt::format("{}", fmt::join(cube.notes, "|")),
+             Catch::Contains("simulated as NCCL's all-gather"));
+}
+
+TEST_CASE("a log names the GPU it ran on, and a comparison says when the topology's is another",
+          "[nccl-tests]") {
+  CHECK(gpu_model_of_device("NVIDIA H100 80GB HBM3")->name == "h100");
+  CHECK(gpu_model_of_device("NVIDIA A100-SXM4-80GB")->name == "a100");
+  CHECK(gpu_model_of_device("NVIDIA GB200") == nullptr);  // not a B200
+  CHECK(gpu_model_of_device("GeForce RTX 2080 Ti") == nullptr);
+  const std::string rows =
+      "#  Rank  0 Group  0 Pid  4242 on node1 device  0 [0x1b] NVIDIA A100-SXM4-80GB\n"
+      "#  Rank  1 Group  0 Pid  4243 on node1 device  1 [0x2b] NVIDIA A100-SXM4-80GB\n"
+      "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0  60.0  17.48  17.48  0\n";
+  const NcclTestsLog log = parse_nccl_tests_log(rows, "all_reduce.txt");
+  CHECK(log.device == "NVIDIA A100-SXM4-80GB");
+  const Scenario h100 = parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "dgx", "gpu": "h100", "gpus_per_node": 2},
+        "collectives": [{"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": 64}]})"),
+      ".");
+  const NcclComparison c = compare_nccl_log(h100, h100.collectives[0], log, 0, INT64_MAX);
+  CHECK(c.device_mismatch ==
+        "the log ran on NVIDIA A100-SXM4-80GB (a100); the topology's GPUs are h100");
+  CHECK_THAT(nccl_comparison_table(c),
+             Catch::Contains("# warning: the log ran on NVIDIA A100-SXM4-80GB (a100)"));
+  // Every size disturbed: no MAPE over undisturbed sizes, rather than a perfect 0%.
+  std::string disturbed = rows;
+  disturbed.replace(disturbed.rfind("60.0"), 4, "99.0");
+  const NcclComparison d = compare_nccl_log(
+      h100, h100.collectives[0], parse_nccl_tests_log(disturbed, "all_reduce.txt"), 0, INT64_MAX);
+  CHECK(d.steady_sizes == 0);
+  CHECK_THAT(nccl_comparison_table(d), Catch::Contains("no MAPE over undisturbed sizes"));
+  CHECK(nccl_comparison_json(d)["steady"]["mape_pct"].is_null());
 }

@@ -31,8 +31,14 @@ void check_log_matches(const CollectiveSpec& base, const NcclTestsLog& log) {
     throw InputError(
         "--nccl-tests",
         fmt::format("{} measured {} (from {}); the scenario's collective \"{}\" is "
-                    "{}: pick another with --collective",
-                    log.file, name_of(log.op), log.op_source, base.name, name_of(base.shape.op)));
+                    "{}: pick another with --collective{}",
+                    log.file, name_of(log.op), log.op_source, base.name, name_of(base.shape.op),
+                    log.op_source == "the file name"
+                        ? fmt::format(", or, if the log measured {}, say so in its file "
+                                      "name: it has no \"# Collective test starting\" line "
+                                      "to tell",
+                                      name_of(base.shape.op))
+                        : ""));
   if (log.ranks != static_cast<int>(base.ranks.size()))
     throw InputError("--nccl-tests",
                      fmt::format("{} ran on {} GPUs (from {}); the scenario's collective \"{}\" "
@@ -61,7 +67,7 @@ CollectiveSpec sized_like(const CollectiveSpec& base, const NcclTestsRow& row) {
   CollectiveSpec c = base;
   c.after.clear();
   c.shape.dtype = nccl_tests_dtype(row.type).value_or(base.shape.dtype);
-  if (auto op = reduce_op_from_name(row.redop)) c.shape.reduce_op = *op;
+  if (auto op = nccl_tests_reduce_op(row.redop)) c.shape.reduce_op = *op;
   if (is_rooted(c.shape.op) && row.root >= 0 && row.root < c.shape.ranks) c.shape.root = row.root;
   const int esize = element_size(c.shape.dtype);
   c.shape.count = row.bytes / esize;  // like nccl-tests: count = size / type size
@@ -127,6 +133,7 @@ NcclComparison compare_nccl_log(const Scenario& s, const CollectiveSpec& base,
   out.op = base.shape.op;
   out.ranks = log.ranks;
   out.log = std::make_shared<const NcclTestsLog>(log);
+  out.device_mismatch = device_mismatch(log, s.topology);
   out.calibrations = s.calibrations;
   for (const NcclTestsRow& row : log.rows) {
     if (row.bytes < min_bytes || row.bytes > max_bytes) continue;
@@ -190,6 +197,8 @@ std::string nccl_comparison_table(const NcclComparison& c) {
   out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
   for (const std::string& file : c.calibrations) out += "# calibration: " + file + "\n";
   for (const std::string& note : log.notes) out += "# note: " + note + "\n";
+  if (!c.device_mismatch.empty())
+    out += "# warning: " + c.device_mismatch + ": the comparison is of two machines\n";
   out +=
       held_line("NCCL_ALGO", log.nccl_algo, "nccl_algo", c.algorithm == "nccl" && !c.nccl_filtered);
   out += held_line("NCCL_PROTO", log.nccl_proto, "nccl_proto",
@@ -216,7 +225,12 @@ std::string nccl_comparison_table(const NcclComparison& c) {
                                        [](const NcclCompareRow& r) { return r.disturbed; });
   const auto failed = std::count_if(c.rows.begin(), c.rows.end(),
                                     [](const NcclCompareRow& r) { return r.wrong > 0; });
-  if (c.steady_sizes < static_cast<int>(c.rows.size()))
+  if (c.steady_sizes == 0)
+    out += fmt::format(
+        "#   no MAPE over undisturbed sizes: none has out-of-place and in-place times that agree "
+        "within {:.0f}%{}\n",
+        (kColumnsAgree - 1) * 100, failed > 0 ? " and passed nccl-tests' check" : "");
+  else if (c.steady_sizes < static_cast<int>(c.rows.size()))
     out += fmt::format(
         "#   {:.1f}% over the {} sizes whose out-of-place and in-place times agree within "
         "{:.0f}%{}; {} disturbed (the two times of one size measure the same kernels){}\n",
@@ -278,7 +292,9 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
             {"gpus", log.ranks},
             {"gpus_from", log.ranks_source},
             {"nccl_version", log.nccl_version},
-            {"notes", log.notes}}},
+            {"notes", log.notes},
+            {"device", log.device}}},
+          {"device_mismatch", c.device_mismatch},
           {"measured_column", "out_of_place"},
           {"rows", rows},
           {"mape_pct", c.mape_pct},
@@ -286,7 +302,8 @@ nlohmann::json nccl_comparison_json(const NcclComparison& c) {
           {"steady",
            {{"columns_agree_within", kColumnsAgree},
             {"sizes", c.steady_sizes},
-            {"mape_pct", c.steady_mape_pct}}},
+            // null: no size undisturbed, no error to average (0 would read as a perfect fit)
+            {"mape_pct", c.steady_sizes > 0 ? nlohmann::json(c.steady_mape_pct) : nullptr}}},
           {"zero_byte_rows_left_out", c.zero_byte_rows},
           {"calibrations", c.calibrations}};
 }

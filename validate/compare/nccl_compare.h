@@ -70,6 +70,8 @@ struct NcclComparison {
   double steady_mape_pct = 0;
   int zero_byte_rows = 0;  // in the range asked for, left out: nothing to time
   std::vector<std::string> calibrations;  // the scenario's (Scenario::calibrations)
+  // The log's GPU is not the topology's (device_mismatch): said, and compared all the same.
+  std::string device_mismatch;
 };
 
 // Size 0 rows (nothing to time) and rows outside [min_bytes, max_bytes] are left out.

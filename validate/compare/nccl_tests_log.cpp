@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "topology/topology.h"
 
 namespace collsim {
 
@@ -316,6 +317,15 @@ class RankSet {
   std::size_t merged_ = 0;
 };
 
+// The device a Rank line names, after its bus id: "... device  0 [0x1b] NVIDIA H100 80GB HBM3".
+std::string device_of_rank_line(const std::vector<std::string_view>& w) {
+  const auto bus = std::find_if(w.begin(), w.end(), [](std::string_view word) {
+    return word.size() > 2 && word.front() == '[' && word.back() == ']';
+  });
+  if (bus == w.end() || bus + 1 == w.end()) return "";
+  return fmt::format("{}", fmt::join(bus + 1, w.end(), " "));
+}
+
 // "#  Rank  3 Group ..." or, abbreviated, "#  Rank  0..7 Group ...".
 void read_rank_line(const std::vector<std::string_view>& w, RankSet& ranks, const Cursor& at) {
   const std::string_view r = w.size() > 1 ? w[1] : "";
@@ -345,6 +355,9 @@ enum class WrongColumn { Unknown, Count, Error };
 struct Columns {
   int line = 0;  // of the headers; 0: not seen
   bool redop = false, root = false;
+  // nccl-tests before 2.0 printed "bytes N type op time algbw busbw res", its times in
+  // milliseconds (10000000 bytes in 0.286 at 34.98 GB/s); read in microseconds here.
+  bool times_in_ms = false;
   WrongColumn wrong = WrongColumn::Unknown;
   // Per-iteration statistics after each measurement (i_min, i_max, i_p99, i_cv%: nccl-tests'
   // per-iteration report), read as numbers and left out.
@@ -363,10 +376,11 @@ void read_column_headers(const std::vector<std::string_view>& h, Columns& column
         "the log's times are the CPU's (nccl-tests -C 1 prints \"cputime\"): how long the host "
         "took to issue each collective, not how long it ran; rerun without -C");
   columns.line = at.line;
-  columns.redop = has("redop");
+  columns.redop = has("redop") || has("op");
   columns.root = has("root");
   if (has("#wrong")) columns.wrong = WrongColumn::Count;
-  if (has("error")) columns.wrong = WrongColumn::Error;
+  if (has("error") || has("res")) columns.wrong = WrongColumn::Error;
+  columns.times_in_ms = has("res");
   columns.per_iteration = has("i_min");
 }
 
@@ -386,9 +400,11 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
                             bool bound_bandwidth = true) {
   const WrongColumn column = columns.wrong;
   NcclTestsResult r;
-  const char* names[] = {"time (us)", "algbw (GB/s)", "busbw (GB/s)"};
+  const double time_unit_us = columns.times_in_ms ? 1e3 : 1;
+  const char* names[] = {columns.times_in_ms ? "time (ms)" : "time (us)", "algbw (GB/s)",
+                         "busbw (GB/s)"};
   const double bandwidth_limit = bound_bandwidth ? kMaxLogBandwidthGBps : INFINITY;
-  const double limits[] = {kMaxLogTimeUs, bandwidth_limit, bandwidth_limit};
+  const double limits[] = {kMaxLogTimeUs / time_unit_us, bandwidth_limit, bandwidth_limit};
   double* fields[] = {&r.time_us, &r.algbw_GBps, &r.busbw_GBps};
   for (int i = 0; i < 3; ++i) {
     const auto v = to_number(w[at + i]);
@@ -397,6 +413,7 @@ NcclTestsResult read_result(const std::vector<std::string_view>& w, std::size_t 
                          names[i], limits[i], w[at + i]));
     *fields[i] = *v;
   }
+  r.time_us *= time_unit_us;
   const std::string_view wrong = w[at + 3];
   if (wrong != "N/A") {
     // Only a count says the check failed. Bounded so that it is exact.
@@ -521,8 +538,10 @@ bool looks_like_row(const std::vector<std::string_view>& w) {
 
 std::optional<CollectiveOp> op_from_file_name(const std::string& file) {
   std::string name = std::filesystem::path(file).filename().string();
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  // "All-Gather", "all gather" and "all_gather" alike: "all-gather" once matched "gather".
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) {
+    return ch == '-' || ch == ' ' ? '_' : static_cast<char>(std::tolower(ch));
+  });
   // Longer names first: "reduce" is inside "all_reduce" and "reduce_scatter".
   const std::pair<const char*, CollectiveOp> patterns[] = {
       {"all_reduce", CollectiveOp::AllReduce},
@@ -711,6 +730,15 @@ class Sweeps {
     (sweeps_ == 1 ? log.rows : later_).push_back(std::move(row));
   }
 
+  // Every row kept so far, its times multiplied by `factor` (a unit found late).
+  void scale_times(NcclTestsLog& log, double factor) {
+    for (auto* rows : {&log.rows, &later_})
+      for (NcclTestsRow& r : *rows) {
+        r.out_of_place.time_us *= factor;
+        if (r.in_place) r.in_place->time_us *= factor;
+      }
+  }
+
   void settle(NcclTestsLog& log) {
     if (sweeps_ == 1 && !repeated_) return;
     for (const NcclTestsRow& r : later_)
@@ -791,6 +819,35 @@ std::optional<CollectiveOp> nccl_tests_op(std::string_view name) {
   return collective_from_name(name);
 }
 
+const GpuModel* gpu_model_of_device(std::string_view device) {
+  std::string upper(device);
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  for (const GpuModel& g : kGpuModels) {
+    std::string name(g.name);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    // A whole word's start: "GB200" is not a "B200" (a Grace-Blackwell superchip, its own NVLink).
+    for (auto at = upper.find(name); at != std::string::npos; at = upper.find(name, at + 1))
+      if (at == 0 || !std::isalnum(static_cast<unsigned char>(upper[at - 1]))) return &g;
+  }
+  return nullptr;
+}
+
+std::string device_mismatch(const NcclTestsLog& log, const Topology& topology) {
+  const GpuModel* ran_on = gpu_model_of_device(log.device);
+  if (!ran_on || !topology.gpu || ran_on == topology.gpu) return "";
+  return fmt::format("the log ran on {} ({}); the topology's GPUs are {}", log.device, ran_on->name,
+                     topology.gpu->name);
+}
+
+std::optional<ReduceOp> nccl_tests_reduce_op(std::string_view name) {
+  // -o mulsum is NCCL's PreMulSum (a scalar multiplied in, then summed), as which NCCL runs a
+  // floating-point avg: the same traffic, and no NVLS for either.
+  if (name == "mulsum") return ReduceOp::Avg;
+  return reduce_op_from_name(name);
+}
+
 std::optional<DType> nccl_tests_dtype(std::string_view name) {
   // Timing depends on the element size only: unsigned and fp8 types borrow a
   // collsim type of their size.
@@ -818,15 +875,33 @@ class LogReader {
     read_versions(w, log_);
     read_forced_lists(w, log_);
     if (!command_op_) command_op_ = op_from_command_line(w);
+    for (std::string_view word : w)
+      if (word.find("hypercube_perf") != std::string_view::npos && !hypercube_noted_) {
+        hypercube_noted_ = true;
+        log_.notes.push_back(
+            "hypercube_perf gathers every rank's block onto every rank by log2(ranks) rounds of "
+            "point-to-point exchanges; it is simulated as NCCL's all-gather, which moves the "
+            "same bytes by NCCL's own algorithms");
+      }
   }
   void ranks(std::int64_t first, std::int64_t last) { rank_lines_.add(first, last); }
   Columns& columns() { return columns_; }
 
   // A '#' line: `h` its words after the '#'.
   void header(const std::vector<std::string_view>& h, std::string_view line) {
-    if (!h.empty() && h[0] == "Rank") read_rank_line(h, rank_lines_, at_);
-    if (std::find(h.begin(), h.end(), "busbw") != h.end()) read_column_headers(h, columns_, at_);
-    if (h.size() >= 2 && h[0] == "Avg" && h[1] == "bus") closed_ = true;
+    if (!h.empty() && h[0] == "Rank") {
+      read_rank_line(h, rank_lines_, at_);
+      if (log_.device.empty()) log_.device = device_of_rank_line(h);
+    }
+    if (std::find(h.begin(), h.end(), "busbw") != h.end()) {
+      read_column_headers(h, columns_, at_);
+      if (columns_.times_in_ms)
+        note_times_in_ms("its column headers (bytes, N, op, res) are that version's");
+    }
+    if (h.size() >= 2 && h[0] == "Avg" && h[1] == "bus" && !closed_) {
+      closed_ = true;
+      closed_at_ = at_.line;
+    }
     if (!h.empty() && h[0] == "nThread" && !log_.rows.empty())
       at_.fail(
           fmt::format("a second run's header follows the rows of {} (one run per log): "
@@ -846,7 +921,21 @@ class LogReader {
   }
 
   void row(std::vector<std::string_view> w) {
+    // nccl-tests prints its closing lines once, after every sweep (-N too): rows after them
+    // are another run appended to the file.
+    if (closed_at_ > 0)
+      at_.fail(
+          fmt::format("a row after the closing lines of line {} (# Avg bus bandwidth): "
+                      "another run appended to the log (one run per log): split the log",
+                      closed_at_));
     NcclTestsRow row = read_row(std::move(w), at_, columns_);
+    if (columns_.line == 0 && !time_unit_known_) settle_time_unit(row);
+    if (row.redop == "mulsum" && !mulsum_noted_) {
+      mulsum_noted_ = true;
+      log_.notes.push_back(
+          "mulsum (NCCL's PreMulSum) is simulated as avg, which NCCL runs as the same PreMulSum "
+          "on floating-point data: the same traffic, and no NVLS for either");
+    }
     check_algbw(row, at_);
     if (row.bytes > 0 && row.out_of_place.time_us <= 0)
       at_.fail(fmt::format("an out-of-place time of 0 for {} bytes: nothing moves that fast",
@@ -867,6 +956,52 @@ class LogReader {
   }
 
   void close() { closed_ = true; }
+
+  // A file name is the weakest word on the collective ("results-all-gather-2.txt" holds
+  // "gather"): where its rows do not fit it and fit the compared collective, that one.
+  void prefer_compared_op_to_file_name(const NcclLogHints& hints) {
+    if (log_.op_source != "the file name" || !hints.op_otherwise) return;
+    const CollectiveOp named = log_.op;
+    if (named == *hints.op_otherwise || rows_contradict(log_).empty()) return;
+    log_.op = *hints.op_otherwise;
+    if (!rows_contradict(log_).empty()) {
+      log_.op = named;
+      return;
+    }
+    log_.op_source = fmt::format(
+        "the compared collective (the file name says {}, which its rows "
+        "do not fit)",
+        name_of(named));
+  }
+
+  // A log without column headers says its time unit only through algbw = size / time: old
+  // nccl-tests' milliseconds show as times a thousand times too small for their algbw. The
+  // first row whose algbw is printed to two digits tells; the rows before it are rescaled.
+  void settle_time_unit(NcclTestsRow& row) {
+    const NcclTestsResult& r = row.out_of_place;
+    if (row.bytes == 0 || r.time_us <= 0 || r.algbw_GBps < 0.1) return;
+    time_unit_known_ = true;
+    const auto agrees = [&r](double implied_GBps) {
+      return std::abs(implied_GBps - r.algbw_GBps) <= 0.02 * r.algbw_GBps + kHalfDigit;
+    };
+    const double implied_if_us = static_cast<double>(row.bytes) / (r.time_us * 1e3);
+    if (agrees(implied_if_us) || !agrees(implied_if_us / 1e3)) return;
+    columns_.times_in_ms = true;
+    sweeps_.scale_times(log_, 1e3);
+    row.out_of_place.time_us *= 1e3;
+    if (row.in_place) row.in_place->time_us *= 1e3;
+    note_times_in_ms(
+        fmt::format("its algbw is size / time with the times in milliseconds (line "
+                    "{}), and it prints no column headers to say",
+                    at_.line));
+  }
+
+  void note_times_in_ms(const std::string& why) {
+    if (ms_noted_) return;
+    ms_noted_ = true;
+    log_.notes.push_back(
+        fmt::format("times read as milliseconds, as nccl-tests printed them before 2.0: {}", why));
+  }
 
   NcclTestsLog finish(const NcclLogHints& hints) {
     const std::string& file = log_.file;
@@ -898,6 +1033,7 @@ class LogReader {
           run_of(log_.rows.front()), fmt::join(other_runs_, ", ")));
     settle_op(log_, header_op_, command_op_, hints, file);
     settle_ranks(log_, rank_lines_, hints.ranks, hints.ranks_otherwise);
+    if (!header_op_) prefer_compared_op_to_file_name(hints);
     if (!header_op_)
       if (const std::string why = rows_contradict(log_); !why.empty())
         throw InputError(
@@ -923,6 +1059,11 @@ class LogReader {
   Columns columns_;
   Sweeps sweeps_;
   bool closed_ = false;  // nccl-tests' closing lines ("# Avg bus bandwidth") were printed
+  int closed_at_ = 0;    // the line of "# Avg bus bandwidth"; 0: not printed
+  bool time_unit_known_ = false;  // without column headers: a row told microseconds or ms
+  bool ms_noted_ = false;
+  bool hypercube_noted_ = false;
+  bool mulsum_noted_ = false;
   int first_extra_row_ = 0;
 };
 

@@ -21,8 +21,11 @@
 #include "core/units.h"
 #include "network/cost_model.h"
 #include "schedule/collective.h"
+#include "topology/gpu_model.h"
 
 namespace collsim {
+
+class Topology;
 
 // What a log may hold. nccl-tests prints one row per size, and even a linear sweep
 // (-i) of a few hundred sizes stays far below the row bound; the text bound leaves
@@ -82,6 +85,8 @@ struct NcclTestsLog {
   // set by environment to Ring", or an "NCCL_ALGO=Ring" line); empty: NCCL chose.
   std::string nccl_algo;
   std::string nccl_proto;          // the same of NCCL_PROTO ("Simple", "^LL128"); empty: NCCL chose
+  // The GPU the first Rank line names ("NVIDIA H100 80GB HBM3"); empty where none does.
+  std::string device;
   std::uint64_t digest = 0;        // FNV-1a of the text: which log, byte for byte
   bool from_json = false;          // nccl-tests' JSON output (-J), not its printed table
   std::vector<NcclTestsRow> rows;  // in file order
@@ -125,6 +130,16 @@ LaunchMode launch_of(const NcclTestsLog& log);
 
 // The collective a "X_perf" binary name (or a bare "alltoall", "all_reduce") stands for.
 std::optional<CollectiveOp> nccl_tests_op(std::string_view name);
+// The collsim GPU model (kGpuModels) a device name of a Rank line stands for
+// ("NVIDIA A100-SXM4-80GB": a100), or null where it names none of them.
+const GpuModel* gpu_model_of_device(std::string_view device);
+// Where the log names its GPU and the topology names its model, and they differ: what to
+// tell the user ("the log ran on NVIDIA A100-SXM4-80GB (a100); the topology's GPUs are
+// h100"); empty otherwise.
+std::string device_mismatch(const NcclTestsLog& log, const Topology& topology);
+
+// nccl-tests' reduction names (sum, prod, max, min, avg, mulsum) as collsim's.
+std::optional<ReduceOp> nccl_tests_reduce_op(std::string_view name);
 // The element type nccl-tests prints ("float", "half", "uint32", "f8e4m3"), as the
 // collsim type of the same size (only the size matters to timing).
 std::optional<DType> nccl_tests_dtype(std::string_view name);

@@ -737,9 +737,30 @@ double share_at_largest(const NcclFit& fit, std::size_t kind) {
   return share * fit.values.curve.back().second;
 }
 
-// `points`: the sizes fitted, with how much of each one's time bandwidth is.
-void add_warnings(NcclFit& fit, const NcclFitRequest& req,
-                  const std::vector<const Point*>& points) {
+// Most bandwidth-bound sizes faster than the fit can make them: the links the topology
+// gives are slower than the machine's (a usable share can only lower a link's rate), and
+// a file fitted there would describe neither. Refused, nothing written.
+void refuse_faster_than_topology(const NcclFit& fit, const std::vector<const Point*>& points) {
+  int bound = 0, slow = 0;
+  for (const auto& r : fit.residuals) {
+    const auto p = std::find_if(points.begin(), points.end(), [&](const Point* q) {
+      return q->log == r.log && q->row->bytes == r.bytes;
+    });
+    if (p == points.end() || (*p)->bandwidth_share < kPlateauShare) continue;
+    ++bound;
+    slow += r.error_pct > kPoorPoint;
+  }
+  if (2 * slow > bound)
+    throw InputError(
+        "--topology",
+        fmt::format("{} of the {} bandwidth-bound sizes ran faster than the fit can simulate "
+                    "them on this topology (by more than {:.0f}%): the machine the logs ran on "
+                    "has faster links than it says (the NVLink or NIC speed, the GPUs per host); "
+                    "nothing written",
+                    slow, bound, kPoorPoint));
+}
+
+void add_warnings(NcclFit& fit, const NcclFitRequest& req) {
   if (fit.used.efficiency || fit.used.curve)
     for (std::size_t i = 0; i < fit.kinds.size(); ++i)
       if (const double share = share_at_largest(fit, i); share < kImplausibleShare)
@@ -756,23 +777,6 @@ void add_warnings(NcclFit& fit, const NcclFitRequest& req,
         "sizes the fit did not see are predicted at {:.1f}% (above {:.0f}%): expect that "
         "much on other logs of this machine",
         fit.heldout_mape_pct, kPoorMape));
-  // Most bandwidth-bound sizes faster than the fit can make them: the links the topology
-  // gives are slower than the machine's (a usable share can only lower a link's rate).
-  int bound = 0, slow = 0;
-  for (const auto& r : fit.residuals) {
-    const auto p = std::find_if(points.begin(), points.end(), [&](const Point* q) {
-      return q->log == r.log && q->row->bytes == r.bytes;
-    });
-    if (p == points.end() || (*p)->bandwidth_share < kPlateauShare) continue;
-    ++bound;
-    slow += r.error_pct > kPoorPoint;
-  }
-  if (2 * slow > bound)
-    fit.warnings.push_back(fmt::format(
-        "{} of the {} bandwidth-bound sizes ran faster than the fit can simulate them on "
-        "this topology (by more than {:.0f}%): check its link bandwidths (the NIC speed, the "
-        "GPUs per host)",
-        slow, bound, kPoorPoint));
   for (const auto& r : fit.residuals)
     if (std::fabs(r.error_pct) > kPoorPoint)
       fit.warnings.push_back(fmt::format(
@@ -797,6 +801,14 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
     fit.algorithm = fmt::format("nccl ({})", fmt::join(held, ", "));
   }
   fit.network = std::string(name_of(first.network.model));
+  // A calibration describes the machine a log ran on: fitted on another, its terms stand for
+  // the difference between the two machines, not for either.
+  for (const NcclTestsLog& log : req.logs)
+    if (const std::string other = device_mismatch(log, first.topology); !other.empty())
+      throw InputError("--topology",
+                       fmt::format("{}: {}; fit it on a topology of the machine it ran on (a "
+                                   "preset's \"gpu\", or a topology file naming its GPUs)",
+                                   log.file, other));
   for (const auto& ls : scenarios) fit.launches.push_back(ls.s.launch->describe());
   std::size_t timed = 0;  // rows that move bytes (the links say nothing of the others)
   for (const NcclTestsLog& log : req.logs) timed += timed_rows(log);
@@ -816,8 +828,21 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
   // Linearised at the defaults, fitted with every term the logs can tell, linearised
   // again there.
   std::vector<Point> pts = linearise_all(scenarios, req.logs, model, model.neutral);
-  if (pts.size() < 4)
-    throw InputError("--nccl-tests", fmt::format("{} sizes to fit; at least 4", pts.size()));
+  if (pts.size() < 4) {
+    std::size_t disturbed = 0, failed = 0;
+    for (const NcclTestsLog& log : req.logs)
+      for (const NcclTestsRow& row : log.rows) {
+        if (row.bytes == 0 || row.out_of_place.time_us <= 0) continue;
+        disturbed += row.disturbed();
+        failed += !row.disturbed() && row.wrong() > 0;
+      }
+    throw InputError(
+        "--nccl-tests",
+        fmt::format("{} sizes to fit; at least 4 ({} timed sizes left out: {} disturbed, their "
+                    "out-of-place and in-place times more than {:.0f}% apart, {} failed "
+                    "nccl-tests' check)",
+                    pts.size(), timed - pts.size(), disturbed, (kColumnsAgree - 1) * 100, failed));
+  }
   fit.used = identifiable(pts, req.terms, fit.notes);
   note_p2p_unfittable(req, pts, fit);
   if (term_count(fit.used) == 0)
@@ -875,7 +900,8 @@ NcclFit fit_nccl_tests(const NcclFitRequest& req) {
         "at {} size(s) the bandwidth curve hit its bounds (no faster than nominal): the floor "
         "there differs from the fitted one (NCCL changes protocol with size)",
         fit.values.clamped));
-  add_warnings(fit, req, select(pts, {}));
+  refuse_faster_than_topology(fit, select(pts, {}));
+  add_warnings(fit, req);
   return fit;
 }
 
