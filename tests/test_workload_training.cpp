@@ -362,4 +362,33 @@ TEST_CASE("context parallelism is checked like every degree", "[workload][cp]") 
             .step_s > 0);
 }
 
+TEST_CASE("ZeRO shards experts over the replicas holding them, dense weights over every rank",
+          "[workload][memory]") {
+  // Mixtral 8x7B on 8 GPUs, dp 8: with ep 8 each GPU holds one expert of each layer, alone;
+  // with ep 1 every GPU holds all eight, shared by 8 replicas. Sharded over the ranks that
+  // reduce them, both leave 1/8 of the experts' state per GPU; without ZeRO, ep 8 holds 1/8.
+  const auto job = [](int ep, int zero) {
+    return run_text(fmt::format(
+                        R"({{"topology": {{"preset": "switch", "gpus": 8, "bandwidth": "450GB/s"}},
+          "network": {{"model": "ideal"}},
+          "workload": {{"model": "mixtral-8x7b", "gpu": "h100", "mfu": 0.4, "tokens_per_gpu": 1024,
+                        "parallelism": {{"dp": 8, "ep": {}, "zero": {}}}}}}})",
+                        ep, zero))
+        .jobs.at(0)
+        .facts;
+  };
+  const auto z0_ep1 = job(1, 0), z0_ep8 = job(8, 0);
+  CHECK(z0_ep8.memory_optimizer < z0_ep1.memory_optimizer / 4);
+  for (int zero : {1, 2, 3}) {
+    INFO("zero " << zero);
+    const auto ep1 = job(1, zero), ep8 = job(8, zero);
+    CHECK(static_cast<double>(ep8.memory_optimizer) ==
+          Approx(static_cast<double>(ep1.memory_optimizer)).epsilon(1e-6));
+    // Unsharded below their stage: each GPU holds its own experts whole.
+    const bool grads_sharded = zero >= 2, weights_sharded = zero >= 3;
+    CHECK((ep8.memory_gradients == Approx(ep1.memory_gradients).epsilon(1e-6)) == grads_sharded);
+    CHECK((ep8.memory_params == Approx(ep1.memory_params).epsilon(1e-6)) == weights_sharded);
+  }
+}
+
 }  // namespace training_test

@@ -399,9 +399,14 @@ class TrainingBuilder {
     if (p == par_.pp - 1 && !m_.tied_embeddings) held += table;
     return held;
   }
-  double stage_params(int p) const {
+  double stage_dense_params(int p) const {
     double held = embedding_params(p);
-    for (int l : layers_backward(p)) held += dense_params(l) + expert_params(l);
+    for (int l : layers_backward(p)) held += dense_params(l);
+    return held;
+  }
+  double stage_expert_params(int p) const {
+    double held = 0;
+    for (int l : layers_backward(p)) held += expert_params(l);
     return held;
   }
   bool moe_split(int layer) const { return m_.layer_is_moe(layer) && par_.ep > 1; }
@@ -891,11 +896,17 @@ class TrainingBuilder {
   // backward (activation_bytes_per_token) for every micro-batch in flight.
   void account_memory() {
     for (int p = 0; p < par_.pp; ++p) {
-      const double params = stage_params(p);
-      const double dp = sync_ranks();  // ZeRO shards over every rank that reduces
-      const double weights = params * dtype_bytes(w_.param_dtype) / (par_.zero >= 3 ? dp : 1);
-      const double grads = params * dtype_bytes(w_.grad_dtype) / (par_.zero >= 2 ? dp : 1);
-      const double optimizer = params * 12 / (par_.zero >= 1 ? dp : 1);
+      // ZeRO shards a weight over the ranks that reduce it: dense weights over every
+      // data-parallel rank, experts only over the replicas holding the same experts.
+      const double dense = stage_dense_params(p), experts = stage_expert_params(p);
+      const auto held = [&](double bytes_per_param, int from_stage) {
+        const bool sharded = par_.zero >= from_stage;
+        return bytes_per_param *
+               (dense / (sharded ? sync_ranks() : 1) + experts / (sharded ? dpo_ : 1));
+      };
+      const double weights = held(static_cast<double>(dtype_bytes(w_.param_dtype)), 3);
+      const double grads = held(static_cast<double>(dtype_bytes(w_.grad_dtype)), 2);
+      const double optimizer = held(12, 1);
       const double per_layer_token = activation_bytes_per_token();
       // Chunks' forwards whose activations wait for their backward at the peak: the
       // warm-up and one more, each a chunk's share of the stage's layers.
