@@ -556,14 +556,40 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
       error_of(topo + "[" + half + "[0, 1]}, " + half + "[2, 3]}]}"),
       Catch::StartsWith("workload[1]: a step of 2097153 tasks (1 micro-batch, 1048576 "
                         "gradient buckets), with the jobs before it, more than the 3145728"));
-  CHECK(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 4096, "parallelism": {"dp": 1048576, "tp": 1048576, "pp": 1048576}}})") ==
-        "workload.parallelism: dp x tp x pp = 1048576 x 1048576 x 1048576 = 1152921504606846976 "
-        "GPUs, but only 8 ranks are left on the topology");
-  // A job without ranks after one ending on the last rank (fuzz_workload: SIGSEGV).
-  CHECK(error_of(topo + R"([{"ranks": [7], "gradients": "1GB", "compute": "1ms"},
-                            {"gradients": "1GB", "compute": "1ms"}]})") ==
-        "workload[1]: no ranks are left on the topology (the jobs before it take ranks up to 7): "
+  CHECK(
+      error_of(
+          topo +
+          R"({"model": "llama3-8b", "tokens_per_gpu": 4096, "parallelism": {"dp": 1048576, "tp": 1048576, "pp": 1048576}}})") ==
+      "workload.parallelism: dp x tp x pp = 1048576 x 1048576 x 1048576 = 1152921504606846976 "
+      "GPUs, but only 8 ranks are free on the topology");
+  // A job without ranks after jobs that took every rank (fuzz_workload: SIGSEGV once, when
+  // the one before ended on the last rank).
+  CHECK(error_of(topo + R"([{"ranks": [0, 1, 2, 3, 4, 5, 6, 7], "gradients": "1GB", "compute":
+                            "1ms"}, {"gradients": "1GB", "compute": "1ms"}]})") ==
+        "workload[1]: no ranks are left on the topology (the jobs before it take them all): "
         "give its \"ranks\"");
+  // Without "ranks", a job takes those after the jobs before it where enough are left there,
+  // else the lowest free ones.
+  const auto ranks_of = [&](const std::string& jobs, int job) {
+    return parse_scenario(parse_json_text(topo + jobs + "}", "scenario.json"), ".")
+        .workloads.at(job)
+        .ranks;
+  };
+  const std::string job = R"({"gradients": "1GB", "compute": "1ms")";
+  CHECK(ranks_of("[" + job + R"(, "ranks": [0, 1]}, )" + job + "}]", 1) ==
+        std::vector<int>{2, 3, 4, 5, 6, 7});
+  CHECK(ranks_of("[" + job + R"(, "ranks": [7]}, )" + job + "}]", 1) ==
+        std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+  CHECK(ranks_of("[" + job + R"(, "ranks": [4, 5, 6, 7]}, {"model": "llama3-8b",
+      "tokens_per_gpu": 1024, "parallelism": {"dp": 2}}])",
+                 1) == std::vector<int>{0, 1});
+  CHECK(ranks_of("[" + job + R"(, "ranks": [1, 7]}, {"model": "llama3-8b",
+      "tokens_per_gpu": 1024, "parallelism": {"dp": 3}}])",
+                 1) == std::vector<int>{0, 2, 3});
+  CHECK(error_of(topo + "[" + job + R"(, "ranks": [1, 7]}, {"model": "llama3-8b",
+      "tokens_per_gpu": 1024, "parallelism": {"dp": 7}}]})") ==
+        "workload[1].parallelism: dp x tp x pp = 7 x 1 x 1 = 7 GPUs, but only 6 ranks are free "
+        "on the topology");
   const std::string mixtral =
       R"({"model": "mixtral-8x7b", "tokens_per_gpu": 4096, "parallelism": {"dp": 8, "ep": 8}, "expert_load": )";
   CHECK(error_of(topo + mixtral + "[0, 0, 0, 0, 0, 0, 0, 0]}}") ==

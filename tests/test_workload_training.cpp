@@ -350,7 +350,7 @@ TEST_CASE("context parallelism: the sequence split over cp ranks, K/V round the 
 TEST_CASE("context parallelism is checked like every degree", "[workload][cp]") {
   CHECK_THAT(error_of(dgx_cp(R"("dp": 1, "cp": 4)")),
              Catch::Contains("workload.parallelism: dp x tp x pp x cp = 1 x 4 x 1 x 4 = 16 GPUs, "
-                             "but only 8 ranks are left on the topology"));
+                             "but only 8 ranks are free on the topology"));
   CHECK_THAT(error_of(R"({"topology": "dgx-h100", "workload": {"model": "llama3-8b",
       "tokens_per_gpu": 1024, "sequence": 1001, "parallelism": {"tp": 1, "cp": 8}}})"),
              Catch::Contains("workload.parallelism.cp: context parallelism splits each sequence "

@@ -398,30 +398,38 @@ void parse_chakra_form(const JsonView& v, WorkloadSpec& w) {
 }
 
 // A job without "ranks": as many as its trace or parallelism asks for, else every rank
-// left, from the first free one.
-std::vector<int> default_ranks(const JsonView& v, const Topology& topology, int next_free,
+// left. After the jobs before it where that many are left there (as a list of jobs fills a
+// machine), else the lowest free ones (a job given ranks at the top leaves the bottom free).
+std::vector<int> default_ranks(const JsonView& v, const Topology& topology,
+                               const std::vector<bool>& taken, int next_free,
                                std::optional<int> trace_ranks) {
-  const int left = topology.num_ranks() - next_free;
-  if (left <= 0)  // an empty rank list has no last rank to start the next job after
+  const int after = topology.num_ranks() - next_free;
+  const int free = static_cast<int>(std::count(taken.begin(), taken.end(), false));
+  if (free == 0)
     v.fail_message(
-        fmt::format("no ranks are left on the topology (the jobs before it take "
-                    "ranks up to {}): give its \"ranks\"",
-                    next_free - 1));
-  int want = trace_ranks.value_or(left);
+        "no ranks are left on the topology (the jobs before it take them all): give "
+        "its \"ranks\"");
+  int want = trace_ranks.value_or(after > 0 ? after : free);
   if (auto p = v.find("parallelism"); p && p->is_object() && p->has("dp")) {
     std::int64_t d[4] = {1, 1, 1, 1};
     for (int i = 0; i < 4; ++i)
       if (auto x = p->find(std::array{"dp", "tp", "pp", "cp"}[i]))
         d[i] = x->as_int(1, i == 3 ? kMaxCp : kMaxDegree);
-    if (gpus_of(d[0], d[1], d[2], d[3]) > left)
-      p->fail_message(fmt::format("{}, but only {} ranks are left on the topology",
-                                  gpus_text(d[0], d[1], d[2], d[3]), left));
+    if (gpus_of(d[0], d[1], d[2], d[3]) > free)
+      p->fail_message(fmt::format("{}, but only {} ranks are free on the topology",
+                                  gpus_text(d[0], d[1], d[2], d[3]), free));
     want = static_cast<int>(gpus_of(d[0], d[1], d[2], d[3]));
   }
-  if (want > left)
-    v.fail_message(fmt::format("needs {} ranks but only {} are left on the topology", want, left));
-  std::vector<int> ranks(want);
-  std::iota(ranks.begin(), ranks.end(), next_free);
+  if (want > free)
+    v.fail_message(fmt::format("needs {} ranks but only {} are free on the topology", want, free));
+  std::vector<int> ranks;
+  if (want <= after) {
+    ranks.resize(want);
+    std::iota(ranks.begin(), ranks.end(), next_free);
+    return ranks;
+  }
+  for (int r = 0; r < topology.num_ranks() && static_cast<int>(ranks.size()) < want; ++r)
+    if (!taken[r]) ranks.push_back(r);
   return ranks;
 }
 
@@ -439,7 +447,7 @@ std::vector<int> job_ranks(const JsonView& v, const Topology& topology,
                       "listed",
                       *trace_ranks, ranks.size()));
   } else {
-    ranks = default_ranks(v, topology, next_free, trace_ranks);
+    ranks = default_ranks(v, topology, taken, next_free, trace_ranks);
   }
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (taken[ranks[i]])
