@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/units.h"
 #include "helpers.h"
 #include "report/workload_report.h"
 #include "simulate/run_workload.h"
@@ -686,6 +687,16 @@ TEST_CASE("a training step shares a plan only between collectives that ask the s
   CHECK(t[2].plan == t[0].plan);
   CHECK(run.step.plans.at(t[0].plan).find("nvls") != std::string::npos);
   CHECK(run.step.plans.at(t[1].plan).find("ring") != std::string::npos);
+  // The text names each beside the step, as the JSON does (it once printed none of them).
+  const std::string text = workload_table(s, run);
+  CHECK_THAT(text, Catch::Contains("# the scenario's collectives, run beside the step"));
+  for (int i = 0; i < 3; ++i) {
+    const std::string line = fmt::format(
+        "{:<24} {:<24} {:>10} {:>10} ", s.collectives[i].name, run.step.plans.at(t[i].plan),
+        format_duration(t[i].start_s), format_duration(t[i].end_s));
+    CHECK_THAT(text, Catch::Contains(line));
+  }
+  CHECK(workload_document(s, run)["collectives"].size() == 3);
 }
 
 TEST_CASE("a step's alike collectives share one spec, and a change copies it first", "[workload]") {

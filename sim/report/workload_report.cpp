@@ -167,6 +167,26 @@ std::string breakdown_table(const StepBreakdown& b) {
 
 }  // namespace workload_report
 
+namespace {
+
+// A scenario's own collective, run beside the jobs' steps (job -1 in the step graph).
+struct BesideCollective {
+  const std::string& name;
+  const std::string& plan;
+  double start_s, end_s;
+};
+
+std::vector<BesideCollective> beside_collectives(const Scenario& scenario, const WorkloadRun& run) {
+  std::vector<BesideCollective> out;
+  for (std::size_t i = 0; i < scenario.collectives.size(); ++i) {
+    const auto& o = run.step.tasks[i];  // the scenario's collectives come first in the graph
+    out.push_back({scenario.collectives[i].name, run.step.plans[o.plan], o.start_s, o.end_s});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
   using namespace workload_report;
   std::string out;
@@ -230,6 +250,16 @@ std::string workload_table(const Scenario& scenario, const WorkloadRun& run) {
     for (const auto& warning : j.facts.warnings) out += "warning: " + warning + "\n";
     out += "\n";
   }
+  if (const auto beside = beside_collectives(scenario, run); !beside.empty()) {
+    out += "# the scenario's collectives, run beside the step\n";
+    out +=
+        fmt::format("{:<24} {:<24} {:>10} {:>10} {:>10}\n", "name", "plan", "start", "end", "time");
+    for (const BesideCollective& c : beside)
+      out += fmt::format("{:<24} {:<24} {:>10} {:>10} {:>10}\n", c.name, c.plan,
+                         format_duration(c.start_s), format_duration(c.end_s),
+                         format_duration(c.end_s - c.start_s));
+    out += "\n";
+  }
   const auto hot = hottest_links(scenario.topology, run.step, 5);
   if (!hot.empty()) {
     out += "# hottest links (bytes / (capacity x step)), and how long each was busy\n";
@@ -262,14 +292,12 @@ nlohmann::json workload_document(const Scenario& scenario, const WorkloadRun& ru
   nlohmann::json doc = {{"scenario", scenario.name}, {"workload", workload_json(scenario, run)}};
   if (scenario.collectives.empty()) return doc;
   nlohmann::json list = nlohmann::json::array();
-  for (std::size_t i = 0; i < scenario.collectives.size(); ++i) {
-    const auto& o = run.step.tasks[i];  // the scenario's collectives come first in the graph
-    list.push_back({{"name", scenario.collectives[i].name},
-                    {"plan", run.step.plans[o.plan]},
-                    {"start_s", o.start_s},
-                    {"end_s", o.end_s},
-                    {"time_s", o.end_s - o.start_s}});
-  }
+  for (const BesideCollective& c : beside_collectives(scenario, run))
+    list.push_back({{"name", c.name},
+                    {"plan", c.plan},
+                    {"start_s", c.start_s},
+                    {"end_s", c.end_s},
+                    {"time_s", c.end_s - c.start_s}});
   doc["collectives"] = std::move(list);
   return doc;
 }
