@@ -1,9 +1,10 @@
 // Training steps: compute in the engine, the minimal DDP form against its closed
 // forms, model presets against their published sizes, pipeline bubbles, tensor and
 // expert parallelism, several jobs sharing links, and the errors a user can make.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -236,6 +237,14 @@ TEST_CASE("1F1B and GPipe: step (m + p - 1) x (f + b), bubble (p - 1) x (f + b)"
   const auto g = run_text(pipeline("gpipe", 8)).jobs[0].facts.memory_activations;
   const auto f = run_text(pipeline("1f1b", 8)).jobs[0].facts.memory_activations;
   CHECK(static_cast<double>(g) / static_cast<double>(f) == Approx(2.0).epsilon(1e-6));
+  // Two micro-batches for four stages run, with a word: the bubble is (p - 1) / (m + p - 1).
+  const auto two = run_text(pipeline("1f1b", 2)).jobs[0];
+  CHECK(two.idle_s / two.step_s == Approx(3.0 / 5).epsilon(1e-4));
+  CHECK_THAT(fmt::format("{}", fmt::join(two.facts.warnings, "|")),
+             Catch::Contains("2 micro-batches for pp = 4 stages: the pipeline never fills (a "
+                             "bubble of at least (p - 1) / (m + p - 1) = 60% of the step)"));
+  CHECK(fmt::format("{}", fmt::join(run_text(pipeline("1f1b", 8)).jobs[0].facts.warnings, "|"))
+            .find("never fills") == std::string::npos);
 }
 
 TEST_CASE("tensor parallelism: two all-reduces per layer each way, or RS + AG with SP",
@@ -333,6 +342,16 @@ TEST_CASE("workload errors name the path and the expectation", "[workload]") {
       "heads": 3}, "gpu": "h100", "tokens_per_gpu": 256, "parallelism": {"dp": 4, "tp": 2}}})"),
              Catch::Contains("workload.parallelism.tp: tensor parallelism splits the attention "
                              "heads: 3 heads do not split evenly over tp = 2"));
+  // A preset's heads too (llama3-8b: 32), and expert parallelism only on experts.
+  const std::string six = R"({"topology": {"preset": "switch", "gpus": 6, "bandwidth": "100GB/s"},
+                              "workload": {"model": "llama3-8b", "tokens_per_gpu": 1024, )";
+  CHECK_THAT(error_of(six + R"("parallelism": {"dp": 2, "tp": 3}}})"),
+             Catch::Contains("workload.parallelism.tp: tensor parallelism splits the attention "
+                             "heads: 32 heads do not split evenly over tp = 3"));
+  CHECK_THAT(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 1024,
+      "parallelism": {"dp": 8, "ep": 2}}})"),
+             Catch::Contains("workload.parallelism.ep: expert parallelism splits an MoE model's "
+                             "experts: llama3-8b has none (ep = 1)"));
   CHECK_THAT(error_of(topo + R"({"model": "llama3-8b", "tokens_per_gpu": 1024,
       "parallelism": {"dp": 8, "zero": 3, "fsdp": false}}})"),
              Catch::Contains("workload.parallelism.fsdp: FSDP is ZeRO stage 3, and \"zero\" is 3"));

@@ -214,6 +214,14 @@ class TrainingBuilder {
           "sequence of {}: its attention is costed over the whole sequence (raise "
           "tokens_per_gpu, or lower micro_batches or the sequence)",
           w_.name, mb_tokens_ * cp_, seq_));
+    // Fewer micro-batches than stages: each stage idles at least (p - m) of every m + p - 1
+    // slots. It runs (Megatron's 1F1B too), but is rarely what was meant.
+    if (par_.pp > 1 && micro_ < par_.pp)
+      facts_.warnings.push_back(fmt::format(
+          "{}: {} micro-batch{} for pp = {} stages: the pipeline never fills (a bubble of at "
+          "least (p - 1) / (m + p - 1) = {:.0f}% of the step); raise micro_batches to pp or more",
+          w_.name, micro_, micro_ == 1 ? "" : "es", par_.pp,
+          100.0 * (par_.pp - 1) / (micro_ + par_.pp - 1)));
     for (int p = 0; p < par_.pp; ++p) plan_gradients(p);
     run_pipeline();
     account_memory();

@@ -317,15 +317,21 @@ void parse_model_form(const JsonView& v, WorkloadSpec& w, const Topology& topolo
     w.expert_load = parse_expert_shares(*e, w.model->experts, w.model->top_k);
   }
   // Megatron splits the attention heads over the tensor-parallel ranks: "heads": 3 on tp = 8
-  // ran. Checked where the heads are given; a model without them counts hidden / 128 heads
-  // only to size its attention scores.
-  const bool heads_given = v["model"].is_object() && v["model"].has("heads");
+  // ran, and so did llama3-8b's 32 on tp = 3. Checked where the heads are given or a preset's;
+  // a model without them counts hidden / 128 heads only to size its attention scores.
+  const bool heads_given = v["model"].is_string() || v["model"].has("heads");
   if (heads_given && w.model->heads % par.tp != 0)
     v["parallelism"]["tp"].fail_message(
         fmt::format("tensor parallelism splits the attention heads: {} heads do not split "
                     "evenly over tp = {}",
                     w.model->heads, par.tp));
   check_model_size(v, w);
+  // Expert parallelism places ranks (ep sits in the rank order): on a dense model it only
+  // moved the data- and pipeline-parallel groups.
+  if (!w.model->is_moe() && w.parallelism.ep > 1)
+    v["parallelism"]["ep"].fail_message(
+        fmt::format("expert parallelism splits an MoE model's experts: {} has none (ep = 1)",
+                    w.model->name.empty() ? "the model" : w.model->name));
   if (w.model->is_moe() && w.parallelism.ep > 1 && w.model->experts % w.parallelism.ep != 0)
     v["parallelism"]["ep"].fail_message(fmt::format("{} experts do not split evenly over ep = {}",
                                                     w.model->experts, w.parallelism.ep));
