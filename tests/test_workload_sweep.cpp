@@ -331,3 +331,33 @@ TEST_CASE("workload-sweep: the best does the most work per second, refused rows 
   const auto refused = csv.substr(csv.find("\n16,") + 1);
   CHECK_THAT(refused.substr(0, refused.find('\n')), Catch::StartsWith("16,,,,,,,,,,,,0,"));
 }
+
+TEST_CASE(
+    "workload-sweep --splits: context parallelism kept, expert parallelism said, a model "
+    "needed",
+    "[workload][sweep]") {
+  // cp 2 on 8 GPUs: dp x tp x pp split the 4 it leaves (every split once asked for 16).
+  const auto cp = splits_of(sweep_scenario(R"("dp": 2, "tp": 2, "cp": 2, "micro_batches": 2)"));
+  REQUIRE(cp.points.size() == 6);  // 4x1x1, 2x1x2, 1x1x4, 2x2x1, 1x2x2, 1x4x1
+  for (const auto& p : cp.points) {
+    INFO(p.settings[0] << " " << p.settings[1] << " " << p.settings[2] << ": " << p.error);
+    CHECK(std::stoi(p.settings[0]) * std::stoi(p.settings[1]) * std::stoi(p.settings[2]) == 4);
+    CHECK_THAT(p.error, !Catch::Contains("GPUs, but"));
+  }
+  CHECK(split_row(cp, 2, 2, 1).error.empty());
+  // An MoE's dp must hold its ep: the splits it cannot are rows that say why.
+  auto moe = sweep_scenario(R"("dp": 4, "ep": 4, "micro_batches": 2)");
+  moe["workload"]["model"].update({{"experts", 8}, {"top_k", 2}, {"expert_params", 50000000}});
+  const auto m = splits_of(moe);
+  CHECK(m.points.size() ==
+        splits_of(sweep_scenario(R"("dp": 4, "micro_batches": 2)")).points.size());
+  CHECK_THAT(split_row(m, 2, 2, 1).error,
+             Catch::Contains("ep = 4 does not divide dp = 2 (expert parallelism is carved out"));
+  CHECK(split_row(m, 4, 1, 1).error.empty());
+  // The minimal form has no parallelism to split.
+  auto minimal = sweep_scenario("");
+  minimal["workload"] = {{"gradients", "1GB"}, {"compute", "10ms"}};
+  CHECK_THROWS_WITH(splits_of(minimal),
+                    Catch::StartsWith("--splits: splits a model's parallelism; job0 is of the "
+                                      "minimal form"));
+}

@@ -180,13 +180,29 @@ void add_splits(std::vector<Todo>& todo, const nlohmann::json& point,
   }
   const Scenario& s = *parsed;
   if (s.workloads.empty()) throw InputError("workload", "the scenario has no workload to sweep");
-  const Parallelism& own = s.workloads[0].parallelism;
+  const WorkloadSpec& job = s.workloads[0];
+  if (!job.has_model())
+    throw InputError("--splits",
+                     fmt::format("splits a model's parallelism; {} is {}: sweep its settings "
+                                 "with --set",
+                                 job.name,
+                                 job.is_chakra() ? "a Chakra trace"
+                                                 : "of the minimal "
+                                                   "form (gradients "
+                                                   "and compute)"));
+  const Parallelism& own = job.parallelism;
   const std::int64_t batch = std::int64_t{own.micro_batches} * own.dp;
-  const int gpus = static_cast<int>(s.workloads[0].ranks.size());
+  // Context parallelism is kept: dp x tp x pp is split out of the ranks it leaves.
+  const int gpus = static_cast<int>(job.ranks.size()) / own.cp;
   for (const auto& [dp, tp, pp] : splits_of(gpus, gpus_per_node(point, base))) {
-    if (dp % own.ep != 0) continue;
     const int micro = micro_batches_for(batch, dp);
-    Todo t{point, settings, micro_batch_refusal(batch, dp, pp, micro), true};
+    std::string refused = micro_batch_refusal(batch, dp, pp, micro);
+    if (dp % own.ep != 0)  // said in its row, not left out (the table once had one row)
+      refused = fmt::format(
+          "ep = {} does not divide dp = {} (expert parallelism is carved out of data "
+          "parallelism)",
+          own.ep, dp);
+    Todo t{point, settings, std::move(refused), true};
     nlohmann::json& par = at_path(t.doc, "workload.parallelism");
     if (!par.is_object()) par = nlohmann::json::object();
     par.update({{"dp", dp}, {"tp", tp}, {"pp", pp}, {"micro_batches", std::max(micro, 1)}});
