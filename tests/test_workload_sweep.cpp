@@ -151,6 +151,19 @@ TEST_CASE(
             .axes.size() == 2);  // a name that starts like another's is another path
 }
 
+TEST_CASE("workload-sweep --set: a misspelt key on the way is named as the loader names any",
+          "[workload][sweep]") {
+  // It once said "workload.parallelsim" is null, not an object whose "dp" could be set.
+  WorkloadSweepOptions o = workload_sweep_options({"workload.parallelsim.dp=1,2"}, false);
+  const auto s = sweep_workload(sweep_scenario(R"("dp": 8)"), ".", o);
+  REQUIRE(s.points.size() == 2);
+  CHECK(s.points[0].error == "workload.parallelsim: unknown field; did you mean \"parallelism\"?");
+  // A value that is there and is not an object is still refused as such.
+  o = workload_sweep_options({"workload.gpu.memory.x=1"}, false);
+  CHECK_THROWS_WITH(sweep_workload(sweep_scenario(R"("dp": 8)"), ".", o),
+                    Catch::Contains("not an object whose \"x\" could be set"));
+}
+
 TEST_CASE("workload-sweep: the best row is the fastest that fits", "[workload][sweep]") {
   WorkloadSweepOptions o;
   o.axes = {parse_axis("workload.parallelism.recompute=none,full")};

@@ -36,6 +36,9 @@ nlohmann::json& at_path(nlohmann::json& doc, const std::string& path) {
     if (at->is_array() && !at->empty()) at = &(*at)[0];
     const std::size_t dot = path.find('.', from);
     const std::string key = path.substr(from, dot - from);
+    // Made where missing: the loader then names a misspelt key as it names any ("did you
+    // mean"), where this said the key "is null".
+    if (at->is_null()) *at = nlohmann::json::object();
     if (!at->is_object())
       throw InputError("--set", fmt::format("\"{}\": {} is {}, not an object whose \"{}\" could "
                                             "be set (write it out as an object in the scenario)",
