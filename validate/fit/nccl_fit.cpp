@@ -966,7 +966,10 @@ std::string fitted_terms_text(const NcclFit& fit) {
       "# fitted terms (NCCL's model scales its other algorithms and protocols from "
       "these)\n";
   out += fmt::format("#   launch_s       {:>10.3f} us  per collective, as ring/Simple pays it{}\n",
-                     v.launch_s * 1e6, fit.used.launch ? "" : " (not kept: see the trials)");
+                     v.launch_s * 1e6,
+                     fit.used.launch ? "; it replaces NCCL's own estimate of its pick as the "
+                                       "floor of small sizes (the defaults keep that estimate)"
+                                     : " (not kept: see the trials)");
   for (std::size_t i = 0; i < fit.kinds.size(); ++i) {
     const LinkKindCost& c = fit.model.link(fit.kinds[i]);
     const double latency_us = v.latency_scale * reference_latency_s(fit.kinds[i]) * 1e6;
