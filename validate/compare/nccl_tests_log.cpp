@@ -1089,6 +1089,9 @@ void read_text(std::string_view text, LogReader& reader) {
       reader.header(h, line);
       continue;
     }
+    // A lone number ahead of the rows is a script's (`nvidia-smi -L | wc -l`); among them,
+    // a row cut short.
+    if (w.size() == 1 && reader.log().rows.empty()) continue;
     if (looks_like_row(w)) reader.row(w);
   }
 }
