@@ -980,3 +980,55 @@ TEST_CASE("a ring's chain (broadcast, reduce) pays one hop of NCCL latency, as N
   CHECK(us < 8.4 + 3.4 + 7 * 3.4);
   CHECK(us > 8.4 + 3.4);
 }
+
+namespace nccl_model_test {
+
+// The NCCL view of a cluster preset of `nodes` x `per_node` GPUs, all of them.
+NcclTopo cluster(int nodes, int per_node, const std::string& extra = "") {
+  const nlohmann::json spec = nlohmann::json::parse(fmt::format(
+      R"({{"preset": "cluster", "nodes": {}, "gpus_per_node": {}{}}})", nodes, per_node, extra));
+  const Topology t = load_topology(JsonView(spec, "topology"), ".");
+  std::vector<int> ranks(static_cast<std::size_t>(nodes * per_node));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  NcclTopo n = nccl_topo(t, ranks);
+  n.nvls = per_node > 1;  // the plan's check: a sharp NVSwitch on every host (nvls_tree's)
+  return n;
+}
+
+}  // namespace nccl_model_test
+
+TEST_CASE(
+    "across hosts NCCL caps LL by the hosts' CPU vendor, counts tree levels by log2i, and "
+    "charges one GPU a host the tree's network latency",
+    "[nccl]") {
+  // llMaxBws across hosts: Intel 39 on 2 hosts, 20.4 on more; AMD 22.5, 19.0 (an H100's own
+  // row, 45 and 35, is read on one host only). Ring/LL's bus bandwidth is capped by it; its
+  // algbw is that x n / (2(n - 1)).
+  const auto ring_ll = [](const NcclTopo& t) {
+    const NcclPick p = nccl_pick(t, CollectiveOp::AllReduce, 1 << 20);
+    return option(p, NcclAlgo::Ring, Protocol::LL).algbw_GBps * 2 * (t.ranks - 1) / t.ranks;
+  };
+  CHECK(ring_ll(cluster(2, 8)) == Approx(39.0));
+  CHECK(ring_ll(cluster(4, 8)) == Approx(20.4));
+  CHECK(ring_ll(cluster(4, 8, R"(, "cpu": "amd")")) == Approx(19.0));
+  CHECK(ring_ll(cluster(2, 8, R"(, "cpu": "amd")")) == Approx(22.5));
+  CHECK(ring_ll(cluster(2, 8, R"(, "gpu": "a100")")) == Approx(22.5));  // a DGX A100's EPYC
+  CHECK(ring_ll(cluster(4, 8, R"(, "gpu": "a100", "cpu": "intel")")) == Approx(20.4));
+  // Tree and NVLSTree climb log2i(hosts) levels: 3 hosts are 1 level, as 2 are.
+  const auto latency = [](const NcclTopo& t, NcclAlgo a, Protocol p) {
+    return option(nccl_pick(t, CollectiveOp::AllReduce, 1 << 20), a, p).latency_us;
+  };
+  for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::NvlsTree}) {
+    INFO(static_cast<int>(a));
+    const Protocol p = a == NcclAlgo::Tree ? Protocol::LL128 : Protocol::Simple;
+    CHECK(latency(cluster(3, 8), a, p) == Approx(latency(cluster(2, 8), a, p)));
+    CHECK(latency(cluster(4, 8), a, p) > latency(cluster(3, 8), a, p));
+  }
+  // NVLSTree on 3 x 8 H100: NVLink 25 + 2 x 1 level x 20.9 us (NCCL's model: 66.8).
+  CHECK(latency(cluster(3, 8), NcclAlgo::NvlsTree, Protocol::Simple) == Approx(25 + 2 * 20.9));
+  // One GPU a host: the ring pays the tree's network latency at each of its 6 steps (LL: 5.0,
+  // not its own 2.7).
+  const NcclTopo one = cluster(4, 1);
+  const double base = nccl_base_latency_us(NcclAlgo::Ring, Protocol::LL);
+  CHECK(latency(one, NcclAlgo::Ring, Protocol::LL) == Approx(base + 2 * 3 * 5.0));
+}

@@ -86,6 +86,11 @@ inline constexpr double kProtocolDataShare[3] = {0.5, 120.0 / 128.0, 1.0};
 // Bandwidth caps in GB/s, [arch][nodes: 1, 2, more]: llMaxBws, perChMaxTreeBws,
 // perChMaxTreeLL128Bws, perChMaxNVLSTreeBws; perChMaxRingLL128Bws is [arch] alone.
 inline constexpr double kLlMaxBw[3][3] = {{87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282, 90, 70}};
+// Across hosts NCCL reads llMaxBws by the hosts' CPU vendor instead ("for multi-node, we
+// look at CPU type"): its Volta row for Intel hosts, its Ampere row for AMD ones, [nodes: 2,
+// more].
+inline constexpr double kLlMaxBwIntelHosts[2] = {39.0, 20.4};
+inline constexpr double kLlMaxBwAmdHosts[2] = {22.5, 19.0};
 inline constexpr double kPerChannelRingLl128[3] = {20, 36.7, 40};
 inline constexpr double kPerChannelTree[3][3] = {
     {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};

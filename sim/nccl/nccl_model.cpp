@@ -18,9 +18,13 @@ int node_bucket(int nodes) {
   return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
 }
 
-// Caps per architecture (docs/nccl.md §1.6): [arch][nodes bucket].
-double ll_max_bw(Arch a, int nodes) {
-  return nccl_published::kLlMaxBw[index(a)][node_bucket(nodes)];
+// LL's cap (docs/nccl.md §1.6): on one host by the GPUs' generation, across hosts by the
+// hosts' CPU vendor.
+double ll_max_bw(Arch a, int nodes, bool amd_hosts) {
+  if (nodes <= 1) return nccl_published::kLlMaxBw[index(a)][0];
+  const auto& row =
+      amd_hosts ? nccl_published::kLlMaxBwAmdHosts : nccl_published::kLlMaxBwIntelHosts;
+  return row[node_bucket(nodes) - 1];
 }
 double per_ch_ring_ll128(Arch a) {
   return nccl_published::kPerChannelRingLl128[index(a)];
@@ -46,6 +50,11 @@ double tree_correction(Protocol p, std::int64_t bytes) {
   if (units < 1) return 1;
   const int i = static_cast<int>(std::floor(std::log2(static_cast<double>(units))));
   return i >= 0 && i < 23 ? nccl_published::kTreeCorrection[static_cast<int>(p)][i] : 1;
+}
+
+// NCCL's log2i: the floor of log2, for the levels of its trees across hosts.
+double log2i(int nodes) {
+  return static_cast<double>(std::bit_width(static_cast<unsigned>(std::max(nodes, 1))) - 1);
 }
 
 int steps_of(CollectiveOp op, int n) {
@@ -97,14 +106,14 @@ class Model {
         if (op_ != CollectiveOp::AllReduce || t_.ranks < 2) return o;
         o.algbw_GBps = tree_bw(p);
         o.latency_us = nccl_base_latency_us(a, p) + 2 * ((t_.per_node - 1) * intra_lat(a, p) +
-                                                         std::log2(t_.nodes) * inter_lat(a, p));
+                                                         log2i(t_.nodes) * inter_lat(a, p));
         break;
       case NcclAlgo::Nvls:
       case NcclAlgo::NvlsTree:
         if (p != Protocol::Simple) return o;
         o.algbw_GBps = nvls_bw(a);
         o.latency_us = nccl_hop_latency_us(HopClass::NvLink, a, p) +
-                       (a == NcclAlgo::NvlsTree ? 2 * std::log2(t_.nodes) * inter_lat(a, p)
+                       (a == NcclAlgo::NvlsTree ? 2 * log2i(t_.nodes) * inter_lat(a, p)
                         : t_.nodes > 1          ? inter_lat(a, p)
                                                 : 0);
         break;
@@ -124,8 +133,7 @@ class Model {
           return o;
         o.algbw_GBps =
             std::min(t_.bw_inter, t_.bw_intra > 0 ? t_.bw_intra : t_.bw_inter) * channels_ * 0.75;
-        o.latency_us = 8 + std::log2(t_.nodes) * nccl_hop_latency_us(HopClass::Net, a, p) / 3.5 +
-                       2.8 * t_.ranks;
+        o.latency_us = 8 + log2i(t_.nodes) * inter_lat(a, p) / 3.5 + 2.8 * t_.ranks;
         break;
     }
     return o;
@@ -176,15 +184,16 @@ class Model {
   double intra_lat(NcclAlgo a, Protocol p) const {
     return nccl_hop_latency_us(t_.nvlink ? HopClass::NvLink : HopClass::Pci, a, p);
   }
+  // With one GPU a host, NCCL charges every algorithm the tree's network latency (2.2x on).
   double inter_lat(NcclAlgo a, Protocol p) const {
-    return nccl_hop_latency_us(HopClass::Net, a, p);
+    return nccl_hop_latency_us(HopClass::Net, t_.per_node == 1 ? NcclAlgo::Tree : a, p);
   }
   double graph_bw() const { return t_.nodes > 1 ? t_.bw_inter : t_.bw_intra; }
 
   double ring_bw(Protocol p) const {
     if (op_ == CollectiveOp::AllToAll || op_ == CollectiveOp::Barrier) return 0;
     double bus = channels_ * graph_bw();
-    if (p == Protocol::LL) bus = std::min(ll_max_bw(arch_, t_.nodes), bus * 0.5);
+    if (p == Protocol::LL) bus = std::min(ll_max_bw(arch_, t_.nodes, t_.amd_hosts), bus * 0.5);
     if (p == Protocol::LL128) bus = std::min(bus * 0.92, channels_ * per_ch_ring_ll128(arch_));
     const int n = std::max(t_.ranks, 2);
     return bus * n / steps_of(op_, n);
@@ -208,7 +217,7 @@ class Model {
     const double per = t_.nodes > 1 ? std::min(t_.bw_inter, t_.bw_intra) : t_.bw_intra;
     double bus = channels_ * per;
     bus = std::min(bus * 0.92, channels_ * per_ch_tree(arch_, t_.nodes));
-    if (p == Protocol::LL) bus = std::min(bus / 3.8, ll_max_bw(arch_, t_.nodes));
+    if (p == Protocol::LL) bus = std::min(bus / 3.8, ll_max_bw(arch_, t_.nodes, t_.amd_hosts));
     if (p == Protocol::LL128)
       bus = std::min(bus * (t_.nodes == 1 ? 7.0 / 9 : 120.0 / 128),
                      channels_ * per_ch_tree_ll128(arch_, t_.nodes));
@@ -318,6 +327,12 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   for (const Link& l : t.links())
     if (l.src == gpu) any += l.bandwidth;
   out.arch = gpu_arch(t, gpu);
+  // The hosts' CPUs: as the topology says, else as its GPU model's DGX has them, else as an
+  // Ampere's DGX (AMD) or a later one's (Intel).
+  const HostCpu cpu = t.host_cpu ? *t.host_cpu
+                      : t.gpu    ? t.gpu->host_cpu
+                                 : (out.arch == Arch::Ampere ? HostCpu::Amd : HostCpu::Intel);
+  out.amd_hosts = cpu == HostCpu::Amd;
   out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(out.arch) / 1e9
                    : pcie > 0 ? pcie / 1e9
                               : any / 1e9;
@@ -484,7 +499,10 @@ NcclOption estimate(const Model& model, const NcclTopo& topo, CollectiveOp op, N
                     Protocol p, std::int64_t bytes) {
   NcclOption o = model.option(a, p);
   if (o.algbw_GBps <= 0) return o;
-  if (a == NcclAlgo::Tree) o.algbw_GBps *= tree_correction(p, bytes);
+  // On Blackwell (x86 hosts) NCCL corrects NVLSTree's all-reduce by the tree's table too.
+  if (a == NcclAlgo::Tree ||
+      (a == NcclAlgo::NvlsTree && op == CollectiveOp::AllReduce && topo.arch == Arch::Blackwell))
+    o.algbw_GBps *= tree_correction(p, bytes);
   if (a == NcclAlgo::Ring && p == Protocol::Simple && op == CollectiveOp::AllReduce &&
       topo.nodes > 1 && bytes / (topo.channels * topo.ranks) >= 64)
     o.latency_us *= 1.4;  // NCCL's ring "plateau" correction

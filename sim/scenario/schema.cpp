@@ -300,6 +300,10 @@ constexpr std::string_view kTopologyShape = R"json({
           "enum": ["a100", "h100", "h200", "h800", "b200"],
           "description": "The GPUs' model: its server's NVLink, PCIe and NIC rates (the fields beside it override them), whether its NVSwitch reduces (NVLink SHARP: from h100 on), and the generation NCCL's tuning tables are read for. Without it: H100's rates, and the generation guessed from the NVLink bandwidth (below 450 GB/s an Ampere, so name an h800)."
         },
+        "cpu": {
+          "enum": ["intel", "amd"],
+          "description": "The hosts' CPUs. Across hosts NCCL caps its LL protocol by their vendor, not by the GPUs (llMaxBws: Intel 39 GB/s on 2 hosts, 20.4 on more; AMD 22.5 and 19.0). Default: the gpu's DGX's (a100: AMD EPYC; h100, h200, h800, b200: Intel Xeon); without a gpu, AMD for an Ampere, Intel from Hopper on."
+        },
         "gpus_per_node": {
           "type": "integer",
           "minimum": 1,

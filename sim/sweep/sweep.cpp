@@ -38,6 +38,8 @@ std::int64_t size_argument(const std::string& s) {
   return *v;
 }
 
+}  // namespace
+
 double step_factor(const std::string& step) {
   double factor = 0;
   const char* end = step.data() + step.size();
@@ -48,8 +50,6 @@ double step_factor(const std::string& step) {
   if (!(factor > 1)) throw InputError("--step", "the factor must be more than 1");
   return factor;
 }
-
-}  // namespace
 
 void check_sizes(const std::vector<std::int64_t>& sizes, const std::string& where) {
   if (sizes.size() > kMaxSweepSizes)

@@ -117,6 +117,8 @@ inline constexpr std::size_t kMaxSweepSizes = 4096;
 
 // "1KiB..1GiB" with step "x2" (or "x4", ...), or a comma list "1KiB,1MiB".
 std::vector<std::int64_t> parse_sizes(const std::string& sizes, const std::string& step);
+// A range's factor, "x2" -> 2: more than 1; an InputError naming --step otherwise.
+double step_factor(const std::string& step);
 // Sizes given as numbers (Python's list): each 1 B .. kMaxBytes, at most kMaxSweepSizes;
 // an InputError names `where` and the index.
 void check_sizes(const std::vector<std::int64_t>& sizes, const std::string& where);

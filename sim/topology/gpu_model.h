@@ -6,6 +6,7 @@
 // not has its generation guessed from the GPUs' NVLink bandwidth, which a GPU of reduced
 // NVLink (H800: 200 GB/s, a Hopper) defeats. Figures and their sources: docs/scenarios.md.
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -15,6 +16,17 @@
 
 namespace collsim {
 
+// The hosts' CPUs, as NCCL tells them apart: across hosts it caps its LL protocol by their
+// vendor (llMaxBws), not by the GPUs.
+enum class HostCpu : std::uint8_t { Intel, Amd };
+
+inline std::string_view name_of(HostCpu c) {
+  return c == HostCpu::Amd ? "amd" : "intel";
+}
+inline std::vector<std::string> host_cpu_names() {
+  return {"intel", "amd"};
+}
+
 struct GpuModel {
   std::string_view name;
   nccl_published::Arch arch;
@@ -22,18 +34,22 @@ struct GpuModel {
   double pcie;          // bytes/s, GPU to its NIC
   double nic;           // bytes/s, one NIC per GPU
   bool switch_reduces;  // the NVSwitch reduces and multicasts (NVLink SHARP, from Hopper on)
+  HostCpu host_cpu;     // its DGX's CPUs
 };
 
 inline constexpr GpuModel kGpuModels[] = {
-    // DGX A100: NVLink 3, 12 links x 25 GB/s; PCIe Gen4 x16; HDR InfiniBand 200 Gb/s.
-    {"a100", nccl_published::Arch::Ampere, 300e9, 32e9, 25e9, false},
-    // DGX H100 / H200: NVLink 4, 18 x 25 GB/s; PCIe Gen5 x16; NDR 400 Gb/s.
-    {"h100", nccl_published::Arch::Hopper, 450e9, 64e9, 50e9, true},
-    {"h200", nccl_published::Arch::Hopper, 450e9, 64e9, 50e9, true},
+    // DGX A100: NVLink 3, 12 links x 25 GB/s; PCIe Gen4 x16; HDR InfiniBand 200 Gb/s; two
+    // AMD EPYC 7742.
+    {"a100", nccl_published::Arch::Ampere, 300e9, 32e9, 25e9, false, HostCpu::Amd},
+    // DGX H100 / H200: NVLink 4, 18 x 25 GB/s; PCIe Gen5 x16; NDR 400 Gb/s; two Intel Xeon
+    // Platinum 8480C.
+    {"h100", nccl_published::Arch::Hopper, 450e9, 64e9, 50e9, true, HostCpu::Intel},
+    {"h200", nccl_published::Arch::Hopper, 450e9, 64e9, 50e9, true, HostCpu::Intel},
     // HGX H800: a Hopper with 8 of its 18 NVLinks (400 GB/s both ways); NVLS runs on it.
-    {"h800", nccl_published::Arch::Hopper, 200e9, 64e9, 50e9, true},
-    // DGX B200: NVLink 5, 18 x 50 GB/s; ConnectX-7 400 Gb/s on PCIe Gen5.
-    {"b200", nccl_published::Arch::Blackwell, 900e9, 64e9, 50e9, true},
+    {"h800", nccl_published::Arch::Hopper, 200e9, 64e9, 50e9, true, HostCpu::Intel},
+    // DGX B200: NVLink 5, 18 x 50 GB/s; ConnectX-7 400 Gb/s on PCIe Gen5; two Intel Xeon
+    // Platinum 8570.
+    {"b200", nccl_published::Arch::Blackwell, 900e9, 64e9, 50e9, true, HostCpu::Intel},
 };
 
 inline const GpuModel* find_gpu_model(std::string_view name) {

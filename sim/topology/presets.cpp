@@ -75,6 +75,7 @@ Topology make_dgx_topology(const ServerParams& p) {
   Topology t;
   t.name = p.gpu ? fmt::format("dgx-{}", p.gpu->name) : "dgx-h100";
   t.gpu = p.gpu;
+  t.host_cpu = p.cpu;
   add_server(t, p, 0, 0, false);
   t.assign_ranks();
   return t;
@@ -146,6 +147,7 @@ Topology make_cluster_topology(const ClusterParams& p) {
   Topology t;
   t.name = cluster_name(p);
   t.gpu = p.server.gpu;
+  t.host_cpu = p.server.cpu;
   std::vector<std::vector<NodeId>> nics;  // [node][rail]
   for (int n = 0; n < p.nodes; ++n)
     nics.push_back(add_server(t, p.server, n, n * p.server.gpus, true));

@@ -16,6 +16,7 @@ Topology make_ring_topology(int gpus, double bandwidth, Time latency, bool bidir
 
 struct ServerParams {
   const GpuModel* gpu = nullptr;  // named by the scenario: its defaults and generation
+  std::optional<HostCpu> cpu = std::nullopt;  // named by the scenario ("cpu")
   int gpus = 8;
   double nvlink = 450e9;  // per GPU per direction, through the NVSwitch fabric
   Time nvlink_latency = 0;

@@ -86,6 +86,9 @@ class Topology {
   // The GPUs' model where the topology names it (kGpuModels; null: not named, and NCCL's
   // generation is guessed from the GPUs' NVLink bandwidth).
   const GpuModel* gpu = nullptr;
+  // The hosts' CPUs where the topology says ("cpu"); else its GPU model's DGX's, else by the
+  // GPUs' generation (nccl/nccl_model.cpp).
+  std::optional<HostCpu> host_cpu;
 
   NodeId add_node(Node node);            // throws std::invalid_argument on a duplicate name
   void reserve_nodes(std::size_t more);  // a preset about to add a million GPUs

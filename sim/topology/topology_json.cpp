@@ -39,6 +39,10 @@ const GpuModel* gpu_model_of(const JsonView& v) {
   return find_gpu_model(v.as_choice(gpu_model_names()));
 }
 
+HostCpu host_cpu_of(const JsonView& v) {
+  return v.as_choice(host_cpu_names()) == "amd" ? HostCpu::Amd : HostCpu::Intel;
+}
+
 // A named GPU model sets the server's links and its switch; the fields stated beside it
 // override its links.
 ServerParams server_from_json(const JsonView& spec) {
@@ -49,6 +53,7 @@ ServerParams server_from_json(const JsonView& spec) {
     s.pcie = s.gpu->pcie;
     s.nic = s.gpu->nic;
   }
+  if (spec.has("cpu")) s.cpu = host_cpu_of(spec["cpu"]);
   if (spec.has("gpus_per_node")) s.gpus = static_cast<int>(spec["gpus_per_node"].as_int(1, 1024));
   s.nvlink = bandwidth_or(spec, "nvlink", s.nvlink);
   s.nvlink_latency = latency_or(spec, "nvlink_latency");
@@ -289,6 +294,7 @@ Topology graph_from_json(const JsonView& spec) {
   Topology t;
   t.name = spec.has("name") ? spec["name"].as_name() : "custom";
   if (spec.has("gpu")) t.gpu = gpu_model_of(spec["gpu"]);
+  if (spec.has("cpu")) t.host_cpu = host_cpu_of(spec["cpu"]);
   // NCCL rates NVLS by the generation's nvlsEfficiency; a named model's is the default.
   const double sharp_default = t.gpu ? sharp_efficiency_for(t.gpu->arch) : kDefaultSharpEfficiency;
   const JsonView nodes = spec["nodes"];
@@ -458,6 +464,7 @@ nlohmann::json topology_to_json(const Topology& t) {
   }
   nlohmann::json out = {{"name", t.name}, {"nodes", nodes}, {"links", links}};
   if (t.gpu) out["gpu"] = std::string(t.gpu->name);
+  if (t.host_cpu) out["cpu"] = std::string(name_of(*t.host_cpu));
   return out;
 }
 

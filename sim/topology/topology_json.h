@@ -35,6 +35,7 @@ inline constexpr FieldDoc kGraphFields[] = {
     {"description", R"json({"type": "string", "description": "Free text."})json"},
     {"gpu",
      R"json({"enum": ["a100", "h100", "h200", "h800", "b200"], "description": "The GPUs' model: the generation NCCL's tuning tables are read for (without it, guessed from the GPUs' NVLink bandwidth) and the default sharp_efficiency of a switch that reduces. The links are the file's."})json"},
+    {"cpu", R"json({"$ref": "#/definitions/server/properties/cpu"})json"},
     {"nodes",
      R"json({"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/node"}, "description": "GPUs and what connects them."})json",
      kRequired},
@@ -127,6 +128,7 @@ inline constexpr FieldDoc kServerGpuField[] = {
     {"gpu", R"json({"$ref": "#/definitions/server/properties/gpu"})json"},
 };
 inline constexpr FieldDoc kServerFields[] = {
+    {"cpu", R"json({"$ref": "#/definitions/server/properties/cpu"})json"},
     {"gpus_per_node", R"json({"$ref": "#/definitions/server/properties/gpus_per_node"})json"},
     {"nvlink", R"json({"$ref": "#/definitions/server/properties/nvlink"})json"},
     {"nvlink_latency", R"json({"$ref": "#/definitions/server/properties/nvlink_latency"})json"},

@@ -406,3 +406,36 @@ def test_sweep_of_a_workload_and_a_dict_where_only_a_path_goes():
     with pytest.raises(TypeError) as t:
         collsim.compare(ROOT / "scenarios" / "nccl-dgx-h100.json", nccl_tests={"results": []})
     assert "or a dict" not in str(t.value)
+
+
+@pytest.mark.parametrize("step", ["x1", "banana", "x0.5"])
+def test_sweep_step_is_checked_beside_a_list_of_sizes(step):
+    # The CLI refuses --step x1 beside a list; the list once ran with any step.
+    with pytest.raises(collsim.InputError) as e:
+        collsim.sweep(SCENARIO, sizes=[1024, 4096], step=step)
+    assert e.value.path == "step"
+
+
+def test_a_dict_that_holds_itself_or_nests_too_deep_is_refused():
+    # Each once took the interpreter down (SIGSEGV) or raised RecursionError.
+    scenario = json.loads(SCENARIO.read_text())
+    scenario["collectives"][0]["extra"] = scenario
+    with pytest.raises(collsim.InputError, match="nested deeper than 64"):
+        collsim.run(scenario)
+    deep = []
+    for _ in range(100000):
+        deep = [deep]
+    scenario = json.loads(SCENARIO.read_text())
+    scenario["collectives"][0]["bytes"] = deep
+    with pytest.raises(collsim.InputError, match="nested deeper than 64") as e:
+        collsim.run(scenario)
+    assert e.value.path.startswith("collectives[0].bytes[0][0]")
+    with pytest.raises(collsim.InputError, match="nested deeper than 64"):
+        collsim.topology({"preset": deep})
+
+
+def test_a_path_with_a_nul_byte_is_refused_not_cut_short():
+    # The file system would read "...allreduce.json" and run it.
+    with pytest.raises(collsim.InputError, match="NUL byte") as e:
+        collsim.run(str(SCENARIO) + "\x00.other")
+    assert e.value.path == "scenario"

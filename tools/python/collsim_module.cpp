@@ -56,22 +56,35 @@ std::string path_of(const py::object& value, const char* argument, bool or_dict 
     throw py::type_error(std::string(argument) + ": expected a path (str, bytes or os.PathLike)" +
                          (or_dict ? " or a dict" : "") + ", got " +
                          py::str(py::type::of(value).attr("__name__")).cast<std::string>());
-  return os.attr("fsencode")(os.attr("fspath")(value)).cast<py::bytes>();
+  std::string path = os.attr("fsencode")(os.attr("fspath")(value)).cast<py::bytes>();
+  // The file system would read the name up to it, another file: refused as open() refuses it.
+  if (path.find('\0') != std::string::npos)
+    throw InputError(argument, "a path with a NUL byte (\\x00) in it names no file");
+  return path;
 }
 
 // Refuses, at its JSON path, the first value under `v` that is not JSON: a NaN or an infinity
-// (json.dumps writes them as NaN and Infinity, which no JSON reader takes), or a value of
-// another type than dict, list, tuple, str, int, float, bool or None (a set).
-void check_json_value(const py::handle& v, const std::string& path) {
+// (json.dumps writes them as NaN and Infinity, which no JSON reader takes), a value of
+// another type than dict, list, tuple, str, int, float, bool or None (a set), or nesting
+// deeper than a JSON file may have (kMaxJsonDepth: a dict holding itself is infinitely deep,
+// and took the interpreter down with this function's stack).
+void check_json_value(const py::handle& v, const std::string& path, int depth = 0) {
+  const bool nests =
+      py::isinstance<py::dict>(v) || py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v);
+  if (nests && depth >= kMaxJsonDepth)
+    throw InputError(path.empty() ? "scenario" : path,
+                     fmt::format("nested deeper than {} levels of dicts and lists (a dict or "
+                                 "list that holds itself?)",
+                                 kMaxJsonDepth));
   if (py::isinstance<py::dict>(v)) {
     for (const auto& [key, item] : py::reinterpret_borrow<py::dict>(v)) {
       const std::string name = py::str(key).cast<std::string>();
-      check_json_value(item, path.empty() ? name : path + "." + name);
+      check_json_value(item, path.empty() ? name : path + "." + name, depth + 1);
     }
   } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
     std::size_t i = 0;
     for (const auto& item : py::reinterpret_borrow<py::sequence>(v))
-      check_json_value(item, fmt::format("{}[{}]", path, i++));
+      check_json_value(item, fmt::format("{}[{}]", path, i++), depth + 1);
   } else if (py::isinstance<py::float_>(v)) {
     if (const double d = v.cast<double>(); !std::isfinite(d))
       throw InputError(path, fmt::format("expected a finite number, got {}", d));
@@ -236,6 +249,7 @@ std::vector<std::int64_t> sizes_of(const py::object& sizes, const std::string& s
   if (py::isinstance<py::str>(sizes)) return parse_sizes(sizes.cast<std::string>(), step);
   if (!py::isinstance<py::list>(sizes) && !py::isinstance<py::tuple>(sizes))
     throw py::type_error("sizes: expected a str like \"1KiB..1GiB\" or a list of int byte counts");
+  step_factor(step);  // beside a list too, as the CLI checks it
   std::vector<std::int64_t> out;
   for (const py::handle item : sizes) {
     const std::string where = "sizes[" + std::to_string(out.size()) + "]";
