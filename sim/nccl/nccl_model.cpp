@@ -141,7 +141,9 @@ class Model {
 
   // The channels NCCL runs at this size: fewer while each thread would get too little.
   int run_channels(NcclAlgo a, Protocol p, std::int64_t bytes) const {
-    if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) return arch_ == Arch::Blackwell ? 24 : 16;
+    // NCCL's NVLS_NCHANNELS: sm90 16; sm100 24 on one host, 32 across hosts (nvls.cc).
+    if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree)
+      return arch_ == Arch::Blackwell ? (t_.nodes > 1 ? 32 : 24) : 16;
     return static_cast<int>(std::floor(launched(a, p, bytes)));
   }
 
@@ -151,8 +153,9 @@ class Model {
   double launched(NcclAlgo a, Protocol p, std::int64_t bytes) const {
     const int most = std::min(64, 2 * t_.channels);
     const bool collnet = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain;
-    const int threads =
-        (a == NcclAlgo::Tree || a == NcclAlgo::Pat || p == Protocol::LL128 || collnet) ? 640 : 512;
+    // NCCL's maxThreads in its size loop: 640 for LL128 (NCCL_LL128_MAX_NTHREADS), 512 for LL
+    // and Simple, the tree's too (its 640 is set after the loop).
+    const int threads = (a == NcclAlgo::Pat || p == Protocol::LL128 || collnet) ? 640 : 512;
     double threshold = collnet ? 512 : p == Protocol::Simple ? 64 : 8;
     if (a == NcclAlgo::Ring && p == Protocol::LL) threshold *= t_.ranks;
     return std::clamp(static_cast<double>(bytes) / (threads * threshold), 1.0,
@@ -226,8 +229,9 @@ class Model {
   }
 
   double nvls_bw(NcclAlgo a) const {
-    // NVLink SHARP needs sm90+ and a switch that reduces.
-    if (!t_.nvls || t_.nvls_channels < 2 || arch_ == Arch::Ampere) return 0;
+    // NVLink SHARP needs sm90+, a switch that reduces, and more than 2 GPUs a host (NCCL's
+    // ncclNvlsInit: none with 2 or fewer).
+    if (!t_.nvls || t_.nvls_channels < 2 || arch_ == Arch::Ampere || t_.per_node <= 2) return 0;
     const bool tree = a == NcclAlgo::NvlsTree;
     const bool across = t_.nodes > 1;
     // NVLSTree across nodes only; NVLS across nodes where CollNet joins them (all-reduce).
@@ -504,8 +508,8 @@ NcclOption estimate(const Model& model, const NcclTopo& topo, CollectiveOp op, N
       (a == NcclAlgo::NvlsTree && op == CollectiveOp::AllReduce && topo.arch == Arch::Blackwell))
     o.algbw_GBps *= tree_correction(p, bytes);
   if (a == NcclAlgo::Ring && p == Protocol::Simple && op == CollectiveOp::AllReduce &&
-      topo.nodes > 1 && bytes / (topo.channels * topo.ranks) >= 64)
-    o.latency_us *= 1.4;  // NCCL's ring "plateau" correction
+      topo.nodes > 1 && bytes / (std::min(64, 2 * topo.channels) * topo.ranks) >= 64)
+    o.latency_us *= 1.4;  // NCCL's ring "plateau" correction, by its run-time channels
   o.time_us = o.latency_us + static_cast<double>(bytes) / (1e3 * o.algbw_GBps);
   return o;
 }
