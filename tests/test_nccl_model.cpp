@@ -1032,3 +1032,33 @@ TEST_CASE(
   const double base = nccl_base_latency_us(NcclAlgo::Ring, Protocol::LL);
   CHECK(latency(one, NcclAlgo::Ring, Protocol::LL) == Approx(base + 2 * 3 * 5.0));
 }
+
+TEST_CASE(
+    "NCCL's NVLS needs more than 2 GPUs a host, runs 32 channels across Blackwell hosts, "
+    "and a tree's LL channels count 512 threads",
+    "[nccl]") {
+  // ncclNvlsInit: no NVLS with 2 GPUs or fewer on a host.
+  NcclTopo two = cluster(1, 2);
+  two.nvls = true;
+  const NcclPick p2 = nccl_pick(two, CollectiveOp::AllReduce, 1 << 30);
+  CHECK(std::none_of(p2.options.begin(), p2.options.end(), [](const NcclOption& o) {
+    return o.algorithm == NcclAlgo::Nvls && o.algbw_GBps > 0;
+  }));
+  NcclTopo four = cluster(1, 4);
+  four.nvls = true;
+  CHECK(option(nccl_pick(four, CollectiveOp::AllReduce, 1 << 30), NcclAlgo::Nvls, Protocol::Simple)
+            .algbw_GBps > 0);
+  // NVLS_NCHANNELS_SM100: 32 across hosts; sm90 16.
+  const NcclPick b200 =
+      nccl_pick(cluster(4, 8, R"(, "gpu": "b200")"), CollectiveOp::AllReduce, 256 << 20);
+  REQUIRE(b200.chosen.algorithm == NcclAlgo::NvlsTree);
+  CHECK(b200.channels == 32);
+  const NcclPick h100 = nccl_pick(cluster(4, 8), CollectiveOp::AllReduce, 256 << 20);
+  REQUIRE(h100.chosen.algorithm == NcclAlgo::NvlsTree);
+  CHECK(h100.channels == 16);
+  // Tree/LL at 64 KiB on 4 x 8: 64 KiB / (512 threads x 8 B) = 16 channels (640: 12).
+  const NcclPick tree = nccl_pick(cluster(4, 8), CollectiveOp::AllReduce, 64 << 10);
+  REQUIRE(tree.chosen.algorithm == NcclAlgo::Tree);
+  REQUIRE(tree.chosen.protocol == Protocol::LL);
+  CHECK(tree.channels == 16);
+}
