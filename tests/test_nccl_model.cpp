@@ -1031,6 +1031,11 @@ TEST_CASE(
   const NcclTopo one = cluster(4, 1);
   const double base = nccl_base_latency_us(NcclAlgo::Ring, Protocol::LL);
   CHECK(latency(one, NcclAlgo::Ring, Protocol::LL) == Approx(base + 2 * 3 * 5.0));
+  // 3 ranks on 2 hosts are 1.5 a host to NCCL: the ring's own 2.7 at its 2 network steps,
+  // and its 2 NVLink steps at the 1 us network overhead.
+  const nlohmann::json spec = nlohmann::json::parse(R"({"preset": "cluster", "nodes": 2})");
+  const NcclTopo uneven = nccl_topo(load_topology(JsonView(spec, "topology"), "."), {0, 1, 8});
+  CHECK(latency(uneven, NcclAlgo::Ring, Protocol::LL) == Approx(base + 2 * 1.0 + 2 * 2.7));
 }
 
 TEST_CASE(

@@ -1679,6 +1679,20 @@ TEST_CASE("logs as nccl-tests printed them before 2.0, and names people give the
       "all_reduce.txt");
   CHECK(us.rows[0].out_of_place.time_us == Approx(10.5));
   CHECK(us.notes.empty());
+  // A time in milliseconds printed to three decimals is 3% off at 15 us (4096 B: 0.015 ms at
+  // 0.26 GB/s, 0.273 by the printed time): within the printing, not a row that fits neither.
+  const NcclTestsLog coarse = parse_nccl_tests_log(
+      "#  Rank 0..3\n"
+      "  8 2 float sum 0.012 0.00 0.00 0e+00 0.012 0.00 0.00 0e+00\n"
+      "  4096 1024 float sum 0.015 0.26 0.40 0e+00 0.015 0.26 0.40 0e+00\n"
+      "  65536 16384 float sum 0.030 2.18 3.27 0e+00 0.030 2.18 3.27 0e+00\n",
+      "all_reduce.txt");
+  CHECK(coarse.rows[0].out_of_place.time_us == Approx(12));
+  CHECK(coarse.rows[2].out_of_place.time_us == Approx(30));
+  // nccl-tests built on NCCL 1 prints "char" and "int".
+  CHECK(parse_nccl_tests_log("#  Rank 0..3\n  1024 1024 char sum 0.013 0.08 0.12 0e+00\n",
+                             "all_reduce.txt")
+            .rows.size() == 1);
 
   // A file name with hyphens or spaces names its collective as one with underscores does:
   // "all-gather" is not a gather.
@@ -1687,10 +1701,13 @@ TEST_CASE("logs as nccl-tests printed them before 2.0, and names people give the
         CollectiveOp::AllGather);
   CHECK(parse_nccl_tests_log("#  Rank 0..3\n" + row, "run 3 all gather.txt").op ==
         CollectiveOp::AllGather);
-  // Rows after nccl-tests' closing lines are another run appended: refused.
+  // Rows after nccl-tests' closing lines are another run appended: refused; a script's lone
+  // number there (`echo $?`) is not a row.
   const std::string closing = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 13.1\n";
   CHECK_THAT(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + closing + row),
              Catch::Contains("bad.txt:6: a row after the closing lines of line 5"));
+  CHECK(nccl_tests_test::parse_error(nccl_tests_test::kHeader + row + closing + "0\n") ==
+        "no error");
   // -o mulsum is NCCL's PreMulSum, timed as avg; hypercube_perf is said to be timed as an
   // all-gather.
   CHECK(nccl_tests_reduce_op("mulsum") == ReduceOp::Avg);
@@ -1706,6 +1723,11 @@ TEST_CASE("logs as nccl-tests printed them before 2.0, and names people give the
   CHECK(cube.op == CollectiveOp::AllGather);
   CHECK_THAT(fmt::format("{}", fmt::join(cube.notes, "|")),
              Catch::Contains("simulated as NCCL's all-gather"));
+  // Named in prose, it is not the log's test.
+  CHECK(parse_nccl_tests_log(
+            "# compare with hypercube_perf results later\n" + nccl_tests_test::kHeader + mulsum,
+            "x.txt")
+            .notes.size() == 1);  // mulsum's alone
 }
 
 TEST_CASE("a log names the GPU it ran on, and a comparison says when the topology's is another",
@@ -1713,6 +1735,7 @@ TEST_CASE("a log names the GPU it ran on, and a comparison says when the topolog
   CHECK(gpu_model_of_device("NVIDIA H100 80GB HBM3")->name == "h100");
   CHECK(gpu_model_of_device("NVIDIA A100-SXM4-80GB")->name == "a100");
   CHECK(gpu_model_of_device("NVIDIA GB200") == nullptr);  // not a B200
+  CHECK(gpu_model_of_device("NVIDIA RTX A1000 8GB") == nullptr);  // not an A100
   CHECK(gpu_model_of_device("GeForce RTX 2080 Ti") == nullptr);
   const std::string rows =
       "#  Rank  0 Group  0 Pid  4242 on node1 device  0 [0x1b] NVIDIA A100-SXM4-80GB\n"
@@ -1729,6 +1752,14 @@ TEST_CASE("a log names the GPU it ran on, and a comparison says when the topolog
         "the log ran on NVIDIA A100-SXM4-80GB (a100); the topology's GPUs are h100");
   CHECK_THAT(nccl_comparison_table(c),
              Catch::Contains("# warning: the log ran on NVIDIA A100-SXM4-80GB (a100)"));
+  // A topology naming no model is held to the log by its GPUs' generation (dgx-h100's NVLink).
+  const Scenario unnamed = parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "dgx-h100", "gpus_per_node": 2},
+        "collectives": [{"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": 64}]})"),
+      ".");
+  CHECK(device_mismatch(log, unnamed.topology) ==
+        "the log ran on NVIDIA A100-SXM4-80GB (a100, an Ampere); the topology's GPUs are a "
+        "Hopper by their NVLink bandwidth");
   // Every size disturbed: no MAPE over undisturbed sizes, rather than a perfect 0%.
   std::string disturbed = rows;
   disturbed.replace(disturbed.rfind("60.0"), 4, "99.0");

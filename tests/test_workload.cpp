@@ -605,7 +605,14 @@ TEST_CASE("workloads too big to build, and counts and shares without a value, ar
                  1) == std::vector<int>{0, 1});
   CHECK(ranks_of("[" + job + R"(, "ranks": [1, 7]}, {"model": "llama3-8b",
       "tokens_per_gpu": 1024, "parallelism": {"dp": 3}}])",
-                 1) == std::vector<int>{0, 2, 3});
+                 1) == std::vector<int>{3, 4, 5});  // in a row, from a multiple of 3
+  CHECK(ranks_of("[" + job + R"(, "ranks": [1, 7]}, {"model": "llama3-8b",
+      "tokens_per_gpu": 1024, "parallelism": {"dp": 4}}])",
+                 1) == std::vector<int>{2, 3, 4, 5});  // in a row: none from 0 or 4
+  // Never scattered: six free ranks, not six in a row.
+  CHECK(error_of(topo + "[" + job + R"(, "ranks": [1, 7]}, )" + job + "}]}") ==
+        "workload[1]: needs 6 ranks in a row and no 6 free ranks are (the jobs before it leave 6 "
+        "free, apart): give its \"ranks\"");
   CHECK(error_of(topo + "[" + job + R"(, "ranks": [1, 7]}, {"model": "llama3-8b",
       "tokens_per_gpu": 1024, "parallelism": {"dp": 7}}]})") ==
         "workload[1].parallelism: dp x tp x pp = 7 x 1 x 1 = 7 GPUs, but only 6 ranks are free "

@@ -61,7 +61,9 @@ def main():
                 m, n = mape(rows, lo, hi)
                 cells.append(f"{m:.1f}% ({n})" if n else "-")
             steady = doc["steady"]
-            cells.append(f"{steady['mape_pct']:.1f}% ({steady['sizes']})")
+            # null where every size was disturbed: no error to average
+            cells.append(f"{steady['mape_pct']:.1f}% ({steady['sizes']})"
+                         if steady["mape_pct"] is not None else "-")
             print(f"| {log} | " + " | ".join(cells) + " |")
 
 

@@ -187,9 +187,11 @@ class Model {
   double intra_lat(NcclAlgo a, Protocol p) const {
     return nccl_hop_latency_us(t_.nvlink ? HopClass::NvLink : HopClass::Pci, a, p);
   }
-  // With one GPU a host, NCCL charges every algorithm the tree's network latency (2.2x on).
+  // With one GPU a host (NCCL's ppn = nRanks / nNodes of 1: not 3 ranks on 2 hosts), NCCL
+  // charges every algorithm the tree's network latency (2.23 on).
   double inter_lat(NcclAlgo a, Protocol p) const {
-    return nccl_hop_latency_us(HopClass::Net, t_.per_node == 1 ? NcclAlgo::Tree : a, p);
+    const bool one_a_host = t_.ranks == t_.nodes;
+    return nccl_hop_latency_us(HopClass::Net, one_a_host ? NcclAlgo::Tree : a, p);
   }
   double graph_bw() const { return t_.nodes > 1 ? t_.bw_inter : t_.bw_intra; }
 

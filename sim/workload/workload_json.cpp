@@ -405,7 +405,9 @@ void parse_chakra_form(const JsonView& v, WorkloadSpec& w) {
 
 // A job without "ranks": as many as its trace or parallelism asks for, else every rank
 // left. After the jobs before it where that many are left there (as a list of jobs fills a
-// machine), else the lowest free ones (a job given ranks at the top leaves the bottom free).
+// machine), else the lowest run of that many free ranks in a row that starts at a multiple
+// of that many (a whole host for a host's worth), else the lowest run at all: never
+// scattered, which would split its groups over hosts.
 std::vector<int> default_ranks(const JsonView& v, const Topology& topology,
                                const std::vector<bool>& taken, int next_free,
                                std::optional<int> trace_ranks) {
@@ -434,9 +436,23 @@ std::vector<int> default_ranks(const JsonView& v, const Topology& topology,
     std::iota(ranks.begin(), ranks.end(), next_free);
     return ranks;
   }
-  for (int r = 0; r < topology.num_ranks() && static_cast<int>(ranks.size()) < want; ++r)
-    if (!taken[r]) ranks.push_back(r);
-  return ranks;
+  const auto free_from = [&](int first) {
+    if (first + want > topology.num_ranks()) return false;
+    for (int r = first; r < first + want; ++r)
+      if (taken[r]) return false;
+    return true;
+  };
+  for (int step : {want, 1})
+    for (int first = 0; first + want <= topology.num_ranks(); first += step)
+      if (free_from(first)) {
+        ranks.resize(want);
+        std::iota(ranks.begin(), ranks.end(), first);
+        return ranks;
+      }
+  v.fail_message(
+      fmt::format("needs {} ranks in a row and no {} free ranks are (the jobs before "
+                  "it leave {} free, apart): give its \"ranks\"",
+                  want, want, free));
 }
 
 // The job's ranks, given or by default, each claimed from `taken`.

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "nccl/protocol.h"
 #include "topology/topology.h"
 
 namespace collsim {
@@ -516,11 +517,13 @@ NcclTestsRow read_row(std::vector<std::string_view> w, const Cursor& c, const Co
 // algbw is size / time for every collective (nccl-tests' getBw). A time column that is not
 // the collective's time, or a damaged row, shows as the two disagreeing beyond their
 // printed rounding ("%.2f" GB/s; a time of three or more significant digits).
-void check_algbw(const NcclTestsRow& row, const Cursor& c) {
+void check_algbw(const NcclTestsRow& row, const Cursor& c, bool times_in_ms) {
   const NcclTestsResult& r = row.out_of_place;
   if (r.time_us <= 0 || r.algbw_GBps < 1) return;  // rounded too coarsely to tell
   const double implied = static_cast<double>(row.bytes) / (r.time_us * 1e3);
-  if (std::abs(implied - r.algbw_GBps) <= 0.02 * r.algbw_GBps + 0.01) return;
+  // Milliseconds printed to three decimals are half a microsecond apart.
+  const double time_rounding = times_in_ms ? 0.5 / r.time_us : 0;
+  if (std::abs(implied - r.algbw_GBps) <= (0.02 + time_rounding) * r.algbw_GBps + 0.01) return;
   c.fail(
       fmt::format("the out-of-place algbw {:.2f} GB/s is not size / time ({} B in {} us is "
                   "{:.4g} GB/s), as nccl-tests computes it: the time column is not the "
@@ -593,15 +596,21 @@ std::optional<int> ranks_from_bus_factor(const NcclTestsLog& log) {
 // command line, a shell prompt): a word whose last path part is nccl-tests' name, followed
 // by an option or by nothing (a binary named in prose, "compared with all_gather_perf from
 // ...", is not run there).
-std::optional<CollectiveOp> op_from_command_line(const std::vector<std::string_view>& words) {
+// The test binary a line runs ("all_reduce_perf" of "$ ./build/all_reduce_perf -b 8"), not
+// one it names in prose: its last word, or one options follow; empty where none.
+std::string_view binary_run(const std::vector<std::string_view>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     std::string_view w = words[i];
     w.remove_prefix(std::min(w.size(), w.rfind('/') + 1));  // npos + 1 == 0
     const bool run = i + 1 == words.size() || words[i + 1].starts_with("-");
-    if (run && (w.ends_with("_perf") || w.ends_with("_perf_mpi")))
-      if (auto op = nccl_tests_op(w)) return op;
+    if (run && (w.ends_with("_perf") || w.ends_with("_perf_mpi")) && nccl_tests_op(w)) return w;
   }
-  return std::nullopt;
+  return {};
+}
+
+std::optional<CollectiveOp> op_from_command_line(const std::vector<std::string_view>& words) {
+  const std::string_view binary = binary_run(words);
+  return binary.empty() ? std::nullopt : nccl_tests_op(binary);
 }
 
 void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
@@ -819,6 +828,22 @@ std::optional<CollectiveOp> nccl_tests_op(std::string_view name) {
   return collective_from_name(name);
 }
 
+namespace {
+
+std::string_view arch_name(nccl_published::Arch a) {
+  switch (a) {
+    case nccl_published::Arch::Ampere:
+      return "an Ampere";
+    case nccl_published::Arch::Hopper:
+      return "a Hopper";
+    case nccl_published::Arch::Blackwell:
+      return "a Blackwell";
+  }
+  return "?";
+}
+
+}  // namespace
+
 const GpuModel* gpu_model_of_device(std::string_view device) {
   std::string upper(device);
   std::transform(upper.begin(), upper.end(), upper.begin(),
@@ -827,18 +852,31 @@ const GpuModel* gpu_model_of_device(std::string_view device) {
     std::string name(g.name);
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-    // A whole word's start: "GB200" is not a "B200" (a Grace-Blackwell superchip, its own NVLink).
+    // A whole word: "GB200" is not a "B200" (a Grace-Blackwell superchip, its own NVLink),
+    // nor "RTX A1000" an "A100"; "A100-SXM4-80GB" and "H100 80GB" are.
+    const auto apart = [&upper](std::size_t i) {
+      return i >= upper.size() || !std::isalnum(static_cast<unsigned char>(upper[i]));
+    };
     for (auto at = upper.find(name); at != std::string::npos; at = upper.find(name, at + 1))
-      if (at == 0 || !std::isalnum(static_cast<unsigned char>(upper[at - 1]))) return &g;
+      if ((at == 0 || apart(at - 1)) && apart(at + name.size())) return &g;
   }
   return nullptr;
 }
 
 std::string device_mismatch(const NcclTestsLog& log, const Topology& topology) {
   const GpuModel* ran_on = gpu_model_of_device(log.device);
-  if (!ran_on || !topology.gpu || ran_on == topology.gpu) return "";
-  return fmt::format("the log ran on {} ({}); the topology's GPUs are {}", log.device, ran_on->name,
-                     topology.gpu->name);
+  if (!ran_on || ran_on == topology.gpu || topology.num_ranks() == 0) return "";
+  if (topology.gpu)
+    return fmt::format("the log ran on {} ({}); the topology's GPUs are {}", log.device,
+                       ran_on->name, topology.gpu->name);
+  // A topology that names no model (dgx-h100, a cluster without "gpu"): its generation, as
+  // NCCL's tables are read for it, from its GPUs' NVLink.
+  const auto generation = gpu_arch(topology, topology.gpu_of_rank(0));
+  if (generation == ran_on->arch) return "";
+  return fmt::format(
+      "the log ran on {} ({}, {}); the topology's GPUs are {} by their NVLink "
+      "bandwidth",
+      log.device, ran_on->name, arch_name(ran_on->arch), arch_name(generation));
 }
 
 std::optional<ReduceOp> nccl_tests_reduce_op(std::string_view name) {
@@ -851,7 +889,8 @@ std::optional<ReduceOp> nccl_tests_reduce_op(std::string_view name) {
 std::optional<DType> nccl_tests_dtype(std::string_view name) {
   // Timing depends on the element size only: unsigned and fp8 types borrow a
   // collsim type of their size.
-  if (name == "uint32") return DType::I32;
+  if (name == "uint32" || name == "int") return DType::I32;  // "int", "char": nccl-tests on NCCL 1
+  if (name == "char") return DType::I8;
   if (name == "uint64") return DType::I64;
   if (name == "f8e4m3" || name == "f8e5m2" || name == "fp8_e4m3" || name == "fp8_e5m2")
     return DType::U8;
@@ -874,15 +913,20 @@ class LogReader {
   void words(const std::vector<std::string_view>& w) {
     read_versions(w, log_);
     read_forced_lists(w, log_);
-    if (!command_op_) command_op_ = op_from_command_line(w);
-    for (std::string_view word : w)
-      if (word.find("hypercube_perf") != std::string_view::npos && !hypercube_noted_) {
-        hypercube_noted_ = true;
-        log_.notes.push_back(
-            "hypercube_perf gathers every rank's block onto every rank by log2(ranks) rounds of "
-            "point-to-point exchanges; it is simulated as NCCL's all-gather, which moves the "
-            "same bytes by NCCL's own algorithms");
-      }
+    if (!command_op_) {
+      command_op_ = op_from_command_line(w);
+      if (binary_run(w).starts_with("hypercube")) note_hypercube();
+    }
+  }
+
+  // hypercube_perf, as the log's test (its header, or the binary it runs; not prose naming it).
+  void note_hypercube() {
+    if (hypercube_noted_) return;
+    hypercube_noted_ = true;
+    log_.notes.push_back(
+        "hypercube_perf gathers every rank's block onto every rank by log2(ranks) rounds of "
+        "point-to-point exchanges; it is simulated as NCCL's all-gather, which moves the same "
+        "bytes by NCCL's own algorithms");
   }
   void ranks(std::int64_t first, std::int64_t last) { rank_lines_.add(first, last); }
   Columns& columns() { return columns_; }
@@ -916,6 +960,7 @@ class LogReader {
                         "split the log",
                         row_at(log_, log_.rows.front().line)));
       header_op_ = nccl_tests_op(name);
+      if (name.starts_with("hypercube")) note_hypercube();
       if (!header_op_) at_.fail(fmt::format("expected a collective test name, got \"{}\"", name));
     }
   }
@@ -936,7 +981,7 @@ class LogReader {
           "mulsum (NCCL's PreMulSum) is simulated as avg, which NCCL runs as the same PreMulSum "
           "on floating-point data: the same traffic, and no NVLS for either");
     }
-    check_algbw(row, at_);
+    check_algbw(row, at_, columns_.times_in_ms);
     if (row.bytes > 0 && row.out_of_place.time_us <= 0)
       at_.fail(fmt::format("an out-of-place time of 0 for {} bytes: nothing moves that fast",
                            row.bytes));
@@ -956,6 +1001,7 @@ class LogReader {
   }
 
   void close() { closed_ = true; }
+  bool closed() const { return closed_at_ > 0; }
 
   // A file name is the weakest word on the collective ("results-all-gather-2.txt" holds
   // "gather"): where its rows do not fit it and fit the compared collective, that one.
@@ -980,12 +1026,18 @@ class LogReader {
   void settle_time_unit(NcclTestsRow& row) {
     const NcclTestsResult& r = row.out_of_place;
     if (row.bytes == 0 || r.time_us <= 0 || r.algbw_GBps < 0.1) return;
-    time_unit_known_ = true;
-    const auto agrees = [&r](double implied_GBps) {
-      return std::abs(implied_GBps - r.algbw_GBps) <= 0.02 * r.algbw_GBps + kHalfDigit;
+    // Either reading within the printing's rounding: algbw's two decimals, and a time in
+    // milliseconds printed to three ("%7.3f": 0.015 for 15.49 us, 3% off).
+    const auto agrees = [&r](double implied_GBps, double time_rounding) {
+      return std::abs(implied_GBps - r.algbw_GBps) <=
+             (0.02 + time_rounding) * r.algbw_GBps + kHalfDigit;
     };
     const double implied_if_us = static_cast<double>(row.bytes) / (r.time_us * 1e3);
-    if (agrees(implied_if_us) || !agrees(implied_if_us / 1e3)) return;
+    const bool us = agrees(implied_if_us, 0);
+    const bool ms = agrees(implied_if_us / 1e3, 0.0005 / r.time_us);
+    if (us == ms) return;  // neither (a row the check refuses) or both: a later row tells
+    time_unit_known_ = true;
+    if (us) return;
     columns_.times_in_ms = true;
     sweeps_.scale_times(log_, 1e3);
     row.out_of_place.time_us *= 1e3;
@@ -1089,9 +1141,9 @@ void read_text(std::string_view text, LogReader& reader) {
       reader.header(h, line);
       continue;
     }
-    // A lone number ahead of the rows is a script's (`nvidia-smi -L | wc -l`); among them,
-    // a row cut short.
-    if (w.size() == 1 && reader.log().rows.empty()) continue;
+    // A lone number ahead of the rows or after the closing lines is a script's (`nvidia-smi -L
+    // | wc -l`, `echo $?`); among them, a row cut short.
+    if (w.size() == 1 && (reader.log().rows.empty() || reader.closed())) continue;
     if (looks_like_row(w)) reader.row(w);
   }
 }
