@@ -17,7 +17,7 @@ namespace collsim {
 inline constexpr FieldDoc kJobKeys[] = {
     {"name", R"json({"type": "string", "description": "The job's name in the reports."})json"},
     {"ranks",
-     R"json({"$ref": "#/definitions/rankList", "description": "The job's topology ranks (default: as many as its trace or parallelism asks, or all left: after the jobs before it where enough are left there, else the lowest free ones)."})json"},
+     R"json({"$ref": "#/definitions/rankList", "description": "The job's topology ranks (default: as many as its trace or parallelism asks, or all left: after the jobs before it where enough are left there, else the lowest run of that many free ranks in a row, one starting at a multiple of that many first; never scattered)."})json"},
     {"gradients",
      R"json({"$ref": "#/definitions/size", "description": "Minimal form: bytes all-reduced each step."})json"},
     {"compute",
