@@ -218,13 +218,28 @@ TEST_CASE(
     CHECK(t[0] == Approx(bytes / 20e9).epsilon(1e-9));
     CHECK(t[1] == Approx(bytes / (model == "flow" ? 80e9 : 100e9)).epsilon(1e-9));
   }
-  // Under packet, held back by its first link (the free one's train goes first there, 80 us),
-  // the capped one does not then catch up faster than its ceiling.
+  // Under packet, trains sharing a first link take turns a packet each, and a paced sender's
+  // packets join between them: on GPU 0's link out the capped one takes its 20 and a free
+  // one the remaining 80, as under flow.
   const std::vector<NodeId> to2 = {topo.gpu_of_rank(0), topo.gpu_of_rank(2)};
-  const auto behind = flow_model_test::task_seconds(
+  const auto shared = flow_model_test::task_seconds(
       topo, "packet", {{"free", &s, to2, {}, nullptr}, {"capped", &s, from0, {}, capped}});
-  CHECK(behind[0] == Approx(bytes / 100e9).epsilon(0.01));
-  CHECK(behind[1] >= bytes / 100e9 + (bytes - 2 * 65536) / 20e9);
+  CHECK(shared[0] == Approx(bytes / 80e9).epsilon(0.01));
+  CHECK(shared[1] == Approx(bytes / 20e9).epsilon(0.01));
+  // Seven free trains beside it leave the capped one 12.5 of its 20 until they end (640 us,
+  // 8 MB of its 32 sent); held back, it does not then catch up faster than its ceiling: the
+  // rest takes 24 MB / 20 GB/s, not a burst at the link's 100 first.
+  const Topology nine = make_switch_topology(9, 100e9, 0);
+  const Schedule big = generate(CollectiveOp::Broadcast, "ring",
+                                shape_of(CollectiveOp::Broadcast, 2, 4 * bytes / 4));
+  std::vector<CollectiveTask> tasks;
+  const std::vector<std::string> names = {"f2", "f3", "f4", "f5", "f6", "f7", "f8"};
+  for (int i = 0; i < 7; ++i)
+    tasks.push_back({names[i], &s, {nine.gpu_of_rank(0), nine.gpu_of_rank(2 + i)}, {}, nullptr});
+  tasks.push_back({"capped", &big, {nine.gpu_of_rank(0), nine.gpu_of_rank(1)}, {}, capped});
+  const auto held = flow_model_test::task_seconds(nine, "packet", tasks);
+  CHECK(held[0] == Approx(bytes / 12.5e9).epsilon(0.05));  // each of the 8 a turn in 8
+  CHECK(held[7] >= bytes / 12.5e9 + 3 * bytes / 20e9 - 2 * 65536 / 20e9);
   // One packet is held to the ceiling too: made at 20 GB/s before the path's two links
   // store and forward it at 100.
   const std::int64_t small = 50'000;
@@ -246,4 +261,26 @@ TEST_CASE("a stop request reaches a flow run at its next rate change, not 32,768
   CHECK_THROWS_AS(simulate(s, topo, 0, "flow"), Interrupted);
   clear_interrupt();
   CHECK(to_seconds(simulate(s, topo, 0, "flow").tasks[0].end) == Approx(0.4e-3).epsilon(1e-9));
+}
+
+TEST_CASE("packet: trains sharing a first link take turns, whatever order they were listed in") {
+  // Two equal broadcasts from GPU 0 (to 1 and to 2) share its link out. The first listed once
+  // sent its whole train first: 80 and 160 us by their order; now each ends within a packet
+  // of 160 us, in either order.
+  const Topology topo = make_switch_topology(3, 100e9, 0);
+  const std::int64_t bytes = 8'000'000;
+  const Schedule s =
+      generate(CollectiveOp::Broadcast, "ring", shape_of(CollectiveOp::Broadcast, 2, bytes / 4));
+  const std::vector<NodeId> to1 = {topo.gpu_of_rank(0), topo.gpu_of_rank(1)},
+                            to2 = {topo.gpu_of_rank(0), topo.gpu_of_rank(2)};
+  const double packet = 65536 / 100e9;
+  const auto ab = flow_model_test::task_seconds(
+      topo, "packet", {{"a", &s, to1, {}, nullptr}, {"b", &s, to2, {}, nullptr}});
+  const auto ba = flow_model_test::task_seconds(
+      topo, "packet", {{"b", &s, to2, {}, nullptr}, {"a", &s, to1, {}, nullptr}});
+  for (double t : {ab[0], ab[1], ba[0], ba[1]}) {
+    CHECK(t >= 2 * bytes / 100e9 - packet);
+    CHECK(t <= 2 * bytes / 100e9 + 2 * packet);
+  }
+  CHECK(std::abs(ab[0] - ba[1]) <= packet);  // a, listed first or second
 }

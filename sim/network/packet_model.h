@@ -6,8 +6,9 @@
 // (cut-through). Queueing delay and head-of-line blocking show up here, where the
 // fluid model smooths them away. A link holds one pending event — its current
 // packet's end — not one per queued packet, and a transfer's packets that have not yet
-// left its first link wait there as one queue entry, not one each. A transfer held below its
-// links' rate (a ceiling) is paced instead: its sender makes its packets at the ceiling, each
+// left its first link wait there as one queue entry, not one each, which goes to the back of
+// the queue as each of its packets leaves (senders on one link take turns). A transfer held below
+// its links' rate (a ceiling) is paced instead: its sender makes its packets at the ceiling, each
 // joins the first queue once made, and other transfers use the link in between.
 #include <cstdint>
 #include <vector>
