@@ -33,7 +33,7 @@ void check_log_matches(const CollectiveSpec& base, const NcclTestsLog& log) {
         fmt::format("{} measured {} (from {}); the scenario's collective \"{}\" is "
                     "{}: pick another with --collective{}",
                     log.file, name_of(log.op), log.op_source, base.name, name_of(base.shape.op),
-                    log.op_source == "the file name"
+                    log.op_from == OpSource::FileName
                         ? fmt::format(", or, if the log measured {}, say so in its file "
                                       "name: it has no \"# Collective test starting\" line "
                                       "to tell",
@@ -192,7 +192,7 @@ std::string nccl_comparison_table(const NcclComparison& c) {
       "{}GPU count from {}{})\n",
       c.scenario, c.collective, name_of(c.op), c.algorithm, c.ranks, log.file, name_of(log.op),
       log.ranks,
-      log.op_source == "the log's header" ? "" : fmt::format("collective from {}, ", log.op_source),
+      log.op_from == OpSource::Header ? "" : fmt::format("collective from {}, ", log.op_source),
       log.ranks_source, log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   out += fmt::format("# launch: {}, from {}\n", c.launch.describe(), c.launch.source);
   for (const std::string& file : c.calibrations) out += "# calibration: " + file + "\n";

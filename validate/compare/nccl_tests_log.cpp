@@ -514,6 +514,13 @@ NcclTestsRow read_row(std::vector<std::string_view> w, const Cursor& c, const Co
   return row;
 }
 
+// Whether a printed algbw is the `implied` size / time within the printing's rounding: 2%,
+// the time's own relative rounding (`time_rounding`), and `slack` GB/s for algbw's decimals.
+bool agrees_with_size_over_time(double implied_GBps, double algbw_GBps, double time_rounding,
+                                double slack) {
+  return std::abs(implied_GBps - algbw_GBps) <= (0.02 + time_rounding) * algbw_GBps + slack;
+}
+
 // algbw is size / time for every collective (nccl-tests' getBw). A time column that is not
 // the collective's time, or a damaged row, shows as the two disagreeing beyond their
 // printed rounding ("%.2f" GB/s; a time of three or more significant digits).
@@ -523,7 +530,7 @@ void check_algbw(const NcclTestsRow& row, const Cursor& c, bool times_in_ms) {
   const double implied = static_cast<double>(row.bytes) / (r.time_us * 1e3);
   // Milliseconds printed to three decimals are half a microsecond apart.
   const double time_rounding = times_in_ms ? 0.5 / r.time_us : 0;
-  if (std::abs(implied - r.algbw_GBps) <= (0.02 + time_rounding) * r.algbw_GBps + 0.01) return;
+  if (agrees_with_size_over_time(implied, r.algbw_GBps, time_rounding, 0.01)) return;
   c.fail(
       fmt::format("the out-of-place algbw {:.2f} GB/s is not size / time ({} B in {} us is "
                   "{:.4g} GB/s), as nccl-tests computes it: the time column is not the "
@@ -613,24 +620,27 @@ std::optional<CollectiveOp> op_from_command_line(const std::vector<std::string_v
   return binary.empty() ? std::nullopt : nccl_tests_op(binary);
 }
 
+// Sets where the log's collective came from, and says it in words.
+void set_op(NcclTestsLog& log, CollectiveOp op, OpSource from, std::string words) {
+  log.op = op;
+  log.op_from = from;
+  log.op_source = std::move(words);
+}
+
 void settle_op(NcclTestsLog& log, std::optional<CollectiveOp> from_header,
                std::optional<CollectiveOp> from_command, const NcclLogHints& hints,
                const std::string& file) {
   if (from_header) {  // the header wins: callers compare it with what they expected
-    log.op = *from_header;
-    log.op_source = "the log's header";
+    set_op(log, *from_header, OpSource::Header, "the log's header");
   } else if (hints.op) {  // the user's word over a binary the log's text runs
-    log.op = *hints.op;
-    log.op_source = "given";
+    set_op(log, *hints.op, OpSource::Given, "given");
   } else if (from_command) {
-    log.op = *from_command;
-    log.op_source = "the test binary the log names";
+    set_op(log, *from_command, OpSource::Binary, "the test binary the log names");
   } else if (auto op = op_from_file_name(file)) {
-    log.op = *op;
-    log.op_source = "the file name";
+    set_op(log, *op, OpSource::FileName, "the file name");
   } else if (hints.op_otherwise) {
-    log.op = *hints.op_otherwise;
-    log.op_source = "the compared collective (the log does not say)";
+    set_op(log, *hints.op_otherwise, OpSource::Compared,
+           "the compared collective (the log does not say)");
   } else {
     throw InputError(file,
                      "cannot tell which collective the log measured: no \"Collective test "
@@ -845,21 +855,17 @@ std::string_view arch_name(nccl_published::Arch a) {
 }  // namespace
 
 const GpuModel* gpu_model_of_device(std::string_view device) {
-  std::string upper(device);
-  std::transform(upper.begin(), upper.end(), upper.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-  for (const GpuModel& g : kGpuModels) {
-    std::string name(g.name);
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-    // A whole word: "GB200" is not a "B200" (a Grace-Blackwell superchip, its own NVLink),
-    // nor "RTX A1000" an "A100"; "A100-SXM4-80GB" and "H100 80GB" are.
-    const auto apart = [&upper](std::size_t i) {
-      return i >= upper.size() || !std::isalnum(static_cast<unsigned char>(upper[i]));
-    };
-    for (auto at = upper.find(name); at != std::string::npos; at = upper.find(name, at + 1))
-      if ((at == 0 || apart(at - 1)) && apart(at + name.size())) return &g;
-  }
+  std::string lower(device);  // as the models are named: "a100"
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  // A whole word: "GB200" is not a "B200" (a Grace-Blackwell superchip, its own NVLink), nor
+  // "RTX A1000" an "A100"; "A100-SXM4-80GB" and "H100 80GB" are.
+  const auto apart = [&lower](std::size_t i) {
+    return i >= lower.size() || !std::isalnum(static_cast<unsigned char>(lower[i]));
+  };
+  for (const GpuModel& g : kGpuModels)
+    for (auto at = lower.find(g.name); at != std::string::npos; at = lower.find(g.name, at + 1))
+      if ((at == 0 || apart(at - 1)) && apart(at + g.name.size())) return &g;
   return nullptr;
 }
 
@@ -919,11 +925,15 @@ class LogReader {
     }
   }
 
+  // A note for the reader of the comparison, once however often its cause appears.
+  void note(std::string text) {
+    if (std::find(log_.notes.begin(), log_.notes.end(), text) == log_.notes.end())
+      log_.notes.push_back(std::move(text));
+  }
+
   // hypercube_perf, as the log's test (its header, or the binary it runs; not prose naming it).
   void note_hypercube() {
-    if (hypercube_noted_) return;
-    hypercube_noted_ = true;
-    log_.notes.push_back(
+    note(
         "hypercube_perf gathers every rank's block onto every rank by log2(ranks) rounds of "
         "point-to-point exchanges; it is simulated as NCCL's all-gather, which moves the same "
         "bytes by NCCL's own algorithms");
@@ -975,12 +985,10 @@ class LogReader {
                       closed_at_));
     NcclTestsRow row = read_row(std::move(w), at_, columns_);
     if (columns_.line == 0 && !time_unit_known_) settle_time_unit(row);
-    if (row.redop == "mulsum" && !mulsum_noted_) {
-      mulsum_noted_ = true;
-      log_.notes.push_back(
+    if (row.redop == "mulsum")
+      note(
           "mulsum (NCCL's PreMulSum) is simulated as avg, which NCCL runs as the same PreMulSum "
           "on floating-point data: the same traffic, and no NVLS for either");
-    }
     check_algbw(row, at_, columns_.times_in_ms);
     if (row.bytes > 0 && row.out_of_place.time_us <= 0)
       at_.fail(fmt::format("an out-of-place time of 0 for {} bytes: nothing moves that fast",
@@ -1006,7 +1014,7 @@ class LogReader {
   // A file name is the weakest word on the collective ("results-all-gather-2.txt" holds
   // "gather"): where its rows do not fit it and fit the compared collective, that one.
   void prefer_compared_op_to_file_name(const NcclLogHints& hints) {
-    if (log_.op_source != "the file name" || !hints.op_otherwise) return;
+    if (log_.op_from != OpSource::FileName || !hints.op_otherwise) return;
     const CollectiveOp named = log_.op;
     if (named == *hints.op_otherwise || rows_contradict(log_).empty()) return;
     log_.op = *hints.op_otherwise;
@@ -1014,10 +1022,10 @@ class LogReader {
       log_.op = named;
       return;
     }
-    log_.op_source = fmt::format(
-        "the compared collective (the file name says {}, which its rows "
-        "do not fit)",
-        name_of(named));
+    set_op(log_, *hints.op_otherwise, OpSource::Compared,
+           fmt::format("the compared collective (the file name says {}, which its rows do not "
+                       "fit)",
+                       name_of(named)));
   }
 
   // A log without column headers says its time unit only through algbw = size / time: old
@@ -1028,13 +1036,10 @@ class LogReader {
     if (row.bytes == 0 || r.time_us <= 0 || r.algbw_GBps < 0.1) return;
     // Either reading within the printing's rounding: algbw's two decimals, and a time in
     // milliseconds printed to three ("%7.3f": 0.015 for 15.49 us, 3% off).
-    const auto agrees = [&r](double implied_GBps, double time_rounding) {
-      return std::abs(implied_GBps - r.algbw_GBps) <=
-             (0.02 + time_rounding) * r.algbw_GBps + kHalfDigit;
-    };
     const double implied_if_us = static_cast<double>(row.bytes) / (r.time_us * 1e3);
-    const bool us = agrees(implied_if_us, 0);
-    const bool ms = agrees(implied_if_us / 1e3, 0.0005 / r.time_us);
+    const bool us = agrees_with_size_over_time(implied_if_us, r.algbw_GBps, 0, kHalfDigit);
+    const bool ms = agrees_with_size_over_time(implied_if_us / 1e3, r.algbw_GBps,
+                                               0.0005 / r.time_us, kHalfDigit);
     if (us == ms) return;  // neither (a row the check refuses) or both: a later row tells
     time_unit_known_ = true;
     if (us) return;
@@ -1049,10 +1054,7 @@ class LogReader {
   }
 
   void note_times_in_ms(const std::string& why) {
-    if (ms_noted_) return;
-    ms_noted_ = true;
-    log_.notes.push_back(
-        fmt::format("times read as milliseconds, as nccl-tests printed them before 2.0: {}", why));
+    note(fmt::format("times read as milliseconds, as nccl-tests printed them before 2.0: {}", why));
   }
 
   NcclTestsLog finish(const NcclLogHints& hints) {
@@ -1113,9 +1115,6 @@ class LogReader {
   bool closed_ = false;  // nccl-tests' closing lines ("# Avg bus bandwidth") were printed
   int closed_at_ = 0;    // the line of "# Avg bus bandwidth"; 0: not printed
   bool time_unit_known_ = false;  // without column headers: a row told microseconds or ms
-  bool ms_noted_ = false;
-  bool hypercube_noted_ = false;
-  bool mulsum_noted_ = false;
   int first_extra_row_ = 0;
 };
 

@@ -70,10 +70,14 @@ struct NcclTestsRow {
   std::int64_t wrong() const;
 };
 
+// Where a log's collective came from, strongest first (settle_op's order).
+enum class OpSource { Header, Given, Binary, FileName, Compared };
+
 struct NcclTestsLog {
   std::string file;  // as given, for messages
   CollectiveOp op = CollectiveOp::AllReduce;
-  std::string op_source;  // where the collective came from: header, option, file name
+  OpSource op_from = OpSource::Header;
+  std::string op_source;  // op_from in words, for messages: "the log's header", "the file name"
   int threads = 0, gpus_per_thread = 0;  // the header's nThread and nGpus (0: absent)
   int graph_launches = 0;  // the header's "graph:" (-G N): the timed loop replays CUDA graphs
   std::int64_t min_bytes = 0, max_bytes = 0;
