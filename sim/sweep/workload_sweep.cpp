@@ -184,15 +184,13 @@ void add_splits(std::vector<Todo>& todo, const nlohmann::json& point,
   const Scenario& s = *parsed;
   if (s.workloads.empty()) throw InputError("workload", "the scenario has no workload to sweep");
   const WorkloadSpec& job = s.workloads[0];
-  if (!job.has_model())
-    throw InputError("--splits",
-                     fmt::format("splits a model's parallelism; {} is {}: sweep its settings "
-                                 "with --set",
-                                 job.name,
-                                 job.is_chakra() ? "a Chakra trace"
-                                                 : "of the minimal "
-                                                   "form (gradients "
-                                                   "and compute)"));
+  if (!job.has_model()) {
+    const char* form =
+        job.is_chakra() ? "a Chakra trace" : "of the minimal form (gradients and compute)";
+    throw InputError("--splits", fmt::format("splits a model's parallelism; {} is {}: sweep its "
+                                             "settings with --set",
+                                             job.name, form));
+  }
   const Parallelism& own = job.parallelism;
   const std::int64_t batch = std::int64_t{own.micro_batches} * own.dp;
   // Context parallelism is kept: dp x tp x pp is split out of the ranks it leaves.

@@ -430,25 +430,22 @@ std::vector<int> default_ranks(const JsonView& v, const Topology& topology,
   }
   if (want > free)
     v.fail_message(fmt::format("needs {} ranks but only {} are free on the topology", want, free));
-  std::vector<int> ranks;
-  if (want <= after) {
-    ranks.resize(want);
-    std::iota(ranks.begin(), ranks.end(), next_free);
-    return ranks;
-  }
+  // Every rank from next_free on is free: the first run tried is the one after the jobs.
   const auto free_from = [&](int first) {
     if (first + want > topology.num_ranks()) return false;
     for (int r = first; r < first + want; ++r)
       if (taken[r]) return false;
     return true;
   };
+  const auto run_from = [want](int first) {
+    std::vector<int> ranks(want);
+    std::iota(ranks.begin(), ranks.end(), first);
+    return ranks;
+  };
+  if (free_from(next_free)) return run_from(next_free);
   for (int step : {want, 1})
     for (int first = 0; first + want <= topology.num_ranks(); first += step)
-      if (free_from(first)) {
-        ranks.resize(want);
-        std::iota(ranks.begin(), ranks.end(), first);
-        return ranks;
-      }
+      if (free_from(first)) return run_from(first);
   v.fail_message(
       fmt::format("needs {} ranks in a row and no {} free ranks are (the jobs before "
                   "it leave {} free, apart): give its \"ranks\"",
