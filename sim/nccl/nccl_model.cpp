@@ -20,10 +20,10 @@ int node_bucket(int nodes) {
 
 // LL's cap (docs/nccl.md §1.6): on one host by the GPUs' generation, across hosts by the
 // hosts' CPU vendor.
-double ll_max_bw(Arch a, int nodes, bool amd_hosts) {
+double ll_max_bw(Arch a, int nodes, HostCpu hosts) {
   if (nodes <= 1) return nccl_published::kLlMaxBw[index(a)][0];
   const auto& row =
-      amd_hosts ? nccl_published::kLlMaxBwAmdHosts : nccl_published::kLlMaxBwIntelHosts;
+      hosts == HostCpu::Amd ? nccl_published::kLlMaxBwAmdHosts : nccl_published::kLlMaxBwIntelHosts;
   return row[node_bucket(nodes) - 1];
 }
 double per_ch_ring_ll128(Arch a) {
@@ -50,6 +50,11 @@ double tree_correction(Protocol p, std::int64_t bytes) {
   if (units < 1) return 1;
   const int i = static_cast<int>(std::floor(std::log2(static_cast<double>(units))));
   return i >= 0 && i < 23 ? nccl_published::kTreeCorrection[static_cast<int>(p)][i] : 1;
+}
+
+// The communicator's channels: the graph's, doubled at run time (NCCL's comm->nChannels).
+int comm_channels(const NcclTopo& t) {
+  return std::clamp(2 * t.channels, 1, nccl_published::kMaxChannels);
 }
 
 // NCCL's log2i: the floor of log2, for the levels of its trees across hosts.
@@ -151,7 +156,7 @@ class Model {
   // time NCCL's model gives them (the data of one channel at one channel's rate) then never
   // falls as the size grows past a step. At most twice the graph's channels (64 at most).
   double launched(NcclAlgo a, Protocol p, std::int64_t bytes) const {
-    const int most = std::min(64, 2 * t_.channels);
+    const int most = comm_channels(t_);
     const bool collnet = a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain;
     // NCCL's maxThreads in its size loop: 640 for LL128 (NCCL_LL128_MAX_NTHREADS), 512 for LL
     // and Simple, the tree's too (its 640 is set after the loop).
@@ -198,7 +203,7 @@ class Model {
   double ring_bw(Protocol p) const {
     if (op_ == CollectiveOp::AllToAll || op_ == CollectiveOp::Barrier) return 0;
     double bus = channels_ * graph_bw();
-    if (p == Protocol::LL) bus = std::min(ll_max_bw(arch_, t_.nodes, t_.amd_hosts), bus * 0.5);
+    if (p == Protocol::LL) bus = std::min(ll_max_bw(arch_, t_.nodes, t_.host_cpu), bus * 0.5);
     if (p == Protocol::LL128) bus = std::min(bus * 0.92, channels_ * per_ch_ring_ll128(arch_));
     const int n = std::max(t_.ranks, 2);
     return bus * n / steps_of(op_, n);
@@ -222,7 +227,7 @@ class Model {
     const double per = t_.nodes > 1 ? std::min(t_.bw_inter, t_.bw_intra) : t_.bw_intra;
     double bus = channels_ * per;
     bus = std::min(bus * 0.92, channels_ * per_ch_tree(arch_, t_.nodes));
-    if (p == Protocol::LL) bus = std::min(bus / 3.8, ll_max_bw(arch_, t_.nodes, t_.amd_hosts));
+    if (p == Protocol::LL) bus = std::min(bus / 3.8, ll_max_bw(arch_, t_.nodes, t_.host_cpu));
     if (p == Protocol::LL128)
       bus = std::min(bus * (t_.nodes == 1 ? 7.0 / 9 : 120.0 / 128),
                      channels_ * per_ch_tree_ll128(arch_, t_.nodes));
@@ -335,10 +340,9 @@ NcclTopo nccl_topo(const Topology& t, const std::vector<int>& ranks) {
   out.arch = gpu_arch(t, gpu);
   // The hosts' CPUs: as the topology says, else as its GPU model's DGX has them, else as an
   // Ampere's DGX (AMD) or a later one's (Intel).
-  const HostCpu cpu = t.host_cpu ? *t.host_cpu
-                      : t.gpu    ? t.gpu->host_cpu
-                                 : (out.arch == Arch::Ampere ? HostCpu::Amd : HostCpu::Intel);
-  out.amd_hosts = cpu == HostCpu::Amd;
+  out.host_cpu = t.host_cpu ? *t.host_cpu
+                 : t.gpu    ? t.gpu->host_cpu
+                            : (out.arch == Arch::Ampere ? HostCpu::Amd : HostCpu::Intel);
   out.intra_GBps = out.nvlink ? nvlink * nvlink_usable_fraction(out.arch) / 1e9
                    : pcie > 0 ? pcie / 1e9
                               : any / 1e9;
@@ -427,10 +431,10 @@ std::int64_t collnet_chain_chunk(std::int64_t bytes, int channels, const NcclTop
 ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
   const std::size_t arch = index(topo.arch);
   const int ranks = std::max(1, topo.ranks);
-  // The communicator's channels (the graph's, doubled at run time), every one open to sends.
-  const int comm_channels = std::clamp(2 * topo.channels, 1, nccl_published::kMaxChannels);
-  // Every pair of ranks is asked how many channels it needs; the fewest answer counts.
-  int fewest = comm_channels;
+  // The communicator's channels, every one open to sends. Every pair of ranks is asked how
+  // many channels it needs; the fewest answer counts.
+  const int open_channels = comm_channels(topo);
+  int fewest = open_channels;
   if (topo.per_node > 1) {  // two per NVLink of the path, two over PCIe
     const double link = nccl_published::kNvlinkLinkGBps[arch];
     fewest = std::min(fewest,
@@ -438,10 +442,10 @@ ChannelStripe nccl_p2p_stripe(const NcclTopo& topo) {
   }
   if (topo.nodes > 1) {  // two per network peer, fewer where every rank's sends would crowd them
     int net = nccl_published::kP2pChannelsPerNetPeer;
-    while (net * ranks > comm_channels * 4 && net > 1) net /= 2;
+    while (net * ranks > open_channels * 4 && net > 1) net /= 2;
     fewest = std::min(fewest, net);
   }
-  const int channels = static_cast<int>(std::bit_ceil(static_cast<unsigned>(comm_channels)));
+  const int channels = static_cast<int>(std::bit_ceil(static_cast<unsigned>(open_channels)));
   ChannelStripe s;
   s.max_channels =
       std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(fewest))), channels);
@@ -510,7 +514,7 @@ NcclOption estimate(const Model& model, const NcclTopo& topo, CollectiveOp op, N
       (a == NcclAlgo::NvlsTree && op == CollectiveOp::AllReduce && topo.arch == Arch::Blackwell))
     o.algbw_GBps *= tree_correction(p, bytes);
   if (a == NcclAlgo::Ring && p == Protocol::Simple && op == CollectiveOp::AllReduce &&
-      topo.nodes > 1 && bytes / (std::min(64, 2 * topo.channels) * topo.ranks) >= 64)
+      topo.nodes > 1 && bytes / (comm_channels(topo) * topo.ranks) >= 64)
     o.latency_us *= 1.4;  // NCCL's ring "plateau" correction, by its run-time channels
   o.time_us = o.latency_us + static_cast<double>(bytes) / (1e3 * o.algbw_GBps);
   return o;

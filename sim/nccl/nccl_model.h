@@ -21,7 +21,7 @@ struct NcclTopo {
   int per_node = 0;  // GPUs per host (ranks / nodes)
   // The GPUs' generation, from their NVLink bandwidth (Ampere without NVLink).
   nccl_published::Arch arch = nccl_published::Arch::Ampere;
-  bool amd_hosts = false;  // the hosts' CPUs are AMD's (Topology::host_cpu): LL's cap across hosts
+  HostCpu host_cpu = HostCpu::Intel;  // the hosts' CPUs (Topology::host_cpu): LL's cap across hosts
   double intra_GBps = 0;  // a GPU's usable NVLink bandwidth (or PCIe without NVLink)
   bool nvlink = false;    // intra paths are NVLink: LL128 is on
   double nic_GBps = 0;    // one NIC's bandwidth, when nodes > 1
