@@ -1769,3 +1769,22 @@ TEST_CASE("a log names the GPU it ran on, and a comparison says when the topolog
   CHECK_THAT(nccl_comparison_table(d), Catch::Contains("no MAPE over undisturbed sizes"));
   CHECK(nccl_comparison_json(d)["steady"]["mape_pct"].is_null());
 }
+
+TEST_CASE("nccl-tests: every word kept from a log is UTF-8, whatever bytes the log holds",
+          "[nccl-tests]") {
+  // Found by fuzz_nccl_log in CI: a stray byte in a Rank line's device name reached
+  // compare --format json, whose strict dump threw (Python's compare() does the same).
+  const std::string rows =
+      "#  Rank  0 Group  0 Pid  4242 on node1 device  0 [0x1b] NVIDIA A100\xff-SXM4\n"
+      "#  Rank  1 Group  0 Pid  4243 on node1 device  1 [0x2b] NVIDIA A100\xff-SXM4\n"
+      "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0  60.0  17.48  17.48  0\n";
+  const NcclTestsLog log = parse_nccl_tests_log(rows, "all_reduce\xfe.txt");
+  CHECK(log.device == "NVIDIA A100\xEF\xBF\xBD-SXM4");  // the byte as U+FFFD
+  CHECK(log.file == "all_reduce\xEF\xBF\xBD.txt");
+  const Scenario s = parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "dgx", "gpu": "h100", "gpus_per_node": 2},
+        "collectives": [{"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": 64}]})"),
+      ".");
+  const NcclComparison c = compare_nccl_log(s, s.collectives[0], log, 0, INT64_MAX);
+  CHECK_NOTHROW(nccl_comparison_json(c).dump());
+}

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/json_view.h"
+#include "core/utf8.h"
 #include "nccl/protocol.h"
 #include "topology/topology.h"
 
@@ -907,6 +908,21 @@ namespace {
 
 // What a log says, line by line (or, from nccl-tests' JSON output, entry by entry), settled
 // into an NcclTestsLog once all of it was read.
+// Every word kept from a log (a device name, a version, a note quoting the text, the file
+// name itself) as UTF-8: logs are bytes, and every JSON output must hold them. One place,
+// not a check beside each field: fuzz_nccl_log found a Rank line's device name with a stray
+// byte after such checks had been added field by field.
+void make_text_utf8(NcclTestsLog& log) {
+  for (std::string* s : {&log.file, &log.op_source, &log.ranks_source, &log.nccl_version,
+                         &log.tests_version, &log.nccl_algo, &log.nccl_proto, &log.device})
+    *s = valid_utf8(*s);
+  for (std::string& note : log.notes) note = valid_utf8(note);
+  for (NcclTestsRow& row : log.rows) {
+    row.type = valid_utf8(row.type);
+    row.redop = valid_utf8(row.redop);
+  }
+}
+
 class LogReader {
  public:
   LogReader(std::string_view text, const std::string& file) : at_{file} {
@@ -1100,6 +1116,7 @@ class LogReader {
       throw InputError("--ranks", fmt::format("{} ran on {} GPUs (from {}), not {}: --ranks gives "
                                               "the count of a log that does not say it",
                                               file, log_.ranks, log_.ranks_source, hints.ranks));
+    make_text_utf8(log_);
     return std::move(log_);
   }
 
