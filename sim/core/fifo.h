@@ -20,8 +20,10 @@ class Fifo {
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
 
-  void push_back(const T& value) {
-    if (size_ == slots_.size()) grow();
+  // Inline, the growth apart: the packet model pushes on every packet-hop.
+  [[gnu::always_inline]] void push_back(const T& value) {
+    if (size_ == slots_.size()) [[unlikely]]
+      grow();
     slots_[(head_ + size_) & (slots_.size() - 1)] = value;
     ++size_;
   }
@@ -32,7 +34,7 @@ class Fifo {
 
  private:
   // Twice the slots (a power of two, so an index wraps with a mask), in order from 0.
-  void grow() {
+  [[gnu::noinline]] void grow() {
     std::vector<T> bigger(slots_.empty() ? 8 : 2 * slots_.size());
     for (std::size_t i = 0; i < size_; ++i) bigger[i] = slots_[(head_ + i) & (slots_.size() - 1)];
     slots_.swap(bigger);

@@ -17,7 +17,7 @@ void Engine::refill_now() {
   const auto b =
       static_cast<int>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(filled_[word])));
   filled_[word] &= ~(std::uint64_t{1} << (b % 64));
-  std::vector<Event>& from = buckets_[b];
+  Bucket& from = buckets_[b];
   // Its earliest time, found here rather than kept up to date at every filing: an event is
   // filed about three times for each refill that reads it.
   Time earliest = kTimeNever;

@@ -43,7 +43,7 @@ class Engine {
   // Schedules an event; a time before now() is a logic error and is clamped to now().
   // Inline, as pop(): every transfer and packet-hop costs a schedule and a pop, and a call
   // into another file spills the caller's registers around each.
-  void schedule(Time at, std::uint32_t tag, std::uint64_t id) {
+  [[gnu::always_inline]] void schedule(Time at, std::uint32_t tag, std::uint64_t id) {
     file(Event{std::max(at, now_), id, tag});
     ++pending_;
   }
@@ -66,29 +66,56 @@ class Engine {
 
  private:
   static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
-  static constexpr int kDigitBits = 4;
-  static constexpr int kDigits = 1 << kDigitBits;
+  static constexpr unsigned kDigitBits = 4;
+  static constexpr unsigned kDigits = 1 << kDigitBits;
   static constexpr int kBuckets = 1 + 64 / kDigitBits * kDigits;  // now(), then (digit, value)
 
   // Later times file to higher buckets: a higher differing digit, or at the same digit a
   // higher value (a time after now() has the higher value where they first differ).
-  int bucket_of(Time at) const {
+  // Unsigned throughout: the index is divided and shifted on every filing.
+  unsigned bucket_of(Time at) const {
     const auto t = static_cast<std::uint64_t>(at);
     const std::uint64_t differ = t ^ static_cast<std::uint64_t>(now_);
     if (differ == 0) return 0;
-    const int digit = (63 - __builtin_clzll(differ)) / kDigitBits;
-    return 1 + digit * kDigits + static_cast<int>((t >> (digit * kDigitBits)) & (kDigits - 1));
+    const unsigned digit = (63u - static_cast<unsigned>(__builtin_clzll(differ))) / kDigitBits;
+    return 1 + digit * kDigits + static_cast<unsigned>((t >> (digit * kDigitBits)) & (kDigits - 1));
   }
   void refill_now();  // bucket 0 is empty: move the clock to the earliest event
   void poll();        // counts progress and throws Interrupted when a stop was requested
 
-  void file(const Event& e) {
-    const int b = bucket_of(e.time);
+  [[gnu::always_inline]] void file(const Event& e) {
+    const unsigned b = bucket_of(e.time);
     buckets_[b].push_back(e);
     filled_[b / 64] |= std::uint64_t{1} << (b % 64);
   }
 
-  std::array<std::vector<Event>, kBuckets> buckets_;
+  // A bucket: its events in order of filing, in storage that only grows. Not a std::vector:
+  // its push_back keeps the reallocation inline, and every schedule paid for saving the
+  // registers that path needs.
+  class Bucket {
+   public:
+    std::size_t size() const { return size_; }
+    const Event& operator[](std::size_t i) const { return events_[i]; }
+    const Event* begin() const { return events_.data(); }
+    const Event* end() const { return events_.data() + size_; }
+    void clear() { size_ = 0; }
+    [[gnu::always_inline]] void push_back(const Event& e) {
+      if (size_ == capacity_) [[unlikely]]
+        grow();
+      events_[size_++] = e;
+    }
+
+   private:
+    [[gnu::noinline]] void grow() {
+      capacity_ = std::max<std::size_t>(16, 2 * size_);
+      events_.resize(capacity_);
+    }
+    std::vector<Event> events_;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;  // events_.size(), kept: a vector's size of 24-byte events divides
+  };
+
+  std::array<Bucket, kBuckets> buckets_;
   std::array<std::uint64_t, (kBuckets + 63) / 64> filled_{};  // which buckets hold events
   std::size_t next_ = 0;  // bucket 0's first event not yet popped
   Time now_ = 0;

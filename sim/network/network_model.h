@@ -27,7 +27,10 @@ class NetworkHost {
   Time now() const { return engine_.now(); }
   // Calls the model's wakeup(cookie) at time `at`: an event of the host's engine, tagged
   // as the host said.
-  void schedule_wakeup(Time at, std::uint64_t cookie) { engine_.schedule(at, wakeup_tag_, cookie); }
+  // Inline: a packet model calls it on every packet-hop.
+  [[gnu::always_inline]] void schedule_wakeup(Time at, std::uint64_t cookie) {
+    engine_.schedule(at, wakeup_tag_, cookie);
+  }
   // The model is done with the transfer, now: its last byte has arrived, or, for a model
   // with a delivery_delay, has left the sender (the host then adds the delay).
   virtual void transfer_finished(TransferId id) = 0;

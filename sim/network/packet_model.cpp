@@ -27,6 +27,28 @@ PacketModel::PacketModel(const NetworkParams& params, const Topology& topology, 
   }
 }
 
+// Starts the head packet if the link is free and the packet has arrived. Inline, as
+// finish_packet: twice each packet-hop, and a call's saving and restoring of registers
+// cost as much as the work.
+[[gnu::always_inline]] inline void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
+  LinkState& ls = links_[link];
+  if (ls.sending || ls.waiting || ls.queue.empty()) return;
+  const Packet& head = ls.queue.front();
+  if (head.ready > now) return wait_for_head(host, link);
+  ls.sending = true;
+  const Time end = std::max(add_time(now, serialization(head, link)), head.not_before_finish);
+  host.schedule_wakeup(end, make_cookie(kLinkDone, link));
+  if (keep_rates_ && end > now)  // bytes over picoseconds, in thousandths of a B/s
+    note_rate(
+        link, now,
+        std::llround(static_cast<double>(head.bytes) * 1e15 / static_cast<double>(end - now)));
+}
+
+void PacketModel::wait_for_head(NetworkHost& host, LinkId link) {
+  links_[link].waiting = true;
+  host.schedule_wakeup(links_[link].queue.front().ready, make_cookie(kLinkReady, link));
+}
+
 void PacketModel::start_transfer(NetworkHost& host, TransferId id, PathId path,
                                  std::int64_t bytes, const TransferCost& cost) {
   const Slot s = take_slot(transfers_, free_);
@@ -64,12 +86,16 @@ void PacketModel::pace_at(NetworkHost& host, Slot s) {
   host.schedule_wakeup(made, make_cookie(kPace, static_cast<std::uint64_t>(s)));
 }
 
+// A packet's end is nearly every wakeup: it goes straight on, and the rare kinds are handled
+// apart, so that the registers they need are not saved and restored on every packet-hop.
 void PacketModel::wakeup(NetworkHost& host, std::uint64_t c) {
+  if (cookie_kind(c) == kLinkDone) return finish_packet(host, static_cast<LinkId>(cookie_index(c)));
+  rare_wakeup(host, c);
+}
+
+void PacketModel::rare_wakeup(NetworkHost& host, std::uint64_t c) {
   const std::uint64_t index = cookie_index(c);
   switch (cookie_kind(c)) {
-    case kLinkDone:
-      finish_packet(host, static_cast<LinkId>(index));
-      break;
     case kLinkReady:
       links_[index].waiting = false;
       serve(host, static_cast<LinkId>(index), host.now());
@@ -106,41 +132,13 @@ void PacketModel::note_rate(LinkId link, Time at, std::int64_t milli_Bps) {
     points.push_back({at, milli_Bps});
 }
 
-// Starts the head packet if the link is free and the packet has arrived.
-void PacketModel::serve(NetworkHost& host, LinkId link, Time now) {
-  LinkState& ls = links_[link];
-  if (ls.sending || ls.waiting || ls.queue.empty()) return;
-  const Packet& head = ls.queue.front();
-  if (head.ready > now) {
-    ls.waiting = true;
-    host.schedule_wakeup(head.ready, make_cookie(kLinkReady, link));
-    return;
-  }
-  ls.sending = true;
-  const Time end = std::max(add_time(now, serialization(head, link)), head.not_before_finish);
-  host.schedule_wakeup(end, make_cookie(kLinkDone, link));
-  if (keep_rates_ && end > now)  // bytes over picoseconds, in thousandths of a B/s
-    note_rate(
-        link, now,
-        std::llround(static_cast<double>(head.bytes) * 1e15 / static_cast<double>(end - now)));
-}
-
 void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
   LinkState& ls = links_[link];
   Packet p = ls.queue.front();
   Transfer& t = transfers_[p.transfer];
   const Time now = host.now();
   if (p.hop == 0 && t.ceiling_Bps > 0) {  // paced: the next joins the queue once made
-    ls.queue.pop_front();
-    if (--t.unsent > 0) {
-      t.unsent_bytes -= p.bytes;
-      // The sender makes the next one after this one, and no sooner than this one left its
-      // queue: held back by the link, it does not then catch up faster than its ceiling.
-      const Time left_queue = now - serialization(p, link);
-      t.made = add_time(std::max(t.made, left_queue),
-                        transfer_time(std::min(packet_bytes_, t.unsent_bytes), t.ceiling_Bps));
-      pace_at(host, p.transfer);
-    }
+    leave_paced(host, link);
   } else if (p.hop == 0 && --t.unsent > 0) {
     // The train's next packet queues behind what arrived meanwhile: trains sharing a first
     // link take turns a packet each, as senders interleave, where the first listed once
@@ -169,6 +167,22 @@ void PacketModel::finish_packet(NetworkHost& host, LinkId link) {
                          make_cookie(kDeliver, static_cast<std::uint64_t>(p.transfer)));
   }
   serve(host, link, now);
+}
+
+// The packet of a paced transfer at the front of its first link `link` leaves it; the sender
+// makes the next, if any.
+void PacketModel::leave_paced(NetworkHost& host, LinkId link) {
+  const Packet p = links_[link].queue.front();
+  links_[link].queue.pop_front();
+  Transfer& t = transfers_[p.transfer];
+  if (--t.unsent == 0) return;
+  t.unsent_bytes -= p.bytes;
+  // The sender makes the next one after this one, and no sooner than this one left its
+  // queue: held back by the link, it does not then catch up faster than its ceiling.
+  const Time left_queue = host.now() - serialization(p, link);
+  t.made = add_time(std::max(t.made, left_queue),
+                    transfer_time(std::min(packet_bytes_, t.unsent_bytes), t.ceiling_Bps));
+  pace_at(host, p.transfer);
 }
 
 void PacketModel::pace(NetworkHost& host, Slot s) {

@@ -67,12 +67,19 @@ class PacketModel final : public NetworkModel {
     Time made = 0;  // paced: when the packet that last joined the queue was made
   };
 
+  void rare_wakeup(NetworkHost& host, std::uint64_t cookie);  // every kind but kLinkDone
   void serve(NetworkHost& host, LinkId link, Time now);
+  [[gnu::noinline]] void wait_for_head(NetworkHost& host, LinkId link);  // head not yet arrived
   void finish_packet(NetworkHost& host, LinkId link);
+  // A paced transfer's packet leaves its first link. The rare paths (this, wait_for_head,
+  // note_rate, rare_wakeup) are kept out of line so that the packet-hop's own path saves
+  // and restores few registers.
+  [[gnu::noinline]] void leave_paced(NetworkHost& host, LinkId link);
   // The next packet of paced transfer `s` joins its first link's queue: now, or when made.
   void pace(NetworkHost& host, Slot s);
   void pace_at(NetworkHost& host, Slot s);
-  void note_rate(LinkId link, Time at, std::int64_t milli_Bps);  // keep_link_rates
+  // keep_link_rates: the link's rate from `at` on.
+  [[gnu::noinline]] void note_rate(LinkId link, Time at, std::int64_t milli_Bps);
   Time serialization(const Packet& p, LinkId link) const {
     if (p.plain) return full_packet_time_[link];
     return transfer_time(p.bytes, topology_.link(link).bandwidth / transfers_[p.transfer].stretch);
