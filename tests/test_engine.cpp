@@ -1,3 +1,4 @@
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -120,6 +121,44 @@ TEST_CASE("engine: pops in (time, scheduling order) exactly, for any mix of time
       if (popped < 5000) schedule_some(e.now());
     }
     REQUIRE(e.empty() == reference.empty());
+  }
+}
+
+// Lanes (one per delay, a few of them) and the heap hold one order between them: delays
+// drawn from a set larger than the lanes, so that a delay finds its lane, claims a free
+// one or goes to the heap as lanes fill and empty, with ties between lanes and heap, and
+// a lane's event due before the heap's earliest scheduling events between the two.
+TEST_CASE("engine: lanes of repeated delays and the heap pop in (time, scheduling order)") {
+  constexpr std::array<Time, 7> kDelays = {0, 3, 3, 40, 40, 40, 700};
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    Engine e;
+    using Key = std::pair<Time, std::uint64_t>;
+    std::priority_queue<Key, std::vector<Key>, std::greater<>> reference;
+    std::uint64_t next_id = 0;
+    auto schedule_some = [&](Time now) {
+      for (int i = static_cast<int>(rng() % 3); i > 0; --i) {
+        // Mostly the set's delays; now and then one of its own, or a far one (the heap).
+        const std::uint64_t pick = rng() % 10;
+        const Time delay = pick < 8   ? kDelays[rng() % kDelays.size()]
+                           : pick < 9 ? static_cast<Time>(rng() % 900)
+                                      : static_cast<Time>(rng() % 100000);
+        e.schedule(now + delay, static_cast<std::uint32_t>(next_id % 7), next_id);
+        reference.push({now + delay, next_id++});
+      }
+    };
+    for (int i = 0; i < 8; ++i) schedule_some(0);
+    std::size_t popped = 0;
+    while (!reference.empty()) {
+      const Key want = reference.top();
+      reference.pop();
+      const Event got = e.pop();
+      REQUIRE(got.time == want.first);
+      REQUIRE(got.id == want.second);
+      REQUIRE(got.tag == want.second % 7);  // the tag rides beside the order, unchanged
+      if (++popped < 20000) schedule_some(e.now());
+    }
+    REQUIRE(e.empty());
   }
 }
 

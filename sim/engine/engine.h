@@ -5,28 +5,33 @@
 // function of its input. The engine knows nothing of networks or collectives:
 // an event is a small tagged value handed back to whoever runs the loop.
 //
-// Layout: a radix heap on time, in hexadecimal digits. Event times never go back past
-// now(), so an event is filed by the highest digit in which its time differs from
-// now() and that digit's value: bucket 0 holds the events of now() itself, in order of
-// scheduling; the others hold, lowest first, ever later times. When bucket 0 runs dry,
-// the lowest non-empty bucket is filed again around its earliest time, which sends
-// each of its events to a lower bucket, in order: an event moves at most 16 times in
-// all, usually two or three, and filing it is a bit scan, with no hash of times and no
-// heap of them. Collective schedules are lock-step — thousands of transfers end at the
-// very same picosecond — and there a tie costs an append and a read; packets, whose
-// times rarely tie, cost little more. Buckets keep their capacity, so a run allocates
-// only while it reaches sizes it has not reached before.
+// Layout: two structures, one order.
+// - Lanes: most events are scheduled a few fixed delays ahead (a packet's time on a link
+//   of one bandwidth class; the steps of a lock-step collective), and events scheduled a
+//   fixed delay after a clock that never goes back come in time order. A lane is a FIFO
+//   of the events of one delay: scheduling appends, and the earliest event is at the
+//   front of one of a few lanes. No sorting at all.
+// - A radix heap on time, in hexadecimal digits, for every other event. Its times never
+//   go back past its own clock (the time of its latest refill), so an event is filed by
+//   the highest digit in which its time differs from that clock and that digit's value:
+//   bucket 0 holds the events of that time itself, in order of scheduling; the others
+//   hold, lowest first, ever later times. When bucket 0 runs dry, the lowest non-empty
+//   bucket is filed again around its earliest time, which sends each of its events to a
+//   lower bucket, in order: an event moves at most 16 times in all, usually two or three.
+// A pop takes the least (time, sequence number) of the lanes' fronts and bucket 0's
+// first. Buckets and lanes keep their capacity, so a run allocates only while it
+// reaches sizes it has not reached before.
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <vector>
 
+#include "core/fifo.h"
 #include "core/time.h"
 
 namespace collsim {
 
-// Events of one time come out in the order they were scheduled: the buckets keep it,
-// so an event carries no sequence number.
 struct Event {
   Time time;
   std::uint64_t id;   // meaning chosen by the tag's owner
@@ -44,18 +49,50 @@ class Engine {
   // Inline, as pop(): every transfer and packet-hop costs a schedule and a pop, and a call
   // into another file spills the caller's registers around each.
   [[gnu::always_inline]] void schedule(Time at, std::uint32_t tag, std::uint64_t id) {
-    file(Event{std::max(at, now_), id, tag});
+    assert(tag < (1u << kTagBits));
+    at = std::max(at, now_);
+    const Queued e{at, id, (sequence_++ << kTagBits) | tag};
     ++pending_;
+    const Time delay = at - now_;
+    for (Lane& lane : lanes_)
+      if (lane.delay == delay && !lane.events.empty()) return lane.events.push_back(e);
+    for (Lane& lane : lanes_)
+      if (lane.events.empty()) {
+        lane.delay = delay;
+        return lane.events.push_back(e);
+      }
+    // Neither a lane of its delay nor a free one: the heap, whose earliest it may lower.
+    if (in_heap_++ == 0)
+      heap_min_ = at;
+    else if (heap_min_ != kUnknown)
+      heap_min_ = std::min(heap_min_, at);
+    file(e);
   }
 
   // Pops the earliest event and advances the clock to it. The queue must not be empty.
   // Throws Interrupted (core/interrupt.h) when a stop was requested.
-  Event pop() {
-    if (next_ == buckets_[0].size()) refill_now();
-    --pending_;
+  [[gnu::always_inline]] Event pop() {
     // A few milliseconds of events between polls: Ctrl-C stops a run within a second.
     if ((++processed_ & kPollMask) == 0) poll();
-    return buckets_[0][next_++];
+    --pending_;
+    Lane* first = nullptr;
+    for (Lane& lane : lanes_)
+      if (!lane.events.empty() && (!first || before(lane.events.front(), first->events.front())))
+        first = &lane;
+    if (in_heap_ != 0 &&
+        (next_ < buckets_[0].size() || !first || heap_earliest() <= first->events.front().time)) {
+      if (next_ == buckets_[0].size()) refill_now();
+      const Queued& e = buckets_[0][next_];
+      if (!first || before(e, first->events.front())) {
+        ++next_;
+        --in_heap_;
+        if (next_ == buckets_[0].size()) heap_min_ = kUnknown;
+        return take(e);
+      }
+    }
+    const Event out = take(first->events.front());
+    first->events.pop_front();
+    return out;
   }
 
   // Runs until the queue is empty, handing each event to `handler(const Event&)`.
@@ -66,40 +103,68 @@ class Engine {
 
  private:
   static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
+  static constexpr int kTagBits = 8;                         // tags below 256
+  // Lanes, each scanned at every schedule and pop: a packet network's few link classes
+  // and its deliveries. More were slower on the packet benchmark.
+  static constexpr int kLanes = 4;
   static constexpr unsigned kDigitBits = 4;
   static constexpr unsigned kDigits = 1 << kDigitBits;
   static constexpr int kBuckets = 1 + 64 / kDigitBits * kDigits;  // now(), then (digit, value)
 
+  // An event as queued: its tag below its sequence number, so that one comparison of
+  // `order` is the order of scheduling (2^56 events before it wraps).
+  struct Queued {
+    Time time;
+    std::uint64_t id;
+    std::uint64_t order;
+  };
+  struct Lane {
+    Time delay = 0;  // what its events were scheduled after: they come in time order
+    Fifo<Queued> events;
+  };
+
+  static bool before(const Queued& a, const Queued& b) {
+    return a.time < b.time || (a.time == b.time && a.order < b.order);
+  }
+  Event take(const Queued& e) {
+    now_ = e.time;
+    return {e.time, e.id, static_cast<std::uint32_t>(e.order & ((1u << kTagBits) - 1))};
+  }
+
   // Later times file to higher buckets: a higher differing digit, or at the same digit a
-  // higher value (a time after now() has the higher value where they first differ).
+  // higher value (a time after the heap's clock has the higher value where they first differ).
   // Unsigned throughout: the index is divided and shifted on every filing.
   unsigned bucket_of(Time at) const {
     const auto t = static_cast<std::uint64_t>(at);
-    const std::uint64_t differ = t ^ static_cast<std::uint64_t>(now_);
+    const std::uint64_t differ = t ^ static_cast<std::uint64_t>(heap_now_);
     if (differ == 0) return 0;
     const unsigned digit = (63u - static_cast<unsigned>(__builtin_clzll(differ))) / kDigitBits;
     return 1 + digit * kDigits + static_cast<unsigned>((t >> (digit * kDigitBits)) & (kDigits - 1));
   }
-  void refill_now();  // bucket 0 is empty: move the clock to the earliest event
+  // Bucket 0 is empty: the heap's earliest time, found in its lowest bucket and kept
+  // until the heap's first event is taken (filing an earlier one lowers it).
+  Time heap_earliest();
+  void refill_now();  // bucket 0 is empty: move the heap's clock to its earliest event
   void poll();        // counts progress and throws Interrupted when a stop was requested
 
-  [[gnu::always_inline]] void file(const Event& e) {
+  [[gnu::always_inline]] void file(const Queued& e) {
     const unsigned b = bucket_of(e.time);
     buckets_[b].push_back(e);
     filled_[b / 64] |= std::uint64_t{1} << (b % 64);
   }
 
+  std::array<Lane, kLanes> lanes_;
   // A bucket: its events in order of filing, in storage that only grows. Not a std::vector:
   // its push_back keeps the reallocation inline, and every schedule paid for saving the
   // registers that path needs.
   class Bucket {
    public:
     std::size_t size() const { return size_; }
-    const Event& operator[](std::size_t i) const { return events_[i]; }
-    const Event* begin() const { return events_.data(); }
-    const Event* end() const { return events_.data() + size_; }
+    const Queued& operator[](std::size_t i) const { return events_[i]; }
+    const Queued* begin() const { return events_.data(); }
+    const Queued* end() const { return events_.data() + size_; }
     void clear() { size_ = 0; }
-    [[gnu::always_inline]] void push_back(const Event& e) {
+    [[gnu::always_inline]] void push_back(const Queued& e) {
       if (size_ == capacity_) [[unlikely]]
         grow();
       events_[size_++] = e;
@@ -110,7 +175,7 @@ class Engine {
       capacity_ = std::max<std::size_t>(16, 2 * size_);
       events_.resize(capacity_);
     }
-    std::vector<Event> events_;
+    std::vector<Queued> events_;
     std::size_t size_ = 0;
     std::size_t capacity_ = 0;  // events_.size(), kept: a vector's size of 24-byte events divides
   };
@@ -118,9 +183,17 @@ class Engine {
   std::array<Bucket, kBuckets> buckets_;
   std::array<std::uint64_t, (kBuckets + 63) / 64> filled_{};  // which buckets hold events
   std::size_t next_ = 0;  // bucket 0's first event not yet popped
+  // The heap's clock: no later than now() or any of its events. Its buckets are sound only
+  // around such a clock, and a lane's event may be due before the heap's earliest: the
+  // heap is refilled (its clock moved) only when its earliest is the next event.
+  Time heap_now_ = 0;
+  static constexpr Time kUnknown = kTimeNever;
+  Time heap_min_ = kUnknown;  // the heap's earliest time, once found; kUnknown: not yet
   Time now_ = 0;
+  std::uint64_t sequence_ = 0;
   std::uint64_t processed_ = 0;
   std::size_t pending_ = 0;
+  std::size_t in_heap_ = 0;
 };
 
 }  // namespace collsim
