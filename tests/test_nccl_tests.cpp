@@ -1730,6 +1730,25 @@ TEST_CASE("logs as nccl-tests printed them before 2.0, and names people give the
             .notes.size() == 1);  // mulsum's alone
 }
 
+namespace nccl_tests_test {
+
+// Two Rank lines naming `device`, then one all-reduce row of 1 MiB.
+std::string two_rank_rows(const std::string& device) {
+  return "#  Rank  0 Group  0 Pid  4242 on node1 device  0 [0x1b] " + device + "\n" +
+         "#  Rank  1 Group  0 Pid  4243 on node1 device  1 [0x2b] " + device + "\n" +
+         "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0  60.0  17.48  17.48  0\n";
+}
+
+// Two H100s on one server, NCCL's all-reduce: a scenario to compare such rows with.
+Scenario two_h100s() {
+  return parse_scenario(
+      nlohmann::json::parse(R"({"topology": {"preset": "dgx", "gpu": "h100", "gpus_per_node": 2},
+        "collectives": [{"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": 64}]})"),
+      ".");
+}
+
+}  // namespace nccl_tests_test
+
 TEST_CASE("a log names the GPU it ran on, and a comparison says when the topology's is another",
           "[nccl-tests]") {
   CHECK(gpu_model_of_device("NVIDIA H100 80GB HBM3")->name == "h100");
@@ -1737,16 +1756,10 @@ TEST_CASE("a log names the GPU it ran on, and a comparison says when the topolog
   CHECK(gpu_model_of_device("NVIDIA GB200") == nullptr);  // not a B200
   CHECK(gpu_model_of_device("NVIDIA RTX A1000 8GB") == nullptr);  // not an A100
   CHECK(gpu_model_of_device("GeForce RTX 2080 Ti") == nullptr);
-  const std::string rows =
-      "#  Rank  0 Group  0 Pid  4242 on node1 device  0 [0x1b] NVIDIA A100-SXM4-80GB\n"
-      "#  Rank  1 Group  0 Pid  4243 on node1 device  1 [0x2b] NVIDIA A100-SXM4-80GB\n"
-      "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0  60.0  17.48  17.48  0\n";
+  const std::string rows = nccl_tests_test::two_rank_rows("NVIDIA A100-SXM4-80GB");
   const NcclTestsLog log = parse_nccl_tests_log(rows, "all_reduce.txt");
   CHECK(log.device == "NVIDIA A100-SXM4-80GB");
-  const Scenario h100 = parse_scenario(
-      nlohmann::json::parse(R"({"topology": {"preset": "dgx", "gpu": "h100", "gpus_per_node": 2},
-        "collectives": [{"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": 64}]})"),
-      ".");
+  const Scenario h100 = nccl_tests_test::two_h100s();
   const NcclComparison c = compare_nccl_log(h100, h100.collectives[0], log, 0, INT64_MAX);
   CHECK(c.device_mismatch ==
         "the log ran on NVIDIA A100-SXM4-80GB (a100); the topology's GPUs are h100");
@@ -1774,17 +1787,11 @@ TEST_CASE("nccl-tests: every word kept from a log is UTF-8, whatever bytes the l
           "[nccl-tests]") {
   // Found by fuzz_nccl_log in CI: a stray byte in a Rank line's device name reached
   // compare --format json, whose strict dump threw (Python's compare() does the same).
-  const std::string rows =
-      "#  Rank  0 Group  0 Pid  4242 on node1 device  0 [0x1b] NVIDIA A100\xff-SXM4\n"
-      "#  Rank  1 Group  0 Pid  4243 on node1 device  1 [0x2b] NVIDIA A100\xff-SXM4\n"
-      "  1048576  262144  float  sum  -1  60.0  17.48  17.48  0  60.0  17.48  17.48  0\n";
-  const NcclTestsLog log = parse_nccl_tests_log(rows, "all_reduce\xfe.txt");
+  const NcclTestsLog log = parse_nccl_tests_log(
+      nccl_tests_test::two_rank_rows("NVIDIA A100\xff-SXM4"), "all_reduce\xfe.txt");
   CHECK(log.device == "NVIDIA A100\xEF\xBF\xBD-SXM4");  // the byte as U+FFFD
   CHECK(log.file == "all_reduce\xEF\xBF\xBD.txt");
-  const Scenario s = parse_scenario(
-      nlohmann::json::parse(R"({"topology": {"preset": "dgx", "gpu": "h100", "gpus_per_node": 2},
-        "collectives": [{"name": "c", "op": "all_reduce", "algorithm": "nccl", "bytes": 64}]})"),
-      ".");
+  const Scenario s = nccl_tests_test::two_h100s();
   const NcclComparison c = compare_nccl_log(s, s.collectives[0], log, 0, INT64_MAX);
   CHECK_NOTHROW(nccl_comparison_json(c).dump());
 }
