@@ -162,6 +162,27 @@ TEST_CASE("engine: lanes of repeated delays and the heap pop in (time, schedulin
   }
 }
 
+TEST_CASE("fifo: a queue moved from is empty and usable, and the one moved to holds its items") {
+  // Found by review: the kept capacity went with a copy, the slots with the move, and a push
+  // onto the emptied queue wrote into no storage.
+  Fifo<std::int64_t> a;
+  for (std::int64_t i = 0; i < 3; ++i) a.push_back(i);
+  a.pop_front();
+  Fifo<std::int64_t> b = std::move(a);
+  CHECK(a.empty());
+  a.push_back(7);
+  CHECK(a.size() == 1);
+  CHECK(a.front() == 7);
+  REQUIRE(b.size() == 2);
+  CHECK(b.front() == 1);
+  Fifo<std::int64_t> c;
+  c = std::move(b);
+  CHECK(b.empty());
+  b.push_back(9);
+  CHECK(b.front() == 9);
+  CHECK(c.front() == 1);
+}
+
 TEST_CASE("fifo: first in, first out across wrap-around and growth") {
   // Pushes and pops in uneven runs so the ring wraps before it grows, and grows while
   // wrapped; a std::deque fed the same calls is the reference.
@@ -218,5 +239,10 @@ TEST_CASE("a stop token stops the work of its thread and of the threads it start
   const StopScope scope(&token);
   // The engine polls every 32,768 events: a scope's request is seen there too.
   for (int i = 0; i < 40000; ++i) e.schedule(2, 0, 0);
-  CHECK_THROWS_AS(e.run([](const Event&) {}), Interrupted);
+  std::uint64_t handed_out = 0;
+  CHECK_THROWS_AS(e.run([&](const Event&) { ++handed_out; }), Interrupted);
+  // The pop that threw took nothing: the count is of the events handed out, and they
+  // and the events left make up what was scheduled.
+  CHECK(e.events_processed() == handed_out);
+  CHECK(handed_out + e.pending() == 40001);
 }

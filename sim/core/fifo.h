@@ -6,6 +6,7 @@
 // a pop.
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace collsim {
@@ -15,6 +16,24 @@ class Fifo {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
+  Fifo() = default;
+  Fifo(const Fifo&) = default;
+  Fifo& operator=(const Fifo&) = default;
+  // A queue moved from is empty and usable: its counts go with its slots.
+  Fifo(Fifo&& other) noexcept
+      : slots_(std::move(other.slots_)),
+        head_(std::exchange(other.head_, 0)),
+        size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  Fifo& operator=(Fifo&& other) noexcept {
+    slots_ = std::move(other.slots_);
+    other.slots_.clear();
+    head_ = std::exchange(other.head_, 0);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
+
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   T& front() { return slots_[head_]; }

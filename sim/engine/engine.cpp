@@ -8,12 +8,14 @@ namespace collsim {
 // heap's clock on more high digits than any other's, or on as many with a lower value where
 // they differ).
 Time Engine::heap_earliest() {
-  if (heap_min_ != kUnknown) return heap_min_;
+  if (heap_min_known_) return heap_min_;
   std::size_t word = 0;
   auto filled = [&](std::size_t w) { return w == 0 ? filled_[0] & ~std::uint64_t{1} : filled_[w]; };
   while (filled(word) == 0) ++word;
   const auto b = word * 64 + static_cast<std::size_t>(__builtin_ctzll(filled(word)));
+  heap_min_ = kTimeNever;
   for (const Queued& e : buckets_[b]) heap_min_ = std::min(heap_min_, e.time);
+  heap_min_known_ = true;
   return heap_min_;
 }
 

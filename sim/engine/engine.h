@@ -25,6 +25,7 @@
 #include <array>
 #include <cassert>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/fifo.h"
@@ -62,10 +63,12 @@ class Engine {
         return lane.events.push_back(e);
       }
     // Neither a lane of its delay nor a free one: the heap, whose earliest it may lower.
-    if (in_heap_++ == 0)
+    if (in_heap_++ == 0) {
       heap_min_ = at;
-    else if (heap_min_ != kUnknown)
+      heap_min_known_ = true;
+    } else if (heap_min_known_) {
       heap_min_ = std::min(heap_min_, at);
+    }
     file(e);
   }
 
@@ -73,7 +76,9 @@ class Engine {
   // Throws Interrupted (core/interrupt.h) when a stop was requested.
   [[gnu::always_inline]] Event pop() {
     // A few milliseconds of events between polls: Ctrl-C stops a run within a second.
-    if ((++processed_ & kPollMask) == 0) poll();
+    // Counted once popped: a pop that throws there leaves the engine as it was.
+    if (((processed_ + 1) & kPollMask) == 0) poll();
+    ++processed_;
     --pending_;
     Lane* first = nullptr;
     for (Lane& lane : lanes_)
@@ -86,7 +91,7 @@ class Engine {
       if (!first || before(e, first->events.front())) {
         ++next_;
         --in_heap_;
-        if (next_ == buckets_[0].size()) heap_min_ = kUnknown;
+        if (next_ == buckets_[0].size()) heap_min_known_ = false;
         return take(e);
       }
     }
@@ -159,6 +164,21 @@ class Engine {
   // registers that path needs.
   class Bucket {
    public:
+    Bucket() = default;
+    Bucket(const Bucket&) = default;
+    Bucket& operator=(const Bucket&) = default;
+    // A bucket moved from is empty and usable (an Engine moved from, too).
+    Bucket(Bucket&& other) noexcept
+        : events_(std::move(other.events_)),
+          size_(std::exchange(other.size_, 0)),
+          capacity_(std::exchange(other.capacity_, 0)) {}
+    Bucket& operator=(Bucket&& other) noexcept {
+      events_ = std::move(other.events_);
+      other.events_.clear();
+      size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+      return *this;
+    }
     std::size_t size() const { return size_; }
     const Queued& operator[](std::size_t i) const { return events_[i]; }
     const Queued* begin() const { return events_.data(); }
@@ -187,8 +207,10 @@ class Engine {
   // around such a clock, and a lane's event may be due before the heap's earliest: the
   // heap is refilled (its clock moved) only when its earliest is the next event.
   Time heap_now_ = 0;
-  static constexpr Time kUnknown = kTimeNever;
-  Time heap_min_ = kUnknown;  // the heap's earliest time, once found; kUnknown: not yet
+  // The heap's earliest time, once found (a flag, not a sentinel time: any time may be
+  // scheduled, kTimeNever too, and a sentinel would send every pop to look again).
+  Time heap_min_ = 0;
+  bool heap_min_known_ = false;
   Time now_ = 0;
   std::uint64_t sequence_ = 0;
   std::uint64_t processed_ = 0;
