@@ -3,7 +3,7 @@
 // popping never allocate once it has reached its largest size, and its elements sit in
 // one block (std::deque allocates a block every few elements and reaches them through
 // a map). For the packet model's per-link queues, where every packet-hop is a push and
-// a pop.
+// a pop, and the event engine's lanes and buckets.
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -38,6 +38,9 @@ class Fifo {
   std::size_t size() const { return size_; }
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
+  const T& operator[](std::size_t i) const {
+    return slots_[(head_ + i) & (capacity_ - 1)];
+  }  // from the front
 
   // Inline, the growth apart: the packet model pushes on every packet-hop.
   [[gnu::always_inline]] void push_back(const T& value) {

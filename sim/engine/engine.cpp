@@ -14,7 +14,8 @@ Time Engine::heap_earliest() {
   while (filled(word) == 0) ++word;
   const auto b = word * 64 + static_cast<std::size_t>(__builtin_ctzll(filled(word)));
   heap_min_ = kTimeNever;
-  for (const Queued& e : buckets_[b]) heap_min_ = std::min(heap_min_, e.time);
+  const Fifo<Queued>& lowest = buckets_[b];
+  for (std::size_t i = 0; i < lowest.size(); ++i) heap_min_ = std::min(heap_min_, lowest[i].time);
   heap_min_known_ = true;
   return heap_min_;
 }
@@ -23,17 +24,14 @@ Time Engine::heap_earliest() {
 // lower one, in the order it was in: events of one time stay in order of scheduling.
 void Engine::refill_now() {
   const Time earliest = heap_earliest();
-  buckets_[0].clear();
-  next_ = 0;
-  filled_[0] &= ~std::uint64_t{1};
+  filled_[0] &= ~std::uint64_t{1};  // bucket 0 is empty
   std::size_t word = 0;
   while (filled_[word] == 0) ++word;
   const auto b = word * 64 + static_cast<std::size_t>(__builtin_ctzll(filled_[word]));
   filled_[word] &= ~(std::uint64_t{1} << (b % 64));
-  Bucket& from = buckets_[b];
+  Fifo<Queued>& from = buckets_[b];
   heap_now_ = earliest;
-  for (const Queued& e : from) file(e);
-  from.clear();
+  for (; !from.empty(); from.pop_front()) file(from.front());
 }
 
 void Engine::poll() {

@@ -19,7 +19,7 @@
 //   bucket is filed again around its earliest time, which sends each of its events to a
 //   lower bucket, in order: an event moves at most 16 times in all, usually two or three.
 // A pop takes the least (time, sequence number) of the lanes' fronts and bucket 0's
-// first. Buckets and lanes keep their capacity, so a run allocates only while it
+// first. Buckets and lanes are FIFOs that keep their capacity, so a run allocates only while it
 // reaches sizes it has not reached before.
 #include <algorithm>
 #include <array>
@@ -85,14 +85,15 @@ class Engine {
       if (!lane.events.empty() && (!first || before(lane.events.front(), first->events.front())))
         first = &lane;
     if (in_heap_ != 0 &&
-        (next_ < buckets_[0].size() || !first || heap_earliest() <= first->events.front().time)) {
-      if (next_ == buckets_[0].size()) refill_now();
-      const Queued& e = buckets_[0][next_];
+        (!buckets_[0].empty() || !first || heap_earliest() <= first->events.front().time)) {
+      if (buckets_[0].empty()) refill_now();
+      const Queued& e = buckets_[0].front();
       if (!first || before(e, first->events.front())) {
-        ++next_;
+        const Event out = take(e);
+        buckets_[0].pop_front();
         --in_heap_;
-        if (next_ == buckets_[0].size()) heap_min_known_ = false;
-        return take(e);
+        if (buckets_[0].empty()) heap_min_known_ = false;
+        return out;
       }
     }
     const Event out = take(first->events.front());
@@ -159,50 +160,9 @@ class Engine {
   }
 
   std::array<Lane, kLanes> lanes_;
-  // A bucket: its events in order of filing, in storage that only grows. Not a std::vector:
-  // its push_back keeps the reallocation inline, and every schedule paid for saving the
-  // registers that path needs.
-  class Bucket {
-   public:
-    Bucket() = default;
-    Bucket(const Bucket&) = default;
-    Bucket& operator=(const Bucket&) = default;
-    // A bucket moved from is empty and usable (an Engine moved from, too).
-    Bucket(Bucket&& other) noexcept
-        : events_(std::move(other.events_)),
-          size_(std::exchange(other.size_, 0)),
-          capacity_(std::exchange(other.capacity_, 0)) {}
-    Bucket& operator=(Bucket&& other) noexcept {
-      events_ = std::move(other.events_);
-      other.events_.clear();
-      size_ = std::exchange(other.size_, 0);
-      capacity_ = std::exchange(other.capacity_, 0);
-      return *this;
-    }
-    std::size_t size() const { return size_; }
-    const Queued& operator[](std::size_t i) const { return events_[i]; }
-    const Queued* begin() const { return events_.data(); }
-    const Queued* end() const { return events_.data() + size_; }
-    void clear() { size_ = 0; }
-    [[gnu::always_inline]] void push_back(const Queued& e) {
-      if (size_ == capacity_) [[unlikely]]
-        grow();
-      events_[size_++] = e;
-    }
-
-   private:
-    [[gnu::noinline]] void grow() {
-      capacity_ = std::max<std::size_t>(16, 2 * size_);
-      events_.resize(capacity_);
-    }
-    std::vector<Queued> events_;
-    std::size_t size_ = 0;
-    std::size_t capacity_ = 0;  // events_.size(), kept: a vector's size of 24-byte events divides
-  };
-
-  std::array<Bucket, kBuckets> buckets_;
+  // A bucket is a FIFO, as a lane is: filled in order of filing, emptied from the front.
+  std::array<Fifo<Queued>, kBuckets> buckets_;
   std::array<std::uint64_t, (kBuckets + 63) / 64> filled_{};  // which buckets hold events
-  std::size_t next_ = 0;  // bucket 0's first event not yet popped
   // The heap's clock: no later than now() or any of its events. Its buckets are sound only
   // around such a clock, and a lane's event may be due before the heap's earliest: the
   // heap is refilled (its clock moved) only when its earliest is the next event.
