@@ -143,7 +143,7 @@ TEST_CASE("engine: lanes of repeated delays and the heap pop in (time, schedulin
         const Time delay = pick < 8   ? kDelays[rng() % kDelays.size()]
                            : pick < 9 ? static_cast<Time>(rng() % 900)
                                       : static_cast<Time>(rng() % 100000);
-        e.schedule(now + delay, static_cast<std::uint32_t>(next_id % 7), next_id);
+        e.schedule(now + delay, static_cast<EventTag>(next_id % 7), next_id);
         reference.push({now + delay, next_id++});
       }
     };

@@ -23,7 +23,6 @@
 // reaches sizes it has not reached before.
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -33,10 +32,15 @@
 
 namespace collsim {
 
+// Which kind of event; the loop's handler dispatches on it. Eight bits, because the queue
+// keeps a tag beside its sequence number in one word: an enumeration of tags whose
+// underlying type is EventTag cannot name a 257th.
+using EventTag = std::uint8_t;
+
 struct Event {
   Time time;
-  std::uint64_t id;   // meaning chosen by the tag's owner
-  std::uint32_t tag;  // which kind of event; the loop's handler dispatches on it
+  std::uint64_t id;  // meaning chosen by the tag's owner
+  EventTag tag;
 };
 
 class Engine {
@@ -49,8 +53,7 @@ class Engine {
   // Schedules an event; a time before now() is a logic error and is clamped to now().
   // Inline, as pop(): every transfer and packet-hop costs a schedule and a pop, and a call
   // into another file spills the caller's registers around each.
-  [[gnu::always_inline]] void schedule(Time at, std::uint32_t tag, std::uint64_t id) {
-    assert(tag < (1u << kTagBits));
+  [[gnu::always_inline]] void schedule(Time at, EventTag tag, std::uint64_t id) {
     at = std::max(at, now_);
     const Queued e{at, id, (sequence_++ << kTagBits) | tag};
     ++pending_;
@@ -109,7 +112,8 @@ class Engine {
 
  private:
   static constexpr std::uint64_t kPollMask = (1 << 15) - 1;  // poll every 32,768 events
-  static constexpr int kTagBits = 8;                         // tags below 256
+  static constexpr int kTagBits = 8;                         // an EventTag's
+  static_assert(sizeof(EventTag) * 8 == kTagBits);
   // Lanes, each scanned at every schedule and pop: a packet network's few link classes
   // and its deliveries. More were slower on the packet benchmark.
   static constexpr int kLanes = 4;
@@ -134,7 +138,7 @@ class Engine {
   }
   Event take(const Queued& e) {
     now_ = e.time;
-    return {e.time, e.id, static_cast<std::uint32_t>(e.order & ((1u << kTagBits) - 1))};
+    return {e.time, e.id, static_cast<EventTag>(e.order)};
   }
 
   // Later times file to higher buckets: a higher differing digit, or at the same digit a

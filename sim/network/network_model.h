@@ -38,14 +38,14 @@ class NetworkHost {
 
  protected:
   // The engine and counters must outlive the host; they may be constructed after it.
-  NetworkHost(Engine& engine, std::uint32_t wakeup_tag, LinkCounters& links)
+  NetworkHost(Engine& engine, EventTag wakeup_tag, LinkCounters& links)
       : engine_(engine), links_(links), wakeup_tag_(wakeup_tag) {}
   ~NetworkHost() = default;
 
  private:
   Engine& engine_;
   LinkCounters& links_;
-  std::uint32_t wakeup_tag_;
+  EventTag wakeup_tag_;
 };
 
 // The network models, and what each is: the loader, the planner, the reports and the

@@ -50,7 +50,7 @@ struct LazyOnlySent {
 enum class OpPhase : std::uint8_t { Whole, Delivered };
 
 // The executor's own events; a source numbers its own from kFirstSourceEvent.
-enum ExecutorEvent : std::uint32_t {
+enum ExecutorEvent : EventTag {
   kNetworkWakeup,
   kOpReady,  // its rank's overhead is paid
   kLocalOpDone,

@@ -16,7 +16,7 @@
 namespace collsim {
 namespace {
 
-enum StreamedEvent : std::uint32_t { kStreamLaunched = kFirstSourceEvent };
+enum StreamedEvent : EventTag { kStreamLaunched = kFirstSourceEvent };
 
 constexpr std::uint32_t kNoSuccessor = std::numeric_limits<std::uint32_t>::max();
 constexpr OpId kNoOp = std::numeric_limits<OpId>::max();

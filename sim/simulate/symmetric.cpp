@@ -229,7 +229,7 @@ std::string fold_network(const Topology& t, Router& router, const std::vector<No
 
 namespace {
 
-enum FoldedEvent : std::uint32_t { kLaunched = kFirstSourceEvent };
+enum FoldedEvent : EventTag { kLaunched = kFirstSourceEvent };
 
 // The folded source of the one executor (executor.h): the representatives, stored.
 class FoldedSimulator final : private Executor<FoldedSimulator> {

@@ -55,7 +55,7 @@ class TaskRunner : public Executor<Source> {
 
  private:
   friend class Executor<Source>;
-  enum TaskEvent : std::uint32_t {
+  enum TaskEvent : EventTag {
     kTaskStart = kFirstSourceEvent,
     kTaskLaunched,
     kTaskIssued,  // the host has issued a collective whose ops all finished earlier
