@@ -355,8 +355,8 @@ const std::pair<std::set<std::string>, std::vector<std::string>> kFieldsByType[]
     {{"float"},
      {"start_s", "end_s", "time_s", "ops_time_s", "bottleneck.seconds_at_full_rate",
       "bottleneck.share_of_rate", "bottleneck.seconds_at_its_rate", "hottest_links[].bandwidth_Bps",
-      "hottest_links[].utilisation", "per_rank.busy_s[]", "candidate.time_s", "doc.network.alpha_s",
-      "doc.makespan_s", "doc.links[].bandwidth_GBps", "doc.links[].busy_s",
+      "hottest_links[].utilisation", "per_rank.busy_s[]", "per_rank.idle_s[]", "candidate.time_s",
+      "doc.network.alpha_s", "doc.makespan_s", "doc.links[].bandwidth_GBps", "doc.links[].busy_s",
       "doc.links[].utilisation", "doc.ranks[].busy_s", "doc.ranks[].idle_s"}},
     {{"float", "null"}, {"algbw_GBps", "busbw_GBps"}},
     {{"object"},
@@ -365,7 +365,7 @@ const std::pair<std::set<std::string>, std::vector<std::string>> kFieldsByType[]
     {{"object", "null"}, {"auto.runner_up"}},
     {{"array"},
      {"ranks", "hottest_links", "per_rank.sent_bytes", "per_rank.received_bytes", "per_rank.busy_s",
-      "doc.links", "doc.ranks"}}};
+      "per_rank.idle_s", "doc.links", "doc.ranks"}}};
 
 // kFieldsByType as path -> types.
 std::map<std::string, std::set<std::string>> field_types() {

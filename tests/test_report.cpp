@@ -251,8 +251,19 @@ TEST_CASE("links.csv, ranks.csv and result.json carry each collective's own shar
                                              "received_bytes", "window_s", "busy_s", "idle_s"});
   CHECK(ranks.size() == 1 + 8 + 4 * 8);  // the run, then each collective, per rank
   const auto result = nlohmann::json::parse(read(dir / "result.json"));
+  // result.json's per_rank holds, rank by rank, what ranks.csv's rows of that collective do.
+  std::map<std::string, std::vector<std::vector<std::string>>> csv_of;
+  for (std::size_t i = 1; i < ranks.size(); ++i)
+    if (ranks[i][0] == "collective") csv_of[ranks[i][1]].push_back(ranks[i]);
   for (const auto& c : result["collectives"]) {
     INFO(c["name"]);
+    const auto& rows = csv_of[c["name"].get<std::string>()];
+    REQUIRE(rows.size() == 8);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      CHECK(c["per_rank"]["sent_bytes"][k].get<std::int64_t>() == std::stoll(rows[k][4]));
+      CHECK(c["per_rank"]["busy_s"][k].get<double>() == Approx(std::stod(rows[k][7])));
+      CHECK(c["per_rank"]["idle_s"][k].get<double>() == Approx(std::stod(rows[k][8])));
+    }
     CHECK(c["per_rank"]["received_bytes"].size() == 8);
     CHECK(c["hottest_links"].size() == 5);
     CHECK(c["hottest_links"][0]["utilisation"].get<double>() > 0.9);  // over its own window

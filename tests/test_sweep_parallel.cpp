@@ -456,5 +456,15 @@ TEST_CASE("a sweep with NCCL's pick says the others pay NCCL's protocol costs to
   CHECK_THAT(sweep_table(run_sweep(s, req)),
              Catch::Contains("every algorithm runs on NCCL's protocols, each at its fastest"));
   req.algorithms = {"ring"};
-  CHECK_THAT(sweep_table(run_sweep(s, req)), !Catch::Contains("NCCL's protocol costs"));
+  const SweepResult plain = run_sweep(s, req);
+  CHECK_THAT(sweep_table(plain), !Catch::Contains("NCCL's protocols"));
+  // A collective NCCL runs puts every algorithm swept on NCCL's protocols, NCCL's pick swept
+  // or not, and the header says so there too.
+  Scenario nccl = s;
+  nccl.collectives[0].algorithm = "nccl";
+  const SweepResult on_protocols = run_sweep(nccl, req);
+  CHECK_THAT(sweep_table(on_protocols),
+             Catch::Contains("every algorithm runs on NCCL's protocols, each at its fastest"));
+  REQUIRE(on_protocols.rows.size() == 1);
+  CHECK(on_protocols.rows[0].time_s != plain.rows[0].time_s);
 }

@@ -326,16 +326,18 @@ void add_own_traffic(JsonObjectText& c, const Topology& t, const CollectiveTraff
   c.add_text("hottest_links", hottest.text());
   c.add("links_used", ct.links.size());
   std::vector<std::int64_t> sent, received;
-  std::vector<double> busy;
+  std::vector<double> busy, idle;
   for (const RankTraffic& rt : ct.ranks) {
     sent.push_back(rt.sent);
     received.push_back(rt.received);
-    if (timed) busy.push_back(rt.busy_s);
+    if (!timed) continue;
+    busy.push_back(rt.busy_s);
+    idle.push_back(rt.idle_s);
   }
   JsonObjectText per_rank(c.inner());
   per_rank.add_array<std::int64_t>("sent_bytes", sent)
       .add_array<std::int64_t>("received_bytes", received);
-  if (timed) per_rank.add_array<double>("busy_s", busy);
+  if (timed) per_rank.add_array<double>("busy_s", busy).add_array<double>("idle_s", idle);
   c.add_text("per_rank", per_rank.text());
   const auto spread_text = [&](std::int64_t RankTraffic::*field) {
     const RankSpread x = spread(ct.ranks, field);

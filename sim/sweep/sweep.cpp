@@ -274,18 +274,20 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
   if (algorithms.empty())
     throw InputError("--algorithms", fmt::format("no algorithm runs {} here: {}", base.name,
                                                  fmt::join(plan.left_out, "; ")));
+  const bool with_nccl =
+      std::find(algorithms.begin(), algorithms.end(), "nccl") != algorithms.end();
+  plan.others_on_nccl_protocols =
+      (with_nccl || base.algorithm == "nccl") &&
+      std::any_of(algorithms.begin(), algorithms.end(), [](const auto& a) { return a != "nccl"; });
   return plan;
 }
 
 SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k) {
   const SweepPoint p = plan.point(k);
   const CollectiveSpec& base = s.collectives.at(plan.collective);
-  const bool with_nccl =
-      std::find(plan.algorithms.begin(), plan.algorithms.end(), "nccl") != plan.algorithms.end();
   Scenario one = s;  // the collective alone on the scenario's network
   CollectiveSpec c = point_collective(base, plan.own_ranks, p.algorithm, p.ranks, p.bytes);
-  // Beside NCCL's pick the others pay protocol costs too: each its fastest protocol.
-  if (p.algorithm != "nccl" && (with_nccl || base.algorithm == "nccl"))
+  if (p.algorithm != "nccl" && plan.others_on_nccl_protocols)
     c.protocol = base.protocol.empty() || base.algorithm == "nccl" ? "auto" : base.protocol;
   if (p.algorithm != "nccl") c.nccl_filter = {};
   one.collectives = {c};
@@ -451,13 +453,10 @@ std::string sweep_table(const SweepResult& r) {
       "# time in microseconds; algbw, busbw in GB/s (1 GB = 1e9 bytes); * marks the fastest at "
       "that size\n";
   for (const auto& why : r.plan.left_out) out += fmt::format("# left out: {}\n", why);
-  // run_sweep_point: beside NCCL's pick, the others pay NCCL's protocol costs too, so they
-  // differ from a run of the scenario without it; said, as the plan column says per row.
-  const bool with_nccl = std::find(r.plan.algorithms.begin(), r.plan.algorithms.end(), "nccl") !=
-                         r.plan.algorithms.end();
-  if (with_nccl && r.plan.algorithms.size() > 1)
+  // Said, as the plan column says per row: such points differ from a run without a protocol.
+  if (r.plan.others_on_nccl_protocols)
     out +=
-        "# beside NCCL's pick, every algorithm runs on NCCL's protocols, each at its fastest of "
+        "# as NCCL runs them, every algorithm runs on NCCL's protocols, each at its fastest of "
         "LL, LL128 and Simple (or the scenario's protocol): faster or slower than collsim run "
         "of it without a protocol\n";
   if (std::any_of(r.rows.begin(), r.rows.end(),

@@ -56,6 +56,10 @@ struct SweepPlan {
   // Default algorithms the planner refuses here, each with why ("nvls: ..."): the reports
   // say so, rather than a sweep that silently lacks them or stops at their first point.
   std::vector<std::string> left_out;
+  // Beside NCCL's pick, or sweeping a collective NCCL runs, the other algorithms pay
+  // NCCL's protocol costs too (each its fastest): a point then differs from `collsim run`
+  // of the algorithm without a protocol, and the table's header says so.
+  bool others_on_nccl_protocols = false;
 
   std::size_t points() const { return rank_counts.size() * algorithms.size() * sizes.size(); }
   SweepPoint point(std::size_t k) const;
