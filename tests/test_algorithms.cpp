@@ -4,6 +4,7 @@
 // dependency orders) and symbolically (each contribution exactly once).
 #include <catch2/catch.hpp>
 
+#include "core/interrupt.h"
 #include "helpers.h"
 #include "replay/replayer.h"
 #include "replay/verify.h"
@@ -184,4 +185,16 @@ TEST_CASE("avg: the sum divided by K once, exactly what a sequential average giv
   for (int r = 0; r < 4; ++r)
     for (std::int64_t i = 0; i < 8; ++i)
       CHECK(b.at(r, 0)[i] == (100 + 4 * i) / 4);  // (10+20+30+40 + 4i) / 4
+}
+
+TEST_CASE("a replay stops at a stop request, in step order and in a dependency order") {
+  // trace and the proofs replay millions of ops: Ctrl-C must reach them, not wait them out.
+  const Schedule s =
+      generate(CollectiveOp::AllReduce, "ring", shape_of(CollectiveOp::AllReduce, 8, 64));
+  Buffers<std::int64_t> by_step(s), in_order(s);
+  request_interrupt();
+  CHECK_THROWS_AS(replay_by_step(s, by_step), Interrupted);
+  CHECK_THROWS_AS(replay_in_order(s, in_order, random_dependency_order(s, 1)), Interrupted);
+  clear_interrupt();
+  CHECK(verify_exact(s, 7, 1).ok());
 }

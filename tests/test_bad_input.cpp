@@ -218,6 +218,11 @@ TEST_CASE("calibration files are held to a scenario's bounds, naming file and fi
   CHECK(error(R"({"alpha_s": 1e300})") ==
         "cal.json:alpha_s: expected a duration from 0 to 1 hour (3600 s), got 1e+300");
   CHECK(error(R"([1, 2])").starts_with("cal.json: expected a calibration object"));
+  // A file that states nothing (an empty object, or an empty "links") changes nothing: the
+  // wrong file, most likely; it was taken silently.
+  for (const char* nothing : {R"({})", R"({"links": {}})", R"({"provenance": "x", "fit": {}})"})
+    CHECK(error(nothing).starts_with("cal.json: states no term of the cost model"));
+  CHECK(error(R"({"links": {"nvlink": {"efficiency": 0.9}}})") == "no error");
   CHECK(error(R"({"alpha_s": 2e-6, "bandwidth_Bps": 5e10})") == "no error");
   CHECK(s.network.alpha == from_seconds(2e-6));
 }

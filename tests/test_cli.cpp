@@ -190,6 +190,10 @@ TEST_CASE("command-line errors: one line, exit status 2, the option named") {
   const std::pair<std::string, std::string> cases[] = {
       {"run " + scenario + " --out " + out.string() + " --trace-transfers 0",
        "collsim: error: --trace-transfers: Value 0 not in range 1 to 1073741824\n"},
+      // They shape timeline.json: without --out they were silently unused.
+      {"run " + scenario + " --trace-gzip", "collsim: error: --trace-gzip requires --out\n"},
+      {"run " + scenario + " --trace-transfers 5",
+       "collsim: error: --trace-transfers requires --out\n"},
       {"sweep " + scenario + " -j x", "collsim: error: --jobs: Value x not in range 0 to 4096\n"},
       {"trace " + scenario + " --values bogus",
        "collsim: error: --values: bogus not in {auto,powers,symbolic}\n"},
@@ -280,6 +284,37 @@ TEST_CASE("collsim trace prints the ring all-reduce tables of docs/models.md") {
   CHECK_THAT(sym.out,
              Catch::Contains(
                  "after step 3:\nrank 0:          a0  a1+b1+c1+d1     a2+c2+d2        a3+d3\n"));
+}
+
+TEST_CASE("collsim trace keeps to what a reader reads and a machine holds") {
+  // 64 ranks of 256 elements printed as symbols after each of 126 steps, each sum up to 64
+  // terms: over a gigabyte of text. Refused, with what to do; --values auto prints a line
+  // per step instead.
+  const fs::path dir = temp_dir("trace-limits");
+  const fs::path wide = dir / "wide.json";
+  std::ofstream(wide) << R"({"topology": {"preset": "switch", "gpus": 64, "bandwidth": "25GB/s"},
+      "collectives": [{"op": "all_reduce", "bytes": "1KiB", "redop": "max"}]})";
+  const Outcome sym = run_collsim("trace " + wide.string() + " --values symbolic");
+  CHECK(sym.status == 2);
+  CHECK_THAT(sym.err, Catch::Contains("collectives[0]: a trace prints every element of every "
+                                      "rank after every step") &&
+                          Catch::Contains("--values auto"));
+  CHECK(sym.out.empty());
+  const Outcome lines = run_collsim("trace " + wide.string());
+  REQUIRE(lines.status == 0);
+  CHECK_THAT(lines.out, Catch::Contains("step  126:") &&
+                            Catch::Contains("symbolic (each contribution exactly once): OK"));
+  // 512 ranks: every output element names 512 contributions, 268 million terms in all; the
+  // symbolic proof is left to the exact one, and says so (it held gigabytes).
+  const fs::path many = dir / "many.json";
+  std::ofstream(many) << R"({"topology": {"preset": "switch", "gpus": 512, "bandwidth": "25GB/s"},
+      "collectives": [{"op": "all_reduce", "bytes": "1KiB"}]})";
+  const Outcome big = run_collsim("trace " + many.string());
+  REQUIRE(big.status == 0);
+  CHECK_THAT(big.out, Catch::Contains("exact (random int64 inputs") &&
+                          Catch::Contains("symbolic: not run at this size") &&
+                          !Catch::Contains("symbolic (each contribution"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("barrier scenario: ceil(log2 K) alpha, every report written, the trace proves it") {

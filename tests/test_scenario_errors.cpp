@@ -75,6 +75,23 @@ TEST_CASE("zero or negative bandwidth") {
   }
 }
 
+TEST_CASE("a link kind's efficiency is a share from a millionth to all of its rate") {
+  // 1e-300 was taken, and the run then failed at the clock's end, naming no field.
+  const auto with_efficiency = [](const char* e) {
+    return std::string(R"({"topology": "dgx-h100", "network": {"model": "flow", "cost": {"links":
+        {"nvlink": {"efficiency": )") +
+           e + R"(}}}}, "collectives": [{"op": "all_reduce", "bytes": 64}]})";
+  };
+  for (const char* bad : {"1e-300", "0", "-0.5", "1.5"}) {
+    INFO(bad);
+    CHECK(error_of(with_efficiency(bad))
+              .starts_with("network.cost.links.nvlink.efficiency: expected a share of the "
+                           "bandwidth from 1e-6 to 1"));
+  }
+  for (const char* good : {"1e-6", "0.85", "1"})
+    CHECK(error_of(with_efficiency(good)) == "no error");
+}
+
 TEST_CASE("ranks out of range, repeated, and unknown 'after'") {
   CHECK(error_of(with_collective(R"({"op": "all_reduce", "bytes": 64, "ranks": [0, 4]})")) ==
         "collectives[0].ranks[1]: expected an integer in 0..3, got 4");
@@ -126,6 +143,12 @@ TEST_CASE("a default name an earlier collective or job took is said, not a missi
   CHECK(error_of(with_collective(R"({"name": "x", "op": "all_reduce", "bytes": 64},
                                     {"name": "x", "op": "all_reduce", "bytes": 64})")) ==
         "collectives[1].name: another collective is already named \"x\"");
+  // "x" stands for "x.dispatch" (a routed all-to-all's parts): the clash names it, where it
+  // said "already named x" of a scenario with no "x".
+  CHECK(error_of(with_collective(R"({"name": "x.dispatch", "op": "all_reduce", "bytes": 64},
+                                    {"name": "x", "op": "all_reduce", "bytes": 64})")) ==
+        "collectives[1].name: \"x\" is taken: a name before a dot stands for the collectives it "
+        "starts (a routed all-to-all's \"x.dispatch\"), and \"x.dispatch\" is one");
   CHECK(error_of(R"({"topology": {"preset": "switch", "gpus": 8, "bandwidth": "100GB/s"},
                      "workload": [{"gradients": "1MiB", "compute": "1ms", "name": "job1",
                                    "ranks": [0, 1, 2, 3]},

@@ -140,6 +140,9 @@ TEST_CASE(
       workload_sweep_options({"workload.bucket=10MB,100MB", "workload.bucket=25MB"}, false),
       "--set: \"workload.bucket\" is set twice; give all its values in one --set "
       "workload.bucket=V1,V2");
+  // A value given twice ran its point twice (sweep refuses a repeated rank count).
+  CHECK_THROWS_WITH(workload_sweep_options({"workload.bucket=25MB,10MB,25MB"}, false),
+                    "--set: 25MB is given twice in \"workload.bucket=25MB,10MB,25MB\"");
   CHECK_THROWS_WITH(workload_sweep_options(
                         {"workload.parallelism={\"dp\":2}", "workload.parallelism.dp=1,2"}, false),
                     Catch::Contains("one sets part of the other"));

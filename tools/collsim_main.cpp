@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -182,6 +183,8 @@ int trace_command(const TraceArgs& args) {
     symbolic = !powers_fit(spec.shape);  // a product of 10^r passes int64 from 7 ranks
     for (int r = 0; tables && r < spec.shape.ranks; ++r)
       for (auto n : data_buffer_sizes(spec.shape, r)) tables = tables && n <= kMaxTracedElements;
+    tables = tables && printed_values(schedule, symbolic ? TraceValues::Symbolic
+                                                         : TraceValues::Powers) <= kMaxTracedValues;
   }
   std::string text;
   try {
@@ -191,6 +194,8 @@ int trace_command(const TraceArgs& args) {
   } catch (const std::invalid_argument& e) {
     throw InputError(spec.json_path, e.what());
   }
+  // Proved before anything is printed: a stopped trace prints nothing.
+  const std::string verification = format_verification(schedule);
   std::cout << fmt::format("# {}: {} {} on {} ranks, {}, {} steps, schedule {}\n", spec.name,
                            chosen->label(), name_of(spec.shape.op), spec.shape.ranks,
                            barrier ? "messages without data"
@@ -200,7 +205,7 @@ int trace_command(const TraceArgs& args) {
   if (!barrier && tables)
     std::cout << (symbolic ? "# inputs: element i of rank a, b, c, ... is a<i>, b<i>, ...\n"
                            : "# inputs: every element of rank r is 10^r\n");
-  std::cout << text << "\n" << format_verification(schedule);
+  std::cout << text << "\n" << verification;
   return 0;
 }
 
@@ -512,13 +517,14 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   cmd->add_option("--format", args.format, "Output on stdout")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  cmd->add_option("--out", args.out_dir,
-                  "Also write result.json, CSVs, timeline.json and report.html here");
+  auto* out = cmd->add_option("--out", args.out_dir,
+                              "Also write result.json, CSVs, timeline.json and report.html here");
   cmd->add_option("--trace-transfers", args.trace_transfers,
                   "timeline.json: one slice per transfer up to this many; beyond, per rank "
                   "time bins of how busy it was")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(out);  // it shapes a file: without one it was silently unused
   cmd->add_flag("--stream", args.stream,
                 "Generate each collective while simulating it, holding only the ops in flight; "
                 "run does so by itself for large schedules when the figures are the same; "
@@ -535,7 +541,8 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       "(its files too; run does so by itself for large steps), and says whether it was");
   cmd->add_flag("--trace-gzip", args.trace_gzip,
                 "Write timeline.json.gz (gzip; Perfetto opens it) instead of timeline.json; "
-                "done anyway past 32 MiB");
+                "done anyway past 32 MiB")
+      ->needs(out);
   return cmd;
 }
 
@@ -792,6 +799,13 @@ int main(int argc, char** argv) {
   } catch (const ValidationError& e) {
     std::cerr << "collsim: validation failed: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    // The bounds checked before a run let a stored schedule grow to gigabytes, which a
+    // smaller machine or a memory limit (ulimit -v) may not give: said as such, not as a bug.
+    std::cerr << "collsim: error: out of memory: the run needed more memory than this machine "
+                 "or its limits give; use fewer ranks, segments or sizes, or --stream (run) to "
+                 "hold only the ops in flight\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "collsim: internal error: " << e.what() << "\n";
     return 3;

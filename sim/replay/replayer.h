@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/interrupt.h"
 #include "replay/values.h"
 #include "schedule/layout.h"
 #include "schedule/schedule.h"
@@ -87,6 +88,9 @@ void apply_op(const Schedule& s, const Op& op, Buffers<T>& bufs) {
     apply_op(op, s.shape.reduce_op, bufs);
 }
 
+// A replay looks for a stop request every this many ops + 1 (a few milliseconds of them).
+inline constexpr std::size_t kPollOps = (1 << 12) - 1;
+
 template <class T>
 void replay_by_step(const Schedule& s, Buffers<T>& bufs,
                     const std::function<void(int)>& after_step = {}) {
@@ -96,8 +100,11 @@ void replay_by_step(const Schedule& s, Buffers<T>& bufs,
                    [&](OpId a, OpId b) { return s.ops[a].step < s.ops[b].step; });
   std::size_t i = 0;
   for (int step = 0; step < s.num_steps; ++step) {
-    for (; i < order.size() && s.ops[order[i]].step == step; ++i)
+    poll_interrupt();  // Ctrl-C stops a replay of many steps (trace, validate) between them
+    for (; i < order.size() && s.ops[order[i]].step == step; ++i) {
+      if ((i & kPollOps) == 0) poll_interrupt();
       apply_op(s, s.ops[order[i]], bufs);
+    }
     if (after_step) after_step(step);
   }
   finish_average(s, bufs);
@@ -132,7 +139,10 @@ void finish_average(const Schedule& s, Buffers<T>& bufs) {
 
 template <class T>
 void replay_in_order(const Schedule& s, Buffers<T>& bufs, const std::vector<OpId>& order) {
-  for (OpId id : order) apply_op(s, s.ops[id], bufs);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if ((i & kPollOps) == 0) poll_interrupt();
+    apply_op(s, s.ops[order[i]], bufs);
+  }
   finish_average(s, bufs);
 }
 

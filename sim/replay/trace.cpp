@@ -111,6 +111,11 @@ std::string format_trace(const Schedule& s, TraceValues values) {
             fmt::format("a trace prints every element: use at most {} elements per buffer "
                         "(this collective has {})",
                         kMaxTracedElements, n));
+  if (const std::int64_t printed = printed_values(s, values); printed > kMaxTracedValues)
+    throw std::invalid_argument(fmt::format(
+        "a trace prints every element of every rank after every step: {} values here (at "
+        "most {}); use fewer ranks or elements, or --values auto for a line per step",
+        printed, kMaxTracedValues));
   if (values == TraceValues::Powers) {
     if (!powers_fit(s.shape))
       throw std::invalid_argument(
@@ -170,6 +175,20 @@ std::string format_step_summary(const Schedule& s) {
   return out;
 }
 
+std::int64_t printed_values(const Schedule& s, TraceValues values) {
+  std::int64_t per_step = 0;
+  for (int r = 0; r < s.shape.ranks; ++r)
+    for (auto n : data_buffer_sizes(s.shape, r)) per_step += n;
+  const std::int64_t terms =
+      values == TraceValues::Symbolic && is_reducing(s.shape.op) ? s.shape.ranks : 1;
+  // The inputs, each step, and an average's division.
+  return per_step * (std::int64_t{s.num_steps} + 2) * terms;
+}
+
+std::int64_t symbolic_terms(const Schedule& s) {
+  return replay_elements(s) * (is_reducing(s.shape.op) ? s.shape.ranks : 1);
+}
+
 std::int64_t replay_elements(const Schedule& s) {
   std::int64_t n = 0;
   for (std::int64_t c : s.buffer_counts) n += c;
@@ -188,10 +207,15 @@ std::string format_verification(const Schedule& s) {
   out += fmt::format("exact (random int64 inputs, step order and 3 random dependency orders): {}\n",
                      exact.ok() ? fmt::format("OK, {} output elements", exact.checked)
                                 : fmt::format("{} wrong; {}", exact.wrong, exact.first_problem));
-  if (s.shape.count <= kMaxTracedElements * 4) {
+  if (s.shape.count <= kMaxTracedElements * 4 && symbolic_terms(s) <= kMaxSymbolicTerms) {
     const Verdict sym = verify_symbolic(s);
     out += fmt::format("symbolic (each contribution exactly once): {}\n",
                        sym.ok() ? "OK" : fmt::format("{} wrong; {}", sym.wrong, sym.first_problem));
+  } else {
+    out += fmt::format(
+        "symbolic: not run at this size ({} elements a rank and {} terms at most; here {} and "
+        "{}); the exact check above proves the schedule\n",
+        kMaxTracedElements * 4, kMaxSymbolicTerms, s.shape.count, symbolic_terms(s));
   }
   if (is_reducing(s.shape.op) && s.shape.reduce_op == ReduceOp::Sum) {
     const FloatNumerics n = float_numerics(s, 2026);

@@ -56,7 +56,11 @@ void read_link_kind(const JsonView& v, LinkKindCost& k, bool& stated_latency,
   v.allow_only(kLinkCostKeys);
   if (auto e = v.find("efficiency")) {
     k.efficiency = e->as_number();
-    if (!(k.efficiency > 0 && k.efficiency <= 1)) e->fail("a share of the bandwidth in (0, 1]");
+    // Below a millionth a link is broken, not slow: a time would pass the clock's end and
+    // fail far from the field that caused it.
+    constexpr double kLeastEfficiency = 1e-6;
+    if (!(k.efficiency >= kLeastEfficiency && k.efficiency <= 1))
+      e->fail("a share of the bandwidth from 1e-6 to 1");
     stated_efficiency = true;
   }
   if (auto l = v.find("latency_s")) {

@@ -49,7 +49,7 @@ inline constexpr FieldDoc kLinkCostKeys[] = {
     {"bandwidth_Bps",
      R"json({"type": "number", "exclusiveMinimum": 0, "description": "The usable rate of every link of this kind, bytes per second (instead of the topology's)."})json"},
     {"efficiency",
-     R"json({"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "The share of the link rate that carries data."})json"},
+     R"json({"type": "number", "minimum": 0.000001, "maximum": 1, "description": "The share of the link rate that carries data (a millionth at least)."})json"},
     {"latency_s",
      R"json({"$ref": "#/definitions/duration", "description": "Added once per transfer: the largest of the latencies of the kinds on its route."})json"},
     {"bandwidth_curve",

@@ -8,7 +8,6 @@
 #include <numeric>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "core/error.h"
 #include "core/input_file.h"
@@ -175,19 +174,26 @@ class CollectiveNames {
     return it->second;
   }
   // Whether a collective is named `name`, or `name.` starts one's name (a routed
-  // all-to-all "x" is "x.dispatch" and "x.combine").
-  bool taken(const std::string& name) const {
-    return index_.contains(name) || prefixes_.contains(name);
+  // all-to-all "x" is "x.dispatch" and "x.combine"): which, as an error says it.
+  std::optional<std::string> clash(const std::string& name) const {
+    if (index_.contains(name))
+      return fmt::format("another collective is already named \"{}\"", name);
+    if (auto p = prefixes_.find(name); p != prefixes_.end())
+      return fmt::format(
+          "\"{}\" is taken: a name before a dot stands for the collectives it "
+          "starts (a routed all-to-all's \"{}.dispatch\"), and \"{}\" is one",
+          name, name, p->second);
+    return std::nullopt;
   }
   void add(const std::string& name, int index) {
     index_.emplace(name, index);
     for (std::size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
-      prefixes_.insert(name.substr(0, dot));
+      prefixes_.emplace(name.substr(0, dot), name);
   }
 
  private:
   std::unordered_map<std::string, int> index_;
-  std::unordered_set<std::string> prefixes_;
+  std::unordered_map<std::string, std::string> prefixes_;  // a prefix, the first name with it
 };
 
 std::vector<int> parse_after(const JsonView& v, const std::vector<CollectiveSpec>& earlier,
@@ -405,13 +411,13 @@ std::vector<CollectiveSpec> parse_collective(const JsonView& v, std::size_t inde
   c.shape.op = *collective_from_name(v["op"].as_choice(all_collective_names()));
   const auto entries = choose_algorithm(v, c);
   c.name = v.has("name") ? v["name"].as_name() : fmt::format("{}#{}", name_of(c.shape.op), index);
-  if (names.taken(c.name)) {
+  if (const auto clash = names.clash(c.name)) {
     if (!v.has("name"))  // the default name an earlier collective took
       v.fail_message(
           fmt::format("its default name \"{}\" is taken by an earlier collective; "
                       "give it a \"name\"",
                       c.name));
-    v["name"].fail_message(fmt::format("another collective is already named \"{}\"", c.name));
+    v["name"].fail_message(*clash);
   }
   if (v.has("ranks")) {
     c.ranks = parse_ranks(v["ranks"], topology.num_ranks());
@@ -543,6 +549,18 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
   const JsonView c(calibration, where + ":");
   if (!c.is_object())
     c.fail("a calibration object with \"alpha_s\", \"bandwidth_Bps\" or \"links\"");
+  c.allow_only(kCalibrationKeys);  // a misspelled key is named first, not "states nothing"
+  // A file that states no term changes nothing: most likely the wrong file, said so.
+  constexpr std::string_view kTerms[] = {"alpha_s",       "bandwidth_Bps",   "launch_s",
+                                         "op_overhead_s", "bandwidth_curve", "reduce",
+                                         "local_copy",    "host_memory",     "reduce_memory"};
+  const auto links = c.find("links");
+  if (std::none_of(std::begin(kTerms), std::end(kTerms),
+                   [&](std::string_view k) { return c.find(std::string(k)).has_value(); }) &&
+      !(links && links->is_object() && !links->raw().empty()))
+    c.fail_message(
+        "states no term of the cost model (\"alpha_s\", \"bandwidth_Bps\", \"launch_s\", "
+        "\"links\" with a link kind, ...): it would change nothing");
   check_fitted_network(c, std::string(name_of(s.network.model)));
   check_described_links(c, s.topology);
   // The same bounds as a scenario's alpha and bandwidths.

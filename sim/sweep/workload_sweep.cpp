@@ -316,6 +316,9 @@ SweepAxis parse_axis(const std::string& text) {
     a.values.push_back(text.substr(from, comma - from));
     if (a.values.back().empty())
       throw InputError("--set", fmt::format("an empty value in \"{}\"", text));
+    // As sweep refuses a rank count given twice: its points would run twice.
+    if (std::find(a.values.begin(), a.values.end() - 1, a.values.back()) != a.values.end() - 1)
+      throw InputError("--set", fmt::format("{} is given twice in \"{}\"", a.values.back(), text));
     from = comma + 1;
   }
   return a;
