@@ -569,6 +569,12 @@ TEST_CASE(
   const auto c = nlohmann::json::parse(cmp.out);
   CHECK(c["rows"].size() == 31);
   CHECK(c["mape_pct"].get<double>() == Approx(in_sample).epsilon(1e-9));
+  // The log given to --measured, as `sweep --measured` takes one (and as a user who has only
+  // logs types it): the same comparison, byte for byte. It was refused as malformed JSON.
+  const auto as_measured = collsim::test::run_collsim("compare " + scenario + " --measured " + log +
+                                                      " --calibration " + cal + " --format json");
+  CHECK(as_measured.status == 0);
+  CHECK(as_measured.out == cmp.out);
 
   // Under another network model the terms would mean something else: refused.
   const std::string ideal = (dir / "nccl-ring-ideal.json").string();
@@ -623,12 +629,12 @@ TEST_CASE("compare and calibrate with nccl-tests logs refuse what does not fit",
   o = collsim::test::run_collsim("compare " + bcast + " --nccl-tests " + log);
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("measured all_reduce") && Catch::Contains("broadcast"));
-  // What compare compares with is said by a flag, never guessed from the file: a log
-  // given as --measured is read as the measured.json it is not; neither flag, or both,
-  // is refused.
+  // A log given as --measured is compared as --nccl-tests compares it (sweep --measured
+  // takes a log too), and its errors name --measured; neither flag, or both, is refused.
   o = collsim::test::run_collsim("compare " + bcast + " --measured " + log);
   CHECK(o.status == 2);
-  CHECK_THAT(o.err, Catch::Contains("malformed JSON") && Catch::Contains("goes to --nccl-tests"));
+  CHECK_THAT(o.err, Catch::StartsWith("collsim: error: --measured: ") &&
+                        Catch::Contains("measured all_reduce") && Catch::Contains("broadcast"));
   o = collsim::test::run_collsim("compare " + bcast);
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("--measured measured.json") && Catch::Contains("--nccl-tests"));

@@ -10,12 +10,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -367,16 +369,20 @@ struct CompareArgs {
   std::string out_dir;
 };
 
-// A measured.json; a file that is not JSON at all is most likely an nccl-tests log given
-// to the wrong flag, so the message says where logs go.
 nlohmann::json read_measured_json(const std::string& path) {
-  try {
-    return read_json_file(path, "--measured");
-  } catch (const InputError& e) {
-    if (e.where() == "--measured") throw;
-    throw InputError(e.where(), e.message() + " (--measured takes a measured.json from collsim "
-                                              "validate; an nccl-tests log goes to --nccl-tests)");
-  }
+  return read_json_file(path, "--measured");
+}
+
+// Whether `path` holds a JSON object (validate's measured.json) rather than text, as an
+// nccl-tests log is: its first character that is not blank. `sweep --measured` takes a log,
+// and so does `compare --measured`: what the file is cannot be mistaken, as a log never
+// starts with "{" (its first lines are "#" comments or the test's output).
+bool holds_json_object(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char c = 0;
+  while (in.get(c))
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return c == '{';
+  return true;  // empty or unreadable: the JSON reader says why
 }
 
 int compare_command(const CompareArgs& args) {
@@ -625,11 +631,10 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& args, NcclCompareArgs&
       app.add_subcommand("compare", "Simulated against measured, per collective and per step");
   cmd->add_option("scenario", args.scenario, "Scenario JSON file")->required();
   cmd->add_option("--measured", args.measured,
-                  "measured.json from collsim validate (an nccl-tests log: --nccl-tests)");
+                  "measured.json from collsim validate, or an nccl-tests log (as --nccl-tests)");
   cmd->add_option("--calibration", args.calibration, "Calibration JSON to simulate with");
   cmd->add_option("--out", args.out_dir, "Write compare.csv and compare_timeline.json here");
   add_nccl_compare_options(cmd, nccl);
-  // What is compared with is said by the flag, never guessed from the file.
   cmd->get_option("--measured")->excludes("--nccl-tests");
   return cmd;
 }
@@ -718,6 +723,32 @@ struct Commands {
 };
 
 // Runs the one command the command line named.
+int compare_or_nccl_compare(const Commands& c) {
+  CompareArgs compare = c.compare_args;
+  NcclCompareArgs nccl = c.nccl_compare_args;
+  if (compare.measured.empty() && nccl.log.empty())
+    throw InputError("compare",
+                     "say what to compare with: --measured measured.json (from "
+                     "collsim validate) or --nccl-tests LOG");
+  // An nccl-tests log given to --measured, as `sweep --measured` takes one; its errors name
+  // the flag the user gave.
+  if (!compare.measured.empty() && !holds_json_object(compare.measured)) {
+    nccl.log = std::exchange(compare.measured, {});
+    try {
+      return nccl_compare_command(compare.scenario, nccl.log, compare.calibration, compare.out_dir,
+                                  nccl);
+    } catch (const InputError& e) {
+      if (e.where() != "--nccl-tests") throw;
+      throw InputError("--measured", e.message());
+    }
+  }
+  if (!nccl.log.empty())
+    return nccl_compare_command(compare.scenario, nccl.log, compare.calibration, compare.out_dir,
+                                nccl);
+  check_no_nccl_compare_options(c.compare);
+  return compare_command(compare);
+}
+
 int run_named_command(const Commands& c) {
   if (*c.run) return run_command(c.run_args);
   if (*c.trace) return trace_command(c.trace_args);
@@ -735,18 +766,7 @@ int run_named_command(const Commands& c) {
     check_no_nccl_calibrate_options(c.calibrate);
     return calibrate_command(c.calibrate_args);
   }
-  if (*c.compare && c.compare_args.measured.empty() && c.nccl_compare_args.log.empty())
-    throw InputError("compare",
-                     "say what to compare with: --measured measured.json (from "
-                     "collsim validate) or --nccl-tests LOG");
-  if (*c.compare && !c.nccl_compare_args.log.empty())
-    return nccl_compare_command(c.compare_args.scenario, c.nccl_compare_args.log,
-                                c.compare_args.calibration, c.compare_args.out_dir,
-                                c.nccl_compare_args);
-  if (*c.compare) {
-    check_no_nccl_compare_options(c.compare);
-    return compare_command(c.compare_args);
-  }
+  if (*c.compare) return compare_or_nccl_compare(c);
   return 0;
 }
 
