@@ -369,10 +369,6 @@ struct CompareArgs {
   std::string out_dir;
 };
 
-nlohmann::json read_measured_json(const std::string& path) {
-  return read_json_file(path, "--measured");
-}
-
 // Whether `path` holds a JSON object (validate's measured.json) rather than text, as an
 // nccl-tests log is: its first character that is not blank. `sweep --measured` takes a log,
 // and so does `compare --measured`: what the file is cannot be mistaken, as a log never
@@ -390,7 +386,7 @@ int compare_command(const CompareArgs& args) {
   if (!args.calibration.empty())
     apply_calibration(scenario, read_json_file(args.calibration, "--calibration"),
                       args.calibration);
-  const nlohmann::json measured = read_measured_json(args.measured);
+  const nlohmann::json measured = read_json_file(args.measured, "--measured");
   // The measured collectives ran one at a time: simulate them the same way.
   for (std::size_t i = 0; i < scenario.collectives.size(); ++i)
     scenario.collectives[i].after =
@@ -722,7 +718,7 @@ struct Commands {
   Commands& operator=(const Commands&) = delete;
 };
 
-// Runs the one command the command line named.
+// compare, with a measured.json or an nccl-tests log.
 int compare_or_nccl_compare(const Commands& c) {
   CompareArgs compare = c.compare_args;
   NcclCompareArgs nccl = c.nccl_compare_args;
@@ -732,23 +728,22 @@ int compare_or_nccl_compare(const Commands& c) {
                      "collsim validate) or --nccl-tests LOG");
   // An nccl-tests log given to --measured, as `sweep --measured` takes one; its errors name
   // the flag the user gave.
-  if (!compare.measured.empty() && !holds_json_object(compare.measured)) {
-    nccl.log = std::exchange(compare.measured, {});
+  const bool log_as_measured = !compare.measured.empty() && !holds_json_object(compare.measured);
+  if (log_as_measured) nccl.log = std::exchange(compare.measured, {});
+  if (!nccl.log.empty()) {
     try {
       return nccl_compare_command(compare.scenario, nccl.log, compare.calibration, compare.out_dir,
                                   nccl);
     } catch (const InputError& e) {
-      if (e.where() != "--nccl-tests") throw;
+      if (!log_as_measured || e.where() != "--nccl-tests") throw;
       throw InputError("--measured", e.message());
     }
   }
-  if (!nccl.log.empty())
-    return nccl_compare_command(compare.scenario, nccl.log, compare.calibration, compare.out_dir,
-                                nccl);
   check_no_nccl_compare_options(c.compare);
   return compare_command(compare);
 }
 
+// Runs the one command the command line named.
 int run_named_command(const Commands& c) {
   if (*c.run) return run_command(c.run_args);
   if (*c.trace) return trace_command(c.trace_args);

@@ -44,6 +44,11 @@ inline constexpr std::string_view kCalibrationKeys[] = {
     "local_copy", "host_memory", "reduce_memory", "alpha_s", "bandwidth_Bps", "provenance",
     "overhead",   "alpha_beta", "sweeps",        "backend", "device",          "date",
     "ranks",      "fit"};
+// Those of them that change the model (the rest describe the file): a calibration must state
+// one, or "links" with a link kind, else it would change nothing.
+inline constexpr std::string_view kCalibrationTerms[] = {
+    "alpha_s", "bandwidth_Bps", "launch_s",    "op_overhead_s", "bandwidth_curve",
+    "reduce",  "local_copy",    "host_memory", "reduce_memory"};
 // What "links": {"<kind>": {...}} takes for each link kind.
 inline constexpr FieldDoc kLinkCostKeys[] = {
     {"bandwidth_Bps",

@@ -551,11 +551,8 @@ void apply_calibration(Scenario& s, const nlohmann::json& calibration, const std
     c.fail("a calibration object with \"alpha_s\", \"bandwidth_Bps\" or \"links\"");
   c.allow_only(kCalibrationKeys);  // a misspelled key is named first, not "states nothing"
   // A file that states no term changes nothing: most likely the wrong file, said so.
-  constexpr std::string_view kTerms[] = {"alpha_s",       "bandwidth_Bps",   "launch_s",
-                                         "op_overhead_s", "bandwidth_curve", "reduce",
-                                         "local_copy",    "host_memory",     "reduce_memory"};
   const auto links = c.find("links");
-  if (std::none_of(std::begin(kTerms), std::end(kTerms),
+  if (std::none_of(std::begin(kCalibrationTerms), std::end(kCalibrationTerms),
                    [&](std::string_view k) { return c.find(std::string(k)).has_value(); }) &&
       !(links && links->is_object() && !links->raw().empty()))
     c.fail_message(

@@ -147,6 +147,7 @@ SweepAbout about_of(const Scenario& s, const CollectiveSpec& c) {
   a.alpha = s.network.alpha;
   a.collective = c.name;
   a.op = name_of(c.shape.op);
+  a.algorithm = c.algorithm;
   a.dtype = name_of(c.shape.dtype);
   if (is_reducing(c.shape.op)) a.redop = name_of(c.shape.reduce_op);
   if (is_rooted(c.shape.op)) a.root = c.shape.root;
@@ -274,12 +275,13 @@ SweepPlan plan_sweep(const Scenario& s, const SweepRequest& req) {
   if (algorithms.empty())
     throw InputError("--algorithms", fmt::format("no algorithm runs {} here: {}", base.name,
                                                  fmt::join(plan.left_out, "; ")));
-  const bool with_nccl =
-      std::find(algorithms.begin(), algorithms.end(), "nccl") != algorithms.end();
-  plan.others_on_nccl_protocols =
-      (with_nccl || base.algorithm == "nccl") &&
-      std::any_of(algorithms.begin(), algorithms.end(), [](const auto& a) { return a != "nccl"; });
   return plan;
+}
+
+bool SweepPlan::others_on_nccl_protocols() const {
+  const auto nccl = [](const std::string& a) { return a == "nccl"; };
+  return (about.algorithm == "nccl" || std::any_of(algorithms.begin(), algorithms.end(), nccl)) &&
+         !std::all_of(algorithms.begin(), algorithms.end(), nccl);
 }
 
 SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k) {
@@ -287,7 +289,7 @@ SweepRow run_sweep_point(const Scenario& s, const SweepPlan& plan, std::size_t k
   const CollectiveSpec& base = s.collectives.at(plan.collective);
   Scenario one = s;  // the collective alone on the scenario's network
   CollectiveSpec c = point_collective(base, plan.own_ranks, p.algorithm, p.ranks, p.bytes);
-  if (p.algorithm != "nccl" && plan.others_on_nccl_protocols)
+  if (p.algorithm != "nccl" && plan.others_on_nccl_protocols())
     c.protocol = base.protocol.empty() || base.algorithm == "nccl" ? "auto" : base.protocol;
   if (p.algorithm != "nccl") c.nccl_filter = {};
   one.collectives = {c};
@@ -454,7 +456,7 @@ std::string sweep_table(const SweepResult& r) {
       "that size\n";
   for (const auto& why : r.plan.left_out) out += fmt::format("# left out: {}\n", why);
   // Said, as the plan column says per row: such points differ from a run without a protocol.
-  if (r.plan.others_on_nccl_protocols)
+  if (r.plan.others_on_nccl_protocols())
     out +=
         "# as NCCL runs them, every algorithm runs on NCCL's protocols, each at its fastest of "
         "LL, LL128 and Simple (or the scenario's protocol): faster or slower than collsim run "

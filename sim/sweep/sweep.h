@@ -34,6 +34,7 @@ struct SweepAbout {
   int gpus = 0;
   Time alpha = 0;
   std::string collective, op, dtype;
+  std::string algorithm;  // the collective's own ("nccl": NCCL runs it)
   std::string redop = "none";  // "none" when the collective does not reduce
   int root = -1;               // -1 when it has no root
 };
@@ -56,11 +57,11 @@ struct SweepPlan {
   // Default algorithms the planner refuses here, each with why ("nvls: ..."): the reports
   // say so, rather than a sweep that silently lacks them or stops at their first point.
   std::vector<std::string> left_out;
+
   // Beside NCCL's pick, or sweeping a collective NCCL runs, the other algorithms pay
   // NCCL's protocol costs too (each its fastest): a point then differs from `collsim run`
   // of the algorithm without a protocol, and the table's header says so.
-  bool others_on_nccl_protocols = false;
-
+  bool others_on_nccl_protocols() const;
   std::size_t points() const { return rank_counts.size() * algorithms.size() * sizes.size(); }
   SweepPoint point(std::size_t k) const;
 };

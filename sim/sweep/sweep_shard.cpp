@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -31,23 +30,10 @@ std::string shard_text(Shard s) {
 // rows_json write it: anything else is a hand edit or another program's file.
 constexpr std::string_view kShardKeys[] = {"format", "version", "shard", "shards",
                                            "scenario_digest", "sweep", "rows"};
-constexpr std::string_view kPlanKeys[] = {"scenario",
-                                          "topology",
-                                          "network",
-                                          "gpus",
-                                          "alpha_ps",
-                                          "collective",
-                                          "collective_index",
-                                          "op",
-                                          "dtype",
-                                          "redop",
-                                          "root",
-                                          "own_ranks",
-                                          "rank_counts",
-                                          "algorithms",
-                                          "sizes",
-                                          "left_out",
-                                          "others_on_nccl_protocols"};
+constexpr std::string_view kPlanKeys[] = {
+    "scenario",         "topology",   "network", "gpus",     "alpha_ps", "collective",
+    "collective_index", "op",         "dtype",   "redop",    "root",     "own_ranks",
+    "rank_counts",      "algorithms", "sizes",   "left_out", "collective_algorithm"};
 constexpr std::string_view kRowKeys[] = {"point", "ranks",      "algorithm",     "bytes",
                                          "count", "time_s",     "algbw_Bps",     "busbw_Bps",
                                          "plan",  "ops_time_s", "over_link_rate"};
@@ -189,7 +175,7 @@ nlohmann::json sweep_plan_json(const SweepPlan& p) {
           {"algorithms", p.algorithms},
           {"sizes", p.sizes},
           {"left_out", p.left_out},
-          {"others_on_nccl_protocols", p.others_on_nccl_protocols}};
+          {"collective_algorithm", a.algorithm}};
 }
 
 SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& where) {
@@ -217,13 +203,9 @@ SweepPlan sweep_plan_from_json(const nlohmann::json& doc, const std::string& whe
   p.algorithms = v["algorithms"].as_string_list();
   // Absent in shard files of earlier versions: nothing was left out with a reason.
   if (auto left_out = v.find("left_out")) p.left_out = left_out->as_string_list();
-  // Absent in earlier versions, which put the others on NCCL's protocols beside its pick only.
-  if (auto on_protocols = v.find("others_on_nccl_protocols"))
-    p.others_on_nccl_protocols = on_protocols->as_bool();
-  else
-    p.others_on_nccl_protocols =
-        p.algorithms.size() > 1 &&
-        std::find(p.algorithms.begin(), p.algorithms.end(), "nccl") != p.algorithms.end();
+  // Absent in earlier versions, whose points ran on NCCL's protocols beside its pick only:
+  // what a collective of no named algorithm gives (SweepPlan::others_on_nccl_protocols).
+  if (auto algorithm = v.find("collective_algorithm")) a.algorithm = algorithm->as_string();
   const JsonView sizes = v["sizes"];
   if (!sizes.is_array()) sizes.fail("an array of sizes in bytes");
   for (std::size_t i = 0; i < sizes.size(); ++i) p.sizes.push_back(sizes[i].as_int(1, kMaxBytes));
