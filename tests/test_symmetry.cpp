@@ -64,6 +64,15 @@ QuotientSchedule ring_fold(int K) {
   return *q;
 }
 
+// A network model with a 1 us start-up and 4 KiB packets.
+NetworkParams network_params(NetworkModelKind kind) {
+  NetworkParams params;
+  params.model = kind;
+  params.alpha = from_seconds(1e-6);
+  params.packet_bytes = 4096;
+  return params;
+}
+
 std::vector<NodeId> rank_gpus(const Topology& t, int K) {
   std::vector<NodeId> gpus;
   for (int r = 0; r < K; ++r) gpus.push_back(t.gpu_of_rank(r));
@@ -161,6 +170,26 @@ TEST_CASE("a ring's own fold is the one read off its full schedule", "[symmetry]
       const CollectiveShape uneven = shape_of(op, K, 6 * std::int64_t{K} + 1);
       CHECK(!e->quotient(uneven, o));
       CHECK(!fold_by_rotation(e->generate(uneven, o), 1));
+      // Unequal chunks that repeat every p chunks (6K + K/p elements: chunk i starts at
+      // floor(i count / K)) fold by a turn of p ranks, and of no fewer; in channels too.
+      for (int p = 2; p < K; ++p) {
+        if (K % p != 0) continue;
+        const CollectiveShape periodic = shape_of(op, K, 6 * std::int64_t{K} + K / p);
+        for (int channels : {1, 3}) {
+          INFO("period " << p << ", " << channels << " channel(s)");
+          AlgorithmOptions split = o;
+          split.channels = channels;
+          const auto own_periodic = e->quotient(periodic, split);
+          const auto read_periodic = fold_by_rotation(e->generate(periodic, split), p, &why);
+          INFO(why);
+          REQUIRE(own_periodic);
+          REQUIRE(read_periodic);
+          CHECK(own_periodic->period == p);
+          require_same_quotient(*own_periodic, *read_periodic);
+          const int fewer = p % 2 == 0 ? p / 2 : 1;  // a divisor of p below it
+          CHECK(!fold_by_rotation(e->generate(periodic, split), fewer));
+        }
+      }
       // In channels, each its lane of every chunk, the ranks in order.
       for (int channels : {2, 3}) {
         AlgorithmOptions split = o;
@@ -330,9 +359,11 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
             AlgorithmOptions o;
             o.channels = channels;
             const Topology topo = make_switch_topology(K, 50e9, from_seconds(1e-7));
-            // Equal blocks, and (where the fold allows it: all-to-all rounds) unequal ones.
-            const std::int64_t count =
-                2048 * std::int64_t{K} + (op == CollectiveOp::AllToAll ? 5 : 0);
+            // Equal blocks, and (where the fold allows it) unequal ones: all-to-all rounds;
+            // a ring's chunks in two sizes, alike every two ranks (2048K + K/2 elements).
+            const std::int64_t count = 2048 * std::int64_t{K} + (op == CollectiveOp::AllToAll ? 5
+                                                                 : e.algorithm == "ring" ? K / 2
+                                                                                         : 0);
             const CollectiveShape shape = shape_of(op, K, count);
             const StreamedCollective collective{rank_gpus(topo, K), c};
             Router r1(topo);
@@ -342,6 +373,8 @@ TEST_CASE("a folded run is the full run, bit for bit, on every model that times 
             Router r2(topo);
             auto m2 = make_network_model(params, topo, r2);
             const auto own = e.quotient(shape, o);
+            // Rings of more than two ranks in two chunk sizes fold by two ranks.
+            if (e.algorithm == "ring" && K % 2 == 0 && K > 2) REQUIRE(own);
             if (!own) continue;  // direct in unequal blocks: not folded
             REQUIRE(fold_problem(topo, r2, collective, kind, *own).empty());
             const StreamedResult folded = simulate_folded(topo, r2, *m2, kind, collective, *own);
@@ -419,10 +452,7 @@ TEST_CASE("servers on rail leaves fold by a turn of whole servers or leaves, bit
   cost->link(LinkKind::Ib).efficiency = 0.9;
   for (NetworkModelKind kind :
        {NetworkModelKind::Ideal, NetworkModelKind::Flow, NetworkModelKind::Packet}) {
-    NetworkParams params;
-    params.model = kind;
-    params.alpha = from_seconds(1e-6);
-    params.packet_bytes = 4096;
+    const NetworkParams params = network_params(kind);
     // nodes, GPUs a node, leaf radix (servers a leaf: radix / 2), spines, and whether a
     // fold must be found (1), must not (0), or may be (-1; then it must be exact).
     for (const auto& [nodes, gpus, radix, spines, expect] :
@@ -730,4 +760,117 @@ TEST_CASE("run folds by itself a schedule that would stream for minutes, and onl
   CHECK(r.folding[1].note.empty());
   CHECK(r.digests[1] != 0);
   CHECK(r.op_count(0) == 2 * std::uint64_t{23171} * 23170);
+}
+
+TEST_CASE("a fold played as it is made is the stored fold and the full run, bit for bit",
+          "[symmetry]") {
+  // The streamed fold (a fold too large to store: 1 GiB on 100,000 ranks) against the stored
+  // one and the full run, wherever both can be stored: rings in equal chunks and in chunks
+  // of two sizes, in channels, with costs, on a switch and on rail leaves where the network
+  // asks a turn of a leaf's servers.
+  auto cost = std::make_shared<CostModel>();
+  cost->launch = from_seconds(5e-6);
+  cost->op_overhead = from_seconds(0.7e-6);
+  cost->link(LinkKind::NvLink).efficiency = 0.8;
+  cost->link(LinkKind::Ib).latency = from_seconds(2e-6);
+  ClusterParams leaves;
+  leaves.nodes = 8;
+  leaves.server.gpus = 2;
+  leaves.radix = 4;  // two servers a leaf: a turn of 4 ranks
+  const Topology topologies[] = {make_switch_topology(12, 50e9, from_seconds(1e-7)),
+                                 make_cluster_topology(leaves)};
+  int played = 0;
+  for (NetworkModelKind kind :
+       {NetworkModelKind::Ideal, NetworkModelKind::Flow, NetworkModelKind::Packet}) {
+    const NetworkParams params = network_params(kind);
+    for (const Topology& t : topologies) {
+      const int K = t.num_ranks();
+      for (CollectiveOp op : kRingOps) {
+        const AlgorithmEntry* e = find_algorithm(op, "ring");
+        REQUIRE(e->quotient_stream);
+        // Equal chunks (alike every rank); chunks alike every 2, 3 and 4 ranks.
+        for (int alike : {1, 2, 3, 4})
+          for (int channels : {1, 3}) {
+            if (K % alike != 0) continue;
+            const std::int64_t extra = alike == 1 ? 0 : K / alike;
+            const CollectiveShape shape = shape_of(op, K, 1024 * std::int64_t{K} + extra);
+            AlgorithmOptions o;
+            o.channels = channels;
+            const bool costed = channels == 3;
+            const StreamedCollective collective{rank_gpus(t, K),
+                                                costed ? cost : std::shared_ptr<CostModel>{}};
+            INFO(name_of(kind) << " " << name_of(op) << " on " << t.name << ", " << shape.count
+                               << " elements, " << channels << " channel(s)");
+            const auto stored_own = e->quotient(shape, o);
+            const auto streamed_own = e->quotient_stream(shape, o, 0);
+            REQUIRE(stored_own);
+            REQUIRE(streamed_own);
+            CHECK(streamed_own->period == alike);
+            CHECK(streamed_own->period == stored_own->period);
+            CHECK(streamed_own->size == stored_own->size());
+            CHECK(streamed_own->full_size() == stored_own->full_size());
+            std::string why, streamed_why;
+            Router r1(t);
+            const auto stored = fold_for_network(
+                t, r1, collective, kind, *stored_own, why,
+                [&](int period) { return e->fold_at(shape, o, *stored_own, period); });
+            Router r2(t);
+            const auto streamed = fold_stream_for_network(
+                t, r2, collective, kind, *streamed_own, streamed_why,
+                [&](int period) { return e->quotient_stream(shape, o, period); });
+            CHECK(stored.has_value() == streamed.has_value());
+            CHECK(why == streamed_why);
+            if (!stored || !streamed) continue;
+            ++played;
+            CHECK(streamed->period == stored->period);
+            auto m1 = make_network_model(params, t, r1);
+            const StreamedResult stored_run =
+                simulate_folded(t, r1, *m1, kind, collective, *stored);
+            auto m2 = make_network_model(params, t, r2);
+            const StreamedResult streamed_run =
+                simulate_folded(t, r2, *m2, kind, collective, *streamed);
+            Router r3(t);
+            auto m3 = make_network_model(params, t, r3);
+            const StreamedResult full =
+                simulate_streamed(t, r3, *m3, collective, [&] { return e->generate(shape, o); });
+            require_same_run(full, streamed_run);
+            require_same_run(stored_run, streamed_run);
+            CHECK(streamed_run.events == stored_run.events);
+            CHECK(streamed_run.transfers == full.transfers);
+            CHECK(streamed_run.peak_held < streamed->size);
+          }
+      }
+    }
+  }
+  CHECK(played >= 60);
+}
+
+TEST_CASE("a ring in unequal chunks on a switch takes its largest chunk's time per step",
+          "[symmetry]") {
+  // Under the ideal model no transfer waits for another, and each op waits on the ops of
+  // the step before: some chain of ops carries the same chunk all along (a chunk is sent
+  // on, step after step), so the ring takes 2(K - 1) steps of its largest chunk, whatever
+  // the others. Folded (as it is made, 3 groups of 2 ranks alike) and in full.
+  const int K = 6;
+  const std::int64_t count = 1000 * K + K / 3;  // chunks of 1001 and 1000 elements
+  const Topology t = make_switch_topology(K, 100e9, from_seconds(0.5e-6));
+  NetworkParams params;
+  params.model = NetworkModelKind::Ideal;
+  const StreamedCollective collective{rank_gpus(t, K), nullptr};
+  const AlgorithmEntry* e = find_algorithm(CollectiveOp::AllReduce, "ring");
+  const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, K, count);
+  const auto own = e->quotient_stream(shape, {}, 0);
+  REQUIRE(own);
+  CHECK(own->period == 3);
+  Router r1(t);
+  auto m1 = make_network_model(params, t, r1);
+  const StreamedResult folded =
+      simulate_folded(t, r1, *m1, NetworkModelKind::Ideal, collective, *own);
+  Router r2(t);
+  auto m2 = make_network_model(params, t, r2);
+  const StreamedResult full =
+      simulate_streamed(t, r2, *m2, collective, [&] { return e->generate(shape, {}); });
+  require_same_run(full, folded);
+  const double step = 2 * 0.5e-6 + 1001 * 4 / 100e9;  // two links' latency, the largest chunk
+  CHECK(to_seconds(full.end) == Approx(2 * (K - 1) * step).epsilon(1e-9));
 }

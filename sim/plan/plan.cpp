@@ -629,11 +629,10 @@ std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::strin
             : "each rank sends as much to the rank i places ahead as every other rank does (a "
               "circulant matrix)");
   else if (!q)
-    why = fmt::format(
-        "{} is folded only in equal chunks, each channel visiting the ranks in an order a turn "
-        "of them maps onto itself ({} elements on {} ranks, {} channel(s){})",
-        c.algorithm, c.shape.count, c.shape.ranks, std::max(1, c.options.channels),
-        c.options.orders.empty() ? "" : " in rail orders");
+    why = fmt::format("{} is folded only {} ({} elements on {} ranks, {} channel(s){})",
+                      c.algorithm, entry->fold_condition, c.shape.count, c.shape.ranks,
+                      std::max(1, c.options.channels),
+                      c.options.orders.empty() ? "" : " in rail orders");
   return q;
 }
 

@@ -123,11 +123,20 @@ struct AlgorithmEntry {
   // against fold_by_rotation of the full schedule.
   std::function<std::optional<QuotientSchedule>(const CollectiveShape&, const AlgorithmOptions&)>
       quotient = nullptr;
+  // Where quotient gives a fold, in words that follow "folded only" (collsim says why not).
+  std::string_view fold_condition =
+      "in equal chunks, each channel visiting the ranks in an order a turn of them maps onto "
+      "itself";
   // The same fold widened to a turn of `period` ranks (a multiple of quotient's own), where
   // widen (quotient.h) cannot tell the full schedule's order (rings in rail orders); null:
   // widen does.
   std::function<QuotientSchedule(const CollectiveShape&, const AlgorithmOptions&, int period)>
       quotient_at = nullptr;
+  // The fold by `period` ranks (0: the least) made a step at a time, for a fold too large
+  // to store (quotient gives nullopt past kMostRepresentatives); null: none.
+  std::function<std::optional<StreamedQuotient>(const CollectiveShape&, const AlgorithmOptions&,
+                                                int period)>
+      quotient_stream = nullptr;
 
   bool takes(std::string_view option) const;
   // `own` (what quotient gave for these shape and options) widened to `period` ranks.

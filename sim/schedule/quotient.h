@@ -15,13 +15,21 @@
 // Which elements an op moves is not compared: it does not change when the op runs, only
 // whether its successors need its data, which each dependency keeps (Dep::only_sent).
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schedule/schedule.h"
 
 namespace collsim {
+
+// The most representatives a fold may hold: 2^24 ops, about 2.7 GB with their dependencies
+// and successor graph. A generator's own fold past it is not made (nullopt), and a fold is
+// widened to several ranks only within it (simulate/symmetric.h).
+constexpr std::size_t kMostRepresentatives = std::size_t{1} << 24;
 
 struct QuotientSchedule {
   // A dependency of a representative: representative `op` turned by `shift` ranks (a
@@ -55,6 +63,36 @@ struct QuotientSchedule {
   int orbit_size() const { return shape.ranks / period; }
   std::uint64_t full_size() const { return ops.size() * static_cast<std::uint64_t>(orbit_size()); }
   std::int64_t bytes(const Op& op) const { return op.count * element_size(shape.dtype); }
+};
+
+// One step of a fold's representatives, as a generator hands it over (StreamedQuotient).
+struct QuotientStepView {
+  OpId first = 0;                               // the id of ops[0], counted over the whole fold
+  std::span<const Op> ops;                      // the step's representatives, in the fold's order
+  std::span<const DepIndex> dep_begin;          // ops.size() + 1 offsets into deps, from 0
+  std::span<const QuotientSchedule::Dep> deps;  // on earlier representatives, by id
+
+  std::span<const QuotientSchedule::Dep> deps_of(std::size_t i) const {
+    return deps.subspan(dep_begin[i], dep_begin[i + 1] - dep_begin[i]);
+  }
+};
+
+// A fold made a step at a time instead of stored: past kMostRepresentatives (1 GiB of
+// float32 on 100,000 ranks folds by a turn of 3,125 of them: 6.25e8 representatives), it is
+// played as it is made (simulate/symmetric.h), in the memory of the ops in flight.
+struct StreamedQuotient {
+  CollectiveShape shape;
+  int period = 1;
+  int channels = 1;
+  int num_steps = 0;
+  std::uint64_t size = 0;  // representatives
+  // The distinct (source, destination) ranks of its transfers: the network's check.
+  std::vector<std::pair<int, int>> pairs;
+  // Hands its steps, in order, to `take`; may be called again.
+  std::function<void(const std::function<void(const QuotientStepView&)>& take)> emit;
+
+  int orbit_size() const { return shape.ranks / period; }
+  std::uint64_t full_size() const { return size * static_cast<std::uint64_t>(orbit_size()); }
 };
 
 // The op with every rank turned by `shift` (mod ranks); its ranges unchanged.

@@ -132,31 +132,25 @@ ScenarioResult::CollectiveTotals totals_of(const Topology& t, const CollectiveSp
 }
 
 // The collective timed by its representatives, where its algorithm folds and the network
-// keeps its ranks alike; else nullopt and why not, in `note`.
+// keeps its ranks alike (simulate/symmetric.h, simulate_folded); else nullopt and why not,
+// in `note`.
 std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& router,
                                          NetworkModel& model, const PlannedCollective& c,
                                          ScenarioResult::Folding& note) {
   std::string why;
-  std::optional<QuotientSchedule> q = run_quotient(c.spec, why);
-  const StreamedCollective collective{c.gpus, c.cost};
-  if (q) {
-    const AlgorithmEntry& entry = *find_algorithm(c.spec.shape.op, c.spec.algorithm);
-    q = fold_for_network(
-        scenario.topology, router, collective, scenario.network.model, *q, why,
-        [&](int period) { return entry.fold_at(c.spec.shape, c.spec.options, *q, period); });
-  }
-  if (!q) {
+  std::optional<QuotientSchedule> own = run_quotient(c.spec, why);
+  const AlgorithmEntry* entry = find_algorithm(c.spec.shape.op, c.spec.algorithm);
+  std::optional<FoldedRun> run;
+  if (entry)
+    run =
+        simulate_folded(scenario.topology, router, model, scenario.network.model, {c.gpus, c.cost},
+                        *entry, c.spec.shape, c.spec.options, std::move(own), why);
+  if (!run) {
     note.note = "not folded: " + why;
     return std::nullopt;
   }
-  StreamedResult r =
-      simulate_folded(scenario.topology, router, model, scenario.network.model, collective, *q);
-  const int K = c.spec.shape.ranks;
-  const std::string alike =
-      q->period == 1 ? fmt::format("{} ranks alike", K)
-                     : fmt::format("{} groups of {} ranks alike", K / q->period, q->period);
-  note = {true, fmt::format("folded: {}, {} of {} ops played", alike, q->size(), q->full_size())};
-  return r;
+  note = {true, run->note()};
+  return std::move(run->result);
 }
 
 }  // namespace

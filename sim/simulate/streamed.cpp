@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/units.h"
+#include "schedule/quotient.h"
 #include "schedule/stream.h"
 #include "simulate/executor.h"
 
@@ -32,7 +35,9 @@ struct alignas(64) HeldOp {
   PathId path = -1;
   std::uint32_t waiting = 0;                // dependencies not yet done
   std::uint32_t more_first = kNoSuccessor;  // pool list, in order (its head holds the last)
-  std::uint8_t inline_successors = 0;
+  std::uint8_t inline_successors : 2 = 0;
+  std::uint8_t inline_only_sent : 2 = 0;  // folded: bit i, whether inline successor i needs
+                                          // only this op's bytes to have left
   bool has_deps = false;
   bool sent = false;  // its last byte has left (ops needing only that have been released)
   bool done = false;
@@ -47,14 +52,50 @@ struct SuccessorLink {
   std::uint32_t next;
   std::uint32_t last;  // the head's only
 };
+// Folded, a successor's need is the dependency's (a representative may wait on two turns of
+// one op, one for its data, one only for its sending): kept with it.
+struct FlaggedSuccessorLink : SuccessorLink {
+  bool only_sent;
+};
 
 // The streamed source of the one executor (executor.h): one collective, task 0, whose
-// ops are held in a window from the oldest unfinished to the newest generated.
-class StreamedSimulator final : private Executor<StreamedSimulator>, public StepSink {
+// ops are held in a window from the oldest unfinished to the newest generated. Folded
+// (simulate/symmetric.h), the ops are a fold's representatives: each rank's slot, overhead
+// queue and counters are those of its turn below the period, transfers go over the
+// canonical links, and each dependency says what it needs of its op.
+template <bool kFolded>
+class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, public StepSink {
+  using Executor = collsim::Executor<StreamedSimulator<kFolded>>;
+  using Executor::engine_;
+  using Executor::play_executor_event;
+  using Executor::router_;
+  using Executor::start_op;
+  using Executor::traffic_;
+  using Link = std::conditional_t<kFolded, FlaggedSuccessorLink, SuccessorLink>;
+
  public:
   StreamedSimulator(const Topology& topology, Router& router, NetworkModel& model,
                     const StreamedCollective& collective, OpSink* sink)
       : Executor(topology, router, model), collective_(collective), sink_(sink) {}
+
+  // Folded: the representatives of `q`, as it makes them, over `paths` (per pair of GPUs
+  // below the period's turn: the route over canonical links).
+  StreamedSimulator(const Topology& topology, Router& router, NetworkModel& model,
+                    const StreamedCollective& collective, const std::map<NodePair, PathId>& paths)
+      : Executor(topology, router, model),
+        collective_(collective),
+        sink_(nullptr),
+        paths_(&paths) {}
+
+  StreamedResult run_folded(const StreamedQuotient& q) {
+    period_ = q.period;
+    begin(q.shape, q.channels);
+    q.emit([&](const QuotientStepView& step) {
+      admit_step(step);
+      play();
+    });
+    return finish(q.num_steps);
+  }
 
   // The generator writes into this simulator: steps are played as they come.
   StreamedResult run(const std::function<Schedule()>& generate) {
@@ -88,7 +129,11 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   StreamedResult finish(const Schedule& header) {
     if (!header.ops.empty())
       throw std::logic_error("the generator built its schedule outside the stream");
-    result_.steps = header.num_steps;
+    return finish(header.num_steps);
+  }
+
+  StreamedResult finish(int steps) {
+    result_.steps = steps;
     generated_all_ = true;
     play();
     if (finished_ != next_)
@@ -103,25 +148,29 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     result_.node_sent = std::move(traffic_.node_sent);
     result_.node_received = std::move(traffic_.node_received);
     result_.transfers = traffic_.transfers;
-    result_.held_bytes =
-        result_.peak_held * sizeof(HeldOp) + successors_.capacity() * sizeof(SuccessorLink);
+    result_.held_bytes = result_.peak_held * sizeof(HeldOp) + successors_.capacity() * sizeof(Link);
     return std::move(result_);
   }
 
   // --- StepSink: the generator's side ---
   void start(const Schedule& header, int channels) override {
     if (audit_) audit_->start(header, channels);
-    if (static_cast<int>(collective_.rank_gpu.size()) != header.shape.ranks)
+    begin(header.shape, channels);
+  }
+
+  void begin(const CollectiveShape& shape, int channels) {
+    if (static_cast<int>(collective_.rank_gpu.size()) != shape.ranks)
       throw std::invalid_argument(
           "streamed collective: rank placement does not match the schedule");
-    ranks_ = header.shape.ranks;
-    element_bytes_ = header.element_bytes();
-    latest_.assign(static_cast<std::size_t>(channels) * ranks_, kNoOp);
+    ranks_ = shape.ranks;
+    if (!kFolded) period_ = ranks_;
+    element_bytes_ = element_size(shape.dtype);
+    latest_.assign(static_cast<std::size_t>(channels) * period_, kNoOp);
     idle_slots_ = latest_.size();  // a rank with no op yet could start one at once
     memo_dst_.assign(ranks_, -1);
     memo_path_.assign(ranks_, -1);
     reserve_window(2 * static_cast<std::size_t>(ranks_));
-    costs_ = OpCosts(collective_.cost.get(), header.shape);
+    costs_ = OpCosts(collective_.cost.get(), shape);
     engine_.schedule(costs_.launch(), kStreamLaunched, 0);
   }
 
@@ -131,7 +180,8 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     play();
   }
 
-  void admit_step(const StepView& step) {
+  template <class View>
+  void admit_step(const View& step) {
     for (std::size_t i = 0; i < step.ops.size(); ++i)
       admit(step.first + i, step.ops[i], step.deps_of(i));
     check_memory(step.first + step.ops.size());
@@ -145,7 +195,16 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     }
   }
 
-  void admit(OpId id, const Op& op, std::span<const OpId> deps) {
+  // A dependency: an op's id, or (folded) a representative's, with what it needs of it.
+  static OpId id_of(OpId d) { return d; }
+  static OpId id_of(const QuotientSchedule::Dep& d) { return d.op; }
+  static bool only_sent(OpId, const Op& dep, const Op& next) { return needs_only_sent(dep, next); }
+  static bool only_sent(const QuotientSchedule::Dep& d, const Op&, const Op&) {
+    return d.only_sent;
+  }
+
+  template <class Dep>
+  void admit(OpId id, const Op& op, std::span<const Dep> deps) {
     if (op.is_switch()) throw std::invalid_argument("switch ops (nvls) are not streamed");
     if (id != next_) throw std::logic_error("streamed ops out of order");
     if (next_ - oldest_ == window_.size()) reserve_window(2 * window_.size());
@@ -154,11 +213,13 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     HeldOp& h = held(id);
     h = HeldOp{op};
     h.has_deps = !deps.empty();
-    for (OpId d : deps) {
+    for (const Dep& dep : deps) {
+      const OpId d = id_of(dep);
       if (d < oldest_ || held(d).done) continue;
-      if (held(d).sent && needs_only_sent(held(d).op, op)) continue;
+      if (held(d).sent && only_sent(dep, held(d).op, op)) continue;
       ++h.waiting;
-      link_successor(d, id);
+      // Unfolded, the executor asks needs_only_sent when it needs to (LazyOnlySent).
+      link_successor(d, id, kFolded && only_sent(dep, held(d).op, op));
     }
     if (!op.is_local()) h.path = route(op);
     for (int slot : slots_of(op)) {
@@ -174,7 +235,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   }
 
   void handle(const Event& e) {
-    if (play_executor_event(e)) return;
+    if (this->play_executor_event(e)) return;
     if (e.tag != kStreamLaunched)
       throw std::logic_error("an event the streamed simulator never scheduled");
     launched_ = true;
@@ -183,7 +244,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   }
 
   // --- the source, as the executor reads it: task 0, an op named by its id ---
-  friend class Executor<StreamedSimulator>;
+  friend Executor;
   static constexpr bool kSwitchOps = false;  // admit refuses them
   static TransferIds::Decoded decode(TransferId id) { return {0, id, 0}; }
   static TransferId id(std::size_t, OpId op) { return op; }
@@ -191,7 +252,9 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   std::int64_t bytes(std::size_t, OpId id) { return held(id).op.count * element_bytes_; }
   PathId path(std::size_t, OpId id) { return held(id).path; }
   const OpCosts& costs(std::size_t) const { return costs_; }
-  NodeId gpu(std::size_t, int rank) const { return collective_.rank_gpu[rank]; }
+  NodeId gpu(std::size_t, int rank) const {
+    return collective_.rank_gpu[kFolded ? rank % period_ : rank];
+  }
   bool has_deps(std::size_t, OpId id) { return held(id).has_deps; }
   bool dependency_done(std::size_t, OpId next) { return --held(next).waiting == 0; }
   void began(std::size_t, OpId id) {
@@ -254,11 +317,19 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     const int n = h.inline_successors;
     const OpId first[HeldOp::kInline] = {id + h.successor_after[0], id + h.successor_after[1]};
     std::uint32_t more = h.more_first;
-    for (int i = 0; i < n; ++i) f(first[i], LazyOnlySent{h.op, held(first[i]).op});
+    for (int i = 0; i < n; ++i) {
+      if constexpr (kFolded)
+        f(first[i], ((h.inline_only_sent >> i) & 1) != 0);
+      else
+        f(first[i], LazyOnlySent{h.op, held(first[i]).op});
+    }
     while (more != kNoSuccessor) {
-      const SuccessorLink link = successors_[more];
+      const Link link = successors_[more];
       more = link.next;
-      f(link.op, LazyOnlySent{h.op, held(link.op).op});
+      if constexpr (kFolded)
+        f(link.op, link.only_sent);
+      else
+        f(link.op, LazyOnlySent{h.op, held(link.op).op});
     }
   }
 
@@ -307,12 +378,13 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     times_ = std::move(more);
   }
 
-  void link_successor(OpId of, OpId successor) {
+  void link_successor(OpId of, OpId successor, bool only_sent) {
     HeldOp& h = held(of);
     if (h.inline_successors < HeldOp::kInline) {
       // Both are held: 2^32 ops apart would be a window of 256 GiB.
       if (successor - of > std::numeric_limits<std::uint32_t>::max())
         throw std::length_error("a streamed op's successor more than 2^32 ops after it");
+      if (kFolded && only_sent) h.inline_only_sent |= 1u << h.inline_successors;
       h.successor_after[h.inline_successors++] = static_cast<std::uint32_t>(successor - of);
       return;
     }
@@ -324,7 +396,10 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
       if (s == kNoSuccessor) throw std::length_error("more than 2^32 dependencies in flight");
       successors_.emplace_back();
     }
-    successors_[s] = {successor, kNoSuccessor, s};
+    successors_[s].op = successor;
+    successors_[s].next = kNoSuccessor;
+    successors_[s].last = s;
+    if constexpr (kFolded) successors_[s].only_sent = only_sent;
     if (h.more_first == kNoSuccessor) {
       h.more_first = s;
     } else {
@@ -342,9 +417,11 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
     const int* end() const { return slot + n; }
   };
   Slots slots_of(const Op& op) const {
-    const int base = op.channel * ranks_;
-    if (op.src_rank == op.dst_rank) return {{base + op.src_rank, 0}, 1};
-    return {{base + op.src_rank, base + op.dst_rank}, 2};
+    const int base = op.channel * period_;
+    const int src = kFolded ? op.src_rank % period_ : op.src_rank;
+    const int dst = kFolded ? op.dst_rank % period_ : op.dst_rank;
+    if (src == dst) return {{base + src, 0}, 1};
+    return {{base + src, base + dst}, 2};
   }
 
   // Every 2^20 ops admitted: a run that outgrows the machine stops with a word, before the
@@ -366,14 +443,21 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   PathId route(const Op& op) {
     if (memo_dst_[op.src_rank] == op.dst_rank) return memo_path_[op.src_rank];
     memo_dst_[op.src_rank] = op.dst_rank;
-    return memo_path_[op.src_rank] =
-               router_.route(collective_.rank_gpu[op.src_rank], collective_.rank_gpu[op.dst_rank]);
+    const NodePair pair{collective_.rank_gpu[op.src_rank], collective_.rank_gpu[op.dst_rank]};
+    if constexpr (kFolded) {
+      const auto found = paths_->find(pair);
+      if (found == paths_->end())
+        throw std::logic_error("a folded representative's transfer was not checked");
+      return memo_path_[op.src_rank] = found->second;
+    }
+    return memo_path_[op.src_rank] = router_.route(pair.first, pair.second);
   }
 
   const StreamedCollective& collective_;
   StreamedResult result_;
   std::unique_ptr<StreamAudit> audit_;  // generated on this thread: the digest is ours
   int ranks_ = 0;
+  int period_ = 0;  // slots per channel: the ranks, or (folded) the period
   std::int64_t element_bytes_ = 1;
   OpCosts costs_;
 
@@ -383,7 +467,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   OpId oldest_ = 0;  // every op before it is done
   OpId next_ = 0;    // the next op to arrive
   std::uint64_t finished_ = 0;
-  std::vector<SuccessorLink> successors_;
+  std::vector<Link> successors_;
   std::uint32_t free_successor_ = kNoSuccessor;
 
   std::vector<OpId> latest_;    // per (channel, rank): its latest op, or kNoOp
@@ -397,6 +481,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator>, public Step
   OpSink* sink_;                             // null: nothing retires to anyone
   std::vector<OpTiming> times_;              // with a sink: each held op's times, as window_
   std::deque<std::pair<Time, OpId>> begun_;  // with a sink: begun, not yet retired (some)
+  const std::map<NodePair, PathId>* paths_ = nullptr;  // folded: routes over canonical links
 };
 
 }  // namespace
@@ -407,11 +492,23 @@ StreamedResult simulate_streamed(const Topology& topology, Router& router, Netwo
                                  OpSink* sink) {
   // The files a sink feeds read each link's rate over time, as a stored run's do.
   if (sink) model.keep_link_rates();
-  StreamedSimulator sim(topology, router, model, collective, sink);
+  StreamedSimulator<false> sim(topology, router, model, collective, sink);
   StreamedResult r =
       where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
   r.link_rates = model.take_link_rates();
   return r;
+}
+
+}  // namespace collsim
+
+namespace collsim {
+
+StreamedResult simulate_quotient_streamed(const Topology& topology, Router& router,
+                                          NetworkModel& model, const StreamedCollective& collective,
+                                          const StreamedQuotient& quotient,
+                                          const std::map<NodePair, PathId>& paths) {
+  StreamedSimulator<true> sim(topology, router, model, collective, paths);
+  return sim.run_folded(quotient);
 }
 
 }  // namespace collsim

@@ -17,7 +17,9 @@
 // and rank counters as it goes.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "network/network_model.h"
@@ -25,6 +27,10 @@
 #include "simulate/op_sink.h"
 
 namespace collsim {
+
+struct StreamedQuotient;  // schedule/quotient.h
+
+using NodePair = std::pair<NodeId, NodeId>;  // a transfer's (from, to) nodes
 
 struct StreamedCollective {
   std::vector<NodeId> rank_gpu;  // the schedule's rank r runs on GPU node rank_gpu[r]
@@ -62,5 +68,19 @@ StreamedResult simulate_streamed(const Topology& topology, Router& router, Netwo
                                  const StreamedCollective& collective,
                                  const std::function<Schedule()>& generate,
                                  GenerateOn where = GenerateOn::OwnThread, OpSink* sink = nullptr);
+
+}  // namespace collsim
+
+namespace collsim {
+
+// A fold's representatives played as `quotient` makes them (simulate/symmetric.h says when
+// that is the full run): each rank's overhead queue that of its turn below the period, each
+// transfer over `paths` (per pair of GPUs: its route over the canonical links, every pair of
+// quotient.pairs there). The result counts the representatives alone: ops, transfers, and
+// the canonical links' and the ranks below the period's counters; the caller spreads them.
+StreamedResult simulate_quotient_streamed(const Topology& topology, Router& router,
+                                          NetworkModel& model, const StreamedCollective& collective,
+                                          const StreamedQuotient& quotient,
+                                          const std::map<NodePair, PathId>& paths);
 
 }  // namespace collsim

@@ -21,8 +21,6 @@ bool alike(const Link& a, const Link& b) {
 // schedules whose ranks talk to few others (rings, trees); an all-to-all at scale has
 // K^2 pairs, each a cached route.
 constexpr std::uint64_t kMostRoutesCompared = 1 << 20;
-// The most representatives a fold widened to several ranks may hold (fold_for_network).
-constexpr double kMostRepresentatives = 1 << 24;
 
 // The links a turn of the ranks maps onto one another, found from the routes themselves:
 // every representative transfer (a, b) is routed with all its turns (a + m p, b + m p),
@@ -78,21 +76,39 @@ std::string model_problem(const StreamedCollective& c, NetworkModelKind model) {
   return fold_model_problem(model, c.cost.get());
 }
 
-// The distinct (source, destination) ranks of the transfers of `q`'s representatives
-// turned by 0, q.period, ... below `period` (those of the fold widened to `period`,
-// schedule/quotient.h, without widening it: a turn that does not fold costs its routes,
-// not its ops).
-std::vector<std::pair<int, int>> transfer_pairs(const QuotientSchedule& q, int period) {
-  const int K = q.shape.ranks;
-  std::vector<std::pair<int, int>> own;
-  for (const Op& op : q.ops)
-    if (op.src_rank != op.dst_rank) own.emplace_back(op.src_rank, op.dst_rank);
-  std::sort(own.begin(), own.end());
-  own.erase(std::unique(own.begin(), own.end()), own.end());
+// A fold's transfers, as the network check reads them: the distinct (source, destination)
+// ranks of its representatives' transfers, folded by `period` ranks of `ranks`.
+struct FoldPairs {
+  int ranks = 0;
+  int period = 1;
   std::vector<std::pair<int, int>> pairs;
-  pairs.reserve(own.size() * (period / q.period));
-  for (int j = 0; j < period; j += q.period)
-    for (const auto& [a, b] : own) pairs.emplace_back((a + j) % K, (b + j) % K);
+};
+
+FoldPairs pairs_of(const QuotientSchedule& q) {
+  FoldPairs out{q.shape.ranks, q.period, {}};
+  for (const Op& op : q.ops)
+    if (op.src_rank != op.dst_rank) out.pairs.emplace_back(op.src_rank, op.dst_rank);
+  std::sort(out.pairs.begin(), out.pairs.end());
+  out.pairs.erase(std::unique(out.pairs.begin(), out.pairs.end()), out.pairs.end());
+  return out;
+}
+
+FoldPairs pairs_of(const StreamedQuotient& q) {
+  FoldPairs out{q.shape.ranks, q.period, {}};
+  for (const auto& [a, b] : q.pairs)
+    if (a != b) out.pairs.emplace_back(a, b);
+  return out;
+}
+
+// The pairs of `own` turned by 0, own.period, ... below `period` (those of the fold widened
+// to `period`, schedule/quotient.h, without widening it: a turn that does not fold costs its
+// routes, not its ops).
+std::vector<std::pair<int, int>> transfer_pairs(const FoldPairs& own, int period) {
+  const int K = own.ranks;
+  std::vector<std::pair<int, int>> pairs;
+  pairs.reserve(own.pairs.size() * (period / own.period));
+  for (int j = 0; j < period; j += own.period)
+    for (const auto& [a, b] : own.pairs) pairs.emplace_back((a + j) % K, (b + j) % K);
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   return pairs;
@@ -140,8 +156,8 @@ std::string fold_of_classes(const Topology& t, LinkClasses& classes,
 // Whether a turn of `p` ranks maps the network onto itself for the transfers of `own`
 // (a fold by one rank, or already by p) widened to p; the fold's network in `out`.
 std::string network_problem(const Topology& t, Router& router, const StreamedCollective& c,
-                            const QuotientSchedule& own, int p, NetworkFold* out) {
-  const int K = own.shape.ranks, turns = K / p;
+                            const FoldPairs& own, int p, NetworkFold* out) {
+  const int K = own.ranks, turns = K / p;
   if (p % own.period != 0) throw std::logic_error("a fold checked for a turn not of its own");
   if (std::string why = placement_problem(t, c, K); !why.empty()) return why;
   const std::vector<NodeId>& gpu = c.rank_gpu;
@@ -231,6 +247,30 @@ namespace {
 
 enum FoldedEvent : EventTag { kLaunched = kFirstSourceEvent };
 
+// The full run's figures from its representatives' (`r`, a fold by `period` ranks): each
+// orbit's counters on every one of its links and GPUs, its ops and transfers as many times
+// as the orbit has members.
+void unfold(StreamedResult& r, const NetworkFold& fold, const std::vector<NodeId>& gpus,
+            int period) {
+  const auto orbit = static_cast<std::uint64_t>(gpus.size() / period);
+  r.ops *= orbit;
+  r.transfers *= orbit;
+  for (const std::vector<LinkId>& links : fold.members)
+    for (LinkId l : links)
+      if (l != fold.canonical[l]) r.links.copy_link(fold.canonical[l], l);
+  for (std::size_t k = period; k < gpus.size(); ++k) {
+    r.node_sent[gpus[k]] = r.node_sent[gpus[k % period]];
+    r.node_received[gpus[k]] = r.node_received[gpus[k % period]];
+  }
+}
+
+// Each pair of GPUs of a fold's transfers, routed over its classes' canonical links.
+std::map<NodePair, PathId> stand_in_paths(Router& router, const NetworkFold& fold) {
+  std::map<NodePair, PathId> paths;
+  for (const auto& [pair, links] : fold.routes) paths.emplace(pair, router.add_stand_in(links));
+  return paths;
+}
+
 // The folded source of the one executor (executor.h): the representatives, stored.
 class FoldedSimulator final : private Executor<FoldedSimulator> {
  public:
@@ -241,8 +281,7 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
         q_(q),
         fold_(std::move(fold)),
         graph_(q) {
-    std::map<NodePair, PathId> paths;
-    for (const auto& [pair, links] : fold_.routes) paths.emplace(pair, router.add_stand_in(links));
+    const std::map<NodePair, PathId> paths = stand_in_paths(router, fold_);
     const std::vector<NodeId>& gpu = collective.rank_gpu;
     path_.reserve(q.size());
     for (const Op& op : q.ops)
@@ -266,28 +305,20 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   }
 
  private:
-  // The full run's figures: each orbit's counters on every one of its links and GPUs.
+  // The representatives' figures (unfold makes them the full run's).
   StreamedResult unfolded() {
-    const std::uint64_t orbit = static_cast<std::uint64_t>(q_.orbit_size());
     StreamedResult r;
     r.ops_end = end_;
     r.end = std::max(end_, costs_.least_duration());
-    r.ops = q_.full_size();
-    r.transfers = traffic_.transfers * orbit;
+    r.ops = q_.size();
+    r.transfers = traffic_.transfers;
     r.events = engine_.events_processed();
     r.steps = q_.num_steps;
     r.peak_held = q_.size();
     r.links = std::move(traffic_.links);
     r.node_sent = std::move(traffic_.node_sent);
     r.node_received = std::move(traffic_.node_received);
-    for (const std::vector<LinkId>& links : fold_.members)
-      for (LinkId l : links)
-        if (l != fold_.canonical[l]) r.links.copy_link(fold_.canonical[l], l);
-    const std::vector<NodeId>& gpus = collective_.rank_gpu;
-    for (std::size_t k = q_.period; k < gpus.size(); ++k) {
-      r.node_sent[gpus[k]] = r.node_sent[gpus[k % q_.period]];
-      r.node_received[gpus[k]] = r.node_received[gpus[k % q_.period]];
-    }
+    unfold(r, fold_, collective_.rank_gpu, q_.period);
     return r;
   }
 
@@ -357,56 +388,156 @@ std::string fold_problem(const Topology& topology, Router& router,
                          const StreamedCollective& collective, NetworkModelKind model,
                          const QuotientSchedule& quotient) {
   if (std::string why = model_problem(collective, model); !why.empty()) return why;
-  return network_problem(topology, router, collective, quotient, quotient.period, nullptr);
+  return network_problem(topology, router, collective, pairs_of(quotient), quotient.period,
+                         nullptr);
 }
 
-std::optional<QuotientSchedule> fold_for_network(
-    const Topology& topology, Router& router, const StreamedCollective& collective,
-    NetworkModelKind model, const QuotientSchedule& own, std::string& why,
-    const std::function<QuotientSchedule(int period)>& at_period) {
-  if (why = model_problem(collective, model); !why.empty()) return std::nullopt;
-  const int K = own.shape.ranks;
-  if (why = placement_problem(topology, collective, K); !why.empty()) return std::nullopt;
+namespace {
+
+// The least turn, a multiple of own.period dividing the ranks, of at most half of them and
+// `affordable`, by which the network keeps the ranks of `own`'s transfers alike; 0 and why
+// not in `why` where there is none.
+int folding_period(const Topology& topology, Router& router, const StreamedCollective& collective,
+                   NetworkModelKind model, const FoldPairs& own, std::string& why,
+                   const std::function<bool(int period)>& affordable) {
+  if (why = model_problem(collective, model); !why.empty()) return 0;
+  const int K = own.ranks;
+  if (why = placement_problem(topology, collective, K); !why.empty()) return 0;
   // Packets that reach a queue at one instant queue in the order their events run, which
   // a turn of several ranks need not keep where turns of different transfers share links
   // (measured: pairwise all-to-all on a cluster, turned by two servers, ends 0.7% early).
   if (model == NetworkModelKind::Packet && own.period > 1) {
     why = "the packet model is folded by turns of one rank only";
-    return std::nullopt;
+    return 0;
   }
   why = network_problem(topology, router, collective, own, own.period, nullptr);
-  if (why.empty()) return own;
+  if (why.empty()) return own.period;
   if (model == NetworkModelKind::Packet) {
     why += "; the packet model is folded by turns of one rank only";
-    return std::nullopt;
+    return 0;
   }
   std::string wider;  // why the widest turn tried does not fold either
   for (int period = 2 * own.period; period <= K / 2; period += own.period) {
     if (K % period != 0) continue;
-    // A wide turn holds many representatives: past 2^24 ops (about 2.7 GB with their
-    // dependencies), or past 2^20 and an eighth of the schedule, streaming costs less.
-    const double representatives = static_cast<double>(own.size()) / own.period * period;
-    if (representatives > kMostRepresentatives ||
-        (representatives > kMostRepresentatives / 16 && representatives > own.full_size() / 8.0))
-      break;
+    if (!affordable(period)) break;
     wider = network_problem(topology, router, collective, own, period, nullptr);
-    if (wider.empty()) return at_period ? at_period(period) : widen(own, period);
+    if (wider.empty()) {
+      why.clear();
+      return period;
+    }
     wider = fmt::format("{} ranks: {}", period, wider);
   }
   if (!wider.empty()) why += "; nor a turn of " + wider;
-  return std::nullopt;
+  return 0;
 }
+
+}  // namespace
+
+std::optional<QuotientSchedule> fold_for_network(
+    const Topology& topology, Router& router, const StreamedCollective& collective,
+    NetworkModelKind model, const QuotientSchedule& own, std::string& why,
+    const std::function<QuotientSchedule(int period)>& at_period) {
+  // A wide turn holds many representatives: past 2^24 ops (about 2.7 GB with their
+  // dependencies), or past 2^20 and an eighth of the schedule, streaming costs less.
+  const auto affordable = [&](int period) {
+    const double representatives = static_cast<double>(own.size()) / own.period * period;
+    return representatives <= kMostRepresentatives &&
+           (representatives <= kMostRepresentatives / 16 ||
+            representatives <= own.full_size() / 8.0);
+  };
+  const int period =
+      folding_period(topology, router, collective, model, pairs_of(own), why, affordable);
+  if (period == 0) return std::nullopt;
+  if (period == own.period) return own;
+  return at_period ? at_period(period) : widen(own, period);
+}
+
+std::optional<StreamedQuotient> fold_stream_for_network(
+    const Topology& topology, Router& router, const StreamedCollective& collective,
+    NetworkModelKind model, const StreamedQuotient& own, std::string& why,
+    const std::function<std::optional<StreamedQuotient>(int period)>& at_period) {
+  // Streamed, a fold holds only the ops in flight: every turn below all the ranks saves.
+  const int period = folding_period(topology, router, collective, model, pairs_of(own), why,
+                                    [](int) { return true; });
+  if (period == 0) return std::nullopt;
+  if (period == own.period) return own;
+  return at_period(period);
+}
+
+namespace {
+
+// The network as a fold by own.period ranks plays it; throws std::invalid_argument where the
+// model or the network does not keep the ranks alike.
+NetworkFold checked_fold(const Topology& topology, Router& router,
+                         const StreamedCollective& collective, NetworkModelKind kind,
+                         const FoldPairs& own) {
+  NetworkFold fold;
+  std::string why = model_problem(collective, kind);
+  if (why.empty()) why = network_problem(topology, router, collective, own, own.period, &fold);
+  if (!why.empty()) throw std::invalid_argument("cannot fold this collective: " + why);
+  return fold;
+}
+
+}  // namespace
 
 StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
                                NetworkModelKind kind, const StreamedCollective& collective,
                                const QuotientSchedule& quotient) {
-  NetworkFold fold;
-  std::string why = model_problem(collective, kind);
-  if (why.empty())
-    why = network_problem(topology, router, collective, quotient, quotient.period, &fold);
-  if (!why.empty()) throw std::invalid_argument("cannot fold this collective: " + why);
-  FoldedSimulator sim(topology, router, model, collective, quotient, std::move(fold));
+  FoldedSimulator sim(topology, router, model, collective, quotient,
+                      checked_fold(topology, router, collective, kind, pairs_of(quotient)));
   return sim.run();
+}
+
+StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
+                               NetworkModelKind kind, const StreamedCollective& collective,
+                               const StreamedQuotient& quotient) {
+  const NetworkFold fold = checked_fold(topology, router, collective, kind, pairs_of(quotient));
+  StreamedResult r = simulate_quotient_streamed(topology, router, model, collective, quotient,
+                                                stand_in_paths(router, fold));
+  unfold(r, fold, collective.rank_gpu, quotient.period);
+  return r;
+}
+
+std::string FoldedRun::note() const {
+  const std::string alike =
+      period == 1 ? fmt::format("{} ranks alike", ranks)
+                  : fmt::format("{} groups of {} ranks alike", ranks / period, period);
+  return fmt::format("folded: {}, {} of {} ops played{}", alike, played, ops,
+                     as_made ? " as they were made" : "");
+}
+
+std::optional<FoldedRun> simulate_folded(const Topology& topology, Router& router,
+                                         NetworkModel& model, NetworkModelKind kind,
+                                         const StreamedCollective& collective,
+                                         const AlgorithmEntry& entry, const CollectiveShape& shape,
+                                         const AlgorithmOptions& options,
+                                         std::optional<QuotientSchedule> own, std::string& why) {
+  if (own) {
+    std::optional<QuotientSchedule> q =
+        fold_for_network(topology, router, collective, kind, *own, why,
+                         [&](int period) { return entry.fold_at(shape, options, *own, period); });
+    if (q)
+      return FoldedRun{simulate_folded(topology, router, model, kind, collective, *q),
+                       shape.ranks,
+                       q->period,
+                       q->size(),
+                       q->full_size(),
+                       false};
+  }
+  // Too large to store, or the network asks a turn wider than a stored fold may take.
+  if (!entry.quotient_stream) return std::nullopt;
+  const auto at = [&](int period) { return entry.quotient_stream(shape, options, period); };
+  const std::optional<StreamedQuotient> streamed_own = at(0);
+  if (!streamed_own) return std::nullopt;
+  const std::optional<StreamedQuotient> q =
+      fold_stream_for_network(topology, router, collective, kind, *streamed_own, why, at);
+  if (!q) return std::nullopt;
+  return FoldedRun{simulate_folded(topology, router, model, kind, collective, *q),
+                   shape.ranks,
+                   q->period,
+                   q->size,
+                   q->full_size(),
+                   true};
 }
 
 }  // namespace collsim

@@ -21,8 +21,9 @@
 // rail, when every leaf holds as many (a turn of one server would send two turns of a
 // transfer up one leaf's uplink). A leaf half full, a slow link, or ECMP sending the turns
 // of transfers over spines in no common pattern fail the check, and the collective runs
-// whole. Wider turns are tried while their representatives stay within 2^24 ops, and,
-// past 2^20, an eighth of the schedule.
+// whole. A fold is stored while its representatives stay within 2^24 ops (widened, past
+// 2^20 only within an eighth of the schedule); a ring's fold beyond that, or widened
+// further, is played as it is made (StreamedQuotient, simulate_quotient_streamed).
 //
 // The result — times, every link's and GPU's counters, transfers and ops — is the full
 // run's, bit for bit (tests/test_symmetry.cpp plays every algorithm's own fold against its
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "network/network_model.h"
+#include "schedule/algorithms.h"
 #include "schedule/quotient.h"
 #include "simulate/streamed.h"
 
@@ -50,7 +52,6 @@ namespace collsim {
 
 // The network as a fold sees it: every link a representative crosses replaced by its
 // class's canonical one (the link it is played on).
-using NodePair = std::pair<NodeId, NodeId>;  // a transfer's (from, to) nodes
 struct NetworkFold {
   std::vector<LinkId> canonical;             // per link: its class's canonical link; -1 if none
   std::vector<std::vector<LinkId>> members;  // per class: its links, one per turn
@@ -107,10 +108,47 @@ std::optional<QuotientSchedule> fold_for_network(
     NetworkModelKind model, const QuotientSchedule& own, std::string& why,
     const std::function<QuotientSchedule(int period)>& at_period = nullptr);
 
+// The same for a fold too large to store, made a step at a time (schedule/quotient.h):
+// `own` is the algorithm's fold by its least turn, `at_period(p)` its fold by p ranks. Every
+// turn of at most half the ranks is tried: streamed, any fold holds only the ops in flight.
+std::optional<StreamedQuotient> fold_stream_for_network(
+    const Topology& topology, Router& router, const StreamedCollective& collective,
+    NetworkModelKind model, const StreamedQuotient& own, std::string& why,
+    const std::function<std::optional<StreamedQuotient>(int period)>& at_period);
+
 // Plays `quotient` as the full schedule would run; throws std::invalid_argument where
 // fold_problem is not empty.
 StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
                                NetworkModelKind kind, const StreamedCollective& collective,
                                const QuotientSchedule& quotient);
+// A collective folded as `collsim run` folds it, and what was played.
+struct FoldedRun {
+  StreamedResult result;
+  int ranks = 1;
+  int period = 1;
+  std::uint64_t played = 0;  // representatives
+  std::uint64_t ops = 0;     // of the full schedule
+  bool as_made = false;      // played as the fold was made (too large to store)
+  // "folded: 16 groups of 256 ranks alike, 2096640 of 33546240 ops played"
+  std::string note() const;
+};
+
+// `entry`'s collective of `shape` and `options` timed by its representatives: `own` (its
+// stored fold by its least turn, or nullopt) widened as the network asks, within
+// kMostRepresentatives; else, where the entry makes its fold a step at a time, that fold by
+// the least turn the network keeps alike, played as it is made. nullopt, and why not in `why`
+// (as it came with `own`, where no fold was tried), where neither folds.
+std::optional<FoldedRun> simulate_folded(const Topology& topology, Router& router,
+                                         NetworkModel& model, NetworkModelKind kind,
+                                         const StreamedCollective& collective,
+                                         const AlgorithmEntry& entry, const CollectiveShape& shape,
+                                         const AlgorithmOptions& options,
+                                         std::optional<QuotientSchedule> own, std::string& why);
+
+// The same, as `quotient` makes its representatives (simulate_quotient_streamed, streamed.h):
+// memory follows the ops in flight. `peak_held` counts the representatives held at once.
+StreamedResult simulate_folded(const Topology& topology, Router& router, NetworkModel& model,
+                               NetworkModelKind kind, const StreamedCollective& collective,
+                               const StreamedQuotient& quotient);
 
 }  // namespace collsim
