@@ -51,6 +51,7 @@ void require_same_quotient(const QuotientSchedule& a, const QuotientSchedule& b,
 
 void require_same_run(const StreamedResult& full, const StreamedResult& folded) {
   REQUIRE(folded.end == full.end);
+  CHECK(folded.ops_start == full.ops_start);
   CHECK(folded.ops_end == full.ops_end);
   CHECK(folded.ops == full.ops);
   CHECK(folded.steps == full.steps);
@@ -584,29 +585,38 @@ TEST_CASE("rings in rail orders fold on a cluster, bit for bit", "[symmetry]") {
       AlgorithmOptions o;
       o.channels = gpus;
       o.orders = rail_orders(host_of, rail_of, gpus);
-      for (CollectiveOp op : kRingOps) {
-        const AlgorithmEntry& e = *find_algorithm(op, "ring");
-        INFO(name_of(kind) << " " << name_of(op) << " on " << t.name);
-        const CollectiveShape shape = shape_of(op, K, 1024 * std::int64_t{K} * gpus);
-        const auto own = e.quotient(shape, o);
-        REQUIRE(own);
-        const StreamedCollective collective{rank_gpus(t, K), nullptr};
-        Router r1(t);
-        std::string why;
-        const auto fold = fold_for_network(t, r1, collective, kind, *own, why, [&](int period) {
-          return e.fold_at(shape, o, *own, period);
-        });
-        INFO(why);
-        REQUIRE(fold);
-        CHECK(fold->period == 2 * gpus);  // two servers a leaf, and the orders' turn
-        auto m1 = make_network_model(params, t, r1);
-        const StreamedResult folded = simulate_folded(t, r1, *m1, kind, collective, *fold);
-        Router r2(t);
-        auto m2 = make_network_model(params, t, r2);
-        require_same_run(
-            simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, o); }),
-            folded);
-      }
+      for (CollectiveOp op : kRingOps)
+        // Equal chunks, and chunks in two sizes alike every two servers (as the orders are).
+        for (std::int64_t extra : {0, K / (2 * gpus)}) {
+          const AlgorithmEntry& e = *find_algorithm(op, "ring");
+          INFO(name_of(kind) << " " << name_of(op) << " on " << t.name << ", " << extra
+                             << " elements over equal chunks");
+          const CollectiveShape shape = shape_of(op, K, 1024 * std::int64_t{K} * gpus + extra);
+          const auto own = e.quotient(shape, o);
+          REQUIRE(own);
+          const StreamedCollective collective{rank_gpus(t, K), nullptr};
+          Router r1(t);
+          std::string why;
+          const auto fold = fold_for_network(t, r1, collective, kind, *own, why, [&](int period) {
+            return e.fold_at(shape, o, *own, period);
+          });
+          INFO(why);
+          REQUIRE(fold);
+          CHECK(fold->period == 2 * gpus);  // two servers a leaf, and the orders' turn
+          auto m1 = make_network_model(params, t, r1);
+          const StreamedResult folded = simulate_folded(t, r1, *m1, kind, collective, *fold);
+          Router r2(t);
+          auto m2 = make_network_model(params, t, r2);
+          const StreamedResult full =
+              simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, o); });
+          require_same_run(full, folded);
+          // The same fold made a step at a time.
+          const auto streamed = e.quotient_stream(shape, o, fold->period);
+          REQUIRE(streamed);
+          Router r3(t);
+          auto m3 = make_network_model(params, t, r3);
+          require_same_run(full, simulate_folded(t, r3, *m3, kind, collective, *streamed));
+        }
     }
   }
 }
@@ -873,4 +883,60 @@ TEST_CASE("a ring in unequal chunks on a switch takes its largest chunk's time p
   require_same_run(full, folded);
   const double step = 2 * 0.5e-6 + 1001 * 4 / 100e9;  // two links' latency, the largest chunk
   CHECK(to_seconds(full.end) == Approx(2 * (K - 1) * step).epsilon(1e-9));
+}
+
+TEST_CASE("a collective folds stored where it can, else as its fold is made", "[symmetry]") {
+  // simulate_folded with an algorithm entry, as collsim run folds: its own fold stored where
+  // the network keeps its ranks alike within the representatives a stored fold may hold; a
+  // fold too large to store (own: nullopt) or a turn past that limit, played as it is made;
+  // every one the full run, bit for bit.
+  ClusterParams p;
+  p.nodes = 8;
+  p.server.gpus = 2;
+  p.radix = 4;  // two servers a leaf: a turn of 4 ranks
+  const Topology t = make_cluster_topology(p);
+  const int K = t.num_ranks();
+  const NetworkParams params = network_params(NetworkModelKind::Flow);
+  const AlgorithmEntry& e = *find_algorithm(CollectiveOp::AllReduce, "ring");
+  const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, K, 1024 * std::int64_t{K});
+  const StreamedCollective collective{rank_gpus(t, K), nullptr};
+  Router r0(t);
+  auto m0 = make_network_model(params, t, r0);
+  const StreamedResult full =
+      simulate_streamed(t, r0, *m0, collective, [&] { return e.generate(shape, {}); });
+  struct Way {
+    bool own;                 // its own fold given (else: too large to store)
+    std::size_t most_stored;  // the representatives a stored fold may hold
+    bool as_made;             // expected
+  };
+  for (const Way& way : {Way{true, kMostRepresentatives, false},
+                         Way{false, kMostRepresentatives, true}, Way{true, 100, true}}) {
+    INFO("own " << way.own << ", at most " << way.most_stored << " stored");
+    Router r(t);
+    auto m = make_network_model(params, t, r);
+    std::string why;
+    const std::optional<FoldedRun> run =
+        simulate_folded(t, r, *m, NetworkModelKind::Flow, collective, e, shape, {},
+                        way.own ? e.quotient(shape, {}) : std::nullopt, why, way.most_stored);
+    INFO(why);
+    REQUIRE(run);
+    CHECK(run->as_made == way.as_made);
+    CHECK(run->period == 4);
+    CHECK(run->played * static_cast<std::uint64_t>(K / 4) == run->ops);
+    require_same_run(full, run->result);
+    const std::string note = run->note();
+    CHECK(note.find("4 groups of 4 ranks alike") != std::string::npos);
+    CHECK((note.find("as they were made") != std::string::npos) == way.as_made);
+  }
+  // Where no turn folds, neither way: the stored search tried every turn, and says so.
+  AlgorithmOptions odd;
+  odd.orders = {std::vector<int>(K)};
+  std::iota(odd.orders[0].begin(), odd.orders[0].end(), 0);
+  std::swap(odd.orders[0][1], odd.orders[0][2]);
+  Router r(t);
+  auto m = make_network_model(params, t, r);
+  std::string why = "no fold of its own";
+  CHECK_FALSE(simulate_folded(t, r, *m, NetworkModelKind::Flow, collective, e, shape, odd,
+                              e.quotient(shape, odd), why));
+  CHECK(why == "no fold of its own");
 }

@@ -91,7 +91,8 @@ struct Case {
 struct Figures {
   double simulated_s = 0, gen_s = 0, check_s = 0, load_s = 0, loop_s = 0, cpu_s = 0, peak_mib = 0,
          schedule_bytes = 0;
-  std::uint64_t transfers = 0, events = 0, packet_hops = 0, resolves = 0, peak_held = 0;
+  std::uint64_t transfers = 0, events = 0, packet_hops = 0, resolves = 0, peak_held = 0,
+                played = 0;  // folded: the representatives
   int steps = 0;
   char topology[64] = {};
 };
@@ -147,7 +148,9 @@ class CaseRun {
     std::optional<FoldedRun> run = simulate_folded(topo_, router_, *model_, params_.model,
                                                    collective(), *entry_, shape_, {}, own, why);
     if (!run) throw std::invalid_argument("not folded: " + why);
-    return from_streamed(run->result, seconds_since(t_loop));
+    Figures f = from_streamed(run->result, seconds_since(t_loop));
+    f.played = run->played;
+    return f;
   }
 
   // Generation and simulation interleave: all of it is the event loop.
@@ -302,7 +305,8 @@ void print_single(const Case& c, const Figures& f, double baseline_mib) {
                c.fold ? "folded" : "streamed", f.loop_s, transfers / f.loop_s / 1e6,
                static_cast<double>(f.events) / f.loop_s / 1e6);
     if (c.fold)
-      fmt::print("  ops played        {} (one group of alike ranks)\n", f.peak_held);
+      fmt::print("  ops played        {} (one group of alike ranks; at most {} held)\n", f.played,
+                 f.peak_held);
     else
       fmt::print("  ops held at most  {} ({:.1f} MiB with their successor lists)\n", f.peak_held,
                  f.schedule_bytes / (1 << 20));
@@ -539,7 +543,7 @@ void print_target_run(const Target& t, const Figures& f, const Child& child) {
   }
   fmt::print("  simulated {:.6f} ms, {} transfers, {} events{}\n", f.simulated_s * 1e3, f.transfers,
              f.events,
-             t.c.fold     ? fmt::format(", {} ops played", f.peak_held)
+             t.c.fold     ? fmt::format(", {} ops played", f.played)
              : t.c.stream ? fmt::format(", at most {} ops held", f.peak_held)
                           : "");
   if (t.c.stream || t.c.fold)

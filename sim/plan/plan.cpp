@@ -628,6 +628,13 @@ std::optional<QuotientSchedule> run_quotient(const CollectiveSpec& c, std::strin
             ? "every pair of ranks sends the same (its blocks share the links at once)"
             : "each rank sends as much to the rank i places ahead as every other rank does (a "
               "circulant matrix)");
+  else if (std::optional<StreamedQuotient> big =
+               q || !entry->quotient_stream ? std::nullopt
+                                            : entry->quotient_stream(c.shape, c.options, 0))
+    why = fmt::format(
+        "{}'s fold by a turn of {} ranks holds {} representative ops, more than the {} a fold "
+        "stored may hold (a collective alone is played folded as the fold is made)",
+        c.algorithm, big->period, big->size, kMostRepresentatives);
   else if (!q)
     why = fmt::format("{} is folded only {} ({} elements on {} ranks, {} channel(s){})",
                       c.algorithm, entry->fold_condition, c.shape.count, c.shape.ranks,

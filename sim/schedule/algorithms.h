@@ -119,7 +119,9 @@ struct AlgorithmEntry {
   // Its schedule folded by a turn of the ranks (schedule/quotient.h), made without the
   // full schedule, for a collective whose ranks are interchangeable; null for an
   // algorithm that has none, nullopt for a shape or options that are not symmetric
-  // (unequal chunks, channels in other rank orders). tests/test_symmetry.cpp checks each
+  // (chunks no turn below all the ranks maps onto chunks of their sizes, channels in other
+  // rank orders), or a fold of more than kMostRepresentatives ops (quotient_stream makes
+  // that one a step at a time). tests/test_symmetry.cpp checks each
   // against fold_by_rotation of the full schedule.
   std::function<std::optional<QuotientSchedule>(const CollectiveShape&, const AlgorithmOptions&)>
       quotient = nullptr;

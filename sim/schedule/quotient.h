@@ -26,9 +26,10 @@
 
 namespace collsim {
 
-// The most representatives a fold may hold: 2^24 ops, about 2.7 GB with their dependencies
-// and successor graph. A generator's own fold past it is not made (nullopt), and a fold is
-// widened to several ranks only within it (simulate/symmetric.h).
+// The most representatives a stored fold may hold: 2^24 ops, about 2.7 GB with their
+// dependencies and successor graph. A ring's own fold past it is not stored (nullopt; it is
+// made a step at a time instead, StreamedQuotient), and a stored fold is widened to several
+// ranks only within it (simulate/symmetric.h).
 constexpr std::size_t kMostRepresentatives = std::size_t{1} << 24;
 
 struct QuotientSchedule {

@@ -532,7 +532,8 @@ class StepFolder {
   // all-reduce across 2,944 replicas has 24 million, and the fold was tried at every group
   // size: the default run took 50 s where the whole step streamed in 9. tests/test_symmetry
   // checks each own fold against fold_by_rotation. Where the algorithm has a fold of its own
-  // and refuses this shape (unequal chunks: a turn does not map them onto each other), `why`
+  // and refuses this shape (chunks no turn below all the ranks maps onto chunks of their
+  // sizes, or a fold too large to store), `why`
   // says so and nothing reads the full schedule; nullopt and no `why`: fold_by_rotation
   // decides.
   static std::optional<QuotientSchedule> own_fold(const AlgorithmEntry* entry,

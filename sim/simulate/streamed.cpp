@@ -35,14 +35,15 @@ struct alignas(64) HeldOp {
   PathId path = -1;
   std::uint32_t waiting = 0;                // dependencies not yet done
   std::uint32_t more_first = kNoSuccessor;  // pool list, in order (its head holds the last)
-  std::uint8_t inline_successors : 2 = 0;
-  std::uint8_t inline_only_sent : 2 = 0;  // folded: bit i, whether inline successor i needs
-                                          // only this op's bytes to have left
+  std::uint8_t inline_successors = 0;
   bool has_deps = false;
   bool sent = false;  // its last byte has left (ops needing only that have been released)
   bool done = false;
-  std::uint32_t successor_after[kInline] = {};  // an inline successor's id - this op's id
+  // An inline successor's id - this op's id; folded, its top bit says whether the successor
+  // needs only this op's bytes to have left (kOnlySentBit).
+  std::uint32_t successor_after[kInline] = {};
 };
+constexpr std::uint32_t kOnlySentBit = std::uint32_t{1} << 31;
 static_assert(sizeof(HeldOp) == 64, "a held op is one cache line");
 
 // One entry of an op's pooled successor list; entries are recycled when the op finishes.
@@ -315,11 +316,13 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
   void each_successor(std::size_t, OpId id, F&& f) {
     const HeldOp& h = held(id);
     const int n = h.inline_successors;
-    const OpId first[HeldOp::kInline] = {id + h.successor_after[0], id + h.successor_after[1]};
+    constexpr std::uint32_t distance = kFolded ? ~kOnlySentBit : ~std::uint32_t{0};
+    const OpId first[HeldOp::kInline] = {id + (h.successor_after[0] & distance),
+                                         id + (h.successor_after[1] & distance)};
     std::uint32_t more = h.more_first;
     for (int i = 0; i < n; ++i) {
       if constexpr (kFolded)
-        f(first[i], ((h.inline_only_sent >> i) & 1) != 0);
+        f(first[i], (h.successor_after[i] & kOnlySentBit) != 0);
       else
         f(first[i], LazyOnlySent{h.op, held(first[i]).op});
     }
@@ -381,11 +384,12 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
   void link_successor(OpId of, OpId successor, bool only_sent) {
     HeldOp& h = held(of);
     if (h.inline_successors < HeldOp::kInline) {
-      // Both are held: 2^32 ops apart would be a window of 256 GiB.
-      if (successor - of > std::numeric_limits<std::uint32_t>::max())
-        throw std::length_error("a streamed op's successor more than 2^32 ops after it");
-      if (kFolded && only_sent) h.inline_only_sent |= 1u << h.inline_successors;
-      h.successor_after[h.inline_successors++] = static_cast<std::uint32_t>(successor - of);
+      // Both are held: 2^31 ops apart would be a window of 128 GiB.
+      constexpr std::uint32_t most = kFolded ? ~kOnlySentBit : ~std::uint32_t{0};
+      if (successor - of > most)
+        throw std::length_error("a streamed op's successor more than 2^31 ops after it");
+      h.successor_after[h.inline_successors++] =
+          static_cast<std::uint32_t>(successor - of) | (kFolded && only_sent ? kOnlySentBit : 0);
       return;
     }
     std::uint32_t s = free_successor_;

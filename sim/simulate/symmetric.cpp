@@ -308,6 +308,7 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   // The representatives' figures (unfold makes them the full run's).
   StreamedResult unfolded() {
     StreamedResult r;
+    r.ops_start = ops_start_;
     r.ops_end = end_;
     r.end = std::max(end_, costs_.least_duration());
     r.ops = q_.size();
@@ -335,7 +336,9 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   NodeId gpu(std::size_t, int rank) const { return collective_.rank_gpu[rank % q_.period]; }
   bool has_deps(std::size_t, OpId id) const { return q_.dep_begin[id] != q_.dep_begin[id + 1]; }
   bool dependency_done(std::size_t, OpId next) { return --waiting_[next] == 0; }
-  void began(std::size_t, OpId) {}
+  void began(std::size_t, OpId) {
+    if (ops_start_ < 0) ops_start_ = engine_.now();
+  }
   void sent(std::size_t, OpId) {}
   void finishing(std::size_t, OpId, OpPhase) {
     ++finished_;
@@ -362,6 +365,7 @@ class FoldedSimulator final : private Executor<FoldedSimulator> {
   QuotientGraph graph_;
   std::vector<std::uint32_t> waiting_;
   std::uint64_t finished_ = 0;
+  Time ops_start_ = -1;  // when the first op began
   Time end_ = 0;
 };
 
@@ -396,30 +400,40 @@ namespace {
 
 // The least turn, a multiple of own.period dividing the ranks, of at most half of them and
 // `affordable`, by which the network keeps the ranks of `own`'s transfers alike; 0 and why
-// not in `why` where there is none.
+// not in `why` where there is none. From 0, every turn from own.period on is tried; from a
+// turn `from` (where an earlier search, with `why`, stopped for its cost), the turns from it.
+// `unaffordable` (may be null): the first turn not tried for its cost, or 0.
 int folding_period(const Topology& topology, Router& router, const StreamedCollective& collective,
                    NetworkModelKind model, const FoldPairs& own, std::string& why,
-                   const std::function<bool(int period)>& affordable) {
-  if (why = model_problem(collective, model); !why.empty()) return 0;
+                   const std::function<bool(int period)>& affordable, int from = 0,
+                   int* unaffordable = nullptr) {
+  if (unaffordable) *unaffordable = 0;
   const int K = own.ranks;
-  if (why = placement_problem(topology, collective, K); !why.empty()) return 0;
-  // Packets that reach a queue at one instant queue in the order their events run, which
-  // a turn of several ranks need not keep where turns of different transfers share links
-  // (measured: pairwise all-to-all on a cluster, turned by two servers, ends 0.7% early).
-  if (model == NetworkModelKind::Packet && own.period > 1) {
-    why = "the packet model is folded by turns of one rank only";
-    return 0;
-  }
-  why = network_problem(topology, router, collective, own, own.period, nullptr);
-  if (why.empty()) return own.period;
-  if (model == NetworkModelKind::Packet) {
-    why += "; the packet model is folded by turns of one rank only";
-    return 0;
+  if (from == 0) {
+    if (why = model_problem(collective, model); !why.empty()) return 0;
+    if (why = placement_problem(topology, collective, K); !why.empty()) return 0;
+    // Packets that reach a queue at one instant queue in the order their events run, which
+    // a turn of several ranks need not keep where turns of different transfers share links
+    // (measured: pairwise all-to-all on a cluster, turned by two servers, ends 0.7% early).
+    if (model == NetworkModelKind::Packet && own.period > 1) {
+      why = "the packet model is folded by turns of one rank only";
+      return 0;
+    }
+    why = network_problem(topology, router, collective, own, own.period, nullptr);
+    if (why.empty()) return own.period;
+    if (model == NetworkModelKind::Packet) {
+      why += "; the packet model is folded by turns of one rank only";
+      return 0;
+    }
+    from = 2 * own.period;
   }
   std::string wider;  // why the widest turn tried does not fold either
-  for (int period = 2 * own.period; period <= K / 2; period += own.period) {
+  for (int period = from; period <= K / 2; period += own.period) {
     if (K % period != 0) continue;
-    if (!affordable(period)) break;
+    if (!affordable(period)) {
+      if (unaffordable) *unaffordable = period;
+      break;
+    }
     wider = network_problem(topology, router, collective, own, period, nullptr);
     if (wider.empty()) {
       why.clear();
@@ -427,7 +441,7 @@ int folding_period(const Topology& topology, Router& router, const StreamedColle
     }
     wider = fmt::format("{} ranks: {}", period, wider);
   }
-  if (!wider.empty()) why += "; nor a turn of " + wider;
+  if (!wider.empty()) why += fmt::format("; nor a turn of {}", wider);
   return 0;
 }
 
@@ -436,17 +450,19 @@ int folding_period(const Topology& topology, Router& router, const StreamedColle
 std::optional<QuotientSchedule> fold_for_network(
     const Topology& topology, Router& router, const StreamedCollective& collective,
     NetworkModelKind model, const QuotientSchedule& own, std::string& why,
-    const std::function<QuotientSchedule(int period)>& at_period) {
-  // A wide turn holds many representatives: past 2^24 ops (about 2.7 GB with their
-  // dependencies), or past 2^20 and an eighth of the schedule, streaming costs less.
+    const std::function<QuotientSchedule(int period)>& at_period, std::size_t most_stored,
+    int* unaffordable) {
+  // A wide turn holds many representatives: past most_stored ops (2^24: about 2.7 GB with
+  // their dependencies), or past a sixteenth of that and an eighth of the schedule, streaming
+  // costs less.
   const auto affordable = [&](int period) {
     const double representatives = static_cast<double>(own.size()) / own.period * period;
-    return representatives <= kMostRepresentatives &&
-           (representatives <= kMostRepresentatives / 16 ||
+    return representatives <= static_cast<double>(most_stored) &&
+           (representatives <= static_cast<double>(most_stored) / 16 ||
             representatives <= own.full_size() / 8.0);
   };
-  const int period =
-      folding_period(topology, router, collective, model, pairs_of(own), why, affordable);
+  const int period = folding_period(topology, router, collective, model, pairs_of(own), why,
+                                    affordable, 0, unaffordable);
   if (period == 0) return std::nullopt;
   if (period == own.period) return own;
   return at_period ? at_period(period) : widen(own, period);
@@ -455,10 +471,10 @@ std::optional<QuotientSchedule> fold_for_network(
 std::optional<StreamedQuotient> fold_stream_for_network(
     const Topology& topology, Router& router, const StreamedCollective& collective,
     NetworkModelKind model, const StreamedQuotient& own, std::string& why,
-    const std::function<std::optional<StreamedQuotient>(int period)>& at_period) {
+    const std::function<std::optional<StreamedQuotient>(int period)>& at_period, int from) {
   // Streamed, a fold holds only the ops in flight: every turn below all the ranks saves.
-  const int period = folding_period(topology, router, collective, model, pairs_of(own), why,
-                                    [](int) { return true; });
+  const int period = folding_period(
+      topology, router, collective, model, pairs_of(own), why, [](int) { return true; }, from);
   if (period == 0) return std::nullopt;
   if (period == own.period) return own;
   return at_period(period);
@@ -511,11 +527,14 @@ std::optional<FoldedRun> simulate_folded(const Topology& topology, Router& route
                                          const StreamedCollective& collective,
                                          const AlgorithmEntry& entry, const CollectiveShape& shape,
                                          const AlgorithmOptions& options,
-                                         std::optional<QuotientSchedule> own, std::string& why) {
+                                         std::optional<QuotientSchedule> own, std::string& why,
+                                         std::size_t most_stored) {
+  int from = 0;  // where the stored search stopped for its cost: the streamed one goes on there
   if (own) {
-    std::optional<QuotientSchedule> q =
-        fold_for_network(topology, router, collective, kind, *own, why,
-                         [&](int period) { return entry.fold_at(shape, options, *own, period); });
+    std::optional<QuotientSchedule> q = fold_for_network(
+        topology, router, collective, kind, *own, why,
+        [&](int period) { return entry.fold_at(shape, options, *own, period); }, most_stored,
+        &from);
     if (q)
       return FoldedRun{simulate_folded(topology, router, model, kind, collective, *q),
                        shape.ranks,
@@ -523,6 +542,7 @@ std::optional<FoldedRun> simulate_folded(const Topology& topology, Router& route
                        q->size(),
                        q->full_size(),
                        false};
+    if (from == 0) return std::nullopt;  // every turn was tried
   }
   // Too large to store, or the network asks a turn wider than a stored fold may take.
   if (!entry.quotient_stream) return std::nullopt;
@@ -530,7 +550,7 @@ std::optional<FoldedRun> simulate_folded(const Topology& topology, Router& route
   const std::optional<StreamedQuotient> streamed_own = at(0);
   if (!streamed_own) return std::nullopt;
   const std::optional<StreamedQuotient> q =
-      fold_stream_for_network(topology, router, collective, kind, *streamed_own, why, at);
+      fold_stream_for_network(topology, router, collective, kind, *streamed_own, why, at, from);
   if (!q) return std::nullopt;
   return FoldedRun{simulate_folded(topology, router, model, kind, collective, *q),
                    shape.ranks,

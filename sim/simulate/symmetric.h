@@ -103,18 +103,23 @@ std::string fold_problem(const Topology& topology, Router& router,
 // of at most half the ranks does within the representatives' budget (symmetric.cpp);
 // nullopt and, in `why`, what breaks the turn by one (and the widest tried) otherwise.
 // `at_period(p)` is `own` widened to p ranks (AlgorithmEntry::fold_at); null: widen.
+// `most_stored`: the representatives a widened fold may hold; `unaffordable` (may be null):
+// the first turn not tried because its fold would hold more, or 0.
 std::optional<QuotientSchedule> fold_for_network(
     const Topology& topology, Router& router, const StreamedCollective& collective,
     NetworkModelKind model, const QuotientSchedule& own, std::string& why,
-    const std::function<QuotientSchedule(int period)>& at_period = nullptr);
+    const std::function<QuotientSchedule(int period)>& at_period = nullptr,
+    std::size_t most_stored = kMostRepresentatives, int* unaffordable = nullptr);
 
 // The same for a fold too large to store, made a step at a time (schedule/quotient.h):
 // `own` is the algorithm's fold by its least turn, `at_period(p)` its fold by p ranks. Every
-// turn of at most half the ranks is tried: streamed, any fold holds only the ops in flight.
+// turn of at most half the ranks is tried: streamed, any fold holds only the ops in flight;
+// from turn `from` on only, after fold_for_network stopped there for its cost (`why` says
+// what it found, and goes on).
 std::optional<StreamedQuotient> fold_stream_for_network(
     const Topology& topology, Router& router, const StreamedCollective& collective,
     NetworkModelKind model, const StreamedQuotient& own, std::string& why,
-    const std::function<std::optional<StreamedQuotient>(int period)>& at_period);
+    const std::function<std::optional<StreamedQuotient>(int period)>& at_period, int from = 0);
 
 // Plays `quotient` as the full schedule would run; throws std::invalid_argument where
 // fold_problem is not empty.
@@ -134,16 +139,18 @@ struct FoldedRun {
 };
 
 // `entry`'s collective of `shape` and `options` timed by its representatives: `own` (its
-// stored fold by its least turn, or nullopt) widened as the network asks, within
-// kMostRepresentatives; else, where the entry makes its fold a step at a time, that fold by
-// the least turn the network keeps alike, played as it is made. nullopt, and why not in `why`
-// (as it came with `own`, where no fold was tried), where neither folds.
+// stored fold by its least turn, or nullopt: none, or too large to store) widened as the
+// network asks, within `most_stored` representatives; else, where the entry makes its fold a
+// step at a time, that fold by the least turn the network keeps alike (the turns the stored
+// search did not reach), played as it is made. nullopt, and why not in `why` (as it came
+// with `own`, where no fold was tried), where neither folds.
 std::optional<FoldedRun> simulate_folded(const Topology& topology, Router& router,
                                          NetworkModel& model, NetworkModelKind kind,
                                          const StreamedCollective& collective,
                                          const AlgorithmEntry& entry, const CollectiveShape& shape,
                                          const AlgorithmOptions& options,
-                                         std::optional<QuotientSchedule> own, std::string& why);
+                                         std::optional<QuotientSchedule> own, std::string& why,
+                                         std::size_t most_stored = kMostRepresentatives);
 
 // The same, as `quotient` makes its representatives (simulate_quotient_streamed, streamed.h):
 // memory follows the ops in flight. `peak_held` counts the representatives held at once.

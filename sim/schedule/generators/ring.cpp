@@ -147,7 +147,8 @@ class RingFold {
     if (least == K && K > 1) return std::nullopt;  // no turn below all the ranks
     if (period == 0) period = least;
     if (period % least != 0 || K % period != 0)
-      throw std::invalid_argument("a ring's fold widened to a turn not of its orders'");
+      throw std::invalid_argument(
+          "a ring's fold widened to a turn not of its orders' and its chunks'");
     return RingFold(shape, passes, std::move(groups), period);
   }
 
@@ -250,22 +251,18 @@ class RingFold {
   std::vector<RingChunks> chunks_;  // refer to groups_: made once they are in place
 };
 
-// The fold stored, where it holds at most kMostRepresentatives ops.
-std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
-                                              const AlgorithmOptions& o,
-                                              std::span<const RingPass> passes, int period = 0) {
-  const std::optional<RingFold> fold = RingFold::make(shape, o, passes, period);
-  if (!fold || fold->size() > kMostRepresentatives) return std::nullopt;
+// The fold, stored.
+QuotientSchedule stored(const CollectiveShape& shape, const RingFold& fold) {
   QuotientSchedule q;
   q.shape = shape;
-  q.period = fold->period();
-  q.num_steps = fold->steps();
+  q.period = fold.period();
+  q.num_steps = fold.steps();
   // Sized once: at K = 4096 the fold holds millions of ops, and growing by doubling copied
   // them into fresh pages that the kernel zeroes first (half of a folded run's time).
-  q.ops.reserve(fold->size());
-  q.dep_begin.reserve(fold->size() + 1);
-  q.deps.reserve(3 * fold->size());  // an op waits on at most its three members' ops before
-  fold->emit([&](const QuotientStepView& step) {
+  q.ops.reserve(fold.size());
+  q.dep_begin.reserve(fold.size() + 1);
+  q.deps.reserve(3 * fold.size());  // an op waits on at most its three members' ops before
+  fold.emit([&](const QuotientStepView& step) {
     q.ops.insert(q.ops.end(), step.ops.begin(), step.ops.end());
     q.deps.insert(q.deps.end(), step.deps.begin(), step.deps.end());
     const DepIndex base = q.dep_begin.back();
@@ -273,6 +270,15 @@ std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
       q.dep_begin.push_back(base + step.dep_begin[i]);
   });
   return q;
+}
+
+// Its own fold (by the least turn), stored where it holds at most kMostRepresentatives ops.
+std::optional<QuotientSchedule> ring_quotient(const CollectiveShape& shape,
+                                              const AlgorithmOptions& o,
+                                              std::span<const RingPass> passes) {
+  const std::optional<RingFold> fold = RingFold::make(shape, o, passes, 0);
+  if (!fold || fold->size() > kMostRepresentatives) return std::nullopt;
+  return stored(shape, *fold);
 }
 
 // The fold played as it is made, however many representatives it has.
@@ -318,11 +324,13 @@ AlgorithmEntry ring_entry(CollectiveOp op) {
        .fold_condition =
            "where a turn of fewer than all its ranks maps its chunks onto chunks of their sizes "
            "(a turn of p ranks does where K / gcd(elements, K) divides p) and each channel's "
-           "order of the ranks onto itself, in at most 2^24 representative ops",
+           "order of the ranks onto itself",
        // Channels in rail orders list a step's ops member by member, not rank by rank:
        // widened by building the wider fold directly.
-       .quotient_at = [](const CollectiveShape& s, const AlgorithmOptions& o,
-                         int period) { return *ring_quotient(s, o, Passes, period); },
+       .quotient_at =
+           [](const CollectiveShape& s, const AlgorithmOptions& o, int period) {
+             return stored(s, RingFold::make(s, o, Passes, period).value());
+           },
        .quotient_stream = [](const CollectiveShape& s, const AlgorithmOptions& o,
                              int period) { return ring_quotient_stream(s, o, Passes, period); }});
 }
