@@ -326,6 +326,13 @@ TEST_CASE("plan shows a scenario run streams as run streams it, counted from its
   CHECK(doc["collectives"][0]["transfers"] == 536838144);
   CHECK(doc["collectives"][0]["schedule_digest"].is_null());
   CHECK(doc["collectives"][0]["streamed"]["ops_bound"] == std::int64_t{2} * 16384 * 16384);
+  // A fold too large to store (16,383 ops of chunks in two sizes alike every 8,192 ranks,
+  // 2 x 8,192 representatives a step) is counted too, without being made.
+  const Scenario uneven = scenario(R"({"name": "odd", "op": "all_reduce", "algorithm": "ring",
+                                       "bytes": "1073741832"})");
+  const Plan uneven_plan = plan_as_run(uneven);
+  CHECK(plan_json(uneven, uneven_plan)["collectives"][0]["transfers"] ==
+        std::int64_t{2} * 16383 * 16384);
   // Small enough to store: planned as before, digests and all.
   const Plan stored = plan_as_run(scenario(small));
   CHECK_FALSE(stored.collectives[0].streamed);

@@ -118,6 +118,11 @@ ScheduleFacts schedule_facts(const PlannedCollective& c) {
   std::string why;  // run's fold note says it; the table's "-" stands for it
   if (const std::optional<QuotientSchedule> fold = run_quotient(c.spec, why))
     return {fold->num_steps, fold->full_size(), std::nullopt};
+  // A fold too large to store, counted without making it.
+  const AlgorithmEntry* entry = find_algorithm(c.spec.shape.op, c.spec.algorithm);
+  if (entry && entry->quotient_stream)
+    if (const auto fold = entry->quotient_stream(c.spec.shape, c.spec.options, 0))
+      return {fold->num_steps, fold->full_size(), std::nullopt};
   return {};
 }
 
@@ -148,7 +153,8 @@ std::string streamed_lines(const Plan& plan) {
       "# streamed: {}: collsim run generates these while it simulates them (a schedule that "
       "could pass 2^20 ops is never held whole), and folds one whose ranks are alike when its "
       "run would be long (docs/scenarios.md); the steps and ops of one that could pass 2^26 "
-      "ops are counted from its fold by one rank, without a digest (run --stream gives it; "
+      "ops are counted from its fold by a turn of its ranks, without a digest (run --stream gives "
+      "it; "
       "\"-\": no fold)\n",
       fmt::join(names, ", "));
 }
