@@ -39,8 +39,15 @@ class RingChunks {
     const Span& c = spans_[g_.chunk_of(position)];
     return {g_.at(m, c.begin), g_.at(m + 1 == K_ ? 0 : m + 1, c.begin), c.count};
   }
+  // m + shift - i lies in (-K, K] (a step i < K, a shift of at most one): one wrap, where a
+  // modulo was a third of a large fold's making.
   RingSend send_in_step(int m, int i, int shift) const {
-    return send(m, rotate(m + shift - i, 0, K_));
+    int position = m + shift - i;
+    if (position < 0)
+      position += K_;
+    else if (position >= K_)
+      position -= K_;
+    return send(m, position);
   }
 
  private:
@@ -194,13 +201,13 @@ class RingFold {
             if (step > 0) {
               const RingPass pass = i > 0 ? passes_[p] : passes_[p - 1];
               const int at = i > 0 ? i - 1 : K - 2;
-              std::array<int, 3> members{rotate(m - 1, 0, K), m, (m + 1) % K};
+              std::array<int, 3> members{m == 0 ? K - 1 : m - 1, m, m + 1 == K ? 0 : m + 1};
               std::sort(members.begin(), members.end());
               const auto last = std::unique(members.begin(), members.end());
               for (auto x_at = members.begin(); x_at != last; ++x_at) {
                 const Op dep = ring_op(g, chunks_[c], pass, *x_at, at, step - 1);
-                const int e = dep.executor();
-                deps.push_back({before[c][e % period_], e - e % period_, needs_only_sent(dep, op)});
+                const int e = dep.executor(), below = below_period_[e];
+                deps.push_back({before[c][below], e - below, needs_only_sent(dep, op)});
               }
             }
             now[c][op.executor()] = next + ops.size();
@@ -241,6 +248,8 @@ class RingFold {
     }
     chunks_.reserve(groups_.size());
     for (const Group& g : groups_) chunks_.emplace_back(g);
+    below_period_.resize(K);
+    for (int r = 0; r < K; ++r) below_period_[r] = r % period;
   }
 
   CollectiveShape shape_;
@@ -249,6 +258,8 @@ class RingFold {
   int period_;
   std::vector<std::vector<int>> runs_copy_, runs_reduce_;
   std::vector<RingChunks> chunks_;  // refer to groups_: made once they are in place
+  // Per rank, rank mod period: a division per dependency was a fifth of a large fold's making.
+  std::vector<int> below_period_;
 };
 
 // The fold, stored.
