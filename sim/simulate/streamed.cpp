@@ -88,7 +88,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
         sink_(nullptr),
         paths_(&paths) {}
 
-  StreamedResult run_folded(const StreamedQuotient& q) {
+  StreamedResult play_quotient(const StreamedQuotient& q) {
     period_ = q.period;
     begin(q.shape, q.channels);
     q.emit([&](const QuotientStepView& step) {
@@ -503,16 +503,12 @@ StreamedResult simulate_streamed(const Topology& topology, Router& router, Netwo
   return r;
 }
 
-}  // namespace collsim
-
-namespace collsim {
-
 StreamedResult simulate_quotient_streamed(const Topology& topology, Router& router,
                                           NetworkModel& model, const StreamedCollective& collective,
                                           const StreamedQuotient& quotient,
                                           const std::map<NodePair, PathId>& paths) {
   StreamedSimulator<true> sim(topology, router, model, collective, paths);
-  return sim.run_folded(quotient);
+  return sim.play_quotient(quotient);
 }
 
 }  // namespace collsim

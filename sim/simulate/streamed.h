@@ -69,15 +69,14 @@ StreamedResult simulate_streamed(const Topology& topology, Router& router, Netwo
                                  const std::function<Schedule()>& generate,
                                  GenerateOn where = GenerateOn::OwnThread, OpSink* sink = nullptr);
 
-}  // namespace collsim
-
-namespace collsim {
-
 // A fold's representatives played as `quotient` makes them (simulate/symmetric.h says when
 // that is the full run): each rank's overhead queue that of its turn below the period, each
 // transfer over `paths` (per pair of GPUs: its route over the canonical links, every pair of
-// quotient.pairs there). The result counts the representatives alone: ops, transfers, and
-// the canonical links' and the ranks below the period's counters; the caller spreads them.
+// quotient.pairs there). The rule above holds with each rank's slot that of its turn below
+// the period: the ops of a step on a rank are images of the representatives of that step on
+// its turn, all finished when those are, and the rank's next op waits on every one of them.
+// The result counts the representatives alone: ops, transfers, and the canonical links' and
+// the ranks below the period's counters; the caller spreads them.
 StreamedResult simulate_quotient_streamed(const Topology& topology, Router& router,
                                           NetworkModel& model, const StreamedCollective& collective,
                                           const StreamedQuotient& quotient,
