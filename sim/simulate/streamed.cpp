@@ -165,6 +165,10 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
           "streamed collective: rank placement does not match the schedule");
     ranks_ = shape.ranks;
     if (!kFolded) period_ = ranks_;
+    if constexpr (kFolded) {  // a table, not a division per slot and per op begun
+      below_period_.resize(ranks_);
+      for (int r = 0; r < ranks_; ++r) below_period_[r] = r % period_;
+    }
     element_bytes_ = element_size(shape.dtype);
     latest_.assign(static_cast<std::size_t>(channels) * period_, kNoOp);
     idle_slots_ = latest_.size();  // a rank with no op yet could start one at once
@@ -254,7 +258,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
   PathId path(std::size_t, OpId id) { return held(id).path; }
   const OpCosts& costs(std::size_t) const { return costs_; }
   NodeId gpu(std::size_t, int rank) const {
-    return collective_.rank_gpu[kFolded ? rank % period_ : rank];
+    return collective_.rank_gpu[kFolded ? below_period_[rank] : rank];
   }
   bool has_deps(std::size_t, OpId id) { return held(id).has_deps; }
   bool dependency_done(std::size_t, OpId next) { return --held(next).waiting == 0; }
@@ -422,8 +426,8 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
   };
   Slots slots_of(const Op& op) const {
     const int base = op.channel * period_;
-    const int src = kFolded ? op.src_rank % period_ : op.src_rank;
-    const int dst = kFolded ? op.dst_rank % period_ : op.dst_rank;
+    const int src = kFolded ? below_period_[op.src_rank] : op.src_rank;
+    const int dst = kFolded ? below_period_[op.dst_rank] : op.dst_rank;
     if (src == dst) return {{base + src, 0}, 1};
     return {{base + src, base + dst}, 2};
   }
@@ -462,6 +466,7 @@ class StreamedSimulator final : private Executor<StreamedSimulator<kFolded>>, pu
   std::unique_ptr<StreamAudit> audit_;  // generated on this thread: the digest is ours
   int ranks_ = 0;
   int period_ = 0;  // slots per channel: the ranks, or (folded) the period
+  std::vector<int> below_period_;  // folded: per rank, its turn below the period
   std::int64_t element_bytes_ = 1;
   OpCosts costs_;
 
