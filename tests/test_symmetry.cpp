@@ -700,6 +700,8 @@ TEST_CASE("run --symmetry gives what run gives, less the digest, and says what i
     for (std::size_t i = 0; i < 2; ++i) {
       const std::string note = b["collectives"][i]["symmetry"];
       CHECK(note.starts_with(i == 0 ? note_of_first : "not folded: "));
+      // A ring makes its fold a step at a time: run plays it so, never stored first.
+      if (note.starts_with("folded")) CHECK(note.ends_with("as they were made"));
       CHECK(b["collectives"][i]["schedule_digest"].is_null() == note.starts_with("folded"));
       as_full_run(b["collectives"][i], a["collectives"][i]);
     }

@@ -143,8 +143,9 @@ class CaseRun {
   Figures folded() {
     const auto t_loop = Clock::now();
     std::string why = "the algorithm has no fold for this shape";
-    std::optional<QuotientSchedule> own =
-        entry_->quotient ? entry_->quotient(shape_, {}) : std::nullopt;
+    std::optional<QuotientSchedule> own = entry_->quotient && !entry_->quotient_stream
+                                              ? entry_->quotient(shape_, {})
+                                              : std::nullopt;  // made as played, as run does
     std::optional<FoldedRun> run = simulate_folded(topo_, router_, *model_, params_.model,
                                                    collective(), *entry_, shape_, {}, own, why);
     if (!run) throw std::invalid_argument("not folded: " + why);

@@ -21,9 +21,11 @@
 // rail, when every leaf holds as many (a turn of one server would send two turns of a
 // transfer up one leaf's uplink). A leaf half full, a slow link, or ECMP sending the turns
 // of transfers over spines in no common pattern fail the check, and the collective runs
-// whole. A fold is stored while its representatives stay within 2^24 ops (widened, past
-// 2^20 only within an eighth of the schedule); a ring's fold beyond that, or widened
-// further, is played as it is made (StreamedQuotient, simulate_quotient_streamed).
+// whole. A ring makes its fold a step at a time, and `collsim run` plays it as it is made
+// (StreamedQuotient, simulate_quotient_streamed): it holds only the representatives in
+// flight, and was faster than storing it at every size measured. Other algorithms' folds
+// are stored while their representatives stay within 2^24 ops (widened, past 2^20 only
+// within an eighth of the schedule).
 //
 // The result — times, every link's and GPU's counters, transfers and ops — is the full
 // run's, bit for bit (tests/test_symmetry.cpp plays every algorithm's own fold against its
@@ -133,7 +135,7 @@ struct FoldedRun {
   int period = 1;
   std::uint64_t played = 0;  // representatives
   std::uint64_t ops = 0;     // of the full schedule
-  bool as_made = false;      // played as the fold was made (too large to store)
+  bool as_made = false;      // played as the fold was made (not stored)
   // "folded: 16 groups of 256 ranks alike, 2096640 of 33546240 ops played"
   std::string note() const;
 };
