@@ -244,6 +244,67 @@ TEST_CASE("nvls moves S(K+1)/K per GPU and direction, and its time is the closed
   }
 }
 
+TEST_CASE(
+    "nvls reduce-scatter and all-gather are proven by the replayer and keep each chunk "
+    "in its rank") {
+  for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllGather}) {
+    for (int K : {1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 72}) {
+      for (std::int64_t count :
+           {std::int64_t{1}, std::int64_t{K} * 8 + 1, std::int64_t{K <= 16 ? 997 : K * 3}}) {
+        for (int segments : {1, 3}) {
+          for (int channels : {1, 3}) {
+            INFO(name_of(op) << " K=" << K << " count=" << count << " segments=" << segments
+                             << " channels=" << channels);
+            AlgorithmOptions o;
+            o.segments = segments;
+            o.channels = channels;
+            const Schedule s = generate(op, "nvls", shape_of(op, K, count), o);
+            REQUIRE(check_schedule(s).empty());
+            CHECK(verify_exact(s, 11, 3).ok());
+            if (K <= 8) CHECK(verify_symbolic(s).ok());
+            // One op per non-empty piece of a rank's chunk, each issued by the chunk's
+            // owner: a reduce into it, or a multicast out of it.
+            CHECK(s.size() <= static_cast<std::size_t>(K) * segments * channels);
+            for (const Op& x : s.ops) {
+              CHECK(x.kind ==
+                    (op == CollectiveOp::AllGather ? OpKind::Multicast : OpKind::SwitchReduce));
+              const Partition chunks{count, K};
+              CHECK(x.src_offset >= chunks.begin(x.src_rank));
+              CHECK(x.src_offset + x.count <= chunks.begin(x.src_rank) + chunks.size(x.src_rank));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("nvls all-gather and reduce-scatter move S per GPU one way and S/K the other") {
+  // One segment: all K ops at once. All-gather: each GPU stores its S/K once (up) and the
+  // switch writes every chunk to every GPU (S down); reduce-scatter the other way round.
+  // Every leg at eta of the link rate: the time is alpha + S / (eta beta), as for a ring's
+  // (K-1)/K S over K-1 steps, less the steps.
+  const Topology dgx = make_dgx_topology(ServerParams{});
+  const std::int64_t S = std::int64_t{1} << 28;
+  for (CollectiveOp op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter}) {
+    INFO(name_of(op));
+    const Schedule s = generate(op, "nvls", shape_of(op, 8, S / 4), {});
+    const SimulationResult r = simulate(s, dgx, kAlpha, "flow");
+    const double t = to_seconds(r.tasks[0].end - r.tasks[0].start);
+    const double expect = kAlpha + static_cast<double>(S) / (0.85 * kLinkRate);
+    // The flow model rounds each leg's finish to a picosecond and re-solves the rates of
+    // the legs left on its links: up to 2(K + 1) roundings (both directions).
+    INFO(fmt::format("simulated {:.12e} closed form {:.12e}", t, expect));
+    CHECK(std::fabs(t - expect) <= 2 * 9 * 1e-12);
+    for (int rank = 0; rank < 8; ++rank) {
+      const NodeId g = dgx.gpu_of_rank(rank);
+      const bool gathers = op == CollectiveOp::AllGather;
+      CHECK(r.node_sent[g] == (gathers ? S / 8 : S));
+      CHECK(r.node_received[g] == (gathers ? S : S / 8));
+    }
+  }
+}
+
 TEST_CASE("nvls legs pay their links' latency, as every transfer does") {
   // One segment: a switch reduce, then a multicast, each leg over one 1 us link. Each
   // phase's legs arrive 1 us after their bytes: the collective takes 2 us longer than on

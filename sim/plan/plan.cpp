@@ -398,7 +398,9 @@ class Tuner {
   // about the topology only; whether our network model can time the pick is asked when
   // the pick is planned (a model that cannot says so; it never picks something else).
   bool switch_reduces(const CollectiveSpec& spec, int hosts) const {
-    return accepts(spec, hosts > 1 ? "nvls_tree" : "nvls");
+    CollectiveSpec hardware = spec;
+    hardware.shape.op = CollectiveOp::AllReduce;
+    return accepts(hardware, hosts > 1 ? "nvls_tree" : "nvls");
   }
 
   // Whether algorithm `name` takes this collective on this topology (its defaults and its

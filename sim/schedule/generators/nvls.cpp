@@ -82,6 +82,35 @@ Schedule nvls_tree_all_reduce(const CollectiveShape& shape, const AlgorithmOptio
                        host_blocks_or_throw(o.hosts, shape.ranks, "nvls_tree"), false);
 }
 
+// NCCL's NVLS reduce-scatter and all-gather, every rank on one sharp NVSwitch: rank p's
+// chunk is its slice. Reduce-scatter: the switch reduces chunk p from every rank into rank
+// p (multimem.ld_reduce); all-gather: rank p stores chunk p once and the switch multicasts
+// it to every rank (multimem.st). Channel c takes lane c of every chunk, so each chunk
+// stays where the collective's layout puts it.
+Schedule nvls_one_phase(const CollectiveShape& shape, const AlgorithmOptions& o, const char* name,
+                        OpKind kind) {
+  const int C = std::max(1, o.channels);
+  const int K = shape.ranks;
+  auto b = make_builder(shape, name, {}, C);
+  std::vector<PhasedPlan> plans;
+  for (const Group& lane : channel_groups(whole_group(shape), o, ChannelSplit::Lanes, 1))
+    for (int p = 0; p < K; ++p) {  // member p issues its rank's chunk (in any rank order)
+      const int chunk = lane.chunk_of(p);
+      plans.push_back(
+          {lane.slice(lane.chunk_begin(K, chunk), lane.chunk_size(K, chunk)), {{{p, p, kind}}}});
+    }
+  run_pipelined(b, plans, std::max(1, o.segments), segment_elems(shape, o.segment_bytes));
+  return b.finish();
+}
+
+Schedule nvls_reduce_scatter(const CollectiveShape& shape, const AlgorithmOptions& o) {
+  return nvls_one_phase(shape, o, "nvls", OpKind::SwitchReduce);
+}
+
+Schedule nvls_all_gather(const CollectiveShape& shape, const AlgorithmOptions& o) {
+  return nvls_one_phase(shape, o, "nvls", OpKind::Multicast);
+}
+
 // Every block of `n` ranks on one NVSwitch with "sharp": true, or an InputError.
 void require_sharp_switches(const OptionContext& ctx, int n, const char* algorithm) {
   if (!ctx.topology) return;
@@ -144,6 +173,15 @@ void settle_nvls_channels(AlgorithmOptions& o, const OptionContext&) {
   o.orders.clear();  // a switch has no rank order
 }
 
+// Reduce-scatter and all-gather, which take no hosts: every rank on one sharp NVSwitch
+// (NCCL runs them over NVLS on one node, or across nodes only with CollNet, which collsim
+// does not model). The planner asks for defaults with the topology: refusing here is how
+// "auto" learns that NVLS does not apply.
+void settle_one_switch(AlgorithmOptions& o, const OptionContext& ctx) {
+  settle_nvls_channels(o, ctx);
+  require_sharp_switches(ctx, static_cast<int>(ctx.placed.size()), "nvls");
+}
+
 }  // namespace
 
 void register_nvls(std::vector<AlgorithmEntry>& c) {
@@ -169,6 +207,26 @@ void register_nvls(std::vector<AlgorithmEntry>& c) {
                .switch_ops = true,
                .lanes = true,
                .nccl_family = NcclAlgo::Nvls});
+  const auto one_phase = [&](CollectiveOp op, const char* summary, auto generate) {
+    c.push_back({.op = op,
+                 .algorithm = "nvls",
+                 .summary = summary,
+                 .generate = generate,
+                 .options = {segments, {"channels", parse_nvls_channels, settle_one_switch}},
+                 .switch_ops = true,
+                 .lanes = true,
+                 .nccl_family = NcclAlgo::Nvls});
+  };
+  one_phase(CollectiveOp::ReduceScatter,
+            "NVLink SHARP on one NVSwitch of K GPUs (\"sharp\": true): every GPU issues its "
+            "own chunk, which the switch reduces from all K GPUs into it; one op per GPU and "
+            "segment. Needs a network model that shares links.",
+            nvls_reduce_scatter);
+  one_phase(CollectiveOp::AllGather,
+            "NVLink SHARP on one NVSwitch of K GPUs (\"sharp\": true): every GPU stores its "
+            "own chunk once and the switch multicasts it to all K GPUs; one op per GPU and "
+            "segment. Needs a network model that shares links.",
+            nvls_all_gather);
   c.push_back(
       {.op = CollectiveOp::AllReduce,
        .algorithm = "nvls_tree",
