@@ -857,6 +857,48 @@ TEST_CASE("a fold played as it is made is the stored fold and the full run, bit 
   CHECK(played >= 60);
 }
 
+// `own` played as it is made, and `e`'s schedule of `shape` streamed in full, under the
+// ideal model: {folded, full}.
+std::pair<StreamedResult, StreamedResult> folded_and_full(const Topology& t,
+                                                          const AlgorithmEntry& e,
+                                                          const CollectiveShape& shape,
+                                                          const StreamedCollective& collective,
+                                                          const StreamedQuotient& own) {
+  NetworkParams params;
+  params.model = NetworkModelKind::Ideal;
+  Router r1(t);
+  auto m1 = make_network_model(params, t, r1);
+  StreamedResult folded = simulate_folded(t, r1, *m1, NetworkModelKind::Ideal, collective, own);
+  Router r2(t);
+  auto m2 = make_network_model(params, t, r2);
+  StreamedResult full =
+      simulate_streamed(t, r2, *m2, collective, [&] { return e.generate(shape, {}); });
+  return {std::move(folded), std::move(full)};
+}
+
+TEST_CASE("a fold of wide steps, made on a thread of its own, is the full run bit for bit",
+          "[symmetry]") {
+  // Chunks alike every 1,024 of 2,048 ranks: steps of 1,024 representatives, which the
+  // folded simulator has made on a thread of its own (kWideStep, simulate/streamed.cpp),
+  // while narrower ones are made on its own thread (the test above).
+  const int K = 2048;
+  const Topology t = make_switch_topology(K, 450e9, from_seconds(2.5e-6));
+  auto cost = std::make_shared<CostModel>();
+  cost->op_overhead = from_seconds(0.7e-6);
+  for (CollectiveOp op : kRingOps) {
+    INFO(name_of(op));
+    const AlgorithmEntry* e = find_algorithm(op, "ring");
+    const CollectiveShape shape = shape_of(op, K, 1024 * std::int64_t{K} + 2);
+    const StreamedCollective collective{rank_gpus(t, K), cost};
+    const auto own = e->quotient_stream(shape, {}, 0);
+    REQUIRE(own);
+    REQUIRE(own->period == 1024);
+    const auto [folded, full] = folded_and_full(t, *e, shape, collective, *own);
+    require_same_run(full, folded);
+    CHECK(folded.events < full.events);  // two groups alike: the first group's events
+  }
+}
+
 TEST_CASE("a ring in unequal chunks on a switch takes its largest chunk's time per step",
           "[symmetry]") {
   // Under the ideal model no transfer waits for another, and each op waits on the ops of
@@ -866,22 +908,13 @@ TEST_CASE("a ring in unequal chunks on a switch takes its largest chunk's time p
   const int K = 6;
   const std::int64_t count = 1000 * K + K / 3;  // chunks of 1001 and 1000 elements
   const Topology t = make_switch_topology(K, 100e9, from_seconds(0.5e-6));
-  NetworkParams params;
-  params.model = NetworkModelKind::Ideal;
   const StreamedCollective collective{rank_gpus(t, K), nullptr};
   const AlgorithmEntry* e = find_algorithm(CollectiveOp::AllReduce, "ring");
   const CollectiveShape shape = shape_of(CollectiveOp::AllReduce, K, count);
   const auto own = e->quotient_stream(shape, {}, 0);
   REQUIRE(own);
   CHECK(own->period == 3);
-  Router r1(t);
-  auto m1 = make_network_model(params, t, r1);
-  const StreamedResult folded =
-      simulate_folded(t, r1, *m1, NetworkModelKind::Ideal, collective, *own);
-  Router r2(t);
-  auto m2 = make_network_model(params, t, r2);
-  const StreamedResult full =
-      simulate_streamed(t, r2, *m2, collective, [&] { return e->generate(shape, {}); });
+  const auto [folded, full] = folded_and_full(t, *e, shape, collective, *own);
   require_same_run(full, folded);
   const double step = 2 * 0.5e-6 + 1001 * 4 / 100e9;  // two links' latency, the largest chunk
   CHECK(to_seconds(full.end) == Approx(2 * (K - 1) * step).epsilon(1e-9));

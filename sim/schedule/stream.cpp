@@ -56,95 +56,46 @@ std::uint64_t StreamAudit::digest() const {
 // the queue is full.
 class ThreadedStream::Producer final : public StepSink {
  public:
-  explicit Producer(ThreadedStream& q) : q_(q) {}
+  Producer(ThreadedStream& s, StepQueue<Step>& queue) : s_(s), queue_(queue) {}
   void start(const Schedule& header, int channels) override {
-    q_.audit_.start(header, channels);
-    std::lock_guard lock(q_.mutex_);
-    q_.header_ = header;
-    q_.channels_ = channels;
-    q_.changed_.notify_all();
+    s_.audit_.start(header, channels);
+    queue_.locked([&] {
+      s_.header_ = header;
+      s_.channels_ = channels;
+    });
   }
   void take_step(const StepView& step) override {
-    q_.audit_.take_step(step);
-    std::unique_lock lock(q_.mutex_);
-    q_.changed_.wait(lock, [&] {
-      return q_.cancelled_ || q_.queue_.empty() || q_.queued_ops_ + step.ops.size() <= q_.max_ops_;
+    s_.audit_.take_step(step);
+    queue_.push(step.ops.size(), [&](Step& s) {
+      s.first = step.first;
+      s.ops.assign(step.ops.begin(), step.ops.end());
+      s.dep_begin.assign(step.dep_begin.begin(), step.dep_begin.end());
+      s.deps.assign(step.deps.begin(), step.deps.end());
     });
-    if (q_.cancelled_) throw Cancelled{};
-    Step s;
-    if (!q_.spare_.empty()) {
-      s = std::move(q_.spare_.back());
-      q_.spare_.pop_back();
-    }
-    lock.unlock();  // copy outside the lock
-    s.first = step.first;
-    s.ops.assign(step.ops.begin(), step.ops.end());
-    s.dep_begin.assign(step.dep_begin.begin(), step.dep_begin.end());
-    s.deps.assign(step.deps.begin(), step.deps.end());
-    lock.lock();
-    q_.queued_ops_ += s.ops.size();
-    q_.queue_.push_back(std::move(s));
-    q_.changed_.notify_all();
   }
 
  private:
-  ThreadedStream& q_;
+  ThreadedStream& s_;
+  StepQueue<Step>& queue_;
 };
 
 ThreadedStream::ThreadedStream(std::function<Schedule()> generate, std::size_t max_ops)
-    : max_ops_(max_ops) {
-  thread_ = std::thread(with_stop_token([this, generate = std::move(generate)] {
-    Producer sink(*this);
-    std::exception_ptr error;
-    Schedule result;
-    try {
-      StreamScope scope(sink);
-      result = generate();
-      audit_.finish(result);
-    } catch (const Cancelled&) {
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::lock_guard lock(mutex_);
-    result_ = std::move(result);
-    error_ = error;
-    done_ = true;
-    changed_.notify_all();
-  }));
-}
-
-ThreadedStream::~ThreadedStream() {
-  {
-    std::lock_guard lock(mutex_);
-    cancelled_ = true;
-    changed_.notify_all();
-  }
-  thread_.join();
-}
+    : steps_(max_ops, [this, generate = std::move(generate)](StepQueue<Step>& queue) {
+        Producer sink(*this, queue);
+        StreamScope scope(sink);
+        Schedule result = generate();
+        audit_.finish(result);
+        result_ = std::move(result);
+      }) {}
 
 const Schedule* ThreadedStream::header(int& channels) {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return header_ || done_; });
-  channels = channels_;
-  return header_ ? &*header_ : nullptr;
-}
-
-const ThreadedStream::Step* ThreadedStream::next() {
-  std::unique_lock lock(mutex_);
-  if (current_) {
-    spare_.push_back(std::move(*current_));
-    current_.reset();
-  }
-  changed_.wait(lock, [&] { return !queue_.empty() || done_; });
-  if (queue_.empty()) {
-    if (error_) std::rethrow_exception(error_);
-    return nullptr;
-  }
-  current_ = std::move(queue_.front());
-  queue_.pop_front();
-  queued_ops_ -= current_->ops.size();
-  changed_.notify_all();
-  return &*current_;
+  const Schedule* out = nullptr;
+  steps_.queue().wait([&] { return header_.has_value(); });
+  steps_.queue().locked([&] {
+    channels = channels_;
+    out = header_ ? &*header_ : nullptr;
+  });
+  return out;
 }
 
 }  // namespace collsim

@@ -7,19 +7,15 @@
 // buffers, step count) with no ops. Generators are unchanged: they write steps as
 // they always do, and whoever consumes the stream (the streamed simulator, a digest,
 // a check) sees exactly the ops and dependencies a stored schedule would hold.
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "schedule/schedule.h"
+#include "schedule/step_queue.h"
 
 namespace collsim {
 
@@ -83,10 +79,10 @@ class StreamAudit final : public StepSink {
   std::uint64_t deps_ = 0;
 };
 
-// A generator run on a thread of its own, its steps queued for a consumer on this one:
-// generating the next steps overlaps with consuming the last. The queue holds at most
-// `max_ops` ops ahead (at least one step), so memory stays bounded. What the consumer
-// sees is the same sequence of steps whatever the threads' timing.
+// A generator run on a thread of its own, its steps queued for a consumer on this one
+// (schedule/step_queue.h): generating the next steps overlaps with consuming the last. The
+// queue holds at most `max_ops` ops ahead (at least one step), so memory stays bounded.
+// What the consumer sees is the same sequence of steps whatever the threads' timing.
 class ThreadedStream {
  public:
   struct Step {
@@ -99,7 +95,6 @@ class ThreadedStream {
 
   // Starts `generate` on the producer thread.
   ThreadedStream(std::function<Schedule()> generate, std::size_t max_ops = std::size_t{1} << 18);
-  ~ThreadedStream();  // stops the producer if the consumer gave up early
   ThreadedStream(const ThreadedStream&) = delete;
   ThreadedStream& operator=(const ThreadedStream&) = delete;
 
@@ -108,7 +103,7 @@ class ThreadedStream {
   const Schedule* header(int& channels);
   // The next step, or null once the generator returned; rethrows what the generator
   // threw. The step stays valid until the next call.
-  const Step* next();
+  const Step* next() { return steps_.next(); }
   // The schedule finish() returned (its header: steps counted), and the digest and op
   // count of everything streamed (computed on the producer's thread); after next() is null.
   const Schedule& result() const { return result_; }
@@ -116,23 +111,13 @@ class ThreadedStream {
 
  private:
   class Producer;
-  struct Cancelled {};
 
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Step> queue_;
-  std::vector<Step> spare_;  // recycled buffers
-  std::optional<Step> current_;
-  std::size_t queued_ops_ = 0;
-  std::size_t max_ops_;
-  std::optional<Schedule> header_;
+  std::optional<Schedule> header_;  // handed over under the queue's lock
   int channels_ = 1;
-  bool done_ = false;
-  bool cancelled_ = false;
-  std::exception_ptr error_;
-  Schedule result_;
+  Schedule result_;    // the producer's until it closes the queue
   StreamAudit audit_;  // the producer's alone until it is done
-  std::thread thread_;
+  // Last: its thread uses the members above, and is stopped and joined before they go.
+  ThreadedSteps<Step> steps_;
 };
 
 }  // namespace collsim
