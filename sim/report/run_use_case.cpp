@@ -41,12 +41,11 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
       request.stream || request.fold || (streams_exactly(scenario) && streaming_pays(scenario));
   if (streamed) {
     refuse_fold_with_files(request);
-    // Billions of ops take minutes streamed: folded where the ranks are alike, seconds
-    // (not for files, which need every op).
-    const FoldWhen fold = request.fold ? FoldWhen::Always
-                          : !request.stream && !request.out && folding_pays(scenario)
-                              ? FoldWhen::Pays
-                              : FoldWhen::Never;
+    // Billions of ops take minutes streamed: folded where the ranks are alike, seconds. With
+    // files, this pass only times the run (below).
+    const FoldWhen fold = request.fold                                ? FoldWhen::Always
+                          : !request.stream && folding_pays(scenario) ? FoldWhen::Pays
+                                                                      : FoldWhen::Never;
     record.result = run_scenario_streamed(scenario, fold);
   } else {
     // The files are the only outputs that need each op's times.
@@ -58,14 +57,18 @@ RunRecord run_use_case(const Scenario& scenario, const RunRequest& request) {
     return record;
   }
   RunFileGather gathered(scenario, *record.result, request.files);
-  // A streamed run's files: played again, each op handed over as it retires (the first
-  // pass gave the makespan and the spans the files' time bins are laid on).
-  // Its links' rates over time come from that pass, which keeps them (a stored run's own).
-  if (streamed)
-    record.result->sim.link_rates =
-        run_scenario_streamed(scenario, FoldWhen::Never, &gathered).sim.link_rates;
-  else
+  if (streamed) {
+    // A streamed run's files: played again, in full, each op handed over as it retires. The
+    // first pass gave the makespan and the spans the files' time bins are laid on, folded
+    // where that pays (the same figures in a fraction of the time, but no digest); this one
+    // gives the schedules' digests and the links' rates over time, which it keeps.
+    ScenarioResult full = run_scenario_streamed(scenario, FoldWhen::Never, &gathered);
+    record.result->sim.link_rates = std::move(full.sim.link_rates);
+    record.result->digests = std::move(full.digests);
+    record.result->folding = std::move(full.folding);
+  } else {
     retire_recorded(*record.result, gathered);
+  }
   record.traffic = gathered.finish();
   write_run_files(*request.out, scenario, *record.result, gathered, request.files);
   return record;
