@@ -151,14 +151,14 @@ void FlowModel::activate(NetworkHost& host, Slot s) {
   arm_completion_timer(host);
 }
 
-void FlowModel::keep_link_rates() {
+void FlowModel::keep_link_rates(RateListener* to) {
   keep_rates_ = true;
   link_units_.assign(real_links_, 0);
-  link_rates_.assign(real_links_, {});
+  link_rates_.start(real_links_, to);
 }
 
 std::vector<std::vector<RatePoint>> FlowModel::take_link_rates() {
-  return std::move(link_rates_);
+  return link_rates_.take();
 }
 
 // The flow's links take its rate now (its bytes' rate: solver units / stretch; 0 once it
@@ -172,11 +172,7 @@ void FlowModel::note_rate(Slot s, Time now) {
   f.rate_units = units;
   for (LinkId l : router_.links(f.path)) {
     link_units_[l] += delta;
-    auto& points = link_rates_[l];
-    if (!points.empty() && points.back().at == now)
-      points.back().milli_Bps = link_units_[l];
-    else
-      points.push_back({now, link_units_[l]});
+    link_rates_.note(l, now, link_units_[l], false);
   }
 }
 

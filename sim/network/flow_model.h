@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "network/due_queue.h"
+#include "network/link_rates.h"
 #include "network/maxmin.h"
 #include "network/network_model.h"
 
@@ -35,7 +36,7 @@ class FlowModel final : public NetworkModel {
   }
 
   std::uint64_t resolves() const { return resolves_; }
-  void keep_link_rates() override;
+  void keep_link_rates(RateListener* to) override;
   std::vector<std::vector<RatePoint>> take_link_rates() override;
 
  private:
@@ -117,7 +118,7 @@ class FlowModel final : public NetworkModel {
   bool keep_rates_ = false;
   // Per link, its flows' rates summed now (RatePoint::milli_Bps).
   std::vector<std::int64_t> link_units_;
-  std::vector<std::vector<RatePoint>> link_rates_;  // per link: every change
+  LinkRates link_rates_;  // per link: every change
 
   // Scratch for resolve(), kept to avoid allocating per instant.
   std::vector<std::uint32_t> link_seen_, flow_seen_;

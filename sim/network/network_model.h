@@ -113,6 +113,17 @@ struct RatePoint {
   std::int64_t milli_Bps;
 };
 
+// Where a network model hands each link's rate point by point, instead of keeping them:
+// per link in time order, each point once no change at its instant can follow.
+class RateListener {
+ public:
+  virtual void links(std::size_t count) = 0;  // first: how many links it notes
+  virtual void rate(LinkId link, RatePoint point) = 0;
+
+ protected:
+  ~RateListener() = default;
+};
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
@@ -134,8 +145,9 @@ class NetworkModel {
   // A model whose transfers change rate as others come and go (flow) keeps, once asked,
   // each link's rate at every change, so utilisation over time is what the links carried,
   // not each transfer's bytes spread evenly over its life; per link, in time order. Models
-  // whose transfers keep one rate return none.
-  virtual void keep_link_rates() {}
+  // whose transfers keep one rate return none. With `to`, each point is handed to it
+  // instead (network/link_rates.h), and take_link_rates hands the last and returns none.
+  virtual void keep_link_rates(RateListener* to = nullptr) { (void)to; }
   virtual std::vector<std::vector<RatePoint>> take_link_rates() { return {}; }
 };
 

@@ -113,23 +113,19 @@ void PacketModel::rare_wakeup(NetworkHost& host, std::uint64_t c) {
   }
 }
 
-void PacketModel::keep_link_rates() {
+void PacketModel::keep_link_rates(RateListener* to) {
   keep_rates_ = true;
-  link_rates_.assign(links_.size(), {});
+  link_rates_.start(links_.size(), to);
 }
 
 std::vector<std::vector<RatePoint>> PacketModel::take_link_rates() {
-  return std::move(link_rates_);
+  return link_rates_.take();
 }
 
 // The link's rate from `at` on: a packet that ends there and the next that starts at the
 // same instant make one point.
 void PacketModel::note_rate(LinkId link, Time at, std::int64_t milli_Bps) {
-  auto& points = link_rates_[link];
-  if (!points.empty() && points.back().at == at)
-    points.back().milli_Bps = milli_Bps;
-  else if (points.empty() ? milli_Bps != 0 : points.back().milli_Bps != milli_Bps)
-    points.push_back({at, milli_Bps});
+  link_rates_.note(link, at, milli_Bps, true);
 }
 
 void PacketModel::finish_packet(NetworkHost& host, LinkId link) {

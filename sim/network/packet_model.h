@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/fifo.h"
+#include "network/link_rates.h"
 #include "network/network_model.h"
 
 namespace collsim {
@@ -27,7 +28,7 @@ class PacketModel final : public NetworkModel {
   void wakeup(NetworkHost& host, std::uint64_t cookie) override;
   // A link sends one packet at a time: its rate is the packet's bytes over its time on the
   // wire while it sends, 0 in between.
-  void keep_link_rates() override;
+  void keep_link_rates(RateListener* to) override;
   std::vector<std::vector<RatePoint>> take_link_rates() override;
 
   std::uint64_t packet_hops() const { return packet_hops_; }
@@ -101,7 +102,7 @@ class PacketModel final : public NetworkModel {
   std::vector<Slot> free_;
   std::uint64_t packet_hops_ = 0;
   bool keep_rates_ = false;
-  std::vector<std::vector<RatePoint>> link_rates_;  // per link: every change
+  LinkRates link_rates_;  // per link: every change
 };
 
 }  // namespace collsim

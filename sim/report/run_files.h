@@ -33,6 +33,7 @@ class RunFileGather final : public OpSink {
   void collective(std::size_t c, const Schedule* whole) override;
   void op(const RetiredOp& op) override;
   void collective_done() override;
+  RateListener* rates() override { return traffic_walk_.rates(); }
   // After the walk: the traffic report (the files read it too).
   const TrafficReport& finish();
 

@@ -155,7 +155,7 @@ void add_run_totals(const Topology& t, const ScenarioResult& r, TrafficReport& r
 // the links' utilisation bins. One walker serves every collective: its per-link arrays
 // are cleared through the links each touched, so a collective costs its ops, not the
 // topology's link count.
-struct TrafficWalk::State {
+struct TrafficWalk::State final : RateListener {
   State(const Scenario& s, const ScenarioResult& r, TrafficReport& rep)
       : s_(s),
         t_(s.topology),
@@ -195,6 +195,7 @@ struct TrafficWalk::State {
   void finish() {
     const std::size_t L = rep_.links.size();
     if (rep_.timed && r_.sim.link_rates.size() == L) bins_from_rates();
+    if (rep_.timed && rate_links_ == L) bins_ = std::move(rate_bins_);
     for (std::size_t l = 0; l < L && rep_.timed; ++l)
       for (int k = 0; k < rep_.bins; ++k) rep_.links[l].bins[k] = bins_[k * L + l];
     for (int rank = 0; rank < static_cast<int>(rank_busy_.size()); ++rank)
@@ -283,6 +284,23 @@ struct TrafficWalk::State {
   // changes as others come and go), the bins hold what the links carried, interval by
   // interval: spread evenly over each transfer's life, a link shared by three flows and then
   // carrying one alone read 150% and then 83%.
+  // --- RateListener: the links' rates handed over as the run goes (run --out streamed), one
+  // interval of one rate at a time into bins of their own, as bins_from_rates takes them ---
+  void links(std::size_t count) override {
+    rate_links_ = count;
+    if (rate_bins_.size() != bins_.size()) rate_bins_.assign(bins_.size(), 0.0f);
+    open_.resize(count);
+  }
+  void rate(LinkId l, RatePoint p) override {
+    std::optional<RatePoint>& open = open_[l];
+    if (open && open->milli_Bps == p.milli_Bps) return;  // the interval goes on
+    if (open) {
+      const double a = to_seconds(open->at), b = to_seconds(p.at);
+      if (b > a) add_rate(rate_bins_, l, static_cast<double>(open->milli_Bps) * 1e-3, a, b);
+    }
+    open = p;
+  }
+
   void bins_from_rates() {
     std::fill(bins_.begin(), bins_.end(), 0.0f);
     for (std::size_t l = 0; l < t_.links().size(); ++l) {
@@ -296,7 +314,7 @@ struct TrafficWalk::State {
         const double a = to_seconds(points[i].at);
         const double b = j < points.size() ? to_seconds(points[j].at) : a;
         const double rate = static_cast<double>(points[i].milli_Bps) * 1e-3;
-        if (b > a) add_rate(static_cast<LinkId>(l), rate, a, b);
+        if (b > a) add_rate(bins_, static_cast<LinkId>(l), rate, a, b);
       }
     }
   }
@@ -305,11 +323,11 @@ struct TrafficWalk::State {
   // (bin-major while walking: one step's transfers, in one bin, touch neighbouring
   // entries, not a line each; into the report's per-link bins at the end).
   void spread(LinkId l, std::int64_t bytes, double a, double b) {
-    if (b > a) add_rate(l, bytes / (b - a), a, b);
+    if (b > a) add_rate(bins_, l, bytes / (b - a), a, b);
   }
 
   // Link l at `rate` bytes/s over [a, b], into the utilisation bins it covers.
-  void add_rate(LinkId l, double rate, double a, double b) {
+  void add_rate(std::vector<float>& bins, LinkId l, double rate, double a, double b) {
     if (rate <= 0) return;
     const double bin = rep_.bin_s, capacity = t_.link(l).bandwidth;
     const int first = std::min(rep_.bins - 1, static_cast<int>(a / bin));
@@ -317,7 +335,7 @@ struct TrafficWalk::State {
     const std::size_t L = t_.links().size();
     for (int k = first; k <= last; ++k) {
       const double lo = std::max(a, k * bin), hi = std::min(b, (k + 1) * bin);
-      if (hi > lo) bins_[k * L + l] += static_cast<float>(rate * (hi - lo) / (capacity * bin));
+      if (hi > lo) bins[k * L + l] += static_cast<float>(rate * (hi - lo) / (capacity * bin));
     }
   }
 
@@ -368,6 +386,11 @@ struct TrafficWalk::State {
   std::vector<LinkId> step_touched_, coll_touched_;
   std::vector<BusyTime> rank_busy_;  // per topology rank, timed runs
   std::vector<float> bins_;          // per bin, each link's utilisation (timed runs)
+  // The links' rates as handed over (rate_links_ links, 0: none): per link, the point its
+  // open interval began at, and the bins they fill.
+  std::size_t rate_links_ = 0;
+  std::vector<std::optional<RatePoint>> open_;
+  std::vector<float> rate_bins_;
   // By a switch group's kind (network or not) and first rank: where each member's legs end.
   std::map<std::pair<bool, int>, GroupEnds> group_ends_;
   std::optional<Router> router_;  // routes to NVLS switches, made when a schedule has switch ops
@@ -392,6 +415,9 @@ void TrafficWalk::collective_done() {
 }
 void TrafficWalk::finish() {
   state_->finish();
+}
+RateListener* TrafficWalk::rates() {
+  return state_->rep_.timed ? state_.get() : nullptr;
 }
 
 TrafficReport traffic_totals(const Scenario& s, const ScenarioResult& r, bool timed, int bins) {

@@ -92,6 +92,9 @@ class TrafficWalk final : public OpSink {
   void op(const RetiredOp& op) override;
   void collective_done() override;
   void finish();  // after the last collective: each rank's busy time over the run
+  // Where the links' rates may be handed over as the run goes (a timed report: its bins
+  // from them, as from a stored run's points); null otherwise.
+  RateListener* rates() override;
 
  private:
   struct State;

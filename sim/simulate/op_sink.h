@@ -10,6 +10,7 @@
 #include <span>
 
 #include "core/time.h"
+#include "network/network_model.h"
 #include "schedule/schedule.h"
 #include "topology/topology.h"
 
@@ -33,16 +34,22 @@ class OpSink {
   virtual void collective(std::size_t c, const Schedule* whole) = 0;
   virtual void op(const RetiredOp& op) = 0;
   virtual void collective_done() = 0;
+  // Where the run hands each link's rate over time as it goes (network/link_rates.h), one
+  // rate for the whole run, instead of keeping every point: null, kept.
+  virtual RateListener* rates() { return nullptr; }
 
  protected:
   ~OpSink() = default;
 };
 
 // Forwards to another sink with every time `offset` later: a collective simulated from
-// time 0 that ran from `offset` in the scenario.
+// time 0 that ran from `offset` in the scenario; its links' rates to `rates` (which shifts
+// them itself), where given.
 class ShiftedSink final : public OpSink {
  public:
-  ShiftedSink(OpSink& to, Time offset) : to_(to), offset_(offset) {}
+  ShiftedSink(OpSink& to, Time offset, RateListener* rates = nullptr)
+      : to_(to), offset_(offset), rates_(rates) {}
+  RateListener* rates() override { return rates_; }
   void collective(std::size_t c, const Schedule* whole) override { to_.collective(c, whole); }
   void op(const RetiredOp& op) override {
     RetiredOp shifted = op;
@@ -55,6 +62,7 @@ class ShiftedSink final : public OpSink {
  private:
   OpSink& to_;
   Time offset_;
+  RateListener* rates_;
 };
 
 }  // namespace collsim

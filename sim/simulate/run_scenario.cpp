@@ -163,6 +163,62 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
 
 namespace {
 
+// The runs' link rates as one rate per link over time, as StreamedRun::sum_rates sums them,
+// handed on to `to` point by point as they come instead of kept (run --out streamed: a
+// point per rate change was gigabytes at 4,096 GPUs). A run's points are its changes from
+// its `start`; summed with every earlier run's, a change at the instant of the link's
+// latest sum replaces it. That needs each link's points in time order across the runs:
+// each run begins once those before it have ended (their rates back at 0), as run_scenario
+// plays them; a point out of that order is a logic error, not a quiet misreading.
+class RateSum final : public RateListener {
+ public:
+  explicit RateSum(RateListener& to) : to_(to) {}
+
+  // The points that follow are a run's that began at `start`.
+  void begin_run(Time start) {
+    start_ = start;
+    for (LinkId l : touched_) run_rate_[l] = 0;
+    touched_.clear();
+  }
+  void links(std::size_t count) override {
+    if (count > total_.size()) {
+      total_.resize(count, 0);
+      run_rate_.resize(count, 0);
+      latest_.resize(count);
+    }
+    to_.links(count);
+  }
+  void rate(LinkId l, RatePoint p) override {
+    if (run_rate_[l] == 0 && p.milli_Bps != 0) touched_.push_back(l);
+    total_[l] += p.milli_Bps - run_rate_[l];
+    run_rate_[l] = p.milli_Bps;
+    const Time at = add_time(start_, p.at);
+    std::optional<RatePoint>& latest = latest_[l];
+    if (latest && latest->at == at) {
+      latest->milli_Bps = total_[l];
+      return;
+    }
+    if (latest) {
+      if (at < latest->at) throw std::logic_error("link rates reached the report out of order");
+      to_.rate(l, *latest);
+    }
+    latest = RatePoint{at, total_[l]};
+  }
+  // After the last run: each link's latest sum.
+  void finish() {
+    for (std::size_t l = 0; l < latest_.size(); ++l)
+      if (latest_[l]) to_.rate(static_cast<LinkId>(l), *latest_[l]);
+    latest_.clear();
+  }
+
+ private:
+  RateListener& to_;
+  Time start_ = 0;
+  std::vector<std::int64_t> total_, run_rate_;  // per link: every run's sum, this run's
+  std::vector<LinkId> touched_;                 // links this run has set above 0
+  std::vector<std::optional<RatePoint>> latest_;
+};
+
 // run_scenario_streamed's state: the result so far, filled a group of collectives at a
 // time, in scenario order; with a sink, each collective's ops handed to it as they retire.
 class StreamedRun {
@@ -173,6 +229,7 @@ class StreamedRun {
         router_(topo_, scenario.network.routing),
         fold_(fold),
         sink_(sink) {
+    if (sink_ && sink_->rates()) rate_sum_.emplace(*sink_->rates());
     out_.sim.links.resize(topo_.links().size());
     out_.sim.node_sent.assign(topo_.nodes().size(), 0);
     out_.sim.node_received.assign(topo_.nodes().size(), 0);
@@ -202,7 +259,11 @@ class StreamedRun {
     const std::size_t index = out_.sim.tasks.size();
     if (!streamed && c.streamed) {
       std::optional<ShiftedSink> shifted;
-      if (sink_) sink_->collective(index, nullptr), shifted.emplace(*sink_, start);
+      if (sink_) {
+        sink_->collective(index, nullptr);
+        if (rate_sum_) rate_sum_->begin_run(start);
+        shifted.emplace(*sink_, start, rate_sum_ ? &*rate_sum_ : nullptr);
+      }
       streamed = simulate_streamed(
           topo_, router_, *model, {c.gpus, c.cost}, [&] { return run_generator(c.spec); },
           GenerateOn::OwnThread, shifted ? &*shifted : nullptr);
@@ -260,7 +321,10 @@ class StreamedRun {
   }
 
   ScenarioResult take() {
-    sum_rates();
+    if (rate_sum_)
+      rate_sum_->finish();
+    else
+      sum_rates();
     return std::move(out_);
   }
 
@@ -316,6 +380,13 @@ class StreamedRun {
   // with the sums) held three times the memory.
   void absorb_rates(std::vector<std::vector<RatePoint>> rates, Time start) {
     if (rates.empty()) return;
+    if (rate_sum_) {  // handed on as they come (a stored run's, played beside the streamed)
+      rate_sum_->begin_run(start);
+      rate_sum_->links(rates.size());
+      for (std::size_t l = 0; l < rates.size(); ++l)
+        for (const RatePoint& p : rates[l]) rate_sum_->rate(static_cast<LinkId>(l), p);
+      return;
+    }
     rate_changes_.resize(rates.size());
     for (std::size_t l = 0; l < rates.size(); ++l) {
       std::int64_t before = 0;
@@ -397,6 +468,7 @@ class StreamedRun {
   OpSink* sink_;
   ScenarioResult out_;
   std::vector<std::vector<RatePoint>> rate_changes_;  // per link: (when, by how much)
+  std::optional<RateSum> rate_sum_;  // where the sink takes the links' rates as they come
   std::size_t held_ = 0;  // ops of the schedules held now, a shared one once per collective
   Time last_end_ = 0;     // when every collective recorded so far has ended
 };

@@ -535,8 +535,9 @@ StreamedResult simulate_streamed(const Topology& topology, Router& router, Netwo
                                  const StreamedCollective& collective,
                                  const std::function<Schedule()>& generate, GenerateOn where,
                                  OpSink* sink) {
-  // The files a sink feeds read each link's rate over time, as a stored run's do.
-  if (sink) model.keep_link_rates();
+  // The files a sink feeds read each link's rate over time, as a stored run's do: kept, or
+  // handed to the sink as the run goes.
+  if (sink) model.keep_link_rates(sink->rates());
   StreamedSimulator<false> sim(topology, router, model, collective, sink);
   StreamedResult r =
       where == GenerateOn::OwnThread ? sim.run_threaded(generate) : sim.run(generate);
