@@ -177,19 +177,20 @@ class RateSum final : public RateListener {
   // The points that follow are a run's that began at `start`.
   void begin_run(Time start) {
     start_ = start;
-    for (LinkId l : touched_) run_rate_[l] = 0;
+    for (LinkId l : touched_) run_rate_[l] = 0, in_touched_[l] = false;
     touched_.clear();
   }
   void links(std::size_t count) override {
     if (count > total_.size()) {
       total_.resize(count, 0);
       run_rate_.resize(count, 0);
+      in_touched_.resize(count, false);
       latest_.resize(count);
     }
     to_.links(count);
   }
   void rate(LinkId l, RatePoint p) override {
-    if (run_rate_[l] == 0 && p.milli_Bps != 0) touched_.push_back(l);
+    if (!in_touched_[l]) touched_.push_back(l), in_touched_[l] = true;
     total_[l] += p.milli_Bps - run_rate_[l];
     run_rate_[l] = p.milli_Bps;
     const Time at = add_time(start_, p.at);
@@ -215,7 +216,8 @@ class RateSum final : public RateListener {
   RateListener& to_;
   Time start_ = 0;
   std::vector<std::int64_t> total_, run_rate_;  // per link: every run's sum, this run's
-  std::vector<LinkId> touched_;                 // links this run has set above 0
+  std::vector<LinkId> touched_;                 // links this run has noted, each once
+  std::vector<bool> in_touched_;
   std::vector<std::optional<RatePoint>> latest_;
 };
 
