@@ -194,7 +194,7 @@ struct TrafficWalk::State final : RateListener {
   // its ops' intervals.
   void finish() {
     const std::size_t L = rep_.links.size();
-    if (rep_.timed && r_.sim.link_rates.size() == L) bins_from_rates();
+    if (rep_.timed && !r_.sim.link_rates.empty()) bins_from_rates();
     if (rep_.timed && rate_links_ == L) bins_ = std::move(rate_bins_);
     for (std::size_t l = 0; l < L && rep_.timed; ++l)
       for (int k = 0; k < rep_.bins; ++k) rep_.links[l].bins[k] = bins_[k * L + l];
@@ -280,12 +280,13 @@ struct TrafficWalk::State final : RateListener {
     rank_busy_[r_.resolved[c_].ranks[i]].add(r.start, r.end, r.settled);
   }
 
-  // Where the network model kept each link's rate at every change (flow: a transfer's rate
-  // changes as others come and go), the bins hold what the links carried, interval by
+  // --- RateListener: each link's rate at every change (flow: a transfer's rate changes as
+  // others come and go), handed over as the run goes (run --out streamed) or read from a
+  // stored run's points (bins_from_rates). The bins hold what the links carried, interval by
   // interval: spread evenly over each transfer's life, a link shared by three flows and then
-  // carrying one alone read 150% and then 83%.
-  // --- RateListener: the links' rates handed over as the run goes (run --out streamed), one
-  // interval of one rate at a time into bins of their own, as bins_from_rates takes them ---
+  // carrying one alone read 150% and then 83%. Each interval of one rate whole, from its
+  // first point to the next that changes it: a point that changes nothing (a rate set and
+  // set back at one instant) would cut an interval in two and round it otherwise. ---
   void links(std::size_t count) override {
     rate_links_ = count;
     if (rate_bins_.size() != bins_.size()) rate_bins_.assign(bins_.size(), 0.0f);
@@ -301,22 +302,11 @@ struct TrafficWalk::State final : RateListener {
     open = p;
   }
 
+  // A stored run's kept points, as if handed over.
   void bins_from_rates() {
-    std::fill(bins_.begin(), bins_.end(), 0.0f);
-    for (std::size_t l = 0; l < t_.links().size(); ++l) {
-      const auto& points = r_.sim.link_rates[l];
-      // Each interval of one rate whole, from the first point to the next that changes it:
-      // a point that changes nothing (a rate set and set back at one instant) would cut an
-      // interval in two and round it otherwise.
-      for (std::size_t i = 0, j; i < points.size(); i = j) {
-        j = i + 1;
-        while (j < points.size() && points[j].milli_Bps == points[i].milli_Bps) ++j;
-        const double a = to_seconds(points[i].at);
-        const double b = j < points.size() ? to_seconds(points[j].at) : a;
-        const double rate = static_cast<double>(points[i].milli_Bps) * 1e-3;
-        if (b > a) add_rate(bins_, static_cast<LinkId>(l), rate, a, b);
-      }
-    }
+    links(r_.sim.link_rates.size());
+    for (std::size_t l = 0; l < r_.sim.link_rates.size(); ++l)
+      for (const RatePoint& p : r_.sim.link_rates[l]) rate(static_cast<LinkId>(l), p);
   }
 
   // `bytes` moved over [a, b] on link l, spread evenly into the utilisation bins it covers

@@ -163,13 +163,12 @@ std::optional<StreamedResult> run_folded(const Scenario& scenario, Router& route
 
 namespace {
 
-// The runs' link rates as one rate per link over time, as StreamedRun::sum_rates sums them,
-// handed on to `to` point by point as they come instead of kept (run --out streamed: a
-// point per rate change was gigabytes at 4,096 GPUs). A run's points are its changes from
-// its `start`; summed with every earlier run's, a change at the instant of the link's
-// latest sum replaces it. That needs each link's points in time order across the runs:
-// each run begins once those before it have ended (their rates back at 0), as run_scenario
-// plays them; a point out of that order is a logic error, not a quiet misreading.
+// The runs' link rates as one rate per link over time, handed on to `to` point by point as
+// they come (run --out streamed: keeping a point per rate change was gigabytes at 4,096 GPUs). A
+// run's points are its changes from its `start`; summed with every earlier run's, a change at the
+// instant of the link's latest sum replaces it. That needs each link's points in time order across
+// the runs: each run begins once those before it have ended (their rates back at 0), as
+// run_scenario plays them; a point out of that order is a logic error, not a quiet misreading.
 class RateSum final : public RateListener {
  public:
   explicit RateSum(RateListener& to) : to_(to) {}
@@ -221,6 +220,19 @@ class RateSum final : public RateListener {
   std::vector<std::optional<RatePoint>> latest_;
 };
 
+// Each link's points as they come, kept: where a sink has no listener of its own.
+class KeptRates final : public RateListener {
+ public:
+  explicit KeptRates(std::vector<std::vector<RatePoint>>& into) : into_(into) {}
+  void links(std::size_t count) override {
+    if (count > into_.size()) into_.resize(count);
+  }
+  void rate(LinkId link, RatePoint point) override { into_[link].push_back(point); }
+
+ private:
+  std::vector<std::vector<RatePoint>>& into_;
+};
+
 // run_scenario_streamed's state: the result so far, filled a group of collectives at a
 // time, in scenario order; with a sink, each collective's ops handed to it as they retire.
 class StreamedRun {
@@ -231,7 +243,7 @@ class StreamedRun {
         router_(topo_, scenario.network.routing),
         fold_(fold),
         sink_(sink) {
-    if (sink_ && sink_->rates()) rate_sum_.emplace(*sink_->rates());
+    if (sink_) rate_sum_.emplace(sink_->rates() ? *sink_->rates() : kept_rates_);
     out_.sim.links.resize(topo_.links().size());
     out_.sim.node_sent.assign(topo_.nodes().size(), 0);
     out_.sim.node_received.assign(topo_.nodes().size(), 0);
@@ -263,8 +275,8 @@ class StreamedRun {
       std::optional<ShiftedSink> shifted;
       if (sink_) {
         sink_->collective(index, nullptr);
-        if (rate_sum_) rate_sum_->begin_run(start);
-        shifted.emplace(*sink_, start, rate_sum_ ? &*rate_sum_ : nullptr);
+        rate_sum_->begin_run(start);
+        shifted.emplace(*sink_, start, &*rate_sum_);
       }
       streamed = simulate_streamed(
           topo_, router_, *model, {c.gpus, c.cost}, [&] { return run_generator(c.spec); },
@@ -274,7 +286,7 @@ class StreamedRun {
     }
     if (streamed) {
       absorb_counters(*streamed);
-      absorb_rates(std::move(streamed->link_rates), start);
+      absorb_rates(streamed->link_rates, start);
       absorb_totals(c, *streamed);
       TaskTiming timing;
       timing.start = 0;
@@ -323,10 +335,7 @@ class StreamedRun {
   }
 
   ScenarioResult take() {
-    if (rate_sum_)
-      rate_sum_->finish();
-    else
-      sum_rates();
+    if (rate_sum_) rate_sum_->finish();
     return std::move(out_);
   }
 
@@ -375,63 +384,14 @@ class StreamedRun {
     out_.sim.transfers += r.transfers;
   }
 
-  // Each link's rate over time, from a run that began at `start` in the scenario, as its
-  // changes: summed with the other runs' once all are in (take), whatever their order.
-  // Turned into changes where they lie, a link at a time: a streamed run's --out keeps a
-  // point per rate change, hundreds of millions at 4,096 GPUs, and a copy of them all (two,
-  // with the sums) held three times the memory.
-  void absorb_rates(std::vector<std::vector<RatePoint>> rates, Time start) {
+  // Each link's rate over time, from a stored run that began at `start` in the scenario,
+  // summed with the other runs' as they come (a streamed run hands its own over itself).
+  void absorb_rates(const std::vector<std::vector<RatePoint>>& rates, Time start) {
     if (rates.empty()) return;
-    if (rate_sum_) {  // handed on as they come (a stored run's, played beside the streamed)
-      rate_sum_->begin_run(start);
-      rate_sum_->links(rates.size());
-      for (std::size_t l = 0; l < rates.size(); ++l)
-        for (const RatePoint& p : rates[l]) rate_sum_->rate(static_cast<LinkId>(l), p);
-      return;
-    }
-    rate_changes_.resize(rates.size());
-    for (std::size_t l = 0; l < rates.size(); ++l) {
-      std::int64_t before = 0;
-      for (RatePoint& p : rates[l]) {
-        const std::int64_t rate = p.milli_Bps;
-        p = {add_time(start, p.at), rate - before};
-        before = rate;
-      }
-      auto& changes = rate_changes_[l];
-      if (changes.empty()) {
-        changes = std::move(rates[l]);
-      } else {
-        changes.insert(changes.end(), rates[l].begin(), rates[l].end());
-        rates[l] = {};
-      }
-    }
-  }
-
-  // The runs' changes as one rate per link over time (a stored run's points, up to points
-  // that change nothing).
-  // Summed where they lie, a link at a time (the sums are never more than the changes).
-  void sum_rates() {
-    auto& all = out_.sim.link_rates;
-    all.assign(rate_changes_.size(), {});
-    const auto earlier = [](const RatePoint& a, const RatePoint& b) { return a.at < b.at; };
-    for (std::size_t l = 0; l < rate_changes_.size(); ++l) {
-      auto& changes = rate_changes_[l];
-      if (!std::is_sorted(changes.begin(), changes.end(), earlier))  // runs one after another
-        std::stable_sort(changes.begin(), changes.end(), earlier);
-      std::int64_t rate = 0;
-      std::size_t kept = 0;
-      for (std::size_t i = 0; i < changes.size(); ++i) {
-        const RatePoint c = changes[i];
-        rate += c.milli_Bps;
-        if (kept > 0 && changes[kept - 1].at == c.at)
-          changes[kept - 1].milli_Bps = rate;
-        else
-          changes[kept++] = {c.at, rate};
-      }
-      changes.resize(kept);
-      all[l] = std::move(changes);
-    }
-    rate_changes_.clear();
+    rate_sum_->begin_run(start);
+    rate_sum_->links(rates.size());
+    for (std::size_t l = 0; l < rates.size(); ++l)
+      for (const RatePoint& p : rates[l]) rate_sum_->rate(static_cast<LinkId>(l), p);
   }
 
   template <class Result>
@@ -469,8 +429,10 @@ class StreamedRun {
   FoldWhen fold_;
   OpSink* sink_;
   ScenarioResult out_;
-  std::vector<std::vector<RatePoint>> rate_changes_;  // per link: (when, by how much)
-  std::optional<RateSum> rate_sum_;  // where the sink takes the links' rates as they come
+  // With a sink: the runs' link rates summed as they come, into the sink's listener or, where
+  // it has none, kept in out_.sim.link_rates.
+  KeptRates kept_rates_{out_.sim.link_rates};
+  std::optional<RateSum> rate_sum_;
   std::size_t held_ = 0;  // ops of the schedules held now, a shared one once per collective
   Time last_end_ = 0;     // when every collective recorded so far has ended
 };
