@@ -15,8 +15,27 @@
 #include <vector>
 
 #include "core/interrupt.h"
+#include "schedule/schedule.h"
 
 namespace collsim {
+
+// A step's ops and dependencies, owned, for the queue: copied from a view of spans
+// (StepView, QuotientStepView, whose dependencies are `Dep`) and read back as one.
+template <class View, class Dep>
+struct OwnedStep {
+  OpId first = 0;
+  std::vector<Op> ops;
+  std::vector<DepIndex> dep_begin;
+  std::vector<Dep> deps;
+
+  void copy(const View& step) {
+    first = step.first;
+    ops.assign(step.ops.begin(), step.ops.end());
+    dep_begin.assign(step.dep_begin.begin(), step.dep_begin.end());
+    deps.assign(step.deps.begin(), step.deps.end());
+  }
+  View view() const { return {first, ops, dep_begin, deps}; }
+};
 
 template <class Step>
 class StepQueue {

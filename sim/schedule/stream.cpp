@@ -66,12 +66,7 @@ class ThreadedStream::Producer final : public StepSink {
   }
   void take_step(const StepView& step) override {
     s_.audit_.take_step(step);
-    queue_.push(step.ops.size(), [&](Step& s) {
-      s.first = step.first;
-      s.ops.assign(step.ops.begin(), step.ops.end());
-      s.dep_begin.assign(step.dep_begin.begin(), step.dep_begin.end());
-      s.deps.assign(step.deps.begin(), step.deps.end());
-    });
+    queue_.push(step.ops.size(), [&](Step& s) { s.copy(step); });
   }
 
  private:

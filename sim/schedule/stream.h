@@ -85,13 +85,7 @@ class StreamAudit final : public StepSink {
 // What the consumer sees is the same sequence of steps whatever the threads' timing.
 class ThreadedStream {
  public:
-  struct Step {
-    OpId first = 0;
-    std::vector<Op> ops;
-    std::vector<DepIndex> dep_begin;
-    std::vector<OpId> deps;
-    StepView view() const { return {first, ops, dep_begin, deps}; }
-  };
+  using Step = OwnedStep<StepView, OpId>;
 
   // Starts `generate` on the producer thread.
   ThreadedStream(std::function<Schedule()> generate, std::size_t max_ops = std::size_t{1} << 18);

@@ -48,20 +48,7 @@ constexpr std::uint32_t kOnlySentBit = std::uint32_t{1} << 31;
 static_assert(sizeof(HeldOp) == 64, "a held op is one cache line");
 
 // A fold's step as its maker thread hands it over (ThreadedSteps): owned, recycled.
-struct MadeStep {
-  OpId first = 0;
-  std::vector<Op> ops;
-  std::vector<DepIndex> dep_begin;
-  std::vector<QuotientSchedule::Dep> deps;
-
-  void copy(const QuotientStepView& step) {
-    first = step.first;
-    ops.assign(step.ops.begin(), step.ops.end());
-    dep_begin.assign(step.dep_begin.begin(), step.dep_begin.end());
-    deps.assign(step.deps.begin(), step.deps.end());
-  }
-  QuotientStepView view() const { return {first, ops, dep_begin, deps}; }
-};
+using MadeStep = OwnedStep<QuotientStepView, QuotientSchedule::Dep>;
 // A fold's steps of this many representatives or more are made on a thread of their own,
 // at most kMostQueuedOps ahead of the simulator (at least one step): two such steps, which
 // stay in cache (2^18, as a generator's stream, took 5.5 s where this took 5.2).
